@@ -1,0 +1,3 @@
+module tokenmix
+
+go 1.26

@@ -1,0 +1,95 @@
+package mixer
+
+import "tokenmix/kernels"
+
+// Mixer is a token-mixing layer: full attention, sparse attention, AFT, FNet…
+//
+// Shapes: B batch, T time (T ≤ Config.MaxLen), D = Config.D channels.
+type Mixer[F kernels.Float] interface {
+	// Params lists the mixer's parameters, with names relative to the mixer
+	// (e.g. "q.weight"; the model prefixes "blocks.{i}.mixer.").
+	Params() []ParamSpec
+	// Bind gives the mixer its parameter and gradient storage, one slice per
+	// ParamSpec in order, each of the spec's size. It is called once before
+	// Forward.
+	Bind(w, g [][]F)
+	// ActSize is the number of elements Forward saves for Backward.
+	ActSize(b, t int) int
+	// ScratchSize is the number of elements of temporary workspace Forward
+	// and Backward need; its contents do not survive between calls.
+	ScratchSize(b, t int) int
+	// Forward writes out [B,T,D] from x [B,T,D], filling act for Backward.
+	// It must not modify x.
+	Forward(out, act, scratch, x []F, p Pass)
+	// Backward accumulates the gradient into dx [B,T,D] and into the bound
+	// parameter gradients, given dout [B,T,D] and the x and act of the
+	// matching Forward (same Pass). It must not modify dout, act or x.
+	Backward(dx, scratch, dout, act, x []F, p Pass)
+}
+
+// Pass describes one forward/backward call.
+type Pass struct {
+	B, T int
+	// Pad marks excluded key positions, [B*T] (true = padding), or is nil.
+	Pad []bool
+	// Seed seeds anything random in the layer (e.g. LSH rotations). Forward
+	// and Backward get the same Seed, so randomness replays exactly.
+	Seed uint64
+}
+
+// Allowed reports whether key position j of sequence b may be attended to
+// (it is not padding).
+func (p Pass) Allowed(b, j int) bool {
+	return p.Pad == nil || !p.Pad[b*p.T+j]
+}
+
+// InitKind says how a parameter is initialised.
+type InitKind int
+
+const (
+	InitNormal   InitKind = iota // N(0, 0.02²), GPT-2 style
+	InitResidual                 // N(0, (0.02/√(2·n_layers))²): projections into the residual stream
+	InitZeros
+	InitOnes
+	InitConst // every element = ParamSpec.Value
+)
+
+// ParamSpec names and shapes one parameter tensor.
+type ParamSpec struct {
+	Name  string
+	Shape []int
+	Init  InitKind
+	Value float64 // for InitConst
+	// NoDecay excludes the parameter from AdamW weight decay (biases, gains,
+	// positional and relative biases, α parameters).
+	NoDecay bool
+}
+
+// Size is the number of elements of the parameter.
+func (s ParamSpec) Size() int {
+	n := 1
+	for _, d := range s.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Linear returns the weight [out,in] and bias [out] specs of a linear layer
+// named name (y = x·Wᵀ + b, as in PyTorch's nn.Linear).
+func Linear(name string, out, in int, residual bool) []ParamSpec {
+	k := InitNormal
+	if residual {
+		k = InitResidual
+	}
+	return []ParamSpec{
+		{Name: name + ".weight", Shape: []int{out, in}, Init: k},
+		{Name: name + ".bias", Shape: []int{out}, Init: InitZeros, NoDecay: true},
+	}
+}
+
+// Stats is implemented by mixers that report observations after a forward
+// pass, e.g. learned α per head or attention sparsity. Keys are short names
+// such as "alpha/h0" or "zeros/h1".
+type Stats interface {
+	Stats() map[string]float64
+}

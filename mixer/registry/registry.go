@@ -1,0 +1,32 @@
+// Package registry is the one explicit list of tokenmix's token mixers.
+//
+// A new mixer joins by adding one entry to All; the model, the CLI, the
+// conformance suite and the arena all find it here. There are no init()
+// side effects.
+package registry
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"tokenmix/mixer"
+)
+
+// All returns every registered mixer kind, in a fixed order.
+func All() []mixer.Kind {
+	return []mixer.Kind{}
+}
+
+// Lookup returns the kind named name, or an error listing the known kinds.
+func Lookup(name string) (mixer.Kind, error) {
+	var names []string
+	for _, k := range All() {
+		if k.Name == name {
+			return k, nil
+		}
+		names = append(names, k.Name)
+	}
+	sort.Strings(names)
+	return mixer.Kind{}, fmt.Errorf("mixer.kind: unknown kind %q (known: %s)", name, strings.Join(names, ", "))
+}

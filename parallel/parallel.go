@@ -1,0 +1,81 @@
+package parallel
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+var threads atomic.Int64
+
+func init() {
+	n := runtime.GOMAXPROCS(0)
+	if s := os.Getenv("TOKENMIX_THREADS"); s != "" {
+		if v, err := strconv.Atoi(s); err == nil && v > 0 {
+			n = v
+		}
+	}
+	threads.Store(int64(n))
+}
+
+// Threads returns the number of goroutines For uses.
+func Threads() int { return int(threads.Load()) }
+
+// SetThreads sets the number of goroutines For uses and returns the previous
+// value. SetThreads panics if n < 1.
+func SetThreads(n int) int {
+	if n < 1 {
+		panic("parallel: SetThreads with n < 1")
+	}
+	return int(threads.Swap(int64(n)))
+}
+
+// For splits [0,n) into at most Threads() contiguous chunks and calls
+// fn(worker, lo, hi) once per chunk, concurrently, returning when all have
+// finished (one fork, one join). worker is in [0, Threads()) and is unique
+// among the concurrent calls, so callers may index per-worker scratch with it.
+// Chunks are multiples of grain (the last may be shorter); grain < 1 means 1.
+// With one chunk fn runs on the calling goroutine.
+func For(n, grain int, fn func(worker, lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	if grain < 1 {
+		grain = 1
+	}
+	units := (n + grain - 1) / grain
+	nt := Threads()
+	if nt > units {
+		nt = units
+	}
+	if nt <= 1 {
+		fn(0, 0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(nt - 1)
+	for w := 1; w < nt; w++ {
+		lo, hi := split(units, nt, w, grain, n)
+		go func() {
+			defer wg.Done()
+			fn(w, lo, hi)
+		}()
+	}
+	lo, hi := split(units, nt, 0, grain, n)
+	fn(0, lo, hi)
+	wg.Wait()
+}
+
+// split returns worker w's element range when units grain-sized units are
+// shared evenly among nt workers.
+func split(units, nt, w, grain, n int) (lo, hi int) {
+	ulo := units * w / nt
+	uhi := units * (w + 1) / nt
+	lo, hi = ulo*grain, uhi*grain
+	if hi > n {
+		hi = n
+	}
+	return lo, hi
+}
