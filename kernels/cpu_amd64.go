@@ -1,0 +1,3 @@
+package kernels
+
+const asmAvailable = true
