@@ -92,3 +92,18 @@ func RefGemm[F Float](transA, transB bool, m, n, k int, alpha F, a []F, lda int,
 		}
 	}
 }
+
+// GemmST is Gemm on the calling goroutine only, for callers that already
+// split work across threads (e.g. per-head attention inside parallel.For).
+// Panics as Gemm.
+func GemmST[F Float](transA, transB bool, m, n, k int, alpha F, a []F, lda int, b []F, ldb int, beta F, c []F, ldc int) {
+	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if c32, ok := any(c).([]float32); ok {
+		gemm32ST(transA, transB, m, n, k, float32(alpha), any(a).([]float32), lda, any(b).([]float32), ldb, float32(beta), c32, ldc)
+		return
+	}
+	RefGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
