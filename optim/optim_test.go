@@ -1,0 +1,91 @@
+package optim
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+func TestSchedule(t *testing.T) {
+	s := Schedule{LR: 1e-3, MinLR: 1e-4, Warmup: 4, Steps: 14}
+	for _, c := range []struct {
+		step int
+		want float64
+	}{
+		{0, 0.25e-3}, {1, 0.5e-3}, {3, 1e-3}, // warmup reaches LR on update W−1
+		{4, 1e-3},              // cosine starts at LR
+		{9, 1e-4 + 0.5*0.9e-3}, // halfway: cos(π/2) = 0
+		{13, 1e-4 + 0.5*0.9e-3*(1+math.Cos(math.Pi*0.9))},
+		{14, 1e-4}, {100, 1e-4}, // after the end: MinLR
+	} {
+		if got := s.At(c.step); math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("At(%d) = %v, want %v", c.step, got, c.want)
+		}
+	}
+	// No warmup: step 0 is the peak.
+	if got := (Schedule{LR: 2, Steps: 10}).At(0); got != 2 {
+		t.Errorf("no-warmup At(0) = %v, want 2", got)
+	}
+}
+
+func TestGroups(t *testing.T) {
+	got := Groups([]int{3, 2, 4, 1, 5}, []bool{false, true, true, false, false})
+	want := []Group{{0, 3, true}, {3, 9, false}, {9, 15, true}}
+	if !slices.Equal(got, want) {
+		t.Errorf("Groups = %v, want %v", got, want)
+	}
+}
+
+// TestAdamWStep checks two updates against values worked out by hand from
+// the formula in the package doc (the same as torch.optim.AdamW).
+func TestAdamWStep(t *testing.T) {
+	p := []float64{1, 1}
+	g := []float64{0.5, 0.5}
+	o := NewAdamW[float64](2, []Group{{0, 1, true}, {1, 2, false}}, 0.9, 0.999, 1e-8, 0.1)
+	lr := 0.01
+	o.Update(p, g, lr)
+	// Step 1: m̂ = g, v̂ = g², so the Adam term is g/(|g|+ε) ≈ 1.
+	adam := 0.5 / (0.5 + 1e-8)
+	want := []float64{1 - lr*(adam+0.1*1), 1 - lr*adam}
+	for i := range p {
+		if math.Abs(p[i]-want[i]) > 1e-15 {
+			t.Errorf("step 1 p[%d] = %.17g, want %.17g", i, p[i], want[i])
+		}
+	}
+	// Step 2 with the same gradient: m̂ and v̂ are again g and g².
+	prev := slices.Clone(p)
+	o.Update(p, g, lr)
+	for i, d := range []float64{0.1, 0} {
+		w := prev[i] - lr*(adam+d*prev[i])
+		if math.Abs(p[i]-w) > 1e-15 {
+			t.Errorf("step 2 p[%d] = %.17g, want %.17g", i, p[i], w)
+		}
+	}
+	if o.Step != 2 {
+		t.Errorf("Step = %d", o.Step)
+	}
+	if g[0] != 0.5 || g[1] != 0.5 {
+		t.Error("Update modified the gradients")
+	}
+}
+
+func TestClipGradNorm(t *testing.T) {
+	g := []float32{3, 4} // norm 5
+	n := ClipGradNorm(g, 1)
+	if n != 5 {
+		t.Errorf("norm = %v", n)
+	}
+	c := 1 / (5 + 1e-6)
+	if math.Abs(float64(g[0])-3*c) > 1e-7 || math.Abs(float64(g[1])-4*c) > 1e-7 {
+		t.Errorf("clipped = %v", g)
+	}
+	g = []float32{3, 4}
+	ClipGradNorm(g, 10) // below the threshold: unchanged
+	if g[0] != 3 || g[1] != 4 {
+		t.Errorf("unclipped = %v", g)
+	}
+	ClipGradNorm(g, 0) // disabled
+	if g[0] != 3 || g[1] != 4 {
+		t.Errorf("disabled = %v", g)
+	}
+}
