@@ -1,5 +1,7 @@
 package kernels
 
+import "tokenmix/parallel"
+
 // Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices, where
 // op(X) is X or Xᵀ as transA/transB say. op(A) is m×k, op(B) is k×n and C is
 // m×n; lda, ldb and ldc are the row strides of A, B and C as stored. When
@@ -21,11 +23,40 @@ func Gemm[F Float](transA, transB bool, m, n, k int, alpha F, a []F, lda int, b 
 
 // GemmBatched computes batch independent products
 // C_i = alpha·op(A_i)·op(B_i) + beta·C_i, where X_i starts at X[i*strideX].
-// It is the strided-batched GEMM that per-head attention uses. Panics as Gemm.
+// It is the strided-batched GEMM that per-head attention uses. With at least
+// as many products as threads it runs whole products in parallel (one
+// fork/join); otherwise each product is split across the threads.
+//
+// GemmBatched panics if batch is negative or if Gemm would panic on any
+// product.
 func GemmBatched[F Float](transA, transB bool, m, n, k int, alpha F, a []F, lda, strideA int, b []F, ldb, strideB int, beta F, c []F, ldc, strideC int, batch int) {
-	for i := 0; i < batch; i++ {
-		Gemm(transA, transB, m, n, k, alpha, a[i*strideA:], lda, b[i*strideB:], ldb, beta, c[i*strideC:], ldc)
+	if batch < 0 {
+		panic("kernels: negative GEMM batch")
 	}
+	// Check every product here: a panic inside a worker could not be recovered.
+	for i := 0; i < batch; i++ {
+		checkGemm(transA, transB, m, n, k, len(from(a, i*strideA)), lda, len(from(b, i*strideB)), ldb, len(from(c, i*strideC)), ldc)
+	}
+	if batch == 0 || m == 0 || n == 0 {
+		return
+	}
+	if batch >= parallel.Threads() {
+		parallel.For(batch, 1, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				GemmST(transA, transB, m, n, k, alpha, from(a, i*strideA), lda, from(b, i*strideB), ldb, beta, from(c, i*strideC), ldc)
+			}
+		})
+		return
+	}
+	for i := 0; i < batch; i++ {
+		Gemm(transA, transB, m, n, k, alpha, from(a, i*strideA), lda, from(b, i*strideB), ldb, beta, from(c, i*strideC), ldc)
+	}
+}
+
+// from returns x[off:], or an empty slice when off is past the end (a
+// product with an empty operand may start past it).
+func from[F Float](x []F, off int) []F {
+	return x[min(off, len(x)):]
 }
 
 func checkGemm(transA, transB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) {

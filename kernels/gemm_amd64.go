@@ -1,0 +1,26 @@
+package kernels
+
+//go:generate go run ./internal/asmgen
+
+// gemmTile runs path p's micro-kernel on one mr×cols tile (see tileGo for the
+// contract). bp is the packed panel.
+func gemmTile(w *gemmWork, p Path, mr, cols, kc int, a []float32, ao, lda int, bp []float32, c []float32, co, ldc int, alpha, beta float32) {
+	switch p {
+	case PathAVX512:
+		mask := ^uint64(0)
+		if cols < 64 {
+			mask = 1<<cols - 1
+		}
+		kern512[mr-1][(cols+15)/16-1](kc, &a[ao], lda, &bp[0], &c[co], ldc, alpha, beta, mask)
+	case PathAVX2:
+		if cols == 16 {
+			kern256[mr-1](kc, &a[ao], lda, &bp[0], &c[co], ldc, alpha, beta, 0)
+			return
+		}
+		// Partial tile: compute all 16 columns into scratch, merge the valid ones.
+		kern256[mr-1](kc, &a[ao], lda, &bp[0], &w.tile[0], 16, 1, 0, 0)
+		mergeTile(w.tile[:], 16, mr, cols, c, co, ldc, alpha, beta)
+	default:
+		tileGo(w, mr, cols, kc, a, ao, lda, bp, c, co, ldc, alpha, beta)
+	}
+}

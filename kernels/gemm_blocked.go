@@ -1,0 +1,180 @@
+package kernels
+
+// The blocked GEMM driver (one goroutine). Loops, outermost first:
+//
+//	jc: nc columns of C at a time, so the packed B block (kc×nc) stays in L2;
+//	pc: kc of the k dimension at a time; pack op(B)[pc:pc+kc, jc:jc+nc];
+//	ir: gemmMR rows of C; op(A)'s gemmMR×kc micro-panel (read in place,
+//	    or packed when A is transposed) stays in L1;
+//	jr: one panel of nr columns; the micro-kernel updates an MR×nr tile.
+//
+// beta is applied at the first pc block; later blocks accumulate (beta=1).
+
+const (
+	gemmMR      = 6         // rows per micro-tile on every path
+	gemmKC      = 256       // target k block
+	gemmPackB   = 128 << 10 // target packed-B block, in floats (512 KiB)
+	gemmGoPanel = 32        // columns per panel on the pure-Go path
+)
+
+// gemmBlocked computes C = alpha·op(A)·op(B) + beta·C on the calling
+// goroutine with micro-kernels of path p, using w's buffers. Arguments are
+// already checked and m, n > 0.
+func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if k == 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	nr := gemmPanel(p)
+	kc := k
+	if k > gemmKC+gemmKC/4 {
+		nb := (k + gemmKC - 1) / gemmKC
+		kc = (k + nb - 1) / nb
+	}
+	nc := max(nr, gemmPackB/kc/nr*nr)
+	if nc > n {
+		nc = (n + nr - 1) / nr * nr
+	}
+	bp, ap := w.bufs(kc*nc, gemmMR*kc)
+	for jc := 0; jc < n; jc += nc {
+		ncb := min(nc, n-jc)
+		for pc := 0; pc < k; pc += kc {
+			kcb := min(kc, k-pc)
+			packB(bp, p, transB, b, ldb, pc, kcb, jc, ncb)
+			be := beta
+			if pc > 0 {
+				be = 1
+			}
+			for ir := 0; ir < m; ir += gemmMR {
+				mr := min(gemmMR, m-ir)
+				as, ao, al := a, ir*lda+pc, lda
+				if transA {
+					packAT(ap, a, lda, pc, kcb, ir, mr)
+					as, ao, al = ap, 0, kcb
+				}
+				for jr := 0; jr < ncb; jr += nr {
+					cols := min(nr, ncb-jr)
+					gemmTile(w, p, mr, cols, kcb, as, ao, al, bp[jr*kcb:], c, ir*ldc+jc+jr, ldc, alpha, be)
+				}
+			}
+		}
+	}
+}
+
+// gemmPanel is the panel width (columns per micro-tile) of path p.
+func gemmPanel(p Path) int {
+	switch p {
+	case PathAVX512:
+		return 64
+	case PathAVX2:
+		return 16
+	}
+	return gemmGoPanel
+}
+
+// gemmPackWidth is the packed row length of a panel with cols ≤ nr columns:
+// AVX-512 kernels read whole ZMM vectors, AVX2 always a full 16.
+func gemmPackWidth(p Path, cols int) int {
+	switch p {
+	case PathAVX512:
+		return (cols + 15) &^ 15
+	case PathAVX2:
+		return 16
+	}
+	return cols
+}
+
+// packB copies op(B)[pc:pc+kc, jc:jc+nc] into dst as consecutive panels of nr
+// columns; panel q starts at q·nr·kc and holds kc rows of gemmPackWidth
+// floats (zero-padded past the last column).
+func packB(dst []float32, p Path, transB bool, b []float32, ldb, pc, kc, jc, nc int) {
+	nr := gemmPanel(p)
+	for j0 := 0; j0 < nc; j0 += nr {
+		cols := min(nr, nc-j0)
+		pw := gemmPackWidth(p, cols)
+		d := dst[j0*kc : j0*kc+kc*pw]
+		if !transB {
+			for q := 0; q < kc; q++ {
+				o := (pc+q)*ldb + jc + j0
+				row := d[q*pw : q*pw+pw]
+				copy(row, b[o:o+cols])
+				clear(row[cols:])
+			}
+			continue
+		}
+		// op(B)[q][j] = B[j][q]: read rows of B, scatter into columns.
+		for j := 0; j < cols; j++ {
+			o := (jc+j0+j)*ldb + pc
+			for q, v := range b[o : o+kc] {
+				d[q*pw+j] = v
+			}
+		}
+		if cols < pw {
+			for q := 0; q < kc; q++ {
+				clear(d[q*pw+cols : q*pw+pw])
+			}
+		}
+	}
+}
+
+// packAT copies rows ir..ir+mr of op(A) = Aᵀ, columns pc..pc+kc, into dst as
+// an mr×kc row-major block, so the kernels always read rows of op(A).
+func packAT(dst, a []float32, lda, pc, kc, ir, mr int) {
+	for q := 0; q < kc; q++ {
+		o := (pc+q)*lda + ir
+		for r, v := range a[o : o+mr] {
+			dst[r*kc+q] = v
+		}
+	}
+}
+
+// scaleC sets C = beta·C (C = 0 when beta is 0, so NaNs do not propagate).
+func scaleC(m, n int, beta float32, c []float32, ldc int) {
+	for i := 0; i < m; i++ {
+		ci := c[i*ldc : i*ldc+n]
+		switch beta {
+		case 0:
+			clear(ci)
+		case 1:
+		default:
+			for j := range ci {
+				ci[j] *= beta
+			}
+		}
+	}
+}
+
+// tileGo is the pure-Go micro-kernel: C[co+r·ldc+j] = alpha·Σ_q
+// A[ao+r·lda+q]·bp[q·cols+j] + beta·C[...] for r < mr, j < cols.
+func tileGo(w *gemmWork, mr, cols, kc int, a []float32, ao, lda int, bp []float32, c []float32, co, ldc int, alpha, beta float32) {
+	acc := w.tile[:mr*cols]
+	clear(acc)
+	for r := 0; r < mr; r++ {
+		ar := a[ao+r*lda : ao+r*lda+kc]
+		accr := acc[r*cols : r*cols+cols]
+		for q, av := range ar {
+			for j, bv := range bp[q*cols : q*cols+cols] {
+				accr[j] += av * bv
+			}
+		}
+	}
+	mergeTile(acc, cols, mr, cols, c, co, ldc, alpha, beta)
+}
+
+// mergeTile sets C[co+r·ldc+j] = alpha·acc[r·lacc+j] + beta·C[...] for
+// r < mr, j < cols.
+func mergeTile(acc []float32, lacc, mr, cols int, c []float32, co, ldc int, alpha, beta float32) {
+	for r := 0; r < mr; r++ {
+		cr := c[co+r*ldc : co+r*ldc+cols]
+		ar := acc[r*lacc : r*lacc+cols]
+		if beta == 0 {
+			for j := range cr {
+				cr[j] = alpha * ar[j]
+			}
+			continue
+		}
+		for j := range cr {
+			cr[j] = alpha*ar[j] + beta*cr[j]
+		}
+	}
+}
