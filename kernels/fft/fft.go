@@ -1,0 +1,369 @@
+package fft
+
+import (
+	"math"
+	"sync"
+
+	"tokenmix/kernels"
+)
+
+// maxRadix is the largest prime handled by a Stockham butterfly; lengths with
+// a larger prime factor use Bluestein.
+const maxRadix = 13
+
+// Plan is a forward complex DFT of one length. It is read-only after
+// NewPlan and safe for concurrent use.
+type Plan[F kernels.Float] struct {
+	n      int
+	stages []stage[F]
+	blue   *bluestein[F]
+}
+
+// stage is one Stockham pass: radix p over sub-transforms of length p·m,
+// with stride s between interleaved sequences.
+type stage[F kernels.Float] struct {
+	p, m, s  int
+	twr, twi []F // [(p−1)·m]: W_{p·m}^{r·k} for r=1…p−1, k<m
+	wpr, wpi []F // [p·p]: W_p^{j·r}, generic butterflies only
+}
+
+// bluestein holds the chirp and the transformed convolution kernel.
+type bluestein[F kernels.Float] struct {
+	m      int
+	inner  *Plan[F]
+	cr, ci []F // [n] chirp exp(−iπ·j²/n)
+	br, bi []F // [m] FFT of the conjugate chirp, divided by m
+}
+
+// angle returns exp(−2πi·num/den) computed in float64 with num reduced
+// mod den first.
+func angle(num, den int) (float64, float64) {
+	num %= den
+	if num < 0 {
+		num += den
+	}
+	// Use exact values on the axes so that small transforms are exact.
+	switch {
+	case num == 0:
+		return 1, 0
+	case 4*num == den:
+		return 0, -1
+	case 2*num == den:
+		return -1, 0
+	case 4*num == 3*den:
+		return 0, 1
+	}
+	s, c := math.Sincos(-2 * math.Pi * float64(num) / float64(den))
+	return c, s
+}
+
+// NewPlan returns a plan for the forward DFT of length n. NewPlan panics if
+// n < 1.
+func NewPlan[F kernels.Float](n int) *Plan[F] {
+	if n < 1 {
+		panic("fft: NewPlan with n < 1")
+	}
+	p := &Plan[F]{n: n}
+	f := factor(n)
+	if f == nil {
+		p.blue = newBluestein[F](n)
+		return p
+	}
+	ncur, s := n, 1
+	for _, r := range f {
+		m := ncur / r
+		st := stage[F]{p: r, m: m, s: s}
+		st.twr = make([]F, (r-1)*m)
+		st.twi = make([]F, (r-1)*m)
+		for q := 1; q < r; q++ {
+			for k := 0; k < m; k++ {
+				c, si := angle(q*k, ncur)
+				st.twr[(q-1)*m+k], st.twi[(q-1)*m+k] = F(c), F(si)
+			}
+		}
+		if r > 4 {
+			st.wpr = make([]F, r*r)
+			st.wpi = make([]F, r*r)
+			for j := 0; j < r; j++ {
+				for q := 0; q < r; q++ {
+					c, si := angle(j*q, r)
+					st.wpr[j*r+q], st.wpi[j*r+q] = F(c), F(si)
+				}
+			}
+		}
+		p.stages = append(p.stages, st)
+		ncur, s = m, s*r
+	}
+	return p
+}
+
+// factor splits n into radices 4, 2, 3, 5, 7, 11, 13 (fours first), or
+// returns nil if n has a larger prime factor. factor(1) is empty.
+func factor(n int) []int {
+	f := []int{}
+	for n%4 == 0 {
+		f = append(f, 4)
+		n /= 4
+	}
+	for _, r := range []int{2, 3, 5, 7, 11, 13} {
+		for n%r == 0 {
+			f = append(f, r)
+			n /= r
+		}
+	}
+	if n != 1 {
+		return nil
+	}
+	return f
+}
+
+func newBluestein[F kernels.Float](n int) *bluestein[F] {
+	m := 1
+	for m < 2*n-1 {
+		m *= 2
+	}
+	b := &bluestein[F]{m: m, inner: NewPlan[F](m)}
+	b.cr, b.ci = make([]F, n), make([]F, n)
+	br, bi := make([]F, m), make([]F, m)
+	for j := 0; j < n; j++ {
+		// exp(−iπ·j²/n) = exp(−2πi·(j² mod 2n)/(2n)).
+		c, s := angle(j*j%(2*n), 2*n)
+		b.cr[j], b.ci[j] = F(c), F(s)
+		br[j], bi[j] = F(c), F(-s)
+		if j > 0 {
+			br[m-j], bi[m-j] = F(c), F(-s)
+		}
+	}
+	scr := make([]F, 2*b.inner.ScratchLen())
+	b.inner.Transform(br, bi, scr)
+	inv := 1 / F(m)
+	for i := range br {
+		br[i] *= inv
+		bi[i] *= inv
+	}
+	b.br, b.bi = br, bi
+	return b
+}
+
+// Len returns the transform length.
+func (p *Plan[F]) Len() int { return p.n }
+
+// ScratchLen returns the number of elements Transform needs in scratch, per
+// real and imaginary part (scratch must hold 2·ScratchLen()).
+func (p *Plan[F]) ScratchLen() int {
+	if p.blue != nil {
+		return 2*p.blue.m + p.blue.inner.ScratchLen()
+	}
+	return p.n
+}
+
+// Transform replaces (re, im) with its forward DFT. scratch must have at
+// least 2·ScratchLen() elements. Transform panics if re or im is shorter
+// than Len() or scratch is too short.
+func (p *Plan[F]) Transform(re, im, scratch []F) {
+	n := p.n
+	re, im = re[:n], im[:n]
+	sl := p.ScratchLen()
+	scratch = scratch[:2*sl]
+	if p.blue != nil {
+		p.blue.transform(re, im, scratch)
+		return
+	}
+	xr, xi := re, im
+	yr, yi := scratch[:n], scratch[sl:sl+n]
+	for i := range p.stages {
+		st := &p.stages[i]
+		switch st.p {
+		case 2:
+			radix2(st, yr, yi, xr, xi)
+		case 3:
+			radix3(st, yr, yi, xr, xi)
+		case 4:
+			radix4(st, yr, yi, xr, xi)
+		default:
+			radixN(st, yr, yi, xr, xi)
+		}
+		xr, xi, yr, yi = yr, yi, xr, xi
+	}
+	if len(p.stages)%2 == 1 {
+		copy(re, xr)
+		copy(im, xi)
+	}
+}
+
+func (b *bluestein[F]) transform(re, im, scratch []F) {
+	n, m := len(re), b.m
+	ar, ai := scratch[:m], scratch[m:2*m]
+	inner := scratch[2*m:]
+	for j := 0; j < n; j++ {
+		xr, xi, cr, ci := re[j], im[j], b.cr[j], b.ci[j]
+		ar[j], ai[j] = xr*cr-xi*ci, xr*ci+xi*cr
+	}
+	clear(ar[n:])
+	clear(ai[n:])
+	b.inner.Transform(ar, ai, inner)
+	for k := 0; k < m; k++ {
+		xr, xi, cr, ci := ar[k], ai[k], b.br[k], b.bi[k]
+		// Multiply, then conjugate for the inverse-by-conjugation.
+		ar[k], ai[k] = xr*cr-xi*ci, -(xr*ci + xi*cr)
+	}
+	b.inner.Transform(ar, ai, inner)
+	for k := 0; k < n; k++ {
+		xr, xi, cr, ci := ar[k], -ai[k], b.cr[k], b.ci[k]
+		re[k], im[k] = xr*cr-xi*ci, xr*ci+xi*cr
+	}
+}
+
+// The butterflies below compute, for k < m and q < s,
+//
+//	y[q + s·(p·k + r)] = W_{p·m}^{r·k} · Σ_j x[q + s·(k + j·m)]·W_p^{j·r},
+//
+// one decimation-in-frequency Stockham step.
+
+func radix2[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
+	m, s := st.m, st.s
+	for k := 0; k < m; k++ {
+		wr, wi := st.twr[k], st.twi[k]
+		x0r, x0i := xr[s*k:s*k+s], xi[s*k:s*k+s]
+		x1r, x1i := xr[s*(k+m):s*(k+m)+s], xi[s*(k+m):s*(k+m)+s]
+		y0r, y0i := yr[s*2*k:s*2*k+s], yi[s*2*k:s*2*k+s]
+		y1r, y1i := yr[s*(2*k+1):s*(2*k+1)+s], yi[s*(2*k+1):s*(2*k+1)+s]
+		for q := range x0r {
+			ar, ai, br, bi := x0r[q], x0i[q], x1r[q], x1i[q]
+			y0r[q], y0i[q] = ar+br, ai+bi
+			dr, di := ar-br, ai-bi
+			y1r[q], y1i[q] = dr*wr-di*wi, dr*wi+di*wr
+		}
+	}
+}
+
+func radix3[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
+	const c3 = 0.86602540378443864676 // √3/2
+	m, s := st.m, st.s
+	for k := 0; k < m; k++ {
+		w1r, w1i := st.twr[k], st.twi[k]
+		w2r, w2i := st.twr[m+k], st.twi[m+k]
+		x0r, x0i := xr[s*k:s*k+s], xi[s*k:s*k+s]
+		x1r, x1i := xr[s*(k+m):s*(k+m)+s], xi[s*(k+m):s*(k+m)+s]
+		x2r, x2i := xr[s*(k+2*m):s*(k+2*m)+s], xi[s*(k+2*m):s*(k+2*m)+s]
+		o := s * 3 * k
+		y0r, y0i := yr[o:o+s], yi[o:o+s]
+		y1r, y1i := yr[o+s:o+2*s], yi[o+s:o+2*s]
+		y2r, y2i := yr[o+2*s:o+3*s], yi[o+2*s:o+3*s]
+		for q := range x0r {
+			ar, ai := x0r[q], x0i[q]
+			sr, si := x1r[q]+x2r[q], x1i[q]+x2i[q]
+			dr, di := x1r[q]-x2r[q], x1i[q]-x2i[q]
+			y0r[q], y0i[q] = ar+sr, ai+si
+			mr, mi := ar-sr/2, ai-si/2
+			b1r, b1i := mr+c3*di, mi-c3*dr
+			b2r, b2i := mr-c3*di, mi+c3*dr
+			y1r[q], y1i[q] = b1r*w1r-b1i*w1i, b1r*w1i+b1i*w1r
+			y2r[q], y2i[q] = b2r*w2r-b2i*w2i, b2r*w2i+b2i*w2r
+		}
+	}
+}
+
+func radix4[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
+	m, s := st.m, st.s
+	for k := 0; k < m; k++ {
+		w1r, w1i := st.twr[k], st.twi[k]
+		w2r, w2i := st.twr[m+k], st.twi[m+k]
+		w3r, w3i := st.twr[2*m+k], st.twi[2*m+k]
+		x0r, x0i := xr[s*k:s*k+s], xi[s*k:s*k+s]
+		x1r, x1i := xr[s*(k+m):s*(k+m)+s], xi[s*(k+m):s*(k+m)+s]
+		x2r, x2i := xr[s*(k+2*m):s*(k+2*m)+s], xi[s*(k+2*m):s*(k+2*m)+s]
+		x3r, x3i := xr[s*(k+3*m):s*(k+3*m)+s], xi[s*(k+3*m):s*(k+3*m)+s]
+		o := s * 4 * k
+		y0r, y0i := yr[o:o+s], yi[o:o+s]
+		y1r, y1i := yr[o+s:o+2*s], yi[o+s:o+2*s]
+		y2r, y2i := yr[o+2*s:o+3*s], yi[o+2*s:o+3*s]
+		y3r, y3i := yr[o+3*s:o+4*s], yi[o+3*s:o+4*s]
+		for q := range x0r {
+			t0r, t0i := x0r[q]+x2r[q], x0i[q]+x2i[q]
+			t1r, t1i := x0r[q]-x2r[q], x0i[q]-x2i[q]
+			t2r, t2i := x1r[q]+x3r[q], x1i[q]+x3i[q]
+			t3r, t3i := x1r[q]-x3r[q], x1i[q]-x3i[q]
+			y0r[q], y0i[q] = t0r+t2r, t0i+t2i
+			b2r, b2i := t0r-t2r, t0i-t2i
+			b1r, b1i := t1r+t3i, t1i-t3r // t1 − i·t3
+			b3r, b3i := t1r-t3i, t1i+t3r // t1 + i·t3
+			y1r[q], y1i[q] = b1r*w1r-b1i*w1i, b1r*w1i+b1i*w1r
+			y2r[q], y2i[q] = b2r*w2r-b2i*w2i, b2r*w2i+b2i*w2r
+			y3r[q], y3i[q] = b3r*w3r-b3i*w3i, b3r*w3i+b3i*w3r
+		}
+	}
+}
+
+// radixN is the generic O(p²) butterfly for p = 5, 7, 11, 13.
+func radixN[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
+	p, m, s := st.p, st.m, st.s
+	var ar, ai [maxRadix]F
+	for k := 0; k < m; k++ {
+		for q := 0; q < s; q++ {
+			for j := 0; j < p; j++ {
+				ar[j], ai[j] = xr[q+s*(k+j*m)], xi[q+s*(k+j*m)]
+			}
+			for r := 0; r < p; r++ {
+				var br, bi F
+				for j := 0; j < p; j++ {
+					wr, wi := st.wpr[j*p+r], st.wpi[j*p+r]
+					br += ar[j]*wr - ai[j]*wi
+					bi += ar[j]*wi + ai[j]*wr
+				}
+				if r > 0 {
+					wr, wi := st.twr[(r-1)*m+k], st.twi[(r-1)*m+k]
+					br, bi = br*wr-bi*wi, br*wi+bi*wr
+				}
+				yr[q+s*(p*k+r)], yi[q+s*(p*k+r)] = br, bi
+			}
+		}
+	}
+}
+
+// Real2 computes the half spectra k = 0…n/2 of two real sequences x1 and
+// x2 of length n = Len() with one complex transform of x1 + i·x2, writing
+// X1 to (r1, i1) and X2 to (r2, i2), each of length n/2+1. The other half
+// follows from X[n−k] = conj(X[k]). scratch must hold 2·ScratchLen() + 2·n
+// elements. Real2 panics if a slice is too short.
+func (p *Plan[F]) Real2(r1, i1, r2, i2, x1, x2, scratch []F) {
+	n := p.n
+	h := n/2 + 1
+	r1, i1, r2, i2 = r1[:h], i1[:h], r2[:h], i2[:h]
+	zr, zi := scratch[:n], scratch[n:2*n]
+	copy(zr, x1[:n])
+	copy(zi, x2[:n])
+	p.Transform(zr, zi, scratch[2*n:])
+	for k := 0; k < h; k++ {
+		nk := (n - k) % n
+		ar, ai := zr[k], zi[k]
+		br, bi := zr[nk], -zi[nk] // conj(Z[n−k])
+		// X1 = (Z[k] + conj Z[n−k])/2, X2 = (Z[k] − conj Z[n−k])/(2i).
+		r1[k], i1[k] = (ar+br)/2, (ai+bi)/2
+		r2[k], i2[k] = (ai-bi)/2, -(ar-br)/2
+	}
+}
+
+// Real2ScratchLen is the scratch Real2 needs.
+func (p *Plan[F]) Real2ScratchLen() int { return 2*p.ScratchLen() + 2*p.n }
+
+var cache sync.Map // planKey → *Plan[F]
+
+type planKey struct {
+	n    int
+	f64  bool
+	kind string
+}
+
+// PlanFor returns the cached plan of length n for element type F, building
+// it on first use. PlanFor panics if n < 1.
+func PlanFor[F kernels.Float](n int) *Plan[F] {
+	var zero F
+	_, f64 := any(zero).(float64)
+	k := planKey{n: n, f64: f64, kind: "c"}
+	if v, ok := cache.Load(k); ok {
+		return v.(*Plan[F])
+	}
+	v, _ := cache.LoadOrStore(k, NewPlan[F](n))
+	return v.(*Plan[F])
+}

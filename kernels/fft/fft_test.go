@@ -1,0 +1,161 @@
+package fft
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// naiveDFT is the O(n²) oracle, in float64 with exactly reduced angles.
+func naiveDFT(re, im []float64) ([]float64, []float64) {
+	n := len(re)
+	or, oi := make([]float64, n), make([]float64, n)
+	for k := 0; k < n; k++ {
+		var sr, si float64
+		for j := 0; j < n; j++ {
+			c, s := angle(j*k, n)
+			sr += re[j]*c - im[j]*s
+			si += re[j]*s + im[j]*c
+		}
+		or[k], oi[k] = sr, si
+	}
+	return or, oi
+}
+
+var lengths = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 16, 17, 25, 30, 31, 49, 64, 97, 128, 143, 210, 256, 1000, 1024}
+
+func randVec(rng *rand.Rand, n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = rng.NormFloat64()
+	}
+	return v
+}
+
+func maxErr(gr, gi []float64, wr, wi []float64) float64 {
+	var num, den float64
+	for i := range wr {
+		num = math.Max(num, math.Hypot(gr[i]-wr[i], gi[i]-wi[i]))
+		den = math.Max(den, math.Hypot(wr[i], wi[i]))
+	}
+	return num / math.Max(den, 1e-300)
+}
+
+func TestTransformMatchesNaive(t *testing.T) {
+	for _, n := range lengths {
+		rng := rand.New(rand.NewPCG(uint64(n), 3))
+		xr, xi := randVec(rng, n), randVec(rng, n)
+		wr, wi := naiveDFT(xr, xi)
+
+		p64 := NewPlan[float64](n)
+		gr, gi := append([]float64(nil), xr...), append([]float64(nil), xi...)
+		p64.Transform(gr, gi, make([]float64, 2*p64.ScratchLen()))
+		if e := maxErr(gr, gi, wr, wi); e > 1e-12 {
+			t.Errorf("n=%d float64: max rel err %.3g", n, e)
+		}
+
+		p32 := NewPlan[float32](n)
+		fr, fi := to32(xr), to32(xi)
+		p32.Transform(fr, fi, make([]float32, 2*p32.ScratchLen()))
+		if e := maxErr(to64(fr), to64(fi), wr, wi); e > 2e-6 {
+			t.Errorf("n=%d float32: max rel err %.3g", n, e)
+		}
+	}
+}
+
+func TestBluesteinPath(t *testing.T) {
+	// Lengths with a prime factor > 13 must take the chirp-z path.
+	for _, n := range []int{17, 31, 97, 143 * 17} {
+		if NewPlan[float32](n).blue == nil {
+			t.Errorf("n=%d: expected Bluestein", n)
+		}
+	}
+	for _, n := range []int{1000, 1024, 12, 30, 143} {
+		if NewPlan[float32](n).blue != nil {
+			t.Errorf("n=%d: expected mixed radix", n)
+		}
+	}
+}
+
+func TestReal2MatchesNaive(t *testing.T) {
+	for _, n := range lengths {
+		rng := rand.New(rand.NewPCG(uint64(n), 5))
+		x1, x2 := randVec(rng, n), randVec(rng, n)
+		w1r, w1i := naiveDFT(x1, make([]float64, n))
+		w2r, w2i := naiveDFT(x2, make([]float64, n))
+		h := n/2 + 1
+		p := NewPlan[float64](n)
+		r1, i1, r2, i2 := make([]float64, h), make([]float64, h), make([]float64, h), make([]float64, h)
+		p.Real2(r1, i1, r2, i2, x1, x2, make([]float64, p.Real2ScratchLen()))
+		if e := maxErr(r1, i1, w1r[:h], w1i[:h]); e > 1e-12 {
+			t.Errorf("n=%d X1: rel err %.3g", n, e)
+		}
+		if e := maxErr(r2, i2, w2r[:h], w2i[:h]); e > 1e-12 {
+			t.Errorf("n=%d X2: rel err %.3g", n, e)
+		}
+	}
+}
+
+func TestPlanForCaches(t *testing.T) {
+	if PlanFor[float32](60) != PlanFor[float32](60) {
+		t.Error("PlanFor[float32](60) not cached")
+	}
+	if any(PlanFor[float64](60)) == any(PlanFor[float32](60)) {
+		t.Error("float32 and float64 plans share a cache entry")
+	}
+}
+
+func TestInputsNotAliasedByScratch(t *testing.T) {
+	// Transform must leave scratch-independent results: two scratch
+	// buffers with different garbage give the same output.
+	for _, n := range []int{17, 60, 64} {
+		p := NewPlan[float64](n)
+		rng := rand.New(rand.NewPCG(1, 1))
+		xr, xi := randVec(rng, n), randVec(rng, n)
+		var outs [2][]float64
+		for i := range outs {
+			s := make([]float64, 2*p.ScratchLen())
+			for j := range s {
+				s[j] = float64(i*7 + j)
+			}
+			r, im := append([]float64(nil), xr...), append([]float64(nil), xi...)
+			p.Transform(r, im, s)
+			outs[i] = append(r, im...)
+		}
+		for j := range outs[0] {
+			if outs[0][j] != outs[1][j] {
+				t.Fatalf("n=%d: result depends on scratch contents", n)
+			}
+		}
+	}
+}
+
+func to32(v []float64) []float32 {
+	o := make([]float32, len(v))
+	for i, x := range v {
+		o[i] = float32(x)
+	}
+	return o
+}
+
+func to64(v []float32) []float64 {
+	o := make([]float64, len(v))
+	for i, x := range v {
+		o[i] = float64(x)
+	}
+	return o
+}
+
+func BenchmarkTransform(b *testing.B) {
+	for _, n := range []int{256, 1024, 4096, 16384, 1000, 4099} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			p := NewPlan[float32](n)
+			re, im := make([]float32, n), make([]float32, n)
+			s := make([]float32, 2*p.ScratchLen())
+			for i := 0; i < b.N; i++ {
+				p.Transform(re, im, s)
+			}
+		})
+	}
+}
