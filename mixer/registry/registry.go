@@ -11,11 +11,14 @@ import (
 	"strings"
 
 	"tokenmix/mixer"
+	"tokenmix/mixer/full"
 )
 
 // All returns every registered mixer kind, in a fixed order.
 func All() []mixer.Kind {
-	return []mixer.Kind{}
+	return []mixer.Kind{
+		full.Kind(),
+	}
 }
 
 // Lookup returns the kind named name, or an error listing the known kinds.

@@ -1,0 +1,38 @@
+// Package attn holds tokenmix's memory-efficient exact attention kernels,
+// shared by full attention (mixer/full) and the Sparse Transformer
+// (mixer/sparse).
+//
+// Attention per head, with scale = 1/√Dh and A(i) the keys query i may see
+// (the head's Pattern minus padded keys):
+//
+//	S_ij = scale·q_i·k_j,   P_ij = exp(S_ij − lse_i) for j ∈ A(i), else 0,
+//	lse_i = log Σ_{j∈A(i)} exp(S_ij),   o_i = Σ_j P_ij v_j.
+//
+// A query with no allowed key gets o_i = 0 (lse_i = +Inf).
+//
+// The forward pass never materialises S or P (Rabe & Staats 2021, "Self-
+// attention does not need O(n²) memory"; Dao et al. 2022, FlashAttention).
+// Queries and keys are visited in blocks listed by a Layout; for each block
+// the kernel computes an NQ×NK score tile with one GEMM, and updates a running
+// row maximum m_i, row sum l_i and unnormalised output (the online softmax):
+//
+//	m' = max(m, max_j S_ij),  l = l·e^{m−m'} + Σ_j e^{S_ij−m'},
+//	o = o·e^{m−m'} + Σ_j e^{S_ij−m'} v_j.
+//
+// It saves q, k, v, o and lse: O(T·D) memory. Backward recomputes each tile
+// from q, k and lse (FlashAttention-2, Dao 2023):
+//
+//	D_i = Σ_c dO_ic·O_ic,  dP = dO·vᵀ,  dS = P ⊙ (dP − D_i),
+//	dq += scale·dS·k,  dk += scale·dSᵀ·q,  dv += Pᵀ·dO.
+//
+// A Layout is a list of phases; a phase is a list of groups with disjoint
+// query rows (the unit of parallel work in forward); a group is a list of
+// blocks. A block's rows and columns are arithmetic progressions of
+// positions, so the Sparse Transformer's strided keys (i, i−l, i−2l, …) are a
+// dense block in permuted order (OpenAI's transpose trick) read with row
+// stride l·D, without gathering. Partial blocks carry a bit mask. The work is
+// therefore proportional to the number of visited pairs times Dh, not T².
+//
+// Shapes: B batch, T time, D channels, H heads, Dh = D/H; head h is the
+// contiguous channel group [h·Dh, (h+1)·Dh).
+package attn

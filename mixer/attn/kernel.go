@@ -1,0 +1,319 @@
+package attn
+
+import (
+	"math"
+	"sort"
+	"sync/atomic"
+
+	"tokenmix/kernels"
+	"tokenmix/mixer"
+	"tokenmix/parallel"
+)
+
+// Shapes: B batch, T time, D channels, H heads, Dh = D/H head size.
+// q, k, v, o are [B,T,D] with head h in channels [h·Dh, (h+1)·Dh), so a
+// head's rows are read with row stride D and never transposed.
+
+// dims are the sizes one Forward/Backward call works on.
+type dims struct {
+	B, T, D, H, Dh int
+	scale          float64 // 1/√Dh
+}
+
+// workerSize is the scratch one worker needs: a score tile and a dP tile.
+func workerSize(tile int) int {
+	n := tile * tile
+	return (2*n + 15) &^ 15 // keep every worker's tiles 64-byte congruent
+}
+
+// runUnits runs fn(w, u) for u in [0,n) on up to nw workers that pull units
+// from a shared counter (dynamic scheduling: groups differ in cost). Every
+// unit runs exactly once; w < nw indexes per-worker scratch.
+func runUnits(nw, n int, fn func(w, u int)) {
+	nw = min(nw, n, parallel.Threads())
+	if nw <= 1 {
+		for u := 0; u < n; u++ {
+			fn(0, u)
+		}
+		return
+	}
+	var next atomic.Int64
+	parallel.For(nw, 1, func(_, lo, hi int) {
+		for w := lo; w < hi; w++ {
+			for {
+				u := int(next.Add(1) - 1)
+				if u >= n {
+					break
+				}
+				fn(w, u)
+			}
+		}
+	})
+}
+
+type unit struct{ b, h, g, cost int }
+
+func sortUnits(us []unit) {
+	sort.SliceStable(us, func(a, b int) bool { return us[a].cost > us[b].cost })
+}
+
+// Forward computes the attention of every head over its layout:
+// o = softmax(scale·q·kᵀ over allowed keys)·v, written into o [B,T,D], and
+// the per-row log-sum-exp into lse [B,H,T] (+Inf for a row with no allowed
+// key, whose output is 0). l [B,H,T] is scratch for the running row sums;
+// work holds nw worker tiles of workerSize(tile) each. Keys j with
+// p.Pad[b·T+j] are excluded.
+func forward[F kernels.Float](o, lse, l, work []F, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tile int) {
+	B, T, D, H := d.B, d.T, d.D, d.H
+	clear(o[:B*T*D])
+	ninf := F(math.Inf(-1))
+	for i := range lse[:B*H*T] {
+		lse[i] = ninf // running max m
+	}
+	clear(l[:B*H*T])
+	ws := workerSize(tile)
+	nw := len(work) / ws
+	if nw < 1 {
+		panic("attn: scratch too small")
+	}
+	nph := 0
+	for _, ly := range lay {
+		nph = max(nph, len(ly.Phases))
+	}
+	var us []unit
+	for ph := 0; ph < nph; ph++ {
+		us = us[:0]
+		for h := 0; h < H; h++ {
+			if ph >= len(lay[h].Phases) {
+				continue
+			}
+			for g, gr := range lay[h].Phases[ph].Groups {
+				for b := 0; b < B; b++ {
+					us = append(us, unit{b, h, g, gr.Cost})
+				}
+			}
+		}
+		sortUnits(us)
+		runUnits(nw, len(us), func(w, u int) {
+			un := us[u]
+			gr := &lay[un.h].Phases[ph].Groups[un.g]
+			s := work[w*ws : w*ws+tile*tile]
+			for bi := range gr.Blocks {
+				blk := &gr.Blocks[bi]
+				if blk.Diag {
+					fwdDiag(o, lse, l, q, k, v, blk, d, p, un.b, un.h)
+				} else {
+					fwdBlock(o, lse, l, s, q, k, v, blk, d, p, un.b, un.h)
+				}
+			}
+		})
+	}
+	// Normalise: o /= l, lse = m + log l.
+	parallel.For(B*T, 64, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			b, i := r/T, r%T
+			for h := 0; h < H; h++ {
+				si := (b*H+h)*T + i
+				orow := o[r*D+h*d.Dh : r*D+(h+1)*d.Dh]
+				if l[si] == 0 {
+					clear(orow)
+					lse[si] = F(math.Inf(1))
+					continue
+				}
+				inv := 1 / l[si]
+				for c := range orow {
+					orow[c] *= inv
+				}
+				lse[si] += F(math.Log(float64(l[si])))
+			}
+		}
+	})
+}
+
+// maskScores sets the disallowed entries of the nq×nk score tile s to −Inf:
+// pairs outside blk's mask and keys that are padding.
+func maskScores[F kernels.Float](s []F, blk *Block, d dims, p mixer.Pass, b int) {
+	nq, nk := blk.NQ, blk.NK
+	ninf := F(math.Inf(-1))
+	if blk.Mask != nil {
+		for a := 0; a < nq; a++ {
+			row := s[a*nk : (a+1)*nk]
+			base := a * nk
+			for c := range row {
+				e := base + c
+				if blk.Mask[e>>6]>>(e&63)&1 == 0 {
+					row[c] = ninf
+				}
+			}
+		}
+	}
+	if p.Pad != nil {
+		pad := p.Pad[b*d.T : (b+1)*d.T]
+		for c := 0; c < nk; c++ {
+			if pad[blk.K0+c*blk.KS] {
+				for a := 0; a < nq; a++ {
+					s[a*nk+c] = ninf
+				}
+			}
+		}
+	}
+}
+
+func fwdBlock[F kernels.Float](o, m, l, s []F, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
+	T, D, Dh := d.T, d.D, d.Dh
+	nq, nk := blk.NQ, blk.NK
+	s = s[:nq*nk]
+	qoff := (b*T+blk.Q0)*D + h*Dh
+	koff := (b*T+blk.K0)*D + h*Dh
+	kernels.GemmST(false, true, nq, nk, Dh, F(d.scale), q[qoff:], blk.QS*D, k[koff:], blk.KS*D, 0, s, nk)
+	maskScores(s, blk, d, p, b)
+	ninf := F(math.Inf(-1))
+	for a := 0; a < nq; a++ {
+		row := s[a*nk : (a+1)*nk]
+		i := blk.Q0 + a*blk.QS
+		si := (b*d.H+h)*T + i
+		mx := rowMax(row)
+		mOld := m[si]
+		mNew := max(mOld, mx)
+		if mNew == ninf {
+			clear(row) // nothing allowed yet in this row
+			continue
+		}
+		sum := expSub(row, mNew)
+		if mOld != mNew {
+			al := F(math.Exp(float64(mOld - mNew)))
+			l[si] *= al
+			orow := o[(b*T+i)*D+h*Dh : (b*T+i)*D+(h+1)*Dh]
+			for c := range orow {
+				orow[c] *= al
+			}
+			m[si] = mNew
+		}
+		l[si] += sum
+	}
+	kernels.GemmST(false, false, nq, Dh, nk, 1, s, nk, v[koff:], blk.KS*D, 1, o[qoff:], blk.QS*D)
+}
+
+func fwdDiag[F kernels.Float](o, m, l []F, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
+	T, D, Dh := d.T, d.D, d.Dh
+	for a := 0; a < blk.NQ; a++ {
+		i, j := blk.Q0+a*blk.QS, blk.K0+a*blk.KS
+		if p.Pad != nil && p.Pad[b*T+j] {
+			continue
+		}
+		qi := q[(b*T+i)*D+h*Dh : (b*T+i)*D+(h+1)*Dh]
+		kj := k[(b*T+j)*D+h*Dh : (b*T+j)*D+(h+1)*Dh]
+		vj := v[(b*T+j)*D+h*Dh : (b*T+j)*D+(h+1)*Dh]
+		orow := o[(b*T+i)*D+h*Dh : (b*T+i)*D+(h+1)*Dh]
+		sc := dot(qi, kj) * F(d.scale)
+		si := (b*d.H+h)*T + i
+		mOld := m[si]
+		mNew := max(mOld, sc)
+		al := F(math.Exp(float64(mOld - mNew)))
+		pe := F(math.Exp(float64(sc - mNew)))
+		l[si] = l[si]*al + pe
+		m[si] = mNew
+		for c := range orow {
+			orow[c] = orow[c]*al + pe*vj[c]
+		}
+	}
+}
+
+// backward accumulates dq, dk, dv [B,T,D] given do [B,T,D] (the gradient of
+// forward's o), the forward's o and lse, and the same q, k, v, layouts and
+// pass. drow [B,H,T] is scratch for rowsum(do ⊙ o). It recomputes every score
+// tile (FlashAttention-2): P = exp(S − lse), dS = P ⊙ (dP − rowsum(dO ⊙ O)).
+// Work is split over (batch, head): each unit owns its head's dq, dk, dv.
+func backward[F kernels.Float](dq, dk, dv, drow, work []F, do, o, lse, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tile int) {
+	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
+	parallel.For(B*T, 64, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			b, i := r/T, r%T
+			for h := 0; h < H; h++ {
+				drow[(b*H+h)*T+i] = dot(do[r*D+h*Dh:r*D+(h+1)*Dh], o[r*D+h*Dh:r*D+(h+1)*Dh])
+			}
+		}
+	})
+	ws := workerSize(tile)
+	nw := len(work) / ws
+	if nw < 1 {
+		panic("attn: scratch too small")
+	}
+	us := make([]unit, 0, B*H)
+	for h := 0; h < H; h++ {
+		for b := 0; b < B; b++ {
+			us = append(us, unit{b: b, h: h, cost: lay[h].Cost})
+		}
+	}
+	sortUnits(us)
+	runUnits(nw, len(us), func(w, u int) {
+		un := us[u]
+		s := work[w*ws : w*ws+tile*tile]
+		dp := work[w*ws+tile*tile : w*ws+2*tile*tile]
+		for _, ph := range lay[un.h].Phases {
+			for _, gr := range ph.Groups {
+				for bi := range gr.Blocks {
+					blk := &gr.Blocks[bi]
+					if blk.Diag {
+						bwdDiag(dq, dk, dv, drow, do, lse, q, k, v, blk, d, p, un.b, un.h)
+					} else {
+						bwdBlock(dq, dk, dv, s, dp, drow, do, lse, q, k, v, blk, d, p, un.b, un.h)
+					}
+				}
+			}
+		}
+	})
+}
+
+func bwdBlock[F kernels.Float](dq, dk, dv, s, dp, drow, do, lse, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
+	T, D, Dh := d.T, d.D, d.Dh
+	nq, nk := blk.NQ, blk.NK
+	s, dp = s[:nq*nk], dp[:nq*nk]
+	qoff := (b*T+blk.Q0)*D + h*Dh
+	koff := (b*T+blk.K0)*D + h*Dh
+	lq, lk := blk.QS*D, blk.KS*D
+	sc := F(d.scale)
+	kernels.GemmST(false, true, nq, nk, Dh, sc, q[qoff:], lq, k[koff:], lk, 0, s, nk)
+	maskScores(s, blk, d, p, b)
+	for a := 0; a < nq; a++ {
+		si := (b*d.H+h)*T + blk.Q0 + a*blk.QS
+		expSub(s[a*nk:(a+1)*nk], lse[si]) // P
+	}
+	// dP = dO·Vᵀ;  dV += Pᵀ·dO
+	kernels.GemmST(false, true, nq, nk, Dh, 1, do[qoff:], lq, v[koff:], lk, 0, dp, nk)
+	kernels.GemmST(true, false, nk, Dh, nq, 1, s, nk, do[qoff:], lq, 1, dv[koff:], lk)
+	// dS = P ⊙ (dP − D_i)
+	for a := 0; a < nq; a++ {
+		di := drow[(b*d.H+h)*T+blk.Q0+a*blk.QS]
+		pr, dr := s[a*nk:(a+1)*nk], dp[a*nk:(a+1)*nk]
+		for c := range dr {
+			dr[c] = pr[c] * (dr[c] - di)
+		}
+	}
+	// dQ += scale·dS·K;  dK += scale·dSᵀ·Q
+	kernels.GemmST(false, false, nq, Dh, nk, sc, dp, nk, k[koff:], lk, 1, dq[qoff:], lq)
+	kernels.GemmST(true, false, nk, Dh, nq, sc, dp, nk, q[qoff:], lq, 1, dk[koff:], lk)
+}
+
+func bwdDiag[F kernels.Float](dq, dk, dv, drow, do, lse, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
+	T, D, Dh := d.T, d.D, d.Dh
+	sc := F(d.scale)
+	for a := 0; a < blk.NQ; a++ {
+		i, j := blk.Q0+a*blk.QS, blk.K0+a*blk.KS
+		if p.Pad != nil && p.Pad[b*T+j] {
+			continue
+		}
+		ri, rj := (b*T+i)*D+h*Dh, (b*T+j)*D+h*Dh
+		qi, kj, vj := q[ri:ri+Dh], k[rj:rj+Dh], v[rj:rj+Dh]
+		doi := do[ri : ri+Dh]
+		si := (b*d.H+h)*T + i
+		pe := F(math.Exp(float64(dot(qi, kj)*sc - lse[si])))
+		ds := pe * (dot(doi, vj) - drow[si]) * sc
+		dqi, dkj, dvj := dq[ri:ri+Dh], dk[rj:rj+Dh], dv[rj:rj+Dh]
+		for c := 0; c < Dh; c++ {
+			dvj[c] += pe * doi[c]
+			dqi[c] += ds * kj[c]
+			dkj[c] += ds * qi[c]
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package attn
+
+// Block is a rectangle of query–key pairs that the kernels visit as one
+// tile. Its query rows are the positions Q0 + a·QS for a < NQ and its key
+// columns the positions K0 + c·KS for c < NK: an arithmetic progression, so a
+// block of the Sparse Transformer's strided pattern (keys i, i−l, i−2l, …) is
+// a plain strided matrix and needs no gather.
+type Block struct {
+	Q0, QS, NQ int
+	K0, KS, NK int
+	// Diag marks a block whose only pairs are (Q0+a·QS, K0+a·KS); NQ == NK.
+	Diag bool
+	// Mask, when not nil, holds NQ×NK bits row-major (bit a·NK+c): the
+	// allowed pairs of a partial block. nil means every pair is allowed.
+	Mask []uint64
+}
+
+// Allowed reports whether pair (a, c) of the block (row a, column c) is
+// visited.
+func (b *Block) Allowed(a, c int) bool {
+	if b.Diag {
+		return a == c
+	}
+	if b.Mask == nil {
+		return true
+	}
+	n := a*b.NK + c
+	return b.Mask[n>>6]>>(n&63)&1 != 0
+}
+
+// Group is a list of blocks that share one set of query rows. A group is one
+// unit of work in the forward pass: it owns the online-softmax state of its
+// rows.
+type Group struct {
+	Blocks []Block
+	Cost   int // Σ NQ·NK (Diag blocks count NQ)
+}
+
+// Phase is a list of groups with pairwise disjoint query rows, so they may
+// run concurrently. Phases run one after the other; a query may appear in
+// several phases (e.g. a local band, then strided keys in permuted order).
+type Phase struct {
+	Groups []Group
+}
+
+// Layout is a block-sparse attention layout for one head at one length T:
+// every allowed (query, key) pair lies in exactly one block.
+type Layout struct {
+	T      int
+	Phases []Phase
+	// MaxNQ and MaxNK bound the block sizes (for scratch tiles).
+	MaxNQ, MaxNK int
+	// Cost is Σ NQ·NK over all blocks: the number of scores computed.
+	Cost int
+}
+
+// Each calls fn(i, j) for every allowed pair of l, in block order.
+func (l *Layout) Each(fn func(i, j int)) {
+	for _, ph := range l.Phases {
+		for _, g := range ph.Groups {
+			for bi := range g.Blocks {
+				b := &g.Blocks[bi]
+				for a := 0; a < b.NQ; a++ {
+					for c := 0; c < b.NK; c++ {
+						if b.Allowed(a, c) {
+							fn(b.Q0+a*b.QS, b.K0+c*b.KS)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// Pairs returns the number of allowed pairs of l.
+func (l *Layout) Pairs() int {
+	n := 0
+	l.Each(func(int, int) { n++ })
+	return n
+}
+
+// Builder assembles a Layout phase by phase and group by group.
+type Builder struct {
+	l *Layout
+}
+
+// NewBuilder starts an empty layout for length T.
+func NewBuilder(T int) *Builder { return &Builder{l: &Layout{T: T}} }
+
+// Phase starts a new phase.
+func (b *Builder) Phase() { b.l.Phases = append(b.l.Phases, Phase{}) }
+
+// Group starts a new group in the current phase. Group panics if no phase
+// was started.
+func (b *Builder) Group() {
+	ph := &b.l.Phases[len(b.l.Phases)-1]
+	ph.Groups = append(ph.Groups, Group{})
+}
+
+// Add appends blk to the current group. If allow is nil the caller promises
+// every pair of blk is allowed; otherwise allow(i, j) (on positions) decides
+// each pair, and the block is dropped when none is allowed and stored without
+// a mask when all are. Add panics if no group was started or blk leaves [0,T).
+func (b *Builder) Add(blk Block, allow func(i, j int) bool) {
+	if blk.NQ <= 0 || blk.NK <= 0 {
+		return
+	}
+	T := b.l.T
+	if blk.Q0 < 0 || blk.K0 < 0 || blk.Q0+(blk.NQ-1)*blk.QS >= T || blk.K0+(blk.NK-1)*blk.KS >= T {
+		panic("attn: block outside [0,T)")
+	}
+	if blk.Diag && blk.NQ != blk.NK {
+		panic("attn: diagonal block not square")
+	}
+	if allow != nil && blk.Diag {
+		// Shrink a diagonal block to its allowed runs.
+		start := -1
+		for a := 0; a <= blk.NQ; a++ {
+			ok := a < blk.NQ && allow(blk.Q0+a*blk.QS, blk.K0+a*blk.KS)
+			if ok && start < 0 {
+				start = a
+			}
+			if !ok && start >= 0 {
+				d := blk
+				d.Q0 += start * blk.QS
+				d.K0 += start * blk.KS
+				d.NQ, d.NK = a-start, a-start
+				b.Add(d, nil)
+				start = -1
+			}
+		}
+		return
+	}
+	if allow != nil {
+		mask := make([]uint64, (blk.NQ*blk.NK+63)/64)
+		n := 0
+		for a := 0; a < blk.NQ; a++ {
+			for c := 0; c < blk.NK; c++ {
+				if allow(blk.Q0+a*blk.QS, blk.K0+c*blk.KS) {
+					e := a*blk.NK + c
+					mask[e>>6] |= 1 << (e & 63)
+					n++
+				}
+			}
+		}
+		switch n {
+		case 0:
+			return
+		case blk.NQ * blk.NK:
+			mask = nil
+		}
+		blk.Mask = mask
+	}
+	ph := &b.l.Phases[len(b.l.Phases)-1]
+	g := &ph.Groups[len(ph.Groups)-1]
+	g.Blocks = append(g.Blocks, blk)
+	cost := blk.NQ * blk.NK
+	if blk.Diag {
+		cost = blk.NQ
+	}
+	g.Cost += cost
+	b.l.Cost += cost
+	b.l.MaxNQ = max(b.l.MaxNQ, blk.NQ)
+	b.l.MaxNK = max(b.l.MaxNK, blk.NK)
+}
+
+// Layout returns the finished layout, dropping empty groups and phases.
+func (b *Builder) Layout() *Layout {
+	l := b.l
+	var phs []Phase
+	for _, ph := range l.Phases {
+		var gs []Group
+		for _, g := range ph.Groups {
+			if len(g.Blocks) > 0 {
+				gs = append(gs, g)
+			}
+		}
+		if len(gs) > 0 {
+			phs = append(phs, Phase{Groups: gs})
+		}
+	}
+	l.Phases = phs
+	return l
+}
+
+// Dense returns the layout of full attention at length T with square tiles
+// of side tile: every key tile at or before the query tile when causal (the
+// diagonal tile masked by j ≤ i), every key tile otherwise. Dense panics if
+// tile < 1.
+func Dense(T, tile int, causal bool) *Layout {
+	if tile < 1 {
+		panic("attn: tile < 1")
+	}
+	b := NewBuilder(T)
+	b.Phase()
+	for i0 := 0; i0 < T; i0 += tile {
+		nq := min(tile, T-i0)
+		b.Group()
+		for j0 := 0; j0 < T; j0 += tile {
+			nk := min(tile, T-j0)
+			blk := Block{Q0: i0, QS: 1, NQ: nq, K0: j0, KS: 1, NK: nk}
+			switch {
+			case !causal || j0+nk-1 <= i0:
+				b.Add(blk, nil)
+			case j0 <= i0+nq-1:
+				b.Add(blk, func(i, j int) bool { return j <= i })
+			}
+		}
+	}
+	return b.Layout()
+}

@@ -1,0 +1,137 @@
+package attn
+
+import (
+	"fmt"
+	"math"
+
+	"tokenmix/kernels"
+	"tokenmix/mixer"
+	"tokenmix/parallel"
+)
+
+// DefaultTile is the side of the query×key score tiles: 64×64 float32 scores
+// and two such tiles per worker stay in L1/L2 with Dh = 64 rows of q and k.
+const DefaultTile = 64
+
+// Pattern says which keys each query may attend to, per head. Padding is not
+// part of it: keys marked in Pass.Pad are always excluded on top.
+type Pattern interface {
+	// Allow reports whether query i may attend to key j in head h at length
+	// T. It is the naive definition, used by the masked-dense twin and the
+	// tests; the kernels use Layout.
+	Allow(h, T, i, j int) bool
+	// Layout returns head h's block layout at length T, built with square
+	// tiles of side at most tile. Implementations cache it: Forward calls
+	// it on every pass.
+	Layout(h, T, tile int) *Layout
+}
+
+// Attention is multi-head softmax attention over a Pattern with q, k, v, o
+// projections d→d: out = o(concat_h softmax(q_h·k_hᵀ/√Dh over allowed)·v_h).
+// It implements mixer.Mixer with the memory-efficient kernels of this
+// package: activations are O(T·D) per layer, never T×T.
+type Attention[F kernels.Float] struct {
+	D, H, Dh int
+	Pat      Pattern
+	// Tile is the score-tile side (DefaultTile unless a test shrinks it).
+	Tile int
+	w, g [][]F // q.weight, q.bias, k.…, v.…, o.…
+}
+
+// New returns attention over pat with d channels and h heads. New returns an
+// error if d or h is not positive or h does not divide d.
+func New[F kernels.Float](d, h int, pat Pattern) (*Attention[F], error) {
+	if d <= 0 || h <= 0 || d%h != 0 {
+		return nil, fmt.Errorf("mixer: d_model %d must be a positive multiple of n_heads %d", d, h)
+	}
+	return &Attention[F]{D: d, H: h, Dh: d / h, Pat: pat, Tile: DefaultTile}, nil
+}
+
+// Params returns q, k, v, o linears d→d; o projects into the residual stream.
+func (a *Attention[F]) Params() []mixer.ParamSpec {
+	var ps []mixer.ParamSpec
+	for _, n := range []string{"q", "k", "v", "o"} {
+		ps = append(ps, mixer.Linear(n, a.D, a.D, n == "o")...)
+	}
+	return ps
+}
+
+// Bind stores the parameter and gradient slices (in Params order).
+func (a *Attention[F]) Bind(w, g [][]F) { a.w, a.g = w, g }
+
+// ActSize is q, k, v and the pre-projection output [B,T,D] each, plus the
+// per-row log-sum-exp [B,H,T].
+func (a *Attention[F]) ActSize(b, t int) int { return 4*b*t*a.D + b*a.H*t }
+
+// ScratchSize is dout·Wo, dq, dk, dv [B,T,D] each, one [B,H,T] vector and
+// two score tiles per thread (parallel.Threads() at the time of the call).
+func (a *Attention[F]) ScratchSize(b, t int) int {
+	return 4*b*t*a.D + b*a.H*t + parallel.Threads()*workerSize(a.Tile)
+}
+
+func (a *Attention[F]) dims(p mixer.Pass) dims {
+	return dims{B: p.B, T: p.T, D: a.D, H: a.H, Dh: a.Dh, scale: 1 / math.Sqrt(float64(a.Dh))}
+}
+
+func (a *Attention[F]) layouts(T int) []*Layout {
+	ls := make([]*Layout, a.H)
+	for h := range ls {
+		ls[h] = a.Pat.Layout(h, T, a.Tile)
+	}
+	return ls
+}
+
+// acts splits act into q, k, v, o [B,T,D] and lse [B,H,T].
+func (a *Attention[F]) acts(act []F, p mixer.Pass) (q, k, v, o, lse []F) {
+	n := p.B * p.T * a.D
+	return act[:n], act[n : 2*n], act[2*n : 3*n], act[3*n : 4*n], act[4*n : 4*n+p.B*a.H*p.T]
+}
+
+// Forward writes out [B,T,D] from x [B,T,D].
+func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
+	N, D := p.B*p.T, a.D
+	q, k, v, o, lse := a.acts(act, p)
+	linear(q, x, a.w[0], a.w[1], N, D, D)
+	linear(k, x, a.w[2], a.w[3], N, D, D)
+	linear(v, x, a.w[4], a.w[5], N, D, D)
+	l := scratch[4*N*D : 4*N*D+p.B*a.H*p.T]
+	forward(o, lse, l, scratch[4*N*D+p.B*a.H*p.T:], q, k, v, a.layouts(p.T), a.dims(p), p, a.Tile)
+	linear(out, o, a.w[6], a.w[7], N, D, D)
+}
+
+// Backward accumulates into dx [B,T,D] and the parameter gradients.
+func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
+	N, D := p.B*p.T, a.D
+	q, k, v, o, lse := a.acts(act, p)
+	do, dq, dk, dv := scratch[:N*D], scratch[N*D:2*N*D], scratch[2*N*D:3*N*D], scratch[3*N*D:4*N*D]
+	drow := scratch[4*N*D : 4*N*D+p.B*a.H*p.T]
+	// out = o·Woᵀ + bo
+	kernels.Gemm(false, false, N, D, D, 1, dout, D, a.w[6], D, 0, do, D)
+	linearGrad(a.g[6], a.g[7], dout, o, N, D, D)
+	clear(dq)
+	clear(dk)
+	clear(dv)
+	backward(dq, dk, dv, drow, scratch[4*N*D+p.B*a.H*p.T:], do, o, lse, q, k, v, a.layouts(p.T), a.dims(p), p, a.Tile)
+	for i, dy := range [][]F{dq, dk, dv} {
+		kernels.Gemm(false, false, N, D, D, 1, dy, D, a.w[2*i], D, 1, dx, D)
+		linearGrad(a.g[2*i], a.g[2*i+1], dy, x, N, D, D)
+	}
+}
+
+// linear sets y [N,out] = x [N,in]·Wᵀ + b.
+func linear[F kernels.Float](y, x, w, b []F, N, out, in int) {
+	kernels.Gemm(false, true, N, out, in, 1, x, in, w, in, 0, y, out)
+	parallel.For(N, 64, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			kernels.AddTo(y[r*out:(r+1)*out], b)
+		}
+	})
+}
+
+// linearGrad accumulates dW [out,in] += dyᵀ·x and db [out] += Σ_rows dy.
+func linearGrad[F kernels.Float](dw, db, dy, x []F, N, out, in int) {
+	kernels.Gemm(true, false, out, in, N, 1, dy, out, x, in, 1, dw, in)
+	for r := 0; r < N; r++ {
+		kernels.AddTo(db, dy[r*out:(r+1)*out])
+	}
+}

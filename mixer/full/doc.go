@@ -1,0 +1,29 @@
+// Package full is full multi-head softmax attention (kind "full"), the
+// baseline every efficient mixer is compared with.
+//
+// Paper: Vaswani et al. 2017, "Attention Is All You Need". Per head h, with
+// q = x·Wqᵀ + bq (likewise k, v), Dh = d/n_heads and head h the channels
+// [h·Dh, (h+1)·Dh):
+//
+//	p_h = softmax(q_h·k_hᵀ/√Dh)  over allowed keys,
+//	out = o(concat_h p_h·v_h).
+//
+// Allowed keys: j ≤ i when the model is causal; keys whose token is pad_id
+// are excluded. A query with no allowed key (possible only for a padded
+// query) outputs o(0) = bo.
+//
+// The kernel is memory-efficient exact attention (package mixer/attn): 64×64
+// tiles of queries × keys with an online softmax, recomputed in backward, so
+// activation memory is O(T·d) per layer, never T×T; time is O(T²·d). A naive
+// materialised twin (NewNaive) is its test oracle.
+//
+// Turn it on in a model config:
+//
+//	{
+//	  "vocab_size": 256, "d_model": 256, "n_heads": 4, "n_layers": 4,
+//	  "d_ff": 1024, "max_len": 1024, "causal": true, "task": "lm",
+//	  "mixer": {"kind": "full"}
+//	}
+//
+// Full attention has no options; any key besides "kind" is an error.
+package full

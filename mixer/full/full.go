@@ -1,0 +1,65 @@
+package full
+
+import (
+	"sync"
+
+	"tokenmix/kernels"
+	"tokenmix/mixer"
+	"tokenmix/mixer/attn"
+)
+
+// Kind is the registry entry of full attention ("full").
+func Kind() mixer.Kind {
+	return mixer.Kind{
+		Name:   "full",
+		Causal: true, Bidirectional: true, KeyPadding: true,
+		Paper: "Vaswani et al. 2017, Attention Is All You Need (memory-efficient exact kernel: Rabe & Staats 2021; Dao 2023)",
+		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
+		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
+	}
+}
+
+// New returns full attention for config c. It accepts no options; New
+// returns an error naming the key for any option given, or if c.Heads does
+// not divide c.D.
+func New[F kernels.Float](c mixer.Config) (*attn.Attention[F], error) {
+	if err := c.Opts.Err(); err != nil {
+		return nil, err
+	}
+	return attn.New[F](c.D, c.Heads, &Pattern{Causal: c.Causal})
+}
+
+// NewNaive returns the materialised-T×T twin of New (the test oracle).
+func NewNaive[F kernels.Float](c mixer.Config) (*attn.Naive[F], error) {
+	if err := c.Opts.Err(); err != nil {
+		return nil, err
+	}
+	return attn.NewNaive[F](c.D, c.Heads, &Pattern{Causal: c.Causal})
+}
+
+// Pattern is full attention's pattern: every key, or every key j ≤ i when
+// Causal. Its layouts are cached per (T, tile).
+type Pattern struct {
+	Causal bool
+	mu     sync.Mutex
+	cache  map[[2]int]*attn.Layout
+}
+
+// Allow reports whether query i may attend to key j.
+func (p *Pattern) Allow(h, T, i, j int) bool { return !p.Causal || j <= i }
+
+// Layout returns the dense tiled layout (the same for every head).
+func (p *Pattern) Layout(h, T, tile int) *attn.Layout {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := [2]int{T, tile}
+	if l, ok := p.cache[key]; ok {
+		return l
+	}
+	if p.cache == nil {
+		p.cache = map[[2]int]*attn.Layout{}
+	}
+	l := attn.Dense(T, tile, p.Causal)
+	p.cache[key] = l
+	return l
+}
