@@ -1,0 +1,24 @@
+// Package data holds the arena's tasks: deterministic, seeded datasets with
+// train, validation and test splits behind one Task interface, and the shared
+// batching that turns examples into padded [B,T] token batches.
+//
+// The tasks (see each constructor's doc for its exact definition):
+//
+//   - listops: LRA's ListOps (Tay et al. 2021, "Long Range Arena", after
+//     Nangia & Bowman 2018), nested [MIN/[MAX/[MED/[SM expressions over the
+//     digits 0–9; classify the value (10 classes).
+//   - fmnist: sequential Fashion-MNIST (Xiao et al. 2017), 784 pixel tokens
+//     (vocab 256), 10 classes, read from IDX files.
+//   - gosrc: byte-level language modelling on the Go standard library's
+//     source; the metric is bits per byte, next to gzip -9 and xz -9e.
+//   - recall: synthetic associative recall (key–value pairs, then a query
+//     key; predict its value) at any length.
+//
+// A classification example has one target, the class. A language-modelling
+// example has one target per token, −1 meaning "no target"; the metric is
+// either bits per byte (mean cross-entropy over targets / ln 2) or the
+// accuracy over the targets.
+//
+// Shapes: B batch, T time. Batch.Tokens is [B,T] row-major; Batch.Targets is
+// [B] for classification and [B,T] for language modelling.
+package data

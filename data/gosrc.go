@@ -1,0 +1,232 @@
+package data
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+)
+
+// GoSrcConfig selects the Go source tree and the split sizes.
+type GoSrcConfig struct {
+	// Root is the directory to read, normally $(go env GOROOT)/src; empty
+	// means that directory (see GoRootSrc).
+	Root string `json:"root"`
+	// SeqLen is the window length T (256 when 0).
+	SeqLen int `json:"seq_len"`
+	// ValPercent and TestPercent are the shares of package directories in
+	// the validation and test splits (5 each when 0).
+	ValPercent  int `json:"val_percent"`
+	TestPercent int `json:"test_percent"`
+	// MaxTrain, MaxVal and MaxTest cap each split's bytes (0 = no cap); the
+	// first bytes of the split are kept, in file order.
+	MaxTrain int `json:"max_train_bytes"`
+	MaxVal   int `json:"max_val_bytes"`
+	MaxTest  int `json:"max_test_bytes"`
+}
+
+// GoSrc is byte-level language modelling on Go source: the non-test .go
+// files under Root (skipping testdata directories), each assigned to a
+// split by a stable hash (FNV-1a) of its package directory relative to Root,
+// so a package — and so a file — is never in two splits. A split is its
+// files' bytes concatenated in path order, cut into windows of SeqLen+1
+// bytes that overlap by one: the window's first SeqLen bytes are the tokens
+// and the targets are the next bytes, so every byte but the split's first is
+// predicted exactly once. The last window may be shorter.
+type GoSrc struct {
+	cfg   GoSrcConfig
+	bytes [3][]byte
+	files [3][]string // relative paths, per split
+}
+
+// GoRootSrc returns $(go env GOROOT)/src: GOROOT from the environment, else
+// from `go env GOROOT`, else the GOROOT this binary was built with.
+func GoRootSrc() (string, error) {
+	root := os.Getenv("GOROOT")
+	if root == "" {
+		if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+			root = strings.TrimSpace(string(out))
+		}
+	}
+	if root == "" {
+		root = runtime.GOROOT() //nolint:staticcheck // last resort only
+	}
+	if root == "" {
+		return "", errors.New("gosrc: cannot find GOROOT (install Go or pass --data-dir)")
+	}
+	return filepath.Join(root, "src"), nil
+}
+
+// GoSrcSplit returns the split of package directory dir (slash-separated,
+// relative to the root) for the given percentages.
+func GoSrcSplit(dir string, valPercent, testPercent int) Split {
+	h := fnv.New64a()
+	h.Write([]byte(filepath.ToSlash(dir)))
+	b := int(h.Sum64() % 100)
+	switch {
+	case b < testPercent:
+		return Test
+	case b < testPercent+valPercent:
+		return Val
+	}
+	return Train
+}
+
+// NewGoSrc reads the Go source tree. It returns an error if the tree has no
+// .go files or a split comes out empty.
+func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
+	if c.Root == "" {
+		r, err := GoRootSrc()
+		if err != nil {
+			return nil, err
+		}
+		c.Root = r
+	}
+	if c.SeqLen == 0 {
+		c.SeqLen = 256
+	}
+	if c.ValPercent == 0 {
+		c.ValPercent = 5
+	}
+	if c.TestPercent == 0 {
+		c.TestPercent = 5
+	}
+	if c.SeqLen < 1 || c.ValPercent < 0 || c.TestPercent < 0 || c.ValPercent+c.TestPercent >= 100 {
+		return nil, fmt.Errorf("gosrc: invalid seq_len %d or percentages %d, %d", c.SeqLen, c.ValPercent, c.TestPercent)
+	}
+	var paths []string
+	err := filepath.WalkDir(c.Root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != c.Root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") && d.Type().IsRegular() {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gosrc: %v", err)
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("gosrc: no .go files under %s", c.Root)
+	}
+	sort.Strings(paths)
+	g := &GoSrc{cfg: c}
+	caps := [3]int{c.MaxTrain, c.MaxVal, c.MaxTest}
+	for _, p := range paths {
+		rel, _ := filepath.Rel(c.Root, p)
+		s := GoSrcSplit(filepath.Dir(rel), c.ValPercent, c.TestPercent)
+		if caps[s] > 0 && len(g.bytes[s]) >= caps[s] {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("gosrc: %v", err)
+		}
+		g.bytes[s] = append(g.bytes[s], b...)
+		g.files[s] = append(g.files[s], filepath.ToSlash(rel))
+	}
+	for s := range 3 {
+		if caps[s] > 0 && len(g.bytes[s]) > caps[s] {
+			g.bytes[s] = g.bytes[s][:caps[s]]
+		}
+		if len(g.bytes[s]) < 2 {
+			return nil, fmt.Errorf("gosrc: %s split of %s is empty", Split(s), c.Root)
+		}
+	}
+	return g, nil
+}
+
+// Info implements Task.
+func (g *GoSrc) Info() Info {
+	return Info{Name: "gosrc", Mode: LM, Vocab: 256, PadID: -1, MaxLen: g.cfg.SeqLen,
+		Causal: true, Metric: BitsPerByte}
+}
+
+// Config returns the resolved configuration.
+func (g *GoSrc) Config() GoSrcConfig { return g.cfg }
+
+// Bytes returns split s's bytes (not a copy: do not modify).
+func (g *GoSrc) Bytes(s Split) []byte { return g.bytes[s] }
+
+// Files returns the relative paths of split s's files, in order.
+func (g *GoSrc) Files(s Split) []string { return g.files[s] }
+
+// Len implements Task.
+func (g *GoSrc) Len(s Split) int {
+	return (len(g.bytes[s]) - 1 + g.cfg.SeqLen - 1) / g.cfg.SeqLen
+}
+
+// ExampleLen implements Task.
+func (g *GoSrc) ExampleLen(s Split, i int) int {
+	return min(g.cfg.SeqLen, len(g.bytes[s])-1-i*g.cfg.SeqLen)
+}
+
+// Example implements Task.
+func (g *GoSrc) Example(tokens, targets []int32, s Split, i int) {
+	n := g.ExampleLen(s, i)
+	w := g.bytes[s][i*g.cfg.SeqLen:]
+	for j := range n {
+		tokens[j] = int32(w[j])
+		targets[j] = int32(w[j+1])
+	}
+}
+
+// Baseline is a compressor's result on a byte string.
+type Baseline struct {
+	Name string `json:"name"` // e.g. "gzip -9"
+	// BitsPerByte is 8·compressed/original, or 0 with Err set.
+	BitsPerByte float64 `json:"bits_per_byte"`
+	Bytes       int     `json:"bytes"`
+	Compressed  int     `json:"compressed_bytes"`
+	Err         string  `json:"error,omitempty"`
+}
+
+// Compress runs the external command name with args as a filter (stdin to
+// stdout) on data and reports its bits per byte. When the command is not
+// installed, Err says so and BitsPerByte is 0.
+func Compress(name string, args []string, data []byte) Baseline {
+	b := Baseline{Name: strings.Join(append([]string{name}, args...), " "), Bytes: len(data)}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		b.Err = fmt.Sprintf("%s not installed", name)
+		return b
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdin = bytes.NewReader(data)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		b.Err = fmt.Sprintf("%s: %v %s", name, err, strings.TrimSpace(stderr.String()))
+		return b
+	}
+	b.Compressed = out.Len()
+	if len(data) > 0 {
+		b.BitsPerByte = 8 * float64(out.Len()) / float64(len(data))
+	}
+	return b
+}
+
+// Baselines returns gzip -9 and xz -9e on the bytes that the test split's
+// targets cover (all but the first byte), the same bytes the model's bits
+// per byte is measured on.
+func (g *GoSrc) Baselines() []Baseline {
+	t := g.bytes[Test][1:]
+	return []Baseline{
+		Compress("gzip", []string{"-9", "-c", "-n"}, t),
+		Compress("xz", []string{"-9e", "-c"}, t),
+	}
+}
