@@ -1,0 +1,191 @@
+package kernels
+
+import (
+	"math"
+	"math/rand"
+	"os"
+	"testing"
+)
+
+// forPaths runs fn as a subtest on every path this CPU supports.
+func forPaths(t *testing.T, fn func(t *testing.T)) {
+	t.Helper()
+	for _, p := range Paths() {
+		t.Run(p.String(), func(t *testing.T) {
+			old := SetPath(p)
+			defer SetPath(old)
+			fn(t)
+		})
+	}
+}
+
+// expRelErr returns the largest relative error of Exp over xs against
+// float64 math.Exp, and the input where it occurs. Only inputs whose exp is
+// a normal float32 count.
+func expRelErr(xs, ys []float32) (worst float64, at float32) {
+	Exp(ys, xs)
+	for i, x := range xs {
+		want := math.Exp(float64(x))
+		if want < 0x1p-126 || want > math.MaxFloat32 {
+			continue
+		}
+		if e := math.Abs(float64(ys[i])-want) / want; e > worst || math.IsNaN(e) {
+			worst, at = e, x
+		}
+	}
+	return worst, at
+}
+
+func TestExp32Accuracy(t *testing.T) {
+	// Dense grid over the documented range plus random bit patterns in it.
+	const lo, hi = -87.33, 88.72
+	n := 1 << 22
+	if testing.Short() {
+		n = 1 << 18
+	}
+	xs := make([]float32, 0, n+n/4)
+	for i := 0; i < n; i++ {
+		xs = append(xs, float32(lo+(hi-lo)*float64(i)/float64(n-1)))
+	}
+	rng := rand.New(rand.NewSource(1))
+	for len(xs) < cap(xs) {
+		x := math.Float32frombits(rng.Uint32())
+		if x >= lo && x <= hi {
+			xs = append(xs, x)
+		}
+	}
+	ys := make([]float32, len(xs))
+	forPaths(t, func(t *testing.T) {
+		worst, at := expRelErr(xs, ys)
+		t.Logf("max relative error %.3g at x=%v over %d points", worst, at, len(xs))
+		if !(worst <= ExpMaxRelErr) {
+			t.Errorf("max relative error %.3g at x=%v exceeds %g", worst, at, ExpMaxRelErr)
+		}
+	})
+}
+
+// TestExp32Exhaustive checks every float32 in [-87.33, 88.72]; it takes
+// about a minute per path, so it runs only with TOKENMIX_EXP_EXHAUSTIVE=1.
+func TestExp32Exhaustive(t *testing.T) {
+	if os.Getenv("TOKENMIX_EXP_EXHAUSTIVE") == "" {
+		t.Skip("set TOKENMIX_EXP_EXHAUSTIVE=1 to check every float32")
+	}
+	forPaths(t, func(t *testing.T) {
+		xs := make([]float32, 1<<16)
+		ys := make([]float32, len(xs))
+		var worst float64
+		var at float32
+		for _, r := range [][2]float32{{0, 88.72}, {-87.33, 0}} {
+			b, e := math.Float32bits(r[0]), math.Float32bits(r[1])
+			if b > e {
+				b, e = e, b
+			}
+			for u := uint64(b); u <= uint64(e); {
+				xs = xs[:0]
+				for ; u <= uint64(e) && len(xs) < cap(xs); u++ {
+					xs = append(xs, math.Float32frombits(uint32(u)))
+				}
+				if w, a := expRelErr(xs, ys[:len(xs)]); w > worst {
+					worst, at = w, a
+				}
+			}
+		}
+		t.Logf("exhaustive: max relative error %.3g at x=%v", worst, at)
+		if !(worst <= ExpMaxRelErr) {
+			t.Errorf("max relative error %.3g at x=%v exceeds %g", worst, at, ExpMaxRelErr)
+		}
+	})
+}
+
+func TestExp32Special(t *testing.T) {
+	inf := float32(math.Inf(1))
+	for _, tc := range []struct {
+		x, want float32
+		atol    float32 // absolute tolerance (for subnormal results)
+	}{
+		{0, 1, 0},
+		{float32(math.Copysign(0, -1)), 1, 0},
+		{1, float32(math.E), 3e-7},
+		{-inf, 0, 0},
+		{inf, inf, 0},
+		{math.MaxFloat32, inf, 0},
+		{-math.MaxFloat32, 0, 0},
+		{88.73, inf, 0}, // exp(88.73) > MaxFloat32
+		{89, inf, 0},    // the upper clamp
+		{-104, 0, 0},    // the lower clamp: below 2⁻¹⁵⁰
+		{-103.98, 0, 0}, // exp(-103.98) < 2⁻¹⁵⁰ rounds to 0
+		{-1000, 0, 0},
+		{-88, float32(math.Exp(-88)), 0x1p-149}, // subnormal results
+		{-95, float32(math.Exp(-95)), 0x1p-149},
+		{-103.2, float32(math.Exp(-103.2)), 0x1p-149},
+		{1e-30, 1, 0},
+		{-1e-30, 1, 0},
+	} {
+		forPaths(t, func(t *testing.T) {
+			// Each value sits in a full vector and in the tail.
+			src := make([]float32, 19)
+			for i := range src {
+				src[i] = tc.x
+			}
+			dst := make([]float32, len(src))
+			Exp(dst, src)
+			for i, y := range dst {
+				d := y - tc.want
+				if y == tc.want || (d <= tc.atol && -d <= tc.atol) {
+					continue
+				}
+				if tc.want != 0 && !math.IsInf(float64(tc.want), 0) && math.Abs(float64(d/tc.want)) <= ExpMaxRelErr {
+					continue
+				}
+				t.Errorf("Exp(%v)[%d] = %v, want %v", tc.x, i, y, tc.want)
+				break
+			}
+		})
+	}
+	forPaths(t, func(t *testing.T) {
+		nan := float32(math.NaN())
+		src := []float32{nan, 1, nan, nan, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, nan}
+		dst := make([]float32, len(src))
+		Exp(dst, src)
+		for i, x := range src {
+			if math.IsNaN(float64(x)) != math.IsNaN(float64(dst[i])) {
+				t.Errorf("Exp(%v) = %v", x, dst[i])
+			}
+		}
+	})
+}
+
+// TestExp32Tails checks that every length gives, element by element, the
+// same bits as a one-element call: the vector tails use the full algorithm.
+func TestExp32Tails(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	src := make([]float32, 70)
+	for i := range src {
+		src[i] = float32(rng.NormFloat64() * 10)
+	}
+	forPaths(t, func(t *testing.T) {
+		one := make([]float32, 1)
+		for n := 0; n <= len(src); n++ {
+			dst := make([]float32, n+1)
+			dst[n] = 42
+			Exp(dst[:n], src[:n])
+			for i := 0; i < n; i++ {
+				Exp(one, src[i:i+1])
+				if dst[i] != one[0] {
+					t.Fatalf("n=%d: Exp[%d] = %v, one-element call gives %v", n, i, dst[i], one[0])
+				}
+			}
+			if dst[n] != 42 {
+				t.Fatalf("n=%d: Exp wrote past len(src)", n)
+			}
+		}
+	})
+}
+
+func BenchmarkExp32(b *testing.B) {
+	benchPaths(b, func(b *testing.B) { benchVec(b, 4096, 2, func(x [][]float32) { Exp(x[1], x[0]) }) })
+}
+
+func BenchmarkMathExp(b *testing.B) {
+	benchVec(b, 4096, 2, func(x [][]float32) { RefExp32(x[1], x[0]) })
+}
