@@ -9,7 +9,10 @@ import (
 // benchCommands is the list of `tokenmix bench` subcommands. Each lives in
 // its own file bench_<name>.go.
 func benchCommands() map[string]func(ctx context.Context, args []string) error {
-	return map[string]func(ctx context.Context, args []string) error{}
+	return map[string]func(ctx context.Context, args []string) error{
+		"gemm": runBenchGemm,
+		"peak": runBenchPeak,
+	}
 }
 
 func runBench(ctx context.Context, args []string) error {

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"tokenmix/bench"
+	"tokenmix/kernels"
+)
+
+// runBenchGemm is `tokenmix bench gemm`: float32 GEMM GFLOP/s on the shapes
+// of bench.GemmShapes, per thread count, with the fraction of the measured
+// FMA peak.
+func runBenchGemm(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench gemm", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	threadsList := fs.String("threads-list", "1,2", "comma-separated thread counts")
+	reps := fs.Int("reps", 7, "timed samples per measurement (median reported)")
+	transList := fs.String("trans", "NN", "comma-separated transposes: NN, NT, TN, TT")
+	pathName := fs.String("path", "", "force a kernel path: go, avx2, avx512 (default: best)")
+	if err := fs.Parse(args); err != nil {
+		return usageErr("%v", err)
+	}
+	threads, err := parseInts(*threadsList)
+	if err != nil {
+		return usageErr("bench gemm: --threads-list: %v", err)
+	}
+	if *reps < 1 {
+		return usageErr("bench gemm: --reps must be positive")
+	}
+	if *pathName != "" {
+		p, err := parsePath(*pathName)
+		if err != nil {
+			return usageErr("bench gemm: %v", err)
+		}
+		defer kernels.SetPath(kernels.SetPath(p))
+	}
+	peaks := map[int]float64{}
+	if !*asJSON {
+		fmt.Printf("float32 GEMM, kernel path %v, median of %d samples\n", kernels.CurrentPath(), *reps)
+		for _, t := range threads {
+			if g, isa, ok := bench.Peak(t, *reps); ok {
+				peaks[t] = g
+				fmt.Printf("measured %s FMA peak, %d thread(s): %.1f GFLOP/s\n", isa, t, g)
+			}
+		}
+		fmt.Printf("\n%5s %5s %5s %5s %7s %9s %7s\n", "M", "N", "K", "trans", "threads", "GFLOP/s", "of peak")
+	}
+	enc := json.NewEncoder(os.Stdout)
+	for _, tr := range strings.Split(*transList, ",") {
+		for _, s := range bench.GemmShapes {
+			for _, t := range threads {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				r, err := bench.Gemm(s, strings.TrimSpace(tr), t, *reps)
+				if err != nil {
+					return usageErr("bench gemm: %v", err)
+				}
+				if *asJSON {
+					if err := enc.Encode(r); err != nil {
+						return err
+					}
+					continue
+				}
+				frac := "-"
+				if p := peaks[t]; p > 0 {
+					frac = fmt.Sprintf("%.0f%%", 100*r.GFLOPS/p)
+				}
+				fmt.Printf("%5d %5d %5d %5s %7d %9.1f %7s\n", s.M, s.N, s.K, r.Trans, t, r.GFLOPS, frac)
+			}
+		}
+	}
+	return nil
+}
+
+// runBenchPeak is `tokenmix bench peak`: the FMA peak of this CPU per thread
+// count, from bench.Peak.
+func runBenchPeak(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("bench peak", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON object per line")
+	threadsList := fs.String("threads-list", "1,2", "comma-separated thread counts")
+	reps := fs.Int("reps", 7, "timed samples per measurement (median reported)")
+	if err := fs.Parse(args); err != nil {
+		return usageErr("%v", err)
+	}
+	threads, err := parseInts(*threadsList)
+	if err != nil {
+		return usageErr("bench peak: --threads-list: %v", err)
+	}
+	if *reps < 1 {
+		return usageErr("bench peak: --reps must be positive")
+	}
+	enc := json.NewEncoder(os.Stdout)
+	for _, t := range threads {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		g, isa, ok := bench.Peak(t, *reps)
+		if !ok {
+			fmt.Println("bench peak: no assembly FMA loop for this CPU (needs amd64 with AVX2+FMA or AVX-512); kernels run the pure-Go path")
+			return nil
+		}
+		if *asJSON {
+			if err := enc.Encode(bench.Result{Op: "peak", ISA: isa, Threads: t, GFLOPS: g}); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Printf("%s FMA peak, %d thread(s): %.1f GFLOP/s\n", isa, t, g)
+	}
+	return nil
+}
+
+// parseInts parses a comma-separated list of positive integers.
+func parseInts(s string) ([]int, error) {
+	var xs []int
+	for _, f := range strings.Split(s, ",") {
+		x, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || x < 1 {
+			return nil, fmt.Errorf("want positive integers, got %q", f)
+		}
+		xs = append(xs, x)
+	}
+	return xs, nil
+}
+
+// parsePath maps a kernel path name to kernels.Path (only paths this CPU
+// supports).
+func parsePath(name string) (kernels.Path, error) {
+	for _, p := range kernels.Paths() {
+		if p.String() == name {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown or unsupported kernel path %q (this CPU: %v)", name, kernels.Paths())
+}
