@@ -13,7 +13,6 @@ import (
 	"tokenmix/mixer"
 	"tokenmix/mixer/full"
 	"tokenmix/mixer/lsh"
-	"tokenmix/mixer/sparse"
 )
 
 // All returns every registered mixer kind, in a fixed order.
@@ -21,8 +20,6 @@ func All() []mixer.Kind {
 	return []mixer.Kind{
 		full.Kind(),
 		lsh.Kind(),
-		sparse.Strided(),
-		sparse.Fixed(),
 	}
 }
 
