@@ -12,14 +12,15 @@ import (
 
 	"tokenmix/mixer"
 	"tokenmix/mixer/full"
-	"tokenmix/mixer/lsh"
+	"tokenmix/mixer/sparse"
 )
 
 // All returns every registered mixer kind, in a fixed order.
 func All() []mixer.Kind {
 	return []mixer.Kind{
 		full.Kind(),
-		lsh.Kind(),
+		sparse.Strided(),
+		sparse.Fixed(),
 	}
 }
 
