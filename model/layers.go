@@ -1,0 +1,250 @@
+package model
+
+import (
+	"math"
+
+	"tokenmix/kernels"
+	"tokenmix/parallel"
+)
+
+// The layer functions below follow llm.c: outputs, then caches, then inputs,
+// then weights, then sizes. Backward functions accumulate (+=) into input
+// and parameter gradients.
+//
+// Shape letters: B batch, T time, D channels, N = B·T rows, V head width,
+// I/O linear input/output widths, H = d_ff.
+
+// embeddingForward sets out[b,t,:] = embed[tokens[b,t],:] + pos[t,:].
+// out [B,T,D], tokens [B,T], embed [vocab,D], pos [maxT,D].
+func embeddingForward[F kernels.Float](out []F, tokens []int32, embed, pos []F, B, T, D int) {
+	for b := 0; b < B; b++ {
+		for t := 0; t < T; t++ {
+			o := out[(b*T+t)*D : (b*T+t+1)*D]
+			e := embed[int(tokens[b*T+t])*D:][:D]
+			kernels.Add(o, e, pos[t*D:(t+1)*D])
+		}
+	}
+}
+
+// embeddingBackward accumulates dembed[tokens[b,t]] += dout[b,t] and
+// dpos[t] += dout[b,t].
+func embeddingBackward[F kernels.Float](dembed, dpos, dout []F, tokens []int32, B, T, D int) {
+	for b := 0; b < B; b++ {
+		for t := 0; t < T; t++ {
+			g := dout[(b*T+t)*D : (b*T+t+1)*D]
+			kernels.AddTo(dembed[int(tokens[b*T+t])*D:][:D], g)
+			kernels.AddTo(dpos[t*D:(t+1)*D], g)
+		}
+	}
+}
+
+// linearForward computes out = inp·Wᵀ + b, or out += inp·Wᵀ + b when acc.
+// out [N,O], inp [N,I], w [O,I], b [O].
+func linearForward[F kernels.Float](out, inp, w, b []F, N, I, O int, acc bool) {
+	parallel.For(N, 64, func(_, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			row := out[n*O : (n+1)*O]
+			if acc {
+				kernels.AddTo(row, b)
+			} else {
+				copy(row, b)
+			}
+		}
+	})
+	kernels.Gemm(false, true, N, O, I, 1, inp, I, w, I, 1, out, O)
+}
+
+// linearBackward accumulates dinp += dout·W (skipped when dinp is nil),
+// dw += doutᵀ·inp and db += Σ_n dout[n].
+func linearBackward[F kernels.Float](dinp, dw, db, dout, inp, w []F, N, I, O int) {
+	if dinp != nil {
+		kernels.Gemm(false, false, N, I, O, 1, dout, O, w, I, 1, dinp, I)
+	}
+	kernels.Gemm(true, false, O, I, N, 1, dout, O, inp, I, 1, dw, I)
+	parallel.For(O, 64, func(_, lo, hi int) {
+		d := db[lo:hi]
+		for n := 0; n < N; n++ {
+			kernels.AddTo(d, dout[n*O+lo:n*O+hi])
+		}
+	})
+}
+
+// layerNormForward is kernels.LayerNormForward over N rows split across
+// threads. out [N,C], mean, rstd [N], inp [N,C], weight, bias [C].
+func layerNormForward[F kernels.Float](out, mean, rstd, inp, weight, bias []F, N, C int) {
+	parallel.For(N, 16, func(_, lo, hi int) {
+		kernels.LayerNormForward(out[lo*C:hi*C], mean[lo:hi], rstd[lo:hi], inp[lo*C:hi*C], weight, bias, hi-lo, C)
+	})
+}
+
+// layerNormBackward is kernels.LayerNormBackward across threads. part
+// [threads,2,C] holds per-thread weight and bias gradient partials, reduced
+// in thread order so results do not depend on scheduling. It panics if part
+// is shorter than parallel.Threads()·2·C.
+func layerNormBackward[F kernels.Float](dinp, dweight, dbias, dout, inp, weight, mean, rstd, part []F, N, C int) {
+	nt := parallel.Threads()
+	part = part[:nt*2*C]
+	clear(part)
+	parallel.For(N, 16, func(w, lo, hi int) {
+		pw := part[w*2*C : w*2*C+C]
+		pb := part[w*2*C+C : (w+1)*2*C]
+		kernels.LayerNormBackward(dinp[lo*C:hi*C], pw, pb, dout[lo*C:hi*C], inp[lo*C:hi*C], weight, mean[lo:hi], rstd[lo:hi], hi-lo, C)
+	})
+	for w := 0; w < nt; w++ {
+		kernels.AddTo(dweight, part[w*2*C:w*2*C+C])
+		kernels.AddTo(dbias, part[w*2*C+C:(w+1)*2*C])
+	}
+}
+
+// geluForward is kernels.GeluForward across threads; out may alias inp.
+func geluForward[F kernels.Float](out, inp []F) {
+	parallel.For(len(inp), 4096, func(_, lo, hi int) {
+		kernels.GeluForward(out[lo:hi], inp[lo:hi])
+	})
+}
+
+// geluBackward is kernels.GeluBackward (dinp += dout·GELU'(inp)) across
+// threads.
+func geluBackward[F kernels.Float](dinp, inp, dout []F) {
+	parallel.For(len(inp), 4096, func(_, lo, hi int) {
+		kernels.GeluBackward(dinp[lo:hi], inp[lo:hi], dout[lo:hi])
+	})
+}
+
+// ffForward accumulates out += fc2(GELU(fc1(inp))) and saves h = fc1(inp)
+// and g = GELU(h). out, inp [N,D], h, g [N,H], fc1w [H,D], fc1b [H],
+// fc2w [D,H], fc2b [D].
+func ffForward[F kernels.Float](out, h, g, inp, fc1w, fc1b, fc2w, fc2b []F, N, D, H int) {
+	linearForward(h, inp, fc1w, fc1b, N, D, H, false)
+	geluForward(g, h)
+	linearForward(out, g, fc2w, fc2b, N, H, D, true)
+}
+
+// ffBackward accumulates the gradients of ffForward into dinp [N,D] and the
+// weight gradients, given dout [N,D] and the saved h and g. dg and dh [N,H]
+// are scratch. dinp may alias dout: dout is fully read before dinp is
+// written.
+func ffBackward[F kernels.Float](dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp, h, g, fc1w, fc2w []F, N, D, H int) {
+	clear(dg)
+	linearBackward(dg, dfc2w, dfc2b, dout, g, fc2w, N, H, D)
+	clear(dh)
+	geluBackward(dh, h, dg)
+	linearBackward(dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H)
+}
+
+// poolForward sets out[b] = mean of inp[b,t] over positions t with
+// pad[b,t] false (all positions when pad is nil), or 0 if every position is
+// padding. out [B,D], inp [B,T,D], pad [B,T] or nil.
+func poolForward[F kernels.Float](out, inp []F, pad []bool, B, T, D int) {
+	for b := 0; b < B; b++ {
+		o := out[b*D : (b+1)*D]
+		clear(o)
+		n := 0
+		for t := 0; t < T; t++ {
+			if pad == nil || !pad[b*T+t] {
+				kernels.AddTo(o, inp[(b*T+t)*D:(b*T+t+1)*D])
+				n++
+			}
+		}
+		if n > 0 {
+			inv := 1 / F(n)
+			for j := range o {
+				o[j] *= inv
+			}
+		}
+	}
+}
+
+// poolBackward accumulates dinp[b,t] += dout[b]/n_b at the pooled
+// positions.
+func poolBackward[F kernels.Float](dinp, dout []F, pad []bool, B, T, D int) {
+	for b := 0; b < B; b++ {
+		n := 0
+		for t := 0; t < T; t++ {
+			if pad == nil || !pad[b*T+t] {
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		inv := 1 / F(n)
+		g := dout[b*D : (b+1)*D]
+		for t := 0; t < T; t++ {
+			if pad == nil || !pad[b*T+t] {
+				d := dinp[(b*T+t)*D : (b*T+t+1)*D]
+				for j := range d {
+					d[j] += g[j] * inv
+				}
+			}
+		}
+	}
+}
+
+// crossEntropyForward returns the mean over rows with target ≠ −1 of
+// −log softmax(logits[n])[target[n]], and the number of such rows (the
+// loss is 0 when there are none). logits [N,V], targets [N].
+// crossEntropyForward panics if a target is outside [−1, V).
+func crossEntropyForward[F kernels.Float](logits []F, targets []int32, N, V int) (loss float64, count int) {
+	nt := parallel.Threads()
+	sums := make([]float64, nt)
+	counts := make([]int, nt)
+	parallel.For(N, 64, func(w, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			y := int(targets[n])
+			if y == -1 {
+				continue
+			}
+			if y < 0 || y >= V {
+				panic("model: cross-entropy target out of range")
+			}
+			row := logits[n*V : (n+1)*V]
+			sums[w] += logSumExp(row) - float64(row[y])
+			counts[w]++
+		}
+	})
+	for w := range sums {
+		loss += sums[w]
+		count += counts[w]
+	}
+	if count == 0 {
+		return 0, 0
+	}
+	return loss / float64(count), count
+}
+
+// crossEntropyBackward accumulates dlogits[n] += scale·(softmax(logits[n]) −
+// onehot(target[n])) for rows with target ≠ −1; scale is dloss/count.
+func crossEntropyBackward[F kernels.Float](dlogits, logits []F, targets []int32, N, V int, scale float64) {
+	parallel.For(N, 64, func(_, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			y := int(targets[n])
+			if y == -1 {
+				continue
+			}
+			row := logits[n*V : (n+1)*V]
+			d := dlogits[n*V : (n+1)*V]
+			lse := logSumExp(row)
+			for j, l := range row {
+				p := math.Exp(float64(l) - lse)
+				if j == y {
+					p--
+				}
+				d[j] += F(scale * p)
+			}
+		}
+	})
+}
+
+// logSumExp returns log Σ exp(row[j]) in float64.
+func logSumExp[F kernels.Float](row []F) float64 {
+	mx := math.Inf(-1)
+	for _, v := range row {
+		mx = math.Max(mx, float64(v))
+	}
+	var s float64
+	for _, v := range row {
+		s += math.Exp(float64(v) - mx)
+	}
+	return mx + math.Log(s)
+}
