@@ -367,3 +367,13 @@ func PlanFor[F kernels.Float](n int) *Plan[F] {
 	v, _ := cache.LoadOrStore(k, NewPlan[F](n))
 	return v.(*Plan[F])
 }
+
+// Twiddle returns (cos, sin) of −2π·num/den, that is exp(−2πi·num/den),
+// computed in float64 with num reduced mod den first, so large index
+// products lose no accuracy. Twiddle panics if den < 1.
+func Twiddle(num, den int) (float64, float64) {
+	if den < 1 {
+		panic("fft: Twiddle with den < 1")
+	}
+	return angle(num, den)
+}

@@ -1,0 +1,247 @@
+package fnet
+
+import (
+	"fmt"
+	"sync"
+
+	"tokenmix/kernels"
+	"tokenmix/kernels/fft"
+	"tokenmix/mixer"
+	"tokenmix/parallel"
+)
+
+// GemmMaxT is the longest sequence for which "method":"auto" uses the
+// DFT-as-GEMM path; longer sequences use the FFT. See the package doc.
+const GemmMaxT = 128
+
+// Kind returns the registry entry of the "fnet" mixer.
+func Kind() mixer.Kind {
+	return mixer.Kind{
+		Name:          "fnet",
+		Causal:        false,
+		Bidirectional: true,
+		KeyPadding:    false,
+		Paper:         "Lee-Thorp et al. 2021, FNet: Mixing Tokens with Fourier Transforms",
+		New32:         func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
+		New64:         func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
+	}
+}
+
+// Method selects FNet's kernel.
+type Method int
+
+const (
+	Auto Method = iota // GEMM for T ≤ GemmMaxT, FFT above
+	FFT
+	Gemm
+)
+
+// FNet is the parameter-free Fourier mixer; see the package doc.
+type FNet[F kernels.Float] struct {
+	D      int
+	Method Method
+}
+
+// New returns an FNet mixer for config c. It accepts the option "method"
+// ("auto", "fft" or "gemm"). New returns an error if c.Causal is set, if
+// c.D < 1, or naming any unknown or invalid option.
+func New[F kernels.Float](c mixer.Config) (*FNet[F], error) {
+	m := c.Opts.String("method", "auto")
+	f := &FNet[F]{D: c.D}
+	switch m {
+	case "auto":
+		f.Method = Auto
+	case "fft":
+		f.Method = FFT
+	case "gemm":
+		f.Method = Gemm
+	default:
+		c.Opts.Fail("method", "want \"auto\", \"fft\" or \"gemm\", got %q", m)
+	}
+	if err := c.Opts.Err(); err != nil {
+		return nil, err
+	}
+	if c.Causal {
+		return nil, fmt.Errorf("mixer.kind: fnet has no causal form; set \"causal\": false")
+	}
+	if c.D < 1 {
+		return nil, fmt.Errorf("mixer: fnet needs d ≥ 1, got %d", c.D)
+	}
+	return f, nil
+}
+
+// Params returns nil: FNet has no parameters.
+func (f *FNet[F]) Params() []mixer.ParamSpec { return nil }
+
+// Bind does nothing: FNet has no parameters.
+func (f *FNet[F]) Bind(w, g [][]F) {}
+
+// ActSize is 0: the operator is linear and self-adjoint, so backward needs
+// nothing from forward.
+func (f *FNet[F]) ActSize(b, t int) int { return 0 }
+
+func (f *FNet[F]) useGemm(t int) bool {
+	return f.Method == Gemm || f.Method == Auto && t <= GemmMaxT
+}
+
+// ScratchSize is, for the GEMM path, X·C_D and X·S_D [T,2D]; for the FFT
+// path, the half spectrum [B, D/2+1, T] (real and imaginary) plus per-thread
+// FFT work space (parallel.Threads() at the time of the call).
+func (f *FNet[F]) ScratchSize(b, t int) int {
+	if f.useGemm(t) {
+		return 2 * t * f.D
+	}
+	nk := f.D/2 + 1
+	return 2*b*nk*t + parallel.Threads()*f.workerSize(t)
+}
+
+func (f *FNet[F]) workerSize(t int) int {
+	nk := f.D/2 + 1
+	pd, pt := fft.PlanFor[F](f.D), fft.PlanFor[F](t)
+	return max(pd.Real2ScratchLen()+4*nk, 2*pt.ScratchLen())
+}
+
+// Forward sets out = Re(FFT_time(FFT_channels(x))) per sequence. It ignores
+// p.Pad: padding positions are mixed like any token.
+func (f *FNet[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
+	f.apply(out, scratch, x, p.B, p.T, false)
+}
+
+// Backward accumulates dx += Re(FFT_time(FFT_channels(dout))): the operator
+// is self-adjoint (see the package doc).
+func (f *FNet[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
+	f.apply(dx, scratch, dout, p.B, p.T, true)
+}
+
+// apply sets dst = A·src, or dst += A·src when acc, for B sequences
+// [T,D].
+func (f *FNet[F]) apply(dst, scratch, src []F, B, T int, acc bool) {
+	n := B * T * f.D
+	dst, src = dst[:n], src[:n]
+	if f.useGemm(T) {
+		f.applyGemm(dst, scratch, src, B, T, acc)
+		return
+	}
+	f.applyFFT(dst, scratch, src, B, T, acc)
+}
+
+// trig holds C_n and S_n, [n,n] each.
+type trig[F kernels.Float] struct{ c, s []F }
+
+var trigCache sync.Map // trigKey → *trig[F]
+
+type trigKey struct {
+	n   int
+	f64 bool
+}
+
+// trigFor returns the cached cos/sin matrices of size n.
+func trigFor[F kernels.Float](n int) *trig[F] {
+	var zero F
+	_, f64 := any(zero).(float64)
+	k := trigKey{n, f64}
+	if v, ok := trigCache.Load(k); ok {
+		return v.(*trig[F])
+	}
+	tr := &trig[F]{c: make([]F, n*n), s: make([]F, n*n)}
+	for j := 0; j < n; j++ {
+		for k := 0; k < n; k++ {
+			c, s := fft.Twiddle(j*k, n)
+			// Twiddle gives exp(−2πi·jk/n) = cos − i·sin.
+			tr.c[j*n+k], tr.s[j*n+k] = F(c), F(-s)
+		}
+	}
+	v, _ := trigCache.LoadOrStore(k, tr)
+	return v.(*trig[F])
+}
+
+// applyGemm evaluates C_T·X·C_D − S_T·X·S_D with four GEMMs per sequence.
+func (f *FNet[F]) applyGemm(dst, scratch, src []F, B, T int, acc bool) {
+	D := f.D
+	td, tt := trigFor[F](D), trigFor[F](T)
+	y := scratch[:2*T*D] // [T,2D]: X·C_D | X·S_D
+	beta := F(0)
+	if acc {
+		beta = 1
+	}
+	for b := 0; b < B; b++ {
+		x := src[b*T*D : (b+1)*T*D]
+		o := dst[b*T*D : (b+1)*T*D]
+		kernels.Gemm(false, false, T, D, D, 1, x, D, td.c, D, 0, y, 2*D)
+		kernels.Gemm(false, false, T, D, D, 1, x, D, td.s, D, 0, y[D:], 2*D)
+		kernels.Gemm(false, false, T, D, T, 1, tt.c, T, y, 2*D, beta, o, D)
+		kernels.Gemm(false, false, T, D, T, -1, tt.s, T, y[D:], 2*D, 1, o, D)
+	}
+}
+
+// applyFFT: channel FFTs on pairs of rows into the transposed half
+// spectrum z [B][nk][T], then one time FFT per kept frequency, writing the
+// real parts (and their mirror images) into dst.
+func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
+	D := f.D
+	nk := D/2 + 1
+	pd, pt := fft.PlanFor[F](D), fft.PlanFor[F](T)
+	zr := scratch[:B*nk*T]
+	zi := scratch[B*nk*T : 2*B*nk*T]
+	ws := f.workerSize(T)
+	work := scratch[2*B*nk*T:]
+	if len(work) < parallel.Threads()*ws {
+		panic("fnet: scratch smaller than ScratchSize (threads raised since?)")
+	}
+	pairs := (T + 1) / 2
+	zeros := make([]F, D)
+	parallel.For(B*pairs, 8, func(w, lo, hi int) {
+		ww := work[w*ws : (w+1)*ws]
+		r1, i1, r2, i2 := ww[:nk], ww[nk:2*nk], ww[2*nk:3*nk], ww[3*nk:4*nk]
+		fs := ww[4*nk:]
+		for i := lo; i < hi; i++ {
+			b, t := i/pairs, 2*(i%pairs)
+			x1 := src[(b*T+t)*D : (b*T+t+1)*D]
+			x2 := zeros
+			if t+1 < T {
+				x2 = src[(b*T+t+1)*D : (b*T+t+2)*D]
+			}
+			pd.Real2(r1, i1, r2, i2, x1, x2, fs)
+			base := b * nk * T
+			for k := 0; k < nk; k++ {
+				zr[base+k*T+t], zi[base+k*T+t] = r1[k], i1[k]
+				if t+1 < T {
+					zr[base+k*T+t+1], zi[base+k*T+t+1] = r2[k], i2[k]
+				}
+			}
+		}
+	})
+	parallel.For(B*nk, 1, func(w, lo, hi int) {
+		fs := work[w*ws : (w+1)*ws]
+		for i := lo; i < hi; i++ {
+			b, k := i/nk, i%nk
+			re := zr[(b*nk+k)*T : (b*nk+k+1)*T]
+			pt.Transform(re, zi[(b*nk+k)*T:(b*nk+k+1)*T], fs)
+			o := dst[b*T*D:]
+			// Column k, and its mirror D−k when that is not a kept column.
+			mk := D - k
+			mirror := k > 0 && mk >= nk
+			if acc {
+				for t := 0; t < T; t++ {
+					o[t*D+k] += re[t]
+				}
+				if mirror {
+					o[mk] += re[0]
+					for t := 1; t < T; t++ {
+						o[t*D+mk] += re[T-t]
+					}
+				}
+				continue
+			}
+			for t := 0; t < T; t++ {
+				o[t*D+k] = re[t]
+			}
+			if mirror {
+				o[mk] = re[0]
+				for t := 1; t < T; t++ {
+					o[t*D+mk] = re[T-t]
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,167 @@
+package fnet
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"tokenmix/mixer"
+	"tokenmix/mixer/mixertest"
+)
+
+func cfg(d int, method string) mixer.Config {
+	opts := map[string]any{}
+	if method != "" {
+		opts["method"] = method
+	}
+	return mixer.Config{D: d, Heads: 1, MaxLen: 64, Opts: mixer.OptionsOf("fnet", opts)}
+}
+
+func TestConformance(t *testing.T) {
+	var cases []mixertest.Case
+	for _, m := range []string{"fft", "gemm", ""} {
+		cases = append(cases,
+			mixertest.Case{Name: "bidir-" + m, Cfg: cfg(8, m), B: 2, T: 6},
+			mixertest.Case{Name: "odd-" + m, Cfg: cfg(7, m), B: 1, T: 5},
+			mixertest.Case{Name: "prime-" + m, Cfg: cfg(17, m), B: 2, T: 19},
+		)
+	}
+	mixertest.Run(t, Kind(), cases)
+}
+
+func TestFloat32Agrees(t *testing.T) {
+	for _, m := range []string{"fft", "gemm"} {
+		mixertest.Float32Agrees(t, Kind(), mixertest.Case{Name: m, Cfg: cfg(24, m), B: 2, T: 33}, 1e-5)
+		mixertest.Float32Agrees(t, Kind(), mixertest.Case{Name: m + "-pow2", Cfg: cfg(64, m), B: 1, T: 128}, 1e-5)
+	}
+}
+
+// naive is the direct O(T²·D²) formula out = Σ x·cos(2π(tt'/T + cc'/D)).
+func naive(x []float64, B, T, D int) []float64 {
+	out := make([]float64, len(x))
+	for b := 0; b < B; b++ {
+		for t := 0; t < T; t++ {
+			for c := 0; c < D; c++ {
+				var s float64
+				for t2 := 0; t2 < T; t2++ {
+					for c2 := 0; c2 < D; c2++ {
+						// Reduce the phase exactly: (t·t2·D + c·c2·T) mod T·D.
+						ph := (t*t2*D + c*c2*T) % (T * D)
+						s += x[(b*T+t2)*D+c2] * math.Cos(2*math.Pi*float64(ph)/float64(T*D))
+					}
+				}
+				out[(b*T+t)*D+c] = s
+			}
+		}
+	}
+	return out
+}
+
+func TestMatchesNaive(t *testing.T) {
+	for _, sz := range [][3]int{{1, 1, 1}, {1, 2, 3}, {2, 5, 4}, {1, 12, 8}, {1, 17, 7}, {2, 30, 16}, {1, 64, 12}, {1, 97, 5}} {
+		B, T, D := sz[0], sz[1], sz[2]
+		rng := rand.New(rand.NewPCG(uint64(T), uint64(D)))
+		x := make([]float64, B*T*D)
+		for i := range x {
+			x[i] = rng.NormFloat64()
+		}
+		want := naive(x, B, T, D)
+		for _, m := range []string{"fft", "gemm"} {
+			f, err := New[float64](cfg(D, m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]float64, len(x))
+			f.Forward(got, nil, make([]float64, f.ScratchSize(B, T)), x, mixer.Pass{B: B, T: T})
+			var e float64
+			for i := range got {
+				e = math.Max(e, math.Abs(got[i]-want[i]))
+			}
+			if e > 1e-10*float64(T*D) {
+				t.Errorf("B=%d T=%d D=%d %s: max abs err %.3g", B, T, D, m, e)
+			}
+		}
+	}
+}
+
+// TestAdjoint checks ⟨A x, y⟩ = ⟨x, A y⟩ and that Backward applies A.
+func TestAdjoint(t *testing.T) {
+	for _, m := range []string{"fft", "gemm"} {
+		B, T, D := 2, 21, 10
+		f, _ := New[float64](cfg(D, m))
+		rng := rand.New(rand.NewPCG(3, 4))
+		x, y := make([]float64, B*T*D), make([]float64, B*T*D)
+		for i := range x {
+			x[i], y[i] = rng.NormFloat64(), rng.NormFloat64()
+		}
+		scr := make([]float64, f.ScratchSize(B, T))
+		p := mixer.Pass{B: B, T: T}
+		ax, ay := make([]float64, len(x)), make([]float64, len(x))
+		f.Forward(ax, nil, scr, x, p)
+		f.Forward(ay, nil, scr, y, p)
+		var l, r float64
+		for i := range x {
+			l += ax[i] * y[i]
+			r += x[i] * ay[i]
+		}
+		if math.Abs(l-r) > 1e-9*math.Abs(l) {
+			t.Errorf("%s: <Ax,y> = %.12g, <x,Ay> = %.12g", m, l, r)
+		}
+		dx := make([]float64, len(x))
+		for i := range dx {
+			dx[i] = 1
+		}
+		f.Backward(dx, scr, y, nil, x, p)
+		for i := range dx {
+			if math.Abs(dx[i]-1-ay[i]) > 1e-9*(1+math.Abs(ay[i])) {
+				t.Fatalf("%s: backward[%d] = 1 + %.12g, want 1 + %.12g", m, i, dx[i]-1, ay[i])
+			}
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		c    mixer.Config
+		want string
+	}{
+		{mixer.Config{D: 8, Causal: true, Opts: mixer.OptionsOf("fnet", nil)}, "causal"},
+		{mixer.Config{D: 8, Opts: mixer.OptionsOf("fnet", map[string]any{"window": 3})}, "window"},
+		{mixer.Config{D: 8, Opts: mixer.OptionsOf("fnet", map[string]any{"method": "dct"})}, "mixer.method"},
+		{mixer.Config{D: 8, Opts: mixer.OptionsOf("fnet", map[string]any{"method": 3})}, "mixer.method"},
+	} {
+		_, err := New[float32](tc.c)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("config %+v: error %v, want one naming %q", tc.c, err, tc.want)
+		}
+	}
+}
+
+func benchForward(b *testing.B, method string, T int) {
+	const D = 256
+	f, _ := New[float32](cfg(D, method))
+	x := make([]float32, T*D)
+	for i := range x {
+		x[i] = float32(i%7) - 3
+	}
+	out := make([]float32, T*D)
+	scr := make([]float32, f.ScratchSize(1, T))
+	p := mixer.Pass{B: 1, T: T}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f.Forward(out, nil, scr, x, p)
+	}
+}
+
+func BenchmarkForward(b *testing.B) {
+	for _, T := range []int{64, 128, 256, 512, 1024, 4096, 16384} {
+		for _, m := range []string{"fft", "gemm"} {
+			if m == "gemm" && T > 4096 {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/T=%d", m, T), func(b *testing.B) { benchForward(b, m, T) })
+		}
+	}
+}
