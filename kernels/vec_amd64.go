@@ -1,4 +1,233 @@
 package kernels
 
+import "math"
+
+//go:generate go run ./internal/vecgen
+
 // vecByPath holds the float32 row primitives of each path.
-var vecByPath = [...]*vec32{PathGo: goVec, PathAVX2: goVec, PathAVX512: goVec}
+var vecByPath = [...]*vec32{PathGo: goVec, PathAVX2: asmVec(false).table(), PathAVX512: asmVec(true).table()}
+
+// vecTab holds the constants of vec_amd64.s, each repeated in 16 lanes, in
+// the order of tab in internal/vecgen.
+var vecTab = func() (t [19][16]float32) {
+	for i, v := range [...]float32{
+		expLo, expHi, expLog2e, expShift, expLn2Hi, expLn2Lo,
+		expC4, expC3, expC2, expC1, expC0, 1, math.Float32frombits(127), float32(math.Inf(-1)),
+		geluA, geluB, geluTMax, geluK1, geluK2,
+	} {
+		for j := range t[i] {
+			t[i][j] = v
+		}
+	}
+	return t
+}()
+
+// asmVec is an assembly path: AVX-512 when true, else AVX2+FMA. Its methods
+// run the assembly on the whole vectors of their input and handle the rest:
+// exp-based kernels run the tail through the assembly in a padded stack
+// buffer (so every element gets the same algorithm), the others finish in
+// plain Go.
+type asmVec bool
+
+func (a asmVec) lanes() int {
+	if a {
+		return 16
+	}
+	return 8
+}
+
+// body returns the length of the whole-vector part of n elements.
+func (a asmVec) body(n int) int { return n &^ (a.lanes() - 1) }
+
+func (a asmVec) table() *vec32 {
+	return &vec32{
+		exp: a.exp, expSub: a.expSub, max: a.max, sum: a.sum, dot: a.dot,
+		axpy: a.axpy, scale: a.scale, add: a.add, addTo: a.addTo,
+		gelu: a.gelu, geluBack: a.geluBack,
+		sumSqDev: a.sumSqDev, lnAffine: a.lnAffine, lnBackDots: a.lnBackDots,
+		lnBackDx: a.lnBackDx, lnBackW: a.lnBackW,
+	}
+}
+
+func (a asmVec) exp(dst, src []float32) {
+	n := len(src)
+	dst = dst[:n]
+	b := a.body(n)
+	if b > 0 {
+		a.expRaw(&dst[0], &src[0], b)
+	}
+	if b < n {
+		var buf [16]float32
+		copy(buf[:], src[b:])
+		a.expRaw(&buf[0], &buf[0], a.lanes())
+		copy(dst[b:], buf[:n-b])
+	}
+}
+
+func (a asmVec) expSub(dst, src []float32, m float32) float32 {
+	n := len(src)
+	dst = dst[:n]
+	b := a.body(n)
+	var s float32
+	if b > 0 {
+		s = a.expSubRaw(&dst[0], &src[0], b, m)
+	}
+	if b < n {
+		var buf [16]float32
+		copy(buf[:], src[b:])
+		a.expSubRaw(&buf[0], &buf[0], a.lanes(), m)
+		for _, e := range buf[:n-b] {
+			s += e
+		}
+		copy(dst[b:], buf[:n-b])
+	}
+	return s
+}
+
+func (a asmVec) gelu(dst, src []float32) {
+	n := len(src)
+	dst = dst[:n]
+	b := a.body(n)
+	if b > 0 {
+		a.geluRaw(&dst[0], &src[0], b)
+	}
+	if b < n {
+		var buf [16]float32
+		copy(buf[:], src[b:])
+		a.geluRaw(&buf[0], &buf[0], a.lanes())
+		copy(dst[b:], buf[:n-b])
+	}
+}
+
+func (a asmVec) geluBack(dinp, inp, dout []float32) {
+	n := len(dinp)
+	inp, dout = inp[:n], dout[:n]
+	b := a.body(n)
+	if b > 0 {
+		a.geluBackRaw(&dinp[0], &inp[0], &dout[0], b)
+	}
+	if b < n {
+		var d, x, g [16]float32
+		copy(d[:], dinp[b:])
+		copy(x[:], inp[b:])
+		copy(g[:], dout[b:])
+		a.geluBackRaw(&d[0], &x[0], &g[0], a.lanes())
+		copy(dinp[b:], d[:n-b])
+	}
+}
+
+func (a asmVec) max(x []float32) float32 {
+	b := a.body(len(x))
+	mx := maxGo(x[b:])
+	if b > 0 {
+		if v := a.maxRaw(&x[0], b); v > mx {
+			mx = v
+		}
+	}
+	return mx
+}
+
+func (a asmVec) sum(x []float32) float32 {
+	b := a.body(len(x))
+	s := sumGo(x[b:])
+	if b > 0 {
+		s += a.sumRaw(&x[0], b)
+	}
+	return s
+}
+
+func (a asmVec) dot(x, y []float32) float32 {
+	y = y[:len(x)]
+	b := a.body(len(x))
+	s := dotGo(x[b:], y[b:])
+	if b > 0 {
+		s += a.dotRaw(&x[0], &y[0], b)
+	}
+	return s
+}
+
+func (a asmVec) axpy(dst []float32, alpha float32, x []float32) {
+	x = x[:len(dst)]
+	b := a.body(len(dst))
+	if b > 0 {
+		a.axpyRaw(&dst[0], &x[0], b, alpha)
+	}
+	axpyGo(dst[b:], alpha, x[b:])
+}
+
+func (a asmVec) scale(dst []float32, s float32) {
+	b := a.body(len(dst))
+	if b > 0 {
+		a.scaleRaw(&dst[0], b, s)
+	}
+	scaleGo(dst[b:], s)
+}
+
+func (a asmVec) add(dst, x, y []float32) {
+	x, y = x[:len(dst)], y[:len(dst)]
+	b := a.body(len(dst))
+	if b > 0 {
+		a.addRaw(&dst[0], &x[0], &y[0], b)
+	}
+	addGo(dst[b:], x[b:], y[b:])
+}
+
+func (a asmVec) addTo(dst, x []float32) {
+	x = x[:len(dst)]
+	b := a.body(len(dst))
+	if b > 0 {
+		a.addToRaw(&dst[0], &x[0], b)
+	}
+	addToGo(dst[b:], x[b:])
+}
+
+func (a asmVec) sumSqDev(x []float32, m float32) float32 {
+	b := a.body(len(x))
+	s := sumSqDevGo(x[b:], m)
+	if b > 0 {
+		s += a.sumSqDevRaw(&x[0], b, m)
+	}
+	return s
+}
+
+func (a asmVec) lnAffine(out, x, w, bias []float32, m, s float32) {
+	n := len(out)
+	x, w, bias = x[:n], w[:n], bias[:n]
+	b := a.body(n)
+	if b > 0 {
+		a.lnAffineRaw(&out[0], &x[0], &w[0], &bias[0], b, m, s)
+	}
+	lnAffineGo(out[b:], x[b:], w[b:], bias[b:], m, s)
+}
+
+func (a asmVec) lnBackDots(g, x, w []float32, m, s float32) (sd, sdx float32) {
+	n := len(g)
+	x, w = x[:n], w[:n]
+	b := a.body(n)
+	sd, sdx = lnBackDotsGo(g[b:], x[b:], w[b:], m, s)
+	if b > 0 {
+		vd, vdx := a.lnBackDotsRaw(&g[0], &x[0], &w[0], b, m, s)
+		sd, sdx = sd+vd, sdx+vdx
+	}
+	return sd, sdx
+}
+
+func (a asmVec) lnBackDx(dx, g, x, w []float32, m, s, sd, sdx float32) {
+	n := len(dx)
+	g, x, w = g[:n], x[:n], w[:n]
+	b := a.body(n)
+	if b > 0 {
+		a.lnBackDxRaw(&dx[0], &g[0], &x[0], &w[0], b, m, s, sd, sdx)
+	}
+	lnBackDxGo(dx[b:], g[b:], x[b:], w[b:], m, s, sd, sdx)
+}
+
+func (a asmVec) lnBackW(dw, db, g, x []float32, m, s float32) {
+	n := len(dw)
+	db, g, x = db[:n], g[:n], x[:n]
+	b := a.body(n)
+	if b > 0 {
+		a.lnBackWRaw(&dw[0], &db[0], &g[0], &x[0], b, m, s)
+	}
+	lnBackWGo(dw[b:], db[b:], g[b:], x[b:], m, s)
+}

@@ -1,0 +1,489 @@
+package main
+
+// kernels are the assembly templates. V<n> are vector registers, {S} the
+// name suffix, {SH} log2(lanes), {B}…{B4} 1…4 vectors in bytes, %name% a
+// vecTab constant; "@EXP X T N" expands to X = exp(X), "@REDUCE OP A T" folds
+// A into XA.
+var kernels = []string{`
+// func expVec{S}(dst, src *float32, n int)
+TEXT ·expVec{S}(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ ${SH}, CX
+	JZ   done
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), V0
+	VMOVUPS {B}(SI), V4
+	@EXP V0 V1 V2
+	@EXP V4 V5 V6
+	VMOVUPS V0, (DI)
+	VMOVUPS V4, {B}(DI)
+	ADDQ $({B2}), SI
+	ADDQ $({B2}), DI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ    done
+	VMOVUPS (SI), V0
+	@EXP V0 V1 V2
+	VMOVUPS V0, (DI)
+done:
+	VZEROUPPER
+	RET`, `
+// func expSubVec{S}(dst, src *float32, n int, m float32) float32
+TEXT ·expSubVec{S}(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS m+24(FP), V8
+	VXORPS V9, V9, V9
+	VXORPS V10, V10, V10
+	SHRQ ${SH}, CX
+	JZ   done
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), V0
+	VMOVUPS {B}(SI), V4
+	VSUBPS V8, V0, V0
+	VSUBPS V8, V4, V4
+	@EXP V0 V1 V2
+	@EXP V4 V5 V6
+	VMOVUPS V0, (DI)
+	VMOVUPS V4, {B}(DI)
+	VADDPS V0, V9, V9
+	VADDPS V4, V10, V10
+	ADDQ $({B2}), SI
+	ADDQ $({B2}), DI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ    done
+	VMOVUPS (SI), V0
+	VSUBPS V8, V0, V0
+	@EXP V0 V1 V2
+	VMOVUPS V0, (DI)
+	VADDPS V0, V9, V9
+done:
+	VADDPS V10, V9, V9
+	@REDUCE VADDPS V9 V1
+	VMOVSS X9, ret+32(FP)
+	VZEROUPPER
+	RET`, `
+// func maxVec{S}(x *float32, n int) float32
+TEXT ·maxVec{S}(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VMOVUPS %neginf%, V0
+	VMOVUPS %neginf%, V1
+	SHRQ ${SH}, CX
+	JZ   done
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), V2
+	VMOVUPS {B}(SI), V3
+	VMAXPS V0, V2, V0
+	VMAXPS V1, V3, V1
+	ADDQ $({B2}), SI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ    done
+	VMOVUPS (SI), V2
+	VMAXPS V0, V2, V0
+done:
+	VMAXPS V1, V0, V0
+	@REDUCE VMAXPS V0 V2
+	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET`, `
+// func sumVec{S}(x *float32, n int) float32
+TEXT ·sumVec{S}(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VXORPS V0, V0, V0
+	VXORPS V1, V1, V1
+	VXORPS V2, V2, V2
+	VXORPS V3, V3, V3
+	SHRQ ${SH}, CX
+loop4:
+	CMPQ CX, $4
+	JLT  loop1
+	VADDPS (SI), V0, V0
+	VADDPS {B}(SI), V1, V1
+	VADDPS {B2}(SI), V2, V2
+	VADDPS {B3}(SI), V3, V3
+	ADDQ $({B4}), SI
+	SUBQ $4, CX
+	JMP  loop4
+loop1:
+	TESTQ CX, CX
+	JZ    done
+	VADDPS (SI), V0, V0
+	ADDQ $({B}), SI
+	DECQ CX
+	JMP  loop1
+done:
+	VADDPS V1, V0, V0
+	VADDPS V3, V2, V2
+	VADDPS V2, V0, V0
+	@REDUCE VADDPS V0 V4
+	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET`, `
+// func dotVec{S}(a, b *float32, n int) float32
+TEXT ·dotVec{S}(SB), NOSPLIT, $0-28
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS V0, V0, V0
+	VXORPS V1, V1, V1
+	VXORPS V2, V2, V2
+	VXORPS V3, V3, V3
+	SHRQ ${SH}, CX
+loop4:
+	CMPQ CX, $4
+	JLT  loop1
+	VMOVUPS (SI), V4
+	VMOVUPS {B}(SI), V5
+	VMOVUPS {B2}(SI), V6
+	VMOVUPS {B3}(SI), V7
+	VFMADD231PS (DI), V4, V0
+	VFMADD231PS {B}(DI), V5, V1
+	VFMADD231PS {B2}(DI), V6, V2
+	VFMADD231PS {B3}(DI), V7, V3
+	ADDQ $({B4}), SI
+	ADDQ $({B4}), DI
+	SUBQ $4, CX
+	JMP  loop4
+loop1:
+	TESTQ CX, CX
+	JZ    done
+	VMOVUPS (SI), V4
+	VFMADD231PS (DI), V4, V0
+	ADDQ $({B}), SI
+	ADDQ $({B}), DI
+	DECQ CX
+	JMP  loop1
+done:
+	VADDPS V1, V0, V0
+	VADDPS V3, V2, V2
+	VADDPS V2, V0, V0
+	@REDUCE VADDPS V0 V4
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET`, `
+// func axpyVec{S}(dst, x *float32, n int, a float32)
+TEXT ·axpyVec{S}(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS a+24(FP), V4
+	SHRQ ${SH}, CX
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (DI), V0
+	VMOVUPS {B}(DI), V1
+	VFMADD231PS (SI), V4, V0
+	VFMADD231PS {B}(SI), V4, V1
+	VMOVUPS V0, (DI)
+	VMOVUPS V1, {B}(DI)
+	ADDQ $({B2}), SI
+	ADDQ $({B2}), DI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ    done
+	VMOVUPS (DI), V0
+	VFMADD231PS (SI), V4, V0
+	VMOVUPS V0, (DI)
+done:
+	VZEROUPPER
+	RET`, `
+// func scaleVec{S}(dst *float32, n int, s float32)
+TEXT ·scaleVec{S}(SB), NOSPLIT, $0-20
+	MOVQ dst+0(FP), DI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS s+16(FP), V4
+	SHRQ ${SH}, CX
+	JZ   done
+loop:
+	VMULPS (DI), V4, V0
+	VMOVUPS V0, (DI)
+	ADDQ $({B}), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET`, `
+// func addVec{S}(dst, a, b *float32, n int)
+TEXT ·addVec{S}(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHRQ ${SH}, CX
+	JZ   done
+loop:
+	VMOVUPS (SI), V0
+	VADDPS (DX), V0, V0
+	VMOVUPS V0, (DI)
+	ADDQ $({B}), SI
+	ADDQ $({B}), DX
+	ADDQ $({B}), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET`, `
+// func addToVec{S}(dst, a *float32, n int)
+TEXT ·addToVec{S}(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ ${SH}, CX
+	JZ   done
+loop:
+	VMOVUPS (DI), V0
+	VADDPS (SI), V0, V0
+	VMOVUPS V0, (DI)
+	ADDQ $({B}), SI
+	ADDQ $({B}), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET`, `
+// func geluVec{S}(dst, src *float32, n int)
+// t = x·(A + B·x²) = −2u; GELU = x/(1+eᵗ) with t ≤ TMax.
+TEXT ·geluVec{S}(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ ${SH}, CX
+	JZ   done
+loop:
+	VMOVUPS (SI), V0
+	VMULPS V0, V0, V1
+	VMOVUPS %geluB%, V2
+	VFMADD213PS %geluA%, V1, V2
+	VMULPS V0, V2, V2
+	VMOVUPS %geluTMax%, V3
+	VMINPS V2, V3, V2
+	@EXP V2 V3 V4
+	VADDPS %one%, V2, V2
+	VDIVPS V2, V0, V0
+	VMOVUPS V0, (DI)
+	ADDQ $({B}), SI
+	ADDQ $({B}), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET`, `
+// func geluBackVec{S}(dinp, inp, dout *float32, n int)
+// s = 1/(1+eᵗ); dinp += dout·(s + eᵗs²·x·(K1 + K2·x²)).
+TEXT ·geluBackVec{S}(SB), NOSPLIT, $0-32
+	MOVQ dinp+0(FP), DI
+	MOVQ inp+8(FP), SI
+	MOVQ dout+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHRQ ${SH}, CX
+	JZ   done
+loop:
+	VMOVUPS (SI), V0
+	VMULPS V0, V0, V1
+	VMOVUPS %geluB%, V2
+	VFMADD213PS %geluA%, V1, V2
+	VMULPS V0, V2, V2
+	VMOVUPS %geluTMax%, V3
+	VMINPS V2, V3, V2
+	@EXP V2 V3 V4
+	VADDPS %one%, V2, V3
+	VMOVUPS %one%, V4
+	VDIVPS V3, V4, V4
+	VMULPS V4, V2, V5
+	VMULPS V4, V5, V5
+	VMOVUPS %geluK2%, V6
+	VFMADD213PS %geluK1%, V1, V6
+	VMULPS V0, V6, V6
+	VFMADD231PS V6, V5, V4
+	VMOVUPS (DI), V7
+	VFMADD231PS (DX), V4, V7
+	VMOVUPS V7, (DI)
+	ADDQ $({B}), SI
+	ADDQ $({B}), DX
+	ADDQ $({B}), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET`, `
+// func sumSqDevVec{S}(x *float32, n int, m float32) float32
+TEXT ·sumSqDevVec{S}(SB), NOSPLIT, $0-28
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS m+16(FP), V4
+	VXORPS V0, V0, V0
+	VXORPS V1, V1, V1
+	SHRQ ${SH}, CX
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), V2
+	VMOVUPS {B}(SI), V3
+	VSUBPS V4, V2, V2
+	VSUBPS V4, V3, V3
+	VFMADD231PS V2, V2, V0
+	VFMADD231PS V3, V3, V1
+	ADDQ $({B2}), SI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ    done
+	VMOVUPS (SI), V2
+	VSUBPS V4, V2, V2
+	VFMADD231PS V2, V2, V0
+done:
+	VADDPS V1, V0, V0
+	@REDUCE VADDPS V0 V2
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET`, `
+// func lnAffineVec{S}(out, x, w, b *float32, n int, m, s float32)
+// out = (x−m)·s·w + b
+TEXT ·lnAffineVec{S}(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ w+16(FP), DX
+	MOVQ b+24(FP), BX
+	MOVQ n+32(FP), CX
+	VBROADCASTSS m+40(FP), V4
+	VBROADCASTSS s+44(FP), V5
+	SHRQ ${SH}, CX
+	JZ   done
+loop:
+	VMOVUPS (SI), V0
+	VSUBPS V4, V0, V0
+	VMULPS V5, V0, V0
+	VMULPS (DX), V0, V0
+	VADDPS (BX), V0, V0
+	VMOVUPS V0, (DI)
+	ADDQ $({B}), SI
+	ADDQ $({B}), DX
+	ADDQ $({B}), BX
+	ADDQ $({B}), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET`, `
+// func lnBackDotsVec{S}(dy, x, w *float32, n int, m, s float32) (sd, sdx float32)
+// sd = Σ g·w, sdx = Σ g·w·(x−m)·s
+TEXT ·lnBackDotsVec{S}(SB), NOSPLIT, $0-48
+	MOVQ dy+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ w+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSS m+32(FP), V6
+	VBROADCASTSS s+36(FP), V7
+	VXORPS V4, V4, V4
+	VXORPS V5, V5, V5
+	SHRQ ${SH}, CX
+	JZ   done
+loop:
+	VMOVUPS (SI), V0
+	VMULPS (DX), V0, V0
+	VMOVUPS (DI), V1
+	VSUBPS V6, V1, V1
+	VMULPS V7, V1, V1
+	VADDPS V0, V4, V4
+	VFMADD231PS V1, V0, V5
+	ADDQ $({B}), SI
+	ADDQ $({B}), DI
+	ADDQ $({B}), DX
+	DECQ CX
+	JNZ  loop
+done:
+	@REDUCE VADDPS V4 V0
+	@REDUCE VADDPS V5 V1
+	VMOVSS X4, sd+40(FP)
+	VMOVSS X5, sdx+44(FP)
+	VZEROUPPER
+	RET`, `
+// func lnBackDxVec{S}(dx, dy, x, w *float32, n int, m, s, sd, sdx float32)
+// dx += s·(g·w − sd − (x−m)·s·sdx)
+TEXT ·lnBackDxVec{S}(SB), NOSPLIT, $0-56
+	MOVQ dx+0(FP), DI
+	MOVQ dy+8(FP), SI
+	MOVQ x+16(FP), DX
+	MOVQ w+24(FP), BX
+	MOVQ n+32(FP), CX
+	VBROADCASTSS m+40(FP), V6
+	VBROADCASTSS s+44(FP), V7
+	VBROADCASTSS sd+48(FP), V8
+	VBROADCASTSS sdx+52(FP), V9
+	SHRQ ${SH}, CX
+	JZ   done
+loop:
+	VMOVUPS (SI), V0
+	VMULPS (BX), V0, V0
+	VSUBPS V8, V0, V0
+	VMOVUPS (DX), V1
+	VSUBPS V6, V1, V1
+	VMULPS V7, V1, V1
+	VFNMADD231PS V9, V1, V0
+	VMOVUPS (DI), V2
+	VFMADD231PS V7, V0, V2
+	VMOVUPS V2, (DI)
+	ADDQ $({B}), SI
+	ADDQ $({B}), DX
+	ADDQ $({B}), BX
+	ADDQ $({B}), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET`, `
+// func lnBackWVec{S}(dw, db, dy, x *float32, n int, m, s float32)
+// db += g; dw += g·(x−m)·s
+TEXT ·lnBackWVec{S}(SB), NOSPLIT, $0-48
+	MOVQ dw+0(FP), DI
+	MOVQ db+8(FP), SI
+	MOVQ dy+16(FP), DX
+	MOVQ x+24(FP), BX
+	MOVQ n+32(FP), CX
+	VBROADCASTSS m+40(FP), V6
+	VBROADCASTSS s+44(FP), V7
+	SHRQ ${SH}, CX
+	JZ   done
+loop:
+	VMOVUPS (DX), V0
+	VMOVUPS (BX), V1
+	VSUBPS V6, V1, V1
+	VMULPS V7, V1, V1
+	VADDPS (SI), V0, V2
+	VMOVUPS V2, (SI)
+	VMOVUPS (DI), V3
+	VFMADD231PS V1, V0, V3
+	VMOVUPS V3, (DI)
+	ADDQ $({B}), SI
+	ADDQ $({B}), DX
+	ADDQ $({B}), BX
+	ADDQ $({B}), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET`,
+}
