@@ -266,6 +266,10 @@ func radix3[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
 
 func radix4[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
 	m, s := st.m, st.s
+	if s < 8 {
+		radix4Narrow(st, yr, yi, xr, xi)
+		return
+	}
 	for k := 0; k < m; k++ {
 		w1r, w1i := st.twr[k], st.twi[k]
 		w2r, w2i := st.twr[m+k], st.twi[m+k]
@@ -291,6 +295,37 @@ func radix4[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
 			y1r[q], y1i[q] = b1r*w1r-b1i*w1i, b1r*w1i+b1i*w1r
 			y2r[q], y2i[q] = b2r*w2r-b2i*w2i, b2r*w2i+b2i*w2r
 			y3r[q], y3i[q] = b3r*w3r-b3i*w3i, b3r*w3i+b3i*w3r
+		}
+	}
+}
+
+// radix4Narrow is radix4 with k innermost, for the first stages where the
+// stride s is too short for the q loop to pay for its slice set-up.
+func radix4Narrow[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
+	m, s := st.m, st.s
+	tw1r, tw1i := st.twr[:m], st.twi[:m]
+	tw2r, tw2i := st.twr[m:2*m], st.twi[m:2*m]
+	tw3r, tw3i := st.twr[2*m:3*m], st.twi[2*m:3*m]
+	for q := 0; q < s; q++ {
+		for k := 0; k < m; k++ {
+			i := q + s*k
+			x0r, x0i := xr[i], xi[i]
+			x1r, x1i := xr[i+s*m], xi[i+s*m]
+			x2r, x2i := xr[i+2*s*m], xi[i+2*s*m]
+			x3r, x3i := xr[i+3*s*m], xi[i+3*s*m]
+			t0r, t0i := x0r+x2r, x0i+x2i
+			t1r, t1i := x0r-x2r, x0i-x2i
+			t2r, t2i := x1r+x3r, x1i+x3i
+			t3r, t3i := x1r-x3r, x1i-x3i
+			b2r, b2i := t0r-t2r, t0i-t2i
+			b1r, b1i := t1r+t3i, t1i-t3r
+			b3r, b3i := t1r-t3i, t1i+t3r
+			w1r, w1i, w2r, w2i, w3r, w3i := tw1r[k], tw1i[k], tw2r[k], tw2i[k], tw3r[k], tw3i[k]
+			o := q + 4*s*k
+			yr[o], yi[o] = t0r+t2r, t0i+t2i
+			yr[o+s], yi[o+s] = b1r*w1r-b1i*w1i, b1r*w1i+b1i*w1r
+			yr[o+2*s], yi[o+2*s] = b2r*w2r-b2i*w2i, b2r*w2i+b2i*w2r
+			yr[o+3*s], yi[o+3*s] = b3r*w3r-b3i*w3i, b3r*w3i+b3i*w3r
 		}
 	}
 }

@@ -98,7 +98,7 @@ func (f *FNet[F]) ScratchSize(b, t int) int {
 func (f *FNet[F]) workerSize(t int) int {
 	nk := f.D/2 + 1
 	pd, pt := fft.PlanFor[F](f.D), fft.PlanFor[F](t)
-	return max(pd.Real2ScratchLen()+4*nk, 2*pt.ScratchLen())
+	return max(pd.Real2ScratchLen()+2*rowBlock*nk, 2*pt.ScratchLen())
 }
 
 // Forward sets out = Re(FFT_time(FFT_channels(x))) per sequence. It ignores
@@ -174,9 +174,14 @@ func (f *FNet[F]) applyGemm(dst, scratch, src []F, B, T int, acc bool) {
 	}
 }
 
+// rowBlock is the number of time rows (and columns) moved per cache-friendly
+// transpose block.
+const rowBlock = 16
+
 // applyFFT: channel FFTs on pairs of rows into the transposed half
 // spectrum z [B][nk][T], then one time FFT per kept frequency, writing the
-// real parts (and their mirror images) into dst.
+// real parts (and their mirror images) into dst. Both transposes move
+// rowBlock×rowBlock blocks so that every cache line is written whole.
 func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 	D := f.D
 	nk := D/2 + 1
@@ -188,58 +193,64 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 	if len(work) < parallel.Threads()*ws {
 		panic("fnet: scratch smaller than ScratchSize (threads raised since?)")
 	}
-	pairs := (T + 1) / 2
+	nrb := (T + rowBlock - 1) / rowBlock
 	zeros := make([]F, D)
-	parallel.For(B*pairs, 8, func(w, lo, hi int) {
+	parallel.For(B*nrb, 1, func(w, lo, hi int) {
 		ww := work[w*ws : (w+1)*ws]
-		r1, i1, r2, i2 := ww[:nk], ww[nk:2*nk], ww[2*nk:3*nk], ww[3*nk:4*nk]
-		fs := ww[4*nk:]
+		// br, bi [rowBlock][nk]: the block's half spectra.
+		br, bi := ww[:rowBlock*nk], ww[rowBlock*nk:2*rowBlock*nk]
+		fs := ww[2*rowBlock*nk:]
 		for i := lo; i < hi; i++ {
-			b, t := i/pairs, 2*(i%pairs)
-			x1 := src[(b*T+t)*D : (b*T+t+1)*D]
-			x2 := zeros
-			if t+1 < T {
-				x2 = src[(b*T+t+1)*D : (b*T+t+2)*D]
+			b, t0 := i/nrb, (i%nrb)*rowBlock
+			t1 := min(t0+rowBlock, T)
+			for t := t0; t < t1; t += 2 {
+				x1 := src[(b*T+t)*D : (b*T+t+1)*D]
+				x2 := zeros
+				if t+1 < t1 {
+					x2 = src[(b*T+t+1)*D : (b*T+t+2)*D]
+				}
+				j := t - t0
+				pd.Real2(br[j*nk:(j+1)*nk], bi[j*nk:(j+1)*nk], br[(j+1)*nk:(j+2)*nk], bi[(j+1)*nk:(j+2)*nk], x1, x2, fs)
 			}
-			pd.Real2(r1, i1, r2, i2, x1, x2, fs)
 			base := b * nk * T
 			for k := 0; k < nk; k++ {
-				zr[base+k*T+t], zi[base+k*T+t] = r1[k], i1[k]
-				if t+1 < T {
-					zr[base+k*T+t+1], zi[base+k*T+t+1] = r2[k], i2[k]
+				zrk, zik := zr[base+k*T+t0:base+k*T+t1], zi[base+k*T+t0:base+k*T+t1]
+				for j := range zrk {
+					zrk[j], zik[j] = br[j*nk+k], bi[j*nk+k]
 				}
 			}
 		}
 	})
-	parallel.For(B*nk, 1, func(w, lo, hi int) {
+	ncb := (nk + rowBlock - 1) / rowBlock
+	parallel.For(B*ncb, 1, func(w, lo, hi int) {
 		fs := work[w*ws : (w+1)*ws]
 		for i := lo; i < hi; i++ {
-			b, k := i/nk, i%nk
-			re := zr[(b*nk+k)*T : (b*nk+k+1)*T]
-			pt.Transform(re, zi[(b*nk+k)*T:(b*nk+k+1)*T], fs)
-			o := dst[b*T*D:]
-			// Column k, and its mirror D−k when that is not a kept column.
-			mk := D - k
-			mirror := k > 0 && mk >= nk
-			if acc {
-				for t := 0; t < T; t++ {
-					o[t*D+k] += re[t]
-				}
-				if mirror {
-					o[mk] += re[0]
-					for t := 1; t < T; t++ {
-						o[t*D+mk] += re[T-t]
-					}
-				}
-				continue
+			b, k0 := i/ncb, (i%ncb)*rowBlock
+			k1 := min(k0+rowBlock, nk)
+			z := zr[b*nk*T:]
+			for k := k0; k < k1; k++ {
+				pt.Transform(z[k*T:(k+1)*T], zi[(b*nk+k)*T:(b*nk+k+1)*T], fs)
 			}
+			o := dst[b*T*D : (b+1)*T*D]
+			// Kept columns k0…k1−1, and their mirrors D−k for k ≥ 1 with
+			// D−k ≥ nk: out[t, D−k] = Re Z[(T−t) mod T, k].
 			for t := 0; t < T; t++ {
-				o[t*D+k] = re[t]
-			}
-			if mirror {
-				o[mk] = re[0]
-				for t := 1; t < T; t++ {
-					o[t*D+mk] = re[T-t]
+				ot := o[t*D : (t+1)*D]
+				tm := (T - t) % T
+				if acc {
+					for k := k0; k < k1; k++ {
+						ot[k] += z[k*T+t]
+					}
+					for k := max(k0, 1); k < k1 && D-k >= nk; k++ {
+						ot[D-k] += z[k*T+tm]
+					}
+					continue
+				}
+				for k := k0; k < k1; k++ {
+					ot[k] = z[k*T+t]
+				}
+				for k := max(k0, 1); k < k1 && D-k >= nk; k++ {
+					ot[D-k] = z[k*T+tm]
 				}
 			}
 		}
