@@ -1,20 +1,26 @@
 package kernels
 
-// The blocked GEMM driver (one goroutine). Loops, outermost first:
+// The blocked GEMM driver (one goroutine), after Goto & van de Geijn, "Anatomy
+// of high-performance matrix multiplication" (2008). Loops, outermost first:
 //
-//	jc: nc columns of C at a time, so the packed B block (kc×nc) stays in L2;
-//	pc: kc of the k dimension at a time; pack op(B)[pc:pc+kc, jc:jc+nc];
-//	ir: gemmMR rows of C; op(A)'s gemmMR×kc micro-panel (read in place,
-//	    or packed when A is transposed) stays in L1;
-//	jr: one panel of nr columns; the micro-kernel updates an MR×nr tile.
+//	jc: nc columns of C; pc: kc of the k dimension. Pack op(B)[pc:pc+kc,
+//	    jc:jc+nc] into panels of nr columns (the block stays in L2).
+//	ic: mc rows; op(A)[ic:ic+mc, pc:pc+kc] is read in place (packed when
+//	    A is transposed) and stays in L2.
+//	jr: one panel of nr columns; its kc×nr packed block stays in L1.
+//	ir: MR rows; the micro-kernel updates an MR×nr tile of C.
 //
 // beta is applied at the first pc block; later blocks accumulate (beta=1).
 
 const (
-	gemmMR      = 6         // rows per micro-tile on every path
-	gemmKC      = 256       // target k block
-	gemmPackB   = 128 << 10 // target packed-B block, in floats (512 KiB)
-	gemmGoPanel = 32        // columns per panel on the pure-Go path
+	gemmMR      = 6  // rows per micro-tile on every path
+	gemmGoPanel = 32 // columns per panel on the pure-Go path
+)
+
+var (
+	gemmKC    = 256       // target k block (k ≤ 320 is not split: C is written once)
+	gemmPackA = 64 << 10  // A block budget, in floats (256 KiB of L2)
+	gemmPackB = 128 << 10 // packed-B block budget, in floats (512 KiB of L2)
 )
 
 // gemmBlocked computes C = alpha·op(A)·op(B) + beta·C on the calling
@@ -31,11 +37,13 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 		nb := (k + gemmKC - 1) / gemmKC
 		kc = (k + nb - 1) / nb
 	}
-	nc := max(nr, gemmPackB/kc/nr*nr)
-	if nc > n {
-		nc = (n + nr - 1) / nr * nr
+	nc := min(max(nr, gemmPackB/kc/nr*nr), (n+nr-1)/nr*nr)
+	mc := min(max(gemmMR, gemmPackA/kc/gemmMR*gemmMR), (m+gemmMR-1)/gemmMR*gemmMR)
+	na := 0
+	if transA {
+		na = mc * kc
 	}
-	bp, ap := w.bufs(kc*nc, gemmMR*kc)
+	bp, ap := w.bufs(kc*nc, na)
 	for jc := 0; jc < n; jc += nc {
 		ncb := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
@@ -45,16 +53,18 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 			if pc > 0 {
 				be = 1
 			}
-			for ir := 0; ir < m; ir += gemmMR {
-				mr := min(gemmMR, m-ir)
-				as, ao, al := a, ir*lda+pc, lda
+			for ic := 0; ic < m; ic += mc {
+				mcb := min(mc, m-ic)
+				as, ao, al := a, ic*lda+pc, lda
 				if transA {
-					packAT(ap, a, lda, pc, kcb, ir, mr)
+					packAT(ap, a, lda, pc, kcb, ic, mcb)
 					as, ao, al = ap, 0, kcb
 				}
 				for jr := 0; jr < ncb; jr += nr {
 					cols := min(nr, ncb-jr)
-					gemmTile(w, p, mr, cols, kcb, as, ao, al, bp[jr*kcb:], c, ir*ldc+jc+jr, ldc, alpha, be)
+					for ir := 0; ir < mcb; ir += gemmMR {
+						gemmTile(w, p, min(gemmMR, mcb-ir), cols, kcb, as, ao+ir*al, al, bp[jr*kcb:], c, (ic+ir)*ldc+jc+jr, ldc, alpha, be)
+					}
 				}
 			}
 		}
@@ -117,12 +127,12 @@ func packB(dst []float32, p Path, transB bool, b []float32, ldb, pc, kc, jc, nc 
 	}
 }
 
-// packAT copies rows ir..ir+mr of op(A) = Aᵀ, columns pc..pc+kc, into dst as
-// an mr×kc row-major block, so the kernels always read rows of op(A).
-func packAT(dst, a []float32, lda, pc, kc, ir, mr int) {
+// packAT copies rows ic..ic+mc of op(A) = Aᵀ, columns pc..pc+kc, into dst as
+// an mc×kc row-major block, so the kernels always read rows of op(A).
+func packAT(dst, a []float32, lda, pc, kc, ic, mc int) {
 	for q := 0; q < kc; q++ {
-		o := (pc+q)*lda + ir
-		for r, v := range a[o : o+mr] {
+		o := (pc+q)*lda + ic
+		for r, v := range a[o : o+mc] {
 			dst[r*kc+q] = v
 		}
 	}

@@ -20,7 +20,9 @@
 // AVX2+FMA: mr ≤ 6 rows × 2 YMM (6×16), 12 YMM accumulators; full 16-column
 // tiles only (the Go driver routes partial tiles through a scratch tile).
 //
-// The k loop is unrolled 4 times. Every kernel ends with VZEROUPPER.
+// The k loop is unrolled 8 times. C's tile is prefetched before the loop, and
+// each iteration prefetches the rows of A that the next tile (6 rows down)
+// will read, so A streams from L2 or memory ahead of use. Every kernel ends with VZEROUPPER.
 package main
 
 import (
@@ -66,9 +68,14 @@ func main() {
 	}
 }
 
+const (
+	gemmMR = 6 // rows of a full tile
+	unroll = 8 // k steps per loop iteration
+)
+
 // kernel emits one micro-kernel. Registers: CX k counter, AX/R11 A rows 0
-// and 3, R8 lda in bytes, BX packed B, DX/R10 C rows 0 and 3, R9 ldc in
-// bytes, SI scratch.
+// and 3, R12/R13 A rows 6 and 9 (prefetch), R8 lda in bytes, BX packed B,
+// DX/R10 C rows 0 and 3, R9 ldc in bytes, SI scratch.
 func kernel(w *bytes.Buffer, name string, mr, nv int, z bool) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, "\t"+format+"\n", args...) }
 	reg, vbytes, nregs := "Y", 32, 16
@@ -112,6 +119,24 @@ func kernel(w *bytes.Buffer, name string, mr, nv int, z bool) {
 		p("LEAQ (AX)(R8*2), R11")
 		p("ADDQ R8, R11")
 	}
+	// R12, R13: rows 6 and 9, the next tile's rows 0 and 3 (prefetched).
+	p("LEAQ (AX)(R8*4), R12")
+	p("LEAQ (R12)(R8*2), R12")
+	p("LEAQ (R12)(R8*2), R13")
+	p("ADDQ R8, R13")
+	// Prefetch this tile of C; it is written after the k loop.
+	p("MOVQ c+32(FP), DX")
+	p("MOVQ ldc+40(FP), R9")
+	p("SHLQ $2, R9")
+	if mr > 3 {
+		p("LEAQ (DX)(R9*2), R10")
+		p("ADDQ R9, R10")
+	}
+	for r := 0; r < mr; r++ {
+		for v := 0; v < nv*vbytes; v += 64 {
+			p("PREFETCHT0 %s", row(r, v, "DX", "R10", "R9"))
+		}
+	}
 	for r := 0; r < mr; r++ {
 		for v := 0; v < nv; v++ {
 			if z {
@@ -138,17 +163,25 @@ func kernel(w *bytes.Buffer, name string, mr, nv int, z bool) {
 			p("ADDQ $%d, R11", 4*n)
 		}
 		p("ADDQ $%d, BX", n*panel)
+		if n == unroll {
+			p("ADDQ $%d, R12", 4*n)
+			p("ADDQ $%d, R13", 4*n)
+		}
 	}
-	p("CMPQ CX, $4")
+	p("CMPQ CX, $%d", unroll)
 	p("JB %s_tail", name)
-	fmt.Fprintf(w, "%s_loop4:\n", name)
-	for u := 0; u < 4; u++ {
+	fmt.Fprintf(w, "%s_loop:\n", name)
+	// Pull the next tile's A rows towards L1, one line per row per 16 k.
+	for r := 0; r < gemmMR; r++ {
+		p("PREFETCHT0 %s", row(r, 0, "R12", "R13", "R8"))
+	}
+	for u := 0; u < unroll; u++ {
 		body(u)
 	}
-	adv(4)
-	p("SUBQ $4, CX")
-	p("CMPQ CX, $4")
-	p("JAE %s_loop4", name)
+	adv(unroll)
+	p("SUBQ $%d, CX", unroll)
+	p("CMPQ CX, $%d", unroll)
+	p("JAE %s_loop", name)
 	fmt.Fprintf(w, "%s_tail:\n", name)
 	p("TESTQ CX, CX")
 	p("JE %s_store", name)
@@ -160,13 +193,6 @@ func kernel(w *bytes.Buffer, name string, mr, nv int, z bool) {
 
 	// C = alpha·acc + beta·C.
 	fmt.Fprintf(w, "%s_store:\n", name)
-	p("MOVQ c+32(FP), DX")
-	p("MOVQ ldc+40(FP), R9")
-	p("SHLQ $2, R9")
-	if mr > 3 {
-		p("LEAQ (DX)(R9*2), R10")
-		p("ADDQ R9, R10")
-	}
 	kreg := func(v int) string { return fmt.Sprintf("K%d", v+1) }
 	if z {
 		p("MOVQ mask+56(FP), SI")
