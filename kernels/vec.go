@@ -329,18 +329,21 @@ func AddTo[F Float](dst, a []F) {
 //	m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·g²
 //	p -= lr·( m/(1−β1^step) / (√(v/(1−β2^step)) + eps) + wd·p )
 //
-// The float32 version computes in float32 (pure Go on every path: the update
-// is memory-bound and runs once per step) and splits large inputs across
-// parallel.Threads() goroutines. AdamW panics if grads, m or v is shorter
+// The float32 version computes in float32 with bias corrections folded into
+// reciprocals, and splits large inputs across parallel.Threads() goroutines. AdamW panics if grads, m or v is shorter
 // than params.
 func AdamW[F Float](params, grads, m, v []F, lr, beta1, beta2, eps, wd float64, step int) {
 	grads, m, v = grads[:len(params)], m[:len(params)], v[:len(params)]
 	bc1 := 1 - math.Pow(beta1, float64(step))
 	bc2 := 1 - math.Pow(beta2, float64(step))
 	if p32, ok := any(params).([]float32); ok {
-		g32, m32, v32 := any(grads).([]float32), any(m).([]float32), any(v).([]float32)
+		g32, m32, v32, vs := any(grads).([]float32), any(m).([]float32), any(v).([]float32), vecs()
+		c := adamC{
+			b1: float32(beta1), a1: float32(1 - beta1), b2: float32(beta2), a2: float32(1 - beta2),
+			ib1: float32(1 / bc1), ib2: float32(1 / bc2), lr: float32(lr), eps: float32(eps), wd: float32(wd),
+		}
 		splitWork(len(params), 4096, 4, func(lo, hi int) {
-			adamW32(p32[lo:hi], g32[lo:hi], m32[lo:hi], v32[lo:hi], lr, beta1, beta2, eps, wd, bc1, bc2)
+			vs.adamW(p32[lo:hi], g32[lo:hi], m32[lo:hi], v32[lo:hi], c)
 		})
 		return
 	}
@@ -352,20 +355,5 @@ func AdamW[F Float](params, grads, m, v []F, lr, beta1, beta2, eps, wd float64, 
 		p := float64(params[i])
 		p -= lr * ((mi/bc1)/(math.Sqrt(vi/bc2)+eps) + wd*p)
 		params[i] = F(p)
-	}
-}
-
-func adamW32(params, grads, m, v []float32, lr, beta1, beta2, eps, wd, bc1, bc2 float64) {
-	grads, m, v = grads[:len(params)], m[:len(params)], v[:len(params)]
-	b1, b2 := float32(beta1), float32(beta2)
-	a1, a2 := float32(1-beta1), float32(1-beta2)
-	ib1, ib2 := float32(1/bc1), float32(1/bc2)
-	lr32, eps32, wd32 := float32(lr), float32(eps), float32(wd)
-	for i, p := range params {
-		g := grads[i]
-		mi := b1*m[i] + a1*g
-		vi := b2*v[i] + a2*g*g
-		m[i], v[i] = mi, vi
-		params[i] = p - lr32*(mi*ib1/(float32(math.Sqrt(float64(vi*ib2)))+eps32)+wd32*p)
 	}
 }

@@ -45,7 +45,7 @@ func (a asmVec) table() *vec32 {
 		axpy: a.axpy, scale: a.scale, add: a.add, addTo: a.addTo,
 		gelu: a.gelu, geluBack: a.geluBack,
 		sumSqDev: a.sumSqDev, lnAffine: a.lnAffine, lnBackDots: a.lnBackDots,
-		lnBackDx: a.lnBackDx, lnBackW: a.lnBackW,
+		lnBackDx: a.lnBackDx, lnBackW: a.lnBackW, adamW: a.adamW,
 	}
 }
 
@@ -230,4 +230,14 @@ func (a asmVec) lnBackW(dw, db, g, x []float32, m, s float32) {
 		a.lnBackWRaw(&dw[0], &db[0], &g[0], &x[0], b, m, s)
 	}
 	lnBackWGo(dw[b:], db[b:], g[b:], x[b:], m, s)
+}
+
+func (a asmVec) adamW(p, g, m, v []float32, c adamC) {
+	n := len(p)
+	g, m, v = g[:n], m[:n], v[:n]
+	b := a.body(n)
+	if b > 0 {
+		a.adamWRaw(&p[0], &g[0], &m[0], &v[0], b, c.b1, c.a1, c.b2, c.a2, c.ib1, c.ib2, c.lr, c.eps, c.wd)
+	}
+	adamWGo(p[b:], g[b:], m[b:], v[b:], c)
 }

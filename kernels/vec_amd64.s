@@ -726,6 +726,53 @@ done:
 	VZEROUPPER
 	RET
 
+// func adamWVecAVX2(p, grad, m, v *float32, n int, b1, a1, b2, a2, ib1, ib2, lr, eps, wd float32)
+// m = b1·m + a1·g; v = b2·v + a2·g²; p −= lr·(m·ib1/(√(v·ib2)+eps) + wd·p)
+TEXT ·adamWVecAVX2(SB), NOSPLIT, $0-76
+	MOVQ p+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ m+16(FP), DX
+	MOVQ v+24(FP), BX
+	MOVQ n+32(FP), CX
+	VBROADCASTSS b1+40(FP), Y7
+	VBROADCASTSS a1+44(FP), Y8
+	VBROADCASTSS b2+48(FP), Y9
+	VBROADCASTSS a2+52(FP), Y10
+	VBROADCASTSS ib1+56(FP), Y11
+	VBROADCASTSS ib2+60(FP), Y12
+	VBROADCASTSS lr+64(FP), Y13
+	VBROADCASTSS eps+68(FP), Y14
+	VBROADCASTSS wd+72(FP), Y15
+	SHRQ $3, CX
+	JZ   done
+loop:
+	VMOVUPS (SI), Y0
+	VMULPS (DX), Y7, Y1
+	VFMADD231PS Y8, Y0, Y1
+	VMOVUPS Y1, (DX)
+	VMULPS Y0, Y0, Y3
+	VMULPS (BX), Y9, Y2
+	VFMADD231PS Y10, Y3, Y2
+	VMOVUPS Y2, (BX)
+	VMULPS Y12, Y2, Y3
+	VSQRTPS Y3, Y3
+	VADDPS Y14, Y3, Y3
+	VMULPS Y11, Y1, Y4
+	VDIVPS Y3, Y4, Y4
+	VMOVUPS (DI), Y5
+	VFMADD231PS Y15, Y5, Y4
+	VFNMADD231PS Y13, Y4, Y5
+	VMOVUPS Y5, (DI)
+	ADDQ $(32), SI
+	ADDQ $(32), DX
+	ADDQ $(32), BX
+	ADDQ $(32), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
 // func expVecAVX512(dst, src *float32, n int)
 TEXT ·expVecAVX512(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
@@ -1454,6 +1501,53 @@ loop:
 	VMOVUPS (DI), Z3
 	VFMADD231PS Z1, Z0, Z3
 	VMOVUPS Z3, (DI)
+	ADDQ $(64), SI
+	ADDQ $(64), DX
+	ADDQ $(64), BX
+	ADDQ $(64), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
+// func adamWVecAVX512(p, grad, m, v *float32, n int, b1, a1, b2, a2, ib1, ib2, lr, eps, wd float32)
+// m = b1·m + a1·g; v = b2·v + a2·g²; p −= lr·(m·ib1/(√(v·ib2)+eps) + wd·p)
+TEXT ·adamWVecAVX512(SB), NOSPLIT, $0-76
+	MOVQ p+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ m+16(FP), DX
+	MOVQ v+24(FP), BX
+	MOVQ n+32(FP), CX
+	VBROADCASTSS b1+40(FP), Z7
+	VBROADCASTSS a1+44(FP), Z8
+	VBROADCASTSS b2+48(FP), Z9
+	VBROADCASTSS a2+52(FP), Z10
+	VBROADCASTSS ib1+56(FP), Z11
+	VBROADCASTSS ib2+60(FP), Z12
+	VBROADCASTSS lr+64(FP), Z13
+	VBROADCASTSS eps+68(FP), Z14
+	VBROADCASTSS wd+72(FP), Z15
+	SHRQ $4, CX
+	JZ   done
+loop:
+	VMOVUPS (SI), Z0
+	VMULPS (DX), Z7, Z1
+	VFMADD231PS Z8, Z0, Z1
+	VMOVUPS Z1, (DX)
+	VMULPS Z0, Z0, Z3
+	VMULPS (BX), Z9, Z2
+	VFMADD231PS Z10, Z3, Z2
+	VMOVUPS Z2, (BX)
+	VMULPS Z12, Z2, Z3
+	VSQRTPS Z3, Z3
+	VADDPS Z14, Z3, Z3
+	VMULPS Z11, Z1, Z4
+	VDIVPS Z3, Z4, Z4
+	VMOVUPS (DI), Z5
+	VFMADD231PS Z15, Z5, Z4
+	VFNMADD231PS Z13, Z4, Z5
+	VMOVUPS Z5, (DI)
 	ADDQ $(64), SI
 	ADDQ $(64), DX
 	ADDQ $(64), BX

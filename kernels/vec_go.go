@@ -22,7 +22,12 @@ type vec32 struct {
 	lnBackDots func(g, x, w []float32, m, s float32) (sd, sdx float32) // Σ g·w, Σ g·w·xh
 	lnBackDx   func(dx, g, x, w []float32, m, s, sd, sdx float32)      // dx += s·(g·w − sd − xh·sdx)
 	lnBackW    func(dw, db, g, x []float32, m, s float32)              // dw += g·xh, db += g
+	adamW      func(p, g, m, v []float32, c adamC)
 }
+
+// adamC holds the float32 coefficients of one AdamW step: β1, 1−β1, β2,
+// 1−β2, the reciprocal bias corrections, lr, eps and the weight decay.
+type adamC struct{ b1, a1, b2, a2, ib1, ib2, lr, eps, wd float32 }
 
 // vecs returns the primitives of the current path.
 func vecs() *vec32 { return vecByPath[path] }
@@ -46,6 +51,7 @@ var goVec = &vec32{
 	lnBackDots: lnBackDotsGo,
 	lnBackDx:   lnBackDxGo,
 	lnBackW:    lnBackWGo,
+	adamW:      adamWGo,
 }
 
 func expGo(dst, src []float32) {
@@ -226,5 +232,15 @@ func lnBackWGo(dw, db, g, x []float32, m, s float32) {
 	for j := range dw {
 		db[j] += g[j]
 		dw[j] += g[j] * ((x[j] - m) * s)
+	}
+}
+
+func adamWGo(p, g, m, v []float32, c adamC) {
+	g, m, v = g[:len(p)], m[:len(p)], v[:len(p)]
+	for i, pi := range p {
+		mi := c.b1*m[i] + c.a1*g[i]
+		vi := c.b2*v[i] + c.a2*(g[i]*g[i])
+		m[i], v[i] = mi, vi
+		p[i] = pi - c.lr*(mi*c.ib1/(float32(math.Sqrt(float64(vi*c.ib2)))+c.eps)+c.wd*pi)
 	}
 }

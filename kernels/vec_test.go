@@ -300,8 +300,11 @@ func benchPaths(b *testing.B, fn func(b *testing.B)) {
 
 // benchVec times fn on k random slices of n float32 in [-10, 2) and reports
 // the time per element.
-func benchVec(b *testing.B, n, k int, fn func(x [][]float32)) {
-	x, _ := randInputs(1, k, n, -10, 2)
+func benchVec(b *testing.B, n, k int, fn func(x [][]float32)) { benchVecIn(b, n, k, -10, 2, fn) }
+
+// benchVecIn is benchVec with inputs in [lo, hi).
+func benchVecIn(b *testing.B, n, k int, lo, hi float64, fn func(x [][]float32)) {
+	x, _ := randInputs(1, k, n, lo, hi)
 	b.SetBytes(int64(4 * n * k))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -354,6 +357,6 @@ func BenchmarkAdd(b *testing.B) {
 }
 func BenchmarkAdamW(b *testing.B) {
 	benchPaths(b, func(b *testing.B) {
-		benchVec(b, 1<<16, 4, func(x [][]float32) { AdamW(x[0], x[1], x[2], x[3], 1e-3, 0.9, 0.95, 1e-8, 0.1, 3) })
+		benchVecIn(b, 1<<16, 4, 0, 1, func(x [][]float32) { AdamW(x[0], x[1], x[2], x[3], 1e-3, 0.9, 0.95, 1e-8, 0.1, 3) })
 	})
 }

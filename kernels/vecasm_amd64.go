@@ -219,3 +219,17 @@ func (avx512 asmVec) lnBackWRaw(dw, db, dy, x *float32, n int, m, s float32) {
 	}
 	lnBackWVecAVX2(dw, db, dy, x, n, m, s)
 }
+
+//go:noescape
+func adamWVecAVX2(p, grad, m, v *float32, n int, b1, a1, b2, a2, ib1, ib2, lr, eps, wd float32)
+
+//go:noescape
+func adamWVecAVX512(p, grad, m, v *float32, n int, b1, a1, b2, a2, ib1, ib2, lr, eps, wd float32)
+
+func (avx512 asmVec) adamWRaw(p, grad, m, v *float32, n int, b1, a1, b2, a2, ib1, ib2, lr, eps, wd float32) {
+	if avx512 {
+		adamWVecAVX512(p, grad, m, v, n, b1, a1, b2, a2, ib1, ib2, lr, eps, wd)
+		return
+	}
+	adamWVecAVX2(p, grad, m, v, n, b1, a1, b2, a2, ib1, ib2, lr, eps, wd)
+}

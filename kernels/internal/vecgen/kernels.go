@@ -485,5 +485,51 @@ loop:
 	JNZ  loop
 done:
 	VZEROUPPER
+	RET`,`
+// func adamWVec{S}(p, grad, m, v *float32, n int, b1, a1, b2, a2, ib1, ib2, lr, eps, wd float32)
+// m = b1·m + a1·g; v = b2·v + a2·g²; p −= lr·(m·ib1/(√(v·ib2)+eps) + wd·p)
+TEXT ·adamWVec{S}(SB), NOSPLIT, $0-76
+	MOVQ p+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ m+16(FP), DX
+	MOVQ v+24(FP), BX
+	MOVQ n+32(FP), CX
+	VBROADCASTSS b1+40(FP), V7
+	VBROADCASTSS a1+44(FP), V8
+	VBROADCASTSS b2+48(FP), V9
+	VBROADCASTSS a2+52(FP), V10
+	VBROADCASTSS ib1+56(FP), V11
+	VBROADCASTSS ib2+60(FP), V12
+	VBROADCASTSS lr+64(FP), V13
+	VBROADCASTSS eps+68(FP), V14
+	VBROADCASTSS wd+72(FP), V15
+	SHRQ ${SH}, CX
+	JZ   done
+loop:
+	VMOVUPS (SI), V0
+	VMULPS (DX), V7, V1
+	VFMADD231PS V8, V0, V1
+	VMOVUPS V1, (DX)
+	VMULPS V0, V0, V3
+	VMULPS (BX), V9, V2
+	VFMADD231PS V10, V3, V2
+	VMOVUPS V2, (BX)
+	VMULPS V12, V2, V3
+	VSQRTPS V3, V3
+	VADDPS V14, V3, V3
+	VMULPS V11, V1, V4
+	VDIVPS V3, V4, V4
+	VMOVUPS (DI), V5
+	VFMADD231PS V15, V5, V4
+	VFNMADD231PS V13, V4, V5
+	VMOVUPS V5, (DI)
+	ADDQ $({B}), SI
+	ADDQ $({B}), DX
+	ADDQ $({B}), BX
+	ADDQ $({B}), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
 	RET`,
 }
