@@ -485,7 +485,7 @@ loop:
 	JNZ  loop
 done:
 	VZEROUPPER
-	RET`,`
+	RET`, `
 // func adamWVec{S}(p, grad, m, v *float32, n int, b1, a1, b2, a2, ib1, ib2, lr, eps, wd float32)
 // m = b1·m + a1·g; v = b2·v + a2·g²; p −= lr·(m·ib1/(√(v·ib2)+eps) + wd·p)
 TEXT ·adamWVec{S}(SB), NOSPLIT, $0-76
