@@ -30,7 +30,7 @@ func (w *work[F]) load(qk []F, b, h int) {
 	}
 }
 
-// gather copies rows toks of src (row i at off+i·stride, dh wide) into dst
+// gather copies rows toks of src (row t at off+t·stride, dh wide) into dst
 // [len(toks),dh].
 func gather[F kernels.Float](dst, src []F, toks []int32, off, stride, dh int) {
 	for a, t := range toks {
@@ -41,38 +41,89 @@ func gather[F kernels.Float](dst, src []F, toks []int32, off, stride, dh int) {
 // scatterAdd adds rows of src [len(toks),dh] into dst rows toks.
 func scatterAdd[F kernels.Float](dst, src []F, toks []int32, dh int) {
 	for a, t := range toks {
-		kernels.AddTo(dst[int(t)*dh:(int(t)+1)*dh], src[a*dh:(a+1)*dh])
+		kernels.Axpy(dst[int(t)*dh:(int(t)+1)*dh], 1, src[a*dh:(a+1)*dh])
 	}
 }
 
-// logits turns w.s [nq,nk] (holding q·k/√dh) into the masked logits of
-// window (qs, ks): it subtracts log N_ij for keys found in several rounds and
-// sets w.msk to 1 for allowed pairs and 0 for pairs excluded by the causal
-// mask or the self rule (a token attends to itself only if it has no other
-// key in any round). Masked logits are set to 0 so that exp stays finite.
-func (w *work[F]) logits(qs, ks []int32) {
+// chunk is one window of a round in sorted-row coordinates: queries are rows
+// [a0,a1), keys are rows [b0,b1) (the previous chunk, possibly empty) then
+// [a0,a1).
+type chunk struct{ a0, a1, b0, b1 int }
+
+func (c chunk) nq() int { return c.a1 - c.a0 }
+func (c chunk) np() int { return c.b1 - c.b0 }
+func (c chunk) nk() int { return c.np() + c.nq() }
+
+// chunks returns round r's sorted tokens and calls fn for each chunk.
+func (w *work[F]) chunks(r int, fn func(c chunk)) {
+	cs := w.start[r*(w.c+1):]
+	pv := w.prev[r*w.c:]
+	for ci := 0; ci < int(w.nchunk[r]); ci++ {
+		c := chunk{a0: int(cs[ci]), a1: int(cs[ci+1])}
+		if p := pv[ci]; p >= 0 {
+			c.b0, c.b1 = int(cs[p]), int(cs[p+1])
+		}
+		fn(c)
+	}
+}
+
+// scores sets w.s [nq,nk] to the masked logits of chunk c of round r:
+// q·k/√dh from the sorted rows, minus log N_ij for keys found in several
+// rounds, and −Inf for pairs excluded by the causal mask or the self rule (a
+// token attends to itself only if it has no other key in any round).
+func (w *work[F]) scores(r int, c chunk) {
 	m := w.m
-	nk := len(ks)
-	for a, i := range qs {
+	dh, nq, np, nk := m.dh, c.nq(), c.np(), c.nk()
+	q := w.qs[c.a0*dh:]
+	if np > 0 {
+		kernels.GemmST(false, true, nq, np, dh, m.scale, q, dh, w.ks[c.b0*dh:], dh, 0, w.s, nk)
+	}
+	kernels.GemmST(false, true, nq, nq, dh, m.scale, q, dh, w.ks[c.a0*dh:], dh, 0, w.s[np:], nk)
+	ord := w.order[r*w.t : (r+1)*w.t]
+	kp, ko := ord[c.b0:c.b1], ord[c.a0:c.a1]
+	ninf := F(math.Inf(-1))
+	for a, i := range ko {
 		row := w.s[a*nk : (a+1)*nk]
-		msk := w.msk[a*nk : (a+1)*nk]
 		selfOK := w.other[i] == 0
-		for c, j := range ks {
+		for col := range row {
+			var j int32
+			if col < np {
+				j = kp[col]
+			} else {
+				j = ko[col-np]
+			}
 			if (m.causal && j > i) || (j == i && !selfOK) {
-				row[c], msk[c] = 0, 0
+				row[col] = ninf
 				continue
 			}
-			msk[c] = 1
 			if m.nHashes > 1 {
-				row[c] -= F(m.logN[w.dups(i, j)])
+				row[col] -= F(m.logN[w.dups(i, j)])
 			}
 		}
 	}
 }
 
+// gatherRound fills the sorted rows of round r: queries from qk, unit keys,
+// values from v, and rows of dst from src if dst is not nil.
+func (w *work[F]) gatherRound(r int, qk, v []F, b, h int, dst, src []F) []int32 {
+	m := w.m
+	T, D, dh := w.t, m.d, m.dh
+	n := int(w.start[r*(w.c+1)+int(w.nchunk[r])])
+	ord := w.order[r*T : r*T+n]
+	off := b*T*D + h*dh
+	gather(w.qs, qk, ord, off, D, dh)
+	gather(w.ks, w.k, ord, 0, dh, dh)
+	gather(w.vs, v, ord, off, D, dh)
+	if dst != nil {
+		gather(dst, src, ord, off, D, dh)
+	}
+	return ord
+}
+
 // forward computes att [B,T,D] (head h's columns of sequence b) and lse
-// [B,H,T] for one item, combining rounds with one running softmax per query:
-// this equals Σ_r exp(lse_r − logsumexp_r lse_r)·o_r.
+// [B,H,T] for one item. Each round yields, per query, a row max, a row sum
+// and an unnormalised output; they are merged into one running softmax per
+// query, which equals Σ_r exp(lse_r − logsumexp_r lse_r)·o_r.
 func (w *work[F]) forward(att, lse, qk, v []F, b, h int, p mixer.Pass) {
 	m := w.m
 	T, D, dh := w.t, m.d, m.dh
@@ -80,57 +131,53 @@ func (w *work[F]) forward(att, lse, qk, v []F, b, h int, p mixer.Pass) {
 	w.hash(qk, b, h, p)
 	clear(w.acc)
 	clear(w.l)
+	ninf := F(math.Inf(-1))
 	for t := range w.mx {
-		w.mx[t] = F(math.Inf(-1))
+		w.mx[t] = ninf
 	}
 	for r := 0; r < m.nHashes; r++ {
-		for ci := 0; ci < int(w.nchunk[r]); ci++ {
-			qs, ks := w.window(r, ci)
-			nq, nk := len(qs), len(ks)
-			gather(w.qc, qk, qs, b*T*D+h*dh, D, dh)
-			gather(w.kc, w.k, ks, 0, dh, dh)
-			gather(w.vc, v, ks, b*T*D+h*dh, D, dh)
-			kernels.GemmST(false, true, nq, nk, dh, m.scale, w.qc, dh, w.kc, dh, 0, w.s, nk)
-			w.logits(qs, ks)
-			for a, i := range qs {
+		ord := w.gatherRound(r, qk, v, b, h, nil, nil)
+		w.chunks(r, func(c chunk) {
+			nq, np, nk := c.nq(), c.np(), c.nk()
+			w.scores(r, c)
+			for a := range nq {
 				row := w.s[a*nk : (a+1)*nk]
-				msk := w.msk[a*nk : (a+1)*nk]
-				mx := math.Inf(-1)
-				for c, x := range row {
-					if msk[c] != 0 && float64(x) > mx {
-						mx = float64(x)
-					}
-				}
-				if math.IsInf(mx, -1) { // nothing allowed in this round
+				mx := kernels.Max(row)
+				w.rm[c.a0+a] = mx
+				if mx == ninf { // nothing allowed in this round
 					clear(row)
+					w.rl[c.a0+a] = 0
 					continue
 				}
-				old := float64(w.mx[i])
-				if mx > old {
-					if !math.IsInf(old, -1) {
-						f := F(math.Exp(old - mx))
-						w.l[i] *= f
-						acc := w.acc[int(i)*dh : (int(i)+1)*dh]
-						for d := range acc {
-							acc[d] *= f
-						}
-					}
-					w.mx[i] = F(mx)
-				}
-				top := w.mx[i]
-				for c := range row {
-					row[c] = (row[c] - top) * msk[c]
-				}
-				kernels.Exp(row, row)
-				var sum F
-				for c := range row {
-					row[c] *= msk[c]
-					sum += row[c]
-				}
-				w.l[i] += sum
+				w.rl[c.a0+a] = kernels.ExpSub(row, row, mx)
 			}
-			kernels.GemmST(false, false, nq, dh, nk, 1, w.s, nk, w.vc, dh, 0, w.oc, dh)
-			scatterAdd(w.acc, w.oc, qs, dh)
+			o := w.os[c.a0*dh:]
+			if np > 0 {
+				kernels.GemmST(false, false, nq, dh, np, 1, w.s, nk, w.vs[c.b0*dh:], dh, 0, o, dh)
+			}
+			kernels.GemmST(false, false, nq, dh, nq, 1, w.s[np:], nk, w.vs[c.a0*dh:], dh, F(min(np, 1)), o, dh)
+		})
+		for a, t := range ord {
+			if w.rl[a] == 0 {
+				continue
+			}
+			acc := w.acc[int(t)*dh : (int(t)+1)*dh]
+			o := w.os[a*dh : (a+1)*dh]
+			old, mr := w.mx[t], w.rm[a]
+			switch {
+			case old == ninf:
+				copy(acc, o)
+				w.mx[t], w.l[t] = mr, w.rl[a]
+			case mr > old:
+				f := F(math.Exp(float64(old - mr)))
+				kernels.Scale(acc, f)
+				kernels.Axpy(acc, 1, o)
+				w.mx[t], w.l[t] = mr, w.l[t]*f+w.rl[a]
+			default:
+				f := F(math.Exp(float64(mr - old)))
+				kernels.Axpy(acc, f, o)
+				w.l[t] += w.rl[a] * f
+			}
 		}
 	}
 	for t := 0; t < T; t++ {
@@ -150,7 +197,8 @@ func (w *work[F]) forward(att, lse, qk, v []F, b, h int, p mixer.Pass) {
 
 // backward writes head h's columns of sequence b of dqk and dv [B,T,D] (set,
 // not accumulated: each item owns its columns) from datt [B,T,D], given the
-// forward's att, lse, qk and v. With P_ij = exp(s_ij − lse_i) over all rounds,
+// forward's att, lse, qk and v. With P_ij = exp(z_ij − lse_i) over all
+// rounds (z the masked, duplicate-corrected logits),
 //
 //	dv_j += Σ_i P_ij·datt_i,  dS_ij = P_ij·(datt_i·v_j − datt_i·att_i),
 //
@@ -166,59 +214,54 @@ func (w *work[F]) backward(dqk, dv, datt, att, lse, qk, v []F, b, h int, p mixer
 	clear(w.dv)
 	off := b*T*D + h*dh
 	for t := 0; t < T; t++ {
-		var s F
-		g := datt[off+t*D:][:dh]
-		for d, y := range att[off+t*D:][:dh] {
-			s += g[d] * y
-		}
-		w.dd[t] = s
+		w.dd[t] = kernels.Dot(datt[off+t*D:][:dh], att[off+t*D:][:dh])
 	}
 	L := lse[(b*m.h+h)*T : (b*m.h+h+1)*T]
 	for r := 0; r < m.nHashes; r++ {
-		for ci := 0; ci < int(w.nchunk[r]); ci++ {
-			qs, ks := w.window(r, ci)
-			nq, nk := len(qs), len(ks)
-			gather(w.qc, qk, qs, off, D, dh)
-			gather(w.oc, datt, qs, off, D, dh)
-			gather(w.kc, w.k, ks, 0, dh, dh)
-			gather(w.vc, v, ks, off, D, dh)
-			kernels.GemmST(false, true, nq, nk, dh, m.scale, w.qc, dh, w.kc, dh, 0, w.s, nk)
-			w.logits(qs, ks)
-			for a, i := range qs {
+		ord := w.gatherRound(r, qk, v, b, h, w.os, datt)
+		n := len(ord)
+		clear(w.dqs[:n*dh])
+		clear(w.dks[:n*dh])
+		clear(w.dvs[:n*dh])
+		w.chunks(r, func(c chunk) {
+			nq, np, nk := c.nq(), c.np(), c.nk()
+			w.scores(r, c)
+			for a, i := range ord[c.a0:c.a1] {
 				row := w.s[a*nk : (a+1)*nk]
-				msk := w.msk[a*nk : (a+1)*nk]
-				for c := range row {
-					row[c] = (row[c] - L[i]) * msk[c]
-				}
-				kernels.Exp(row, row)
-				for c := range row {
-					row[c] *= msk[c]
-				}
+				kernels.ExpSub(row, row, L[i])
 			}
-			// dV = Pᵀ·dO; dP = dO·Vᵀ; dS = P∘(dP − D).
-			kernels.GemmST(true, false, nk, dh, nq, 1, w.s, nk, w.oc, dh, 0, w.dvc, dh)
-			scatterAdd(w.dv, w.dvc, ks, dh)
-			kernels.GemmST(false, true, nq, nk, dh, 1, w.oc, dh, w.vc, dh, 0, w.dp, nk)
-			for a, i := range qs {
+			do := w.os[c.a0*dh:]
+			// dV = Pᵀ·dO; dP = dO·Vᵀ; dS = P∘(dP − D); dQ = dS·K; dK = dSᵀ·Q.
+			if np > 0 {
+				kernels.GemmST(true, false, np, dh, nq, 1, w.s, nk, do, dh, 1, w.dvs[c.b0*dh:], dh)
+				kernels.GemmST(false, true, nq, np, dh, 1, do, dh, w.vs[c.b0*dh:], dh, 0, w.dp, nk)
+			}
+			kernels.GemmST(true, false, nq, dh, nq, 1, w.s[np:], nk, do, dh, 1, w.dvs[c.a0*dh:], dh)
+			kernels.GemmST(false, true, nq, nq, dh, 1, do, dh, w.vs[c.a0*dh:], dh, 0, w.dp[np:], nk)
+			for a, i := range ord[c.a0:c.a1] {
 				pr := w.s[a*nk : (a+1)*nk]
 				dr := w.dp[a*nk : (a+1)*nk]
-				for c := range dr {
-					dr[c] = pr[c] * (dr[c] - w.dd[i])
+				di := w.dd[i]
+				for col := range dr {
+					dr[col] = pr[col] * (dr[col] - di)
 				}
 			}
-			kernels.GemmST(false, false, nq, dh, nk, m.scale, w.dp, nk, w.kc, dh, 0, w.dqc, dh)
-			scatterAdd(w.dq, w.dqc, qs, dh)
-			kernels.GemmST(true, false, nk, dh, nq, m.scale, w.dp, nk, w.qc, dh, 0, w.dkc, dh)
-			scatterAdd(w.dk, w.dkc, ks, dh)
-		}
+			q := w.qs[c.a0*dh:]
+			if np > 0 {
+				kernels.GemmST(false, false, nq, dh, np, m.scale, w.dp, nk, w.ks[c.b0*dh:], dh, 1, w.dqs[c.a0*dh:], dh)
+				kernels.GemmST(true, false, np, dh, nq, m.scale, w.dp, nk, q, dh, 1, w.dks[c.b0*dh:], dh)
+			}
+			kernels.GemmST(false, false, nq, dh, nq, m.scale, w.dp[np:], nk, w.ks[c.a0*dh:], dh, 1, w.dqs[c.a0*dh:], dh)
+			kernels.GemmST(true, false, nq, dh, nq, m.scale, w.dp[np:], nk, q, dh, 1, w.dks[c.a0*dh:], dh)
+		})
+		scatterAdd(w.dq, w.dqs, ord, dh)
+		scatterAdd(w.dk, w.dks, ord, dh)
+		scatterAdd(w.dv, w.dvs, ord, dh)
 	}
 	for t := 0; t < T; t++ {
 		k := w.k[t*dh : (t+1)*dh]
 		gk := w.dk[t*dh : (t+1)*dh]
-		var kd F
-		for d := range k {
-			kd += k[d] * gk[d]
-		}
+		kd := kernels.Dot(k, gk)
 		rn := w.rn[t]
 		gq := w.dq[t*dh : (t+1)*dh]
 		dst := dqk[off+t*D:][:dh]

@@ -22,7 +22,8 @@ type work[F kernels.Float] struct {
 	used         int // slot size in elements
 
 	// Hash tables, int32 views of the slab.
-	chunkOf []int32 // [R,T] chunk of token t in round r (−1: padding)
+	chunkOf []int32 // [T,R] chunk of token t in round r (−1: padding)
+	prevOf  []int32 // [T,R] the chunk that token t's round-r chunk also attends to, or −1
 	order   []int32 // [R,T] non-pad tokens sorted by (bucket, position)
 	start   []int32 // [R,C+1] chunk c of round r is order[r·T+start[c] : r·T+start[c+1]]
 	prev    []int32 // [R,C] the other chunk that chunk c attends to, or −1
@@ -30,21 +31,25 @@ type work[F kernels.Float] struct {
 	other   []int32 // [T] 1 if token t has a key other than itself in some round
 	bucket  []int32 // [T] this round's buckets (−1: padding)
 	count   []int32 // [NB+1] counting-sort cursors
-	keys    []int32 // [2·cb] the current window's key tokens
 
 	rot  []F // [dh, NB/2] random rotation
 	proj []F // [hashRows, NB/2]
 	k    []F // [T,dh] unit keys
 	rn   []F // [T] 1/‖qk‖ per token
 
-	acc, mx, l []F // [T,dh], [T], [T]: forward running softmax state
-	dq, dk, dv []F // [T,dh]: backward accumulators (dk is w.r.t. the unit key)
-	dd         []F // [T] dout·att per token
+	// Token order: forward running softmax (acc, mx, l) or backward
+	// accumulators (dq, dk w.r.t. the unit key, dv) and dd = dout·att.
+	acc, mx, l []F // [T,dh], [T], [T]
+	dq, dk, dv []F // [T,dh]
+	dd         []F // [T]
 
-	qc, oc, dqc []F // [cb,dh] gathered queries, outputs / output grads, query grads
-	kc, vc      []F // [2cb,dh] gathered keys and values
-	dkc, dvc    []F // [2cb,dh]
-	s, msk, dp  []F // [cb,2cb] logits / probabilities, validity (1/0), dP / dS
+	// Sorted order of the current round (row a is token order[r·T+a]), so
+	// that every chunk and its previous chunk are row ranges.
+	qs, ks, vs, os []F // [T,dh] queries, unit keys, values; round output or dO
+	dqs, dks, dvs  []F // [T,dh] backward
+	rm, rl         []F // [T] round row max and row sum (forward)
+
+	s, dp []F // [cb,2cb] logits / probabilities and dP / dS of one chunk
 }
 
 // arena hands out consecutive pieces of buf; with buf nil it only counts.
@@ -76,7 +81,8 @@ func (m *LSH[F]) carve(buf []F, t int) work[F] {
 	w.c = t/m.bucketSize + w.nb
 	w.cb = min(m.bucketSize, t)
 	R, dh, half, cb := m.nHashes, m.dh, w.nb/2, w.cb
-	w.chunkOf = a.ints(R * t)
+	w.chunkOf = a.ints(t * R)
+	w.prevOf = a.ints(t * R)
 	w.order = a.ints(R * t)
 	w.start = a.ints(R * (w.c + 1))
 	w.prev = a.ints(R * w.c)
@@ -84,7 +90,6 @@ func (m *LSH[F]) carve(buf []F, t int) work[F] {
 	w.other = a.ints(t)
 	w.bucket = a.ints(t)
 	w.count = a.ints(w.nb + 1)
-	w.keys = a.ints(2 * cb)
 	w.rot = a.take(dh * half)
 	w.proj = a.take(min(hashRows, t) * half)
 	w.k = a.take(t * dh)
@@ -92,10 +97,10 @@ func (m *LSH[F]) carve(buf []F, t int) work[F] {
 	w.acc, w.mx, w.l = a.take(t*dh), a.take(t), a.take(t)
 	w.dq, w.dk, w.dv = a.take(t*dh), a.take(t*dh), a.take(t*dh)
 	w.dd = a.take(t)
-	w.qc, w.oc, w.dqc = a.take(cb*dh), a.take(cb*dh), a.take(cb*dh)
-	w.kc, w.vc = a.take(2*cb*dh), a.take(2*cb*dh)
-	w.dkc, w.dvc = a.take(2*cb*dh), a.take(2*cb*dh)
-	w.s, w.msk, w.dp = a.take(2*cb*cb), a.take(2*cb*cb), a.take(2*cb*cb)
+	w.qs, w.ks, w.vs, w.os = a.take(t*dh), a.take(t*dh), a.take(t*dh), a.take(t*dh)
+	w.dqs, w.dks, w.dvs = a.take(t*dh), a.take(t*dh), a.take(t*dh)
+	w.rm, w.rl = a.take(t), a.take(t)
+	w.s, w.dp = a.take(2*cb*cb), a.take(2*cb*cb)
 	w.used = a.off
 	return w
 }
@@ -172,10 +177,10 @@ func (w *work[F]) hash(qk []F, b, h int, p mixer.Pass) {
 
 		cs := w.start[r*(w.c+1) : (r+1)*(w.c+1)]
 		pv := w.prev[r*w.c : (r+1)*w.c]
-		co := w.chunkOf[r*T : (r+1)*T]
+		R := m.nHashes
 		for t, k := range w.bucket {
 			if k < 0 {
-				co[t] = -1
+				w.chunkOf[t*R+r], w.prevOf[t*R+r] = -1, -1
 			}
 		}
 		c, lo := 0, int32(0)
@@ -189,7 +194,7 @@ func (w *work[F]) hash(qk []F, b, h int, p mixer.Pass) {
 					pv[c] = -1
 				}
 				for _, t := range ord[s:min(s+int32(bs), hi)] {
-					co[t] = int32(c)
+					w.chunkOf[int(t)*R+r] = int32(c)
 				}
 				c++
 			}
@@ -212,6 +217,7 @@ func (w *work[F]) hash(qk []F, b, h int, p mixer.Pass) {
 				np = cs[q+1] - cs[q]
 			}
 			for a, t := range mem {
+				w.prevOf[int(t)*R+r] = pv[ci]
 				if np > 0 || (m.causal && a > 0) || (!m.causal && len(mem) > 1) {
 					w.other[t] = 1
 				}
@@ -220,30 +226,16 @@ func (w *work[F]) hash(qk []F, b, h int, p mixer.Pass) {
 	}
 }
 
-// window returns the query tokens of chunk ci of round r and the key tokens
-// it attends to: the previous chunk's members, then its own.
-func (w *work[F]) window(r, ci int) (qs, ks []int32) {
-	T := w.t
-	ord := w.order[r*T : (r+1)*T]
-	cs := w.start[r*(w.c+1):]
-	qs = ord[cs[ci]:cs[ci+1]]
-	ks = w.keys[:0]
-	if q := w.prev[r*w.c+ci]; q >= 0 {
-		ks = append(ks, ord[cs[q]:cs[q+1]]...)
-	}
-	ks = append(ks, qs...)
-	return qs, ks
-}
-
 // dups is N_ij, the number of rounds in which key j is in query i's window
 // (Reformer eq. 7); it is at least 1 for a pair found in some round.
 func (w *work[F]) dups(i, j int32) int {
+	R := int32(w.m.nHashes)
+	ci := w.chunkOf[i*R : (i+1)*R]
+	pi := w.prevOf[i*R : (i+1)*R]
+	cj := w.chunkOf[j*R : (j+1)*R]
 	n := 0
-	T, C := int32(w.t), w.c
-	for r := 0; r < w.m.nHashes; r++ {
-		ci := w.chunkOf[int32(r)*T+i]
-		cj := w.chunkOf[int32(r)*T+j]
-		if cj == ci || cj == w.prev[r*C+int(ci)] {
+	for r, c := range cj {
+		if c == ci[r] || c == pi[r] {
 			n++
 		}
 	}

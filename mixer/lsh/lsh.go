@@ -178,7 +178,7 @@ func (m *LSH[F]) each(scratch []F, p mixer.Pass, fn func(w *work[F], b, h int)) 
 func linear[F kernels.Float](y, x, w, b []F, n, out, in int) {
 	kernels.Gemm(false, true, n, out, in, 1, x, in, w, in, 0, y, out)
 	for i := 0; i < n; i++ {
-		kernels.AddTo(y[i*out:(i+1)*out], b)
+		kernels.Axpy(y[i*out:(i+1)*out], 1, b)
 	}
 }
 
@@ -186,7 +186,7 @@ func linear[F kernels.Float](y, x, w, b []F, n, out, in int) {
 func linearGrads[F kernels.Float](dw, db, dy, x []F, n, out, in int) {
 	kernels.Gemm(true, false, out, in, n, 1, dy, out, x, in, 1, dw, in)
 	for i := 0; i < n; i++ {
-		kernels.AddTo(db, dy[i*out:(i+1)*out])
+		kernels.Axpy(db, 1, dy[i*out:(i+1)*out])
 	}
 }
 
