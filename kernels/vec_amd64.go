@@ -9,11 +9,11 @@ var vecByPath = [...]*vec32{PathGo: goVec, PathAVX2: asmVec(false).table(), Path
 
 // vecTab holds the constants of vec_amd64.s, each repeated in 16 lanes, in
 // the order of tab in internal/vecgen.
-var vecTab = func() (t [19][16]float32) {
+var vecTab = func() (t [21][16]float32) {
 	for i, v := range [...]float32{
 		expLo, expHi, expLog2e, expShift, expLn2Hi, expLn2Lo,
 		expC4, expC3, expC2, expC1, expC0, 1, math.Float32frombits(127), float32(math.Inf(-1)),
-		geluA, geluB, geluTMax, geluK1, geluK2,
+		geluA, geluB, geluTMax, geluK1, geluK2, geluXMin, geluXMax,
 	} {
 		for j := range t[i] {
 			t[i][j] = v

@@ -434,7 +434,8 @@ done:
 	RET
 
 // func geluVecAVX2(dst, src *float32, n int)
-// t = x·(A + B·x²) = −2u; GELU = x/(1+eᵗ) with t ≤ TMax.
+// x ≥ XMin (GELU is 0 below in float32); t = x·(A + B·x²) = −2u;
+// GELU = x/(1+eᵗ) with t ≤ TMax.
 TEXT ·geluVecAVX2(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
@@ -443,6 +444,8 @@ TEXT ·geluVecAVX2(SB), NOSPLIT, $0-24
 	JZ   done
 loop:
 	VMOVUPS (SI), Y0
+	VMOVUPS ·vecTab+1216(SB), Y1
+	VMAXPS Y0, Y1, Y0
 	VMULPS Y0, Y0, Y1
 	VMOVUPS ·vecTab+960(SB), Y2
 	VFMADD213PS ·vecTab+896(SB), Y1, Y2
@@ -486,6 +489,7 @@ done:
 	RET
 
 // func geluBackVecAVX2(dinp, inp, dout *float32, n int)
+// x is clamped to [XMin, XMax] first (GELU' is 0 or 1 there in float32);
 // s = 1/(1+eᵗ); dinp += dout·(s + eᵗs²·x·(K1 + K2·x²)).
 TEXT ·geluBackVecAVX2(SB), NOSPLIT, $0-32
 	MOVQ dinp+0(FP), DI
@@ -496,6 +500,10 @@ TEXT ·geluBackVecAVX2(SB), NOSPLIT, $0-32
 	JZ   done
 loop:
 	VMOVUPS (SI), Y0
+	VMOVUPS ·vecTab+1216(SB), Y1
+	VMAXPS Y0, Y1, Y0
+	VMOVUPS ·vecTab+1280(SB), Y1
+	VMINPS Y0, Y1, Y0
 	VMULPS Y0, Y0, Y1
 	VMOVUPS ·vecTab+960(SB), Y2
 	VFMADD213PS ·vecTab+896(SB), Y1, Y2
@@ -1213,7 +1221,8 @@ done:
 	RET
 
 // func geluVecAVX512(dst, src *float32, n int)
-// t = x·(A + B·x²) = −2u; GELU = x/(1+eᵗ) with t ≤ TMax.
+// x ≥ XMin (GELU is 0 below in float32); t = x·(A + B·x²) = −2u;
+// GELU = x/(1+eᵗ) with t ≤ TMax.
 TEXT ·geluVecAVX512(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
@@ -1222,6 +1231,8 @@ TEXT ·geluVecAVX512(SB), NOSPLIT, $0-24
 	JZ   done
 loop:
 	VMOVUPS (SI), Z0
+	VMOVUPS ·vecTab+1216(SB), Z1
+	VMAXPS Z0, Z1, Z0
 	VMULPS Z0, Z0, Z1
 	VMOVUPS ·vecTab+960(SB), Z2
 	VFMADD213PS ·vecTab+896(SB), Z1, Z2
@@ -1265,6 +1276,7 @@ done:
 	RET
 
 // func geluBackVecAVX512(dinp, inp, dout *float32, n int)
+// x is clamped to [XMin, XMax] first (GELU' is 0 or 1 there in float32);
 // s = 1/(1+eᵗ); dinp += dout·(s + eᵗs²·x·(K1 + K2·x²)).
 TEXT ·geluBackVecAVX512(SB), NOSPLIT, $0-32
 	MOVQ dinp+0(FP), DI
@@ -1275,6 +1287,10 @@ TEXT ·geluBackVecAVX512(SB), NOSPLIT, $0-32
 	JZ   done
 loop:
 	VMOVUPS (SI), Z0
+	VMOVUPS ·vecTab+1216(SB), Z1
+	VMAXPS Z0, Z1, Z0
+	VMOVUPS ·vecTab+1280(SB), Z1
+	VMINPS Z0, Z1, Z0
 	VMULPS Z0, Z0, Z1
 	VMOVUPS ·vecTab+960(SB), Z2
 	VFMADD213PS ·vecTab+896(SB), Z1, Z2

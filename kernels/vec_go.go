@@ -149,11 +149,19 @@ const (
 	geluTMax = 80.0      // clamp t so eᵗ and eᵗ·σ stay finite
 	geluK1   = 2 * geluC // 2·du/dx = geluK1 + geluK2·x²
 	geluK2   = 2 * geluC * 3 * 0.044715
+	// Forward clamps x below at geluXMin, backward to [geluXMin, geluXMax]:
+	// GELU is 0 or x and GELU' 0 or 1 beyond, in float32, and x² or x³
+	// would overflow into Inf·0 or x·e⁻⁸⁰ ≠ 0.
+	geluXMin = -20.0
+	geluXMax = 20.0
 )
 
 func geluGo(dst, src []float32) {
 	dst = dst[:len(src)]
 	for i, x := range src {
+		if x < geluXMin {
+			x = geluXMin
+		}
 		t := x * (geluA + geluB*x*x)
 		if t > geluTMax {
 			t = geluTMax
@@ -168,6 +176,12 @@ func geluBackGo(dinp, inp, dout []float32) {
 	inp = inp[:len(dinp)]
 	dout = dout[:len(dinp)]
 	for i, x := range inp {
+		if x < geluXMin {
+			x = geluXMin
+		}
+		if x > geluXMax {
+			x = geluXMax
+		}
 		x2 := x * x
 		t := x * (geluA + geluB*x2)
 		if t > geluTMax {

@@ -287,6 +287,32 @@ func TestGeluBackwardFD(t *testing.T) {
 	}
 }
 
+// TestGeluExtremes checks the float32 GELU and its derivative far out in the
+// tails, where x² overflows float32, against the float64 kernels.
+func TestGeluExtremes(t *testing.T) {
+	xs := []float64{-1e30, -1e20, -1e10, -1e5, -30, -12, 12, 30, 1e5, 1e10, 1e20, 1e30}
+	y64, d64 := make([]float64, len(xs)), make([]float64, len(xs))
+	GeluForward(y64, xs)
+	GeluBackward(d64, xs, slices.Repeat([]float64{1}, len(xs)))
+	forPaths(t, func(t *testing.T) {
+		x := make([]float32, len(xs))
+		for i, v := range xs {
+			x[i] = float32(v)
+		}
+		y, d := make([]float32, len(x)), make([]float32, len(x))
+		GeluForward(y, x)
+		GeluBackward(d, x, slices.Repeat([]float32{1}, len(x)))
+		for i := range x {
+			if e := math.Abs(float64(y[i]) - y64[i]); !(e <= 1e-6*math.Max(1, math.Abs(y64[i]))) {
+				t.Errorf("GELU(%g) = %g, want %g", xs[i], y[i], y64[i])
+			}
+			if e := math.Abs(float64(d[i]) - d64[i]); !(e <= 1e-6) {
+				t.Errorf("GELU'(%g) = %g, want %g", xs[i], d[i], d64[i])
+			}
+		}
+	})
+}
+
 // benchPaths runs fn as a sub-benchmark on every path.
 func benchPaths(b *testing.B, fn func(b *testing.B)) {
 	for _, p := range Paths() {

@@ -264,7 +264,8 @@ done:
 	VZEROUPPER
 	RET`, `
 // func geluVec{S}(dst, src *float32, n int)
-// t = x·(A + B·x²) = −2u; GELU = x/(1+eᵗ) with t ≤ TMax.
+// x ≥ XMin (GELU is 0 below in float32); t = x·(A + B·x²) = −2u;
+// GELU = x/(1+eᵗ) with t ≤ TMax.
 TEXT ·geluVec{S}(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
@@ -273,6 +274,8 @@ TEXT ·geluVec{S}(SB), NOSPLIT, $0-24
 	JZ   done
 loop:
 	VMOVUPS (SI), V0
+	VMOVUPS %geluXMin%, V1
+	VMAXPS V0, V1, V0
 	VMULPS V0, V0, V1
 	VMOVUPS %geluB%, V2
 	VFMADD213PS %geluA%, V1, V2
@@ -291,6 +294,7 @@ done:
 	VZEROUPPER
 	RET`, `
 // func geluBackVec{S}(dinp, inp, dout *float32, n int)
+// x is clamped to [XMin, XMax] first (GELU' is 0 or 1 there in float32);
 // s = 1/(1+eᵗ); dinp += dout·(s + eᵗs²·x·(K1 + K2·x²)).
 TEXT ·geluBackVec{S}(SB), NOSPLIT, $0-32
 	MOVQ dinp+0(FP), DI
@@ -301,6 +305,10 @@ TEXT ·geluBackVec{S}(SB), NOSPLIT, $0-32
 	JZ   done
 loop:
 	VMOVUPS (SI), V0
+	VMOVUPS %geluXMin%, V1
+	VMAXPS V0, V1, V0
+	VMOVUPS %geluXMax%, V1
+	VMINPS V0, V1, V0
 	VMULPS V0, V0, V1
 	VMOVUPS %geluB%, V2
 	VFMADD213PS %geluA%, V1, V2

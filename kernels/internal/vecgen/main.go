@@ -25,7 +25,7 @@ import (
 var tab = []string{
 	"lo", "hi", "log2e", "shift", "ln2hi", "ln2lo",
 	"c4", "c3", "c2", "c1", "c0", "one", "bias", "neginf",
-	"geluA", "geluB", "geluTMax", "geluK1", "geluK2",
+	"geluA", "geluB", "geluTMax", "geluK1", "geluK2", "geluXMin", "geluXMax",
 }
 
 // width is one vector ISA.
