@@ -30,7 +30,8 @@ type command struct {
 // commands is the one list of subcommands.
 func commands() map[string]command {
 	return map[string]command{
-		"bench": {"measure kernels, mixers and training steps", runBench},
+		"bench":   {"measure kernels, mixers and training steps", runBench},
+		"pattern": {"draw attention connectivity per layer and head as a PNG", runPattern},
 	}
 }
 

@@ -135,3 +135,12 @@ func linearGrad[F kernels.Float](dw, db, dy, x []F, N, out, in int) {
 		kernels.AddTo(db, dy[r*out:(r+1)*out])
 	}
 }
+
+// Connectivity returns head h's visited query–key pairs at length T as a
+// [T,T] row-major matrix (query rows, key columns), read from the kernel's
+// layout, so a picture of it shows what the kernels compute (padding aside).
+func (a *Attention[F]) Connectivity(h, T int) []bool {
+	m := make([]bool, T*T)
+	a.Pat.Layout(h, T, a.Tile).Each(func(i, j int) { m[i*T+j] = true })
+	return m
+}
