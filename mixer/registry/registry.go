@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"tokenmix/mixer"
+	"tokenmix/mixer/entmax"
 	"tokenmix/mixer/full"
 	"tokenmix/mixer/sparse"
 )
@@ -21,6 +22,7 @@ func All() []mixer.Kind {
 		full.Kind(),
 		sparse.Strided(),
 		sparse.Fixed(),
+		entmax.Kind(),
 	}
 }
 

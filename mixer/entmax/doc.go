@@ -1,0 +1,104 @@
+// Package entmax is α-entmax attention (kind "entmax"): multi-head attention
+// whose softmax is replaced by a sparse distribution, with an optional
+// learned α per head, from Correia, Niculae and Martins, "Adaptively Sparse
+// Transformers" (EMNLP 2019). It also holds the sparse-attention engine
+// (Attention, Rule) that mixer/topk reuses.
+//
+// # Turning it on
+//
+//	"mixer": {"kind": "entmax", "alpha": 1.5}
+//	"mixer": {"kind": "entmax", "alpha": 1.5, "learn_alpha": true}
+//
+// alpha ≥ 1 (default 1.5): 1 is softmax, 1.5 the paper's default, 2
+// sparsemax. With learn_alpha each block gets a parameter
+// blocks.{i}.mixer.alpha_raw [n_heads] (no weight decay), head h uses
+// α_h = 1 + sigmoid(alpha_raw_h), and alpha (then strictly inside (1, 2)) is
+// the initial value: alpha_raw = logit(alpha − 1). The paper reports heads
+// drifting both towards softmax and towards sparsemax; Stats reports α_h
+// ("alpha/h{h}") and the mean fraction of exact zeros per query row
+// ("zeros/h{h}") after each forward pass.
+//
+// # Equations
+//
+// q, k, v and o are d→d linears (the names and shapes of full attention);
+// head h is the channel group [h·Dh, (h+1)·Dh), Dh = d/n_heads. For query i
+// the allowed keys A(i) are j ≤ i when causal, minus padded positions, and
+//
+//	s_ij = q_i·k_j/√Dh,   p_i = α-entmax(s_i over A(i)),   out = o(concat_h p·v).
+//
+// α-entmax(z) = argmax_{p ∈ Δ} pᵀz + H_α(p) with the Tsallis entropy
+// H_α(p) = Σ_j (p_j − p_j^α)/(α(α−1)). With β = α−1 its solution is
+//
+//	p_j = [β·z_j − τ]₊^{1/β},   τ such that Σ_j p_j = 1,
+//
+// and τ ∈ [β·max z − 1, β·max z − n^{−β}] (n allowed keys). Disallowed keys
+// get p = 0; a query with no allowed key gets output o(0).
+//
+// Thresholds (package functions Row, RowBackward; sort-based oracles in the
+// tests):
+//
+//   - α = 2 (sparsemax): τ = (Σ_S z − 1)/|S| by Michelot's iteration from the
+//     candidates z_j > max−1: exact, O(n) per pass, no sort.
+//   - α = 1.5: exact. Newton's method on the convex f(τ) = Σ[z_j/2 − τ]₊² − 1
+//     from τ₀ = max/2 − 1 rises monotonically to the root, dropping entries
+//     below τ for good; once the candidate set is stable the closed form
+//     τ = mean_S − √((1 − Σ_S(w − mean_S)²)/|S|) of the sort-based algorithm
+//     (Peters, Niculae, Martins 2019) is taken on it.
+//   - other α, and every learned α: bisection on τ over the bracket above
+//     (entries below the lower end are dropped), until every candidate lies
+//     above the upper end; the support is then known and Newton's method on
+//     the smooth remainder finishes inside the bracket. τ is the lower end,
+//     and p is renormalised.
+//
+// # Backward
+//
+// With g_j = p_j^{2−α} on the support and 0 elsewhere (Correia et al., Prop. 1):
+//
+//	∂L/∂z = g ⊙ dp − g·(Σ_j g_j dp_j)/Σ_j g_j,   dp_j = ∂L/∂p_j = dout_i·v_j.
+//
+// α = 1 gives the softmax backward and α = 2 the sparsemax one; top-k
+// attention is the α = 1 case restricted to the kept keys.
+//
+// # Gradient with respect to α
+//
+// On the support write u_j = β z_j − τ, so p_j = u_j^{1/β}, log u_j = β log p_j
+// and p_j/u_j = g_j. Differentiating log p_j = log(u_j)/β in α (dβ = dα):
+//
+//	∂p_j/∂α = p_j·(−log(u_j)/β² + (z_j − τ')/(β u_j))
+//	        = (−p_j log p_j + g_j z_j − g_j τ')/β,      τ' = ∂τ/∂α.
+//
+// Σ_j ∂p_j/∂α = 0 gives τ' = (Σ_j g_j z_j − Σ_j p_j log p_j)/Σ_j g_j, and
+// with g_j z_j = (p_j + g_j τ)/β and p̃ = g/Σg this becomes Proposition 2 of
+// Correia et al.:
+//
+//	∂p_j/∂α = (p_j − p̃_j)/β² − (p_j log p_j − p̃_j·Σ_k p_k log p_k)/β,
+//
+// so per query row ∂L/∂α = (Σ dp·p − Σ dp·p̃)/β² − (Σ dp·p log p −
+// (Σ p log p)(Σ dp·p̃))/β, summed over the rows of the head. It reaches
+// alpha_raw through the sigmoid: ∂α/∂alpha_raw = (α−1)(2−α). The tests check
+// both against central differences (per row and through the whole mixer).
+//
+// # Memory and work
+//
+// Queries are processed in blocks of R = 32 rows per (batch, head): one GEMM
+// gives the R×n score block (n = T, or the block's last row + 1 when causal),
+// each row is normalised in place, and then
+//
+//   - if the block's support fits in R·C entries (C = SupportCap = 64), the
+//     support (key index, p) of every row is kept in act and y_i = Σ p_j v_j
+//     is gathered; backward computes dp_j = dout_i·v_j only on the support
+//     and accumulates dq, dk, dv in O(support·Dh), recomputing nothing;
+//   - otherwise y = P·v by GEMM, only τ and the normaliser are kept, and
+//     backward recomputes the block's scores (one GEMM) and runs the dense
+//     FlashAttention-style backward on it.
+//
+// act is 4·B·T·D (q, k, v, head outputs) + 4·B·H·T row statistics +
+// 2·B·H·T·C support entries: linear in T. The trade-off: a row block whose
+// mean support exceeds C pays a recomputation instead of storing more, so
+// early in training (near-uniform attention, support ≈ T) entmax costs about
+// as much as full attention and later, as heads go sparse, backward becomes
+// O(T·support·Dh). Scratch is 4·B·T·D plus, per thread, two R×T blocks and
+// two private T×Dh dk, dv accumulators for a head shared with another thread.
+//
+// Shapes: B batch, T time, D channels, H heads, Dh = D/H.
+package entmax
