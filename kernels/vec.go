@@ -255,9 +255,13 @@ const geluC = 0.7978845608028654 // √(2/π)
 
 // GeluForward sets out = 0.5·x·(1+tanh(√(2/π)·(x+0.044715x³))), the tanh
 // form of GELU used by GPT-2 and PyTorch's approximate="tanh". out and inp
-// may be the same slice. The float32 version computes x/(1+exp(−2u)) with
-// the fast exp (max relative error about 5e-7) and splits large inputs across
-// parallel.Threads() goroutines. GeluForward panics if len(out) < len(inp).
+// may be the same slice. The float32 version computes the same function as
+// x/(1+exp(−2u)) with the fast exp, which avoids the cancellation in 1+tanh:
+// its relative error is at most 1.5e-6 for x ≥ −4 (measured on a 2M-point
+// grid); further out, where |GELU(x)| < 1e-4, it grows like 2⁻²⁴·|2u| from
+// rounding u (1e-5 near x = −9), and results below about 1e-37 flush to −0.
+// It splits large inputs across parallel.Threads() goroutines. GeluForward
+// panics if len(out) < len(inp).
 func GeluForward[F Float](out, inp []F) {
 	out = out[:len(inp)]
 	if o32, ok := any(out).([]float32); ok {

@@ -434,8 +434,8 @@ done:
 	RET
 
 // func geluVecAVX2(dst, src *float32, n int)
-// x ≥ XMin (GELU is 0 below in float32); t = x·(A + B·x²) = −2u;
-// GELU = x/(1+eᵗ) with t ≤ TMax.
+// t = x·(A + B·x²) = −2u; GELU = x/(1+eᵗ), which is x/Inf = −0 when eᵗ
+// overflows.
 TEXT ·geluVecAVX2(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
@@ -444,14 +444,10 @@ TEXT ·geluVecAVX2(SB), NOSPLIT, $0-24
 	JZ   done
 loop:
 	VMOVUPS (SI), Y0
-	VMOVUPS ·vecTab+1216(SB), Y1
-	VMAXPS Y0, Y1, Y0
 	VMULPS Y0, Y0, Y1
 	VMOVUPS ·vecTab+960(SB), Y2
 	VFMADD213PS ·vecTab+896(SB), Y1, Y2
 	VMULPS Y0, Y2, Y2
-	VMOVUPS ·vecTab+1024(SB), Y3
-	VMINPS Y2, Y3, Y2
 	VMOVUPS ·vecTab+0(SB), Y3
 	VMAXPS Y2, Y3, Y2
 	VMOVUPS ·vecTab+64(SB), Y3
@@ -1221,8 +1217,8 @@ done:
 	RET
 
 // func geluVecAVX512(dst, src *float32, n int)
-// x ≥ XMin (GELU is 0 below in float32); t = x·(A + B·x²) = −2u;
-// GELU = x/(1+eᵗ) with t ≤ TMax.
+// t = x·(A + B·x²) = −2u; GELU = x/(1+eᵗ), which is x/Inf = −0 when eᵗ
+// overflows.
 TEXT ·geluVecAVX512(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
@@ -1231,14 +1227,10 @@ TEXT ·geluVecAVX512(SB), NOSPLIT, $0-24
 	JZ   done
 loop:
 	VMOVUPS (SI), Z0
-	VMOVUPS ·vecTab+1216(SB), Z1
-	VMAXPS Z0, Z1, Z0
 	VMULPS Z0, Z0, Z1
 	VMOVUPS ·vecTab+960(SB), Z2
 	VFMADD213PS ·vecTab+896(SB), Z1, Z2
 	VMULPS Z0, Z2, Z2
-	VMOVUPS ·vecTab+1024(SB), Z3
-	VMINPS Z2, Z3, Z2
 	VMOVUPS ·vecTab+0(SB), Z3
 	VMAXPS Z2, Z3, Z2
 	VMOVUPS ·vecTab+64(SB), Z3

@@ -149,9 +149,9 @@ const (
 	geluTMax = 80.0      // clamp t so eᵗ and eᵗ·σ stay finite
 	geluK1   = 2 * geluC // 2·du/dx = geluK1 + geluK2·x²
 	geluK2   = 2 * geluC * 3 * 0.044715
-	// Forward clamps x below at geluXMin, backward to [geluXMin, geluXMax]:
-	// GELU is 0 or x and GELU' 0 or 1 beyond, in float32, and x² or x³
-	// would overflow into Inf·0 or x·e⁻⁸⁰ ≠ 0.
+	// Backward clamps x to [geluXMin, geluXMax], where GELU' is 0 or 1 in
+	// float32; beyond, x² and x³ overflow into Inf·0. Forward needs no
+	// clamp: eᵗ = Inf gives x/Inf = −0.
 	geluXMin = -20.0
 	geluXMax = 20.0
 )
@@ -159,14 +159,7 @@ const (
 func geluGo(dst, src []float32) {
 	dst = dst[:len(src)]
 	for i, x := range src {
-		if x < geluXMin {
-			x = geluXMin
-		}
-		t := x * (geluA + geluB*x*x)
-		if t > geluTMax {
-			t = geluTMax
-		}
-		dst[i] = x / (1 + expf(t))
+		dst[i] = x / (1 + expf(x*(geluA+geluB*x*x)))
 	}
 }
 

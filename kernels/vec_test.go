@@ -137,7 +137,7 @@ func TestRowKernels(t *testing.T) {
 		{"AddAlias", 2, -1, 1, 6e-8, 6e-8, false, runAddAlias[float32], runAddAlias[float64]},
 		{"AddTo", 2, -1, 1, 6e-8, 6e-8, false, runAddTo[float32], runAddTo[float64]},
 		{"Softmax", 1, -20, 5, 1e-12, 3e-6, false, runSoftmax[float32], runSoftmax[float64]},
-		{"GeluForward", 1, -12, 12, 1e-12, 1e-6, false, runGelu[float32], runGelu[float64]},
+		{"GeluForward", 1, -12, 12, 1e-12, 2e-6, false, runGelu[float32], runGelu[float64]},
 		{"GeluBackward", 3, -6, 6, 2e-6, 1e-6, false, runGeluBack[float32], runGeluBack[float64]},
 		{"AdamW", 4, -1, 1, 1e-7, 2e-6, false, runAdamW[float32], runAdamW[float64]},
 	} {

@@ -264,8 +264,8 @@ done:
 	VZEROUPPER
 	RET`, `
 // func geluVec{S}(dst, src *float32, n int)
-// x ≥ XMin (GELU is 0 below in float32); t = x·(A + B·x²) = −2u;
-// GELU = x/(1+eᵗ) with t ≤ TMax.
+// t = x·(A + B·x²) = −2u; GELU = x/(1+eᵗ), which is x/Inf = −0 when eᵗ
+// overflows.
 TEXT ·geluVec{S}(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
@@ -274,14 +274,10 @@ TEXT ·geluVec{S}(SB), NOSPLIT, $0-24
 	JZ   done
 loop:
 	VMOVUPS (SI), V0
-	VMOVUPS %geluXMin%, V1
-	VMAXPS V0, V1, V0
 	VMULPS V0, V0, V1
 	VMOVUPS %geluB%, V2
 	VFMADD213PS %geluA%, V1, V2
 	VMULPS V0, V2, V2
-	VMOVUPS %geluTMax%, V3
-	VMINPS V2, V3, V2
 	@EXP V2 V3 V4
 	VADDPS %one%, V2, V2
 	VDIVPS V2, V0, V0
