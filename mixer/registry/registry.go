@@ -13,6 +13,7 @@ import (
 	"tokenmix/mixer"
 	"tokenmix/mixer/entmax"
 	"tokenmix/mixer/full"
+	"tokenmix/mixer/lsh"
 	"tokenmix/mixer/sparse"
 )
 
@@ -20,6 +21,7 @@ import (
 func All() []mixer.Kind {
 	return []mixer.Kind{
 		full.Kind(),
+		lsh.Kind(),
 		sparse.Strided(),
 		sparse.Fixed(),
 		entmax.Kind(),
