@@ -118,9 +118,12 @@ func (a asmVec) geluBack(dinp, inp, dout []float32) {
 
 func (a asmVec) max(x []float32) float32 {
 	b := a.body(len(x))
-	mx := maxGo(x[b:])
-	if b > 0 {
-		if v := a.maxRaw(&x[0], b); v > mx {
+	if b == 0 {
+		return maxGo(x)
+	}
+	mx := a.maxRaw(&x[0], b)
+	if b < len(x) {
+		if v := maxGo(x[b:]); v > mx {
 			mx = v
 		}
 	}
@@ -129,9 +132,12 @@ func (a asmVec) max(x []float32) float32 {
 
 func (a asmVec) sum(x []float32) float32 {
 	b := a.body(len(x))
-	s := sumGo(x[b:])
-	if b > 0 {
-		s += a.sumRaw(&x[0], b)
+	if b == 0 {
+		return sumGo(x)
+	}
+	s := a.sumRaw(&x[0], b)
+	if b < len(x) {
+		s += sumGo(x[b:])
 	}
 	return s
 }
@@ -139,9 +145,12 @@ func (a asmVec) sum(x []float32) float32 {
 func (a asmVec) dot(x, y []float32) float32 {
 	y = y[:len(x)]
 	b := a.body(len(x))
-	s := dotGo(x[b:], y[b:])
-	if b > 0 {
-		s += a.dotRaw(&x[0], &y[0], b)
+	if b == 0 {
+		return dotGo(x, y)
+	}
+	s := a.dotRaw(&x[0], &y[0], b)
+	if b < len(x) {
+		s += dotGo(x[b:], y[b:])
 	}
 	return s
 }
@@ -152,7 +161,9 @@ func (a asmVec) axpy(dst []float32, alpha float32, x []float32) {
 	if b > 0 {
 		a.axpyRaw(&dst[0], &x[0], b, alpha)
 	}
-	axpyGo(dst[b:], alpha, x[b:])
+	if b < len(dst) {
+		axpyGo(dst[b:], alpha, x[b:])
+	}
 }
 
 func (a asmVec) scale(dst []float32, s float32) {
@@ -160,7 +171,9 @@ func (a asmVec) scale(dst []float32, s float32) {
 	if b > 0 {
 		a.scaleRaw(&dst[0], b, s)
 	}
-	scaleGo(dst[b:], s)
+	if b < len(dst) {
+		scaleGo(dst[b:], s)
+	}
 }
 
 func (a asmVec) add(dst, x, y []float32) {
