@@ -45,6 +45,9 @@ type Config struct {
 	Train *TrainConfig
 
 	kind mixer.Kind
+	// revKeep (tests only) makes reversible blocks keep every block's
+	// inputs and internals instead of reconstructing them in backward.
+	revKeep bool
 }
 
 // TrainConfig is the "train" object. Every key is optional.
@@ -196,8 +199,8 @@ func (c *Config) validate() error {
 	if c.PadID != nil && (*c.PadID < 0 || *c.PadID >= c.VocabSize) {
 		return fmt.Errorf("pad_id: must be in [0, vocab_size=%d), got %d", c.VocabSize, *c.PadID)
 	}
-	if c.Reversible {
-		return fmt.Errorf("reversible: not implemented yet (reversible residual blocks come with the Reformer mixers)")
+	if c.Reversible && c.Checkpoint {
+		return fmt.Errorf("checkpoint: not with reversible (reversible blocks already recompute in backward)")
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ func TestConfigErrors(t *testing.T) {
 		{`{` + baseCfg + `, "task": "lm", "pad_id": 11, "mixer": {"kind": "cummean"}}`, "pad_id: must be in [0, vocab_size=11)"},
 		{`{` + baseCfg + `, "task": "lm", "causal": "yes", "mixer": {"kind": "cummean"}}`, "causal: want true or false"},
 		{`{` + baseCfg + `, "task": "lm", "ff_chunks": 0, "mixer": {"kind": "cummean"}}`, "ff_chunks: must be ≥ 1"},
-		{`{` + baseCfg + `, "task": "lm", "reversible": true, "mixer": {"kind": "cummean"}}`, "reversible: not implemented yet"},
+		{`{` + baseCfg + `, "task": "lm", "reversible": true, "checkpoint": true, "mixer": {"kind": "cummean"}}`, "checkpoint: not with reversible"},
 		{`{` + baseCfg + `, "task": "lm"}`, "mixer: required"},
 		{`{` + baseCfg + `, "task": "lm", "mixer": "full"}`, "mixer: want a JSON object"},
 		{`{` + baseCfg + `, "task": "lm", "mixer": {"window": 3}}`, `missing key "kind"`},

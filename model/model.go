@@ -214,8 +214,12 @@ func (m *Model[F]) Forward(tokens, targets []int32, B, T int) (float64, error) {
 	}
 	p, D := &m.plan, c.DModel
 	embeddingForward(m.act(p.res[0]), tokens, m.w.embed, m.w.pos, B, T, D)
-	for i := 0; i < c.NLayers; i++ {
-		m.blockForward(i)
+	if c.Reversible {
+		m.revForward()
+	} else {
+		for i := 0; i < c.NLayers; i++ {
+			m.blockForward(i)
+		}
 	}
 	m.loss = m.headForward()
 	return m.loss, nil
@@ -262,6 +266,10 @@ func (m *Model[F]) Backward() {
 		panic("model: Backward after a Forward without targets")
 	}
 	c, p := m.Config, &m.plan
+	if c.Reversible {
+		m.revBackward()
+		return
+	}
 	dres := m.grad(p.dres)
 	clear(dres)
 	m.headBackward(dres)

@@ -56,6 +56,8 @@ type Plan struct {
 	dlogits  span // like logits
 	dpooled  span // [B,D] (classify)
 	lnPart   span // [Threads,2,D]: per-thread LayerNorm weight/bias gradient partials
+
+	rev revSpans // reversible blocks only (see reversible.go)
 }
 
 // PlanEntry is one line of the memory plan.
@@ -120,14 +122,20 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan
 		}
 		return s
 	}
-	// Residual stream: n_layers+1 block inputs.
-	for i := 0; i <= L; i++ {
-		p.res = append(p.res, add("act", "res", b2i(i == 0)*(L+1), BT*D))
+	// Residual stream: n_layers+1 block inputs (reversible: the two
+	// streams and their mean, whatever the depth).
+	if c.Reversible {
+		p.rev.addActs(&p, c, add)
+	} else {
+		for i := 0; i <= L; i++ {
+			p.res = append(p.res, add("act", "res", b2i(i == 0)*(L+1), BT*D))
+		}
 	}
 	// Block internals: one set per block, or one shared set (largest
-	// mixer) with checkpointing.
+	// mixer) with checkpointing or reversible blocks.
+	shared := c.Checkpoint || (c.Reversible && !c.revKeep)
 	nb := L
-	if c.Checkpoint {
+	if shared {
 		nb = 1
 	}
 	maxAct, maxScr := 0, 0
@@ -142,11 +150,13 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan
 		bp.ln1Mean = add("act", "ln1.mean", cnt, BT)
 		bp.ln1Rstd = add("act", "ln1.rstd", cnt, BT)
 		na := maxAct
-		if !c.Checkpoint {
+		if !shared {
 			na = mixers[i].ActSize(B, T)
 		}
 		bp.mixAct = add("act", fmt.Sprintf("mixer.act[%d]", i), 1, na)
-		bp.mid = add("act", "mid", cnt, BT*D)
+		if !c.Reversible {
+			bp.mid = add("act", "mid", cnt, BT*D)
+		}
 		bp.ln2 = add("act", "ln2", cnt, BT*D)
 		bp.ln2Mean = add("act", "ln2.mean", cnt, BT)
 		bp.ln2Rstd = add("act", "ln2.rstd", cnt, BT)
@@ -172,6 +182,9 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan
 
 	p.dres = add("grad", "d.res", 1, BT*D)
 	p.dln = add("grad", "d.ln", 1, BT*D)
+	if c.Reversible {
+		p.rev.addGrads(&p, c, add)
+	}
 	if c.FFChunks > 1 {
 		p.ffh = add("grad", "ff.fc1 (chunk)", 1, R*c.DFF)
 		p.ffg = add("grad", "ff.gelu (chunk)", 1, R*c.DFF)
