@@ -11,12 +11,11 @@ import (
 	"strings"
 
 	"tokenmix/mixer"
-	"tokenmix/mixer/aft"
 	"tokenmix/mixer/entmax"
-	"tokenmix/mixer/fnet"
 	"tokenmix/mixer/full"
 	"tokenmix/mixer/lsh"
 	"tokenmix/mixer/sparse"
+	"tokenmix/mixer/topk"
 )
 
 // All returns every registered mixer kind, in a fixed order.
@@ -27,11 +26,7 @@ func All() []mixer.Kind {
 		sparse.Strided(),
 		sparse.Fixed(),
 		entmax.Kind(),
-		aft.FullKind(),
-		aft.SimpleKind(),
-		aft.LocalKind(),
-		aft.ConvKind(),
-		fnet.Kind(),
+		topk.Kind(),
 	}
 }
 
