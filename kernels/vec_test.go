@@ -236,6 +236,47 @@ func TestLayerNorm(t *testing.T) {
 	}
 }
 
+// TestThreadsBitwise checks that the kernels that split work across
+// goroutines give bit-identical results for 1, 2 and 3 threads, on inputs
+// large enough to split (an odd length, so chunks end mid-vector).
+func TestThreadsBitwise(t *testing.T) {
+	const n, C = 70001, 7
+	run := func(in [][]float32) []float32 {
+		var out []float32
+		for _, f := range []func([][]float32) []float32{
+			runGelu[float32], runGeluBack[float32], runAdd[float32], runAddTo[float32], runAdamW[float32],
+		} {
+			out = append(out, f(in)...)
+		}
+		// LayerNorm over n/C rows: inp in[0], weight and bias from in[1],
+		// dout in[2], gradients starting from in[3].
+		N := n/C - 2
+		o, mean, rstd := make([]float32, N*C), make([]float32, N), make([]float32, N)
+		LayerNormForward(o, mean, rstd, in[0][:N*C], in[1][:C], in[1][C:2*C], N, C)
+		g := slices.Clone(in[3][:N*C+2*C])
+		LayerNormBackward(g[:N*C], g[N*C:N*C+C], g[N*C+C:], in[2][:N*C], in[0][:N*C], in[1][:C], mean, rstd, N, C)
+		return slices.Concat(out, o, mean, rstd, g)
+	}
+	forPaths(t, func(t *testing.T) {
+		in, _ := randInputs(5, 4, n, -3, 3)
+		var want []float32
+		for _, th := range []int{1, 2, 3} {
+			old := parallel.SetThreads(th)
+			got := run(in)
+			parallel.SetThreads(old)
+			if want == nil {
+				want = got
+				continue
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("threads=%d: output %d = %v, with 1 thread %v", th, i, got[i], want[i])
+				}
+			}
+		}
+	})
+}
+
 // TestLayerNormBackwardFD checks the float64 LayerNorm gradients against
 // central finite differences of L = Σ out·R.
 func TestLayerNormBackwardFD(t *testing.T) {
