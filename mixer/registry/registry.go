@@ -11,7 +11,9 @@ import (
 	"strings"
 
 	"tokenmix/mixer"
+	"tokenmix/mixer/aft"
 	"tokenmix/mixer/entmax"
+	"tokenmix/mixer/fnet"
 	"tokenmix/mixer/full"
 	"tokenmix/mixer/lsh"
 	"tokenmix/mixer/sparse"
@@ -27,6 +29,11 @@ func All() []mixer.Kind {
 		sparse.Fixed(),
 		entmax.Kind(),
 		topk.Kind(),
+		aft.FullKind(),
+		aft.SimpleKind(),
+		aft.LocalKind(),
+		aft.ConvKind(),
+		fnet.Kind(),
 	}
 }
 
