@@ -4,8 +4,8 @@
 
 #include "textflag.h"
 
-// func sgemmK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m1v1(SB), NOSPLIT, $0-64
+// func sgemmNK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m1v1(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -21,8 +21,8 @@ TEXT ·sgemmK512m1v1(SB), NOSPLIT, $0-64
 	PREFETCHT0 0(DX)
 	VPXORD Z0, Z0, Z0
 	CMPQ CX, $8
-	JB sgemmK512m1v1_tail
-sgemmK512m1v1_loop:
+	JB sgemmNK512m1v1_tail
+sgemmNK512m1v1_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -54,30 +54,30 @@ sgemmK512m1v1_loop:
 	VBROADCASTSS 28(AX), Z28
 	VFMADD231PS Z1, Z28, Z0
 	ADDQ $32, AX
-	ADDQ $512, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $512, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m1v1_loop
-sgemmK512m1v1_tail:
+	JAE sgemmNK512m1v1_loop
+sgemmNK512m1v1_tail:
 	TESTQ CX, CX
-	JE sgemmK512m1v1_store
-sgemmK512m1v1_loop1:
+	JE sgemmNK512m1v1_store
+sgemmNK512m1v1_loop1:
 	VMOVUPS 0(BX), Z1
 	VBROADCASTSS 0(AX), Z28
 	VFMADD231PS Z1, Z28, Z0
 	ADDQ $4, AX
 	ADDQ $64, BX
 	DECQ CX
-	JNE sgemmK512m1v1_loop1
-sgemmK512m1v1_store:
+	JNE sgemmNK512m1v1_loop1
+sgemmNK512m1v1_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m1v1_beta0
+	JEQ sgemmNK512m1v1_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z1
@@ -85,14 +85,14 @@ sgemmK512m1v1_store:
 	VMOVUPS Z0, K1, 0(DX)
 	VZEROUPPER
 	RET
-sgemmK512m1v1_beta0:
+sgemmNK512m1v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VZEROUPPER
 	RET
 
-// func sgemmK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m1v2(SB), NOSPLIT, $0-64
+// func sgemmNK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m1v2(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -110,8 +110,8 @@ TEXT ·sgemmK512m1v2(SB), NOSPLIT, $0-64
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	CMPQ CX, $8
-	JB sgemmK512m1v2_tail
-sgemmK512m1v2_loop:
+	JB sgemmNK512m1v2_tail
+sgemmNK512m1v2_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -159,16 +159,16 @@ sgemmK512m1v2_loop:
 	VFMADD231PS Z2, Z28, Z0
 	VFMADD231PS Z3, Z28, Z1
 	ADDQ $32, AX
-	ADDQ $1024, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $1024, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m1v2_loop
-sgemmK512m1v2_tail:
+	JAE sgemmNK512m1v2_loop
+sgemmNK512m1v2_tail:
 	TESTQ CX, CX
-	JE sgemmK512m1v2_store
-sgemmK512m1v2_loop1:
+	JE sgemmNK512m1v2_store
+sgemmNK512m1v2_loop1:
 	VMOVUPS 0(BX), Z2
 	VMOVUPS 64(BX), Z3
 	VBROADCASTSS 0(AX), Z28
@@ -177,8 +177,8 @@ sgemmK512m1v2_loop1:
 	ADDQ $4, AX
 	ADDQ $128, BX
 	DECQ CX
-	JNE sgemmK512m1v2_loop1
-sgemmK512m1v2_store:
+	JNE sgemmNK512m1v2_loop1
+sgemmNK512m1v2_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -186,7 +186,7 @@ sgemmK512m1v2_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m1v2_beta0
+	JEQ sgemmNK512m1v2_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z2
@@ -198,7 +198,7 @@ sgemmK512m1v2_store:
 	VMOVUPS Z1, K2, 64(DX)
 	VZEROUPPER
 	RET
-sgemmK512m1v2_beta0:
+sgemmNK512m1v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -206,8 +206,8 @@ sgemmK512m1v2_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m1v3(SB), NOSPLIT, $0-64
+// func sgemmNK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m1v3(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -227,8 +227,8 @@ TEXT ·sgemmK512m1v3(SB), NOSPLIT, $0-64
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	CMPQ CX, $8
-	JB sgemmK512m1v3_tail
-sgemmK512m1v3_loop:
+	JB sgemmNK512m1v3_tail
+sgemmNK512m1v3_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -292,16 +292,16 @@ sgemmK512m1v3_loop:
 	VFMADD231PS Z4, Z28, Z1
 	VFMADD231PS Z5, Z28, Z2
 	ADDQ $32, AX
-	ADDQ $1536, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $1536, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m1v3_loop
-sgemmK512m1v3_tail:
+	JAE sgemmNK512m1v3_loop
+sgemmNK512m1v3_tail:
 	TESTQ CX, CX
-	JE sgemmK512m1v3_store
-sgemmK512m1v3_loop1:
+	JE sgemmNK512m1v3_store
+sgemmNK512m1v3_loop1:
 	VMOVUPS 0(BX), Z3
 	VMOVUPS 64(BX), Z4
 	VMOVUPS 128(BX), Z5
@@ -312,8 +312,8 @@ sgemmK512m1v3_loop1:
 	ADDQ $4, AX
 	ADDQ $192, BX
 	DECQ CX
-	JNE sgemmK512m1v3_loop1
-sgemmK512m1v3_store:
+	JNE sgemmNK512m1v3_loop1
+sgemmNK512m1v3_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -323,7 +323,7 @@ sgemmK512m1v3_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m1v3_beta0
+	JEQ sgemmNK512m1v3_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z3
@@ -339,7 +339,7 @@ sgemmK512m1v3_store:
 	VMOVUPS Z2, K3, 128(DX)
 	VZEROUPPER
 	RET
-sgemmK512m1v3_beta0:
+sgemmNK512m1v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -349,8 +349,8 @@ sgemmK512m1v3_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m1v4(SB), NOSPLIT, $0-64
+// func sgemmNK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m1v4(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -372,8 +372,8 @@ TEXT ·sgemmK512m1v4(SB), NOSPLIT, $0-64
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	CMPQ CX, $8
-	JB sgemmK512m1v4_tail
-sgemmK512m1v4_loop:
+	JB sgemmNK512m1v4_tail
+sgemmNK512m1v4_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -453,16 +453,16 @@ sgemmK512m1v4_loop:
 	VFMADD231PS Z6, Z28, Z2
 	VFMADD231PS Z7, Z28, Z3
 	ADDQ $32, AX
-	ADDQ $2048, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $2048, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m1v4_loop
-sgemmK512m1v4_tail:
+	JAE sgemmNK512m1v4_loop
+sgemmNK512m1v4_tail:
 	TESTQ CX, CX
-	JE sgemmK512m1v4_store
-sgemmK512m1v4_loop1:
+	JE sgemmNK512m1v4_store
+sgemmNK512m1v4_loop1:
 	VMOVUPS 0(BX), Z4
 	VMOVUPS 64(BX), Z5
 	VMOVUPS 128(BX), Z6
@@ -475,8 +475,8 @@ sgemmK512m1v4_loop1:
 	ADDQ $4, AX
 	ADDQ $256, BX
 	DECQ CX
-	JNE sgemmK512m1v4_loop1
-sgemmK512m1v4_store:
+	JNE sgemmNK512m1v4_loop1
+sgemmNK512m1v4_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -488,7 +488,7 @@ sgemmK512m1v4_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m1v4_beta0
+	JEQ sgemmNK512m1v4_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z4
@@ -508,7 +508,7 @@ sgemmK512m1v4_store:
 	VMOVUPS Z3, K4, 192(DX)
 	VZEROUPPER
 	RET
-sgemmK512m1v4_beta0:
+sgemmNK512m1v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -520,8 +520,8 @@ sgemmK512m1v4_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK256m1(SB), NOSPLIT, $0-64
+// func sgemmNK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK256m1(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -538,8 +538,8 @@ TEXT ·sgemmK256m1(SB), NOSPLIT, $0-64
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	CMPQ CX, $8
-	JB sgemmK256m1_tail
-sgemmK256m1_loop:
+	JB sgemmNK256m1_tail
+sgemmNK256m1_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -587,16 +587,16 @@ sgemmK256m1_loop:
 	VFMADD231PS Y2, Y14, Y0
 	VFMADD231PS Y3, Y14, Y1
 	ADDQ $32, AX
-	ADDQ $512, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $512, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK256m1_loop
-sgemmK256m1_tail:
+	JAE sgemmNK256m1_loop
+sgemmNK256m1_tail:
 	TESTQ CX, CX
-	JE sgemmK256m1_store
-sgemmK256m1_loop1:
+	JE sgemmNK256m1_store
+sgemmNK256m1_loop1:
 	VMOVUPS 0(BX), Y2
 	VMOVUPS 32(BX), Y3
 	VBROADCASTSS 0(AX), Y14
@@ -605,12 +605,12 @@ sgemmK256m1_loop1:
 	ADDQ $4, AX
 	ADDQ $64, BX
 	DECQ CX
-	JNE sgemmK256m1_loop1
-sgemmK256m1_store:
+	JNE sgemmNK256m1_loop1
+sgemmNK256m1_store:
 	VBROADCASTSS alpha+48(FP), Y14
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK256m1_beta0
+	JEQ sgemmNK256m1_beta0
 	VBROADCASTSS beta+52(FP), Y15
 	VMULPS Y14, Y0, Y0
 	VMOVUPS 0(DX), Y2
@@ -622,7 +622,7 @@ sgemmK256m1_store:
 	VMOVUPS Y1, 32(DX)
 	VZEROUPPER
 	RET
-sgemmK256m1_beta0:
+sgemmNK256m1_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
 	VMULPS Y14, Y1, Y1
@@ -630,8 +630,8 @@ sgemmK256m1_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m2v1(SB), NOSPLIT, $0-64
+// func sgemmNK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m2v1(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -649,8 +649,8 @@ TEXT ·sgemmK512m2v1(SB), NOSPLIT, $0-64
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	CMPQ CX, $8
-	JB sgemmK512m2v1_tail
-sgemmK512m2v1_loop:
+	JB sgemmNK512m2v1_tail
+sgemmNK512m2v1_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -698,16 +698,16 @@ sgemmK512m2v1_loop:
 	VBROADCASTSS 28(AX)(R8*1), Z29
 	VFMADD231PS Z2, Z29, Z1
 	ADDQ $32, AX
-	ADDQ $512, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $512, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m2v1_loop
-sgemmK512m2v1_tail:
+	JAE sgemmNK512m2v1_loop
+sgemmNK512m2v1_tail:
 	TESTQ CX, CX
-	JE sgemmK512m2v1_store
-sgemmK512m2v1_loop1:
+	JE sgemmNK512m2v1_store
+sgemmNK512m2v1_loop1:
 	VMOVUPS 0(BX), Z2
 	VBROADCASTSS 0(AX), Z28
 	VFMADD231PS Z2, Z28, Z0
@@ -716,14 +716,14 @@ sgemmK512m2v1_loop1:
 	ADDQ $4, AX
 	ADDQ $64, BX
 	DECQ CX
-	JNE sgemmK512m2v1_loop1
-sgemmK512m2v1_store:
+	JNE sgemmNK512m2v1_loop1
+sgemmNK512m2v1_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m2v1_beta0
+	JEQ sgemmNK512m2v1_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z2
@@ -735,7 +735,7 @@ sgemmK512m2v1_store:
 	VMOVUPS Z1, K1, 0(DX)(R9*1)
 	VZEROUPPER
 	RET
-sgemmK512m2v1_beta0:
+sgemmNK512m2v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -743,8 +743,8 @@ sgemmK512m2v1_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m2v2(SB), NOSPLIT, $0-64
+// func sgemmNK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m2v2(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -766,8 +766,8 @@ TEXT ·sgemmK512m2v2(SB), NOSPLIT, $0-64
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	CMPQ CX, $8
-	JB sgemmK512m2v2_tail
-sgemmK512m2v2_loop:
+	JB sgemmNK512m2v2_tail
+sgemmNK512m2v2_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -839,16 +839,16 @@ sgemmK512m2v2_loop:
 	VFMADD231PS Z4, Z29, Z2
 	VFMADD231PS Z5, Z29, Z3
 	ADDQ $32, AX
-	ADDQ $1024, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $1024, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m2v2_loop
-sgemmK512m2v2_tail:
+	JAE sgemmNK512m2v2_loop
+sgemmNK512m2v2_tail:
 	TESTQ CX, CX
-	JE sgemmK512m2v2_store
-sgemmK512m2v2_loop1:
+	JE sgemmNK512m2v2_store
+sgemmNK512m2v2_loop1:
 	VMOVUPS 0(BX), Z4
 	VMOVUPS 64(BX), Z5
 	VBROADCASTSS 0(AX), Z28
@@ -860,8 +860,8 @@ sgemmK512m2v2_loop1:
 	ADDQ $4, AX
 	ADDQ $128, BX
 	DECQ CX
-	JNE sgemmK512m2v2_loop1
-sgemmK512m2v2_store:
+	JNE sgemmNK512m2v2_loop1
+sgemmNK512m2v2_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -869,7 +869,7 @@ sgemmK512m2v2_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m2v2_beta0
+	JEQ sgemmNK512m2v2_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z4
@@ -889,7 +889,7 @@ sgemmK512m2v2_store:
 	VMOVUPS Z3, K2, 64(DX)(R9*1)
 	VZEROUPPER
 	RET
-sgemmK512m2v2_beta0:
+sgemmNK512m2v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -901,8 +901,8 @@ sgemmK512m2v2_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m2v3(SB), NOSPLIT, $0-64
+// func sgemmNK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m2v3(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -928,8 +928,8 @@ TEXT ·sgemmK512m2v3(SB), NOSPLIT, $0-64
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	CMPQ CX, $8
-	JB sgemmK512m2v3_tail
-sgemmK512m2v3_loop:
+	JB sgemmNK512m2v3_tail
+sgemmNK512m2v3_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -1025,16 +1025,16 @@ sgemmK512m2v3_loop:
 	VFMADD231PS Z7, Z29, Z4
 	VFMADD231PS Z8, Z29, Z5
 	ADDQ $32, AX
-	ADDQ $1536, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $1536, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m2v3_loop
-sgemmK512m2v3_tail:
+	JAE sgemmNK512m2v3_loop
+sgemmNK512m2v3_tail:
 	TESTQ CX, CX
-	JE sgemmK512m2v3_store
-sgemmK512m2v3_loop1:
+	JE sgemmNK512m2v3_store
+sgemmNK512m2v3_loop1:
 	VMOVUPS 0(BX), Z6
 	VMOVUPS 64(BX), Z7
 	VMOVUPS 128(BX), Z8
@@ -1049,8 +1049,8 @@ sgemmK512m2v3_loop1:
 	ADDQ $4, AX
 	ADDQ $192, BX
 	DECQ CX
-	JNE sgemmK512m2v3_loop1
-sgemmK512m2v3_store:
+	JNE sgemmNK512m2v3_loop1
+sgemmNK512m2v3_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -1060,7 +1060,7 @@ sgemmK512m2v3_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m2v3_beta0
+	JEQ sgemmNK512m2v3_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z6
@@ -1088,7 +1088,7 @@ sgemmK512m2v3_store:
 	VMOVUPS Z5, K3, 128(DX)(R9*1)
 	VZEROUPPER
 	RET
-sgemmK512m2v3_beta0:
+sgemmNK512m2v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -1104,8 +1104,8 @@ sgemmK512m2v3_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m2v4(SB), NOSPLIT, $0-64
+// func sgemmNK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m2v4(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -1135,8 +1135,8 @@ TEXT ·sgemmK512m2v4(SB), NOSPLIT, $0-64
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 	CMPQ CX, $8
-	JB sgemmK512m2v4_tail
-sgemmK512m2v4_loop:
+	JB sgemmNK512m2v4_tail
+sgemmNK512m2v4_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -1256,16 +1256,16 @@ sgemmK512m2v4_loop:
 	VFMADD231PS Z10, Z29, Z6
 	VFMADD231PS Z11, Z29, Z7
 	ADDQ $32, AX
-	ADDQ $2048, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $2048, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m2v4_loop
-sgemmK512m2v4_tail:
+	JAE sgemmNK512m2v4_loop
+sgemmNK512m2v4_tail:
 	TESTQ CX, CX
-	JE sgemmK512m2v4_store
-sgemmK512m2v4_loop1:
+	JE sgemmNK512m2v4_store
+sgemmNK512m2v4_loop1:
 	VMOVUPS 0(BX), Z8
 	VMOVUPS 64(BX), Z9
 	VMOVUPS 128(BX), Z10
@@ -1283,8 +1283,8 @@ sgemmK512m2v4_loop1:
 	ADDQ $4, AX
 	ADDQ $256, BX
 	DECQ CX
-	JNE sgemmK512m2v4_loop1
-sgemmK512m2v4_store:
+	JNE sgemmNK512m2v4_loop1
+sgemmNK512m2v4_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -1296,7 +1296,7 @@ sgemmK512m2v4_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m2v4_beta0
+	JEQ sgemmNK512m2v4_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z8
@@ -1332,7 +1332,7 @@ sgemmK512m2v4_store:
 	VMOVUPS Z7, K4, 192(DX)(R9*1)
 	VZEROUPPER
 	RET
-sgemmK512m2v4_beta0:
+sgemmNK512m2v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -1352,8 +1352,8 @@ sgemmK512m2v4_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK256m2(SB), NOSPLIT, $0-64
+// func sgemmNK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK256m2(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -1373,8 +1373,8 @@ TEXT ·sgemmK256m2(SB), NOSPLIT, $0-64
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	CMPQ CX, $8
-	JB sgemmK256m2_tail
-sgemmK256m2_loop:
+	JB sgemmNK256m2_tail
+sgemmNK256m2_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -1446,16 +1446,16 @@ sgemmK256m2_loop:
 	VFMADD231PS Y4, Y15, Y2
 	VFMADD231PS Y5, Y15, Y3
 	ADDQ $32, AX
-	ADDQ $512, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $512, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK256m2_loop
-sgemmK256m2_tail:
+	JAE sgemmNK256m2_loop
+sgemmNK256m2_tail:
 	TESTQ CX, CX
-	JE sgemmK256m2_store
-sgemmK256m2_loop1:
+	JE sgemmNK256m2_store
+sgemmNK256m2_loop1:
 	VMOVUPS 0(BX), Y4
 	VMOVUPS 32(BX), Y5
 	VBROADCASTSS 0(AX), Y14
@@ -1467,12 +1467,12 @@ sgemmK256m2_loop1:
 	ADDQ $4, AX
 	ADDQ $64, BX
 	DECQ CX
-	JNE sgemmK256m2_loop1
-sgemmK256m2_store:
+	JNE sgemmNK256m2_loop1
+sgemmNK256m2_store:
 	VBROADCASTSS alpha+48(FP), Y14
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK256m2_beta0
+	JEQ sgemmNK256m2_beta0
 	VBROADCASTSS beta+52(FP), Y15
 	VMULPS Y14, Y0, Y0
 	VMOVUPS 0(DX), Y4
@@ -1492,7 +1492,7 @@ sgemmK256m2_store:
 	VMOVUPS Y3, 32(DX)(R9*1)
 	VZEROUPPER
 	RET
-sgemmK256m2_beta0:
+sgemmNK256m2_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
 	VMULPS Y14, Y1, Y1
@@ -1504,8 +1504,8 @@ sgemmK256m2_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m3v1(SB), NOSPLIT, $0-64
+// func sgemmNK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m3v1(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -1525,8 +1525,8 @@ TEXT ·sgemmK512m3v1(SB), NOSPLIT, $0-64
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	CMPQ CX, $8
-	JB sgemmK512m3v1_tail
-sgemmK512m3v1_loop:
+	JB sgemmNK512m3v1_tail
+sgemmNK512m3v1_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -1590,16 +1590,16 @@ sgemmK512m3v1_loop:
 	VBROADCASTSS 28(AX)(R8*2), Z30
 	VFMADD231PS Z3, Z30, Z2
 	ADDQ $32, AX
-	ADDQ $512, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $512, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m3v1_loop
-sgemmK512m3v1_tail:
+	JAE sgemmNK512m3v1_loop
+sgemmNK512m3v1_tail:
 	TESTQ CX, CX
-	JE sgemmK512m3v1_store
-sgemmK512m3v1_loop1:
+	JE sgemmNK512m3v1_store
+sgemmNK512m3v1_loop1:
 	VMOVUPS 0(BX), Z3
 	VBROADCASTSS 0(AX), Z28
 	VFMADD231PS Z3, Z28, Z0
@@ -1610,14 +1610,14 @@ sgemmK512m3v1_loop1:
 	ADDQ $4, AX
 	ADDQ $64, BX
 	DECQ CX
-	JNE sgemmK512m3v1_loop1
-sgemmK512m3v1_store:
+	JNE sgemmNK512m3v1_loop1
+sgemmNK512m3v1_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m3v1_beta0
+	JEQ sgemmNK512m3v1_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z3
@@ -1633,7 +1633,7 @@ sgemmK512m3v1_store:
 	VMOVUPS Z2, K1, 0(DX)(R9*2)
 	VZEROUPPER
 	RET
-sgemmK512m3v1_beta0:
+sgemmNK512m3v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -1643,8 +1643,8 @@ sgemmK512m3v1_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m3v2(SB), NOSPLIT, $0-64
+// func sgemmNK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m3v2(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -1670,8 +1670,8 @@ TEXT ·sgemmK512m3v2(SB), NOSPLIT, $0-64
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	CMPQ CX, $8
-	JB sgemmK512m3v2_tail
-sgemmK512m3v2_loop:
+	JB sgemmNK512m3v2_tail
+sgemmNK512m3v2_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -1767,16 +1767,16 @@ sgemmK512m3v2_loop:
 	VFMADD231PS Z6, Z30, Z4
 	VFMADD231PS Z7, Z30, Z5
 	ADDQ $32, AX
-	ADDQ $1024, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $1024, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m3v2_loop
-sgemmK512m3v2_tail:
+	JAE sgemmNK512m3v2_loop
+sgemmNK512m3v2_tail:
 	TESTQ CX, CX
-	JE sgemmK512m3v2_store
-sgemmK512m3v2_loop1:
+	JE sgemmNK512m3v2_store
+sgemmNK512m3v2_loop1:
 	VMOVUPS 0(BX), Z6
 	VMOVUPS 64(BX), Z7
 	VBROADCASTSS 0(AX), Z28
@@ -1791,8 +1791,8 @@ sgemmK512m3v2_loop1:
 	ADDQ $4, AX
 	ADDQ $128, BX
 	DECQ CX
-	JNE sgemmK512m3v2_loop1
-sgemmK512m3v2_store:
+	JNE sgemmNK512m3v2_loop1
+sgemmNK512m3v2_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -1800,7 +1800,7 @@ sgemmK512m3v2_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m3v2_beta0
+	JEQ sgemmNK512m3v2_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z6
@@ -1828,7 +1828,7 @@ sgemmK512m3v2_store:
 	VMOVUPS Z5, K2, 64(DX)(R9*2)
 	VZEROUPPER
 	RET
-sgemmK512m3v2_beta0:
+sgemmNK512m3v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -1844,8 +1844,8 @@ sgemmK512m3v2_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m3v3(SB), NOSPLIT, $0-64
+// func sgemmNK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m3v3(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -1877,8 +1877,8 @@ TEXT ·sgemmK512m3v3(SB), NOSPLIT, $0-64
 	VPXORD Z7, Z7, Z7
 	VPXORD Z8, Z8, Z8
 	CMPQ CX, $8
-	JB sgemmK512m3v3_tail
-sgemmK512m3v3_loop:
+	JB sgemmNK512m3v3_tail
+sgemmNK512m3v3_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -2006,16 +2006,16 @@ sgemmK512m3v3_loop:
 	VFMADD231PS Z10, Z30, Z7
 	VFMADD231PS Z11, Z30, Z8
 	ADDQ $32, AX
-	ADDQ $1536, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $1536, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m3v3_loop
-sgemmK512m3v3_tail:
+	JAE sgemmNK512m3v3_loop
+sgemmNK512m3v3_tail:
 	TESTQ CX, CX
-	JE sgemmK512m3v3_store
-sgemmK512m3v3_loop1:
+	JE sgemmNK512m3v3_store
+sgemmNK512m3v3_loop1:
 	VMOVUPS 0(BX), Z9
 	VMOVUPS 64(BX), Z10
 	VMOVUPS 128(BX), Z11
@@ -2034,8 +2034,8 @@ sgemmK512m3v3_loop1:
 	ADDQ $4, AX
 	ADDQ $192, BX
 	DECQ CX
-	JNE sgemmK512m3v3_loop1
-sgemmK512m3v3_store:
+	JNE sgemmNK512m3v3_loop1
+sgemmNK512m3v3_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -2045,7 +2045,7 @@ sgemmK512m3v3_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m3v3_beta0
+	JEQ sgemmNK512m3v3_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z9
@@ -2085,7 +2085,7 @@ sgemmK512m3v3_store:
 	VMOVUPS Z8, K3, 128(DX)(R9*2)
 	VZEROUPPER
 	RET
-sgemmK512m3v3_beta0:
+sgemmNK512m3v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -2107,8 +2107,8 @@ sgemmK512m3v3_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m3v4(SB), NOSPLIT, $0-64
+// func sgemmNK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m3v4(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -2146,8 +2146,8 @@ TEXT ·sgemmK512m3v4(SB), NOSPLIT, $0-64
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 	CMPQ CX, $8
-	JB sgemmK512m3v4_tail
-sgemmK512m3v4_loop:
+	JB sgemmNK512m3v4_tail
+sgemmNK512m3v4_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -2307,16 +2307,16 @@ sgemmK512m3v4_loop:
 	VFMADD231PS Z14, Z30, Z10
 	VFMADD231PS Z15, Z30, Z11
 	ADDQ $32, AX
-	ADDQ $2048, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $2048, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m3v4_loop
-sgemmK512m3v4_tail:
+	JAE sgemmNK512m3v4_loop
+sgemmNK512m3v4_tail:
 	TESTQ CX, CX
-	JE sgemmK512m3v4_store
-sgemmK512m3v4_loop1:
+	JE sgemmNK512m3v4_store
+sgemmNK512m3v4_loop1:
 	VMOVUPS 0(BX), Z12
 	VMOVUPS 64(BX), Z13
 	VMOVUPS 128(BX), Z14
@@ -2339,8 +2339,8 @@ sgemmK512m3v4_loop1:
 	ADDQ $4, AX
 	ADDQ $256, BX
 	DECQ CX
-	JNE sgemmK512m3v4_loop1
-sgemmK512m3v4_store:
+	JNE sgemmNK512m3v4_loop1
+sgemmNK512m3v4_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -2352,7 +2352,7 @@ sgemmK512m3v4_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m3v4_beta0
+	JEQ sgemmNK512m3v4_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z12
@@ -2404,7 +2404,7 @@ sgemmK512m3v4_store:
 	VMOVUPS Z11, K4, 192(DX)(R9*2)
 	VZEROUPPER
 	RET
-sgemmK512m3v4_beta0:
+sgemmNK512m3v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -2432,8 +2432,8 @@ sgemmK512m3v4_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK256m3(SB), NOSPLIT, $0-64
+// func sgemmNK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK256m3(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -2456,8 +2456,8 @@ TEXT ·sgemmK256m3(SB), NOSPLIT, $0-64
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	CMPQ CX, $8
-	JB sgemmK256m3_tail
-sgemmK256m3_loop:
+	JB sgemmNK256m3_tail
+sgemmNK256m3_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -2553,16 +2553,16 @@ sgemmK256m3_loop:
 	VFMADD231PS Y6, Y14, Y4
 	VFMADD231PS Y7, Y14, Y5
 	ADDQ $32, AX
-	ADDQ $512, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $512, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK256m3_loop
-sgemmK256m3_tail:
+	JAE sgemmNK256m3_loop
+sgemmNK256m3_tail:
 	TESTQ CX, CX
-	JE sgemmK256m3_store
-sgemmK256m3_loop1:
+	JE sgemmNK256m3_store
+sgemmNK256m3_loop1:
 	VMOVUPS 0(BX), Y6
 	VMOVUPS 32(BX), Y7
 	VBROADCASTSS 0(AX), Y14
@@ -2577,12 +2577,12 @@ sgemmK256m3_loop1:
 	ADDQ $4, AX
 	ADDQ $64, BX
 	DECQ CX
-	JNE sgemmK256m3_loop1
-sgemmK256m3_store:
+	JNE sgemmNK256m3_loop1
+sgemmNK256m3_store:
 	VBROADCASTSS alpha+48(FP), Y14
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK256m3_beta0
+	JEQ sgemmNK256m3_beta0
 	VBROADCASTSS beta+52(FP), Y15
 	VMULPS Y14, Y0, Y0
 	VMOVUPS 0(DX), Y6
@@ -2610,7 +2610,7 @@ sgemmK256m3_store:
 	VMOVUPS Y5, 32(DX)(R9*2)
 	VZEROUPPER
 	RET
-sgemmK256m3_beta0:
+sgemmNK256m3_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
 	VMULPS Y14, Y1, Y1
@@ -2626,8 +2626,8 @@ sgemmK256m3_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m4v1(SB), NOSPLIT, $0-64
+// func sgemmNK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m4v1(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -2653,8 +2653,8 @@ TEXT ·sgemmK512m4v1(SB), NOSPLIT, $0-64
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
 	CMPQ CX, $8
-	JB sgemmK512m4v1_tail
-sgemmK512m4v1_loop:
+	JB sgemmNK512m4v1_tail
+sgemmNK512m4v1_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -2735,16 +2735,16 @@ sgemmK512m4v1_loop:
 	VFMADD231PS Z4, Z31, Z3
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $512, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $512, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m4v1_loop
-sgemmK512m4v1_tail:
+	JAE sgemmNK512m4v1_loop
+sgemmNK512m4v1_tail:
 	TESTQ CX, CX
-	JE sgemmK512m4v1_store
-sgemmK512m4v1_loop1:
+	JE sgemmNK512m4v1_store
+sgemmNK512m4v1_loop1:
 	VMOVUPS 0(BX), Z4
 	VBROADCASTSS 0(AX), Z28
 	VFMADD231PS Z4, Z28, Z0
@@ -2758,14 +2758,14 @@ sgemmK512m4v1_loop1:
 	ADDQ $4, R11
 	ADDQ $64, BX
 	DECQ CX
-	JNE sgemmK512m4v1_loop1
-sgemmK512m4v1_store:
+	JNE sgemmNK512m4v1_loop1
+sgemmNK512m4v1_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m4v1_beta0
+	JEQ sgemmNK512m4v1_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z4
@@ -2785,7 +2785,7 @@ sgemmK512m4v1_store:
 	VMOVUPS Z3, K1, 0(R10)
 	VZEROUPPER
 	RET
-sgemmK512m4v1_beta0:
+sgemmNK512m4v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -2797,8 +2797,8 @@ sgemmK512m4v1_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m4v2(SB), NOSPLIT, $0-64
+// func sgemmNK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m4v2(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -2832,8 +2832,8 @@ TEXT ·sgemmK512m4v2(SB), NOSPLIT, $0-64
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
 	CMPQ CX, $8
-	JB sgemmK512m4v2_tail
-sgemmK512m4v2_loop:
+	JB sgemmNK512m4v2_tail
+sgemmNK512m4v2_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -2954,16 +2954,16 @@ sgemmK512m4v2_loop:
 	VFMADD231PS Z9, Z31, Z7
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $1024, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $1024, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m4v2_loop
-sgemmK512m4v2_tail:
+	JAE sgemmNK512m4v2_loop
+sgemmNK512m4v2_tail:
 	TESTQ CX, CX
-	JE sgemmK512m4v2_store
-sgemmK512m4v2_loop1:
+	JE sgemmNK512m4v2_store
+sgemmNK512m4v2_loop1:
 	VMOVUPS 0(BX), Z8
 	VMOVUPS 64(BX), Z9
 	VBROADCASTSS 0(AX), Z28
@@ -2982,8 +2982,8 @@ sgemmK512m4v2_loop1:
 	ADDQ $4, R11
 	ADDQ $128, BX
 	DECQ CX
-	JNE sgemmK512m4v2_loop1
-sgemmK512m4v2_store:
+	JNE sgemmNK512m4v2_loop1
+sgemmNK512m4v2_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -2991,7 +2991,7 @@ sgemmK512m4v2_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m4v2_beta0
+	JEQ sgemmNK512m4v2_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z8
@@ -3027,7 +3027,7 @@ sgemmK512m4v2_store:
 	VMOVUPS Z7, K2, 64(R10)
 	VZEROUPPER
 	RET
-sgemmK512m4v2_beta0:
+sgemmNK512m4v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -3047,8 +3047,8 @@ sgemmK512m4v2_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m4v3(SB), NOSPLIT, $0-64
+// func sgemmNK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m4v3(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -3090,8 +3090,8 @@ TEXT ·sgemmK512m4v3(SB), NOSPLIT, $0-64
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 	CMPQ CX, $8
-	JB sgemmK512m4v3_tail
-sgemmK512m4v3_loop:
+	JB sgemmNK512m4v3_tail
+sgemmNK512m4v3_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -3252,16 +3252,16 @@ sgemmK512m4v3_loop:
 	VFMADD231PS Z14, Z31, Z11
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $1536, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $1536, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m4v3_loop
-sgemmK512m4v3_tail:
+	JAE sgemmNK512m4v3_loop
+sgemmNK512m4v3_tail:
 	TESTQ CX, CX
-	JE sgemmK512m4v3_store
-sgemmK512m4v3_loop1:
+	JE sgemmNK512m4v3_store
+sgemmNK512m4v3_loop1:
 	VMOVUPS 0(BX), Z12
 	VMOVUPS 64(BX), Z13
 	VMOVUPS 128(BX), Z14
@@ -3285,8 +3285,8 @@ sgemmK512m4v3_loop1:
 	ADDQ $4, R11
 	ADDQ $192, BX
 	DECQ CX
-	JNE sgemmK512m4v3_loop1
-sgemmK512m4v3_store:
+	JNE sgemmNK512m4v3_loop1
+sgemmNK512m4v3_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -3296,7 +3296,7 @@ sgemmK512m4v3_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m4v3_beta0
+	JEQ sgemmNK512m4v3_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z12
@@ -3348,7 +3348,7 @@ sgemmK512m4v3_store:
 	VMOVUPS Z11, K3, 128(R10)
 	VZEROUPPER
 	RET
-sgemmK512m4v3_beta0:
+sgemmNK512m4v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -3376,8 +3376,8 @@ sgemmK512m4v3_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m4v4(SB), NOSPLIT, $0-64
+// func sgemmNK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m4v4(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -3427,8 +3427,8 @@ TEXT ·sgemmK512m4v4(SB), NOSPLIT, $0-64
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
 	CMPQ CX, $8
-	JB sgemmK512m4v4_tail
-sgemmK512m4v4_loop:
+	JB sgemmNK512m4v4_tail
+sgemmNK512m4v4_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -3629,16 +3629,16 @@ sgemmK512m4v4_loop:
 	VFMADD231PS Z19, Z31, Z15
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $2048, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $2048, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m4v4_loop
-sgemmK512m4v4_tail:
+	JAE sgemmNK512m4v4_loop
+sgemmNK512m4v4_tail:
 	TESTQ CX, CX
-	JE sgemmK512m4v4_store
-sgemmK512m4v4_loop1:
+	JE sgemmNK512m4v4_store
+sgemmNK512m4v4_loop1:
 	VMOVUPS 0(BX), Z16
 	VMOVUPS 64(BX), Z17
 	VMOVUPS 128(BX), Z18
@@ -3667,8 +3667,8 @@ sgemmK512m4v4_loop1:
 	ADDQ $4, R11
 	ADDQ $256, BX
 	DECQ CX
-	JNE sgemmK512m4v4_loop1
-sgemmK512m4v4_store:
+	JNE sgemmNK512m4v4_loop1
+sgemmNK512m4v4_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -3680,7 +3680,7 @@ sgemmK512m4v4_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m4v4_beta0
+	JEQ sgemmNK512m4v4_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z16
@@ -3748,7 +3748,7 @@ sgemmK512m4v4_store:
 	VMOVUPS Z15, K4, 192(R10)
 	VZEROUPPER
 	RET
-sgemmK512m4v4_beta0:
+sgemmNK512m4v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -3784,8 +3784,8 @@ sgemmK512m4v4_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK256m4(SB), NOSPLIT, $0-64
+// func sgemmNK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK256m4(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -3815,8 +3815,8 @@ TEXT ·sgemmK256m4(SB), NOSPLIT, $0-64
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
 	CMPQ CX, $8
-	JB sgemmK256m4_tail
-sgemmK256m4_loop:
+	JB sgemmNK256m4_tail
+sgemmNK256m4_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -3937,16 +3937,16 @@ sgemmK256m4_loop:
 	VFMADD231PS Y9, Y15, Y7
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $512, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $512, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK256m4_loop
-sgemmK256m4_tail:
+	JAE sgemmNK256m4_loop
+sgemmNK256m4_tail:
 	TESTQ CX, CX
-	JE sgemmK256m4_store
-sgemmK256m4_loop1:
+	JE sgemmNK256m4_store
+sgemmNK256m4_loop1:
 	VMOVUPS 0(BX), Y8
 	VMOVUPS 32(BX), Y9
 	VBROADCASTSS 0(AX), Y14
@@ -3965,12 +3965,12 @@ sgemmK256m4_loop1:
 	ADDQ $4, R11
 	ADDQ $64, BX
 	DECQ CX
-	JNE sgemmK256m4_loop1
-sgemmK256m4_store:
+	JNE sgemmNK256m4_loop1
+sgemmNK256m4_store:
 	VBROADCASTSS alpha+48(FP), Y14
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK256m4_beta0
+	JEQ sgemmNK256m4_beta0
 	VBROADCASTSS beta+52(FP), Y15
 	VMULPS Y14, Y0, Y0
 	VMOVUPS 0(DX), Y8
@@ -4006,7 +4006,7 @@ sgemmK256m4_store:
 	VMOVUPS Y7, 32(R10)
 	VZEROUPPER
 	RET
-sgemmK256m4_beta0:
+sgemmNK256m4_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
 	VMULPS Y14, Y1, Y1
@@ -4026,8 +4026,8 @@ sgemmK256m4_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m5v1(SB), NOSPLIT, $0-64
+// func sgemmNK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m5v1(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -4055,8 +4055,8 @@ TEXT ·sgemmK512m5v1(SB), NOSPLIT, $0-64
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 	CMPQ CX, $8
-	JB sgemmK512m5v1_tail
-sgemmK512m5v1_loop:
+	JB sgemmNK512m5v1_tail
+sgemmNK512m5v1_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -4153,16 +4153,16 @@ sgemmK512m5v1_loop:
 	VFMADD231PS Z5, Z28, Z4
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $512, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $512, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m5v1_loop
-sgemmK512m5v1_tail:
+	JAE sgemmNK512m5v1_loop
+sgemmNK512m5v1_tail:
 	TESTQ CX, CX
-	JE sgemmK512m5v1_store
-sgemmK512m5v1_loop1:
+	JE sgemmNK512m5v1_store
+sgemmNK512m5v1_loop1:
 	VMOVUPS 0(BX), Z5
 	VBROADCASTSS 0(AX), Z28
 	VFMADD231PS Z5, Z28, Z0
@@ -4178,14 +4178,14 @@ sgemmK512m5v1_loop1:
 	ADDQ $4, R11
 	ADDQ $64, BX
 	DECQ CX
-	JNE sgemmK512m5v1_loop1
-sgemmK512m5v1_store:
+	JNE sgemmNK512m5v1_loop1
+sgemmNK512m5v1_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m5v1_beta0
+	JEQ sgemmNK512m5v1_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z5
@@ -4209,7 +4209,7 @@ sgemmK512m5v1_store:
 	VMOVUPS Z4, K1, 0(R10)(R9*1)
 	VZEROUPPER
 	RET
-sgemmK512m5v1_beta0:
+sgemmNK512m5v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -4223,8 +4223,8 @@ sgemmK512m5v1_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m5v2(SB), NOSPLIT, $0-64
+// func sgemmNK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m5v2(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -4262,8 +4262,8 @@ TEXT ·sgemmK512m5v2(SB), NOSPLIT, $0-64
 	VPXORD Z8, Z8, Z8
 	VPXORD Z9, Z9, Z9
 	CMPQ CX, $8
-	JB sgemmK512m5v2_tail
-sgemmK512m5v2_loop:
+	JB sgemmNK512m5v2_tail
+sgemmNK512m5v2_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -4408,16 +4408,16 @@ sgemmK512m5v2_loop:
 	VFMADD231PS Z11, Z28, Z9
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $1024, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $1024, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m5v2_loop
-sgemmK512m5v2_tail:
+	JAE sgemmNK512m5v2_loop
+sgemmNK512m5v2_tail:
 	TESTQ CX, CX
-	JE sgemmK512m5v2_store
-sgemmK512m5v2_loop1:
+	JE sgemmNK512m5v2_store
+sgemmNK512m5v2_loop1:
 	VMOVUPS 0(BX), Z10
 	VMOVUPS 64(BX), Z11
 	VBROADCASTSS 0(AX), Z28
@@ -4439,8 +4439,8 @@ sgemmK512m5v2_loop1:
 	ADDQ $4, R11
 	ADDQ $128, BX
 	DECQ CX
-	JNE sgemmK512m5v2_loop1
-sgemmK512m5v2_store:
+	JNE sgemmNK512m5v2_loop1
+sgemmNK512m5v2_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -4448,7 +4448,7 @@ sgemmK512m5v2_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m5v2_beta0
+	JEQ sgemmNK512m5v2_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z10
@@ -4492,7 +4492,7 @@ sgemmK512m5v2_store:
 	VMOVUPS Z9, K2, 64(R10)(R9*1)
 	VZEROUPPER
 	RET
-sgemmK512m5v2_beta0:
+sgemmNK512m5v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -4516,8 +4516,8 @@ sgemmK512m5v2_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m5v3(SB), NOSPLIT, $0-64
+// func sgemmNK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m5v3(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -4565,8 +4565,8 @@ TEXT ·sgemmK512m5v3(SB), NOSPLIT, $0-64
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	CMPQ CX, $8
-	JB sgemmK512m5v3_tail
-sgemmK512m5v3_loop:
+	JB sgemmNK512m5v3_tail
+sgemmNK512m5v3_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -4759,16 +4759,16 @@ sgemmK512m5v3_loop:
 	VFMADD231PS Z17, Z28, Z14
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $1536, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $1536, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m5v3_loop
-sgemmK512m5v3_tail:
+	JAE sgemmNK512m5v3_loop
+sgemmNK512m5v3_tail:
 	TESTQ CX, CX
-	JE sgemmK512m5v3_store
-sgemmK512m5v3_loop1:
+	JE sgemmNK512m5v3_store
+sgemmNK512m5v3_loop1:
 	VMOVUPS 0(BX), Z15
 	VMOVUPS 64(BX), Z16
 	VMOVUPS 128(BX), Z17
@@ -4796,8 +4796,8 @@ sgemmK512m5v3_loop1:
 	ADDQ $4, R11
 	ADDQ $192, BX
 	DECQ CX
-	JNE sgemmK512m5v3_loop1
-sgemmK512m5v3_store:
+	JNE sgemmNK512m5v3_loop1
+sgemmNK512m5v3_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -4807,7 +4807,7 @@ sgemmK512m5v3_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m5v3_beta0
+	JEQ sgemmNK512m5v3_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z15
@@ -4871,7 +4871,7 @@ sgemmK512m5v3_store:
 	VMOVUPS Z14, K3, 128(R10)(R9*1)
 	VZEROUPPER
 	RET
-sgemmK512m5v3_beta0:
+sgemmNK512m5v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -4905,8 +4905,8 @@ sgemmK512m5v3_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m5v4(SB), NOSPLIT, $0-64
+// func sgemmNK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m5v4(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -4964,8 +4964,8 @@ TEXT ·sgemmK512m5v4(SB), NOSPLIT, $0-64
 	VPXORD Z18, Z18, Z18
 	VPXORD Z19, Z19, Z19
 	CMPQ CX, $8
-	JB sgemmK512m5v4_tail
-sgemmK512m5v4_loop:
+	JB sgemmNK512m5v4_tail
+sgemmNK512m5v4_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -5206,16 +5206,16 @@ sgemmK512m5v4_loop:
 	VFMADD231PS Z23, Z28, Z19
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $2048, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $2048, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m5v4_loop
-sgemmK512m5v4_tail:
+	JAE sgemmNK512m5v4_loop
+sgemmNK512m5v4_tail:
 	TESTQ CX, CX
-	JE sgemmK512m5v4_store
-sgemmK512m5v4_loop1:
+	JE sgemmNK512m5v4_store
+sgemmNK512m5v4_loop1:
 	VMOVUPS 0(BX), Z20
 	VMOVUPS 64(BX), Z21
 	VMOVUPS 128(BX), Z22
@@ -5249,8 +5249,8 @@ sgemmK512m5v4_loop1:
 	ADDQ $4, R11
 	ADDQ $256, BX
 	DECQ CX
-	JNE sgemmK512m5v4_loop1
-sgemmK512m5v4_store:
+	JNE sgemmNK512m5v4_loop1
+sgemmNK512m5v4_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -5262,7 +5262,7 @@ sgemmK512m5v4_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m5v4_beta0
+	JEQ sgemmNK512m5v4_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z20
@@ -5346,7 +5346,7 @@ sgemmK512m5v4_store:
 	VMOVUPS Z19, K4, 192(R10)(R9*1)
 	VZEROUPPER
 	RET
-sgemmK512m5v4_beta0:
+sgemmNK512m5v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -5390,8 +5390,8 @@ sgemmK512m5v4_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK256m5(SB), NOSPLIT, $0-64
+// func sgemmNK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK256m5(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -5424,8 +5424,8 @@ TEXT ·sgemmK256m5(SB), NOSPLIT, $0-64
 	VXORPS Y8, Y8, Y8
 	VXORPS Y9, Y9, Y9
 	CMPQ CX, $8
-	JB sgemmK256m5_tail
-sgemmK256m5_loop:
+	JB sgemmNK256m5_tail
+sgemmNK256m5_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -5570,16 +5570,16 @@ sgemmK256m5_loop:
 	VFMADD231PS Y11, Y14, Y9
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $512, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $512, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK256m5_loop
-sgemmK256m5_tail:
+	JAE sgemmNK256m5_loop
+sgemmNK256m5_tail:
 	TESTQ CX, CX
-	JE sgemmK256m5_store
-sgemmK256m5_loop1:
+	JE sgemmNK256m5_store
+sgemmNK256m5_loop1:
 	VMOVUPS 0(BX), Y10
 	VMOVUPS 32(BX), Y11
 	VBROADCASTSS 0(AX), Y14
@@ -5601,12 +5601,12 @@ sgemmK256m5_loop1:
 	ADDQ $4, R11
 	ADDQ $64, BX
 	DECQ CX
-	JNE sgemmK256m5_loop1
-sgemmK256m5_store:
+	JNE sgemmNK256m5_loop1
+sgemmNK256m5_store:
 	VBROADCASTSS alpha+48(FP), Y14
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK256m5_beta0
+	JEQ sgemmNK256m5_beta0
 	VBROADCASTSS beta+52(FP), Y15
 	VMULPS Y14, Y0, Y0
 	VMOVUPS 0(DX), Y10
@@ -5650,7 +5650,7 @@ sgemmK256m5_store:
 	VMOVUPS Y9, 32(R10)(R9*1)
 	VZEROUPPER
 	RET
-sgemmK256m5_beta0:
+sgemmNK256m5_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
 	VMULPS Y14, Y1, Y1
@@ -5674,8 +5674,8 @@ sgemmK256m5_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m6v1(SB), NOSPLIT, $0-64
+// func sgemmNK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m6v1(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -5705,8 +5705,8 @@ TEXT ·sgemmK512m6v1(SB), NOSPLIT, $0-64
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	CMPQ CX, $8
-	JB sgemmK512m6v1_tail
-sgemmK512m6v1_loop:
+	JB sgemmNK512m6v1_tail
+sgemmNK512m6v1_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -5819,16 +5819,16 @@ sgemmK512m6v1_loop:
 	VFMADD231PS Z6, Z29, Z5
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $512, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $512, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m6v1_loop
-sgemmK512m6v1_tail:
+	JAE sgemmNK512m6v1_loop
+sgemmNK512m6v1_tail:
 	TESTQ CX, CX
-	JE sgemmK512m6v1_store
-sgemmK512m6v1_loop1:
+	JE sgemmNK512m6v1_store
+sgemmNK512m6v1_loop1:
 	VMOVUPS 0(BX), Z6
 	VBROADCASTSS 0(AX), Z28
 	VFMADD231PS Z6, Z28, Z0
@@ -5846,14 +5846,14 @@ sgemmK512m6v1_loop1:
 	ADDQ $4, R11
 	ADDQ $64, BX
 	DECQ CX
-	JNE sgemmK512m6v1_loop1
-sgemmK512m6v1_store:
+	JNE sgemmNK512m6v1_loop1
+sgemmNK512m6v1_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m6v1_beta0
+	JEQ sgemmNK512m6v1_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z6
@@ -5881,7 +5881,7 @@ sgemmK512m6v1_store:
 	VMOVUPS Z5, K1, 0(R10)(R9*2)
 	VZEROUPPER
 	RET
-sgemmK512m6v1_beta0:
+sgemmNK512m6v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -5897,8 +5897,8 @@ sgemmK512m6v1_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m6v2(SB), NOSPLIT, $0-64
+// func sgemmNK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m6v2(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -5940,8 +5940,8 @@ TEXT ·sgemmK512m6v2(SB), NOSPLIT, $0-64
 	VPXORD Z10, Z10, Z10
 	VPXORD Z11, Z11, Z11
 	CMPQ CX, $8
-	JB sgemmK512m6v2_tail
-sgemmK512m6v2_loop:
+	JB sgemmNK512m6v2_tail
+sgemmNK512m6v2_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -6110,16 +6110,16 @@ sgemmK512m6v2_loop:
 	VFMADD231PS Z13, Z29, Z11
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $1024, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $1024, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m6v2_loop
-sgemmK512m6v2_tail:
+	JAE sgemmNK512m6v2_loop
+sgemmNK512m6v2_tail:
 	TESTQ CX, CX
-	JE sgemmK512m6v2_store
-sgemmK512m6v2_loop1:
+	JE sgemmNK512m6v2_store
+sgemmNK512m6v2_loop1:
 	VMOVUPS 0(BX), Z12
 	VMOVUPS 64(BX), Z13
 	VBROADCASTSS 0(AX), Z28
@@ -6144,8 +6144,8 @@ sgemmK512m6v2_loop1:
 	ADDQ $4, R11
 	ADDQ $128, BX
 	DECQ CX
-	JNE sgemmK512m6v2_loop1
-sgemmK512m6v2_store:
+	JNE sgemmNK512m6v2_loop1
+sgemmNK512m6v2_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -6153,7 +6153,7 @@ sgemmK512m6v2_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m6v2_beta0
+	JEQ sgemmNK512m6v2_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z12
@@ -6205,7 +6205,7 @@ sgemmK512m6v2_store:
 	VMOVUPS Z11, K2, 64(R10)(R9*2)
 	VZEROUPPER
 	RET
-sgemmK512m6v2_beta0:
+sgemmNK512m6v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -6233,8 +6233,8 @@ sgemmK512m6v2_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m6v3(SB), NOSPLIT, $0-64
+// func sgemmNK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m6v3(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -6288,8 +6288,8 @@ TEXT ·sgemmK512m6v3(SB), NOSPLIT, $0-64
 	VPXORD Z16, Z16, Z16
 	VPXORD Z17, Z17, Z17
 	CMPQ CX, $8
-	JB sgemmK512m6v3_tail
-sgemmK512m6v3_loop:
+	JB sgemmNK512m6v3_tail
+sgemmNK512m6v3_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -6514,16 +6514,16 @@ sgemmK512m6v3_loop:
 	VFMADD231PS Z20, Z29, Z17
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $1536, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $1536, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m6v3_loop
-sgemmK512m6v3_tail:
+	JAE sgemmNK512m6v3_loop
+sgemmNK512m6v3_tail:
 	TESTQ CX, CX
-	JE sgemmK512m6v3_store
-sgemmK512m6v3_loop1:
+	JE sgemmNK512m6v3_store
+sgemmNK512m6v3_loop1:
 	VMOVUPS 0(BX), Z18
 	VMOVUPS 64(BX), Z19
 	VMOVUPS 128(BX), Z20
@@ -6555,8 +6555,8 @@ sgemmK512m6v3_loop1:
 	ADDQ $4, R11
 	ADDQ $192, BX
 	DECQ CX
-	JNE sgemmK512m6v3_loop1
-sgemmK512m6v3_store:
+	JNE sgemmNK512m6v3_loop1
+sgemmNK512m6v3_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -6566,7 +6566,7 @@ sgemmK512m6v3_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m6v3_beta0
+	JEQ sgemmNK512m6v3_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z18
@@ -6642,7 +6642,7 @@ sgemmK512m6v3_store:
 	VMOVUPS Z17, K3, 128(R10)(R9*2)
 	VZEROUPPER
 	RET
-sgemmK512m6v3_beta0:
+sgemmNK512m6v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -6682,8 +6682,8 @@ sgemmK512m6v3_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK512m6v4(SB), NOSPLIT, $0-64
+// func sgemmNK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK512m6v4(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -6749,8 +6749,8 @@ TEXT ·sgemmK512m6v4(SB), NOSPLIT, $0-64
 	VPXORD Z22, Z22, Z22
 	VPXORD Z23, Z23, Z23
 	CMPQ CX, $8
-	JB sgemmK512m6v4_tail
-sgemmK512m6v4_loop:
+	JB sgemmNK512m6v4_tail
+sgemmNK512m6v4_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -7031,16 +7031,16 @@ sgemmK512m6v4_loop:
 	VFMADD231PS Z27, Z29, Z23
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $2048, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $2048, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK512m6v4_loop
-sgemmK512m6v4_tail:
+	JAE sgemmNK512m6v4_loop
+sgemmNK512m6v4_tail:
 	TESTQ CX, CX
-	JE sgemmK512m6v4_store
-sgemmK512m6v4_loop1:
+	JE sgemmNK512m6v4_store
+sgemmNK512m6v4_loop1:
 	VMOVUPS 0(BX), Z24
 	VMOVUPS 64(BX), Z25
 	VMOVUPS 128(BX), Z26
@@ -7079,8 +7079,8 @@ sgemmK512m6v4_loop1:
 	ADDQ $4, R11
 	ADDQ $256, BX
 	DECQ CX
-	JNE sgemmK512m6v4_loop1
-sgemmK512m6v4_store:
+	JNE sgemmNK512m6v4_loop1
+sgemmNK512m6v4_store:
 	MOVQ mask+56(FP), SI
 	KMOVW SI, K1
 	SHRQ $16, SI
@@ -7092,7 +7092,7 @@ sgemmK512m6v4_store:
 	VBROADCASTSS alpha+48(FP), Z28
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK512m6v4_beta0
+	JEQ sgemmNK512m6v4_beta0
 	VBROADCASTSS beta+52(FP), Z29
 	VMULPS Z28, Z0, Z0
 	VMOVUPS.Z 0(DX), K1, Z24
@@ -7192,7 +7192,7 @@ sgemmK512m6v4_store:
 	VMOVUPS Z23, K4, 192(R10)(R9*2)
 	VZEROUPPER
 	RET
-sgemmK512m6v4_beta0:
+sgemmNK512m6v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
@@ -7244,8 +7244,8 @@ sgemmK512m6v4_beta0:
 	VZEROUPPER
 	RET
 
-// func sgemmK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmK256m6(SB), NOSPLIT, $0-64
+// func sgemmNK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmNK256m6(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -7281,8 +7281,8 @@ TEXT ·sgemmK256m6(SB), NOSPLIT, $0-64
 	VXORPS Y10, Y10, Y10
 	VXORPS Y11, Y11, Y11
 	CMPQ CX, $8
-	JB sgemmK256m6_tail
-sgemmK256m6_loop:
+	JB sgemmNK256m6_tail
+sgemmNK256m6_loop:
 	PREFETCHT0 0(R12)
 	PREFETCHT0 0(R12)(R8*1)
 	PREFETCHT0 0(R12)(R8*2)
@@ -7451,16 +7451,16 @@ sgemmK256m6_loop:
 	VFMADD231PS Y13, Y15, Y11
 	ADDQ $32, AX
 	ADDQ $32, R11
-	ADDQ $512, BX
 	ADDQ $32, R12
 	ADDQ $32, R13
+	ADDQ $512, BX
 	SUBQ $8, CX
 	CMPQ CX, $8
-	JAE sgemmK256m6_loop
-sgemmK256m6_tail:
+	JAE sgemmNK256m6_loop
+sgemmNK256m6_tail:
 	TESTQ CX, CX
-	JE sgemmK256m6_store
-sgemmK256m6_loop1:
+	JE sgemmNK256m6_store
+sgemmNK256m6_loop1:
 	VMOVUPS 0(BX), Y12
 	VMOVUPS 32(BX), Y13
 	VBROADCASTSS 0(AX), Y14
@@ -7485,12 +7485,12 @@ sgemmK256m6_loop1:
 	ADDQ $4, R11
 	ADDQ $64, BX
 	DECQ CX
-	JNE sgemmK256m6_loop1
-sgemmK256m6_store:
+	JNE sgemmNK256m6_loop1
+sgemmNK256m6_store:
 	VBROADCASTSS alpha+48(FP), Y14
 	MOVL beta+52(FP), SI
 	SHLL $1, SI
-	JEQ sgemmK256m6_beta0
+	JEQ sgemmNK256m6_beta0
 	VBROADCASTSS beta+52(FP), Y15
 	VMULPS Y14, Y0, Y0
 	VMOVUPS 0(DX), Y12
@@ -7542,7 +7542,7723 @@ sgemmK256m6_store:
 	VMOVUPS Y11, 32(R10)(R9*2)
 	VZEROUPPER
 	RET
-sgemmK256m6_beta0:
+sgemmNK256m6_beta0:
+	VMULPS Y14, Y0, Y0
+	VMOVUPS Y0, 0(DX)
+	VMULPS Y14, Y1, Y1
+	VMOVUPS Y1, 32(DX)
+	VMULPS Y14, Y2, Y2
+	VMOVUPS Y2, 0(DX)(R9*1)
+	VMULPS Y14, Y3, Y3
+	VMOVUPS Y3, 32(DX)(R9*1)
+	VMULPS Y14, Y4, Y4
+	VMOVUPS Y4, 0(DX)(R9*2)
+	VMULPS Y14, Y5, Y5
+	VMOVUPS Y5, 32(DX)(R9*2)
+	VMULPS Y14, Y6, Y6
+	VMOVUPS Y6, 0(R10)
+	VMULPS Y14, Y7, Y7
+	VMOVUPS Y7, 32(R10)
+	VMULPS Y14, Y8, Y8
+	VMOVUPS Y8, 0(R10)(R9*1)
+	VMULPS Y14, Y9, Y9
+	VMOVUPS Y9, 32(R10)(R9*1)
+	VMULPS Y14, Y10, Y10
+	VMOVUPS Y10, 0(R10)(R9*2)
+	VMULPS Y14, Y11, Y11
+	VMOVUPS Y11, 32(R10)(R9*2)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m1v1(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	VPXORD Z0, Z0, Z0
+	CMPQ CX, $8
+	JB sgemmTK512m1v1_tail
+sgemmTK512m1v1_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z1
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z1, Z28, Z0
+	VMOVUPS 64(BX), Z1
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z1, Z28, Z0
+	VMOVUPS 128(BX), Z1
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z1, Z28, Z0
+	VMOVUPS 192(BX), Z1
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z1, Z28, Z0
+	VMOVUPS 256(BX), Z1
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z1, Z28, Z0
+	VMOVUPS 320(BX), Z1
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z1, Z28, Z0
+	VMOVUPS 384(BX), Z1
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z1, Z28, Z0
+	VMOVUPS 448(BX), Z1
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z1, Z28, Z0
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $512, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m1v1_loop
+sgemmTK512m1v1_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m1v1_store
+sgemmTK512m1v1_loop1:
+	VMOVUPS 0(BX), Z1
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z1, Z28, Z0
+	ADDQ R8, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNE sgemmTK512m1v1_loop1
+sgemmTK512m1v1_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m1v1_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z1
+	VFMADD231PS Z29, Z1, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VZEROUPPER
+	RET
+sgemmTK512m1v1_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m1v2(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	CMPQ CX, $8
+	JB sgemmTK512m1v2_tail
+sgemmTK512m1v2_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z2
+	VMOVUPS 64(BX), Z3
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VFMADD231PS Z3, Z28, Z1
+	VMOVUPS 128(BX), Z2
+	VMOVUPS 192(BX), Z3
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VFMADD231PS Z3, Z28, Z1
+	VMOVUPS 256(BX), Z2
+	VMOVUPS 320(BX), Z3
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VFMADD231PS Z3, Z28, Z1
+	VMOVUPS 384(BX), Z2
+	VMOVUPS 448(BX), Z3
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VFMADD231PS Z3, Z28, Z1
+	VMOVUPS 512(BX), Z2
+	VMOVUPS 576(BX), Z3
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VFMADD231PS Z3, Z28, Z1
+	VMOVUPS 640(BX), Z2
+	VMOVUPS 704(BX), Z3
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VFMADD231PS Z3, Z28, Z1
+	VMOVUPS 768(BX), Z2
+	VMOVUPS 832(BX), Z3
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VFMADD231PS Z3, Z28, Z1
+	VMOVUPS 896(BX), Z2
+	VMOVUPS 960(BX), Z3
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VFMADD231PS Z3, Z28, Z1
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $1024, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m1v2_loop
+sgemmTK512m1v2_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m1v2_store
+sgemmTK512m1v2_loop1:
+	VMOVUPS 0(BX), Z2
+	VMOVUPS 64(BX), Z3
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VFMADD231PS Z3, Z28, Z1
+	ADDQ R8, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNE sgemmTK512m1v2_loop1
+sgemmTK512m1v2_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m1v2_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z2
+	VFMADD231PS Z29, Z2, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z2
+	VFMADD231PS Z29, Z2, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VZEROUPPER
+	RET
+sgemmTK512m1v2_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m1v3(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	CMPQ CX, $8
+	JB sgemmTK512m1v3_tail
+sgemmTK512m1v3_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z3
+	VMOVUPS 64(BX), Z4
+	VMOVUPS 128(BX), Z5
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VFMADD231PS Z4, Z28, Z1
+	VFMADD231PS Z5, Z28, Z2
+	VMOVUPS 192(BX), Z3
+	VMOVUPS 256(BX), Z4
+	VMOVUPS 320(BX), Z5
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VFMADD231PS Z4, Z28, Z1
+	VFMADD231PS Z5, Z28, Z2
+	VMOVUPS 384(BX), Z3
+	VMOVUPS 448(BX), Z4
+	VMOVUPS 512(BX), Z5
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VFMADD231PS Z4, Z28, Z1
+	VFMADD231PS Z5, Z28, Z2
+	VMOVUPS 576(BX), Z3
+	VMOVUPS 640(BX), Z4
+	VMOVUPS 704(BX), Z5
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VFMADD231PS Z4, Z28, Z1
+	VFMADD231PS Z5, Z28, Z2
+	VMOVUPS 768(BX), Z3
+	VMOVUPS 832(BX), Z4
+	VMOVUPS 896(BX), Z5
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VFMADD231PS Z4, Z28, Z1
+	VFMADD231PS Z5, Z28, Z2
+	VMOVUPS 960(BX), Z3
+	VMOVUPS 1024(BX), Z4
+	VMOVUPS 1088(BX), Z5
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VFMADD231PS Z4, Z28, Z1
+	VFMADD231PS Z5, Z28, Z2
+	VMOVUPS 1152(BX), Z3
+	VMOVUPS 1216(BX), Z4
+	VMOVUPS 1280(BX), Z5
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VFMADD231PS Z4, Z28, Z1
+	VFMADD231PS Z5, Z28, Z2
+	VMOVUPS 1344(BX), Z3
+	VMOVUPS 1408(BX), Z4
+	VMOVUPS 1472(BX), Z5
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VFMADD231PS Z4, Z28, Z1
+	VFMADD231PS Z5, Z28, Z2
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $1536, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m1v3_loop
+sgemmTK512m1v3_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m1v3_store
+sgemmTK512m1v3_loop1:
+	VMOVUPS 0(BX), Z3
+	VMOVUPS 64(BX), Z4
+	VMOVUPS 128(BX), Z5
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VFMADD231PS Z4, Z28, Z1
+	VFMADD231PS Z5, Z28, Z2
+	ADDQ R8, AX
+	ADDQ $192, BX
+	DECQ CX
+	JNE sgemmTK512m1v3_loop1
+sgemmTK512m1v3_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	SHRQ $16, SI
+	KMOVW SI, K3
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m1v3_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z3
+	VFMADD231PS Z29, Z3, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z3
+	VFMADD231PS Z29, Z3, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 128(DX), K3, Z3
+	VFMADD231PS Z29, Z3, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VZEROUPPER
+	RET
+sgemmTK512m1v3_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m1v4(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	PREFETCHT0 192(DX)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	CMPQ CX, $8
+	JB sgemmTK512m1v4_tail
+sgemmTK512m1v4_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z4
+	VMOVUPS 64(BX), Z5
+	VMOVUPS 128(BX), Z6
+	VMOVUPS 192(BX), Z7
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VFMADD231PS Z6, Z28, Z2
+	VFMADD231PS Z7, Z28, Z3
+	VMOVUPS 256(BX), Z4
+	VMOVUPS 320(BX), Z5
+	VMOVUPS 384(BX), Z6
+	VMOVUPS 448(BX), Z7
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VFMADD231PS Z6, Z28, Z2
+	VFMADD231PS Z7, Z28, Z3
+	VMOVUPS 512(BX), Z4
+	VMOVUPS 576(BX), Z5
+	VMOVUPS 640(BX), Z6
+	VMOVUPS 704(BX), Z7
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VFMADD231PS Z6, Z28, Z2
+	VFMADD231PS Z7, Z28, Z3
+	VMOVUPS 768(BX), Z4
+	VMOVUPS 832(BX), Z5
+	VMOVUPS 896(BX), Z6
+	VMOVUPS 960(BX), Z7
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VFMADD231PS Z6, Z28, Z2
+	VFMADD231PS Z7, Z28, Z3
+	VMOVUPS 1024(BX), Z4
+	VMOVUPS 1088(BX), Z5
+	VMOVUPS 1152(BX), Z6
+	VMOVUPS 1216(BX), Z7
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VFMADD231PS Z6, Z28, Z2
+	VFMADD231PS Z7, Z28, Z3
+	VMOVUPS 1280(BX), Z4
+	VMOVUPS 1344(BX), Z5
+	VMOVUPS 1408(BX), Z6
+	VMOVUPS 1472(BX), Z7
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VFMADD231PS Z6, Z28, Z2
+	VFMADD231PS Z7, Z28, Z3
+	VMOVUPS 1536(BX), Z4
+	VMOVUPS 1600(BX), Z5
+	VMOVUPS 1664(BX), Z6
+	VMOVUPS 1728(BX), Z7
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VFMADD231PS Z6, Z28, Z2
+	VFMADD231PS Z7, Z28, Z3
+	VMOVUPS 1792(BX), Z4
+	VMOVUPS 1856(BX), Z5
+	VMOVUPS 1920(BX), Z6
+	VMOVUPS 1984(BX), Z7
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VFMADD231PS Z6, Z28, Z2
+	VFMADD231PS Z7, Z28, Z3
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $2048, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m1v4_loop
+sgemmTK512m1v4_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m1v4_store
+sgemmTK512m1v4_loop1:
+	VMOVUPS 0(BX), Z4
+	VMOVUPS 64(BX), Z5
+	VMOVUPS 128(BX), Z6
+	VMOVUPS 192(BX), Z7
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VFMADD231PS Z6, Z28, Z2
+	VFMADD231PS Z7, Z28, Z3
+	ADDQ R8, AX
+	ADDQ $256, BX
+	DECQ CX
+	JNE sgemmTK512m1v4_loop1
+sgemmTK512m1v4_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	SHRQ $16, SI
+	KMOVW SI, K3
+	SHRQ $16, SI
+	KMOVW SI, K4
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m1v4_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z4
+	VFMADD231PS Z29, Z4, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z4
+	VFMADD231PS Z29, Z4, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 128(DX), K3, Z4
+	VFMADD231PS Z29, Z4, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 192(DX), K4, Z4
+	VFMADD231PS Z29, Z4, Z3
+	VMOVUPS Z3, K4, 192(DX)
+	VZEROUPPER
+	RET
+sgemmTK512m1v4_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K4, 192(DX)
+	VZEROUPPER
+	RET
+
+// func sgemmTK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK256m1(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	CMPQ CX, $8
+	JB sgemmTK256m1_tail
+sgemmTK256m1_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Y2
+	VMOVUPS 32(BX), Y3
+	VBROADCASTSS 0(AX), Y14
+	VFMADD231PS Y2, Y14, Y0
+	VFMADD231PS Y3, Y14, Y1
+	VMOVUPS 64(BX), Y2
+	VMOVUPS 96(BX), Y3
+	VBROADCASTSS 0(AX)(R8*1), Y14
+	VFMADD231PS Y2, Y14, Y0
+	VFMADD231PS Y3, Y14, Y1
+	VMOVUPS 128(BX), Y2
+	VMOVUPS 160(BX), Y3
+	VBROADCASTSS 0(AX)(R8*2), Y14
+	VFMADD231PS Y2, Y14, Y0
+	VFMADD231PS Y3, Y14, Y1
+	VMOVUPS 192(BX), Y2
+	VMOVUPS 224(BX), Y3
+	VBROADCASTSS 0(R11), Y14
+	VFMADD231PS Y2, Y14, Y0
+	VFMADD231PS Y3, Y14, Y1
+	VMOVUPS 256(BX), Y2
+	VMOVUPS 288(BX), Y3
+	VBROADCASTSS 0(R11)(R8*1), Y14
+	VFMADD231PS Y2, Y14, Y0
+	VFMADD231PS Y3, Y14, Y1
+	VMOVUPS 320(BX), Y2
+	VMOVUPS 352(BX), Y3
+	VBROADCASTSS 0(R11)(R8*2), Y14
+	VFMADD231PS Y2, Y14, Y0
+	VFMADD231PS Y3, Y14, Y1
+	VMOVUPS 384(BX), Y2
+	VMOVUPS 416(BX), Y3
+	VBROADCASTSS 0(DI), Y14
+	VFMADD231PS Y2, Y14, Y0
+	VFMADD231PS Y3, Y14, Y1
+	VMOVUPS 448(BX), Y2
+	VMOVUPS 480(BX), Y3
+	VBROADCASTSS 0(R11)(R8*4), Y14
+	VFMADD231PS Y2, Y14, Y0
+	VFMADD231PS Y3, Y14, Y1
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $512, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK256m1_loop
+sgemmTK256m1_tail:
+	TESTQ CX, CX
+	JE sgemmTK256m1_store
+sgemmTK256m1_loop1:
+	VMOVUPS 0(BX), Y2
+	VMOVUPS 32(BX), Y3
+	VBROADCASTSS 0(AX), Y14
+	VFMADD231PS Y2, Y14, Y0
+	VFMADD231PS Y3, Y14, Y1
+	ADDQ R8, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNE sgemmTK256m1_loop1
+sgemmTK256m1_store:
+	VBROADCASTSS alpha+48(FP), Y14
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK256m1_beta0
+	VBROADCASTSS beta+52(FP), Y15
+	VMULPS Y14, Y0, Y0
+	VMOVUPS 0(DX), Y2
+	VFMADD231PS Y15, Y2, Y0
+	VMOVUPS Y0, 0(DX)
+	VMULPS Y14, Y1, Y1
+	VMOVUPS 32(DX), Y2
+	VFMADD231PS Y15, Y2, Y1
+	VMOVUPS Y1, 32(DX)
+	VZEROUPPER
+	RET
+sgemmTK256m1_beta0:
+	VMULPS Y14, Y0, Y0
+	VMOVUPS Y0, 0(DX)
+	VMULPS Y14, Y1, Y1
+	VMOVUPS Y1, 32(DX)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m2v1(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	CMPQ CX, $8
+	JB sgemmTK512m2v1_tail
+sgemmTK512m2v1_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z2
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z2, Z29, Z1
+	VMOVUPS 64(BX), Z2
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z2, Z29, Z1
+	VMOVUPS 128(BX), Z2
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z2, Z29, Z1
+	VMOVUPS 192(BX), Z2
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z2, Z29, Z1
+	VMOVUPS 256(BX), Z2
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z2, Z29, Z1
+	VMOVUPS 320(BX), Z2
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z2, Z29, Z1
+	VMOVUPS 384(BX), Z2
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z2, Z29, Z1
+	VMOVUPS 448(BX), Z2
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z2, Z29, Z1
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $512, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m2v1_loop
+sgemmTK512m2v1_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m2v1_store
+sgemmTK512m2v1_loop1:
+	VMOVUPS 0(BX), Z2
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z2, Z28, Z0
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z2, Z29, Z1
+	ADDQ R8, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNE sgemmTK512m2v1_loop1
+sgemmTK512m2v1_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m2v1_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z2
+	VFMADD231PS Z29, Z2, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z2
+	VFMADD231PS Z29, Z2, Z1
+	VMOVUPS Z1, K1, 0(DX)(R9*1)
+	VZEROUPPER
+	RET
+sgemmTK512m2v1_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K1, 0(DX)(R9*1)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m2v2(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	CMPQ CX, $8
+	JB sgemmTK512m2v2_tail
+sgemmTK512m2v2_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z4
+	VMOVUPS 64(BX), Z5
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z4, Z29, Z2
+	VFMADD231PS Z5, Z29, Z3
+	VMOVUPS 128(BX), Z4
+	VMOVUPS 192(BX), Z5
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z4, Z29, Z2
+	VFMADD231PS Z5, Z29, Z3
+	VMOVUPS 256(BX), Z4
+	VMOVUPS 320(BX), Z5
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z4, Z29, Z2
+	VFMADD231PS Z5, Z29, Z3
+	VMOVUPS 384(BX), Z4
+	VMOVUPS 448(BX), Z5
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z4, Z29, Z2
+	VFMADD231PS Z5, Z29, Z3
+	VMOVUPS 512(BX), Z4
+	VMOVUPS 576(BX), Z5
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z4, Z29, Z2
+	VFMADD231PS Z5, Z29, Z3
+	VMOVUPS 640(BX), Z4
+	VMOVUPS 704(BX), Z5
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z4, Z29, Z2
+	VFMADD231PS Z5, Z29, Z3
+	VMOVUPS 768(BX), Z4
+	VMOVUPS 832(BX), Z5
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z4, Z29, Z2
+	VFMADD231PS Z5, Z29, Z3
+	VMOVUPS 896(BX), Z4
+	VMOVUPS 960(BX), Z5
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z4, Z29, Z2
+	VFMADD231PS Z5, Z29, Z3
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $1024, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m2v2_loop
+sgemmTK512m2v2_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m2v2_store
+sgemmTK512m2v2_loop1:
+	VMOVUPS 0(BX), Z4
+	VMOVUPS 64(BX), Z5
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VFMADD231PS Z5, Z28, Z1
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z4, Z29, Z2
+	VFMADD231PS Z5, Z29, Z3
+	ADDQ R8, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNE sgemmTK512m2v2_loop1
+sgemmTK512m2v2_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m2v2_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z4
+	VFMADD231PS Z29, Z4, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z4
+	VFMADD231PS Z29, Z4, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z4
+	VFMADD231PS Z29, Z4, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z4
+	VFMADD231PS Z29, Z4, Z3
+	VMOVUPS Z3, K2, 64(DX)(R9*1)
+	VZEROUPPER
+	RET
+sgemmTK512m2v2_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K2, 64(DX)(R9*1)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m2v3(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 128(DX)(R9*1)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	CMPQ CX, $8
+	JB sgemmTK512m2v3_tail
+sgemmTK512m2v3_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z6
+	VMOVUPS 64(BX), Z7
+	VMOVUPS 128(BX), Z8
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VFMADD231PS Z8, Z28, Z2
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z6, Z29, Z3
+	VFMADD231PS Z7, Z29, Z4
+	VFMADD231PS Z8, Z29, Z5
+	VMOVUPS 192(BX), Z6
+	VMOVUPS 256(BX), Z7
+	VMOVUPS 320(BX), Z8
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VFMADD231PS Z8, Z28, Z2
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z6, Z29, Z3
+	VFMADD231PS Z7, Z29, Z4
+	VFMADD231PS Z8, Z29, Z5
+	VMOVUPS 384(BX), Z6
+	VMOVUPS 448(BX), Z7
+	VMOVUPS 512(BX), Z8
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VFMADD231PS Z8, Z28, Z2
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z6, Z29, Z3
+	VFMADD231PS Z7, Z29, Z4
+	VFMADD231PS Z8, Z29, Z5
+	VMOVUPS 576(BX), Z6
+	VMOVUPS 640(BX), Z7
+	VMOVUPS 704(BX), Z8
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VFMADD231PS Z8, Z28, Z2
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z6, Z29, Z3
+	VFMADD231PS Z7, Z29, Z4
+	VFMADD231PS Z8, Z29, Z5
+	VMOVUPS 768(BX), Z6
+	VMOVUPS 832(BX), Z7
+	VMOVUPS 896(BX), Z8
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VFMADD231PS Z8, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z6, Z29, Z3
+	VFMADD231PS Z7, Z29, Z4
+	VFMADD231PS Z8, Z29, Z5
+	VMOVUPS 960(BX), Z6
+	VMOVUPS 1024(BX), Z7
+	VMOVUPS 1088(BX), Z8
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VFMADD231PS Z8, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z6, Z29, Z3
+	VFMADD231PS Z7, Z29, Z4
+	VFMADD231PS Z8, Z29, Z5
+	VMOVUPS 1152(BX), Z6
+	VMOVUPS 1216(BX), Z7
+	VMOVUPS 1280(BX), Z8
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VFMADD231PS Z8, Z28, Z2
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z6, Z29, Z3
+	VFMADD231PS Z7, Z29, Z4
+	VFMADD231PS Z8, Z29, Z5
+	VMOVUPS 1344(BX), Z6
+	VMOVUPS 1408(BX), Z7
+	VMOVUPS 1472(BX), Z8
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VFMADD231PS Z8, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z6, Z29, Z3
+	VFMADD231PS Z7, Z29, Z4
+	VFMADD231PS Z8, Z29, Z5
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $1536, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m2v3_loop
+sgemmTK512m2v3_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m2v3_store
+sgemmTK512m2v3_loop1:
+	VMOVUPS 0(BX), Z6
+	VMOVUPS 64(BX), Z7
+	VMOVUPS 128(BX), Z8
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VFMADD231PS Z8, Z28, Z2
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z6, Z29, Z3
+	VFMADD231PS Z7, Z29, Z4
+	VFMADD231PS Z8, Z29, Z5
+	ADDQ R8, AX
+	ADDQ $192, BX
+	DECQ CX
+	JNE sgemmTK512m2v3_loop1
+sgemmTK512m2v3_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	SHRQ $16, SI
+	KMOVW SI, K3
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m2v3_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z6
+	VFMADD231PS Z29, Z6, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z6
+	VFMADD231PS Z29, Z6, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 128(DX), K3, Z6
+	VFMADD231PS Z29, Z6, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z6
+	VFMADD231PS Z29, Z6, Z3
+	VMOVUPS Z3, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z6
+	VFMADD231PS Z29, Z6, Z4
+	VMOVUPS Z4, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 128(DX)(R9*1), K3, Z6
+	VFMADD231PS Z29, Z6, Z5
+	VMOVUPS Z5, K3, 128(DX)(R9*1)
+	VZEROUPPER
+	RET
+sgemmTK512m2v3_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K3, 128(DX)(R9*1)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m2v4(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	PREFETCHT0 192(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 128(DX)(R9*1)
+	PREFETCHT0 192(DX)(R9*1)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	CMPQ CX, $8
+	JB sgemmTK512m2v4_tail
+sgemmTK512m2v4_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z8
+	VMOVUPS 64(BX), Z9
+	VMOVUPS 128(BX), Z10
+	VMOVUPS 192(BX), Z11
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VFMADD231PS Z10, Z28, Z2
+	VFMADD231PS Z11, Z28, Z3
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z8, Z29, Z4
+	VFMADD231PS Z9, Z29, Z5
+	VFMADD231PS Z10, Z29, Z6
+	VFMADD231PS Z11, Z29, Z7
+	VMOVUPS 256(BX), Z8
+	VMOVUPS 320(BX), Z9
+	VMOVUPS 384(BX), Z10
+	VMOVUPS 448(BX), Z11
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VFMADD231PS Z10, Z28, Z2
+	VFMADD231PS Z11, Z28, Z3
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z8, Z29, Z4
+	VFMADD231PS Z9, Z29, Z5
+	VFMADD231PS Z10, Z29, Z6
+	VFMADD231PS Z11, Z29, Z7
+	VMOVUPS 512(BX), Z8
+	VMOVUPS 576(BX), Z9
+	VMOVUPS 640(BX), Z10
+	VMOVUPS 704(BX), Z11
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VFMADD231PS Z10, Z28, Z2
+	VFMADD231PS Z11, Z28, Z3
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z8, Z29, Z4
+	VFMADD231PS Z9, Z29, Z5
+	VFMADD231PS Z10, Z29, Z6
+	VFMADD231PS Z11, Z29, Z7
+	VMOVUPS 768(BX), Z8
+	VMOVUPS 832(BX), Z9
+	VMOVUPS 896(BX), Z10
+	VMOVUPS 960(BX), Z11
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VFMADD231PS Z10, Z28, Z2
+	VFMADD231PS Z11, Z28, Z3
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z8, Z29, Z4
+	VFMADD231PS Z9, Z29, Z5
+	VFMADD231PS Z10, Z29, Z6
+	VFMADD231PS Z11, Z29, Z7
+	VMOVUPS 1024(BX), Z8
+	VMOVUPS 1088(BX), Z9
+	VMOVUPS 1152(BX), Z10
+	VMOVUPS 1216(BX), Z11
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VFMADD231PS Z10, Z28, Z2
+	VFMADD231PS Z11, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z8, Z29, Z4
+	VFMADD231PS Z9, Z29, Z5
+	VFMADD231PS Z10, Z29, Z6
+	VFMADD231PS Z11, Z29, Z7
+	VMOVUPS 1280(BX), Z8
+	VMOVUPS 1344(BX), Z9
+	VMOVUPS 1408(BX), Z10
+	VMOVUPS 1472(BX), Z11
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VFMADD231PS Z10, Z28, Z2
+	VFMADD231PS Z11, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z8, Z29, Z4
+	VFMADD231PS Z9, Z29, Z5
+	VFMADD231PS Z10, Z29, Z6
+	VFMADD231PS Z11, Z29, Z7
+	VMOVUPS 1536(BX), Z8
+	VMOVUPS 1600(BX), Z9
+	VMOVUPS 1664(BX), Z10
+	VMOVUPS 1728(BX), Z11
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VFMADD231PS Z10, Z28, Z2
+	VFMADD231PS Z11, Z28, Z3
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z8, Z29, Z4
+	VFMADD231PS Z9, Z29, Z5
+	VFMADD231PS Z10, Z29, Z6
+	VFMADD231PS Z11, Z29, Z7
+	VMOVUPS 1792(BX), Z8
+	VMOVUPS 1856(BX), Z9
+	VMOVUPS 1920(BX), Z10
+	VMOVUPS 1984(BX), Z11
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VFMADD231PS Z10, Z28, Z2
+	VFMADD231PS Z11, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z8, Z29, Z4
+	VFMADD231PS Z9, Z29, Z5
+	VFMADD231PS Z10, Z29, Z6
+	VFMADD231PS Z11, Z29, Z7
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $2048, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m2v4_loop
+sgemmTK512m2v4_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m2v4_store
+sgemmTK512m2v4_loop1:
+	VMOVUPS 0(BX), Z8
+	VMOVUPS 64(BX), Z9
+	VMOVUPS 128(BX), Z10
+	VMOVUPS 192(BX), Z11
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VFMADD231PS Z10, Z28, Z2
+	VFMADD231PS Z11, Z28, Z3
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z8, Z29, Z4
+	VFMADD231PS Z9, Z29, Z5
+	VFMADD231PS Z10, Z29, Z6
+	VFMADD231PS Z11, Z29, Z7
+	ADDQ R8, AX
+	ADDQ $256, BX
+	DECQ CX
+	JNE sgemmTK512m2v4_loop1
+sgemmTK512m2v4_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	SHRQ $16, SI
+	KMOVW SI, K3
+	SHRQ $16, SI
+	KMOVW SI, K4
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m2v4_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z8
+	VFMADD231PS Z29, Z8, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z8
+	VFMADD231PS Z29, Z8, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 128(DX), K3, Z8
+	VFMADD231PS Z29, Z8, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 192(DX), K4, Z8
+	VFMADD231PS Z29, Z8, Z3
+	VMOVUPS Z3, K4, 192(DX)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z8
+	VFMADD231PS Z29, Z8, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z8
+	VFMADD231PS Z29, Z8, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS.Z 128(DX)(R9*1), K3, Z8
+	VFMADD231PS Z29, Z8, Z6
+	VMOVUPS Z6, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS.Z 192(DX)(R9*1), K4, Z8
+	VFMADD231PS Z29, Z8, Z7
+	VMOVUPS Z7, K4, 192(DX)(R9*1)
+	VZEROUPPER
+	RET
+sgemmTK512m2v4_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K4, 192(DX)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS Z6, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS Z7, K4, 192(DX)(R9*1)
+	VZEROUPPER
+	RET
+
+// func sgemmTK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK256m2(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	CMPQ CX, $8
+	JB sgemmTK256m2_tail
+sgemmTK256m2_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Y4
+	VMOVUPS 32(BX), Y5
+	VBROADCASTSS 0(AX), Y14
+	VFMADD231PS Y4, Y14, Y0
+	VFMADD231PS Y5, Y14, Y1
+	VBROADCASTSS 4(AX), Y15
+	VFMADD231PS Y4, Y15, Y2
+	VFMADD231PS Y5, Y15, Y3
+	VMOVUPS 64(BX), Y4
+	VMOVUPS 96(BX), Y5
+	VBROADCASTSS 0(AX)(R8*1), Y14
+	VFMADD231PS Y4, Y14, Y0
+	VFMADD231PS Y5, Y14, Y1
+	VBROADCASTSS 4(AX)(R8*1), Y15
+	VFMADD231PS Y4, Y15, Y2
+	VFMADD231PS Y5, Y15, Y3
+	VMOVUPS 128(BX), Y4
+	VMOVUPS 160(BX), Y5
+	VBROADCASTSS 0(AX)(R8*2), Y14
+	VFMADD231PS Y4, Y14, Y0
+	VFMADD231PS Y5, Y14, Y1
+	VBROADCASTSS 4(AX)(R8*2), Y15
+	VFMADD231PS Y4, Y15, Y2
+	VFMADD231PS Y5, Y15, Y3
+	VMOVUPS 192(BX), Y4
+	VMOVUPS 224(BX), Y5
+	VBROADCASTSS 0(R11), Y14
+	VFMADD231PS Y4, Y14, Y0
+	VFMADD231PS Y5, Y14, Y1
+	VBROADCASTSS 4(R11), Y15
+	VFMADD231PS Y4, Y15, Y2
+	VFMADD231PS Y5, Y15, Y3
+	VMOVUPS 256(BX), Y4
+	VMOVUPS 288(BX), Y5
+	VBROADCASTSS 0(R11)(R8*1), Y14
+	VFMADD231PS Y4, Y14, Y0
+	VFMADD231PS Y5, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*1), Y15
+	VFMADD231PS Y4, Y15, Y2
+	VFMADD231PS Y5, Y15, Y3
+	VMOVUPS 320(BX), Y4
+	VMOVUPS 352(BX), Y5
+	VBROADCASTSS 0(R11)(R8*2), Y14
+	VFMADD231PS Y4, Y14, Y0
+	VFMADD231PS Y5, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*2), Y15
+	VFMADD231PS Y4, Y15, Y2
+	VFMADD231PS Y5, Y15, Y3
+	VMOVUPS 384(BX), Y4
+	VMOVUPS 416(BX), Y5
+	VBROADCASTSS 0(DI), Y14
+	VFMADD231PS Y4, Y14, Y0
+	VFMADD231PS Y5, Y14, Y1
+	VBROADCASTSS 4(DI), Y15
+	VFMADD231PS Y4, Y15, Y2
+	VFMADD231PS Y5, Y15, Y3
+	VMOVUPS 448(BX), Y4
+	VMOVUPS 480(BX), Y5
+	VBROADCASTSS 0(R11)(R8*4), Y14
+	VFMADD231PS Y4, Y14, Y0
+	VFMADD231PS Y5, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*4), Y15
+	VFMADD231PS Y4, Y15, Y2
+	VFMADD231PS Y5, Y15, Y3
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $512, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK256m2_loop
+sgemmTK256m2_tail:
+	TESTQ CX, CX
+	JE sgemmTK256m2_store
+sgemmTK256m2_loop1:
+	VMOVUPS 0(BX), Y4
+	VMOVUPS 32(BX), Y5
+	VBROADCASTSS 0(AX), Y14
+	VFMADD231PS Y4, Y14, Y0
+	VFMADD231PS Y5, Y14, Y1
+	VBROADCASTSS 4(AX), Y15
+	VFMADD231PS Y4, Y15, Y2
+	VFMADD231PS Y5, Y15, Y3
+	ADDQ R8, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNE sgemmTK256m2_loop1
+sgemmTK256m2_store:
+	VBROADCASTSS alpha+48(FP), Y14
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK256m2_beta0
+	VBROADCASTSS beta+52(FP), Y15
+	VMULPS Y14, Y0, Y0
+	VMOVUPS 0(DX), Y4
+	VFMADD231PS Y15, Y4, Y0
+	VMOVUPS Y0, 0(DX)
+	VMULPS Y14, Y1, Y1
+	VMOVUPS 32(DX), Y4
+	VFMADD231PS Y15, Y4, Y1
+	VMOVUPS Y1, 32(DX)
+	VMULPS Y14, Y2, Y2
+	VMOVUPS 0(DX)(R9*1), Y4
+	VFMADD231PS Y15, Y4, Y2
+	VMOVUPS Y2, 0(DX)(R9*1)
+	VMULPS Y14, Y3, Y3
+	VMOVUPS 32(DX)(R9*1), Y4
+	VFMADD231PS Y15, Y4, Y3
+	VMOVUPS Y3, 32(DX)(R9*1)
+	VZEROUPPER
+	RET
+sgemmTK256m2_beta0:
+	VMULPS Y14, Y0, Y0
+	VMOVUPS Y0, 0(DX)
+	VMULPS Y14, Y1, Y1
+	VMOVUPS Y1, 32(DX)
+	VMULPS Y14, Y2, Y2
+	VMOVUPS Y2, 0(DX)(R9*1)
+	VMULPS Y14, Y3, Y3
+	VMOVUPS Y3, 32(DX)(R9*1)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m3v1(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	CMPQ CX, $8
+	JB sgemmTK512m3v1_tail
+sgemmTK512m3v1_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z3
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z3, Z29, Z1
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z3, Z30, Z2
+	VMOVUPS 64(BX), Z3
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z3, Z29, Z1
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z3, Z30, Z2
+	VMOVUPS 128(BX), Z3
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z3, Z29, Z1
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z3, Z30, Z2
+	VMOVUPS 192(BX), Z3
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z3, Z29, Z1
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z3, Z30, Z2
+	VMOVUPS 256(BX), Z3
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z3, Z29, Z1
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z3, Z30, Z2
+	VMOVUPS 320(BX), Z3
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z3, Z29, Z1
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z3, Z30, Z2
+	VMOVUPS 384(BX), Z3
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z3, Z29, Z1
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z3, Z30, Z2
+	VMOVUPS 448(BX), Z3
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z3, Z29, Z1
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z3, Z30, Z2
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $512, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m3v1_loop
+sgemmTK512m3v1_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m3v1_store
+sgemmTK512m3v1_loop1:
+	VMOVUPS 0(BX), Z3
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z3, Z28, Z0
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z3, Z29, Z1
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z3, Z30, Z2
+	ADDQ R8, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNE sgemmTK512m3v1_loop1
+sgemmTK512m3v1_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m3v1_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z3
+	VFMADD231PS Z29, Z3, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z3
+	VFMADD231PS Z29, Z3, Z1
+	VMOVUPS Z1, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z3
+	VFMADD231PS Z29, Z3, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*2)
+	VZEROUPPER
+	RET
+sgemmTK512m3v1_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*2)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m3v2(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 64(DX)(R9*2)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	CMPQ CX, $8
+	JB sgemmTK512m3v2_tail
+sgemmTK512m3v2_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z6
+	VMOVUPS 64(BX), Z7
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z6, Z29, Z2
+	VFMADD231PS Z7, Z29, Z3
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z6, Z30, Z4
+	VFMADD231PS Z7, Z30, Z5
+	VMOVUPS 128(BX), Z6
+	VMOVUPS 192(BX), Z7
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z6, Z29, Z2
+	VFMADD231PS Z7, Z29, Z3
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z6, Z30, Z4
+	VFMADD231PS Z7, Z30, Z5
+	VMOVUPS 256(BX), Z6
+	VMOVUPS 320(BX), Z7
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z6, Z29, Z2
+	VFMADD231PS Z7, Z29, Z3
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z6, Z30, Z4
+	VFMADD231PS Z7, Z30, Z5
+	VMOVUPS 384(BX), Z6
+	VMOVUPS 448(BX), Z7
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z6, Z29, Z2
+	VFMADD231PS Z7, Z29, Z3
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z6, Z30, Z4
+	VFMADD231PS Z7, Z30, Z5
+	VMOVUPS 512(BX), Z6
+	VMOVUPS 576(BX), Z7
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z6, Z29, Z2
+	VFMADD231PS Z7, Z29, Z3
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z6, Z30, Z4
+	VFMADD231PS Z7, Z30, Z5
+	VMOVUPS 640(BX), Z6
+	VMOVUPS 704(BX), Z7
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z6, Z29, Z2
+	VFMADD231PS Z7, Z29, Z3
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z6, Z30, Z4
+	VFMADD231PS Z7, Z30, Z5
+	VMOVUPS 768(BX), Z6
+	VMOVUPS 832(BX), Z7
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z6, Z29, Z2
+	VFMADD231PS Z7, Z29, Z3
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z6, Z30, Z4
+	VFMADD231PS Z7, Z30, Z5
+	VMOVUPS 896(BX), Z6
+	VMOVUPS 960(BX), Z7
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z6, Z29, Z2
+	VFMADD231PS Z7, Z29, Z3
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z6, Z30, Z4
+	VFMADD231PS Z7, Z30, Z5
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $1024, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m3v2_loop
+sgemmTK512m3v2_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m3v2_store
+sgemmTK512m3v2_loop1:
+	VMOVUPS 0(BX), Z6
+	VMOVUPS 64(BX), Z7
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VFMADD231PS Z7, Z28, Z1
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z6, Z29, Z2
+	VFMADD231PS Z7, Z29, Z3
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z6, Z30, Z4
+	VFMADD231PS Z7, Z30, Z5
+	ADDQ R8, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNE sgemmTK512m3v2_loop1
+sgemmTK512m3v2_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m3v2_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z6
+	VFMADD231PS Z29, Z6, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z6
+	VFMADD231PS Z29, Z6, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z6
+	VFMADD231PS Z29, Z6, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z6
+	VFMADD231PS Z29, Z6, Z3
+	VMOVUPS Z3, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z6
+	VFMADD231PS Z29, Z6, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 64(DX)(R9*2), K2, Z6
+	VFMADD231PS Z29, Z6, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*2)
+	VZEROUPPER
+	RET
+sgemmTK512m3v2_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*2)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m3v3(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 128(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 64(DX)(R9*2)
+	PREFETCHT0 128(DX)(R9*2)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	CMPQ CX, $8
+	JB sgemmTK512m3v3_tail
+sgemmTK512m3v3_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z9
+	VMOVUPS 64(BX), Z10
+	VMOVUPS 128(BX), Z11
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z9, Z28, Z0
+	VFMADD231PS Z10, Z28, Z1
+	VFMADD231PS Z11, Z28, Z2
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z9, Z29, Z3
+	VFMADD231PS Z10, Z29, Z4
+	VFMADD231PS Z11, Z29, Z5
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z9, Z30, Z6
+	VFMADD231PS Z10, Z30, Z7
+	VFMADD231PS Z11, Z30, Z8
+	VMOVUPS 192(BX), Z9
+	VMOVUPS 256(BX), Z10
+	VMOVUPS 320(BX), Z11
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z9, Z28, Z0
+	VFMADD231PS Z10, Z28, Z1
+	VFMADD231PS Z11, Z28, Z2
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z9, Z29, Z3
+	VFMADD231PS Z10, Z29, Z4
+	VFMADD231PS Z11, Z29, Z5
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z9, Z30, Z6
+	VFMADD231PS Z10, Z30, Z7
+	VFMADD231PS Z11, Z30, Z8
+	VMOVUPS 384(BX), Z9
+	VMOVUPS 448(BX), Z10
+	VMOVUPS 512(BX), Z11
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z9, Z28, Z0
+	VFMADD231PS Z10, Z28, Z1
+	VFMADD231PS Z11, Z28, Z2
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z9, Z29, Z3
+	VFMADD231PS Z10, Z29, Z4
+	VFMADD231PS Z11, Z29, Z5
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z9, Z30, Z6
+	VFMADD231PS Z10, Z30, Z7
+	VFMADD231PS Z11, Z30, Z8
+	VMOVUPS 576(BX), Z9
+	VMOVUPS 640(BX), Z10
+	VMOVUPS 704(BX), Z11
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z9, Z28, Z0
+	VFMADD231PS Z10, Z28, Z1
+	VFMADD231PS Z11, Z28, Z2
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z9, Z29, Z3
+	VFMADD231PS Z10, Z29, Z4
+	VFMADD231PS Z11, Z29, Z5
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z9, Z30, Z6
+	VFMADD231PS Z10, Z30, Z7
+	VFMADD231PS Z11, Z30, Z8
+	VMOVUPS 768(BX), Z9
+	VMOVUPS 832(BX), Z10
+	VMOVUPS 896(BX), Z11
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z9, Z28, Z0
+	VFMADD231PS Z10, Z28, Z1
+	VFMADD231PS Z11, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z9, Z29, Z3
+	VFMADD231PS Z10, Z29, Z4
+	VFMADD231PS Z11, Z29, Z5
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z9, Z30, Z6
+	VFMADD231PS Z10, Z30, Z7
+	VFMADD231PS Z11, Z30, Z8
+	VMOVUPS 960(BX), Z9
+	VMOVUPS 1024(BX), Z10
+	VMOVUPS 1088(BX), Z11
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z9, Z28, Z0
+	VFMADD231PS Z10, Z28, Z1
+	VFMADD231PS Z11, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z9, Z29, Z3
+	VFMADD231PS Z10, Z29, Z4
+	VFMADD231PS Z11, Z29, Z5
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z9, Z30, Z6
+	VFMADD231PS Z10, Z30, Z7
+	VFMADD231PS Z11, Z30, Z8
+	VMOVUPS 1152(BX), Z9
+	VMOVUPS 1216(BX), Z10
+	VMOVUPS 1280(BX), Z11
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z9, Z28, Z0
+	VFMADD231PS Z10, Z28, Z1
+	VFMADD231PS Z11, Z28, Z2
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z9, Z29, Z3
+	VFMADD231PS Z10, Z29, Z4
+	VFMADD231PS Z11, Z29, Z5
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z9, Z30, Z6
+	VFMADD231PS Z10, Z30, Z7
+	VFMADD231PS Z11, Z30, Z8
+	VMOVUPS 1344(BX), Z9
+	VMOVUPS 1408(BX), Z10
+	VMOVUPS 1472(BX), Z11
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z9, Z28, Z0
+	VFMADD231PS Z10, Z28, Z1
+	VFMADD231PS Z11, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z9, Z29, Z3
+	VFMADD231PS Z10, Z29, Z4
+	VFMADD231PS Z11, Z29, Z5
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z9, Z30, Z6
+	VFMADD231PS Z10, Z30, Z7
+	VFMADD231PS Z11, Z30, Z8
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $1536, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m3v3_loop
+sgemmTK512m3v3_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m3v3_store
+sgemmTK512m3v3_loop1:
+	VMOVUPS 0(BX), Z9
+	VMOVUPS 64(BX), Z10
+	VMOVUPS 128(BX), Z11
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z9, Z28, Z0
+	VFMADD231PS Z10, Z28, Z1
+	VFMADD231PS Z11, Z28, Z2
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z9, Z29, Z3
+	VFMADD231PS Z10, Z29, Z4
+	VFMADD231PS Z11, Z29, Z5
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z9, Z30, Z6
+	VFMADD231PS Z10, Z30, Z7
+	VFMADD231PS Z11, Z30, Z8
+	ADDQ R8, AX
+	ADDQ $192, BX
+	DECQ CX
+	JNE sgemmTK512m3v3_loop1
+sgemmTK512m3v3_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	SHRQ $16, SI
+	KMOVW SI, K3
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m3v3_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z9
+	VFMADD231PS Z29, Z9, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z9
+	VFMADD231PS Z29, Z9, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 128(DX), K3, Z9
+	VFMADD231PS Z29, Z9, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z9
+	VFMADD231PS Z29, Z9, Z3
+	VMOVUPS Z3, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z9
+	VFMADD231PS Z29, Z9, Z4
+	VMOVUPS Z4, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 128(DX)(R9*1), K3, Z9
+	VFMADD231PS Z29, Z9, Z5
+	VMOVUPS Z5, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z9
+	VFMADD231PS Z29, Z9, Z6
+	VMOVUPS Z6, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS.Z 64(DX)(R9*2), K2, Z9
+	VFMADD231PS Z29, Z9, Z7
+	VMOVUPS Z7, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS.Z 128(DX)(R9*2), K3, Z9
+	VFMADD231PS Z29, Z9, Z8
+	VMOVUPS Z8, K3, 128(DX)(R9*2)
+	VZEROUPPER
+	RET
+sgemmTK512m3v3_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS Z6, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS Z7, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS Z8, K3, 128(DX)(R9*2)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m3v4(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	PREFETCHT0 192(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 128(DX)(R9*1)
+	PREFETCHT0 192(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 64(DX)(R9*2)
+	PREFETCHT0 128(DX)(R9*2)
+	PREFETCHT0 192(DX)(R9*2)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	CMPQ CX, $8
+	JB sgemmTK512m3v4_tail
+sgemmTK512m3v4_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z12
+	VMOVUPS 64(BX), Z13
+	VMOVUPS 128(BX), Z14
+	VMOVUPS 192(BX), Z15
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VFMADD231PS Z15, Z28, Z3
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z12, Z29, Z4
+	VFMADD231PS Z13, Z29, Z5
+	VFMADD231PS Z14, Z29, Z6
+	VFMADD231PS Z15, Z29, Z7
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z12, Z30, Z8
+	VFMADD231PS Z13, Z30, Z9
+	VFMADD231PS Z14, Z30, Z10
+	VFMADD231PS Z15, Z30, Z11
+	VMOVUPS 256(BX), Z12
+	VMOVUPS 320(BX), Z13
+	VMOVUPS 384(BX), Z14
+	VMOVUPS 448(BX), Z15
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VFMADD231PS Z15, Z28, Z3
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z12, Z29, Z4
+	VFMADD231PS Z13, Z29, Z5
+	VFMADD231PS Z14, Z29, Z6
+	VFMADD231PS Z15, Z29, Z7
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z12, Z30, Z8
+	VFMADD231PS Z13, Z30, Z9
+	VFMADD231PS Z14, Z30, Z10
+	VFMADD231PS Z15, Z30, Z11
+	VMOVUPS 512(BX), Z12
+	VMOVUPS 576(BX), Z13
+	VMOVUPS 640(BX), Z14
+	VMOVUPS 704(BX), Z15
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VFMADD231PS Z15, Z28, Z3
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z12, Z29, Z4
+	VFMADD231PS Z13, Z29, Z5
+	VFMADD231PS Z14, Z29, Z6
+	VFMADD231PS Z15, Z29, Z7
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z12, Z30, Z8
+	VFMADD231PS Z13, Z30, Z9
+	VFMADD231PS Z14, Z30, Z10
+	VFMADD231PS Z15, Z30, Z11
+	VMOVUPS 768(BX), Z12
+	VMOVUPS 832(BX), Z13
+	VMOVUPS 896(BX), Z14
+	VMOVUPS 960(BX), Z15
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VFMADD231PS Z15, Z28, Z3
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z12, Z29, Z4
+	VFMADD231PS Z13, Z29, Z5
+	VFMADD231PS Z14, Z29, Z6
+	VFMADD231PS Z15, Z29, Z7
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z12, Z30, Z8
+	VFMADD231PS Z13, Z30, Z9
+	VFMADD231PS Z14, Z30, Z10
+	VFMADD231PS Z15, Z30, Z11
+	VMOVUPS 1024(BX), Z12
+	VMOVUPS 1088(BX), Z13
+	VMOVUPS 1152(BX), Z14
+	VMOVUPS 1216(BX), Z15
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VFMADD231PS Z15, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z12, Z29, Z4
+	VFMADD231PS Z13, Z29, Z5
+	VFMADD231PS Z14, Z29, Z6
+	VFMADD231PS Z15, Z29, Z7
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z12, Z30, Z8
+	VFMADD231PS Z13, Z30, Z9
+	VFMADD231PS Z14, Z30, Z10
+	VFMADD231PS Z15, Z30, Z11
+	VMOVUPS 1280(BX), Z12
+	VMOVUPS 1344(BX), Z13
+	VMOVUPS 1408(BX), Z14
+	VMOVUPS 1472(BX), Z15
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VFMADD231PS Z15, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z12, Z29, Z4
+	VFMADD231PS Z13, Z29, Z5
+	VFMADD231PS Z14, Z29, Z6
+	VFMADD231PS Z15, Z29, Z7
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z12, Z30, Z8
+	VFMADD231PS Z13, Z30, Z9
+	VFMADD231PS Z14, Z30, Z10
+	VFMADD231PS Z15, Z30, Z11
+	VMOVUPS 1536(BX), Z12
+	VMOVUPS 1600(BX), Z13
+	VMOVUPS 1664(BX), Z14
+	VMOVUPS 1728(BX), Z15
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VFMADD231PS Z15, Z28, Z3
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z12, Z29, Z4
+	VFMADD231PS Z13, Z29, Z5
+	VFMADD231PS Z14, Z29, Z6
+	VFMADD231PS Z15, Z29, Z7
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z12, Z30, Z8
+	VFMADD231PS Z13, Z30, Z9
+	VFMADD231PS Z14, Z30, Z10
+	VFMADD231PS Z15, Z30, Z11
+	VMOVUPS 1792(BX), Z12
+	VMOVUPS 1856(BX), Z13
+	VMOVUPS 1920(BX), Z14
+	VMOVUPS 1984(BX), Z15
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VFMADD231PS Z15, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z12, Z29, Z4
+	VFMADD231PS Z13, Z29, Z5
+	VFMADD231PS Z14, Z29, Z6
+	VFMADD231PS Z15, Z29, Z7
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z12, Z30, Z8
+	VFMADD231PS Z13, Z30, Z9
+	VFMADD231PS Z14, Z30, Z10
+	VFMADD231PS Z15, Z30, Z11
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $2048, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m3v4_loop
+sgemmTK512m3v4_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m3v4_store
+sgemmTK512m3v4_loop1:
+	VMOVUPS 0(BX), Z12
+	VMOVUPS 64(BX), Z13
+	VMOVUPS 128(BX), Z14
+	VMOVUPS 192(BX), Z15
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VFMADD231PS Z15, Z28, Z3
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z12, Z29, Z4
+	VFMADD231PS Z13, Z29, Z5
+	VFMADD231PS Z14, Z29, Z6
+	VFMADD231PS Z15, Z29, Z7
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z12, Z30, Z8
+	VFMADD231PS Z13, Z30, Z9
+	VFMADD231PS Z14, Z30, Z10
+	VFMADD231PS Z15, Z30, Z11
+	ADDQ R8, AX
+	ADDQ $256, BX
+	DECQ CX
+	JNE sgemmTK512m3v4_loop1
+sgemmTK512m3v4_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	SHRQ $16, SI
+	KMOVW SI, K3
+	SHRQ $16, SI
+	KMOVW SI, K4
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m3v4_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z12
+	VFMADD231PS Z29, Z12, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z12
+	VFMADD231PS Z29, Z12, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 128(DX), K3, Z12
+	VFMADD231PS Z29, Z12, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 192(DX), K4, Z12
+	VFMADD231PS Z29, Z12, Z3
+	VMOVUPS Z3, K4, 192(DX)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z12
+	VFMADD231PS Z29, Z12, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z12
+	VFMADD231PS Z29, Z12, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS.Z 128(DX)(R9*1), K3, Z12
+	VFMADD231PS Z29, Z12, Z6
+	VMOVUPS Z6, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS.Z 192(DX)(R9*1), K4, Z12
+	VFMADD231PS Z29, Z12, Z7
+	VMOVUPS Z7, K4, 192(DX)(R9*1)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z12
+	VFMADD231PS Z29, Z12, Z8
+	VMOVUPS Z8, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS.Z 64(DX)(R9*2), K2, Z12
+	VFMADD231PS Z29, Z12, Z9
+	VMOVUPS Z9, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS.Z 128(DX)(R9*2), K3, Z12
+	VFMADD231PS Z29, Z12, Z10
+	VMOVUPS Z10, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS.Z 192(DX)(R9*2), K4, Z12
+	VFMADD231PS Z29, Z12, Z11
+	VMOVUPS Z11, K4, 192(DX)(R9*2)
+	VZEROUPPER
+	RET
+sgemmTK512m3v4_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K4, 192(DX)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS Z6, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS Z7, K4, 192(DX)(R9*1)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS Z8, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS Z9, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS Z10, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS Z11, K4, 192(DX)(R9*2)
+	VZEROUPPER
+	RET
+
+// func sgemmTK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK256m3(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	PREFETCHT0 0(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	CMPQ CX, $8
+	JB sgemmTK256m3_tail
+sgemmTK256m3_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Y6
+	VMOVUPS 32(BX), Y7
+	VBROADCASTSS 0(AX), Y14
+	VFMADD231PS Y6, Y14, Y0
+	VFMADD231PS Y7, Y14, Y1
+	VBROADCASTSS 4(AX), Y15
+	VFMADD231PS Y6, Y15, Y2
+	VFMADD231PS Y7, Y15, Y3
+	VBROADCASTSS 8(AX), Y14
+	VFMADD231PS Y6, Y14, Y4
+	VFMADD231PS Y7, Y14, Y5
+	VMOVUPS 64(BX), Y6
+	VMOVUPS 96(BX), Y7
+	VBROADCASTSS 0(AX)(R8*1), Y14
+	VFMADD231PS Y6, Y14, Y0
+	VFMADD231PS Y7, Y14, Y1
+	VBROADCASTSS 4(AX)(R8*1), Y15
+	VFMADD231PS Y6, Y15, Y2
+	VFMADD231PS Y7, Y15, Y3
+	VBROADCASTSS 8(AX)(R8*1), Y14
+	VFMADD231PS Y6, Y14, Y4
+	VFMADD231PS Y7, Y14, Y5
+	VMOVUPS 128(BX), Y6
+	VMOVUPS 160(BX), Y7
+	VBROADCASTSS 0(AX)(R8*2), Y14
+	VFMADD231PS Y6, Y14, Y0
+	VFMADD231PS Y7, Y14, Y1
+	VBROADCASTSS 4(AX)(R8*2), Y15
+	VFMADD231PS Y6, Y15, Y2
+	VFMADD231PS Y7, Y15, Y3
+	VBROADCASTSS 8(AX)(R8*2), Y14
+	VFMADD231PS Y6, Y14, Y4
+	VFMADD231PS Y7, Y14, Y5
+	VMOVUPS 192(BX), Y6
+	VMOVUPS 224(BX), Y7
+	VBROADCASTSS 0(R11), Y14
+	VFMADD231PS Y6, Y14, Y0
+	VFMADD231PS Y7, Y14, Y1
+	VBROADCASTSS 4(R11), Y15
+	VFMADD231PS Y6, Y15, Y2
+	VFMADD231PS Y7, Y15, Y3
+	VBROADCASTSS 8(R11), Y14
+	VFMADD231PS Y6, Y14, Y4
+	VFMADD231PS Y7, Y14, Y5
+	VMOVUPS 256(BX), Y6
+	VMOVUPS 288(BX), Y7
+	VBROADCASTSS 0(R11)(R8*1), Y14
+	VFMADD231PS Y6, Y14, Y0
+	VFMADD231PS Y7, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*1), Y15
+	VFMADD231PS Y6, Y15, Y2
+	VFMADD231PS Y7, Y15, Y3
+	VBROADCASTSS 8(R11)(R8*1), Y14
+	VFMADD231PS Y6, Y14, Y4
+	VFMADD231PS Y7, Y14, Y5
+	VMOVUPS 320(BX), Y6
+	VMOVUPS 352(BX), Y7
+	VBROADCASTSS 0(R11)(R8*2), Y14
+	VFMADD231PS Y6, Y14, Y0
+	VFMADD231PS Y7, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*2), Y15
+	VFMADD231PS Y6, Y15, Y2
+	VFMADD231PS Y7, Y15, Y3
+	VBROADCASTSS 8(R11)(R8*2), Y14
+	VFMADD231PS Y6, Y14, Y4
+	VFMADD231PS Y7, Y14, Y5
+	VMOVUPS 384(BX), Y6
+	VMOVUPS 416(BX), Y7
+	VBROADCASTSS 0(DI), Y14
+	VFMADD231PS Y6, Y14, Y0
+	VFMADD231PS Y7, Y14, Y1
+	VBROADCASTSS 4(DI), Y15
+	VFMADD231PS Y6, Y15, Y2
+	VFMADD231PS Y7, Y15, Y3
+	VBROADCASTSS 8(DI), Y14
+	VFMADD231PS Y6, Y14, Y4
+	VFMADD231PS Y7, Y14, Y5
+	VMOVUPS 448(BX), Y6
+	VMOVUPS 480(BX), Y7
+	VBROADCASTSS 0(R11)(R8*4), Y14
+	VFMADD231PS Y6, Y14, Y0
+	VFMADD231PS Y7, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*4), Y15
+	VFMADD231PS Y6, Y15, Y2
+	VFMADD231PS Y7, Y15, Y3
+	VBROADCASTSS 8(R11)(R8*4), Y14
+	VFMADD231PS Y6, Y14, Y4
+	VFMADD231PS Y7, Y14, Y5
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $512, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK256m3_loop
+sgemmTK256m3_tail:
+	TESTQ CX, CX
+	JE sgemmTK256m3_store
+sgemmTK256m3_loop1:
+	VMOVUPS 0(BX), Y6
+	VMOVUPS 32(BX), Y7
+	VBROADCASTSS 0(AX), Y14
+	VFMADD231PS Y6, Y14, Y0
+	VFMADD231PS Y7, Y14, Y1
+	VBROADCASTSS 4(AX), Y15
+	VFMADD231PS Y6, Y15, Y2
+	VFMADD231PS Y7, Y15, Y3
+	VBROADCASTSS 8(AX), Y14
+	VFMADD231PS Y6, Y14, Y4
+	VFMADD231PS Y7, Y14, Y5
+	ADDQ R8, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNE sgemmTK256m3_loop1
+sgemmTK256m3_store:
+	VBROADCASTSS alpha+48(FP), Y14
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK256m3_beta0
+	VBROADCASTSS beta+52(FP), Y15
+	VMULPS Y14, Y0, Y0
+	VMOVUPS 0(DX), Y6
+	VFMADD231PS Y15, Y6, Y0
+	VMOVUPS Y0, 0(DX)
+	VMULPS Y14, Y1, Y1
+	VMOVUPS 32(DX), Y6
+	VFMADD231PS Y15, Y6, Y1
+	VMOVUPS Y1, 32(DX)
+	VMULPS Y14, Y2, Y2
+	VMOVUPS 0(DX)(R9*1), Y6
+	VFMADD231PS Y15, Y6, Y2
+	VMOVUPS Y2, 0(DX)(R9*1)
+	VMULPS Y14, Y3, Y3
+	VMOVUPS 32(DX)(R9*1), Y6
+	VFMADD231PS Y15, Y6, Y3
+	VMOVUPS Y3, 32(DX)(R9*1)
+	VMULPS Y14, Y4, Y4
+	VMOVUPS 0(DX)(R9*2), Y6
+	VFMADD231PS Y15, Y6, Y4
+	VMOVUPS Y4, 0(DX)(R9*2)
+	VMULPS Y14, Y5, Y5
+	VMOVUPS 32(DX)(R9*2), Y6
+	VFMADD231PS Y15, Y6, Y5
+	VMOVUPS Y5, 32(DX)(R9*2)
+	VZEROUPPER
+	RET
+sgemmTK256m3_beta0:
+	VMULPS Y14, Y0, Y0
+	VMOVUPS Y0, 0(DX)
+	VMULPS Y14, Y1, Y1
+	VMOVUPS Y1, 32(DX)
+	VMULPS Y14, Y2, Y2
+	VMOVUPS Y2, 0(DX)(R9*1)
+	VMULPS Y14, Y3, Y3
+	VMOVUPS Y3, 32(DX)(R9*1)
+	VMULPS Y14, Y4, Y4
+	VMOVUPS Y4, 0(DX)(R9*2)
+	VMULPS Y14, Y5, Y5
+	VMOVUPS Y5, 32(DX)(R9*2)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m4v1(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	CMPQ CX, $8
+	JB sgemmTK512m4v1_tail
+sgemmTK512m4v1_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z4
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z4, Z29, Z1
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z4, Z30, Z2
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z4, Z31, Z3
+	VMOVUPS 64(BX), Z4
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z4, Z29, Z1
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z4, Z30, Z2
+	VBROADCASTSS 12(AX)(R8*1), Z31
+	VFMADD231PS Z4, Z31, Z3
+	VMOVUPS 128(BX), Z4
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z4, Z29, Z1
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z4, Z30, Z2
+	VBROADCASTSS 12(AX)(R8*2), Z31
+	VFMADD231PS Z4, Z31, Z3
+	VMOVUPS 192(BX), Z4
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z4, Z29, Z1
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z4, Z30, Z2
+	VBROADCASTSS 12(R11), Z31
+	VFMADD231PS Z4, Z31, Z3
+	VMOVUPS 256(BX), Z4
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z4, Z29, Z1
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z4, Z30, Z2
+	VBROADCASTSS 12(R11)(R8*1), Z31
+	VFMADD231PS Z4, Z31, Z3
+	VMOVUPS 320(BX), Z4
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z4, Z29, Z1
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z4, Z30, Z2
+	VBROADCASTSS 12(R11)(R8*2), Z31
+	VFMADD231PS Z4, Z31, Z3
+	VMOVUPS 384(BX), Z4
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z4, Z29, Z1
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z4, Z30, Z2
+	VBROADCASTSS 12(DI), Z31
+	VFMADD231PS Z4, Z31, Z3
+	VMOVUPS 448(BX), Z4
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z4, Z29, Z1
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z4, Z30, Z2
+	VBROADCASTSS 12(R11)(R8*4), Z31
+	VFMADD231PS Z4, Z31, Z3
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $512, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m4v1_loop
+sgemmTK512m4v1_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m4v1_store
+sgemmTK512m4v1_loop1:
+	VMOVUPS 0(BX), Z4
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z4, Z28, Z0
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z4, Z29, Z1
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z4, Z30, Z2
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z4, Z31, Z3
+	ADDQ R8, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNE sgemmTK512m4v1_loop1
+sgemmTK512m4v1_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m4v1_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z4
+	VFMADD231PS Z29, Z4, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z4
+	VFMADD231PS Z29, Z4, Z1
+	VMOVUPS Z1, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z4
+	VFMADD231PS Z29, Z4, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 0(R10), K1, Z4
+	VFMADD231PS Z29, Z4, Z3
+	VMOVUPS Z3, K1, 0(R10)
+	VZEROUPPER
+	RET
+sgemmTK512m4v1_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K1, 0(R10)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m4v2(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 64(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	CMPQ CX, $8
+	JB sgemmTK512m4v2_tail
+sgemmTK512m4v2_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z8
+	VMOVUPS 64(BX), Z9
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z8, Z29, Z2
+	VFMADD231PS Z9, Z29, Z3
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z8, Z30, Z4
+	VFMADD231PS Z9, Z30, Z5
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z8, Z31, Z6
+	VFMADD231PS Z9, Z31, Z7
+	VMOVUPS 128(BX), Z8
+	VMOVUPS 192(BX), Z9
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z8, Z29, Z2
+	VFMADD231PS Z9, Z29, Z3
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z8, Z30, Z4
+	VFMADD231PS Z9, Z30, Z5
+	VBROADCASTSS 12(AX)(R8*1), Z31
+	VFMADD231PS Z8, Z31, Z6
+	VFMADD231PS Z9, Z31, Z7
+	VMOVUPS 256(BX), Z8
+	VMOVUPS 320(BX), Z9
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z8, Z29, Z2
+	VFMADD231PS Z9, Z29, Z3
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z8, Z30, Z4
+	VFMADD231PS Z9, Z30, Z5
+	VBROADCASTSS 12(AX)(R8*2), Z31
+	VFMADD231PS Z8, Z31, Z6
+	VFMADD231PS Z9, Z31, Z7
+	VMOVUPS 384(BX), Z8
+	VMOVUPS 448(BX), Z9
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z8, Z29, Z2
+	VFMADD231PS Z9, Z29, Z3
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z8, Z30, Z4
+	VFMADD231PS Z9, Z30, Z5
+	VBROADCASTSS 12(R11), Z31
+	VFMADD231PS Z8, Z31, Z6
+	VFMADD231PS Z9, Z31, Z7
+	VMOVUPS 512(BX), Z8
+	VMOVUPS 576(BX), Z9
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z8, Z29, Z2
+	VFMADD231PS Z9, Z29, Z3
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z8, Z30, Z4
+	VFMADD231PS Z9, Z30, Z5
+	VBROADCASTSS 12(R11)(R8*1), Z31
+	VFMADD231PS Z8, Z31, Z6
+	VFMADD231PS Z9, Z31, Z7
+	VMOVUPS 640(BX), Z8
+	VMOVUPS 704(BX), Z9
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z8, Z29, Z2
+	VFMADD231PS Z9, Z29, Z3
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z8, Z30, Z4
+	VFMADD231PS Z9, Z30, Z5
+	VBROADCASTSS 12(R11)(R8*2), Z31
+	VFMADD231PS Z8, Z31, Z6
+	VFMADD231PS Z9, Z31, Z7
+	VMOVUPS 768(BX), Z8
+	VMOVUPS 832(BX), Z9
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z8, Z29, Z2
+	VFMADD231PS Z9, Z29, Z3
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z8, Z30, Z4
+	VFMADD231PS Z9, Z30, Z5
+	VBROADCASTSS 12(DI), Z31
+	VFMADD231PS Z8, Z31, Z6
+	VFMADD231PS Z9, Z31, Z7
+	VMOVUPS 896(BX), Z8
+	VMOVUPS 960(BX), Z9
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z8, Z29, Z2
+	VFMADD231PS Z9, Z29, Z3
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z8, Z30, Z4
+	VFMADD231PS Z9, Z30, Z5
+	VBROADCASTSS 12(R11)(R8*4), Z31
+	VFMADD231PS Z8, Z31, Z6
+	VFMADD231PS Z9, Z31, Z7
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $1024, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m4v2_loop
+sgemmTK512m4v2_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m4v2_store
+sgemmTK512m4v2_loop1:
+	VMOVUPS 0(BX), Z8
+	VMOVUPS 64(BX), Z9
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z8, Z28, Z0
+	VFMADD231PS Z9, Z28, Z1
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z8, Z29, Z2
+	VFMADD231PS Z9, Z29, Z3
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z8, Z30, Z4
+	VFMADD231PS Z9, Z30, Z5
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z8, Z31, Z6
+	VFMADD231PS Z9, Z31, Z7
+	ADDQ R8, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNE sgemmTK512m4v2_loop1
+sgemmTK512m4v2_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m4v2_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z8
+	VFMADD231PS Z29, Z8, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z8
+	VFMADD231PS Z29, Z8, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z8
+	VFMADD231PS Z29, Z8, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z8
+	VFMADD231PS Z29, Z8, Z3
+	VMOVUPS Z3, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z8
+	VFMADD231PS Z29, Z8, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 64(DX)(R9*2), K2, Z8
+	VFMADD231PS Z29, Z8, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS.Z 0(R10), K1, Z8
+	VFMADD231PS Z29, Z8, Z6
+	VMOVUPS Z6, K1, 0(R10)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS.Z 64(R10), K2, Z8
+	VFMADD231PS Z29, Z8, Z7
+	VMOVUPS Z7, K2, 64(R10)
+	VZEROUPPER
+	RET
+sgemmTK512m4v2_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS Z6, K1, 0(R10)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS Z7, K2, 64(R10)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m4v3(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 128(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 64(DX)(R9*2)
+	PREFETCHT0 128(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	CMPQ CX, $8
+	JB sgemmTK512m4v3_tail
+sgemmTK512m4v3_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z12
+	VMOVUPS 64(BX), Z13
+	VMOVUPS 128(BX), Z14
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z12, Z29, Z3
+	VFMADD231PS Z13, Z29, Z4
+	VFMADD231PS Z14, Z29, Z5
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z12, Z30, Z6
+	VFMADD231PS Z13, Z30, Z7
+	VFMADD231PS Z14, Z30, Z8
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z12, Z31, Z9
+	VFMADD231PS Z13, Z31, Z10
+	VFMADD231PS Z14, Z31, Z11
+	VMOVUPS 192(BX), Z12
+	VMOVUPS 256(BX), Z13
+	VMOVUPS 320(BX), Z14
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z12, Z29, Z3
+	VFMADD231PS Z13, Z29, Z4
+	VFMADD231PS Z14, Z29, Z5
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z12, Z30, Z6
+	VFMADD231PS Z13, Z30, Z7
+	VFMADD231PS Z14, Z30, Z8
+	VBROADCASTSS 12(AX)(R8*1), Z31
+	VFMADD231PS Z12, Z31, Z9
+	VFMADD231PS Z13, Z31, Z10
+	VFMADD231PS Z14, Z31, Z11
+	VMOVUPS 384(BX), Z12
+	VMOVUPS 448(BX), Z13
+	VMOVUPS 512(BX), Z14
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z12, Z29, Z3
+	VFMADD231PS Z13, Z29, Z4
+	VFMADD231PS Z14, Z29, Z5
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z12, Z30, Z6
+	VFMADD231PS Z13, Z30, Z7
+	VFMADD231PS Z14, Z30, Z8
+	VBROADCASTSS 12(AX)(R8*2), Z31
+	VFMADD231PS Z12, Z31, Z9
+	VFMADD231PS Z13, Z31, Z10
+	VFMADD231PS Z14, Z31, Z11
+	VMOVUPS 576(BX), Z12
+	VMOVUPS 640(BX), Z13
+	VMOVUPS 704(BX), Z14
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z12, Z29, Z3
+	VFMADD231PS Z13, Z29, Z4
+	VFMADD231PS Z14, Z29, Z5
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z12, Z30, Z6
+	VFMADD231PS Z13, Z30, Z7
+	VFMADD231PS Z14, Z30, Z8
+	VBROADCASTSS 12(R11), Z31
+	VFMADD231PS Z12, Z31, Z9
+	VFMADD231PS Z13, Z31, Z10
+	VFMADD231PS Z14, Z31, Z11
+	VMOVUPS 768(BX), Z12
+	VMOVUPS 832(BX), Z13
+	VMOVUPS 896(BX), Z14
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z12, Z29, Z3
+	VFMADD231PS Z13, Z29, Z4
+	VFMADD231PS Z14, Z29, Z5
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z12, Z30, Z6
+	VFMADD231PS Z13, Z30, Z7
+	VFMADD231PS Z14, Z30, Z8
+	VBROADCASTSS 12(R11)(R8*1), Z31
+	VFMADD231PS Z12, Z31, Z9
+	VFMADD231PS Z13, Z31, Z10
+	VFMADD231PS Z14, Z31, Z11
+	VMOVUPS 960(BX), Z12
+	VMOVUPS 1024(BX), Z13
+	VMOVUPS 1088(BX), Z14
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z12, Z29, Z3
+	VFMADD231PS Z13, Z29, Z4
+	VFMADD231PS Z14, Z29, Z5
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z12, Z30, Z6
+	VFMADD231PS Z13, Z30, Z7
+	VFMADD231PS Z14, Z30, Z8
+	VBROADCASTSS 12(R11)(R8*2), Z31
+	VFMADD231PS Z12, Z31, Z9
+	VFMADD231PS Z13, Z31, Z10
+	VFMADD231PS Z14, Z31, Z11
+	VMOVUPS 1152(BX), Z12
+	VMOVUPS 1216(BX), Z13
+	VMOVUPS 1280(BX), Z14
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z12, Z29, Z3
+	VFMADD231PS Z13, Z29, Z4
+	VFMADD231PS Z14, Z29, Z5
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z12, Z30, Z6
+	VFMADD231PS Z13, Z30, Z7
+	VFMADD231PS Z14, Z30, Z8
+	VBROADCASTSS 12(DI), Z31
+	VFMADD231PS Z12, Z31, Z9
+	VFMADD231PS Z13, Z31, Z10
+	VFMADD231PS Z14, Z31, Z11
+	VMOVUPS 1344(BX), Z12
+	VMOVUPS 1408(BX), Z13
+	VMOVUPS 1472(BX), Z14
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z12, Z29, Z3
+	VFMADD231PS Z13, Z29, Z4
+	VFMADD231PS Z14, Z29, Z5
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z12, Z30, Z6
+	VFMADD231PS Z13, Z30, Z7
+	VFMADD231PS Z14, Z30, Z8
+	VBROADCASTSS 12(R11)(R8*4), Z31
+	VFMADD231PS Z12, Z31, Z9
+	VFMADD231PS Z13, Z31, Z10
+	VFMADD231PS Z14, Z31, Z11
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $1536, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m4v3_loop
+sgemmTK512m4v3_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m4v3_store
+sgemmTK512m4v3_loop1:
+	VMOVUPS 0(BX), Z12
+	VMOVUPS 64(BX), Z13
+	VMOVUPS 128(BX), Z14
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VFMADD231PS Z14, Z28, Z2
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z12, Z29, Z3
+	VFMADD231PS Z13, Z29, Z4
+	VFMADD231PS Z14, Z29, Z5
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z12, Z30, Z6
+	VFMADD231PS Z13, Z30, Z7
+	VFMADD231PS Z14, Z30, Z8
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z12, Z31, Z9
+	VFMADD231PS Z13, Z31, Z10
+	VFMADD231PS Z14, Z31, Z11
+	ADDQ R8, AX
+	ADDQ $192, BX
+	DECQ CX
+	JNE sgemmTK512m4v3_loop1
+sgemmTK512m4v3_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	SHRQ $16, SI
+	KMOVW SI, K3
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m4v3_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z12
+	VFMADD231PS Z29, Z12, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z12
+	VFMADD231PS Z29, Z12, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 128(DX), K3, Z12
+	VFMADD231PS Z29, Z12, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z12
+	VFMADD231PS Z29, Z12, Z3
+	VMOVUPS Z3, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z12
+	VFMADD231PS Z29, Z12, Z4
+	VMOVUPS Z4, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 128(DX)(R9*1), K3, Z12
+	VFMADD231PS Z29, Z12, Z5
+	VMOVUPS Z5, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z12
+	VFMADD231PS Z29, Z12, Z6
+	VMOVUPS Z6, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS.Z 64(DX)(R9*2), K2, Z12
+	VFMADD231PS Z29, Z12, Z7
+	VMOVUPS Z7, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS.Z 128(DX)(R9*2), K3, Z12
+	VFMADD231PS Z29, Z12, Z8
+	VMOVUPS Z8, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS.Z 0(R10), K1, Z12
+	VFMADD231PS Z29, Z12, Z9
+	VMOVUPS Z9, K1, 0(R10)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS.Z 64(R10), K2, Z12
+	VFMADD231PS Z29, Z12, Z10
+	VMOVUPS Z10, K2, 64(R10)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS.Z 128(R10), K3, Z12
+	VFMADD231PS Z29, Z12, Z11
+	VMOVUPS Z11, K3, 128(R10)
+	VZEROUPPER
+	RET
+sgemmTK512m4v3_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS Z6, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS Z7, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS Z8, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS Z9, K1, 0(R10)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS Z10, K2, 64(R10)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS Z11, K3, 128(R10)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m4v4(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	PREFETCHT0 192(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 128(DX)(R9*1)
+	PREFETCHT0 192(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 64(DX)(R9*2)
+	PREFETCHT0 128(DX)(R9*2)
+	PREFETCHT0 192(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 192(R10)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	CMPQ CX, $8
+	JB sgemmTK512m4v4_tail
+sgemmTK512m4v4_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z16
+	VMOVUPS 64(BX), Z17
+	VMOVUPS 128(BX), Z18
+	VMOVUPS 192(BX), Z19
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z16, Z28, Z0
+	VFMADD231PS Z17, Z28, Z1
+	VFMADD231PS Z18, Z28, Z2
+	VFMADD231PS Z19, Z28, Z3
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VFMADD231PS Z18, Z29, Z6
+	VFMADD231PS Z19, Z29, Z7
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z16, Z30, Z8
+	VFMADD231PS Z17, Z30, Z9
+	VFMADD231PS Z18, Z30, Z10
+	VFMADD231PS Z19, Z30, Z11
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z16, Z31, Z12
+	VFMADD231PS Z17, Z31, Z13
+	VFMADD231PS Z18, Z31, Z14
+	VFMADD231PS Z19, Z31, Z15
+	VMOVUPS 256(BX), Z16
+	VMOVUPS 320(BX), Z17
+	VMOVUPS 384(BX), Z18
+	VMOVUPS 448(BX), Z19
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z16, Z28, Z0
+	VFMADD231PS Z17, Z28, Z1
+	VFMADD231PS Z18, Z28, Z2
+	VFMADD231PS Z19, Z28, Z3
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VFMADD231PS Z18, Z29, Z6
+	VFMADD231PS Z19, Z29, Z7
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z16, Z30, Z8
+	VFMADD231PS Z17, Z30, Z9
+	VFMADD231PS Z18, Z30, Z10
+	VFMADD231PS Z19, Z30, Z11
+	VBROADCASTSS 12(AX)(R8*1), Z31
+	VFMADD231PS Z16, Z31, Z12
+	VFMADD231PS Z17, Z31, Z13
+	VFMADD231PS Z18, Z31, Z14
+	VFMADD231PS Z19, Z31, Z15
+	VMOVUPS 512(BX), Z16
+	VMOVUPS 576(BX), Z17
+	VMOVUPS 640(BX), Z18
+	VMOVUPS 704(BX), Z19
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z16, Z28, Z0
+	VFMADD231PS Z17, Z28, Z1
+	VFMADD231PS Z18, Z28, Z2
+	VFMADD231PS Z19, Z28, Z3
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VFMADD231PS Z18, Z29, Z6
+	VFMADD231PS Z19, Z29, Z7
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z16, Z30, Z8
+	VFMADD231PS Z17, Z30, Z9
+	VFMADD231PS Z18, Z30, Z10
+	VFMADD231PS Z19, Z30, Z11
+	VBROADCASTSS 12(AX)(R8*2), Z31
+	VFMADD231PS Z16, Z31, Z12
+	VFMADD231PS Z17, Z31, Z13
+	VFMADD231PS Z18, Z31, Z14
+	VFMADD231PS Z19, Z31, Z15
+	VMOVUPS 768(BX), Z16
+	VMOVUPS 832(BX), Z17
+	VMOVUPS 896(BX), Z18
+	VMOVUPS 960(BX), Z19
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z16, Z28, Z0
+	VFMADD231PS Z17, Z28, Z1
+	VFMADD231PS Z18, Z28, Z2
+	VFMADD231PS Z19, Z28, Z3
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VFMADD231PS Z18, Z29, Z6
+	VFMADD231PS Z19, Z29, Z7
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z16, Z30, Z8
+	VFMADD231PS Z17, Z30, Z9
+	VFMADD231PS Z18, Z30, Z10
+	VFMADD231PS Z19, Z30, Z11
+	VBROADCASTSS 12(R11), Z31
+	VFMADD231PS Z16, Z31, Z12
+	VFMADD231PS Z17, Z31, Z13
+	VFMADD231PS Z18, Z31, Z14
+	VFMADD231PS Z19, Z31, Z15
+	VMOVUPS 1024(BX), Z16
+	VMOVUPS 1088(BX), Z17
+	VMOVUPS 1152(BX), Z18
+	VMOVUPS 1216(BX), Z19
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z16, Z28, Z0
+	VFMADD231PS Z17, Z28, Z1
+	VFMADD231PS Z18, Z28, Z2
+	VFMADD231PS Z19, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VFMADD231PS Z18, Z29, Z6
+	VFMADD231PS Z19, Z29, Z7
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z16, Z30, Z8
+	VFMADD231PS Z17, Z30, Z9
+	VFMADD231PS Z18, Z30, Z10
+	VFMADD231PS Z19, Z30, Z11
+	VBROADCASTSS 12(R11)(R8*1), Z31
+	VFMADD231PS Z16, Z31, Z12
+	VFMADD231PS Z17, Z31, Z13
+	VFMADD231PS Z18, Z31, Z14
+	VFMADD231PS Z19, Z31, Z15
+	VMOVUPS 1280(BX), Z16
+	VMOVUPS 1344(BX), Z17
+	VMOVUPS 1408(BX), Z18
+	VMOVUPS 1472(BX), Z19
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z16, Z28, Z0
+	VFMADD231PS Z17, Z28, Z1
+	VFMADD231PS Z18, Z28, Z2
+	VFMADD231PS Z19, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VFMADD231PS Z18, Z29, Z6
+	VFMADD231PS Z19, Z29, Z7
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z16, Z30, Z8
+	VFMADD231PS Z17, Z30, Z9
+	VFMADD231PS Z18, Z30, Z10
+	VFMADD231PS Z19, Z30, Z11
+	VBROADCASTSS 12(R11)(R8*2), Z31
+	VFMADD231PS Z16, Z31, Z12
+	VFMADD231PS Z17, Z31, Z13
+	VFMADD231PS Z18, Z31, Z14
+	VFMADD231PS Z19, Z31, Z15
+	VMOVUPS 1536(BX), Z16
+	VMOVUPS 1600(BX), Z17
+	VMOVUPS 1664(BX), Z18
+	VMOVUPS 1728(BX), Z19
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z16, Z28, Z0
+	VFMADD231PS Z17, Z28, Z1
+	VFMADD231PS Z18, Z28, Z2
+	VFMADD231PS Z19, Z28, Z3
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VFMADD231PS Z18, Z29, Z6
+	VFMADD231PS Z19, Z29, Z7
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z16, Z30, Z8
+	VFMADD231PS Z17, Z30, Z9
+	VFMADD231PS Z18, Z30, Z10
+	VFMADD231PS Z19, Z30, Z11
+	VBROADCASTSS 12(DI), Z31
+	VFMADD231PS Z16, Z31, Z12
+	VFMADD231PS Z17, Z31, Z13
+	VFMADD231PS Z18, Z31, Z14
+	VFMADD231PS Z19, Z31, Z15
+	VMOVUPS 1792(BX), Z16
+	VMOVUPS 1856(BX), Z17
+	VMOVUPS 1920(BX), Z18
+	VMOVUPS 1984(BX), Z19
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z16, Z28, Z0
+	VFMADD231PS Z17, Z28, Z1
+	VFMADD231PS Z18, Z28, Z2
+	VFMADD231PS Z19, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VFMADD231PS Z18, Z29, Z6
+	VFMADD231PS Z19, Z29, Z7
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z16, Z30, Z8
+	VFMADD231PS Z17, Z30, Z9
+	VFMADD231PS Z18, Z30, Z10
+	VFMADD231PS Z19, Z30, Z11
+	VBROADCASTSS 12(R11)(R8*4), Z31
+	VFMADD231PS Z16, Z31, Z12
+	VFMADD231PS Z17, Z31, Z13
+	VFMADD231PS Z18, Z31, Z14
+	VFMADD231PS Z19, Z31, Z15
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $2048, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m4v4_loop
+sgemmTK512m4v4_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m4v4_store
+sgemmTK512m4v4_loop1:
+	VMOVUPS 0(BX), Z16
+	VMOVUPS 64(BX), Z17
+	VMOVUPS 128(BX), Z18
+	VMOVUPS 192(BX), Z19
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z16, Z28, Z0
+	VFMADD231PS Z17, Z28, Z1
+	VFMADD231PS Z18, Z28, Z2
+	VFMADD231PS Z19, Z28, Z3
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VFMADD231PS Z18, Z29, Z6
+	VFMADD231PS Z19, Z29, Z7
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z16, Z30, Z8
+	VFMADD231PS Z17, Z30, Z9
+	VFMADD231PS Z18, Z30, Z10
+	VFMADD231PS Z19, Z30, Z11
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z16, Z31, Z12
+	VFMADD231PS Z17, Z31, Z13
+	VFMADD231PS Z18, Z31, Z14
+	VFMADD231PS Z19, Z31, Z15
+	ADDQ R8, AX
+	ADDQ $256, BX
+	DECQ CX
+	JNE sgemmTK512m4v4_loop1
+sgemmTK512m4v4_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	SHRQ $16, SI
+	KMOVW SI, K3
+	SHRQ $16, SI
+	KMOVW SI, K4
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m4v4_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z16
+	VFMADD231PS Z29, Z16, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z16
+	VFMADD231PS Z29, Z16, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 128(DX), K3, Z16
+	VFMADD231PS Z29, Z16, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 192(DX), K4, Z16
+	VFMADD231PS Z29, Z16, Z3
+	VMOVUPS Z3, K4, 192(DX)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z16
+	VFMADD231PS Z29, Z16, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z16
+	VFMADD231PS Z29, Z16, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS.Z 128(DX)(R9*1), K3, Z16
+	VFMADD231PS Z29, Z16, Z6
+	VMOVUPS Z6, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS.Z 192(DX)(R9*1), K4, Z16
+	VFMADD231PS Z29, Z16, Z7
+	VMOVUPS Z7, K4, 192(DX)(R9*1)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z16
+	VFMADD231PS Z29, Z16, Z8
+	VMOVUPS Z8, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS.Z 64(DX)(R9*2), K2, Z16
+	VFMADD231PS Z29, Z16, Z9
+	VMOVUPS Z9, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS.Z 128(DX)(R9*2), K3, Z16
+	VFMADD231PS Z29, Z16, Z10
+	VMOVUPS Z10, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS.Z 192(DX)(R9*2), K4, Z16
+	VFMADD231PS Z29, Z16, Z11
+	VMOVUPS Z11, K4, 192(DX)(R9*2)
+	VMULPS Z28, Z12, Z12
+	VMOVUPS.Z 0(R10), K1, Z16
+	VFMADD231PS Z29, Z16, Z12
+	VMOVUPS Z12, K1, 0(R10)
+	VMULPS Z28, Z13, Z13
+	VMOVUPS.Z 64(R10), K2, Z16
+	VFMADD231PS Z29, Z16, Z13
+	VMOVUPS Z13, K2, 64(R10)
+	VMULPS Z28, Z14, Z14
+	VMOVUPS.Z 128(R10), K3, Z16
+	VFMADD231PS Z29, Z16, Z14
+	VMOVUPS Z14, K3, 128(R10)
+	VMULPS Z28, Z15, Z15
+	VMOVUPS.Z 192(R10), K4, Z16
+	VFMADD231PS Z29, Z16, Z15
+	VMOVUPS Z15, K4, 192(R10)
+	VZEROUPPER
+	RET
+sgemmTK512m4v4_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K4, 192(DX)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS Z6, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS Z7, K4, 192(DX)(R9*1)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS Z8, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS Z9, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS Z10, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS Z11, K4, 192(DX)(R9*2)
+	VMULPS Z28, Z12, Z12
+	VMOVUPS Z12, K1, 0(R10)
+	VMULPS Z28, Z13, Z13
+	VMOVUPS Z13, K2, 64(R10)
+	VMULPS Z28, Z14, Z14
+	VMOVUPS Z14, K3, 128(R10)
+	VMULPS Z28, Z15, Z15
+	VMOVUPS Z15, K4, 192(R10)
+	VZEROUPPER
+	RET
+
+// func sgemmTK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK256m4(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	CMPQ CX, $8
+	JB sgemmTK256m4_tail
+sgemmTK256m4_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Y8
+	VMOVUPS 32(BX), Y9
+	VBROADCASTSS 0(AX), Y14
+	VFMADD231PS Y8, Y14, Y0
+	VFMADD231PS Y9, Y14, Y1
+	VBROADCASTSS 4(AX), Y15
+	VFMADD231PS Y8, Y15, Y2
+	VFMADD231PS Y9, Y15, Y3
+	VBROADCASTSS 8(AX), Y14
+	VFMADD231PS Y8, Y14, Y4
+	VFMADD231PS Y9, Y14, Y5
+	VBROADCASTSS 12(AX), Y15
+	VFMADD231PS Y8, Y15, Y6
+	VFMADD231PS Y9, Y15, Y7
+	VMOVUPS 64(BX), Y8
+	VMOVUPS 96(BX), Y9
+	VBROADCASTSS 0(AX)(R8*1), Y14
+	VFMADD231PS Y8, Y14, Y0
+	VFMADD231PS Y9, Y14, Y1
+	VBROADCASTSS 4(AX)(R8*1), Y15
+	VFMADD231PS Y8, Y15, Y2
+	VFMADD231PS Y9, Y15, Y3
+	VBROADCASTSS 8(AX)(R8*1), Y14
+	VFMADD231PS Y8, Y14, Y4
+	VFMADD231PS Y9, Y14, Y5
+	VBROADCASTSS 12(AX)(R8*1), Y15
+	VFMADD231PS Y8, Y15, Y6
+	VFMADD231PS Y9, Y15, Y7
+	VMOVUPS 128(BX), Y8
+	VMOVUPS 160(BX), Y9
+	VBROADCASTSS 0(AX)(R8*2), Y14
+	VFMADD231PS Y8, Y14, Y0
+	VFMADD231PS Y9, Y14, Y1
+	VBROADCASTSS 4(AX)(R8*2), Y15
+	VFMADD231PS Y8, Y15, Y2
+	VFMADD231PS Y9, Y15, Y3
+	VBROADCASTSS 8(AX)(R8*2), Y14
+	VFMADD231PS Y8, Y14, Y4
+	VFMADD231PS Y9, Y14, Y5
+	VBROADCASTSS 12(AX)(R8*2), Y15
+	VFMADD231PS Y8, Y15, Y6
+	VFMADD231PS Y9, Y15, Y7
+	VMOVUPS 192(BX), Y8
+	VMOVUPS 224(BX), Y9
+	VBROADCASTSS 0(R11), Y14
+	VFMADD231PS Y8, Y14, Y0
+	VFMADD231PS Y9, Y14, Y1
+	VBROADCASTSS 4(R11), Y15
+	VFMADD231PS Y8, Y15, Y2
+	VFMADD231PS Y9, Y15, Y3
+	VBROADCASTSS 8(R11), Y14
+	VFMADD231PS Y8, Y14, Y4
+	VFMADD231PS Y9, Y14, Y5
+	VBROADCASTSS 12(R11), Y15
+	VFMADD231PS Y8, Y15, Y6
+	VFMADD231PS Y9, Y15, Y7
+	VMOVUPS 256(BX), Y8
+	VMOVUPS 288(BX), Y9
+	VBROADCASTSS 0(R11)(R8*1), Y14
+	VFMADD231PS Y8, Y14, Y0
+	VFMADD231PS Y9, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*1), Y15
+	VFMADD231PS Y8, Y15, Y2
+	VFMADD231PS Y9, Y15, Y3
+	VBROADCASTSS 8(R11)(R8*1), Y14
+	VFMADD231PS Y8, Y14, Y4
+	VFMADD231PS Y9, Y14, Y5
+	VBROADCASTSS 12(R11)(R8*1), Y15
+	VFMADD231PS Y8, Y15, Y6
+	VFMADD231PS Y9, Y15, Y7
+	VMOVUPS 320(BX), Y8
+	VMOVUPS 352(BX), Y9
+	VBROADCASTSS 0(R11)(R8*2), Y14
+	VFMADD231PS Y8, Y14, Y0
+	VFMADD231PS Y9, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*2), Y15
+	VFMADD231PS Y8, Y15, Y2
+	VFMADD231PS Y9, Y15, Y3
+	VBROADCASTSS 8(R11)(R8*2), Y14
+	VFMADD231PS Y8, Y14, Y4
+	VFMADD231PS Y9, Y14, Y5
+	VBROADCASTSS 12(R11)(R8*2), Y15
+	VFMADD231PS Y8, Y15, Y6
+	VFMADD231PS Y9, Y15, Y7
+	VMOVUPS 384(BX), Y8
+	VMOVUPS 416(BX), Y9
+	VBROADCASTSS 0(DI), Y14
+	VFMADD231PS Y8, Y14, Y0
+	VFMADD231PS Y9, Y14, Y1
+	VBROADCASTSS 4(DI), Y15
+	VFMADD231PS Y8, Y15, Y2
+	VFMADD231PS Y9, Y15, Y3
+	VBROADCASTSS 8(DI), Y14
+	VFMADD231PS Y8, Y14, Y4
+	VFMADD231PS Y9, Y14, Y5
+	VBROADCASTSS 12(DI), Y15
+	VFMADD231PS Y8, Y15, Y6
+	VFMADD231PS Y9, Y15, Y7
+	VMOVUPS 448(BX), Y8
+	VMOVUPS 480(BX), Y9
+	VBROADCASTSS 0(R11)(R8*4), Y14
+	VFMADD231PS Y8, Y14, Y0
+	VFMADD231PS Y9, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*4), Y15
+	VFMADD231PS Y8, Y15, Y2
+	VFMADD231PS Y9, Y15, Y3
+	VBROADCASTSS 8(R11)(R8*4), Y14
+	VFMADD231PS Y8, Y14, Y4
+	VFMADD231PS Y9, Y14, Y5
+	VBROADCASTSS 12(R11)(R8*4), Y15
+	VFMADD231PS Y8, Y15, Y6
+	VFMADD231PS Y9, Y15, Y7
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $512, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK256m4_loop
+sgemmTK256m4_tail:
+	TESTQ CX, CX
+	JE sgemmTK256m4_store
+sgemmTK256m4_loop1:
+	VMOVUPS 0(BX), Y8
+	VMOVUPS 32(BX), Y9
+	VBROADCASTSS 0(AX), Y14
+	VFMADD231PS Y8, Y14, Y0
+	VFMADD231PS Y9, Y14, Y1
+	VBROADCASTSS 4(AX), Y15
+	VFMADD231PS Y8, Y15, Y2
+	VFMADD231PS Y9, Y15, Y3
+	VBROADCASTSS 8(AX), Y14
+	VFMADD231PS Y8, Y14, Y4
+	VFMADD231PS Y9, Y14, Y5
+	VBROADCASTSS 12(AX), Y15
+	VFMADD231PS Y8, Y15, Y6
+	VFMADD231PS Y9, Y15, Y7
+	ADDQ R8, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNE sgemmTK256m4_loop1
+sgemmTK256m4_store:
+	VBROADCASTSS alpha+48(FP), Y14
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK256m4_beta0
+	VBROADCASTSS beta+52(FP), Y15
+	VMULPS Y14, Y0, Y0
+	VMOVUPS 0(DX), Y8
+	VFMADD231PS Y15, Y8, Y0
+	VMOVUPS Y0, 0(DX)
+	VMULPS Y14, Y1, Y1
+	VMOVUPS 32(DX), Y8
+	VFMADD231PS Y15, Y8, Y1
+	VMOVUPS Y1, 32(DX)
+	VMULPS Y14, Y2, Y2
+	VMOVUPS 0(DX)(R9*1), Y8
+	VFMADD231PS Y15, Y8, Y2
+	VMOVUPS Y2, 0(DX)(R9*1)
+	VMULPS Y14, Y3, Y3
+	VMOVUPS 32(DX)(R9*1), Y8
+	VFMADD231PS Y15, Y8, Y3
+	VMOVUPS Y3, 32(DX)(R9*1)
+	VMULPS Y14, Y4, Y4
+	VMOVUPS 0(DX)(R9*2), Y8
+	VFMADD231PS Y15, Y8, Y4
+	VMOVUPS Y4, 0(DX)(R9*2)
+	VMULPS Y14, Y5, Y5
+	VMOVUPS 32(DX)(R9*2), Y8
+	VFMADD231PS Y15, Y8, Y5
+	VMOVUPS Y5, 32(DX)(R9*2)
+	VMULPS Y14, Y6, Y6
+	VMOVUPS 0(R10), Y8
+	VFMADD231PS Y15, Y8, Y6
+	VMOVUPS Y6, 0(R10)
+	VMULPS Y14, Y7, Y7
+	VMOVUPS 32(R10), Y8
+	VFMADD231PS Y15, Y8, Y7
+	VMOVUPS Y7, 32(R10)
+	VZEROUPPER
+	RET
+sgemmTK256m4_beta0:
+	VMULPS Y14, Y0, Y0
+	VMOVUPS Y0, 0(DX)
+	VMULPS Y14, Y1, Y1
+	VMOVUPS Y1, 32(DX)
+	VMULPS Y14, Y2, Y2
+	VMOVUPS Y2, 0(DX)(R9*1)
+	VMULPS Y14, Y3, Y3
+	VMOVUPS Y3, 32(DX)(R9*1)
+	VMULPS Y14, Y4, Y4
+	VMOVUPS Y4, 0(DX)(R9*2)
+	VMULPS Y14, Y5, Y5
+	VMOVUPS Y5, 32(DX)(R9*2)
+	VMULPS Y14, Y6, Y6
+	VMOVUPS Y6, 0(R10)
+	VMULPS Y14, Y7, Y7
+	VMOVUPS Y7, 32(R10)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m5v1(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	PREFETCHT0 0(R10)(R9*1)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	CMPQ CX, $8
+	JB sgemmTK512m5v1_tail
+sgemmTK512m5v1_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z5
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z5, Z28, Z0
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z5, Z29, Z1
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z5, Z30, Z2
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z5, Z31, Z3
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z5, Z28, Z4
+	VMOVUPS 64(BX), Z5
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z5, Z28, Z0
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z5, Z29, Z1
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z5, Z30, Z2
+	VBROADCASTSS 12(AX)(R8*1), Z31
+	VFMADD231PS Z5, Z31, Z3
+	VBROADCASTSS 16(AX)(R8*1), Z28
+	VFMADD231PS Z5, Z28, Z4
+	VMOVUPS 128(BX), Z5
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z5, Z28, Z0
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z5, Z29, Z1
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z5, Z30, Z2
+	VBROADCASTSS 12(AX)(R8*2), Z31
+	VFMADD231PS Z5, Z31, Z3
+	VBROADCASTSS 16(AX)(R8*2), Z28
+	VFMADD231PS Z5, Z28, Z4
+	VMOVUPS 192(BX), Z5
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z5, Z28, Z0
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z5, Z29, Z1
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z5, Z30, Z2
+	VBROADCASTSS 12(R11), Z31
+	VFMADD231PS Z5, Z31, Z3
+	VBROADCASTSS 16(R11), Z28
+	VFMADD231PS Z5, Z28, Z4
+	VMOVUPS 256(BX), Z5
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z5, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z5, Z29, Z1
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z5, Z30, Z2
+	VBROADCASTSS 12(R11)(R8*1), Z31
+	VFMADD231PS Z5, Z31, Z3
+	VBROADCASTSS 16(R11)(R8*1), Z28
+	VFMADD231PS Z5, Z28, Z4
+	VMOVUPS 320(BX), Z5
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z5, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z5, Z29, Z1
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z5, Z30, Z2
+	VBROADCASTSS 12(R11)(R8*2), Z31
+	VFMADD231PS Z5, Z31, Z3
+	VBROADCASTSS 16(R11)(R8*2), Z28
+	VFMADD231PS Z5, Z28, Z4
+	VMOVUPS 384(BX), Z5
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z5, Z28, Z0
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z5, Z29, Z1
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z5, Z30, Z2
+	VBROADCASTSS 12(DI), Z31
+	VFMADD231PS Z5, Z31, Z3
+	VBROADCASTSS 16(DI), Z28
+	VFMADD231PS Z5, Z28, Z4
+	VMOVUPS 448(BX), Z5
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z5, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z5, Z29, Z1
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z5, Z30, Z2
+	VBROADCASTSS 12(R11)(R8*4), Z31
+	VFMADD231PS Z5, Z31, Z3
+	VBROADCASTSS 16(R11)(R8*4), Z28
+	VFMADD231PS Z5, Z28, Z4
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $512, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m5v1_loop
+sgemmTK512m5v1_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m5v1_store
+sgemmTK512m5v1_loop1:
+	VMOVUPS 0(BX), Z5
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z5, Z28, Z0
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z5, Z29, Z1
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z5, Z30, Z2
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z5, Z31, Z3
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z5, Z28, Z4
+	ADDQ R8, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNE sgemmTK512m5v1_loop1
+sgemmTK512m5v1_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m5v1_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z5
+	VFMADD231PS Z29, Z5, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z5
+	VFMADD231PS Z29, Z5, Z1
+	VMOVUPS Z1, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z5
+	VFMADD231PS Z29, Z5, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 0(R10), K1, Z5
+	VFMADD231PS Z29, Z5, Z3
+	VMOVUPS Z3, K1, 0(R10)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 0(R10)(R9*1), K1, Z5
+	VFMADD231PS Z29, Z5, Z4
+	VMOVUPS Z4, K1, 0(R10)(R9*1)
+	VZEROUPPER
+	RET
+sgemmTK512m5v1_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K1, 0(R10)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K1, 0(R10)(R9*1)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m5v2(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 64(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 0(R10)(R9*1)
+	PREFETCHT0 64(R10)(R9*1)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	CMPQ CX, $8
+	JB sgemmTK512m5v2_tail
+sgemmTK512m5v2_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z10
+	VMOVUPS 64(BX), Z11
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z10, Z28, Z0
+	VFMADD231PS Z11, Z28, Z1
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z10, Z29, Z2
+	VFMADD231PS Z11, Z29, Z3
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z10, Z30, Z4
+	VFMADD231PS Z11, Z30, Z5
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z10, Z31, Z6
+	VFMADD231PS Z11, Z31, Z7
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z10, Z28, Z8
+	VFMADD231PS Z11, Z28, Z9
+	VMOVUPS 128(BX), Z10
+	VMOVUPS 192(BX), Z11
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z10, Z28, Z0
+	VFMADD231PS Z11, Z28, Z1
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z10, Z29, Z2
+	VFMADD231PS Z11, Z29, Z3
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z10, Z30, Z4
+	VFMADD231PS Z11, Z30, Z5
+	VBROADCASTSS 12(AX)(R8*1), Z31
+	VFMADD231PS Z10, Z31, Z6
+	VFMADD231PS Z11, Z31, Z7
+	VBROADCASTSS 16(AX)(R8*1), Z28
+	VFMADD231PS Z10, Z28, Z8
+	VFMADD231PS Z11, Z28, Z9
+	VMOVUPS 256(BX), Z10
+	VMOVUPS 320(BX), Z11
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z10, Z28, Z0
+	VFMADD231PS Z11, Z28, Z1
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z10, Z29, Z2
+	VFMADD231PS Z11, Z29, Z3
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z10, Z30, Z4
+	VFMADD231PS Z11, Z30, Z5
+	VBROADCASTSS 12(AX)(R8*2), Z31
+	VFMADD231PS Z10, Z31, Z6
+	VFMADD231PS Z11, Z31, Z7
+	VBROADCASTSS 16(AX)(R8*2), Z28
+	VFMADD231PS Z10, Z28, Z8
+	VFMADD231PS Z11, Z28, Z9
+	VMOVUPS 384(BX), Z10
+	VMOVUPS 448(BX), Z11
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z10, Z28, Z0
+	VFMADD231PS Z11, Z28, Z1
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z10, Z29, Z2
+	VFMADD231PS Z11, Z29, Z3
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z10, Z30, Z4
+	VFMADD231PS Z11, Z30, Z5
+	VBROADCASTSS 12(R11), Z31
+	VFMADD231PS Z10, Z31, Z6
+	VFMADD231PS Z11, Z31, Z7
+	VBROADCASTSS 16(R11), Z28
+	VFMADD231PS Z10, Z28, Z8
+	VFMADD231PS Z11, Z28, Z9
+	VMOVUPS 512(BX), Z10
+	VMOVUPS 576(BX), Z11
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z10, Z28, Z0
+	VFMADD231PS Z11, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z10, Z29, Z2
+	VFMADD231PS Z11, Z29, Z3
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z10, Z30, Z4
+	VFMADD231PS Z11, Z30, Z5
+	VBROADCASTSS 12(R11)(R8*1), Z31
+	VFMADD231PS Z10, Z31, Z6
+	VFMADD231PS Z11, Z31, Z7
+	VBROADCASTSS 16(R11)(R8*1), Z28
+	VFMADD231PS Z10, Z28, Z8
+	VFMADD231PS Z11, Z28, Z9
+	VMOVUPS 640(BX), Z10
+	VMOVUPS 704(BX), Z11
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z10, Z28, Z0
+	VFMADD231PS Z11, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z10, Z29, Z2
+	VFMADD231PS Z11, Z29, Z3
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z10, Z30, Z4
+	VFMADD231PS Z11, Z30, Z5
+	VBROADCASTSS 12(R11)(R8*2), Z31
+	VFMADD231PS Z10, Z31, Z6
+	VFMADD231PS Z11, Z31, Z7
+	VBROADCASTSS 16(R11)(R8*2), Z28
+	VFMADD231PS Z10, Z28, Z8
+	VFMADD231PS Z11, Z28, Z9
+	VMOVUPS 768(BX), Z10
+	VMOVUPS 832(BX), Z11
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z10, Z28, Z0
+	VFMADD231PS Z11, Z28, Z1
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z10, Z29, Z2
+	VFMADD231PS Z11, Z29, Z3
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z10, Z30, Z4
+	VFMADD231PS Z11, Z30, Z5
+	VBROADCASTSS 12(DI), Z31
+	VFMADD231PS Z10, Z31, Z6
+	VFMADD231PS Z11, Z31, Z7
+	VBROADCASTSS 16(DI), Z28
+	VFMADD231PS Z10, Z28, Z8
+	VFMADD231PS Z11, Z28, Z9
+	VMOVUPS 896(BX), Z10
+	VMOVUPS 960(BX), Z11
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z10, Z28, Z0
+	VFMADD231PS Z11, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z10, Z29, Z2
+	VFMADD231PS Z11, Z29, Z3
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z10, Z30, Z4
+	VFMADD231PS Z11, Z30, Z5
+	VBROADCASTSS 12(R11)(R8*4), Z31
+	VFMADD231PS Z10, Z31, Z6
+	VFMADD231PS Z11, Z31, Z7
+	VBROADCASTSS 16(R11)(R8*4), Z28
+	VFMADD231PS Z10, Z28, Z8
+	VFMADD231PS Z11, Z28, Z9
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $1024, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m5v2_loop
+sgemmTK512m5v2_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m5v2_store
+sgemmTK512m5v2_loop1:
+	VMOVUPS 0(BX), Z10
+	VMOVUPS 64(BX), Z11
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z10, Z28, Z0
+	VFMADD231PS Z11, Z28, Z1
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z10, Z29, Z2
+	VFMADD231PS Z11, Z29, Z3
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z10, Z30, Z4
+	VFMADD231PS Z11, Z30, Z5
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z10, Z31, Z6
+	VFMADD231PS Z11, Z31, Z7
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z10, Z28, Z8
+	VFMADD231PS Z11, Z28, Z9
+	ADDQ R8, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNE sgemmTK512m5v2_loop1
+sgemmTK512m5v2_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m5v2_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z10
+	VFMADD231PS Z29, Z10, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z10
+	VFMADD231PS Z29, Z10, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z10
+	VFMADD231PS Z29, Z10, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z10
+	VFMADD231PS Z29, Z10, Z3
+	VMOVUPS Z3, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z10
+	VFMADD231PS Z29, Z10, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 64(DX)(R9*2), K2, Z10
+	VFMADD231PS Z29, Z10, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS.Z 0(R10), K1, Z10
+	VFMADD231PS Z29, Z10, Z6
+	VMOVUPS Z6, K1, 0(R10)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS.Z 64(R10), K2, Z10
+	VFMADD231PS Z29, Z10, Z7
+	VMOVUPS Z7, K2, 64(R10)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS.Z 0(R10)(R9*1), K1, Z10
+	VFMADD231PS Z29, Z10, Z8
+	VMOVUPS Z8, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS.Z 64(R10)(R9*1), K2, Z10
+	VFMADD231PS Z29, Z10, Z9
+	VMOVUPS Z9, K2, 64(R10)(R9*1)
+	VZEROUPPER
+	RET
+sgemmTK512m5v2_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS Z6, K1, 0(R10)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS Z7, K2, 64(R10)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS Z8, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS Z9, K2, 64(R10)(R9*1)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m5v3(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 128(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 64(DX)(R9*2)
+	PREFETCHT0 128(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 0(R10)(R9*1)
+	PREFETCHT0 64(R10)(R9*1)
+	PREFETCHT0 128(R10)(R9*1)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	CMPQ CX, $8
+	JB sgemmTK512m5v3_tail
+sgemmTK512m5v3_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z15
+	VMOVUPS 64(BX), Z16
+	VMOVUPS 128(BX), Z17
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z15, Z28, Z0
+	VFMADD231PS Z16, Z28, Z1
+	VFMADD231PS Z17, Z28, Z2
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z15, Z29, Z3
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z15, Z30, Z6
+	VFMADD231PS Z16, Z30, Z7
+	VFMADD231PS Z17, Z30, Z8
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z15, Z31, Z9
+	VFMADD231PS Z16, Z31, Z10
+	VFMADD231PS Z17, Z31, Z11
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z15, Z28, Z12
+	VFMADD231PS Z16, Z28, Z13
+	VFMADD231PS Z17, Z28, Z14
+	VMOVUPS 192(BX), Z15
+	VMOVUPS 256(BX), Z16
+	VMOVUPS 320(BX), Z17
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z15, Z28, Z0
+	VFMADD231PS Z16, Z28, Z1
+	VFMADD231PS Z17, Z28, Z2
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z15, Z29, Z3
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z15, Z30, Z6
+	VFMADD231PS Z16, Z30, Z7
+	VFMADD231PS Z17, Z30, Z8
+	VBROADCASTSS 12(AX)(R8*1), Z31
+	VFMADD231PS Z15, Z31, Z9
+	VFMADD231PS Z16, Z31, Z10
+	VFMADD231PS Z17, Z31, Z11
+	VBROADCASTSS 16(AX)(R8*1), Z28
+	VFMADD231PS Z15, Z28, Z12
+	VFMADD231PS Z16, Z28, Z13
+	VFMADD231PS Z17, Z28, Z14
+	VMOVUPS 384(BX), Z15
+	VMOVUPS 448(BX), Z16
+	VMOVUPS 512(BX), Z17
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z15, Z28, Z0
+	VFMADD231PS Z16, Z28, Z1
+	VFMADD231PS Z17, Z28, Z2
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z15, Z29, Z3
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z15, Z30, Z6
+	VFMADD231PS Z16, Z30, Z7
+	VFMADD231PS Z17, Z30, Z8
+	VBROADCASTSS 12(AX)(R8*2), Z31
+	VFMADD231PS Z15, Z31, Z9
+	VFMADD231PS Z16, Z31, Z10
+	VFMADD231PS Z17, Z31, Z11
+	VBROADCASTSS 16(AX)(R8*2), Z28
+	VFMADD231PS Z15, Z28, Z12
+	VFMADD231PS Z16, Z28, Z13
+	VFMADD231PS Z17, Z28, Z14
+	VMOVUPS 576(BX), Z15
+	VMOVUPS 640(BX), Z16
+	VMOVUPS 704(BX), Z17
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z15, Z28, Z0
+	VFMADD231PS Z16, Z28, Z1
+	VFMADD231PS Z17, Z28, Z2
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z15, Z29, Z3
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z15, Z30, Z6
+	VFMADD231PS Z16, Z30, Z7
+	VFMADD231PS Z17, Z30, Z8
+	VBROADCASTSS 12(R11), Z31
+	VFMADD231PS Z15, Z31, Z9
+	VFMADD231PS Z16, Z31, Z10
+	VFMADD231PS Z17, Z31, Z11
+	VBROADCASTSS 16(R11), Z28
+	VFMADD231PS Z15, Z28, Z12
+	VFMADD231PS Z16, Z28, Z13
+	VFMADD231PS Z17, Z28, Z14
+	VMOVUPS 768(BX), Z15
+	VMOVUPS 832(BX), Z16
+	VMOVUPS 896(BX), Z17
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z15, Z28, Z0
+	VFMADD231PS Z16, Z28, Z1
+	VFMADD231PS Z17, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z15, Z29, Z3
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z15, Z30, Z6
+	VFMADD231PS Z16, Z30, Z7
+	VFMADD231PS Z17, Z30, Z8
+	VBROADCASTSS 12(R11)(R8*1), Z31
+	VFMADD231PS Z15, Z31, Z9
+	VFMADD231PS Z16, Z31, Z10
+	VFMADD231PS Z17, Z31, Z11
+	VBROADCASTSS 16(R11)(R8*1), Z28
+	VFMADD231PS Z15, Z28, Z12
+	VFMADD231PS Z16, Z28, Z13
+	VFMADD231PS Z17, Z28, Z14
+	VMOVUPS 960(BX), Z15
+	VMOVUPS 1024(BX), Z16
+	VMOVUPS 1088(BX), Z17
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z15, Z28, Z0
+	VFMADD231PS Z16, Z28, Z1
+	VFMADD231PS Z17, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z15, Z29, Z3
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z15, Z30, Z6
+	VFMADD231PS Z16, Z30, Z7
+	VFMADD231PS Z17, Z30, Z8
+	VBROADCASTSS 12(R11)(R8*2), Z31
+	VFMADD231PS Z15, Z31, Z9
+	VFMADD231PS Z16, Z31, Z10
+	VFMADD231PS Z17, Z31, Z11
+	VBROADCASTSS 16(R11)(R8*2), Z28
+	VFMADD231PS Z15, Z28, Z12
+	VFMADD231PS Z16, Z28, Z13
+	VFMADD231PS Z17, Z28, Z14
+	VMOVUPS 1152(BX), Z15
+	VMOVUPS 1216(BX), Z16
+	VMOVUPS 1280(BX), Z17
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z15, Z28, Z0
+	VFMADD231PS Z16, Z28, Z1
+	VFMADD231PS Z17, Z28, Z2
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z15, Z29, Z3
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z15, Z30, Z6
+	VFMADD231PS Z16, Z30, Z7
+	VFMADD231PS Z17, Z30, Z8
+	VBROADCASTSS 12(DI), Z31
+	VFMADD231PS Z15, Z31, Z9
+	VFMADD231PS Z16, Z31, Z10
+	VFMADD231PS Z17, Z31, Z11
+	VBROADCASTSS 16(DI), Z28
+	VFMADD231PS Z15, Z28, Z12
+	VFMADD231PS Z16, Z28, Z13
+	VFMADD231PS Z17, Z28, Z14
+	VMOVUPS 1344(BX), Z15
+	VMOVUPS 1408(BX), Z16
+	VMOVUPS 1472(BX), Z17
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z15, Z28, Z0
+	VFMADD231PS Z16, Z28, Z1
+	VFMADD231PS Z17, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z15, Z29, Z3
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z15, Z30, Z6
+	VFMADD231PS Z16, Z30, Z7
+	VFMADD231PS Z17, Z30, Z8
+	VBROADCASTSS 12(R11)(R8*4), Z31
+	VFMADD231PS Z15, Z31, Z9
+	VFMADD231PS Z16, Z31, Z10
+	VFMADD231PS Z17, Z31, Z11
+	VBROADCASTSS 16(R11)(R8*4), Z28
+	VFMADD231PS Z15, Z28, Z12
+	VFMADD231PS Z16, Z28, Z13
+	VFMADD231PS Z17, Z28, Z14
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $1536, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m5v3_loop
+sgemmTK512m5v3_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m5v3_store
+sgemmTK512m5v3_loop1:
+	VMOVUPS 0(BX), Z15
+	VMOVUPS 64(BX), Z16
+	VMOVUPS 128(BX), Z17
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z15, Z28, Z0
+	VFMADD231PS Z16, Z28, Z1
+	VFMADD231PS Z17, Z28, Z2
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z15, Z29, Z3
+	VFMADD231PS Z16, Z29, Z4
+	VFMADD231PS Z17, Z29, Z5
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z15, Z30, Z6
+	VFMADD231PS Z16, Z30, Z7
+	VFMADD231PS Z17, Z30, Z8
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z15, Z31, Z9
+	VFMADD231PS Z16, Z31, Z10
+	VFMADD231PS Z17, Z31, Z11
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z15, Z28, Z12
+	VFMADD231PS Z16, Z28, Z13
+	VFMADD231PS Z17, Z28, Z14
+	ADDQ R8, AX
+	ADDQ $192, BX
+	DECQ CX
+	JNE sgemmTK512m5v3_loop1
+sgemmTK512m5v3_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	SHRQ $16, SI
+	KMOVW SI, K3
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m5v3_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z15
+	VFMADD231PS Z29, Z15, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z15
+	VFMADD231PS Z29, Z15, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 128(DX), K3, Z15
+	VFMADD231PS Z29, Z15, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z15
+	VFMADD231PS Z29, Z15, Z3
+	VMOVUPS Z3, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z15
+	VFMADD231PS Z29, Z15, Z4
+	VMOVUPS Z4, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 128(DX)(R9*1), K3, Z15
+	VFMADD231PS Z29, Z15, Z5
+	VMOVUPS Z5, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z15
+	VFMADD231PS Z29, Z15, Z6
+	VMOVUPS Z6, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS.Z 64(DX)(R9*2), K2, Z15
+	VFMADD231PS Z29, Z15, Z7
+	VMOVUPS Z7, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS.Z 128(DX)(R9*2), K3, Z15
+	VFMADD231PS Z29, Z15, Z8
+	VMOVUPS Z8, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS.Z 0(R10), K1, Z15
+	VFMADD231PS Z29, Z15, Z9
+	VMOVUPS Z9, K1, 0(R10)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS.Z 64(R10), K2, Z15
+	VFMADD231PS Z29, Z15, Z10
+	VMOVUPS Z10, K2, 64(R10)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS.Z 128(R10), K3, Z15
+	VFMADD231PS Z29, Z15, Z11
+	VMOVUPS Z11, K3, 128(R10)
+	VMULPS Z28, Z12, Z12
+	VMOVUPS.Z 0(R10)(R9*1), K1, Z15
+	VFMADD231PS Z29, Z15, Z12
+	VMOVUPS Z12, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z13, Z13
+	VMOVUPS.Z 64(R10)(R9*1), K2, Z15
+	VFMADD231PS Z29, Z15, Z13
+	VMOVUPS Z13, K2, 64(R10)(R9*1)
+	VMULPS Z28, Z14, Z14
+	VMOVUPS.Z 128(R10)(R9*1), K3, Z15
+	VFMADD231PS Z29, Z15, Z14
+	VMOVUPS Z14, K3, 128(R10)(R9*1)
+	VZEROUPPER
+	RET
+sgemmTK512m5v3_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS Z6, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS Z7, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS Z8, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS Z9, K1, 0(R10)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS Z10, K2, 64(R10)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS Z11, K3, 128(R10)
+	VMULPS Z28, Z12, Z12
+	VMOVUPS Z12, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z13, Z13
+	VMOVUPS Z13, K2, 64(R10)(R9*1)
+	VMULPS Z28, Z14, Z14
+	VMOVUPS Z14, K3, 128(R10)(R9*1)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m5v4(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	PREFETCHT0 192(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 128(DX)(R9*1)
+	PREFETCHT0 192(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 64(DX)(R9*2)
+	PREFETCHT0 128(DX)(R9*2)
+	PREFETCHT0 192(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 192(R10)
+	PREFETCHT0 0(R10)(R9*1)
+	PREFETCHT0 64(R10)(R9*1)
+	PREFETCHT0 128(R10)(R9*1)
+	PREFETCHT0 192(R10)(R9*1)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	CMPQ CX, $8
+	JB sgemmTK512m5v4_tail
+sgemmTK512m5v4_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z20
+	VMOVUPS 64(BX), Z21
+	VMOVUPS 128(BX), Z22
+	VMOVUPS 192(BX), Z23
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z20, Z28, Z0
+	VFMADD231PS Z21, Z28, Z1
+	VFMADD231PS Z22, Z28, Z2
+	VFMADD231PS Z23, Z28, Z3
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z20, Z29, Z4
+	VFMADD231PS Z21, Z29, Z5
+	VFMADD231PS Z22, Z29, Z6
+	VFMADD231PS Z23, Z29, Z7
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z20, Z30, Z8
+	VFMADD231PS Z21, Z30, Z9
+	VFMADD231PS Z22, Z30, Z10
+	VFMADD231PS Z23, Z30, Z11
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z20, Z31, Z12
+	VFMADD231PS Z21, Z31, Z13
+	VFMADD231PS Z22, Z31, Z14
+	VFMADD231PS Z23, Z31, Z15
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	VMOVUPS 256(BX), Z20
+	VMOVUPS 320(BX), Z21
+	VMOVUPS 384(BX), Z22
+	VMOVUPS 448(BX), Z23
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z20, Z28, Z0
+	VFMADD231PS Z21, Z28, Z1
+	VFMADD231PS Z22, Z28, Z2
+	VFMADD231PS Z23, Z28, Z3
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z20, Z29, Z4
+	VFMADD231PS Z21, Z29, Z5
+	VFMADD231PS Z22, Z29, Z6
+	VFMADD231PS Z23, Z29, Z7
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z20, Z30, Z8
+	VFMADD231PS Z21, Z30, Z9
+	VFMADD231PS Z22, Z30, Z10
+	VFMADD231PS Z23, Z30, Z11
+	VBROADCASTSS 12(AX)(R8*1), Z31
+	VFMADD231PS Z20, Z31, Z12
+	VFMADD231PS Z21, Z31, Z13
+	VFMADD231PS Z22, Z31, Z14
+	VFMADD231PS Z23, Z31, Z15
+	VBROADCASTSS 16(AX)(R8*1), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	VMOVUPS 512(BX), Z20
+	VMOVUPS 576(BX), Z21
+	VMOVUPS 640(BX), Z22
+	VMOVUPS 704(BX), Z23
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z20, Z28, Z0
+	VFMADD231PS Z21, Z28, Z1
+	VFMADD231PS Z22, Z28, Z2
+	VFMADD231PS Z23, Z28, Z3
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z20, Z29, Z4
+	VFMADD231PS Z21, Z29, Z5
+	VFMADD231PS Z22, Z29, Z6
+	VFMADD231PS Z23, Z29, Z7
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z20, Z30, Z8
+	VFMADD231PS Z21, Z30, Z9
+	VFMADD231PS Z22, Z30, Z10
+	VFMADD231PS Z23, Z30, Z11
+	VBROADCASTSS 12(AX)(R8*2), Z31
+	VFMADD231PS Z20, Z31, Z12
+	VFMADD231PS Z21, Z31, Z13
+	VFMADD231PS Z22, Z31, Z14
+	VFMADD231PS Z23, Z31, Z15
+	VBROADCASTSS 16(AX)(R8*2), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	VMOVUPS 768(BX), Z20
+	VMOVUPS 832(BX), Z21
+	VMOVUPS 896(BX), Z22
+	VMOVUPS 960(BX), Z23
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z20, Z28, Z0
+	VFMADD231PS Z21, Z28, Z1
+	VFMADD231PS Z22, Z28, Z2
+	VFMADD231PS Z23, Z28, Z3
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z20, Z29, Z4
+	VFMADD231PS Z21, Z29, Z5
+	VFMADD231PS Z22, Z29, Z6
+	VFMADD231PS Z23, Z29, Z7
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z20, Z30, Z8
+	VFMADD231PS Z21, Z30, Z9
+	VFMADD231PS Z22, Z30, Z10
+	VFMADD231PS Z23, Z30, Z11
+	VBROADCASTSS 12(R11), Z31
+	VFMADD231PS Z20, Z31, Z12
+	VFMADD231PS Z21, Z31, Z13
+	VFMADD231PS Z22, Z31, Z14
+	VFMADD231PS Z23, Z31, Z15
+	VBROADCASTSS 16(R11), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	VMOVUPS 1024(BX), Z20
+	VMOVUPS 1088(BX), Z21
+	VMOVUPS 1152(BX), Z22
+	VMOVUPS 1216(BX), Z23
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z20, Z28, Z0
+	VFMADD231PS Z21, Z28, Z1
+	VFMADD231PS Z22, Z28, Z2
+	VFMADD231PS Z23, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z20, Z29, Z4
+	VFMADD231PS Z21, Z29, Z5
+	VFMADD231PS Z22, Z29, Z6
+	VFMADD231PS Z23, Z29, Z7
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z20, Z30, Z8
+	VFMADD231PS Z21, Z30, Z9
+	VFMADD231PS Z22, Z30, Z10
+	VFMADD231PS Z23, Z30, Z11
+	VBROADCASTSS 12(R11)(R8*1), Z31
+	VFMADD231PS Z20, Z31, Z12
+	VFMADD231PS Z21, Z31, Z13
+	VFMADD231PS Z22, Z31, Z14
+	VFMADD231PS Z23, Z31, Z15
+	VBROADCASTSS 16(R11)(R8*1), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	VMOVUPS 1280(BX), Z20
+	VMOVUPS 1344(BX), Z21
+	VMOVUPS 1408(BX), Z22
+	VMOVUPS 1472(BX), Z23
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z20, Z28, Z0
+	VFMADD231PS Z21, Z28, Z1
+	VFMADD231PS Z22, Z28, Z2
+	VFMADD231PS Z23, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z20, Z29, Z4
+	VFMADD231PS Z21, Z29, Z5
+	VFMADD231PS Z22, Z29, Z6
+	VFMADD231PS Z23, Z29, Z7
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z20, Z30, Z8
+	VFMADD231PS Z21, Z30, Z9
+	VFMADD231PS Z22, Z30, Z10
+	VFMADD231PS Z23, Z30, Z11
+	VBROADCASTSS 12(R11)(R8*2), Z31
+	VFMADD231PS Z20, Z31, Z12
+	VFMADD231PS Z21, Z31, Z13
+	VFMADD231PS Z22, Z31, Z14
+	VFMADD231PS Z23, Z31, Z15
+	VBROADCASTSS 16(R11)(R8*2), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	VMOVUPS 1536(BX), Z20
+	VMOVUPS 1600(BX), Z21
+	VMOVUPS 1664(BX), Z22
+	VMOVUPS 1728(BX), Z23
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z20, Z28, Z0
+	VFMADD231PS Z21, Z28, Z1
+	VFMADD231PS Z22, Z28, Z2
+	VFMADD231PS Z23, Z28, Z3
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z20, Z29, Z4
+	VFMADD231PS Z21, Z29, Z5
+	VFMADD231PS Z22, Z29, Z6
+	VFMADD231PS Z23, Z29, Z7
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z20, Z30, Z8
+	VFMADD231PS Z21, Z30, Z9
+	VFMADD231PS Z22, Z30, Z10
+	VFMADD231PS Z23, Z30, Z11
+	VBROADCASTSS 12(DI), Z31
+	VFMADD231PS Z20, Z31, Z12
+	VFMADD231PS Z21, Z31, Z13
+	VFMADD231PS Z22, Z31, Z14
+	VFMADD231PS Z23, Z31, Z15
+	VBROADCASTSS 16(DI), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	VMOVUPS 1792(BX), Z20
+	VMOVUPS 1856(BX), Z21
+	VMOVUPS 1920(BX), Z22
+	VMOVUPS 1984(BX), Z23
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z20, Z28, Z0
+	VFMADD231PS Z21, Z28, Z1
+	VFMADD231PS Z22, Z28, Z2
+	VFMADD231PS Z23, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z20, Z29, Z4
+	VFMADD231PS Z21, Z29, Z5
+	VFMADD231PS Z22, Z29, Z6
+	VFMADD231PS Z23, Z29, Z7
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z20, Z30, Z8
+	VFMADD231PS Z21, Z30, Z9
+	VFMADD231PS Z22, Z30, Z10
+	VFMADD231PS Z23, Z30, Z11
+	VBROADCASTSS 12(R11)(R8*4), Z31
+	VFMADD231PS Z20, Z31, Z12
+	VFMADD231PS Z21, Z31, Z13
+	VFMADD231PS Z22, Z31, Z14
+	VFMADD231PS Z23, Z31, Z15
+	VBROADCASTSS 16(R11)(R8*4), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $2048, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m5v4_loop
+sgemmTK512m5v4_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m5v4_store
+sgemmTK512m5v4_loop1:
+	VMOVUPS 0(BX), Z20
+	VMOVUPS 64(BX), Z21
+	VMOVUPS 128(BX), Z22
+	VMOVUPS 192(BX), Z23
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z20, Z28, Z0
+	VFMADD231PS Z21, Z28, Z1
+	VFMADD231PS Z22, Z28, Z2
+	VFMADD231PS Z23, Z28, Z3
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z20, Z29, Z4
+	VFMADD231PS Z21, Z29, Z5
+	VFMADD231PS Z22, Z29, Z6
+	VFMADD231PS Z23, Z29, Z7
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z20, Z30, Z8
+	VFMADD231PS Z21, Z30, Z9
+	VFMADD231PS Z22, Z30, Z10
+	VFMADD231PS Z23, Z30, Z11
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z20, Z31, Z12
+	VFMADD231PS Z21, Z31, Z13
+	VFMADD231PS Z22, Z31, Z14
+	VFMADD231PS Z23, Z31, Z15
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z20, Z28, Z16
+	VFMADD231PS Z21, Z28, Z17
+	VFMADD231PS Z22, Z28, Z18
+	VFMADD231PS Z23, Z28, Z19
+	ADDQ R8, AX
+	ADDQ $256, BX
+	DECQ CX
+	JNE sgemmTK512m5v4_loop1
+sgemmTK512m5v4_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	SHRQ $16, SI
+	KMOVW SI, K3
+	SHRQ $16, SI
+	KMOVW SI, K4
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m5v4_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z20
+	VFMADD231PS Z29, Z20, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z20
+	VFMADD231PS Z29, Z20, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 128(DX), K3, Z20
+	VFMADD231PS Z29, Z20, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 192(DX), K4, Z20
+	VFMADD231PS Z29, Z20, Z3
+	VMOVUPS Z3, K4, 192(DX)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z20
+	VFMADD231PS Z29, Z20, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z20
+	VFMADD231PS Z29, Z20, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS.Z 128(DX)(R9*1), K3, Z20
+	VFMADD231PS Z29, Z20, Z6
+	VMOVUPS Z6, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS.Z 192(DX)(R9*1), K4, Z20
+	VFMADD231PS Z29, Z20, Z7
+	VMOVUPS Z7, K4, 192(DX)(R9*1)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z20
+	VFMADD231PS Z29, Z20, Z8
+	VMOVUPS Z8, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS.Z 64(DX)(R9*2), K2, Z20
+	VFMADD231PS Z29, Z20, Z9
+	VMOVUPS Z9, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS.Z 128(DX)(R9*2), K3, Z20
+	VFMADD231PS Z29, Z20, Z10
+	VMOVUPS Z10, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS.Z 192(DX)(R9*2), K4, Z20
+	VFMADD231PS Z29, Z20, Z11
+	VMOVUPS Z11, K4, 192(DX)(R9*2)
+	VMULPS Z28, Z12, Z12
+	VMOVUPS.Z 0(R10), K1, Z20
+	VFMADD231PS Z29, Z20, Z12
+	VMOVUPS Z12, K1, 0(R10)
+	VMULPS Z28, Z13, Z13
+	VMOVUPS.Z 64(R10), K2, Z20
+	VFMADD231PS Z29, Z20, Z13
+	VMOVUPS Z13, K2, 64(R10)
+	VMULPS Z28, Z14, Z14
+	VMOVUPS.Z 128(R10), K3, Z20
+	VFMADD231PS Z29, Z20, Z14
+	VMOVUPS Z14, K3, 128(R10)
+	VMULPS Z28, Z15, Z15
+	VMOVUPS.Z 192(R10), K4, Z20
+	VFMADD231PS Z29, Z20, Z15
+	VMOVUPS Z15, K4, 192(R10)
+	VMULPS Z28, Z16, Z16
+	VMOVUPS.Z 0(R10)(R9*1), K1, Z20
+	VFMADD231PS Z29, Z20, Z16
+	VMOVUPS Z16, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z17, Z17
+	VMOVUPS.Z 64(R10)(R9*1), K2, Z20
+	VFMADD231PS Z29, Z20, Z17
+	VMOVUPS Z17, K2, 64(R10)(R9*1)
+	VMULPS Z28, Z18, Z18
+	VMOVUPS.Z 128(R10)(R9*1), K3, Z20
+	VFMADD231PS Z29, Z20, Z18
+	VMOVUPS Z18, K3, 128(R10)(R9*1)
+	VMULPS Z28, Z19, Z19
+	VMOVUPS.Z 192(R10)(R9*1), K4, Z20
+	VFMADD231PS Z29, Z20, Z19
+	VMOVUPS Z19, K4, 192(R10)(R9*1)
+	VZEROUPPER
+	RET
+sgemmTK512m5v4_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K4, 192(DX)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS Z6, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS Z7, K4, 192(DX)(R9*1)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS Z8, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS Z9, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS Z10, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS Z11, K4, 192(DX)(R9*2)
+	VMULPS Z28, Z12, Z12
+	VMOVUPS Z12, K1, 0(R10)
+	VMULPS Z28, Z13, Z13
+	VMOVUPS Z13, K2, 64(R10)
+	VMULPS Z28, Z14, Z14
+	VMOVUPS Z14, K3, 128(R10)
+	VMULPS Z28, Z15, Z15
+	VMOVUPS Z15, K4, 192(R10)
+	VMULPS Z28, Z16, Z16
+	VMOVUPS Z16, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z17, Z17
+	VMOVUPS Z17, K2, 64(R10)(R9*1)
+	VMULPS Z28, Z18, Z18
+	VMOVUPS Z18, K3, 128(R10)(R9*1)
+	VMULPS Z28, Z19, Z19
+	VMOVUPS Z19, K4, 192(R10)(R9*1)
+	VZEROUPPER
+	RET
+
+// func sgemmTK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK256m5(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	PREFETCHT0 0(R10)(R9*1)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	CMPQ CX, $8
+	JB sgemmTK256m5_tail
+sgemmTK256m5_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Y10
+	VMOVUPS 32(BX), Y11
+	VBROADCASTSS 0(AX), Y14
+	VFMADD231PS Y10, Y14, Y0
+	VFMADD231PS Y11, Y14, Y1
+	VBROADCASTSS 4(AX), Y15
+	VFMADD231PS Y10, Y15, Y2
+	VFMADD231PS Y11, Y15, Y3
+	VBROADCASTSS 8(AX), Y14
+	VFMADD231PS Y10, Y14, Y4
+	VFMADD231PS Y11, Y14, Y5
+	VBROADCASTSS 12(AX), Y15
+	VFMADD231PS Y10, Y15, Y6
+	VFMADD231PS Y11, Y15, Y7
+	VBROADCASTSS 16(AX), Y14
+	VFMADD231PS Y10, Y14, Y8
+	VFMADD231PS Y11, Y14, Y9
+	VMOVUPS 64(BX), Y10
+	VMOVUPS 96(BX), Y11
+	VBROADCASTSS 0(AX)(R8*1), Y14
+	VFMADD231PS Y10, Y14, Y0
+	VFMADD231PS Y11, Y14, Y1
+	VBROADCASTSS 4(AX)(R8*1), Y15
+	VFMADD231PS Y10, Y15, Y2
+	VFMADD231PS Y11, Y15, Y3
+	VBROADCASTSS 8(AX)(R8*1), Y14
+	VFMADD231PS Y10, Y14, Y4
+	VFMADD231PS Y11, Y14, Y5
+	VBROADCASTSS 12(AX)(R8*1), Y15
+	VFMADD231PS Y10, Y15, Y6
+	VFMADD231PS Y11, Y15, Y7
+	VBROADCASTSS 16(AX)(R8*1), Y14
+	VFMADD231PS Y10, Y14, Y8
+	VFMADD231PS Y11, Y14, Y9
+	VMOVUPS 128(BX), Y10
+	VMOVUPS 160(BX), Y11
+	VBROADCASTSS 0(AX)(R8*2), Y14
+	VFMADD231PS Y10, Y14, Y0
+	VFMADD231PS Y11, Y14, Y1
+	VBROADCASTSS 4(AX)(R8*2), Y15
+	VFMADD231PS Y10, Y15, Y2
+	VFMADD231PS Y11, Y15, Y3
+	VBROADCASTSS 8(AX)(R8*2), Y14
+	VFMADD231PS Y10, Y14, Y4
+	VFMADD231PS Y11, Y14, Y5
+	VBROADCASTSS 12(AX)(R8*2), Y15
+	VFMADD231PS Y10, Y15, Y6
+	VFMADD231PS Y11, Y15, Y7
+	VBROADCASTSS 16(AX)(R8*2), Y14
+	VFMADD231PS Y10, Y14, Y8
+	VFMADD231PS Y11, Y14, Y9
+	VMOVUPS 192(BX), Y10
+	VMOVUPS 224(BX), Y11
+	VBROADCASTSS 0(R11), Y14
+	VFMADD231PS Y10, Y14, Y0
+	VFMADD231PS Y11, Y14, Y1
+	VBROADCASTSS 4(R11), Y15
+	VFMADD231PS Y10, Y15, Y2
+	VFMADD231PS Y11, Y15, Y3
+	VBROADCASTSS 8(R11), Y14
+	VFMADD231PS Y10, Y14, Y4
+	VFMADD231PS Y11, Y14, Y5
+	VBROADCASTSS 12(R11), Y15
+	VFMADD231PS Y10, Y15, Y6
+	VFMADD231PS Y11, Y15, Y7
+	VBROADCASTSS 16(R11), Y14
+	VFMADD231PS Y10, Y14, Y8
+	VFMADD231PS Y11, Y14, Y9
+	VMOVUPS 256(BX), Y10
+	VMOVUPS 288(BX), Y11
+	VBROADCASTSS 0(R11)(R8*1), Y14
+	VFMADD231PS Y10, Y14, Y0
+	VFMADD231PS Y11, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*1), Y15
+	VFMADD231PS Y10, Y15, Y2
+	VFMADD231PS Y11, Y15, Y3
+	VBROADCASTSS 8(R11)(R8*1), Y14
+	VFMADD231PS Y10, Y14, Y4
+	VFMADD231PS Y11, Y14, Y5
+	VBROADCASTSS 12(R11)(R8*1), Y15
+	VFMADD231PS Y10, Y15, Y6
+	VFMADD231PS Y11, Y15, Y7
+	VBROADCASTSS 16(R11)(R8*1), Y14
+	VFMADD231PS Y10, Y14, Y8
+	VFMADD231PS Y11, Y14, Y9
+	VMOVUPS 320(BX), Y10
+	VMOVUPS 352(BX), Y11
+	VBROADCASTSS 0(R11)(R8*2), Y14
+	VFMADD231PS Y10, Y14, Y0
+	VFMADD231PS Y11, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*2), Y15
+	VFMADD231PS Y10, Y15, Y2
+	VFMADD231PS Y11, Y15, Y3
+	VBROADCASTSS 8(R11)(R8*2), Y14
+	VFMADD231PS Y10, Y14, Y4
+	VFMADD231PS Y11, Y14, Y5
+	VBROADCASTSS 12(R11)(R8*2), Y15
+	VFMADD231PS Y10, Y15, Y6
+	VFMADD231PS Y11, Y15, Y7
+	VBROADCASTSS 16(R11)(R8*2), Y14
+	VFMADD231PS Y10, Y14, Y8
+	VFMADD231PS Y11, Y14, Y9
+	VMOVUPS 384(BX), Y10
+	VMOVUPS 416(BX), Y11
+	VBROADCASTSS 0(DI), Y14
+	VFMADD231PS Y10, Y14, Y0
+	VFMADD231PS Y11, Y14, Y1
+	VBROADCASTSS 4(DI), Y15
+	VFMADD231PS Y10, Y15, Y2
+	VFMADD231PS Y11, Y15, Y3
+	VBROADCASTSS 8(DI), Y14
+	VFMADD231PS Y10, Y14, Y4
+	VFMADD231PS Y11, Y14, Y5
+	VBROADCASTSS 12(DI), Y15
+	VFMADD231PS Y10, Y15, Y6
+	VFMADD231PS Y11, Y15, Y7
+	VBROADCASTSS 16(DI), Y14
+	VFMADD231PS Y10, Y14, Y8
+	VFMADD231PS Y11, Y14, Y9
+	VMOVUPS 448(BX), Y10
+	VMOVUPS 480(BX), Y11
+	VBROADCASTSS 0(R11)(R8*4), Y14
+	VFMADD231PS Y10, Y14, Y0
+	VFMADD231PS Y11, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*4), Y15
+	VFMADD231PS Y10, Y15, Y2
+	VFMADD231PS Y11, Y15, Y3
+	VBROADCASTSS 8(R11)(R8*4), Y14
+	VFMADD231PS Y10, Y14, Y4
+	VFMADD231PS Y11, Y14, Y5
+	VBROADCASTSS 12(R11)(R8*4), Y15
+	VFMADD231PS Y10, Y15, Y6
+	VFMADD231PS Y11, Y15, Y7
+	VBROADCASTSS 16(R11)(R8*4), Y14
+	VFMADD231PS Y10, Y14, Y8
+	VFMADD231PS Y11, Y14, Y9
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $512, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK256m5_loop
+sgemmTK256m5_tail:
+	TESTQ CX, CX
+	JE sgemmTK256m5_store
+sgemmTK256m5_loop1:
+	VMOVUPS 0(BX), Y10
+	VMOVUPS 32(BX), Y11
+	VBROADCASTSS 0(AX), Y14
+	VFMADD231PS Y10, Y14, Y0
+	VFMADD231PS Y11, Y14, Y1
+	VBROADCASTSS 4(AX), Y15
+	VFMADD231PS Y10, Y15, Y2
+	VFMADD231PS Y11, Y15, Y3
+	VBROADCASTSS 8(AX), Y14
+	VFMADD231PS Y10, Y14, Y4
+	VFMADD231PS Y11, Y14, Y5
+	VBROADCASTSS 12(AX), Y15
+	VFMADD231PS Y10, Y15, Y6
+	VFMADD231PS Y11, Y15, Y7
+	VBROADCASTSS 16(AX), Y14
+	VFMADD231PS Y10, Y14, Y8
+	VFMADD231PS Y11, Y14, Y9
+	ADDQ R8, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNE sgemmTK256m5_loop1
+sgemmTK256m5_store:
+	VBROADCASTSS alpha+48(FP), Y14
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK256m5_beta0
+	VBROADCASTSS beta+52(FP), Y15
+	VMULPS Y14, Y0, Y0
+	VMOVUPS 0(DX), Y10
+	VFMADD231PS Y15, Y10, Y0
+	VMOVUPS Y0, 0(DX)
+	VMULPS Y14, Y1, Y1
+	VMOVUPS 32(DX), Y10
+	VFMADD231PS Y15, Y10, Y1
+	VMOVUPS Y1, 32(DX)
+	VMULPS Y14, Y2, Y2
+	VMOVUPS 0(DX)(R9*1), Y10
+	VFMADD231PS Y15, Y10, Y2
+	VMOVUPS Y2, 0(DX)(R9*1)
+	VMULPS Y14, Y3, Y3
+	VMOVUPS 32(DX)(R9*1), Y10
+	VFMADD231PS Y15, Y10, Y3
+	VMOVUPS Y3, 32(DX)(R9*1)
+	VMULPS Y14, Y4, Y4
+	VMOVUPS 0(DX)(R9*2), Y10
+	VFMADD231PS Y15, Y10, Y4
+	VMOVUPS Y4, 0(DX)(R9*2)
+	VMULPS Y14, Y5, Y5
+	VMOVUPS 32(DX)(R9*2), Y10
+	VFMADD231PS Y15, Y10, Y5
+	VMOVUPS Y5, 32(DX)(R9*2)
+	VMULPS Y14, Y6, Y6
+	VMOVUPS 0(R10), Y10
+	VFMADD231PS Y15, Y10, Y6
+	VMOVUPS Y6, 0(R10)
+	VMULPS Y14, Y7, Y7
+	VMOVUPS 32(R10), Y10
+	VFMADD231PS Y15, Y10, Y7
+	VMOVUPS Y7, 32(R10)
+	VMULPS Y14, Y8, Y8
+	VMOVUPS 0(R10)(R9*1), Y10
+	VFMADD231PS Y15, Y10, Y8
+	VMOVUPS Y8, 0(R10)(R9*1)
+	VMULPS Y14, Y9, Y9
+	VMOVUPS 32(R10)(R9*1), Y10
+	VFMADD231PS Y15, Y10, Y9
+	VMOVUPS Y9, 32(R10)(R9*1)
+	VZEROUPPER
+	RET
+sgemmTK256m5_beta0:
+	VMULPS Y14, Y0, Y0
+	VMOVUPS Y0, 0(DX)
+	VMULPS Y14, Y1, Y1
+	VMOVUPS Y1, 32(DX)
+	VMULPS Y14, Y2, Y2
+	VMOVUPS Y2, 0(DX)(R9*1)
+	VMULPS Y14, Y3, Y3
+	VMOVUPS Y3, 32(DX)(R9*1)
+	VMULPS Y14, Y4, Y4
+	VMOVUPS Y4, 0(DX)(R9*2)
+	VMULPS Y14, Y5, Y5
+	VMOVUPS Y5, 32(DX)(R9*2)
+	VMULPS Y14, Y6, Y6
+	VMOVUPS Y6, 0(R10)
+	VMULPS Y14, Y7, Y7
+	VMOVUPS Y7, 32(R10)
+	VMULPS Y14, Y8, Y8
+	VMOVUPS Y8, 0(R10)(R9*1)
+	VMULPS Y14, Y9, Y9
+	VMOVUPS Y9, 32(R10)(R9*1)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m6v1(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	PREFETCHT0 0(R10)(R9*1)
+	PREFETCHT0 0(R10)(R9*2)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	CMPQ CX, $8
+	JB sgemmTK512m6v1_tail
+sgemmTK512m6v1_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z6
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z6, Z29, Z1
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z6, Z30, Z2
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z6, Z31, Z3
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z6, Z28, Z4
+	VBROADCASTSS 20(AX), Z29
+	VFMADD231PS Z6, Z29, Z5
+	VMOVUPS 64(BX), Z6
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z6, Z29, Z1
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z6, Z30, Z2
+	VBROADCASTSS 12(AX)(R8*1), Z31
+	VFMADD231PS Z6, Z31, Z3
+	VBROADCASTSS 16(AX)(R8*1), Z28
+	VFMADD231PS Z6, Z28, Z4
+	VBROADCASTSS 20(AX)(R8*1), Z29
+	VFMADD231PS Z6, Z29, Z5
+	VMOVUPS 128(BX), Z6
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z6, Z29, Z1
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z6, Z30, Z2
+	VBROADCASTSS 12(AX)(R8*2), Z31
+	VFMADD231PS Z6, Z31, Z3
+	VBROADCASTSS 16(AX)(R8*2), Z28
+	VFMADD231PS Z6, Z28, Z4
+	VBROADCASTSS 20(AX)(R8*2), Z29
+	VFMADD231PS Z6, Z29, Z5
+	VMOVUPS 192(BX), Z6
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z6, Z29, Z1
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z6, Z30, Z2
+	VBROADCASTSS 12(R11), Z31
+	VFMADD231PS Z6, Z31, Z3
+	VBROADCASTSS 16(R11), Z28
+	VFMADD231PS Z6, Z28, Z4
+	VBROADCASTSS 20(R11), Z29
+	VFMADD231PS Z6, Z29, Z5
+	VMOVUPS 256(BX), Z6
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z6, Z29, Z1
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z6, Z30, Z2
+	VBROADCASTSS 12(R11)(R8*1), Z31
+	VFMADD231PS Z6, Z31, Z3
+	VBROADCASTSS 16(R11)(R8*1), Z28
+	VFMADD231PS Z6, Z28, Z4
+	VBROADCASTSS 20(R11)(R8*1), Z29
+	VFMADD231PS Z6, Z29, Z5
+	VMOVUPS 320(BX), Z6
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z6, Z29, Z1
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z6, Z30, Z2
+	VBROADCASTSS 12(R11)(R8*2), Z31
+	VFMADD231PS Z6, Z31, Z3
+	VBROADCASTSS 16(R11)(R8*2), Z28
+	VFMADD231PS Z6, Z28, Z4
+	VBROADCASTSS 20(R11)(R8*2), Z29
+	VFMADD231PS Z6, Z29, Z5
+	VMOVUPS 384(BX), Z6
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z6, Z29, Z1
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z6, Z30, Z2
+	VBROADCASTSS 12(DI), Z31
+	VFMADD231PS Z6, Z31, Z3
+	VBROADCASTSS 16(DI), Z28
+	VFMADD231PS Z6, Z28, Z4
+	VBROADCASTSS 20(DI), Z29
+	VFMADD231PS Z6, Z29, Z5
+	VMOVUPS 448(BX), Z6
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z6, Z29, Z1
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z6, Z30, Z2
+	VBROADCASTSS 12(R11)(R8*4), Z31
+	VFMADD231PS Z6, Z31, Z3
+	VBROADCASTSS 16(R11)(R8*4), Z28
+	VFMADD231PS Z6, Z28, Z4
+	VBROADCASTSS 20(R11)(R8*4), Z29
+	VFMADD231PS Z6, Z29, Z5
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $512, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m6v1_loop
+sgemmTK512m6v1_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m6v1_store
+sgemmTK512m6v1_loop1:
+	VMOVUPS 0(BX), Z6
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z6, Z28, Z0
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z6, Z29, Z1
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z6, Z30, Z2
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z6, Z31, Z3
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z6, Z28, Z4
+	VBROADCASTSS 20(AX), Z29
+	VFMADD231PS Z6, Z29, Z5
+	ADDQ R8, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNE sgemmTK512m6v1_loop1
+sgemmTK512m6v1_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m6v1_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z6
+	VFMADD231PS Z29, Z6, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z6
+	VFMADD231PS Z29, Z6, Z1
+	VMOVUPS Z1, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z6
+	VFMADD231PS Z29, Z6, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 0(R10), K1, Z6
+	VFMADD231PS Z29, Z6, Z3
+	VMOVUPS Z3, K1, 0(R10)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 0(R10)(R9*1), K1, Z6
+	VFMADD231PS Z29, Z6, Z4
+	VMOVUPS Z4, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 0(R10)(R9*2), K1, Z6
+	VFMADD231PS Z29, Z6, Z5
+	VMOVUPS Z5, K1, 0(R10)(R9*2)
+	VZEROUPPER
+	RET
+sgemmTK512m6v1_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K1, 0(R10)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K1, 0(R10)(R9*2)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m6v2(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 64(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 0(R10)(R9*1)
+	PREFETCHT0 64(R10)(R9*1)
+	PREFETCHT0 0(R10)(R9*2)
+	PREFETCHT0 64(R10)(R9*2)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	CMPQ CX, $8
+	JB sgemmTK512m6v2_tail
+sgemmTK512m6v2_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z12
+	VMOVUPS 64(BX), Z13
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z12, Z29, Z2
+	VFMADD231PS Z13, Z29, Z3
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z12, Z30, Z4
+	VFMADD231PS Z13, Z30, Z5
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z12, Z31, Z6
+	VFMADD231PS Z13, Z31, Z7
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z12, Z28, Z8
+	VFMADD231PS Z13, Z28, Z9
+	VBROADCASTSS 20(AX), Z29
+	VFMADD231PS Z12, Z29, Z10
+	VFMADD231PS Z13, Z29, Z11
+	VMOVUPS 128(BX), Z12
+	VMOVUPS 192(BX), Z13
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z12, Z29, Z2
+	VFMADD231PS Z13, Z29, Z3
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z12, Z30, Z4
+	VFMADD231PS Z13, Z30, Z5
+	VBROADCASTSS 12(AX)(R8*1), Z31
+	VFMADD231PS Z12, Z31, Z6
+	VFMADD231PS Z13, Z31, Z7
+	VBROADCASTSS 16(AX)(R8*1), Z28
+	VFMADD231PS Z12, Z28, Z8
+	VFMADD231PS Z13, Z28, Z9
+	VBROADCASTSS 20(AX)(R8*1), Z29
+	VFMADD231PS Z12, Z29, Z10
+	VFMADD231PS Z13, Z29, Z11
+	VMOVUPS 256(BX), Z12
+	VMOVUPS 320(BX), Z13
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z12, Z29, Z2
+	VFMADD231PS Z13, Z29, Z3
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z12, Z30, Z4
+	VFMADD231PS Z13, Z30, Z5
+	VBROADCASTSS 12(AX)(R8*2), Z31
+	VFMADD231PS Z12, Z31, Z6
+	VFMADD231PS Z13, Z31, Z7
+	VBROADCASTSS 16(AX)(R8*2), Z28
+	VFMADD231PS Z12, Z28, Z8
+	VFMADD231PS Z13, Z28, Z9
+	VBROADCASTSS 20(AX)(R8*2), Z29
+	VFMADD231PS Z12, Z29, Z10
+	VFMADD231PS Z13, Z29, Z11
+	VMOVUPS 384(BX), Z12
+	VMOVUPS 448(BX), Z13
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z12, Z29, Z2
+	VFMADD231PS Z13, Z29, Z3
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z12, Z30, Z4
+	VFMADD231PS Z13, Z30, Z5
+	VBROADCASTSS 12(R11), Z31
+	VFMADD231PS Z12, Z31, Z6
+	VFMADD231PS Z13, Z31, Z7
+	VBROADCASTSS 16(R11), Z28
+	VFMADD231PS Z12, Z28, Z8
+	VFMADD231PS Z13, Z28, Z9
+	VBROADCASTSS 20(R11), Z29
+	VFMADD231PS Z12, Z29, Z10
+	VFMADD231PS Z13, Z29, Z11
+	VMOVUPS 512(BX), Z12
+	VMOVUPS 576(BX), Z13
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z12, Z29, Z2
+	VFMADD231PS Z13, Z29, Z3
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z12, Z30, Z4
+	VFMADD231PS Z13, Z30, Z5
+	VBROADCASTSS 12(R11)(R8*1), Z31
+	VFMADD231PS Z12, Z31, Z6
+	VFMADD231PS Z13, Z31, Z7
+	VBROADCASTSS 16(R11)(R8*1), Z28
+	VFMADD231PS Z12, Z28, Z8
+	VFMADD231PS Z13, Z28, Z9
+	VBROADCASTSS 20(R11)(R8*1), Z29
+	VFMADD231PS Z12, Z29, Z10
+	VFMADD231PS Z13, Z29, Z11
+	VMOVUPS 640(BX), Z12
+	VMOVUPS 704(BX), Z13
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z12, Z29, Z2
+	VFMADD231PS Z13, Z29, Z3
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z12, Z30, Z4
+	VFMADD231PS Z13, Z30, Z5
+	VBROADCASTSS 12(R11)(R8*2), Z31
+	VFMADD231PS Z12, Z31, Z6
+	VFMADD231PS Z13, Z31, Z7
+	VBROADCASTSS 16(R11)(R8*2), Z28
+	VFMADD231PS Z12, Z28, Z8
+	VFMADD231PS Z13, Z28, Z9
+	VBROADCASTSS 20(R11)(R8*2), Z29
+	VFMADD231PS Z12, Z29, Z10
+	VFMADD231PS Z13, Z29, Z11
+	VMOVUPS 768(BX), Z12
+	VMOVUPS 832(BX), Z13
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z12, Z29, Z2
+	VFMADD231PS Z13, Z29, Z3
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z12, Z30, Z4
+	VFMADD231PS Z13, Z30, Z5
+	VBROADCASTSS 12(DI), Z31
+	VFMADD231PS Z12, Z31, Z6
+	VFMADD231PS Z13, Z31, Z7
+	VBROADCASTSS 16(DI), Z28
+	VFMADD231PS Z12, Z28, Z8
+	VFMADD231PS Z13, Z28, Z9
+	VBROADCASTSS 20(DI), Z29
+	VFMADD231PS Z12, Z29, Z10
+	VFMADD231PS Z13, Z29, Z11
+	VMOVUPS 896(BX), Z12
+	VMOVUPS 960(BX), Z13
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z12, Z29, Z2
+	VFMADD231PS Z13, Z29, Z3
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z12, Z30, Z4
+	VFMADD231PS Z13, Z30, Z5
+	VBROADCASTSS 12(R11)(R8*4), Z31
+	VFMADD231PS Z12, Z31, Z6
+	VFMADD231PS Z13, Z31, Z7
+	VBROADCASTSS 16(R11)(R8*4), Z28
+	VFMADD231PS Z12, Z28, Z8
+	VFMADD231PS Z13, Z28, Z9
+	VBROADCASTSS 20(R11)(R8*4), Z29
+	VFMADD231PS Z12, Z29, Z10
+	VFMADD231PS Z13, Z29, Z11
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $1024, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m6v2_loop
+sgemmTK512m6v2_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m6v2_store
+sgemmTK512m6v2_loop1:
+	VMOVUPS 0(BX), Z12
+	VMOVUPS 64(BX), Z13
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z12, Z28, Z0
+	VFMADD231PS Z13, Z28, Z1
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z12, Z29, Z2
+	VFMADD231PS Z13, Z29, Z3
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z12, Z30, Z4
+	VFMADD231PS Z13, Z30, Z5
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z12, Z31, Z6
+	VFMADD231PS Z13, Z31, Z7
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z12, Z28, Z8
+	VFMADD231PS Z13, Z28, Z9
+	VBROADCASTSS 20(AX), Z29
+	VFMADD231PS Z12, Z29, Z10
+	VFMADD231PS Z13, Z29, Z11
+	ADDQ R8, AX
+	ADDQ $128, BX
+	DECQ CX
+	JNE sgemmTK512m6v2_loop1
+sgemmTK512m6v2_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m6v2_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z12
+	VFMADD231PS Z29, Z12, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z12
+	VFMADD231PS Z29, Z12, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z12
+	VFMADD231PS Z29, Z12, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z12
+	VFMADD231PS Z29, Z12, Z3
+	VMOVUPS Z3, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z12
+	VFMADD231PS Z29, Z12, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 64(DX)(R9*2), K2, Z12
+	VFMADD231PS Z29, Z12, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS.Z 0(R10), K1, Z12
+	VFMADD231PS Z29, Z12, Z6
+	VMOVUPS Z6, K1, 0(R10)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS.Z 64(R10), K2, Z12
+	VFMADD231PS Z29, Z12, Z7
+	VMOVUPS Z7, K2, 64(R10)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS.Z 0(R10)(R9*1), K1, Z12
+	VFMADD231PS Z29, Z12, Z8
+	VMOVUPS Z8, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS.Z 64(R10)(R9*1), K2, Z12
+	VFMADD231PS Z29, Z12, Z9
+	VMOVUPS Z9, K2, 64(R10)(R9*1)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS.Z 0(R10)(R9*2), K1, Z12
+	VFMADD231PS Z29, Z12, Z10
+	VMOVUPS Z10, K1, 0(R10)(R9*2)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS.Z 64(R10)(R9*2), K2, Z12
+	VFMADD231PS Z29, Z12, Z11
+	VMOVUPS Z11, K2, 64(R10)(R9*2)
+	VZEROUPPER
+	RET
+sgemmTK512m6v2_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS Z6, K1, 0(R10)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS Z7, K2, 64(R10)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS Z8, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS Z9, K2, 64(R10)(R9*1)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS Z10, K1, 0(R10)(R9*2)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS Z11, K2, 64(R10)(R9*2)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m6v3(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 128(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 64(DX)(R9*2)
+	PREFETCHT0 128(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 0(R10)(R9*1)
+	PREFETCHT0 64(R10)(R9*1)
+	PREFETCHT0 128(R10)(R9*1)
+	PREFETCHT0 0(R10)(R9*2)
+	PREFETCHT0 64(R10)(R9*2)
+	PREFETCHT0 128(R10)(R9*2)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	CMPQ CX, $8
+	JB sgemmTK512m6v3_tail
+sgemmTK512m6v3_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z18
+	VMOVUPS 64(BX), Z19
+	VMOVUPS 128(BX), Z20
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z18, Z28, Z0
+	VFMADD231PS Z19, Z28, Z1
+	VFMADD231PS Z20, Z28, Z2
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z18, Z29, Z3
+	VFMADD231PS Z19, Z29, Z4
+	VFMADD231PS Z20, Z29, Z5
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z18, Z30, Z6
+	VFMADD231PS Z19, Z30, Z7
+	VFMADD231PS Z20, Z30, Z8
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z18, Z31, Z9
+	VFMADD231PS Z19, Z31, Z10
+	VFMADD231PS Z20, Z31, Z11
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z18, Z28, Z12
+	VFMADD231PS Z19, Z28, Z13
+	VFMADD231PS Z20, Z28, Z14
+	VBROADCASTSS 20(AX), Z29
+	VFMADD231PS Z18, Z29, Z15
+	VFMADD231PS Z19, Z29, Z16
+	VFMADD231PS Z20, Z29, Z17
+	VMOVUPS 192(BX), Z18
+	VMOVUPS 256(BX), Z19
+	VMOVUPS 320(BX), Z20
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z18, Z28, Z0
+	VFMADD231PS Z19, Z28, Z1
+	VFMADD231PS Z20, Z28, Z2
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z18, Z29, Z3
+	VFMADD231PS Z19, Z29, Z4
+	VFMADD231PS Z20, Z29, Z5
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z18, Z30, Z6
+	VFMADD231PS Z19, Z30, Z7
+	VFMADD231PS Z20, Z30, Z8
+	VBROADCASTSS 12(AX)(R8*1), Z31
+	VFMADD231PS Z18, Z31, Z9
+	VFMADD231PS Z19, Z31, Z10
+	VFMADD231PS Z20, Z31, Z11
+	VBROADCASTSS 16(AX)(R8*1), Z28
+	VFMADD231PS Z18, Z28, Z12
+	VFMADD231PS Z19, Z28, Z13
+	VFMADD231PS Z20, Z28, Z14
+	VBROADCASTSS 20(AX)(R8*1), Z29
+	VFMADD231PS Z18, Z29, Z15
+	VFMADD231PS Z19, Z29, Z16
+	VFMADD231PS Z20, Z29, Z17
+	VMOVUPS 384(BX), Z18
+	VMOVUPS 448(BX), Z19
+	VMOVUPS 512(BX), Z20
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z18, Z28, Z0
+	VFMADD231PS Z19, Z28, Z1
+	VFMADD231PS Z20, Z28, Z2
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z18, Z29, Z3
+	VFMADD231PS Z19, Z29, Z4
+	VFMADD231PS Z20, Z29, Z5
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z18, Z30, Z6
+	VFMADD231PS Z19, Z30, Z7
+	VFMADD231PS Z20, Z30, Z8
+	VBROADCASTSS 12(AX)(R8*2), Z31
+	VFMADD231PS Z18, Z31, Z9
+	VFMADD231PS Z19, Z31, Z10
+	VFMADD231PS Z20, Z31, Z11
+	VBROADCASTSS 16(AX)(R8*2), Z28
+	VFMADD231PS Z18, Z28, Z12
+	VFMADD231PS Z19, Z28, Z13
+	VFMADD231PS Z20, Z28, Z14
+	VBROADCASTSS 20(AX)(R8*2), Z29
+	VFMADD231PS Z18, Z29, Z15
+	VFMADD231PS Z19, Z29, Z16
+	VFMADD231PS Z20, Z29, Z17
+	VMOVUPS 576(BX), Z18
+	VMOVUPS 640(BX), Z19
+	VMOVUPS 704(BX), Z20
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z18, Z28, Z0
+	VFMADD231PS Z19, Z28, Z1
+	VFMADD231PS Z20, Z28, Z2
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z18, Z29, Z3
+	VFMADD231PS Z19, Z29, Z4
+	VFMADD231PS Z20, Z29, Z5
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z18, Z30, Z6
+	VFMADD231PS Z19, Z30, Z7
+	VFMADD231PS Z20, Z30, Z8
+	VBROADCASTSS 12(R11), Z31
+	VFMADD231PS Z18, Z31, Z9
+	VFMADD231PS Z19, Z31, Z10
+	VFMADD231PS Z20, Z31, Z11
+	VBROADCASTSS 16(R11), Z28
+	VFMADD231PS Z18, Z28, Z12
+	VFMADD231PS Z19, Z28, Z13
+	VFMADD231PS Z20, Z28, Z14
+	VBROADCASTSS 20(R11), Z29
+	VFMADD231PS Z18, Z29, Z15
+	VFMADD231PS Z19, Z29, Z16
+	VFMADD231PS Z20, Z29, Z17
+	VMOVUPS 768(BX), Z18
+	VMOVUPS 832(BX), Z19
+	VMOVUPS 896(BX), Z20
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z18, Z28, Z0
+	VFMADD231PS Z19, Z28, Z1
+	VFMADD231PS Z20, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z18, Z29, Z3
+	VFMADD231PS Z19, Z29, Z4
+	VFMADD231PS Z20, Z29, Z5
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z18, Z30, Z6
+	VFMADD231PS Z19, Z30, Z7
+	VFMADD231PS Z20, Z30, Z8
+	VBROADCASTSS 12(R11)(R8*1), Z31
+	VFMADD231PS Z18, Z31, Z9
+	VFMADD231PS Z19, Z31, Z10
+	VFMADD231PS Z20, Z31, Z11
+	VBROADCASTSS 16(R11)(R8*1), Z28
+	VFMADD231PS Z18, Z28, Z12
+	VFMADD231PS Z19, Z28, Z13
+	VFMADD231PS Z20, Z28, Z14
+	VBROADCASTSS 20(R11)(R8*1), Z29
+	VFMADD231PS Z18, Z29, Z15
+	VFMADD231PS Z19, Z29, Z16
+	VFMADD231PS Z20, Z29, Z17
+	VMOVUPS 960(BX), Z18
+	VMOVUPS 1024(BX), Z19
+	VMOVUPS 1088(BX), Z20
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z18, Z28, Z0
+	VFMADD231PS Z19, Z28, Z1
+	VFMADD231PS Z20, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z18, Z29, Z3
+	VFMADD231PS Z19, Z29, Z4
+	VFMADD231PS Z20, Z29, Z5
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z18, Z30, Z6
+	VFMADD231PS Z19, Z30, Z7
+	VFMADD231PS Z20, Z30, Z8
+	VBROADCASTSS 12(R11)(R8*2), Z31
+	VFMADD231PS Z18, Z31, Z9
+	VFMADD231PS Z19, Z31, Z10
+	VFMADD231PS Z20, Z31, Z11
+	VBROADCASTSS 16(R11)(R8*2), Z28
+	VFMADD231PS Z18, Z28, Z12
+	VFMADD231PS Z19, Z28, Z13
+	VFMADD231PS Z20, Z28, Z14
+	VBROADCASTSS 20(R11)(R8*2), Z29
+	VFMADD231PS Z18, Z29, Z15
+	VFMADD231PS Z19, Z29, Z16
+	VFMADD231PS Z20, Z29, Z17
+	VMOVUPS 1152(BX), Z18
+	VMOVUPS 1216(BX), Z19
+	VMOVUPS 1280(BX), Z20
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z18, Z28, Z0
+	VFMADD231PS Z19, Z28, Z1
+	VFMADD231PS Z20, Z28, Z2
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z18, Z29, Z3
+	VFMADD231PS Z19, Z29, Z4
+	VFMADD231PS Z20, Z29, Z5
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z18, Z30, Z6
+	VFMADD231PS Z19, Z30, Z7
+	VFMADD231PS Z20, Z30, Z8
+	VBROADCASTSS 12(DI), Z31
+	VFMADD231PS Z18, Z31, Z9
+	VFMADD231PS Z19, Z31, Z10
+	VFMADD231PS Z20, Z31, Z11
+	VBROADCASTSS 16(DI), Z28
+	VFMADD231PS Z18, Z28, Z12
+	VFMADD231PS Z19, Z28, Z13
+	VFMADD231PS Z20, Z28, Z14
+	VBROADCASTSS 20(DI), Z29
+	VFMADD231PS Z18, Z29, Z15
+	VFMADD231PS Z19, Z29, Z16
+	VFMADD231PS Z20, Z29, Z17
+	VMOVUPS 1344(BX), Z18
+	VMOVUPS 1408(BX), Z19
+	VMOVUPS 1472(BX), Z20
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z18, Z28, Z0
+	VFMADD231PS Z19, Z28, Z1
+	VFMADD231PS Z20, Z28, Z2
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z18, Z29, Z3
+	VFMADD231PS Z19, Z29, Z4
+	VFMADD231PS Z20, Z29, Z5
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z18, Z30, Z6
+	VFMADD231PS Z19, Z30, Z7
+	VFMADD231PS Z20, Z30, Z8
+	VBROADCASTSS 12(R11)(R8*4), Z31
+	VFMADD231PS Z18, Z31, Z9
+	VFMADD231PS Z19, Z31, Z10
+	VFMADD231PS Z20, Z31, Z11
+	VBROADCASTSS 16(R11)(R8*4), Z28
+	VFMADD231PS Z18, Z28, Z12
+	VFMADD231PS Z19, Z28, Z13
+	VFMADD231PS Z20, Z28, Z14
+	VBROADCASTSS 20(R11)(R8*4), Z29
+	VFMADD231PS Z18, Z29, Z15
+	VFMADD231PS Z19, Z29, Z16
+	VFMADD231PS Z20, Z29, Z17
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $1536, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m6v3_loop
+sgemmTK512m6v3_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m6v3_store
+sgemmTK512m6v3_loop1:
+	VMOVUPS 0(BX), Z18
+	VMOVUPS 64(BX), Z19
+	VMOVUPS 128(BX), Z20
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z18, Z28, Z0
+	VFMADD231PS Z19, Z28, Z1
+	VFMADD231PS Z20, Z28, Z2
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z18, Z29, Z3
+	VFMADD231PS Z19, Z29, Z4
+	VFMADD231PS Z20, Z29, Z5
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z18, Z30, Z6
+	VFMADD231PS Z19, Z30, Z7
+	VFMADD231PS Z20, Z30, Z8
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z18, Z31, Z9
+	VFMADD231PS Z19, Z31, Z10
+	VFMADD231PS Z20, Z31, Z11
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z18, Z28, Z12
+	VFMADD231PS Z19, Z28, Z13
+	VFMADD231PS Z20, Z28, Z14
+	VBROADCASTSS 20(AX), Z29
+	VFMADD231PS Z18, Z29, Z15
+	VFMADD231PS Z19, Z29, Z16
+	VFMADD231PS Z20, Z29, Z17
+	ADDQ R8, AX
+	ADDQ $192, BX
+	DECQ CX
+	JNE sgemmTK512m6v3_loop1
+sgemmTK512m6v3_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	SHRQ $16, SI
+	KMOVW SI, K3
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m6v3_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z18
+	VFMADD231PS Z29, Z18, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z18
+	VFMADD231PS Z29, Z18, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 128(DX), K3, Z18
+	VFMADD231PS Z29, Z18, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z18
+	VFMADD231PS Z29, Z18, Z3
+	VMOVUPS Z3, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z18
+	VFMADD231PS Z29, Z18, Z4
+	VMOVUPS Z4, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 128(DX)(R9*1), K3, Z18
+	VFMADD231PS Z29, Z18, Z5
+	VMOVUPS Z5, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z18
+	VFMADD231PS Z29, Z18, Z6
+	VMOVUPS Z6, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS.Z 64(DX)(R9*2), K2, Z18
+	VFMADD231PS Z29, Z18, Z7
+	VMOVUPS Z7, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS.Z 128(DX)(R9*2), K3, Z18
+	VFMADD231PS Z29, Z18, Z8
+	VMOVUPS Z8, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS.Z 0(R10), K1, Z18
+	VFMADD231PS Z29, Z18, Z9
+	VMOVUPS Z9, K1, 0(R10)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS.Z 64(R10), K2, Z18
+	VFMADD231PS Z29, Z18, Z10
+	VMOVUPS Z10, K2, 64(R10)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS.Z 128(R10), K3, Z18
+	VFMADD231PS Z29, Z18, Z11
+	VMOVUPS Z11, K3, 128(R10)
+	VMULPS Z28, Z12, Z12
+	VMOVUPS.Z 0(R10)(R9*1), K1, Z18
+	VFMADD231PS Z29, Z18, Z12
+	VMOVUPS Z12, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z13, Z13
+	VMOVUPS.Z 64(R10)(R9*1), K2, Z18
+	VFMADD231PS Z29, Z18, Z13
+	VMOVUPS Z13, K2, 64(R10)(R9*1)
+	VMULPS Z28, Z14, Z14
+	VMOVUPS.Z 128(R10)(R9*1), K3, Z18
+	VFMADD231PS Z29, Z18, Z14
+	VMOVUPS Z14, K3, 128(R10)(R9*1)
+	VMULPS Z28, Z15, Z15
+	VMOVUPS.Z 0(R10)(R9*2), K1, Z18
+	VFMADD231PS Z29, Z18, Z15
+	VMOVUPS Z15, K1, 0(R10)(R9*2)
+	VMULPS Z28, Z16, Z16
+	VMOVUPS.Z 64(R10)(R9*2), K2, Z18
+	VFMADD231PS Z29, Z18, Z16
+	VMOVUPS Z16, K2, 64(R10)(R9*2)
+	VMULPS Z28, Z17, Z17
+	VMOVUPS.Z 128(R10)(R9*2), K3, Z18
+	VFMADD231PS Z29, Z18, Z17
+	VMOVUPS Z17, K3, 128(R10)(R9*2)
+	VZEROUPPER
+	RET
+sgemmTK512m6v3_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS Z6, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS Z7, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS Z8, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS Z9, K1, 0(R10)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS Z10, K2, 64(R10)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS Z11, K3, 128(R10)
+	VMULPS Z28, Z12, Z12
+	VMOVUPS Z12, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z13, Z13
+	VMOVUPS Z13, K2, 64(R10)(R9*1)
+	VMULPS Z28, Z14, Z14
+	VMOVUPS Z14, K3, 128(R10)(R9*1)
+	VMULPS Z28, Z15, Z15
+	VMOVUPS Z15, K1, 0(R10)(R9*2)
+	VMULPS Z28, Z16, Z16
+	VMOVUPS Z16, K2, 64(R10)(R9*2)
+	VMULPS Z28, Z17, Z17
+	VMOVUPS Z17, K3, 128(R10)(R9*2)
+	VZEROUPPER
+	RET
+
+// func sgemmTK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK512m6v4(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 64(DX)
+	PREFETCHT0 128(DX)
+	PREFETCHT0 192(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 64(DX)(R9*1)
+	PREFETCHT0 128(DX)(R9*1)
+	PREFETCHT0 192(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 64(DX)(R9*2)
+	PREFETCHT0 128(DX)(R9*2)
+	PREFETCHT0 192(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	PREFETCHT0 64(R10)
+	PREFETCHT0 128(R10)
+	PREFETCHT0 192(R10)
+	PREFETCHT0 0(R10)(R9*1)
+	PREFETCHT0 64(R10)(R9*1)
+	PREFETCHT0 128(R10)(R9*1)
+	PREFETCHT0 192(R10)(R9*1)
+	PREFETCHT0 0(R10)(R9*2)
+	PREFETCHT0 64(R10)(R9*2)
+	PREFETCHT0 128(R10)(R9*2)
+	PREFETCHT0 192(R10)(R9*2)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	CMPQ CX, $8
+	JB sgemmTK512m6v4_tail
+sgemmTK512m6v4_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Z24
+	VMOVUPS 64(BX), Z25
+	VMOVUPS 128(BX), Z26
+	VMOVUPS 192(BX), Z27
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS 20(AX), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	VMOVUPS 256(BX), Z24
+	VMOVUPS 320(BX), Z25
+	VMOVUPS 384(BX), Z26
+	VMOVUPS 448(BX), Z27
+	VBROADCASTSS 0(AX)(R8*1), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS 4(AX)(R8*1), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS 8(AX)(R8*1), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS 12(AX)(R8*1), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS 16(AX)(R8*1), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS 20(AX)(R8*1), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	VMOVUPS 512(BX), Z24
+	VMOVUPS 576(BX), Z25
+	VMOVUPS 640(BX), Z26
+	VMOVUPS 704(BX), Z27
+	VBROADCASTSS 0(AX)(R8*2), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS 4(AX)(R8*2), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS 8(AX)(R8*2), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS 12(AX)(R8*2), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS 16(AX)(R8*2), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS 20(AX)(R8*2), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	VMOVUPS 768(BX), Z24
+	VMOVUPS 832(BX), Z25
+	VMOVUPS 896(BX), Z26
+	VMOVUPS 960(BX), Z27
+	VBROADCASTSS 0(R11), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS 4(R11), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS 8(R11), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS 12(R11), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS 16(R11), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS 20(R11), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	VMOVUPS 1024(BX), Z24
+	VMOVUPS 1088(BX), Z25
+	VMOVUPS 1152(BX), Z26
+	VMOVUPS 1216(BX), Z27
+	VBROADCASTSS 0(R11)(R8*1), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*1), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS 8(R11)(R8*1), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS 12(R11)(R8*1), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS 16(R11)(R8*1), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS 20(R11)(R8*1), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	VMOVUPS 1280(BX), Z24
+	VMOVUPS 1344(BX), Z25
+	VMOVUPS 1408(BX), Z26
+	VMOVUPS 1472(BX), Z27
+	VBROADCASTSS 0(R11)(R8*2), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*2), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS 8(R11)(R8*2), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS 12(R11)(R8*2), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS 16(R11)(R8*2), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS 20(R11)(R8*2), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	VMOVUPS 1536(BX), Z24
+	VMOVUPS 1600(BX), Z25
+	VMOVUPS 1664(BX), Z26
+	VMOVUPS 1728(BX), Z27
+	VBROADCASTSS 0(DI), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS 4(DI), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS 8(DI), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS 12(DI), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS 16(DI), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS 20(DI), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	VMOVUPS 1792(BX), Z24
+	VMOVUPS 1856(BX), Z25
+	VMOVUPS 1920(BX), Z26
+	VMOVUPS 1984(BX), Z27
+	VBROADCASTSS 0(R11)(R8*4), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS 4(R11)(R8*4), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS 8(R11)(R8*4), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS 12(R11)(R8*4), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS 16(R11)(R8*4), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS 20(R11)(R8*4), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $2048, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK512m6v4_loop
+sgemmTK512m6v4_tail:
+	TESTQ CX, CX
+	JE sgemmTK512m6v4_store
+sgemmTK512m6v4_loop1:
+	VMOVUPS 0(BX), Z24
+	VMOVUPS 64(BX), Z25
+	VMOVUPS 128(BX), Z26
+	VMOVUPS 192(BX), Z27
+	VBROADCASTSS 0(AX), Z28
+	VFMADD231PS Z24, Z28, Z0
+	VFMADD231PS Z25, Z28, Z1
+	VFMADD231PS Z26, Z28, Z2
+	VFMADD231PS Z27, Z28, Z3
+	VBROADCASTSS 4(AX), Z29
+	VFMADD231PS Z24, Z29, Z4
+	VFMADD231PS Z25, Z29, Z5
+	VFMADD231PS Z26, Z29, Z6
+	VFMADD231PS Z27, Z29, Z7
+	VBROADCASTSS 8(AX), Z30
+	VFMADD231PS Z24, Z30, Z8
+	VFMADD231PS Z25, Z30, Z9
+	VFMADD231PS Z26, Z30, Z10
+	VFMADD231PS Z27, Z30, Z11
+	VBROADCASTSS 12(AX), Z31
+	VFMADD231PS Z24, Z31, Z12
+	VFMADD231PS Z25, Z31, Z13
+	VFMADD231PS Z26, Z31, Z14
+	VFMADD231PS Z27, Z31, Z15
+	VBROADCASTSS 16(AX), Z28
+	VFMADD231PS Z24, Z28, Z16
+	VFMADD231PS Z25, Z28, Z17
+	VFMADD231PS Z26, Z28, Z18
+	VFMADD231PS Z27, Z28, Z19
+	VBROADCASTSS 20(AX), Z29
+	VFMADD231PS Z24, Z29, Z20
+	VFMADD231PS Z25, Z29, Z21
+	VFMADD231PS Z26, Z29, Z22
+	VFMADD231PS Z27, Z29, Z23
+	ADDQ R8, AX
+	ADDQ $256, BX
+	DECQ CX
+	JNE sgemmTK512m6v4_loop1
+sgemmTK512m6v4_store:
+	MOVQ mask+56(FP), SI
+	KMOVW SI, K1
+	SHRQ $16, SI
+	KMOVW SI, K2
+	SHRQ $16, SI
+	KMOVW SI, K3
+	SHRQ $16, SI
+	KMOVW SI, K4
+	VBROADCASTSS alpha+48(FP), Z28
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK512m6v4_beta0
+	VBROADCASTSS beta+52(FP), Z29
+	VMULPS Z28, Z0, Z0
+	VMOVUPS.Z 0(DX), K1, Z24
+	VFMADD231PS Z29, Z24, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS.Z 64(DX), K2, Z24
+	VFMADD231PS Z29, Z24, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS.Z 128(DX), K3, Z24
+	VFMADD231PS Z29, Z24, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS.Z 192(DX), K4, Z24
+	VFMADD231PS Z29, Z24, Z3
+	VMOVUPS Z3, K4, 192(DX)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS.Z 0(DX)(R9*1), K1, Z24
+	VFMADD231PS Z29, Z24, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS.Z 64(DX)(R9*1), K2, Z24
+	VFMADD231PS Z29, Z24, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS.Z 128(DX)(R9*1), K3, Z24
+	VFMADD231PS Z29, Z24, Z6
+	VMOVUPS Z6, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS.Z 192(DX)(R9*1), K4, Z24
+	VFMADD231PS Z29, Z24, Z7
+	VMOVUPS Z7, K4, 192(DX)(R9*1)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS.Z 0(DX)(R9*2), K1, Z24
+	VFMADD231PS Z29, Z24, Z8
+	VMOVUPS Z8, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS.Z 64(DX)(R9*2), K2, Z24
+	VFMADD231PS Z29, Z24, Z9
+	VMOVUPS Z9, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS.Z 128(DX)(R9*2), K3, Z24
+	VFMADD231PS Z29, Z24, Z10
+	VMOVUPS Z10, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS.Z 192(DX)(R9*2), K4, Z24
+	VFMADD231PS Z29, Z24, Z11
+	VMOVUPS Z11, K4, 192(DX)(R9*2)
+	VMULPS Z28, Z12, Z12
+	VMOVUPS.Z 0(R10), K1, Z24
+	VFMADD231PS Z29, Z24, Z12
+	VMOVUPS Z12, K1, 0(R10)
+	VMULPS Z28, Z13, Z13
+	VMOVUPS.Z 64(R10), K2, Z24
+	VFMADD231PS Z29, Z24, Z13
+	VMOVUPS Z13, K2, 64(R10)
+	VMULPS Z28, Z14, Z14
+	VMOVUPS.Z 128(R10), K3, Z24
+	VFMADD231PS Z29, Z24, Z14
+	VMOVUPS Z14, K3, 128(R10)
+	VMULPS Z28, Z15, Z15
+	VMOVUPS.Z 192(R10), K4, Z24
+	VFMADD231PS Z29, Z24, Z15
+	VMOVUPS Z15, K4, 192(R10)
+	VMULPS Z28, Z16, Z16
+	VMOVUPS.Z 0(R10)(R9*1), K1, Z24
+	VFMADD231PS Z29, Z24, Z16
+	VMOVUPS Z16, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z17, Z17
+	VMOVUPS.Z 64(R10)(R9*1), K2, Z24
+	VFMADD231PS Z29, Z24, Z17
+	VMOVUPS Z17, K2, 64(R10)(R9*1)
+	VMULPS Z28, Z18, Z18
+	VMOVUPS.Z 128(R10)(R9*1), K3, Z24
+	VFMADD231PS Z29, Z24, Z18
+	VMOVUPS Z18, K3, 128(R10)(R9*1)
+	VMULPS Z28, Z19, Z19
+	VMOVUPS.Z 192(R10)(R9*1), K4, Z24
+	VFMADD231PS Z29, Z24, Z19
+	VMOVUPS Z19, K4, 192(R10)(R9*1)
+	VMULPS Z28, Z20, Z20
+	VMOVUPS.Z 0(R10)(R9*2), K1, Z24
+	VFMADD231PS Z29, Z24, Z20
+	VMOVUPS Z20, K1, 0(R10)(R9*2)
+	VMULPS Z28, Z21, Z21
+	VMOVUPS.Z 64(R10)(R9*2), K2, Z24
+	VFMADD231PS Z29, Z24, Z21
+	VMOVUPS Z21, K2, 64(R10)(R9*2)
+	VMULPS Z28, Z22, Z22
+	VMOVUPS.Z 128(R10)(R9*2), K3, Z24
+	VFMADD231PS Z29, Z24, Z22
+	VMOVUPS Z22, K3, 128(R10)(R9*2)
+	VMULPS Z28, Z23, Z23
+	VMOVUPS.Z 192(R10)(R9*2), K4, Z24
+	VFMADD231PS Z29, Z24, Z23
+	VMOVUPS Z23, K4, 192(R10)(R9*2)
+	VZEROUPPER
+	RET
+sgemmTK512m6v4_beta0:
+	VMULPS Z28, Z0, Z0
+	VMOVUPS Z0, K1, 0(DX)
+	VMULPS Z28, Z1, Z1
+	VMOVUPS Z1, K2, 64(DX)
+	VMULPS Z28, Z2, Z2
+	VMOVUPS Z2, K3, 128(DX)
+	VMULPS Z28, Z3, Z3
+	VMOVUPS Z3, K4, 192(DX)
+	VMULPS Z28, Z4, Z4
+	VMOVUPS Z4, K1, 0(DX)(R9*1)
+	VMULPS Z28, Z5, Z5
+	VMOVUPS Z5, K2, 64(DX)(R9*1)
+	VMULPS Z28, Z6, Z6
+	VMOVUPS Z6, K3, 128(DX)(R9*1)
+	VMULPS Z28, Z7, Z7
+	VMOVUPS Z7, K4, 192(DX)(R9*1)
+	VMULPS Z28, Z8, Z8
+	VMOVUPS Z8, K1, 0(DX)(R9*2)
+	VMULPS Z28, Z9, Z9
+	VMOVUPS Z9, K2, 64(DX)(R9*2)
+	VMULPS Z28, Z10, Z10
+	VMOVUPS Z10, K3, 128(DX)(R9*2)
+	VMULPS Z28, Z11, Z11
+	VMOVUPS Z11, K4, 192(DX)(R9*2)
+	VMULPS Z28, Z12, Z12
+	VMOVUPS Z12, K1, 0(R10)
+	VMULPS Z28, Z13, Z13
+	VMOVUPS Z13, K2, 64(R10)
+	VMULPS Z28, Z14, Z14
+	VMOVUPS Z14, K3, 128(R10)
+	VMULPS Z28, Z15, Z15
+	VMOVUPS Z15, K4, 192(R10)
+	VMULPS Z28, Z16, Z16
+	VMOVUPS Z16, K1, 0(R10)(R9*1)
+	VMULPS Z28, Z17, Z17
+	VMOVUPS Z17, K2, 64(R10)(R9*1)
+	VMULPS Z28, Z18, Z18
+	VMOVUPS Z18, K3, 128(R10)(R9*1)
+	VMULPS Z28, Z19, Z19
+	VMOVUPS Z19, K4, 192(R10)(R9*1)
+	VMULPS Z28, Z20, Z20
+	VMOVUPS Z20, K1, 0(R10)(R9*2)
+	VMULPS Z28, Z21, Z21
+	VMOVUPS Z21, K2, 64(R10)(R9*2)
+	VMULPS Z28, Z22, Z22
+	VMOVUPS Z22, K3, 128(R10)(R9*2)
+	VMULPS Z28, Z23, Z23
+	VMOVUPS Z23, K4, 192(R10)(R9*2)
+	VZEROUPPER
+	RET
+
+// func sgemmTK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+TEXT ·sgemmTK256m6(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ b+24(FP), BX
+	LEAQ (AX)(R8*2), R11
+	ADDQ R8, R11
+	LEAQ (AX)(R8*4), DI
+	LEAQ (DI)(R8*2), DI
+	LEAQ (AX)(R8*8), R12
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R12)(R8*2), R13
+	ADDQ R8, R13
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	LEAQ (DX)(R9*2), R10
+	ADDQ R9, R10
+	PREFETCHT0 0(DX)
+	PREFETCHT0 0(DX)(R9*1)
+	PREFETCHT0 0(DX)(R9*2)
+	PREFETCHT0 0(R10)
+	PREFETCHT0 0(R10)(R9*1)
+	PREFETCHT0 0(R10)(R9*2)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	CMPQ CX, $8
+	JB sgemmTK256m6_tail
+sgemmTK256m6_loop:
+	PREFETCHT0 0(R12)
+	PREFETCHT0 0(R12)(R8*1)
+	PREFETCHT0 0(R12)(R8*2)
+	PREFETCHT0 0(R13)
+	PREFETCHT0 0(R13)(R8*1)
+	PREFETCHT0 0(R13)(R8*2)
+	PREFETCHT0 0(R13)(R8*4)
+	VMOVUPS 0(BX), Y12
+	VMOVUPS 32(BX), Y13
+	VBROADCASTSS 0(AX), Y14
+	VFMADD231PS Y12, Y14, Y0
+	VFMADD231PS Y13, Y14, Y1
+	VBROADCASTSS 4(AX), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y3
+	VBROADCASTSS 8(AX), Y14
+	VFMADD231PS Y12, Y14, Y4
+	VFMADD231PS Y13, Y14, Y5
+	VBROADCASTSS 12(AX), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VBROADCASTSS 16(AX), Y14
+	VFMADD231PS Y12, Y14, Y8
+	VFMADD231PS Y13, Y14, Y9
+	VBROADCASTSS 20(AX), Y15
+	VFMADD231PS Y12, Y15, Y10
+	VFMADD231PS Y13, Y15, Y11
+	VMOVUPS 64(BX), Y12
+	VMOVUPS 96(BX), Y13
+	VBROADCASTSS 0(AX)(R8*1), Y14
+	VFMADD231PS Y12, Y14, Y0
+	VFMADD231PS Y13, Y14, Y1
+	VBROADCASTSS 4(AX)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y3
+	VBROADCASTSS 8(AX)(R8*1), Y14
+	VFMADD231PS Y12, Y14, Y4
+	VFMADD231PS Y13, Y14, Y5
+	VBROADCASTSS 12(AX)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VBROADCASTSS 16(AX)(R8*1), Y14
+	VFMADD231PS Y12, Y14, Y8
+	VFMADD231PS Y13, Y14, Y9
+	VBROADCASTSS 20(AX)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y10
+	VFMADD231PS Y13, Y15, Y11
+	VMOVUPS 128(BX), Y12
+	VMOVUPS 160(BX), Y13
+	VBROADCASTSS 0(AX)(R8*2), Y14
+	VFMADD231PS Y12, Y14, Y0
+	VFMADD231PS Y13, Y14, Y1
+	VBROADCASTSS 4(AX)(R8*2), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y3
+	VBROADCASTSS 8(AX)(R8*2), Y14
+	VFMADD231PS Y12, Y14, Y4
+	VFMADD231PS Y13, Y14, Y5
+	VBROADCASTSS 12(AX)(R8*2), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VBROADCASTSS 16(AX)(R8*2), Y14
+	VFMADD231PS Y12, Y14, Y8
+	VFMADD231PS Y13, Y14, Y9
+	VBROADCASTSS 20(AX)(R8*2), Y15
+	VFMADD231PS Y12, Y15, Y10
+	VFMADD231PS Y13, Y15, Y11
+	VMOVUPS 192(BX), Y12
+	VMOVUPS 224(BX), Y13
+	VBROADCASTSS 0(R11), Y14
+	VFMADD231PS Y12, Y14, Y0
+	VFMADD231PS Y13, Y14, Y1
+	VBROADCASTSS 4(R11), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y3
+	VBROADCASTSS 8(R11), Y14
+	VFMADD231PS Y12, Y14, Y4
+	VFMADD231PS Y13, Y14, Y5
+	VBROADCASTSS 12(R11), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VBROADCASTSS 16(R11), Y14
+	VFMADD231PS Y12, Y14, Y8
+	VFMADD231PS Y13, Y14, Y9
+	VBROADCASTSS 20(R11), Y15
+	VFMADD231PS Y12, Y15, Y10
+	VFMADD231PS Y13, Y15, Y11
+	VMOVUPS 256(BX), Y12
+	VMOVUPS 288(BX), Y13
+	VBROADCASTSS 0(R11)(R8*1), Y14
+	VFMADD231PS Y12, Y14, Y0
+	VFMADD231PS Y13, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y3
+	VBROADCASTSS 8(R11)(R8*1), Y14
+	VFMADD231PS Y12, Y14, Y4
+	VFMADD231PS Y13, Y14, Y5
+	VBROADCASTSS 12(R11)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VBROADCASTSS 16(R11)(R8*1), Y14
+	VFMADD231PS Y12, Y14, Y8
+	VFMADD231PS Y13, Y14, Y9
+	VBROADCASTSS 20(R11)(R8*1), Y15
+	VFMADD231PS Y12, Y15, Y10
+	VFMADD231PS Y13, Y15, Y11
+	VMOVUPS 320(BX), Y12
+	VMOVUPS 352(BX), Y13
+	VBROADCASTSS 0(R11)(R8*2), Y14
+	VFMADD231PS Y12, Y14, Y0
+	VFMADD231PS Y13, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*2), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y3
+	VBROADCASTSS 8(R11)(R8*2), Y14
+	VFMADD231PS Y12, Y14, Y4
+	VFMADD231PS Y13, Y14, Y5
+	VBROADCASTSS 12(R11)(R8*2), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VBROADCASTSS 16(R11)(R8*2), Y14
+	VFMADD231PS Y12, Y14, Y8
+	VFMADD231PS Y13, Y14, Y9
+	VBROADCASTSS 20(R11)(R8*2), Y15
+	VFMADD231PS Y12, Y15, Y10
+	VFMADD231PS Y13, Y15, Y11
+	VMOVUPS 384(BX), Y12
+	VMOVUPS 416(BX), Y13
+	VBROADCASTSS 0(DI), Y14
+	VFMADD231PS Y12, Y14, Y0
+	VFMADD231PS Y13, Y14, Y1
+	VBROADCASTSS 4(DI), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y3
+	VBROADCASTSS 8(DI), Y14
+	VFMADD231PS Y12, Y14, Y4
+	VFMADD231PS Y13, Y14, Y5
+	VBROADCASTSS 12(DI), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VBROADCASTSS 16(DI), Y14
+	VFMADD231PS Y12, Y14, Y8
+	VFMADD231PS Y13, Y14, Y9
+	VBROADCASTSS 20(DI), Y15
+	VFMADD231PS Y12, Y15, Y10
+	VFMADD231PS Y13, Y15, Y11
+	VMOVUPS 448(BX), Y12
+	VMOVUPS 480(BX), Y13
+	VBROADCASTSS 0(R11)(R8*4), Y14
+	VFMADD231PS Y12, Y14, Y0
+	VFMADD231PS Y13, Y14, Y1
+	VBROADCASTSS 4(R11)(R8*4), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y3
+	VBROADCASTSS 8(R11)(R8*4), Y14
+	VFMADD231PS Y12, Y14, Y4
+	VFMADD231PS Y13, Y14, Y5
+	VBROADCASTSS 12(R11)(R8*4), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VBROADCASTSS 16(R11)(R8*4), Y14
+	VFMADD231PS Y12, Y14, Y8
+	VFMADD231PS Y13, Y14, Y9
+	VBROADCASTSS 20(R11)(R8*4), Y15
+	VFMADD231PS Y12, Y15, Y10
+	VFMADD231PS Y13, Y15, Y11
+	LEAQ (AX)(R8*8), AX
+	LEAQ (R11)(R8*8), R11
+	LEAQ (DI)(R8*8), DI
+	LEAQ (R12)(R8*8), R12
+	LEAQ (R13)(R8*8), R13
+	ADDQ $512, BX
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JAE sgemmTK256m6_loop
+sgemmTK256m6_tail:
+	TESTQ CX, CX
+	JE sgemmTK256m6_store
+sgemmTK256m6_loop1:
+	VMOVUPS 0(BX), Y12
+	VMOVUPS 32(BX), Y13
+	VBROADCASTSS 0(AX), Y14
+	VFMADD231PS Y12, Y14, Y0
+	VFMADD231PS Y13, Y14, Y1
+	VBROADCASTSS 4(AX), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y3
+	VBROADCASTSS 8(AX), Y14
+	VFMADD231PS Y12, Y14, Y4
+	VFMADD231PS Y13, Y14, Y5
+	VBROADCASTSS 12(AX), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VBROADCASTSS 16(AX), Y14
+	VFMADD231PS Y12, Y14, Y8
+	VFMADD231PS Y13, Y14, Y9
+	VBROADCASTSS 20(AX), Y15
+	VFMADD231PS Y12, Y15, Y10
+	VFMADD231PS Y13, Y15, Y11
+	ADDQ R8, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNE sgemmTK256m6_loop1
+sgemmTK256m6_store:
+	VBROADCASTSS alpha+48(FP), Y14
+	MOVL beta+52(FP), SI
+	SHLL $1, SI
+	JEQ sgemmTK256m6_beta0
+	VBROADCASTSS beta+52(FP), Y15
+	VMULPS Y14, Y0, Y0
+	VMOVUPS 0(DX), Y12
+	VFMADD231PS Y15, Y12, Y0
+	VMOVUPS Y0, 0(DX)
+	VMULPS Y14, Y1, Y1
+	VMOVUPS 32(DX), Y12
+	VFMADD231PS Y15, Y12, Y1
+	VMOVUPS Y1, 32(DX)
+	VMULPS Y14, Y2, Y2
+	VMOVUPS 0(DX)(R9*1), Y12
+	VFMADD231PS Y15, Y12, Y2
+	VMOVUPS Y2, 0(DX)(R9*1)
+	VMULPS Y14, Y3, Y3
+	VMOVUPS 32(DX)(R9*1), Y12
+	VFMADD231PS Y15, Y12, Y3
+	VMOVUPS Y3, 32(DX)(R9*1)
+	VMULPS Y14, Y4, Y4
+	VMOVUPS 0(DX)(R9*2), Y12
+	VFMADD231PS Y15, Y12, Y4
+	VMOVUPS Y4, 0(DX)(R9*2)
+	VMULPS Y14, Y5, Y5
+	VMOVUPS 32(DX)(R9*2), Y12
+	VFMADD231PS Y15, Y12, Y5
+	VMOVUPS Y5, 32(DX)(R9*2)
+	VMULPS Y14, Y6, Y6
+	VMOVUPS 0(R10), Y12
+	VFMADD231PS Y15, Y12, Y6
+	VMOVUPS Y6, 0(R10)
+	VMULPS Y14, Y7, Y7
+	VMOVUPS 32(R10), Y12
+	VFMADD231PS Y15, Y12, Y7
+	VMOVUPS Y7, 32(R10)
+	VMULPS Y14, Y8, Y8
+	VMOVUPS 0(R10)(R9*1), Y12
+	VFMADD231PS Y15, Y12, Y8
+	VMOVUPS Y8, 0(R10)(R9*1)
+	VMULPS Y14, Y9, Y9
+	VMOVUPS 32(R10)(R9*1), Y12
+	VFMADD231PS Y15, Y12, Y9
+	VMOVUPS Y9, 32(R10)(R9*1)
+	VMULPS Y14, Y10, Y10
+	VMOVUPS 0(R10)(R9*2), Y12
+	VFMADD231PS Y15, Y12, Y10
+	VMOVUPS Y10, 0(R10)(R9*2)
+	VMULPS Y14, Y11, Y11
+	VMOVUPS 32(R10)(R9*2), Y12
+	VFMADD231PS Y15, Y12, Y11
+	VMOVUPS Y11, 32(R10)(R9*2)
+	VZEROUPPER
+	RET
+sgemmTK256m6_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
 	VMULPS Y14, Y1, Y1

@@ -5,8 +5,9 @@ package kernels
 //
 //	jc: nc columns of C; pc: kc of the k dimension. Pack op(B)[pc:pc+kc,
 //	    jc:jc+nc] into panels of nr columns (the block stays in L2).
-//	ic: mc rows; op(A)[ic:ic+mc, pc:pc+kc] is read in place (packed when
-//	    A is transposed) and stays in L2.
+//	ic: mc rows; op(A)[ic:ic+mc, pc:pc+kc] is read in place (the assembly
+//	    kernels read a transposed A by columns; the Go path packs it) and
+//	    stays in L2.
 //	jr: one panel of nr columns; its kc×nr packed block stays in L1.
 //	ir: MR rows; the micro-kernel updates an MR×nr tile of C.
 //
@@ -39,8 +40,9 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 	}
 	nc := min(max(nr, gemmPackB/kc/nr*nr), (n+nr-1)/nr*nr)
 	mc := min(max(gemmMR, gemmPackA/kc/gemmMR*gemmMR), (m+gemmMR-1)/gemmMR*gemmMR)
+	packA := transA && !gemmTransKernels(p)
 	na := 0
-	if transA {
+	if packA {
 		na = mc * kc
 	}
 	bp, ap := w.bufs(kc*nc, na)
@@ -55,15 +57,19 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 			}
 			for ic := 0; ic < m; ic += mc {
 				mcb := min(mc, m-ic)
-				as, ao, al := a, ic*lda+pc, lda
-				if transA {
+				// Row ir of this block starts at as[ao+ir·rs].
+				as, ao, al, rs := a, ic*lda+pc, lda, lda
+				switch {
+				case packA:
 					packAT(ap, a, lda, pc, kcb, ic, mcb)
-					as, ao, al = ap, 0, kcb
+					as, ao, al, rs = ap, 0, kcb, kcb
+				case transA:
+					ao, rs = pc*lda+ic, 1
 				}
 				for jr := 0; jr < ncb; jr += nr {
 					cols := min(nr, ncb-jr)
 					for ir := 0; ir < mcb; ir += gemmMR {
-						gemmTile(w, p, min(gemmMR, mcb-ir), cols, kcb, as, ao+ir*al, al, bp[jr*kcb:], c, (ic+ir)*ldc+jc+jr, ldc, alpha, be)
+						gemmTile(w, p, transA && !packA, min(gemmMR, mcb-ir), cols, kcb, as, ao+ir*rs, al, bp[jr*kcb:], c, (ic+ir)*ldc+jc+jr, ldc, alpha, be)
 					}
 				}
 			}
@@ -187,4 +193,11 @@ func mergeTile(acc []float32, lacc, mr, cols int, c []float32, co, ldc int, alph
 			cr[j] = alpha*ar[j] + beta*cr[j]
 		}
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -5,114 +5,211 @@
 package kernels
 
 //go:noescape
-func sgemmK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 //go:noescape
-func sgemmK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+func sgemmNK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
+
+//go:noescape
+func sgemmTK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
 // microKernel is the signature of every generated GEMM micro-kernel.
 type microKernel func(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
 
-// kern512[mr-1][nv-1] computes an mr×16nv tile with AVX-512.
-var kern512 = [6][4]microKernel{
-	{sgemmK512m1v1, sgemmK512m1v2, sgemmK512m1v3, sgemmK512m1v4},
-	{sgemmK512m2v1, sgemmK512m2v2, sgemmK512m2v3, sgemmK512m2v4},
-	{sgemmK512m3v1, sgemmK512m3v2, sgemmK512m3v3, sgemmK512m3v4},
-	{sgemmK512m4v1, sgemmK512m4v2, sgemmK512m4v3, sgemmK512m4v4},
-	{sgemmK512m5v1, sgemmK512m5v2, sgemmK512m5v3, sgemmK512m5v4},
-	{sgemmK512m6v1, sgemmK512m6v2, sgemmK512m6v3, sgemmK512m6v4},
+// kern512[t][mr-1][nv-1] computes an mr×16nv tile with AVX-512; t=1
+// reads A transposed (op(A)[r][p] at a[p·lda+r]).
+var kern512 = [2][6][4]microKernel{
+	{
+		{sgemmNK512m1v1, sgemmNK512m1v2, sgemmNK512m1v3, sgemmNK512m1v4},
+		{sgemmNK512m2v1, sgemmNK512m2v2, sgemmNK512m2v3, sgemmNK512m2v4},
+		{sgemmNK512m3v1, sgemmNK512m3v2, sgemmNK512m3v3, sgemmNK512m3v4},
+		{sgemmNK512m4v1, sgemmNK512m4v2, sgemmNK512m4v3, sgemmNK512m4v4},
+		{sgemmNK512m5v1, sgemmNK512m5v2, sgemmNK512m5v3, sgemmNK512m5v4},
+		{sgemmNK512m6v1, sgemmNK512m6v2, sgemmNK512m6v3, sgemmNK512m6v4},
+	},
+	{
+		{sgemmTK512m1v1, sgemmTK512m1v2, sgemmTK512m1v3, sgemmTK512m1v4},
+		{sgemmTK512m2v1, sgemmTK512m2v2, sgemmTK512m2v3, sgemmTK512m2v4},
+		{sgemmTK512m3v1, sgemmTK512m3v2, sgemmTK512m3v3, sgemmTK512m3v4},
+		{sgemmTK512m4v1, sgemmTK512m4v2, sgemmTK512m4v3, sgemmTK512m4v4},
+		{sgemmTK512m5v1, sgemmTK512m5v2, sgemmTK512m5v3, sgemmTK512m5v4},
+		{sgemmTK512m6v1, sgemmTK512m6v2, sgemmTK512m6v3, sgemmTK512m6v4},
+	},
 }
 
-// kern256[mr-1] computes an mr×16 tile with AVX2+FMA.
-var kern256 = [6]microKernel{
-	sgemmK256m1,
-	sgemmK256m2,
-	sgemmK256m3,
-	sgemmK256m4,
-	sgemmK256m5,
-	sgemmK256m6,
+// kern256[t][mr-1] computes an mr×16 tile with AVX2+FMA; t as kern512.
+var kern256 = [2][6]microKernel{
+	{sgemmNK256m1, sgemmNK256m2, sgemmNK256m3, sgemmNK256m4, sgemmNK256m5, sgemmNK256m6},
+	{sgemmTK256m1, sgemmTK256m2, sgemmTK256m3, sgemmTK256m4, sgemmTK256m5, sgemmTK256m6},
 }

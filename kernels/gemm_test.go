@@ -231,13 +231,6 @@ func transName(transA, transB bool) string {
 	return s[b2i(transA)] + s[b2i(transB)]
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 func equal32(x, y []float32) bool {
 	for i := range x {
 		if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
