@@ -67,3 +67,14 @@ func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) 
 func (t *Trainer[F]) Eval(tokens, targets []int32, B, T int) (float64, error) {
 	return t.Model.Forward(tokens, targets, B, T)
 }
+
+// DefaultTrainConfig returns the "train" defaults for config c (as if the
+// config had "train": {}).
+func DefaultTrainConfig(c *Config) *TrainConfig {
+	t, err := parseTrain([]byte("{}"))
+	if err != nil {
+		panic(err)
+	}
+	t.SeqLen = c.MaxLen
+	return t
+}

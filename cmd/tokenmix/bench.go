@@ -10,8 +10,10 @@ import (
 // its own file bench_<name>.go.
 func benchCommands() map[string]func(ctx context.Context, args []string) error {
 	return map[string]func(ctx context.Context, args []string) error{
-		"gemm": runBenchGemm,
-		"peak": runBenchPeak,
+		"gemm":  runBenchGemm,
+		"peak":  runBenchPeak,
+		"mixer": runBenchMixer,
+		"train": runBenchTrain,
 	}
 }
 

@@ -32,6 +32,9 @@ func commands() map[string]command {
 	return map[string]command{
 		"bench":   {"measure kernels, mixers and training steps", runBench},
 		"pattern": {"draw attention connectivity per layer and head as a PNG", runPattern},
+		"init":    {"write freshly initialised weights for a config", runInit},
+		"grad":    {"one forward and backward: logits, loss and every gradient", runGrad},
+		"train":   {"train a byte-level language model on text, with resumable checkpoints", runTrain},
 	}
 }
 

@@ -1,0 +1,64 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// PeakRSS returns this process's peak resident set size in bytes (VmHWM
+// from /proc/self/status). It returns an error where /proc is unavailable.
+func PeakRSS() (int64, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "VmHWM:") {
+			continue
+		}
+		fields := strings.Fields(line[len("VmHWM:"):])
+		if len(fields) != 2 || fields[1] != "kB" {
+			return 0, fmt.Errorf("bench: unexpected VmHWM line %q", line)
+		}
+		kb, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bench: VmHWM: %v", err)
+		}
+		return kb << 10, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("bench: no VmHWM in /proc/self/status")
+}
+
+// InChild re-executes this binary with args and extra environment
+// variables (KEY=VALUE), so that one measurement's peak RSS is not
+// polluted by others, and decodes the child's standard output, one JSON
+// value, into dst. The child's standard error passes through.
+func InChild(dst any, env []string, args ...string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("bench: child %s: %v", strings.Join(args, " "), err)
+	}
+	if err := json.NewDecoder(bytes.NewReader(out)).Decode(dst); err != nil {
+		return fmt.Errorf("bench: child output %q: %v", out, err)
+	}
+	return nil
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"tokenmix/model"
+)
+
+// runInit is `tokenmix init`: freshly initialised weights for a config.
+func runInit(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	cfgPath := fs.String("config", "", "model config JSON")
+	out := fs.String("out", "", "output weights file (safetensors)")
+	seed := fs.Uint64("seed", 0, "initialisation seed")
+	if err := fs.Parse(args); err != nil {
+		return usageErr("%v", err)
+	}
+	if *cfgPath == "" || *out == "" || fs.NArg() > 0 {
+		return usageErr("init: want --config C --out W.safetensors [--seed N]")
+	}
+	cfg, err := model.LoadConfig(*cfgPath)
+	if err != nil {
+		return err
+	}
+	m, err := model.New[float32](cfg)
+	if err != nil {
+		return err
+	}
+	m.Init(*seed)
+	if err := m.WeightsFile().WriteFile(*out); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %d parameters in %d tensors to %s\n", m.NumParams(), len(m.Specs), *out)
+	return nil
+}
