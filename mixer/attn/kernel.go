@@ -21,8 +21,8 @@ type dims struct {
 }
 
 // workerSize is the scratch one worker needs: a score tile and a dP tile.
-func workerSize(tile int) int {
-	n := tile * tile
+func workerSize(t Tiles) int {
+	n := t.Q * t.K
 	return (2*n + 15) &^ 15 // keep every worker's tiles 64-byte congruent
 }
 
@@ -61,9 +61,9 @@ func sortUnits(us []unit) {
 // o = softmax(scale·q·kᵀ over allowed keys)·v, written into o [B,T,D], and
 // the per-row log-sum-exp into lse [B,H,T] (+Inf for a row with no allowed
 // key, whose output is 0). l [B,H,T] is scratch for the running row sums;
-// work holds nw worker tiles of workerSize(tile) each. Keys j with
+// work holds nw worker tiles of workerSize(tiles) each. Keys j with
 // p.Pad[b·T+j] are excluded.
-func forward[F kernels.Float](o, lse, l, work []F, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tile int) {
+func forward[F kernels.Float](o, lse, l, work []F, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
 	B, T, D, H := d.B, d.T, d.D, d.H
 	clear(o[:B*T*D])
 	ninf := F(math.Inf(-1))
@@ -71,7 +71,7 @@ func forward[F kernels.Float](o, lse, l, work []F, q, k, v []F, lay []*Layout, d
 		lse[i] = ninf // running max m
 	}
 	clear(l[:B*H*T])
-	ws := workerSize(tile)
+	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws
 	if nw < 1 {
 		panic("attn: scratch too small")
@@ -97,7 +97,7 @@ func forward[F kernels.Float](o, lse, l, work []F, q, k, v []F, lay []*Layout, d
 		runUnits(nw, len(us), func(w, u int) {
 			un := us[u]
 			gr := &lay[un.h].Phases[ph].Groups[un.g]
-			s := work[w*ws : w*ws+tile*tile]
+			s := work[w*ws : w*ws+tn]
 			for bi := range gr.Blocks {
 				blk := &gr.Blocks[bi]
 				if blk.Diag {
@@ -224,7 +224,7 @@ func fwdDiag[F kernels.Float](o, m, l []F, q, k, v []F, blk *Block, d dims, p mi
 // pass. drow [B,H,T] is scratch for rowsum(do ⊙ o). It recomputes every score
 // tile (FlashAttention-2): P = exp(S − lse), dS = P ⊙ (dP − rowsum(dO ⊙ O)).
 // Work is split over (batch, head): each unit owns its head's dq, dk, dv.
-func backward[F kernels.Float](dq, dk, dv, drow, work []F, do, o, lse, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tile int) {
+func backward[F kernels.Float](dq, dk, dv, drow, work []F, do, o, lse, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
 	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
 	parallel.For(B*T, 64, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -234,7 +234,7 @@ func backward[F kernels.Float](dq, dk, dv, drow, work []F, do, o, lse, q, k, v [
 			}
 		}
 	})
-	ws := workerSize(tile)
+	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws
 	if nw < 1 {
 		panic("attn: scratch too small")
@@ -248,8 +248,8 @@ func backward[F kernels.Float](dq, dk, dv, drow, work []F, do, o, lse, q, k, v [
 	sortUnits(us)
 	runUnits(nw, len(us), func(w, u int) {
 		un := us[u]
-		s := work[w*ws : w*ws+tile*tile]
-		dp := work[w*ws+tile*tile : w*ws+2*tile*tile]
+		s := work[w*ws : w*ws+tn]
+		dp := work[w*ws+tn : w*ws+2*tn]
 		for _, ph := range lay[un.h].Phases {
 			for _, gr := range ph.Groups {
 				for bi := range gr.Blocks {

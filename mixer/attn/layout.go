@@ -183,21 +183,21 @@ func (b *Builder) Layout() *Layout {
 	return l
 }
 
-// Dense returns the layout of full attention at length T with square tiles
-// of side tile: every key tile at or before the query tile when causal (the
-// diagonal tile masked by j ≤ i), every key tile otherwise. Dense panics if
-// tile < 1.
-func Dense(T, tile int, causal bool) *Layout {
-	if tile < 1 {
-		panic("attn: tile < 1")
+// Dense returns the layout of full attention at length T with blocks of
+// t.Q queries by t.K keys: every key tile at or before the query tile when
+// causal (tiles crossing the diagonal masked by j ≤ i), every key tile
+// otherwise. Dense panics if a tile side is < 1.
+func Dense(T int, t Tiles, causal bool) *Layout {
+	if t.Q < 1 || t.K < 1 {
+		panic("attn: tile side < 1")
 	}
 	b := NewBuilder(T)
 	b.Phase()
-	for i0 := 0; i0 < T; i0 += tile {
-		nq := min(tile, T-i0)
+	for i0 := 0; i0 < T; i0 += t.Q {
+		nq := min(t.Q, T-i0)
 		b.Group()
-		for j0 := 0; j0 < T; j0 += tile {
-			nk := min(tile, T-j0)
+		for j0 := 0; j0 < T; j0 += t.K {
+			nk := min(t.K, T-j0)
 			blk := Block{Q0: i0, QS: 1, NQ: nq, K0: j0, KS: 1, NK: nk}
 			switch {
 			case !causal || j0+nk-1 <= i0:

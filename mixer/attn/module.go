@@ -9,9 +9,14 @@ import (
 	"tokenmix/parallel"
 )
 
-// DefaultTile is the side of the query×key score tiles: 64×64 float32 scores
-// and two such tiles per worker stay in L1/L2 with Dh = 64 rows of q and k.
-const DefaultTile = 64
+// Tiles are the largest block sizes a layout may use: Q query rows by K
+// keys. Each worker holds two Q×K score tiles.
+type Tiles struct{ Q, K int }
+
+// DefaultTiles are 64×64 float32 score tiles: two per worker stay in L2
+// with Dh = 64 rows of q and k. Full attention uses taller query tiles (see
+// mixer/full), which amortise the packing of each key tile over more rows.
+var DefaultTiles = Tiles{Q: 64, K: 64}
 
 // Pattern says which keys each query may attend to, per head. Padding is not
 // part of it: keys marked in Pass.Pad are always excluded on top.
@@ -20,10 +25,10 @@ type Pattern interface {
 	// T. It is the naive definition, used by the masked-dense twin and the
 	// tests; the kernels use Layout.
 	Allow(h, T, i, j int) bool
-	// Layout returns head h's block layout at length T, built with square
-	// tiles of side at most tile. Implementations cache it: Forward calls
+	// Layout returns head h's block layout at length T, with blocks of at
+	// most t.Q queries by t.K keys. Implementations cache it: Forward calls
 	// it on every pass.
-	Layout(h, T, tile int) *Layout
+	Layout(h, T int, t Tiles) *Layout
 }
 
 // Attention is multi-head softmax attention over a Pattern with q, k, v, o
@@ -33,9 +38,10 @@ type Pattern interface {
 type Attention[F kernels.Float] struct {
 	D, H, Dh int
 	Pat      Pattern
-	// Tile is the score-tile side (DefaultTile unless a test shrinks it).
-	Tile int
-	w, g [][]F // q.weight, q.bias, k.…, v.…, o.…
+	// Tiles bounds the block sizes (DefaultTiles unless the mixer or a
+	// test changes it before the first Forward).
+	Tiles Tiles
+	w, g  [][]F // q.weight, q.bias, k.…, v.…, o.…
 }
 
 // New returns attention over pat with d channels and h heads. New returns an
@@ -44,7 +50,7 @@ func New[F kernels.Float](d, h int, pat Pattern) (*Attention[F], error) {
 	if d <= 0 || h <= 0 || d%h != 0 {
 		return nil, fmt.Errorf("mixer: d_model %d must be a positive multiple of n_heads %d", d, h)
 	}
-	return &Attention[F]{D: d, H: h, Dh: d / h, Pat: pat, Tile: DefaultTile}, nil
+	return &Attention[F]{D: d, H: h, Dh: d / h, Pat: pat, Tiles: DefaultTiles}, nil
 }
 
 // Params returns q, k, v, o linears d→d; o projects into the residual stream.
@@ -66,7 +72,7 @@ func (a *Attention[F]) ActSize(b, t int) int { return 4*b*t*a.D + b*a.H*t }
 // ScratchSize is dout·Wo, dq, dk, dv [B,T,D] each, one [B,H,T] vector and
 // two score tiles per thread (parallel.Threads() at the time of the call).
 func (a *Attention[F]) ScratchSize(b, t int) int {
-	return 4*b*t*a.D + b*a.H*t + parallel.Threads()*workerSize(a.Tile)
+	return 4*b*t*a.D + b*a.H*t + parallel.Threads()*workerSize(a.Tiles)
 }
 
 func (a *Attention[F]) dims(p mixer.Pass) dims {
@@ -76,7 +82,7 @@ func (a *Attention[F]) dims(p mixer.Pass) dims {
 func (a *Attention[F]) layouts(T int) []*Layout {
 	ls := make([]*Layout, a.H)
 	for h := range ls {
-		ls[h] = a.Pat.Layout(h, T, a.Tile)
+		ls[h] = a.Pat.Layout(h, T, a.Tiles)
 	}
 	return ls
 }
@@ -95,7 +101,7 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	linear(k, x, a.w[2], a.w[3], N, D, D)
 	linear(v, x, a.w[4], a.w[5], N, D, D)
 	l := scratch[4*N*D : 4*N*D+p.B*a.H*p.T]
-	forward(o, lse, l, scratch[4*N*D+p.B*a.H*p.T:], q, k, v, a.layouts(p.T), a.dims(p), p, a.Tile)
+	forward(o, lse, l, scratch[4*N*D+p.B*a.H*p.T:], q, k, v, a.layouts(p.T), a.dims(p), p, a.Tiles)
 	linear(out, o, a.w[6], a.w[7], N, D, D)
 }
 
@@ -111,7 +117,7 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	clear(dq)
 	clear(dk)
 	clear(dv)
-	backward(dq, dk, dv, drow, scratch[4*N*D+p.B*a.H*p.T:], do, o, lse, q, k, v, a.layouts(p.T), a.dims(p), p, a.Tile)
+	backward(dq, dk, dv, drow, scratch[4*N*D+p.B*a.H*p.T:], do, o, lse, q, k, v, a.layouts(p.T), a.dims(p), p, a.Tiles)
 	for i, dy := range [][]F{dq, dk, dv} {
 		kernels.Gemm(false, false, N, D, D, 1, dy, D, a.w[2*i], D, 1, dx, D)
 		linearGrad(a.g[2*i], a.g[2*i+1], dy, x, N, D, D)
@@ -141,6 +147,6 @@ func linearGrad[F kernels.Float](dw, db, dy, x []F, N, out, in int) {
 // layout, so a picture of it shows what the kernels compute (padding aside).
 func (a *Attention[F]) Connectivity(h, T int) []bool {
 	m := make([]bool, T*T)
-	a.Pat.Layout(h, T, a.Tile).Each(func(i, j int) { m[i*T+j] = true })
+	a.Pat.Layout(h, T, a.Tiles).Each(func(i, j int) { m[i*T+j] = true })
 	return m
 }

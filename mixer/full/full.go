@@ -26,8 +26,17 @@ func New[F kernels.Float](c mixer.Config) (*attn.Attention[F], error) {
 	if err := c.Opts.Err(); err != nil {
 		return nil, err
 	}
-	return attn.New[F](c.D, c.Heads, &Pattern{Causal: c.Causal})
+	a, err := attn.New[F](c.D, c.Heads, &Pattern{Causal: c.Causal})
+	if err == nil {
+		a.Tiles = Tiles
+	}
+	return a, err
 }
+
+// Tiles are full attention's block sizes: 128 queries by 64 keys. Taller
+// query tiles than the sparse kinds' 64 amortise the packing of each key
+// tile over more rows; dense rows waste nothing on it.
+var Tiles = attn.Tiles{Q: 128, K: 64}
 
 // NewNaive returns the materialised-T×T twin of New (the test oracle).
 func NewNaive[F kernels.Float](c mixer.Config) (*attn.Naive[F], error) {
@@ -38,28 +47,28 @@ func NewNaive[F kernels.Float](c mixer.Config) (*attn.Naive[F], error) {
 }
 
 // Pattern is full attention's pattern: every key, or every key j ≤ i when
-// Causal. Its layouts are cached per (T, tile).
+// Causal. Its layouts are cached per (T, tiles).
 type Pattern struct {
 	Causal bool
 	mu     sync.Mutex
-	cache  map[[2]int]*attn.Layout
+	cache  map[[3]int]*attn.Layout
 }
 
 // Allow reports whether query i may attend to key j.
 func (p *Pattern) Allow(h, T, i, j int) bool { return !p.Causal || j <= i }
 
 // Layout returns the dense tiled layout (the same for every head).
-func (p *Pattern) Layout(h, T, tile int) *attn.Layout {
+func (p *Pattern) Layout(h, T int, t attn.Tiles) *attn.Layout {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	key := [2]int{T, tile}
+	key := [3]int{T, t.Q, t.K}
 	if l, ok := p.cache[key]; ok {
 		return l
 	}
 	if p.cache == nil {
-		p.cache = map[[2]int]*attn.Layout{}
+		p.cache = map[[3]int]*attn.Layout{}
 	}
-	l := attn.Dense(T, tile, p.Causal)
+	l := attn.Dense(T, t, p.Causal)
 	p.cache[key] = l
 	return l
 }

@@ -5,25 +5,26 @@ import (
 
 	"tokenmix/kernels"
 	"tokenmix/mixer"
+	"tokenmix/mixer/attn"
 	"tokenmix/mixer/attn/attntest"
 	"tokenmix/mixer/mixertest"
 )
 
-// smallTile is the kind with 4×4 tiles, so short test sequences span
+// smallTile is the kind with (tile+1)×tile blocks, so short test sequences span
 // several tiles and T = 7, 9 are not multiples of the tile.
 func smallTile(tile int) mixer.Kind {
 	k := Kind()
 	k.New32 = func(c mixer.Config) (mixer.Mixer[float32], error) {
 		a, err := New[float32](c)
 		if err == nil {
-			a.Tile = tile
+			a.Tiles = attn.Tiles{Q: tile + 1, K: tile}
 		}
 		return a, err
 	}
 	k.New64 = func(c mixer.Config) (mixer.Mixer[float64], error) {
 		a, err := New[float64](c)
 		if err == nil {
-			a.Tile = tile
+			a.Tiles = attn.Tiles{Q: tile + 1, K: tile}
 		}
 		return a, err
 	}
@@ -83,17 +84,17 @@ func TestOptionsRejected(t *testing.T) {
 func TestTwin(t *testing.T) {
 	for _, causal := range []bool{true, false} {
 		for _, T := range []int{1, 5, 8, 13} {
-			for _, tile := range []int{1, 3, 4, 64} {
+			for _, tile := range []attn.Tiles{{Q: 1, K: 1}, {Q: 3, K: 3}, {Q: 4, K: 2}, {Q: 2, K: 5}, {Q: 64, K: 64}, Tiles} {
 				for _, pad := range []bool{false, true} {
 					c := mixer.Config{D: 8, Heads: 2, MaxLen: T, Causal: causal, Opts: mixer.OptionsOf("full", nil)}
 					f, _ := New[float64](c)
-					f.Tile = tile
+					f.Tiles = tile
 					n, _ := NewNaive[float64](c)
 					var pm []bool
 					if pad {
 						pm = attntest.Pad(2, T, true)
 					}
-					attntest.Twins(t, f, n, 2, T, 8, pm, 1e-7, uint64(T*100+tile))
+					attntest.Twins(t, f, n, 2, T, 8, pm, 1e-7, uint64(T*100+tile.Q*10+tile.K))
 				}
 			}
 		}

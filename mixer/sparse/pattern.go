@@ -18,7 +18,7 @@ const (
 // Pattern is a Sparse Transformer pattern for one layer: strided or fixed,
 // its stride L (and summary size C for fixed), causal or not, and how the
 // two index sets are combined over heads and layers. It implements
-// attn.Pattern; layouts are built once per (set, T, tile) and cached.
+// attn.Pattern; layouts are built once per (set, T, tiles) and cached.
 type Pattern struct {
 	Fixed   bool
 	L, C    int
@@ -28,7 +28,7 @@ type Pattern struct {
 	Layer   int
 
 	mu    sync.Mutex
-	cache map[[3]int]*attn.Layout
+	cache map[[4]int]*attn.Layout
 }
 
 // set returns the index set of head h.
@@ -86,18 +86,18 @@ func (p *Pattern) Allow(h, T, i, j int) bool {
 }
 
 // Layout returns head h's block layout at length T (cached).
-func (p *Pattern) Layout(h, T, tile int) *attn.Layout {
+func (p *Pattern) Layout(h, T int, t attn.Tiles) *attn.Layout {
 	s := p.set(h)
-	key := [3]int{int(s), T, tile}
+	key := [4]int{int(s), T, t.Q, t.K}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if l, ok := p.cache[key]; ok {
 		return l
 	}
 	if p.cache == nil {
-		p.cache = map[[3]int]*attn.Layout{}
+		p.cache = map[[4]int]*attn.Layout{}
 	}
-	l := p.build(s, T, tile)
+	l := p.build(s, T, t.Q, t.K)
 	p.cache[key] = l
 	return l
 }
@@ -106,15 +106,14 @@ func (p *Pattern) Layout(h, T, tile int) *attn.Layout {
 // block: A1 (with the query itself) in one phase; then A2, minus A1 when
 // merging; then, for A2 alone, the queries that are not in their own A2
 // (fixed's non-summary positions) on a diagonal.
-func (p *Pattern) build(s set, T, tile int) *attn.Layout {
+func (p *Pattern) build(s set, T, tq, tk int) *attn.Layout {
 	b := attn.NewBuilder(T)
 	all := prog{0, 1, T}
 	l := p.L
 	if s == setA1 || s == setMerge {
 		b.Phase()
 		if p.Fixed {
-			t := min(tile, l)
-			cover(b, all, []prog{all}, t, t, func(i0, i1 int) (int, int) {
+			cover(b, all, []prog{all}, min(tq, l), min(tk, l), func(i0, i1 int) (int, int) {
 				hi := min(T-1, (i1/l+1)*l-1)
 				if p.Causal {
 					hi = i1
@@ -122,7 +121,7 @@ func (p *Pattern) build(s set, T, tile int) *attn.Layout {
 				return i0 / l * l, hi
 			}, func(i, j int) bool { return i == j || p.a1(i, j) })
 		} else {
-			cover(b, all, []prog{all}, tile, tile, func(i0, i1 int) (int, int) {
+			cover(b, all, []prog{all}, tq, tk, func(i0, i1 int) (int, int) {
 				if p.Causal {
 					return i0 - l, i1
 				}
@@ -148,20 +147,21 @@ func (p *Pattern) build(s set, T, tile int) *attn.Layout {
 			for o := l - p.C; o < min(l, T); o++ {
 				ks = append(ks, prog{o, l, (T - o + l - 1) / l})
 			}
-			cover(b, all, ks, tile, tile, span, in)
+			cover(b, all, ks, tq, tk, span, in)
 		} else {
 			// Residue classes r, r+l, r+2l, …: A2 is dense inside a class
 			// (the transpose trick), so each class is tiled on its own.
 			for r := 0; r < min(l, T); r++ {
 				c := prog{r, l, (T - r + l - 1) / l}
-				cover(b, c, []prog{c}, tile, tile, span, in)
+				cover(b, c, []prog{c}, tq, tk, span, in)
 			}
 		}
 		if s == setA2 {
 			b.Phase()
-			for i0 := 0; i0 < T; i0 += tile {
+			td := min(tq, tk)
+			for i0 := 0; i0 < T; i0 += td {
 				b.Group()
-				b.Add(attn.Block{Q0: i0, QS: 1, NQ: min(tile, T-i0), K0: i0, KS: 1, NK: min(tile, T-i0), Diag: true},
+				b.Add(attn.Block{Q0: i0, QS: 1, NQ: min(td, T-i0), K0: i0, KS: 1, NK: min(td, T-i0), Diag: true},
 					func(i, j int) bool { return !p.a2(i, j) })
 			}
 		}

@@ -32,14 +32,14 @@ func withTile(k mixer.Kind, fixed bool, tile int) mixer.Kind {
 	k.New32 = func(c mixer.Config) (mixer.Mixer[float32], error) {
 		a, err := New[float32](c, fixed)
 		if err == nil {
-			a.Tile = tile
+			a.Tiles = attn.Tiles{Q: tile, K: tile}
 		}
 		return a, err
 	}
 	k.New64 = func(c mixer.Config) (mixer.Mixer[float64], error) {
 		a, err := New[float64](c, fixed)
 		if err == nil {
-			a.Tile = tile
+			a.Tiles = attn.Tiles{Q: tile, K: tile}
 		}
 		return a, err
 	}
@@ -83,7 +83,7 @@ func TestLayoutExact(t *testing.T) {
 			for _, comb := range []string{Heads, Merge, Interleave} {
 				for _, lc := range [][2]int{{1, 1}, {3, 1}, {4, 2}, {4, 4}, {8, 2}, {20, 3}} {
 					for _, T := range []int{1, 7, 16, 33} {
-						for _, tile := range []int{1, 3, 4, 64} {
+						for _, tile := range []attn.Tiles{{Q: 1, K: 1}, {Q: 3, K: 3}, {Q: 4, K: 2}, {Q: 2, K: 5}, {Q: 64, K: 64}} {
 							for layer := 0; layer < 2; layer++ {
 								p, err := Options(cfg("x", causal, opts(fixed, lc[0], lc[1], comb), 2, layer), fixed)
 								if err != nil {
@@ -101,7 +101,7 @@ func TestLayoutExact(t *testing.T) {
 	}
 }
 
-func checkLayout(t *testing.T, p *Pattern, h, T, tile int) {
+func checkLayout(t *testing.T, p *Pattern, h, T int, tile attn.Tiles) {
 	t.Helper()
 	seen := make([]int, T*T)
 	ly := p.Layout(h, T, tile)
@@ -113,12 +113,12 @@ func checkLayout(t *testing.T, p *Pattern, h, T, tile int) {
 				want = 1
 			}
 			if seen[i*T+j] != want {
-				t.Fatalf("%v head %d T=%d tile=%d: pair (%d,%d) visited %d times, want %d", p, h, T, tile, i, j, seen[i*T+j], want)
+				t.Fatalf("%v head %d T=%d tiles=%v: pair (%d,%d) visited %d times, want %d", p, h, T, tile, i, j, seen[i*T+j], want)
 			}
 		}
 	}
-	if ly.MaxNQ > tile || ly.MaxNK > tile {
-		t.Fatalf("%v: block %dx%d exceeds tile %d", p, ly.MaxNQ, ly.MaxNK, tile)
+	if ly.MaxNQ > tile.Q || ly.MaxNK > tile.K {
+		t.Fatalf("%v: block %dx%d exceeds tiles %v", p, ly.MaxNQ, ly.MaxNK, tile)
 	}
 }
 
@@ -130,20 +130,20 @@ func TestTwin(t *testing.T) {
 			for _, comb := range []string{Heads, Merge, Interleave} {
 				for _, lc := range [][2]int{{3, 1}, {4, 2}} {
 					for _, T := range []int{12, 13} {
-						for _, tile := range []int{2, 4, 64} {
+						for _, tile := range []attn.Tiles{{Q: 2, K: 2}, {Q: 4, K: 3}, {Q: 64, K: 64}} {
 							for _, pad := range []bool{false, true} {
 								c := cfg("x", causal, opts(fixed, lc[0], lc[1], comb), 2, T%2)
 								f, err := New[float64](c, fixed)
 								if err != nil {
 									t.Fatal(err)
 								}
-								f.Tile = tile
+								f.Tiles = tile
 								n, _ := NewNaive[float64](c, fixed)
 								var pm []bool
 								if pad {
 									pm = attntest.Pad(2, T, true)
 								}
-								attntest.Twins(t, f, n, 2, T, 8, pm, 1e-7, uint64(T*10+tile))
+								attntest.Twins(t, f, n, 2, T, 8, pm, 1e-7, uint64(T*10+tile.Q))
 							}
 						}
 					}
@@ -160,9 +160,9 @@ func TestTwinLonger(t *testing.T) {
 		for _, causal := range []bool{true, false} {
 			for _, comb := range []string{Heads, Merge} {
 				c := cfg("x", causal, opts(fixed, 5, 2, comb), 2, 0)
-				for _, tile := range []int{8, 64} {
+				for _, tile := range []attn.Tiles{{Q: 8, K: 8}, {Q: 64, K: 64}, {Q: 128, K: 64}} {
 					f, _ := New[float64](c, fixed)
-					f.Tile = tile
+					f.Tiles = tile
 					n, _ := NewNaive[float64](c, fixed)
 					attntest.Twins(t, f, n, 1, 150, 8, attntest.Pad(1, 150, false), 1e-7, 5)
 				}
@@ -182,6 +182,7 @@ func TestCoverAllIsFull(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				sp.Tiles = full.Tiles // same blocks, same summation order
 				fc := c
 				fc.Opts = mixer.OptionsOf("full", nil)
 				fu, _ := full.New[float32](fc)
