@@ -74,8 +74,8 @@ def check_config(cfg):
         raise ValueError("n_heads: must divide d_model")
     if cfg["task"] not in ("lm", "classify"):
         raise ValueError("task: must be lm or classify")
-    if cfg.get("reversible"):
-        raise ValueError("reversible: not implemented in the reference")
+    if cfg.get("reversible") and cfg.get("checkpoint"):
+        raise ValueError("checkpoint: not with reversible")
 
 
 class FF(nn.Module):
@@ -142,8 +142,16 @@ class Model(nn.Module):
         pad_id = self.cfg.get("pad_id")
         pad = (tokens == pad_id) if pad_id is not None else None
         x = self.embed(tokens) + self.pos.weight[:T]
-        for i, blk in enumerate(self.blocks):
-            x = blk(x, pad, pass_seed(self.seed, self.step, i))
+        if self.cfg.get("reversible"):
+            # RevNet couplings; autograd keeps every activation (no reconstruction).
+            x1 = x2 = x
+            for i, blk in enumerate(self.blocks):
+                x1 = x1 + blk.mixer(blk.ln1(x2), pad, pass_seed(self.seed, self.step, i))
+                x2 = x2 + blk.ff(blk.ln2(x1))
+            x = (x1 + x2) / 2
+        else:
+            for i, blk in enumerate(self.blocks):
+                x = blk(x, pad, pass_seed(self.seed, self.step, i))
         h = self.ln_f(x)
         if self.cfg["task"] == "classify":
             keep = torch.ones(B, T, dtype=h.dtype) if pad is None else (~pad).to(h.dtype)
