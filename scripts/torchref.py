@@ -48,6 +48,8 @@ MIXERS = {
     "aft_local": lambda mc: importlib.import_module("torchref_aft").AFT("aft_local", mc),
     "aft_conv": lambda mc: importlib.import_module("torchref_aft").AFT("aft_conv", mc),
     "fnet": lambda mc: importlib.import_module("torchref_fnet").FNet(mc),
+    "entmax": lambda mc: importlib.import_module("torchref_entmax").Entmax(mc),
+    "topk": lambda mc: importlib.import_module("torchref_topk").TopK(mc),
 }
 
 CONFIG_KEYS = {"vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len", "causal", "task",
