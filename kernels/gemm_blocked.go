@@ -40,9 +40,14 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 	}
 	nc := min(max(nr, gemmPackB/kc/nr*nr), (n+nr-1)/nr*nr)
 	mc := min(max(gemmMR, gemmPackA/kc/gemmMR*gemmMR), (m+gemmMR-1)/gemmMR*gemmMR)
+	// A transposed: the Go kernel needs rows, so pack op(A) row-major. The
+	// assembly kernels read Aᵀ in place, but when several column panels
+	// reuse it (and to dodge cache-set aliasing of a power-of-two lda) it is
+	// cheaper to pack it into gemmMR-wide column micro-panels.
 	packA := transA && !gemmTransKernels(p)
+	panelA := transA && !packA && n > nr
 	na := 0
-	if packA {
+	if packA || panelA {
 		na = mc * kc
 	}
 	bp, ap := w.bufs(kc*nc, na)
@@ -63,6 +68,9 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 				case packA:
 					packAT(ap, a, lda, pc, kcb, ic, mcb)
 					as, ao, al, rs = ap, 0, kcb, kcb
+				case panelA:
+					packATPanels(ap, a, lda, pc, kcb, ic, mcb)
+					as, ao, al, rs = ap, 0, gemmMR, kcb
 				case transA:
 					ao, rs = pc*lda+ic, 1
 				}
@@ -118,11 +126,16 @@ func packB(dst []float32, p Path, transB bool, b []float32, ldb, pc, kc, jc, nc 
 			}
 			continue
 		}
-		// op(B)[q][j] = B[j][q]: read rows of B, scatter into columns.
-		for j := 0; j < cols; j++ {
-			o := (jc+j0+j)*ldb + pc
-			for q, v := range b[o : o+kc] {
-				d[q*pw+j] = v
+		// op(B)[q][j] = B[j][q]: read rows of B, scatter into columns, 16
+		// rows of the panel (4 KiB, L1-resident) at a time.
+		for q0 := 0; q0 < kc; q0 += 16 {
+			qn := min(16, kc-q0)
+			dq := d[q0*pw : (q0+qn)*pw]
+			for j := 0; j < cols; j++ {
+				o := (jc+j0+j)*ldb + pc + q0
+				for q, v := range b[o : o+qn] {
+					dq[q*pw+j] = v
+				}
 			}
 		}
 		if cols < pw {
@@ -140,6 +153,27 @@ func packAT(dst, a []float32, lda, pc, kc, ic, mc int) {
 		o := (pc+q)*lda + ic
 		for r, v := range a[o : o+mc] {
 			dst[r*kc+q] = v
+		}
+	}
+}
+
+// packATPanels copies rows ic..ic+mc of op(A) = Aᵀ, columns pc..pc+kc, into
+// dst as micro-panels of gemmMR rows: the panel of row ir starts at ir·kc and
+// holds, for each q < kc, op(A)[ir..ir+gemmMR][q] contiguously (the layout
+// the transposed-A kernels read with lda = gemmMR). Rows past mc are not
+// written and not read.
+func packATPanels(dst, a []float32, lda, pc, kc, ic, mc int) {
+	full := mc / gemmMR * gemmMR
+	for q := 0; q < kc; q++ {
+		src := a[(pc+q)*lda+ic : (pc+q)*lda+ic+mc]
+		o := q * gemmMR
+		for ir := 0; ir < full; ir += gemmMR {
+			s := src[ir : ir+gemmMR : ir+gemmMR]
+			d := dst[ir*kc+o : ir*kc+o+gemmMR : ir*kc+o+gemmMR]
+			d[0], d[1], d[2], d[3], d[4], d[5] = s[0], s[1], s[2], s[3], s[4], s[5]
+		}
+		if full < mc {
+			copy(dst[full*kc+o:], src[full:])
 		}
 	}
 }
