@@ -12,10 +12,10 @@ import (
 // kernels may call them inside parallel.For.
 
 // Exp sets dst[i] = exp(src[i]). dst and src may be the same slice. For
-// float32 it is the fast vector exp, accurate to ExpMaxRelErr on
-// [-87.33, 88.72] (see exp.go for the algorithm, the measured error and the
-// special values); for float64 it is math.Exp. Exp panics if
-// len(dst) < len(src).
+// float32 it is the fast vector exp: relative error below ExpMaxRelErr for
+// src[i] in [-87.33, 88.72] (measured maximum 9.8e-8, exhaustively), gradual
+// underflow to 0 below (−Inf gives 0), +Inf above 88.72, NaN for NaN. For
+// float64 it is math.Exp. Exp panics if len(dst) < len(src).
 func Exp[F Float](dst, src []F) {
 	dst = dst[:len(src)]
 	if d32, ok := any(dst).([]float32); ok {
@@ -29,8 +29,10 @@ func Exp[F Float](dst, src []F) {
 
 // ExpSub sets dst[i] = exp(src[i]−m) and returns the sum of the dst[i]: the
 // core of a (online) softmax, where m is the running row maximum. dst and src
-// may be the same slice. The float32 exp is Exp's. ExpSub panics if
-// len(dst) < len(src).
+// may be the same slice. The float32 exp is Exp's; the float32 subtraction
+// rounds, adding up to |src[i]−m|·2⁻²⁴ to the relative error. With m = -Inf
+// (a fully masked row) the differences are NaN, so callers skip such rows as
+// SoftmaxRows does. ExpSub panics if len(dst) < len(src).
 func ExpSub[F Float](dst, src []F, m F) (sum F) {
 	dst = dst[:len(src)]
 	if d32, ok := any(dst).([]float32); ok {
@@ -110,9 +112,10 @@ func Scale[F Float](dst []F, s F) {
 }
 
 // SoftmaxRows replaces each of the rows×cols row-major rows of x with its
-// softmax, subtracting the row maximum first. A row whose entries are all
-// -Inf becomes all zeros. It runs on the calling goroutine. SoftmaxRows
-// panics if len(x) < rows*cols.
+// softmax, subtracting the row maximum first (Max, then ExpSub and Scale
+// by the reciprocal sum). A row whose entries are all -Inf becomes all
+// zeros; -Inf entries of other rows become 0. It runs on the calling
+// goroutine. SoftmaxRows panics if len(x) < rows*cols.
 func SoftmaxRows[F Float](x []F, rows, cols int) {
 	_ = x[:rows*cols]
 	for r := 0; r < rows; r++ {
