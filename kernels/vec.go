@@ -79,7 +79,7 @@ func Sum[F Float](x []F) F {
 func Dot[F Float](a, b []F) F {
 	b = b[:len(a)]
 	if a32, ok := any(a).([]float32); ok {
-		return F(vecs().dot(a32, any(b).([]float32)))
+		return F(dot32(a32, any(b).([]float32)))
 	}
 	var s F
 	for i, v := range a {
@@ -92,7 +92,7 @@ func Dot[F Float](a, b []F) F {
 func Axpy[F Float](dst []F, a F, x []F) {
 	x = x[:len(dst)]
 	if d32, ok := any(dst).([]float32); ok {
-		vecs().axpy(d32, float32(a), any(x).([]float32))
+		axpy32(d32, float32(a), any(x).([]float32))
 		return
 	}
 	for i := range dst {

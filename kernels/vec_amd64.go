@@ -41,8 +41,8 @@ func (a asmVec) body(n int) int { return n &^ (a.lanes() - 1) }
 
 func (a asmVec) table() *vec32 {
 	return &vec32{
-		exp: a.exp, expSub: a.expSub, max: a.max, sum: a.sum, dot: a.dot,
-		axpy: a.axpy, scale: a.scale, add: a.add, addTo: a.addTo,
+		exp: a.exp, expSub: a.expSub, max: a.max, sum: a.sum,
+		scale: a.scale, add: a.add, addTo: a.addTo,
 		gelu: a.gelu, geluBack: a.geluBack,
 		sumSqDev: a.sumSqDev, lnAffine: a.lnAffine, lnBackDots: a.lnBackDots,
 		lnBackDx: a.lnBackDx, lnBackW: a.lnBackW, adamW: a.adamW,
@@ -142,30 +142,6 @@ func (a asmVec) sum(x []float32) float32 {
 	return s
 }
 
-func (a asmVec) dot(x, y []float32) float32 {
-	y = y[:len(x)]
-	b := a.body(len(x))
-	if b == 0 {
-		return dotGo(x, y)
-	}
-	s := a.dotRaw(&x[0], &y[0], b)
-	if b < len(x) {
-		s += dotGo(x[b:], y[b:])
-	}
-	return s
-}
-
-func (a asmVec) axpy(dst []float32, alpha float32, x []float32) {
-	x = x[:len(dst)]
-	b := a.body(len(dst))
-	if b > 0 {
-		a.axpyRaw(&dst[0], &x[0], b, alpha)
-	}
-	if b < len(dst) {
-		axpyGo(dst[b:], alpha, x[b:])
-	}
-}
-
 func (a asmVec) scale(dst []float32, s float32) {
 	b := a.body(len(dst))
 	if b > 0 {
@@ -253,4 +229,50 @@ func (a asmVec) adamW(p, g, m, v []float32, c adamC) {
 		a.adamWRaw(&p[0], &g[0], &m[0], &v[0], b, c.b1, c.a1, c.b2, c.a2, c.ib1, c.ib2, c.lr, c.eps, c.wd)
 	}
 	adamWGo(p[b:], g[b:], m[b:], v[b:], c)
+}
+
+// dot32 and axpy32 are Dot and Axpy for float32 with the path switch and the
+// assembly call inlined: attention calls them per head-sized row, where the
+// table's extra calls would cost as much as the arithmetic.
+func dot32(x, y []float32) float32 {
+	n := len(x)
+	y = y[:n]
+	switch path {
+	case PathAVX512:
+		if b := n &^ 15; b > 0 {
+			s := dotVecAVX512(&x[0], &y[0], b)
+			if b < n {
+				s += dotGo(x[b:], y[b:])
+			}
+			return s
+		}
+	case PathAVX2:
+		if b := n &^ 7; b > 0 {
+			s := dotVecAVX2(&x[0], &y[0], b)
+			if b < n {
+				s += dotGo(x[b:], y[b:])
+			}
+			return s
+		}
+	}
+	return dotGo(x, y)
+}
+
+func axpy32(dst []float32, a float32, x []float32) {
+	n := len(dst)
+	x = x[:n]
+	b := 0
+	switch path {
+	case PathAVX512:
+		if b = n &^ 15; b > 0 {
+			axpyVecAVX512(&dst[0], &x[0], b, a)
+		}
+	case PathAVX2:
+		if b = n &^ 7; b > 0 {
+			axpyVecAVX2(&dst[0], &x[0], b, a)
+		}
+	}
+	if b < n {
+		axpyGo(dst[b:], a, x[b:])
+	}
 }

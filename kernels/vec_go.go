@@ -3,14 +3,13 @@ package kernels
 import "math"
 
 // vec32 is one path's set of float32 row primitives. Callers check lengths;
-// every slice argument has the length of the first one.
+// every slice argument has the length of the first one. (Dot and Axpy, the
+// per-head-row helpers, skip the table: see dot32 and axpy32.)
 type vec32 struct {
 	exp      func(dst, src []float32)
 	expSub   func(dst, src []float32, m float32) float32
 	max      func(x []float32) float32
 	sum      func(x []float32) float32
-	dot      func(a, b []float32) float32
-	axpy     func(dst []float32, a float32, x []float32)
 	scale    func(dst []float32, s float32)
 	add      func(dst, a, b []float32)
 	addTo    func(dst, a []float32)
@@ -39,8 +38,6 @@ var goVec = &vec32{
 	expSub:     expSubGo,
 	max:        maxGo,
 	sum:        sumGo,
-	dot:        dotGo,
-	axpy:       axpyGo,
 	scale:      scaleGo,
 	add:        addGo,
 	addTo:      addToGo,
