@@ -195,20 +195,56 @@ func scaleC(m, n int, beta float32, c []float32, ldc int) {
 }
 
 // tileGo is the pure-Go micro-kernel: C[co+r·ldc+j] = alpha·Σ_q
-// A[ao+r·lda+q]·bp[q·cols+j] + beta·C[...] for r < mr, j < cols.
+// A[ao+r·lda+q]·bp[q·cols+j] + beta·C[...] for r < mr, j < cols. It keeps
+// 2×4 blocks of the tile in scalar registers.
 func tileGo(w *gemmWork, mr, cols, kc int, a []float32, ao, lda int, bp []float32, c []float32, co, ldc int, alpha, beta float32) {
 	acc := w.tile[:mr*cols]
-	clear(acc)
-	for r := 0; r < mr; r++ {
-		ar := a[ao+r*lda : ao+r*lda+kc]
-		accr := acc[r*cols : r*cols+cols]
-		for q, av := range ar {
-			for j, bv := range bp[q*cols : q*cols+cols] {
-				accr[j] += av * bv
+	bp = bp[:kc*cols]
+	r := 0
+	for ; r+2 <= mr; r += 2 {
+		a0 := a[ao+r*lda : ao+r*lda+kc]
+		a1 := a[ao+(r+1)*lda : ao+(r+1)*lda+kc]
+		j := 0
+		for ; j+4 <= cols; j += 4 {
+			var s00, s01, s02, s03, s10, s11, s12, s13 float32
+			for q, x0 := range a0 {
+				x1 := a1[q]
+				b := bp[q*cols+j : q*cols+j+4 : q*cols+j+4]
+				s00 += x0 * b[0]
+				s01 += x0 * b[1]
+				s02 += x0 * b[2]
+				s03 += x0 * b[3]
+				s10 += x1 * b[0]
+				s11 += x1 * b[1]
+				s12 += x1 * b[2]
+				s13 += x1 * b[3]
 			}
+			t := acc[r*cols+j : r*cols+j+4]
+			t[0], t[1], t[2], t[3] = s00, s01, s02, s03
+			t = acc[(r+1)*cols+j : (r+1)*cols+j+4]
+			t[0], t[1], t[2], t[3] = s10, s11, s12, s13
+		}
+		for ; j < cols; j++ {
+			tileDot(acc, r, j, cols, a0, bp)
+			tileDot(acc, r+1, j, cols, a1, bp)
+		}
+	}
+	for ; r < mr; r++ {
+		ar := a[ao+r*lda : ao+r*lda+kc]
+		for j := 0; j < cols; j++ {
+			tileDot(acc, r, j, cols, ar, bp)
 		}
 	}
 	mergeTile(acc, cols, mr, cols, c, co, ldc, alpha, beta)
+}
+
+// tileDot sets acc[r·cols+j] = Σ_q ar[q]·bp[q·cols+j].
+func tileDot(acc []float32, r, j, cols int, ar, bp []float32) {
+	var s float32
+	for q, x := range ar {
+		s += x * bp[q*cols+j]
+	}
+	acc[r*cols+j] = s
 }
 
 // mergeTile sets C[co+r·ldc+j] = alpha·acc[r·lacc+j] + beta·C[...] for
