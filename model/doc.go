@@ -1,0 +1,35 @@
+// Package model is tokenmix's Transformer: the config, the parameter slab
+// with the contract's weight names, GPT-2 initialisation, a flat llm.c-style
+// forward and accumulating backward over pre-LN blocks, both heads and their
+// losses, the single memory plan, gradient checkpointing, the trainer and
+// resumable run checkpoints. The contract (config keys, equations, weight
+// names) is docs/model.md; scripts/torch_reference.py implements the same
+// contract in PyTorch and the parity test compares the two.
+//
+// Forward (B batch, T time, D = d_model, H = d_ff, V head width):
+//
+//	x = embed[tokens] + pos[0:T]                         [B,T,D]
+//	for each block i:
+//	    x = x + mixer_i(LN1_i(x))
+//	    x = x + fc2_i(GELU_tanh(fc1_i(LN2_i(x))))
+//	h = LN_f(x)
+//	lm:       logits = h·Wᵀ + b                          [B,T,V]
+//	classify: logits = (Σ_{t not pad} h_t / n)·Wᵀ + b    [B,V]
+//	loss = mean over targets ≠ −1 of −log softmax(logits)[target]
+//
+// Backward runs the same sequence in reverse. Every layer function
+// accumulates into its input and parameter gradients; the residual stream's
+// gradient dres is updated in place (each branch adds its contribution), so
+// residual fan-in needs no extra code. ZeroGrad is the one explicit reset.
+//
+// Memory: parameters and their gradients live in two slabs laid out in
+// Specs order; activations and activation gradients live in two slabs whose
+// layout is the Plan of (config, B, T), computed in one place (newPlan) from
+// the config and each mixer's ActSize and ScratchSize. With checkpoint:true
+// only block inputs are kept and each block is recomputed in backward
+// (bitwise the same gradients); with ff_chunks > 1 the feed-forward's
+// d_ff-wide activations are never materialised for all rows.
+//
+// The float64 instantiation is the gradient-check path (finite differences
+// in the tests); float32 is the fast path.
+package model
