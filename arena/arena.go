@@ -3,7 +3,6 @@ package arena
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -214,6 +213,7 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 	args := append(append([]string{}, o.Worker[1:]...), o.Out, r.kind)
 	cmd := exec.Command(o.Worker[0], args...)
 	cmd.Stdout, cmd.Stderr = o.Stderr, o.Stderr
+	cmd.Env = append(os.Environ(), "TOKENMIX_THREADS="+strconv.Itoa(parallel.Threads()))
 	if err := cmd.Start(); err != nil {
 		return res, err
 	}
@@ -333,4 +333,3 @@ func LoadFile(path string) (*File, error) {
 	return &f, nil
 }
 
-var _ = json.Marshal

@@ -10,10 +10,11 @@ import (
 // its own file bench_<name>.go.
 func benchCommands() map[string]func(ctx context.Context, args []string) error {
 	return map[string]func(ctx context.Context, args []string) error{
-		"gemm":  runBenchGemm,
-		"peak":  runBenchPeak,
-		"mixer": runBenchMixer,
-		"train": runBenchTrain,
+		"gemm":    runBenchGemm,
+		"peak":    runBenchPeak,
+		"scaling": runBenchScaling,
+		"mixer":   runBenchMixer,
+		"train":   runBenchTrain,
 	}
 }
 

@@ -30,6 +30,7 @@ type command struct {
 // commands is the one list of subcommands.
 func commands() map[string]command {
 	return map[string]command{
+		"arena":   {"train every mixer side by side on a task: table, JSON, CSV and plots", runArena},
 		"bench":   {"measure kernels, mixers and training steps", runBench},
 		"pattern": {"draw attention connectivity per layer and head as a PNG", runPattern},
 		"init":    {"write freshly initialised weights for a config", runInit},

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"tokenmix/arena"
+)
+
+// taskPresets maps a task to the preset `tokenmix arena --task T` uses.
+var taskPresets = map[string]string{
+	"recall":  "recall",
+	"listops": "listops-lra",
+	"fmnist":  "fmnist",
+	"gosrc":   "gosrc",
+}
+
+// runArena is `tokenmix arena`: train every registered mixer side by side on
+// one task and report test metric, speed and memory. With no flags it runs
+// the default preset (recall, ≤ 10 minutes on 2 cores).
+func runArena(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("arena", flag.ContinueOnError)
+	task := fs.String("task", "", "task: recall, listops, fmnist or gosrc (picks that task's preset)")
+	preset := fs.String("preset", "", "preset name (configs/NAME.json, built in) or path to a preset file")
+	mixers := fs.String("mixers", "", "comma-separated mixer kinds (default: the preset's, or every registered kind)")
+	seqLen := fs.Int("len", 0, "sequence length (recall len, gosrc seq_len, listops max_len with min_len = len/4)")
+	budget := fs.String("budget", "", "per-mixer budget: steps (e.g. 2000) or training time (e.g. 90s)")
+	out := fs.String("out", "", "arena directory for results, checkpoints and plots (default runs/arena-TASK)")
+	dataDir := fs.String("data-dir", "", "fmnist: directory of the IDX files; gosrc: the source tree to read")
+	inProcess := fs.Bool("in-process", false, "run every mixer in this process (peak memory is then not per mixer)")
+	worker := fs.Bool("worker", false, "internal: run one mixer of the arena in DIR (args: DIR MIXER)")
+	if err := fs.Parse(args); err != nil {
+		return usageErr("%v", err)
+	}
+	if *worker {
+		if fs.NArg() != 2 {
+			return usageErr("arena --worker DIR MIXER")
+		}
+		return arena.Worker(ctx, fs.Arg(0), fs.Arg(1), os.Stderr)
+	}
+	if fs.NArg() > 0 {
+		return usageErr("arena: unexpected arguments %q", fs.Args())
+	}
+	name := *preset
+	if *task != "" {
+		p, ok := taskPresets[*task]
+		if !ok {
+			return usageErr("arena: unknown task %q (want recall, listops, fmnist or gosrc)", *task)
+		}
+		if name == "" {
+			name = p
+		}
+	}
+	if name == "" {
+		name = "recall"
+	}
+	p, err := arena.LoadPreset(name)
+	if err != nil {
+		return err
+	}
+	if *task != "" && p.TaskName() != *task {
+		return usageErr("arena: preset %s is for task %s, not %s", name, p.TaskName(), *task)
+	}
+	if *mixers != "" {
+		p.Mixers = strings.Split(*mixers, ",")
+	}
+	if *seqLen > 0 {
+		if err := p.SetLen(*seqLen); err != nil {
+			return usageErr("%v", err)
+		}
+	}
+	if *budget != "" {
+		if _, err := arena.ParseBudget(*budget); err != nil {
+			return usageErr("%v", err)
+		}
+		p.Budget, p.TotalBudget = *budget, ""
+	}
+	if *dataDir != "" {
+		key := map[string]string{"fmnist": "data_dir", "gosrc": "root"}[p.TaskName()]
+		if key == "" {
+			return usageErr("arena: --data-dir applies to fmnist and gosrc, not %s", p.TaskName())
+		}
+		if err := p.SetTask("", map[string]any{key: *dataDir}); err != nil {
+			return err
+		}
+	}
+	if *out == "" {
+		*out = filepath.Join("runs", "arena-"+p.TaskName())
+	}
+	o := arena.Options{Preset: p, Out: *out, Stdout: os.Stdout, Stderr: os.Stderr}
+	if !*inProcess {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.Worker = []string{exe, "arena", "--worker"}
+	}
+	_, err = arena.Run(ctx, o)
+	if errors.Is(err, arena.ErrInterrupted) {
+		return fmt.Errorf("arena interrupted; rerun the same command to resume from %s", *out)
+	}
+	if err == nil {
+		fmt.Printf("\nresults, checkpoints and plots in %s\n", *out)
+	}
+	return err
+}
