@@ -143,7 +143,7 @@ func addToGo(dst, a []float32) {
 const (
 	geluA    = -2 * geluC // t = x·(geluA + geluB·x²)
 	geluB    = -2 * geluC * 0.044715
-	geluTMax = 80.0      // clamp t so eᵗ and eᵗ·σ stay finite
+	geluTMax = 80.0      // backward clamps t so eᵗ and eᵗ·s² stay finite
 	geluK1   = 2 * geluC // 2·du/dx = geluK1 + geluK2·x²
 	geluK2   = 2 * geluC * 3 * 0.044715
 	// Backward clamps x to [geluXMin, geluXMax], where GELU' is 0 or 1 in
