@@ -332,4 +332,3 @@ func LoadFile(path string) (*File, error) {
 	}
 	return &f, nil
 }
-
