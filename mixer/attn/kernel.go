@@ -57,13 +57,14 @@ func sortUnits(us []unit) {
 	sort.SliceStable(us, func(a, b int) bool { return us[a].cost > us[b].cost })
 }
 
-// Forward computes the attention of every head over its layout:
+// forward computes the attention of every head over its layout:
 // o = softmax(scale·q·kᵀ over allowed keys)·v, written into o [B,T,D], and
 // the per-row log-sum-exp into lse [B,H,T] (+Inf for a row with no allowed
-// key, whose output is 0). l [B,H,T] is scratch for the running row sums;
-// work holds nw worker tiles of workerSize(tiles) each. Keys j with
-// p.Pad[b·T+j] are excluded.
-func forward[F kernels.Float](o, lse, l, work []F, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
+// key, whose output is 0). l [B,H,T] is scratch for the running row sums,
+// kt [B,H,Dh,T] scratch for the per-head transpose of k; work holds nw
+// worker tiles of workerSize(tiles) each. Keys j with p.Pad[b·T+j] are
+// excluded.
+func forward[F kernels.Float](o, lse, l, kt, work []F, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
 	B, T, D, H := d.B, d.T, d.D, d.H
 	clear(o[:B*T*D])
 	ninf := F(math.Inf(-1))
@@ -71,6 +72,7 @@ func forward[F kernels.Float](o, lse, l, work []F, q, k, v []F, lay []*Layout, d
 		lse[i] = ninf // running max m
 	}
 	clear(l[:B*H*T])
+	transposeHeads(kt, k, d)
 	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws
 	if nw < 1 {
@@ -103,7 +105,7 @@ func forward[F kernels.Float](o, lse, l, work []F, q, k, v []F, lay []*Layout, d
 				if blk.Diag {
 					fwdDiag(o, lse, l, q, k, v, blk, d, p, un.b, un.h)
 				} else {
-					fwdBlock(o, lse, l, s, q, k, v, blk, d, p, un.b, un.h)
+					fwdBlock(o, lse, l, s, q, k, kt, v, blk, d, p, un.b, un.h)
 				}
 			}
 		})
@@ -159,13 +161,13 @@ func maskScores[F kernels.Float](s []F, blk *Block, d dims, p mixer.Pass, b int)
 	}
 }
 
-func fwdBlock[F kernels.Float](o, m, l, s []F, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
+func fwdBlock[F kernels.Float](o, m, l, s []F, q, k, kt, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
 	T, D, Dh := d.T, d.D, d.Dh
 	nq, nk := blk.NQ, blk.NK
 	s = s[:nq*nk]
 	qoff := (b*T+blk.Q0)*D + h*Dh
 	koff := (b*T+blk.K0)*D + h*Dh
-	kernels.GemmST(false, true, nq, nk, Dh, F(d.scale), q[qoff:], blk.QS*D, k[koff:], blk.KS*D, 0, s, nk)
+	keyProduct(s, F(d.scale), q[qoff:], blk.QS*D, k, kt, blk, d, b, h)
 	maskScores(s, blk, d, p, b)
 	ninf := F(math.Inf(-1))
 	for a := 0; a < nq; a++ {
@@ -221,10 +223,11 @@ func fwdDiag[F kernels.Float](o, m, l []F, q, k, v []F, blk *Block, d dims, p mi
 
 // backward accumulates dq, dk, dv [B,T,D] given do [B,T,D] (the gradient of
 // forward's o), the forward's o and lse, and the same q, k, v, layouts and
-// pass. drow [B,H,T] is scratch for rowsum(do ⊙ o). It recomputes every score
+// pass. drow [B,H,T] is scratch for rowsum(do ⊙ o), kt and vt [B,H,Dh,T]
+// for the per-head transposes of k and v. It recomputes every score
 // tile (FlashAttention-2): P = exp(S − lse), dS = P ⊙ (dP − rowsum(dO ⊙ O)).
 // Work is split over (batch, head): each unit owns its head's dq, dk, dv.
-func backward[F kernels.Float](dq, dk, dv, drow, work []F, do, o, lse, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
+func backward[F kernels.Float](dq, dk, dv, drow, kt, vt, work []F, do, o, lse, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
 	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
 	parallel.For(B*T, 64, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -234,6 +237,8 @@ func backward[F kernels.Float](dq, dk, dv, drow, work []F, do, o, lse, q, k, v [
 			}
 		}
 	})
+	transposeHeads(kt, k, d)
+	transposeHeads(vt, v, d)
 	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws
 	if nw < 1 {
@@ -257,7 +262,7 @@ func backward[F kernels.Float](dq, dk, dv, drow, work []F, do, o, lse, q, k, v [
 					if blk.Diag {
 						bwdDiag(dq, dk, dv, drow, do, lse, q, k, v, blk, d, p, un.b, un.h)
 					} else {
-						bwdBlock(dq, dk, dv, s, dp, drow, do, lse, q, k, v, blk, d, p, un.b, un.h)
+						bwdBlock(dq, dk, dv, s, dp, drow, do, lse, q, k, v, kt, vt, blk, d, p, un.b, un.h)
 					}
 				}
 			}
@@ -265,7 +270,7 @@ func backward[F kernels.Float](dq, dk, dv, drow, work []F, do, o, lse, q, k, v [
 	})
 }
 
-func bwdBlock[F kernels.Float](dq, dk, dv, s, dp, drow, do, lse, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
+func bwdBlock[F kernels.Float](dq, dk, dv, s, dp, drow, do, lse, q, k, v, kt, vt []F, blk *Block, d dims, p mixer.Pass, b, h int) {
 	T, D, Dh := d.T, d.D, d.Dh
 	nq, nk := blk.NQ, blk.NK
 	s, dp = s[:nq*nk], dp[:nq*nk]
@@ -273,14 +278,14 @@ func bwdBlock[F kernels.Float](dq, dk, dv, s, dp, drow, do, lse, q, k, v []F, bl
 	koff := (b*T+blk.K0)*D + h*Dh
 	lq, lk := blk.QS*D, blk.KS*D
 	sc := F(d.scale)
-	kernels.GemmST(false, true, nq, nk, Dh, sc, q[qoff:], lq, k[koff:], lk, 0, s, nk)
+	keyProduct(s, sc, q[qoff:], lq, k, kt, blk, d, b, h)
 	maskScores(s, blk, d, p, b)
 	for a := 0; a < nq; a++ {
 		si := (b*d.H+h)*T + blk.Q0 + a*blk.QS
 		expSub(s[a*nk:(a+1)*nk], lse[si]) // P
 	}
 	// dP = dO·Vᵀ;  dV += Pᵀ·dO
-	kernels.GemmST(false, true, nq, nk, Dh, 1, do[qoff:], lq, v[koff:], lk, 0, dp, nk)
+	keyProduct(dp, 1, do[qoff:], lq, v, vt, blk, d, b, h)
 	kernels.GemmST(true, false, nk, Dh, nq, 1, s, nk, do[qoff:], lq, 1, dv[koff:], lk)
 	// dS = P ⊙ (dP − D_i)
 	for a := 0; a < nq; a++ {
@@ -316,4 +321,53 @@ func bwdDiag[F kernels.Float](dq, dk, dv, drow, do, lse, q, k, v []F, blk *Block
 			dkj[c] += ds * qi[c]
 		}
 	}
+}
+
+// keyProduct sets s [NQ,NK] = alpha·A·Xᵀ for the block's keys, where A is
+// NQ×Dh with row stride la and X is k or v. Contiguous keys are read from xt,
+// the per-head transpose [B,H,Dh,T] of x, so the GEMM packs plain rows;
+// strided keys (KS > 1) read x with row stride KS·D as a transposed operand.
+func keyProduct[F kernels.Float](s []F, alpha F, a []F, la int, x, xt []F, blk *Block, d dims, b, h int) {
+	nq, nk := blk.NQ, blk.NK
+	if blk.KS == 1 {
+		lt := ldT(d.T)
+		off := (b*d.H+h)*d.Dh*lt + blk.K0
+		kernels.GemmST(false, false, nq, nk, d.Dh, alpha, a, la, xt[off:], lt, 0, s, nk)
+		return
+	}
+	off := (b*d.T+blk.K0)*d.D + h*d.Dh
+	kernels.GemmST(false, true, nq, nk, d.Dh, alpha, a, la, x[off:], blk.KS*d.D, 0, s, nk)
+}
+
+// ldT is the row stride of a transposed head [Dh, T]: T plus 16 elements, so
+// that the Dh rows do not all map to the same cache sets when T is a power
+// of two.
+func ldT(T int) int { return T + 16 }
+
+// transposeHeads sets xt [B,H,Dh,ldT(T)] to the per-head transpose of
+// x [B,T,D]. It moves 16 positions × 8 channels at a time, so the writes
+// touch 8 cache lines at once.
+func transposeHeads[F kernels.Float](xt, x []F, d dims) {
+	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
+	lt := ldT(T)
+	nt := (T + 63) / 64
+	parallel.For(B*H*nt, 1, func(_, lo, hi int) {
+		for u := lo; u < hi; u++ {
+			bh, j0 := u/nt, u%nt*64
+			b, h := bh/H, bh%H
+			dst := xt[bh*Dh*lt : (bh+1)*Dh*lt]
+			for jb := j0; jb < min(j0+64, T); jb += 16 {
+				je := min(jb+16, T)
+				for c0 := 0; c0 < Dh; c0 += 8 {
+					ce := min(c0+8, Dh)
+					for j := jb; j < je; j++ {
+						src := x[(b*T+j)*D+h*Dh+c0 : (b*T+j)*D+h*Dh+ce]
+						for c, v := range src {
+							dst[(c0+c)*lt+j] = v
+						}
+					}
+				}
+			}
+		}
+	})
 }

@@ -69,10 +69,11 @@ func (a *Attention[F]) Bind(w, g [][]F) { a.w, a.g = w, g }
 // per-row log-sum-exp [B,H,T].
 func (a *Attention[F]) ActSize(b, t int) int { return 4*b*t*a.D + b*a.H*t }
 
-// ScratchSize is dout·Wo, dq, dk, dv [B,T,D] each, one [B,H,T] vector and
-// two score tiles per thread (parallel.Threads() at the time of the call).
+// ScratchSize is dout·Wo, dq, dk, dv [B,T,D] each, the per-head transposes
+// of k and v [B,H,Dh,T+16] each, one [B,H,T] vector and two score tiles per
+// thread (parallel.Threads() at the time of the call).
 func (a *Attention[F]) ScratchSize(b, t int) int {
-	return 4*b*t*a.D + b*a.H*t + parallel.Threads()*workerSize(a.Tiles)
+	return 4*b*t*a.D + 2*b*a.D*ldT(t) + b*a.H*t + parallel.Threads()*workerSize(a.Tiles)
 }
 
 func (a *Attention[F]) dims(p mixer.Pass) dims {
@@ -100,8 +101,10 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	linear(q, x, a.w[0], a.w[1], N, D, D)
 	linear(k, x, a.w[2], a.w[3], N, D, D)
 	linear(v, x, a.w[4], a.w[5], N, D, D)
-	l := scratch[4*N*D : 4*N*D+p.B*a.H*p.T]
-	forward(o, lse, l, scratch[4*N*D+p.B*a.H*p.T:], q, k, v, a.layouts(p.T), a.dims(p), p, a.Tiles)
+	nt := p.B * D * ldT(p.T)
+	kt := scratch[4*N*D : 4*N*D+nt]
+	l := scratch[4*N*D+2*nt : 4*N*D+2*nt+p.B*a.H*p.T]
+	forward(o, lse, l, kt, scratch[4*N*D+2*nt+p.B*a.H*p.T:], q, k, v, a.layouts(p.T), a.dims(p), p, a.Tiles)
 	linear(out, o, a.w[6], a.w[7], N, D, D)
 }
 
@@ -110,14 +113,16 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	N, D := p.B*p.T, a.D
 	q, k, v, o, lse := a.acts(act, p)
 	do, dq, dk, dv := scratch[:N*D], scratch[N*D:2*N*D], scratch[2*N*D:3*N*D], scratch[3*N*D:4*N*D]
-	drow := scratch[4*N*D : 4*N*D+p.B*a.H*p.T]
+	nt := p.B * D * ldT(p.T)
+	kt, vt := scratch[4*N*D:4*N*D+nt], scratch[4*N*D+nt:4*N*D+2*nt]
+	drow := scratch[4*N*D+2*nt : 4*N*D+2*nt+p.B*a.H*p.T]
 	// out = o·Woᵀ + bo
 	kernels.Gemm(false, false, N, D, D, 1, dout, D, a.w[6], D, 0, do, D)
 	linearGrad(a.g[6], a.g[7], dout, o, N, D, D)
 	clear(dq)
 	clear(dk)
 	clear(dv)
-	backward(dq, dk, dv, drow, scratch[4*N*D+p.B*a.H*p.T:], do, o, lse, q, k, v, a.layouts(p.T), a.dims(p), p, a.Tiles)
+	backward(dq, dk, dv, drow, kt, vt, scratch[4*N*D+2*nt+p.B*a.H*p.T:], do, o, lse, q, k, v, a.layouts(p.T), a.dims(p), p, a.Tiles)
 	for i, dy := range [][]F{dq, dk, dv} {
 		kernels.Gemm(false, false, N, D, D, 1, dy, D, a.w[2*i], D, 1, dx, D)
 		linearGrad(a.g[2*i], a.g[2*i+1], dy, x, N, D, D)
