@@ -46,11 +46,13 @@
 //
 // The float32 exp reduces x = n·ln2 + r with a Cody–Waite split of ln2,
 // evaluates a degree-6 minimax polynomial on |r| ≤ ln2/2 and builds 2ⁿ from
-// exponent bits. Its maximum relative error against math.Exp is 9.8e-8
-// in pure Go and 7.7e-8 with FMA, under one ulp (measured over every float32
-// in [-87.33, 88.72]; the tested bound is ExpMaxRelErr = 4e-7). Below that range
-// results underflow gradually to 0, above it they are +Inf, and NaN stays
-// NaN. Accumulations (Sum, Dot, ExpSub, LayerNorm statistics) run in float32
+// exponent bits. Its maximum relative error against math.Exp is 9.8e-8 in
+// pure Go and 7.7e-8 with FMA, under one ulp (measured over every float32 in
+// [-87.33, 88.72]; the tested bound is ExpMaxRelErr = 4e-7). Below that
+// range results underflow gradually to 0, above it they are +Inf, and NaN
+// stays NaN. BenchmarkExp32 against BenchmarkMathExp gives the speed-up per
+// element (about 23× on AVX-512 and 2× in pure Go, measured on a shared
+// machine). Accumulations (Sum, Dot, ExpSub, LayerNorm statistics) run in float32
 // vector lanes, so their last bits depend on the path.
 //
 // Shape letters: N rows, C channels, M/N/K GEMM dimensions.
