@@ -11,10 +11,12 @@ import (
 // products finish before a goroutine would start.
 const gemmSerialFlops = 48 * 48 * 48
 
-// gemm32 is the multi-threaded float32 GEMM after argument checks. It splits
-// C into one block of rows (or, for short wide products, of columns) per
-// thread; each thread packs its own B and runs the single-threaded driver, so
-// a call costs exactly one fork/join.
+// gemm32 is the multi-threaded float32 GEMM after argument checks. It gives
+// each thread one block of columns of C, or of rows when columns would split
+// unevenly (e.g. n = 64), and runs the single-threaded driver on it: exactly
+// one fork/join per call. Column blocks are preferred because A is read in
+// place, so no thread repeats another's packing; with row blocks every
+// thread packs all of op(B).
 func gemm32(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	nt := parallel.Threads()
 	if nt == 1 || m*n*k < gemmSerialFlops {
@@ -22,23 +24,26 @@ func gemm32(transA, transB bool, m, n, k int, alpha float32, a []float32, lda in
 		return
 	}
 	nr := gemmPanel(path)
-	rowUnits, colUnits := (m+gemmMR-1)/gemmMR, (n+nr-1)/nr
-	if rowUnits >= 4*nt || rowUnits >= colUnits {
-		parallel.For(m, gemmMR, func(_, lo, hi int) {
-			ao := lo * lda
-			if transA {
-				ao = lo
+	// Largest block over the ideal share, for each way of splitting.
+	colUnits, rowUnits := (n+nr-1)/nr, (m+gemmMR-1)/gemmMR
+	colImb := float64((colUnits+nt-1)/nt*nr*nt) / float64(n)
+	rowImb := float64((rowUnits+nt-1)/nt*gemmMR*nt) / float64(m)
+	if colImb <= rowImb+0.05 {
+		parallel.For(n, nr, func(_, lo, hi int) {
+			bo := lo
+			if transB {
+				bo = lo * ldb
 			}
-			gemm32ST(transA, transB, hi-lo, n, k, alpha, a[ao:], lda, b, ldb, beta, c[lo*ldc:], ldc)
+			gemm32ST(transA, transB, m, hi-lo, k, alpha, a, lda, b[bo:], ldb, beta, c[lo:], ldc)
 		})
 		return
 	}
-	parallel.For(n, nr, func(_, lo, hi int) {
-		bo := lo
-		if transB {
-			bo = lo * ldb
+	parallel.For(m, gemmMR, func(_, lo, hi int) {
+		ao := lo * lda
+		if transA {
+			ao = lo
 		}
-		gemm32ST(transA, transB, m, hi-lo, k, alpha, a, lda, b[bo:], ldb, beta, c[lo:], ldc)
+		gemm32ST(transA, transB, hi-lo, n, k, alpha, a[ao:], lda, b, ldb, beta, c[lo*ldc:], ldc)
 	})
 }
 
