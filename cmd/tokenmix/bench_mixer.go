@@ -23,7 +23,7 @@ func runBenchMixer(ctx context.Context, args []string) error {
 	B := fs.Int("batch", 1, "batch size B")
 	reps := fs.Int("reps", 5, "timed samples (median reported)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	child := fs.Bool("child", false, "internal: measure in this process and print JSON")
+	args, child := hiddenFlag(args, childFlag)
 	if err := fs.Parse(args); err != nil {
 		return usageErr("%v", err)
 	}
@@ -37,7 +37,7 @@ func runBenchMixer(ctx context.Context, args []string) error {
 	if *T > cfg.MaxLen {
 		cfg.MaxLen = *T
 	}
-	if *child {
+	if child {
 		r, err := bench.Mixer(cfg, *B, *T, *reps)
 		if err != nil {
 			return err
@@ -47,7 +47,7 @@ func runBenchMixer(ctx context.Context, args []string) error {
 	var r bench.MixerResult
 	err = bench.InChild(&r, []string{"TOKENMIX_THREADS=" + strconv.Itoa(parallel.Threads())},
 		"bench", "mixer", "--config", *cfgPath, "--len", strconv.Itoa(*T), "--batch", strconv.Itoa(*B),
-		"--reps", strconv.Itoa(*reps), "--child")
+		"--reps", strconv.Itoa(*reps), childFlag)
 	if err != nil {
 		return err
 	}
@@ -60,3 +60,22 @@ func runBenchMixer(ctx context.Context, args []string) error {
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// childFlag marks the re-executed measuring process of the bench
+// subcommands; it is not in their flag sets, so help does not show it.
+const childFlag = "--measure-in-this-process"
+
+// hiddenFlag removes every occurrence of the boolean flag name from args and
+// reports whether there was one.
+func hiddenFlag(args []string, name string) ([]string, bool) {
+	var out []string
+	found := false
+	for _, a := range args {
+		if a == name {
+			found = true
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, found
+}

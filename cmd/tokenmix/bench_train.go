@@ -23,7 +23,7 @@ func runBenchTrain(ctx context.Context, args []string) error {
 	B := fs.Int("batch", 1, "batch size B")
 	reps := fs.Int("reps", 3, "timed steps after one warm-up step (median reported)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	child := fs.Bool("child", false, "internal: measure in this process and print JSON")
+	args, child := hiddenFlag(args, childFlag)
 	if err := fs.Parse(args); err != nil {
 		return usageErr("%v", err)
 	}
@@ -37,7 +37,7 @@ func runBenchTrain(ctx context.Context, args []string) error {
 	if *T > cfg.MaxLen {
 		cfg.MaxLen = *T
 	}
-	if *child {
+	if child {
 		r, err := bench.Train(cfg, *B, *T, *reps)
 		if err != nil {
 			return err
@@ -47,7 +47,7 @@ func runBenchTrain(ctx context.Context, args []string) error {
 	var r bench.TrainResult
 	err = bench.InChild(&r, []string{"TOKENMIX_THREADS=" + strconv.Itoa(parallel.Threads())},
 		"bench", "train", "--config", *cfgPath, "--len", strconv.Itoa(*T), "--batch", strconv.Itoa(*B),
-		"--reps", strconv.Itoa(*reps), "--child")
+		"--reps", strconv.Itoa(*reps), childFlag)
 	if err != nil {
 		return err
 	}

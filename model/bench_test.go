@@ -1,0 +1,44 @@
+package model
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchTrain times float32 training steps of a causal lm with full
+// attention (d_model d, 4 heads, 4 layers, d_ff 4d, vocab 256).
+func benchTrain(b *testing.B, d, T, B int, extra string) {
+	cfg, err := ParseConfig([]byte(fmt.Sprintf(`{"vocab_size": 256, "d_model": %d, "n_heads": 4, "n_layers": 4,
+		"d_ff": %d, "max_len": %d, "causal": true, "task": "lm", "mixer": {"kind": "full"}, "train": {}%s}`, d, 4*d, T, extra)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := New[float32](cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Init(1)
+	tr := NewTrainer(m)
+	rng := rand.New(rand.NewPCG(1, 1))
+	tok, tgt := make([]int32, B*T), make([]int32, B*T)
+	for i := range tok {
+		tok[i], tgt[i] = int32(rng.IntN(256)), int32(rng.IntN(256))
+	}
+	b.SetBytes(int64(B * T)) // "MB/s" reads as millions of tokens per second
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := tr.Step(tok, tgt, B, T); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkTrainStepD64T256B4(b *testing.B)   { benchTrain(b, 64, 256, 4, "") }
+func BenchmarkTrainStepD256T1024B4(b *testing.B) { benchTrain(b, 256, 1024, 4, "") }
+func BenchmarkTrainStepD256T1024B4Ckpt(b *testing.B) {
+	benchTrain(b, 256, 1024, 4, `, "checkpoint": true`)
+}
+func BenchmarkTrainStepD256T1024B4Chunk(b *testing.B) {
+	benchTrain(b, 256, 1024, 4, `, "ff_chunks": 4`)
+}
