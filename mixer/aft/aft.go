@@ -143,16 +143,17 @@ func (a *AFT[F]) ActSize(b, t int) int {
 	return 7*n + 2*b*t*a.H
 }
 
-// ScratchSize is what Backward needs (Forward needs less): dY, dQ, dV
-// [B,T,D], the weighted gradients and their transposed band sums
-// [B,T,2D] each, allowed-token counts [B,T+1], and per-thread tiles
-// (parallel.Threads() at the time of the call).
+// ScratchSize covers Forward (K [B,T,D], allowed-token counts [B,T+1],
+// per-row-block maxima and sums [B,T/64,3D]) and Backward (dY, dQ, dV
+// [B,T,D], the weighted gradients and their transposed sums [B,T,2D] each),
+// plus per-thread tiles (parallel.Threads() at the time of the call).
 func (a *AFT[F]) ScratchSize(b, t int) int {
 	n := b * t * a.D
 	if a.v == vSimple {
 		return 3 * n
 	}
-	return 7*n + b*(t+1) + 2*b*a.D + parallel.Threads()*a.workerSize(t)
+	nblk := b * ((t + blockT - 1) / blockT)
+	return 7*n + b*(t+1) + nblk*3*a.D + parallel.Threads()*a.workerSize(t)
 }
 
 // Forward computes out = o(σ(Q)⊙R) for x [B,T,D]; see the package doc.

@@ -175,124 +175,157 @@ func (a *AFT[F]) rowStats(s act[F], cnt []F, p mixer.Pass, b, t, lo, W int, scr 
 
 // bandForward fills e, mw, c0, r, den and y; k [B,T,D] is the key
 // projection and scratch holds ScratchSize − B·T·D elements.
+//
+// Every phase streams whole rows, parallel over (sequence, row block of
+// blockT): per-block channel maxima of K, reduced to mK; E and per-block
+// sums of E, scanned over blocks into exclusive prefixes (causal) or
+// totals; then per block the running prefix, the band GEMMs and the ratio.
 func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
-	T, D, Dh := p.T, a.D, a.Dh
+	T, D, Dh, H := p.T, a.D, a.Dh, a.H
 	lo, W := a.geom(T)
+	nrb := (T + blockT - 1) / blockT
+	nblk := p.B * nrb
 	cnt := scratch[:p.B*(T+1)]
-	tot := scratch[p.B*(T+1) : p.B*(T+1)+p.B*2*D] // bidirectional Σ E per sequence
-	work := scratch[p.B*(T+1)+p.B*2*D:]
+	mk := scratch[p.B*(T+1) : p.B*(T+1)+nblk*D]              // [B,nrb,D] block maxima, then mK in block 0
+	bs := scratch[p.B*(T+1)+nblk*D : p.B*(T+1)+nblk*D+nblk*2*D] // [B,nrb,2D] block sums of E
+	work := scratch[p.B*(T+1)+nblk*3*D:]
 	ws := a.workerSize(T)
 	counts(cnt, p)
 	sums := a.v != vFull
+	rows := func(b, blk int) (int, int) { return blk * blockT, min(blk*blockT+blockT, T) }
 
-	// Phase 1, per (sequence, channel block): mK, E, and the c0 sums —
-	// prefix sums (causal, stored in r and den until phase 2 replaces them)
-	// or totals.
-	nb := (D + chanBlock - 1) / chanBlock
-	parallel.For(p.B*nb, 1, func(_, lo, hi int) {
-		var mb, nb2, db, eb [chanBlock]F
-		for it := lo; it < hi; it++ {
-			b, c0 := it/nb, (it%nb)*chanBlock
-			c1 := min(c0+chanBlock, D)
-			m, nu, de, e := mb[:c1-c0], nb2[:c1-c0], db[:c1-c0], eb[:c1-c0]
-			clear(m)
-			clear(nu)
-			clear(de)
-			seen := false
-			for t := 0; t < T; t++ {
+	// Block maxima of K over allowed rows (a block without any keeps −Inf).
+	parallel.For(nblk, 1, func(_, lo2, hi2 int) {
+		for it := lo2; it < hi2; it++ {
+			b, blk := it/nrb, it%nrb
+			t0, t1 := rows(b, blk)
+			m := mk[it*D : (it+1)*D]
+			for c := range m {
+				m[c] = F(math.Inf(-1))
+			}
+			for t := t0; t < t1; t++ {
 				if p.Allowed(b, t) {
-					kr := k[(b*T+t)*D+c0 : (b*T+t)*D+c1]
-					if !seen {
-						copy(m, kr)
-						seen = true
-					}
-					for j, v := range kr {
-						m[j] = max(m[j], v)
+					for c, v := range k[(b*T+t)*D : (b*T+t+1)*D] {
+						m[c] = max(m[c], v)
 					}
 				}
 			}
-			for t := 0; t < T; t++ {
-				er := s.e[(b*T+t)*2*D:]
-				if p.Allowed(b, t) {
-					kr, vr := k[(b*T+t)*D+c0:(b*T+t)*D+c1], s.v[(b*T+t)*D+c0:(b*T+t)*D+c1]
-					for j := range e {
-						e[j] = kr[j] - m[j]
-					}
-					kernels.Exp(e, e)
-					for j, ej := range e {
-						c := c0 + j
-						o := (c/Dh)*2*Dh + c%Dh
-						er[o], er[o+Dh] = ej*vr[j], ej
-						nu[j] += ej * vr[j]
-						de[j] += ej
-					}
-				} else {
-					for c := c0; c < c1; c++ {
-						o := (c/Dh)*2*Dh + c%Dh
-						er[o], er[o+Dh] = 0, 0
-					}
-				}
-				if sums && a.Causal {
-					copy(s.r[(b*T+t)*D+c0:(b*T+t)*D+c1], nu)
-					copy(s.den[(b*T+t)*D+c0:(b*T+t)*D+c1], de)
-				}
-			}
-			copy(tot[b*2*D+c0:b*2*D+c1], nu)
-			copy(tot[b*2*D+D+c0:b*2*D+D+c1], de)
 		}
 	})
+	for b := 0; b < p.B; b++ {
+		m0 := mk[b*nrb*D : (b*nrb+1)*D]
+		for blk := 1; blk < nrb; blk++ {
+			for c, v := range mk[(b*nrb+blk)*D : (b*nrb+blk+1)*D] {
+				m0[c] = max(m0[c], v)
+			}
+		}
+		for c, v := range m0 {
+			if math.IsInf(float64(v), -1) {
+				m0[c] = 0 // no allowed token in the sequence
+			}
+		}
+	}
 
-	// Phase 2, per (sequence, row block): row statistics, the band GEMMs and
-	// the ratio.
-	nrb := (T + blockT - 1) / blockT
-	parallel.For(p.B*nrb, 1, func(w, lo2, hi2 int) {
+	// E rows and block sums.
+	parallel.For(nblk, 1, func(_, lo2, hi2 int) {
+		for it := lo2; it < hi2; it++ {
+			b, blk := it/nrb, it%nrb
+			t0, t1 := rows(b, blk)
+			m := mk[b*nrb*D : (b*nrb+1)*D]
+			acc := bs[it*2*D : (it+1)*2*D]
+			clear(acc)
+			for t := t0; t < t1; t++ {
+				er := s.e[(b*T+t)*2*D : (b*T+t+1)*2*D]
+				if !p.Allowed(b, t) {
+					clear(er)
+					continue
+				}
+				kr, vr := k[(b*T+t)*D:(b*T+t+1)*D], s.v[(b*T+t)*D:(b*T+t+1)*D]
+				for h := 0; h < H; h++ {
+					ev, ek := er[h*2*Dh:h*2*Dh+Dh], er[h*2*Dh+Dh:(h+1)*2*Dh]
+					kh, vh, mh := kr[h*Dh:(h+1)*Dh], vr[h*Dh:(h+1)*Dh], m[h*Dh:(h+1)*Dh]
+					for j := range ek {
+						ek[j] = kh[j] - mh[j]
+					}
+					kernels.Exp(ek, ek)
+					for j, e := range ek {
+						ev[j] = e * vh[j]
+					}
+				}
+				if sums {
+					kernels.AddTo(acc, er)
+				}
+			}
+		}
+	})
+	// Exclusive prefix over blocks (causal) or the total in every block.
+	if sums {
+		tmp := make([]F, 2*D)
+		for b := 0; b < p.B; b++ {
+			clear(tmp)
+			for blk := 0; blk < nrb; blk++ {
+				x := bs[(b*nrb+blk)*2*D : (b*nrb+blk+1)*2*D]
+				for j := range x {
+					x[j], tmp[j] = tmp[j], tmp[j]+x[j]
+				}
+			}
+			if !a.Causal {
+				for blk := 0; blk < nrb; blk++ {
+					copy(bs[(b*nrb+blk)*2*D:(b*nrb+blk+1)*2*D], tmp)
+				}
+			}
+		}
+	}
+
+	// Per row block: row statistics, the band GEMMs and the ratio.
+	parallel.For(nblk, 1, func(w, lo2, hi2 int) {
 		ww := work[w*ws : (w+1)*ws]
 		nc := a.tileCols(T)
 		tile, nd := ww[:blockT*nc], ww[blockT*nc:blockT*nc+blockT*2*D]
 		for it := lo2; it < hi2; it++ {
-			b, t0 := it/nrb, (it%nrb)*blockT
-			t1 := min(t0+blockT, T)
+			b, blk := it/nrb, it%nrb
+			t0, t1 := rows(b, blk)
 			for t := t0; t < t1; t++ {
 				a.rowStats(s, cnt, p, b, t, lo, W, tile)
 			}
 			cLo, cHi := max(0, t0+lo), min(T, t1-1+lo+W, a.rowEnd(t1-1, T))
 			ncol := cHi - cLo
-			for h := 0; h < a.H; h++ {
+			for h := 0; h < H; h++ {
 				for t := t0; t < t1; t++ {
-					i := (b*T+t)*a.H + h
+					i := (b*T+t)*H + h
 					a.fill(tile[(t-t0)*ncol:], p, b, t, h, cLo, cHi, lo, W, s.mw[i], s.c0[i], true)
 				}
 				kernels.GemmST(false, false, t1-t0, 2*Dh, ncol, 1, tile, ncol,
 					s.e[(b*T+cLo)*2*D+h*2*Dh:], 2*D, 0, nd[h*2*Dh:], 2*D)
 			}
+			acc := bs[it*2*D : (it+1)*2*D] // prefix before t0, or the total
 			for t := t0; t < t1; t++ {
 				ndr := nd[(t-t0)*2*D : (t-t0+1)*2*D]
 				row := (b*T + t) * D
-				var pn, pd []F
 				if sums {
 					if a.Causal {
-						pn, pd = s.r[row:row+D], s.den[row:row+D]
-					} else {
-						pn, pd = tot[b*2*D:b*2*D+D], tot[b*2*D+D:b*2*D+2*D]
+						kernels.AddTo(acc, s.e[(b*T+t)*2*D:(b*T+t+1)*2*D])
+					}
+					for h := 0; h < H; h++ {
+						c0 := s.c0[(b*T+t)*H+h]
+						x, y := ndr[h*2*Dh:(h+1)*2*Dh], acc[h*2*Dh:(h+1)*2*Dh]
+						for j := range x {
+							x[j] += c0 * y[j]
+						}
 					}
 				}
-				for h := 0; h < a.H; h++ {
-					c0 := s.c0[(b*T+t)*a.H+h]
-					for j := 0; j < Dh; j++ {
-						c := h*Dh + j
-						num, den := ndr[h*2*Dh+j], ndr[h*2*Dh+Dh+j]
-						if sums {
-							num += c0 * pn[c]
-							den += c0 * pd[c]
-						}
-						r := F(0)
-						if den > 0 {
-							r = num / den
+				for h := 0; h < H; h++ {
+					num, den := ndr[h*2*Dh:h*2*Dh+Dh], ndr[h*2*Dh+Dh:(h+1)*2*Dh]
+					c := row + h*Dh
+					rr, dr, yr, sq := s.r[c:c+Dh], s.den[c:c+Dh], s.y[c:c+Dh], s.sq[c:c+Dh]
+					for j := range num {
+						r, de := F(0), den[j]
+						if de > 0 {
+							r = num[j] / de
 						} else {
-							den = 0
+							de = 0
 						}
-						s.r[row+c], s.den[row+c] = r, den
-						s.y[row+c] = s.sq[row+c] * r
+						rr[j], dr[j], yr[j] = r, de, sq[j]*r
 					}
 				}
 			}
@@ -303,8 +336,9 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 // bandBackward turns dy into dk in place and writes dv, accumulating the
 // bias gradient. scratch holds ScratchSize − 3·B·T·D elements.
 //
-// With g = dY⊙σ(Q)/den and Hh = (g | g⊙R) [T,2D], the transposed operator
-// gives G = aᵀ·Hh = (G1 | G2), and for allowed t'
+// With g = dY⊙σ(Q)/den and Hh = (g | −g⊙R) [T,2D] (the sign lets one GEMM
+// form the bias gradient), the transposed operator gives
+// G = aᵀ·Hh = (G1 | −G2), and for allowed t'
 //
 //	dV[t'] = eK[t']⊙G1[t'],  dK[t'] = eK[t']⊙(V[t']⊙G1[t'] − G2[t']),
 //	dw(t,t') = e^{w−mw}·Σ_{c in group} (g[t]⊙(eK⊙V)[t'] − g[t]⊙R[t]⊙eK[t'])_c.
@@ -312,74 +346,94 @@ func (a *AFT[F]) bandBackward(dy, dv []F, s act[F], scratch []F, p mixer.Pass) {
 	T, D, Dh, H := p.T, a.D, a.Dh, a.H
 	N := p.B * T
 	lo, W := a.geom(T)
+	nrb := (T + blockT - 1) / blockT
+	nblk := p.B * nrb
 	hh, gg := scratch[:2*N*D], scratch[2*N*D:4*N*D]
-	work := scratch[4*N*D:]
+	bs := scratch[4*N*D : 4*N*D+nblk*2*D] // [B,nrb,2D] block sums of c0⊙Hh
+	work := scratch[4*N*D+nblk*2*D:]
 	ws := a.workerSize(T)
 	sums := a.v != vFull
 
-	// Phase A, per row: Hh.
-	parallel.For(N, 16, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			hr := hh[i*2*D : (i+1)*2*D]
-			for c := 0; c < D; c++ {
-				o := (c/Dh)*2*Dh + c%Dh
-				g := F(0)
-				if de := s.den[i*D+c]; de > 0 {
-					g = dy[i*D+c] * s.sq[i*D+c] / de
-				}
-				hr[o], hr[o+Dh] = g, g*s.r[i*D+c]
-			}
-		}
-	})
-
-	// Phase B, per (sequence, column block of Hh): the c0 part of G —
-	// Σ_t c0[t]·Hh[t] (bidirectional) or its suffix sums (causal).
-	nb := (2*D + chanBlock - 1) / chanBlock
-	parallel.For(p.B*nb, 1, func(_, lo, hi int) {
-		var acc [chanBlock]F
-		for it := lo; it < hi; it++ {
-			b, j0 := it/nb, (it%nb)*chanBlock
-			j1 := min(j0+chanBlock, 2*D)
-			ac := acc[:j1-j0]
-			clear(ac)
-			col := func(x []F, t int) []F { return x[(b*T+t)*2*D+j0 : (b*T+t)*2*D+j1] }
-			if !sums {
-				for t := 0; t < T; t++ {
-					clear(col(gg, t))
-				}
-				continue
-			}
-			if a.Causal {
-				for t := T - 1; t >= 0; t-- {
-					hr := col(hh, t)
-					for j := range ac {
-						ac[j] += s.c0[(b*T+t)*H+(j0+j)/(2*Dh)] * hr[j]
+	// Per row block: Hh and the block sums of c0⊙Hh.
+	parallel.For(nblk, 1, func(_, lo2, hi2 int) {
+		for it := lo2; it < hi2; it++ {
+			b, t0 := it/nrb, (it%nrb)*blockT
+			t1 := min(t0+blockT, T)
+			acc := bs[it*2*D : (it+1)*2*D]
+			clear(acc)
+			for t := t0; t < t1; t++ {
+				i := b*T + t
+				for h := 0; h < H; h++ {
+					o := i*2*D + h*2*Dh
+					g1, g2 := hh[o:o+Dh], hh[o+Dh:o+2*Dh]
+					c := i*D + h*Dh
+					dyr, sqr, der, rr := dy[c:c+Dh], s.sq[c:c+Dh], s.den[c:c+Dh], s.r[c:c+Dh]
+					for j := range g1 {
+						g := F(0)
+						if der[j] > 0 {
+							g = dyr[j] * sqr[j] / der[j]
+						}
+						g1[j], g2[j] = g, -g*rr[j]
 					}
-					copy(col(gg, t), ac)
+					if sums {
+						c0 := s.c0[i*H+h]
+						x := acc[h*2*Dh : (h+1)*2*Dh]
+						for j, v := range hh[o : o+2*Dh] {
+							x[j] += c0 * v
+						}
+					}
 				}
-				continue
-			}
-			for t := 0; t < T; t++ {
-				hr := col(hh, t)
-				for j := range ac {
-					ac[j] += s.c0[(b*T+t)*H+(j0+j)/(2*Dh)] * hr[j]
-				}
-			}
-			for t := 0; t < T; t++ {
-				copy(col(gg, t), ac)
 			}
 		}
 	})
+	// Exclusive suffix over blocks (causal) or the total in every block.
+	if sums {
+		tmp := make([]F, 2*D)
+		for b := 0; b < p.B; b++ {
+			clear(tmp)
+			for blk := nrb - 1; blk >= 0; blk-- {
+				x := bs[(b*nrb+blk)*2*D : (b*nrb+blk+1)*2*D]
+				for j := range x {
+					x[j], tmp[j] = tmp[j], tmp[j]+x[j]
+				}
+			}
+			if !a.Causal {
+				for blk := 0; blk < nrb; blk++ {
+					copy(bs[(b*nrb+blk)*2*D:(b*nrb+blk+1)*2*D], tmp)
+				}
+			}
+		}
+	}
 
-	// Phase C, per (sequence, column block [u0,u1)): G += band tileᵀ·Hh over
-	// the rows whose band reaches the block.
-	nrb := (T + blockT - 1) / blockT
-	parallel.For(p.B*nrb, 1, func(w, lo2, hi2 int) {
+	// Per column block [u0,u1): G rows get the c0 part (running suffix or
+	// total), then G += band tileᵀ·Hh over the rows whose band reaches the
+	// block.
+	parallel.For(nblk, 1, func(w, lo2, hi2 int) {
 		tile := work[w*ws : w*ws+blockT*a.tileCols(T)]
 		for it := lo2; it < hi2; it++ {
 			b, u0 := it/nrb, (it%nrb)*blockT
 			u1 := min(u0+blockT, T)
 			nu := u1 - u0
+			acc := bs[it*2*D : (it+1)*2*D]
+			for t := u1 - 1; t >= u0; t-- {
+				gr := gg[(b*T+t)*2*D : (b*T+t+1)*2*D]
+				switch {
+				case !sums:
+					clear(gr)
+				case a.Causal:
+					i := b*T + t
+					for h := 0; h < H; h++ {
+						c0 := s.c0[i*H+h]
+						x := acc[h*2*Dh : (h+1)*2*Dh]
+						for j, v := range hh[i*2*D+h*2*Dh : i*2*D+(h+1)*2*Dh] {
+							x[j] += c0 * v
+						}
+					}
+					copy(gr, acc)
+				default:
+					copy(gr, acc)
+				}
+			}
 			rLo, rHi := max(0, u0-lo-W+1), min(T, u1-lo)
 			if a.Causal {
 				rLo = max(rLo, u0)
@@ -398,7 +452,7 @@ func (a *AFT[F]) bandBackward(dy, dv []F, s act[F], scratch []F, p mixer.Pass) {
 		}
 	})
 
-	// Phase D, per row: dV and dK (into dy).
+	// Per row: dV and dK (into dy).
 	parallel.For(N, 16, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			b, t := i/T, i%T
@@ -407,11 +461,14 @@ func (a *AFT[F]) bandBackward(dy, dv []F, s act[F], scratch []F, p mixer.Pass) {
 				clear(dv[i*D : (i+1)*D])
 				continue
 			}
-			for c := 0; c < D; c++ {
-				o := i*2*D + (c/Dh)*2*Dh + c%Dh
-				ek, g1, g2 := s.e[o+Dh], gg[o], gg[o+Dh]
-				dv[i*D+c] = ek * g1
-				dy[i*D+c] = ek * (s.v[i*D+c]*g1 - g2)
+			for h := 0; h < H; h++ {
+				o, c0 := i*2*D+h*2*Dh, i*D+h*Dh
+				ek, g1, g2 := s.e[o+Dh:o+2*Dh], gg[o:o+Dh], gg[o+Dh:o+2*Dh]
+				vr, dvr, dkr := s.v[c0:c0+Dh], dv[c0:c0+Dh], dy[c0:c0+Dh]
+				for j := range ek {
+					dvr[j] = ek[j] * g1[j]
+					dkr[j] = ek[j] * (vr[j]*g1[j] + g2[j])
+				}
 			}
 		}
 	})
@@ -447,8 +504,7 @@ func (a *AFT[F]) bandBackward(dy, dv []F, s act[F], scratch []F, p mixer.Pass) {
 				for h := 0; h < H; h++ {
 					hb := hh[(b*T+t0)*2*D+h*2*Dh:]
 					eb := s.e[(b*T+cLo)*2*D+h*2*Dh:]
-					kernels.GemmST(false, true, t1-t0, ncol, Dh, 1, hb, 2*D, eb, 2*D, 0, m, ncol)
-					kernels.GemmST(false, true, t1-t0, ncol, Dh, -1, hb[Dh:], 2*D, eb[Dh:], 2*D, 1, m, ncol)
+					kernels.GemmST(false, true, t1-t0, ncol, 2*Dh, 1, hb, 2*D, eb, 2*D, 0, m, ncol)
 					for t := t0; t < t1; t++ {
 						i := (b*T+t)*H + h
 						a.fill(arow, p, b, t, h, cLo, cHi, lo, W, s.mw[i], 0, false)
