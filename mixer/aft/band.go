@@ -186,7 +186,7 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 	nrb := (T + blockT - 1) / blockT
 	nblk := p.B * nrb
 	cnt := scratch[:p.B*(T+1)]
-	mk := scratch[p.B*(T+1) : p.B*(T+1)+nblk*D]              // [B,nrb,D] block maxima, then mK in block 0
+	mk := scratch[p.B*(T+1) : p.B*(T+1)+nblk*D]                 // [B,nrb,D] block maxima, then mK in block 0
 	bs := scratch[p.B*(T+1)+nblk*D : p.B*(T+1)+nblk*D+nblk*2*D] // [B,nrb,2D] block sums of E
 	work := scratch[p.B*(T+1)+nblk*3*D:]
 	ws := a.workerSize(T)
