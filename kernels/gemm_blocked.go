@@ -126,12 +126,14 @@ func packB(dst []float32, p Path, transB bool, b []float32, ldb, pc, kc, jc, nc 
 			}
 			continue
 		}
-		// op(B)[q][j] = B[j][q]: read rows of B, scatter into columns, 16
-		// rows of the panel (4 KiB, L1-resident) at a time.
-		for q0 := 0; q0 < kc; q0 += 16 {
+		// op(B)[q][j] = B[j][q]: gather with AVX-512, or read rows of B and
+		// scatter into columns, 16 rows of the panel (4 KiB, L1-resident) at
+		// a time.
+		done := packBT(p, d, pw, b, ldb, pc, kc, jc+j0, cols)
+		for q0 := 0; q0 < kc && done < cols; q0 += 16 {
 			qn := min(16, kc-q0)
 			dq := d[q0*pw : (q0+qn)*pw]
-			for j := 0; j < cols; j++ {
+			for j := done; j < cols; j++ {
 				o := (jc+j0+j)*ldb + pc + q0
 				for q, v := range b[o : o+qn] {
 					dq[q*pw+j] = v
