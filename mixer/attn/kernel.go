@@ -72,7 +72,7 @@ func forward[F kernels.Float](o, lse, l, kt, work []F, q, k, v []F, lay []*Layou
 		lse[i] = ninf // running max m
 	}
 	clear(l[:B*H*T])
-	transposeHeads(kt, k, d)
+	transposeHeads(kt, k, d, lay)
 	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws
 	if nw < 1 {
@@ -237,8 +237,8 @@ func backward[F kernels.Float](dq, dk, dv, drow, kt, vt, work []F, do, o, lse, q
 			}
 		}
 	})
-	transposeHeads(kt, k, d)
-	transposeHeads(vt, v, d)
+	transposeHeads(kt, k, d, lay)
+	transposeHeads(vt, v, d, lay)
 	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws
 	if nw < 1 {
@@ -345,16 +345,24 @@ func keyProduct[F kernels.Float](s []F, alpha F, a []F, la int, x, xt []F, blk *
 func ldT(T int) int { return T + 16 }
 
 // transposeHeads sets xt [B,H,Dh,ldT(T)] to the per-head transpose of
-// x [B,T,D]. It moves 16 positions × 8 channels at a time, so the writes
-// touch 8 cache lines at once.
-func transposeHeads[F kernels.Float](xt, x []F, d dims) {
+// x [B,T,D], for the heads whose layout reads contiguous keys (Contig). It
+// moves 16 positions × 8 channels at a time, so the writes touch 8 cache
+// lines at once.
+func transposeHeads[F kernels.Float](xt, x []F, d dims, lay []*Layout) {
 	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
 	lt := ldT(T)
 	nt := (T + 63) / 64
-	parallel.For(B*H*nt, 1, func(_, lo, hi int) {
+	var heads []int
+	for h, l := range lay {
+		if l.Contig {
+			heads = append(heads, h)
+		}
+	}
+	nh := len(heads)
+	parallel.For(B*nh*nt, 1, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
-			bh, j0 := u/nt, u%nt*64
-			b, h := bh/H, bh%H
+			b, h, j0 := u/(nh*nt), heads[u/nt%nh], u%nt*64
+			bh := b*H + h
 			dst := xt[bh*Dh*lt : (bh+1)*Dh*lt]
 			for jb := j0; jb < min(j0+64, T); jb += 16 {
 				je := min(jb+16, T)

@@ -52,6 +52,9 @@ type Layout struct {
 	MaxNQ, MaxNK int
 	// Cost is Σ NQ·NK over all blocks: the number of scores computed.
 	Cost int
+	// Contig says some block has contiguous keys (KS = 1, not Diag): the
+	// kernels then read that head's keys from a transposed copy.
+	Contig bool
 }
 
 // Each calls fn(i, j) for every allowed pair of l, in block order.
@@ -162,6 +165,7 @@ func (b *Builder) Add(blk Block, allow func(i, j int) bool) {
 	b.l.Cost += cost
 	b.l.MaxNQ = max(b.l.MaxNQ, blk.NQ)
 	b.l.MaxNK = max(b.l.MaxNK, blk.NK)
+	b.l.Contig = b.l.Contig || blk.KS == 1 && !blk.Diag
 }
 
 // Layout returns the finished layout, dropping empty groups and phases.

@@ -110,6 +110,9 @@ func (p *Pattern) build(s set, T, tq, tk int) *attn.Layout {
 	b := attn.NewBuilder(T)
 	all := prog{0, 1, T}
 	l := p.L
+	// Bands and causal diagonals waste less in square tiles; the summary
+	// keys of fixed's A2 are a staircase that tall query tiles follow well.
+	sq := min(tq, tk)
 	if s == setA1 || s == setMerge {
 		b.Phase()
 		if p.Fixed {
@@ -121,7 +124,7 @@ func (p *Pattern) build(s set, T, tq, tk int) *attn.Layout {
 				return i0 / l * l, hi
 			}, func(i, j int) bool { return i == j || p.a1(i, j) })
 		} else {
-			cover(b, all, []prog{all}, tq, tk, func(i0, i1 int) (int, int) {
+			cover(b, all, []prog{all}, sq, sq, func(i0, i1 int) (int, int) {
 				if p.Causal {
 					return i0 - l, i1
 				}
@@ -153,15 +156,14 @@ func (p *Pattern) build(s set, T, tq, tk int) *attn.Layout {
 			// (the transpose trick), so each class is tiled on its own.
 			for r := 0; r < min(l, T); r++ {
 				c := prog{r, l, (T - r + l - 1) / l}
-				cover(b, c, []prog{c}, tq, tk, span, in)
+				cover(b, c, []prog{c}, sq, sq, span, in)
 			}
 		}
 		if s == setA2 {
 			b.Phase()
-			td := min(tq, tk)
-			for i0 := 0; i0 < T; i0 += td {
+			for i0 := 0; i0 < T; i0 += sq {
 				b.Group()
-				b.Add(attn.Block{Q0: i0, QS: 1, NQ: min(td, T-i0), K0: i0, KS: 1, NK: min(td, T-i0), Diag: true},
+				b.Add(attn.Block{Q0: i0, QS: 1, NQ: min(sq, T-i0), K0: i0, KS: 1, NK: min(sq, T-i0), Diag: true},
 					func(i, j int) bool { return !p.a2(i, j) })
 			}
 		}

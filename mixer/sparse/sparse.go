@@ -83,8 +83,16 @@ func New[F kernels.Float](c mixer.Config, fixed bool) (*attn.Attention[F], error
 	if err != nil {
 		return nil, err
 	}
-	return attn.New[F](c.D, c.Heads, p)
+	a, err := attn.New[F](c.D, c.Heads, p)
+	if err == nil {
+		a.Tiles = Tiles
+	}
+	return a, err
 }
+
+// Tiles bound the sparse kinds' blocks: 128 queries by 64 keys. Bands and
+// residue classes use 64×64 tiles; fixed's summary keys use the taller ones.
+var Tiles = attn.Tiles{Q: 128, K: 64}
 
 // NewNaive returns the masked-dense twin of New (the test oracle).
 func NewNaive[F kernels.Float](c mixer.Config, fixed bool) (*attn.Naive[F], error) {

@@ -182,10 +182,11 @@ func TestCoverAllIsFull(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				sp.Tiles = full.Tiles // same blocks, same summation order
+				sp.Tiles = attn.DefaultTiles // square tiles: the same blocks as full's below
 				fc := c
 				fc.Opts = mixer.OptionsOf("full", nil)
 				fu, _ := full.New[float32](fc)
+				fu.Tiles = attn.DefaultTiles
 				same(t, fmt.Sprintf("causal=%v fixed=%v T=%d", causal, fixed, T), sp, fu, 2, T, c.D)
 			}
 		}
