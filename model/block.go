@@ -53,9 +53,7 @@ func (m *Model[F]) ffSave(i int, x []F) {
 	ln2 := m.act(a.ln2)
 	layerNormForward(ln2, m.act(a.ln2Mean), m.act(a.ln2Rstd), x, bw.ln2w, bw.ln2b, N, D)
 	if c.FFChunks == 1 {
-		h := m.act(a.fch)
-		linearForward(h, ln2, bw.fc1w, bw.fc1b, N, D, H, false)
-		geluForward(m.act(a.fcg), h)
+		fc1GeluForward(m.act(a.fch), m.act(a.fcg), ln2, bw.fc1w, bw.fc1b, N, D, H)
 	}
 }
 
@@ -101,8 +99,7 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 			r := min(R, N-lo)
 			h, g := m.grad(p.ffh)[:r*H], m.grad(p.ffg)[:r*H]
 			in := ln2[lo*D : (lo+r)*D]
-			linearForward(h, in, bw.fc1w, bw.fc1b, r, D, H, false)
-			geluForward(g, h)
+			fc1GeluForward(h, g, in, bw.fc1w, bw.fc1b, r, D, H)
 			ffBackward(dln[lo*D:(lo+r)*D], bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg)[:r*H], m.grad(p.dh)[:r*H],
 				dout[lo*D:(lo+r)*D], in, h, g, bw.fc1w, bw.fc2w, r, D, H)
 		}

@@ -96,18 +96,17 @@ func layerNormBackward[F kernels.Float](dinp, dweight, dbias, dout, inp, weight,
 	}
 }
 
-// geluForward is kernels.GeluForward across threads; out may alias inp.
-func geluForward[F kernels.Float](out, inp []F) {
-	parallel.For(len(inp), 4096, func(_, lo, hi int) {
-		kernels.GeluForward(out[lo:hi], inp[lo:hi])
-	})
-}
-
-// geluBackward is kernels.GeluBackward (dinp += dout·GELU'(inp)) across
-// threads.
-func geluBackward[F kernels.Float](dinp, inp, dout []F) {
-	parallel.For(len(inp), 4096, func(_, lo, hi int) {
-		kernels.GeluBackward(dinp[lo:hi], inp[lo:hi], dout[lo:hi])
+// fc1GeluForward sets h = inp·Wᵀ + b and g = GELU(h), adding the bias and
+// applying GELU in one pass over each row while it is in cache.
+// h, g [N,H], inp [N,D], w [H,D], b [H].
+func fc1GeluForward[F kernels.Float](h, g, inp, w, b []F, N, D, H int) {
+	kernels.Gemm(false, true, N, H, D, 1, inp, D, w, D, 0, h, H)
+	parallel.For(N, 16, func(_, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			row := h[n*H : (n+1)*H]
+			kernels.AddTo(row, b)
+			kernels.GeluForward(g[n*H:(n+1)*H], row)
+		}
 	})
 }
 
@@ -115,20 +114,21 @@ func geluBackward[F kernels.Float](dinp, inp, dout []F) {
 // and g = GELU(h). out, inp [N,D], h, g [N,H], fc1w [H,D], fc1b [H],
 // fc2w [D,H], fc2b [D].
 func ffForward[F kernels.Float](out, h, g, inp, fc1w, fc1b, fc2w, fc2b []F, N, D, H int) {
-	linearForward(h, inp, fc1w, fc1b, N, D, H, false)
-	geluForward(g, h)
+	fc1GeluForward(h, g, inp, fc1w, fc1b, N, D, H)
 	linearForward(out, g, fc2w, fc2b, N, H, D, true)
 }
 
 // ffBackward accumulates the gradients of ffForward into dinp [N,D] and the
 // weight gradients, given dout [N,D] and the saved h and g. dg and dh [N,H]
-// are scratch. dinp may alias dout: dout is fully read before dinp is
-// written.
+// are scratch (overwritten, need not be zero). dinp may alias dout: dout is
+// fully read before dinp is written.
 func ffBackward[F kernels.Float](dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp, h, g, fc1w, fc2w []F, N, D, H int) {
-	clear(dg)
-	linearBackward(dg, dfc2w, dfc2b, dout, g, fc2w, N, H, D)
-	clear(dh)
-	geluBackward(dh, h, dg)
+	kernels.Gemm(false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
+	linearBackward(nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D)
+	parallel.For(N*H, 4096, func(_, lo, hi int) { // dh = GELU'(h)·dg
+		clear(dh[lo:hi])
+		kernels.GeluBackward(dh[lo:hi], h[lo:hi], dg[lo:hi])
+	})
 	linearBackward(dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H)
 }
 

@@ -3,6 +3,8 @@ package model
 import (
 	"math/rand/v2"
 	"testing"
+
+	"tokenmix/kernels"
 )
 
 // layerCase is one layer under a finite-difference check: fwd computes the
@@ -104,8 +106,8 @@ func TestLayerFiniteDifferences(t *testing.T) {
 		inputs: map[string][]float64{"x": x},
 		grads:  map[string][]float64{"x": dx},
 		outLen: N * D,
-		fwd:    func(out []float64) { geluForward(out, x) },
-		bwd:    func(dout []float64) { geluBackward(dx, x, dout) },
+		fwd:    func(out []float64) { kernels.GeluForward(out, x) },
+		bwd:    func(dout []float64) { kernels.GeluBackward(dx, x, dout) },
 	})
 
 	w1, b1, w2, b2 := randVec(rng, H*D, 0.5), randVec(rng, H, 0.5), randVec(rng, D*H, 0.5), randVec(rng, D, 0.5)
