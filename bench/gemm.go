@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"time"
 
 	"tokenmix/kernels"
@@ -93,8 +92,7 @@ func median(f func(), reps int) float64 {
 		}
 		ts[r] = time.Since(t0).Seconds() / float64(calls)
 	}
-	sort.Float64s(ts)
-	return ts[reps/2]
+	return medianOf(ts)
 }
 
 func randFloats(rng *rand.Rand, n int) []float32 {

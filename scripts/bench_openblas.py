@@ -17,9 +17,10 @@ On a shared, noisy machine, compare with tokenmix in the same run:
     go build -o /tmp/tokenmix ./cmd/tokenmix
     /usr/bin/python3 scripts/bench_openblas.py --tokenmix /tmp/tokenmix --rounds 3
 
-alternates OpenBLAS and `tokenmix bench gemm --json` per thread count, --rounds
-times, prints every JSON line of both, and ends with a table of the medians over
-the rounds and their ratio tokenmix/OpenBLAS.
+alternates OpenBLAS, `tokenmix bench gemm --json` and `tokenmix bench peak --json`
+per thread count, --rounds times, prints every JSON line, and ends with a table
+of the medians over the rounds: tokenmix, OpenBLAS, their ratio, and tokenmix
+as a fraction of the FMA peak.
 """
 
 import argparse
@@ -97,6 +98,12 @@ def tokenmix(binary, threads, reps, trans):
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
+def tokenmix_peak(binary, threads, reps):
+    out = subprocess.run([binary, "bench", "peak", "--json", "--threads-list", str(threads),
+                          "--reps", str(reps)], check=True, capture_output=True, text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip().startswith("{")]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads-list", default="1,2")
@@ -116,6 +123,7 @@ def main():
             rs = openblas(t, args.reps, args.trans)
             if args.tokenmix:
                 rs += tokenmix(args.tokenmix, t, args.reps, args.trans)
+                rs += tokenmix_peak(args.tokenmix, t, args.reps)
             for r in rs:
                 print(json.dumps(r), flush=True)
             results += rs
@@ -123,14 +131,18 @@ def main():
         return
     med = {}
     for r in results:
-        med.setdefault((r["op"], r["m"], r["n"], r["k"], r["threads"]), []).append(r["gflops"])
+        med.setdefault((r["op"], r.get("m"), r.get("n"), r.get("k"), r["threads"]), []).append(r["gflops"])
     print(f"\n{args.trans}, median over {args.rounds} round(s), GFLOP/s", file=sys.stderr)
-    print(f"{'M':>5} {'N':>5} {'K':>5} {'threads':>7} {'tokenmix':>9} {'OpenBLAS':>9} {'ratio':>6}", file=sys.stderr)
+    print(f"{'M':>5} {'N':>5} {'K':>5} {'threads':>7} {'tokenmix':>9} {'OpenBLAS':>9} {'ratio':>6}"
+          f" {'peak':>7} {'of peak':>7}", file=sys.stderr)
     for t in threads:
+        peak = med.get(("peak", None, None, None, t))
+        peak = statistics.median(peak) if peak else float("nan")
         for m, n, k in SHAPES:
             g = statistics.median(med[("gemm", m, n, k, t)])
             o = statistics.median(med[("openblas", m, n, k, t)])
-            print(f"{m:5d} {n:5d} {k:5d} {t:7d} {g:9.1f} {o:9.1f} {g / o:6.2f}", file=sys.stderr)
+            print(f"{m:5d} {n:5d} {k:5d} {t:7d} {g:9.1f} {o:9.1f} {g / o:6.2f} {peak:7.1f} {g / peak:7.0%}",
+                  file=sys.stderr)
 
 
 if __name__ == "__main__":
