@@ -1,8 +1,8 @@
-// Package bench measures tokenmix's kernels against the machine's own limit:
+// Package bench measures tokenmix's speed for the CLI's `tokenmix bench`:
 // the FMA peak of the CPU (Peak, from a short assembly loop of independent
-// fused multiply-adds) and the GFLOP/s of the float32 GEMM (Gemm) on fixed
-// shapes. The CLI's `tokenmix bench gemm` and `tokenmix bench peak` print
-// them.
+// fused multiply-adds), the GFLOP/s of the float32 GEMM (Gemm) on fixed
+// shapes, and the time and memory of mixers and training steps (Mixer,
+// Train, PeakRSS).
 //
 // Every figure is the median over repeated timed samples after a warm-up;
 // a sample repeats the operation for at least SampleTime so that short
