@@ -18,6 +18,9 @@ import (
 type dims struct {
 	B, T, D, H, Dh int
 	scale          float64 // 1/√Dh
+	// s is the key stride with a permuted transposed copy (0: none), see
+	// transpose.go.
+	s int
 }
 
 // workerSize is the scratch one worker needs: a score tile and a dP tile.
@@ -61,10 +64,10 @@ func sortUnits(us []unit) {
 // o = softmax(scale·q·kᵀ over allowed keys)·v, written into o [B,T,D], and
 // the per-row log-sum-exp into lse [B,H,T] (+Inf for a row with no allowed
 // key, whose output is 0). l [B,H,T] is scratch for the running row sums,
-// kt [B,H,Dh,T] scratch for the per-head transpose of k; work holds nw
-// worker tiles of workerSize(tiles) each. Keys j with p.Pad[b·T+j] are
+// kt scratch for the per-head transposes of k (see transpose.go); work holds
+// nw worker tiles of workerSize(tiles) each. Keys j with p.Pad[b·T+j] are
 // excluded.
-func forward[F kernels.Float](o, lse, l, kt, work []F, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
+func forward[F kernels.Float](o, lse, l []F, kt tcopy[F], work []F, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
 	B, T, D, H := d.B, d.T, d.D, d.H
 	clear(o[:B*T*D])
 	ninf := F(math.Inf(-1))
@@ -72,7 +75,7 @@ func forward[F kernels.Float](o, lse, l, kt, work []F, q, k, v []F, lay []*Layou
 		lse[i] = ninf // running max m
 	}
 	clear(l[:B*H*T])
-	transposeHeads(kt, k, d, lay)
+	kt.fill(k, d, lay)
 	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws
 	if nw < 1 {
@@ -161,7 +164,7 @@ func maskScores[F kernels.Float](s []F, blk *Block, d dims, p mixer.Pass, b int)
 	}
 }
 
-func fwdBlock[F kernels.Float](o, m, l, s []F, q, k, kt, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
+func fwdBlock[F kernels.Float](o, m, l, s []F, q, k []F, kt tcopy[F], v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
 	T, D, Dh := d.T, d.D, d.Dh
 	nq, nk := blk.NQ, blk.NK
 	s = s[:nq*nk]
@@ -223,11 +226,11 @@ func fwdDiag[F kernels.Float](o, m, l []F, q, k, v []F, blk *Block, d dims, p mi
 
 // backward accumulates dq, dk, dv [B,T,D] given do [B,T,D] (the gradient of
 // forward's o), the forward's o and lse, and the same q, k, v, layouts and
-// pass. drow [B,H,T] is scratch for rowsum(do ⊙ o), kt and vt [B,H,Dh,T]
-// for the per-head transposes of k and v. It recomputes every score
+// pass. drow [B,H,T] is scratch for rowsum(do ⊙ o), kt and vt for the
+// per-head transposes of k and v. It recomputes every score
 // tile (FlashAttention-2): P = exp(S − lse), dS = P ⊙ (dP − rowsum(dO ⊙ O)).
 // Work is split over (batch, head): each unit owns its head's dq, dk, dv.
-func backward[F kernels.Float](dq, dk, dv, drow, kt, vt, work []F, do, o, lse, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
+func backward[F kernels.Float](dq, dk, dv, drow []F, kt, vt tcopy[F], work []F, do, o, lse, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
 	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
 	parallel.For(B*T, 64, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -237,8 +240,8 @@ func backward[F kernels.Float](dq, dk, dv, drow, kt, vt, work []F, do, o, lse, q
 			}
 		}
 	})
-	transposeHeads(kt, k, d, lay)
-	transposeHeads(vt, v, d, lay)
+	kt.fill(k, d, lay)
+	vt.fill(v, d, lay)
 	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws
 	if nw < 1 {
@@ -270,7 +273,7 @@ func backward[F kernels.Float](dq, dk, dv, drow, kt, vt, work []F, do, o, lse, q
 	})
 }
 
-func bwdBlock[F kernels.Float](dq, dk, dv, s, dp, drow, do, lse, q, k, v, kt, vt []F, blk *Block, d dims, p mixer.Pass, b, h int) {
+func bwdBlock[F kernels.Float](dq, dk, dv, s, dp, drow, do, lse, q, k, v []F, kt, vt tcopy[F], blk *Block, d dims, p mixer.Pass, b, h int) {
 	T, D, Dh := d.T, d.D, d.Dh
 	nq, nk := blk.NQ, blk.NK
 	s, dp = s[:nq*nk], dp[:nq*nk]
@@ -321,61 +324,4 @@ func bwdDiag[F kernels.Float](dq, dk, dv, drow, do, lse, q, k, v []F, blk *Block
 			dkj[c] += ds * qi[c]
 		}
 	}
-}
-
-// keyProduct sets s [NQ,NK] = alpha·A·Xᵀ for the block's keys, where A is
-// NQ×Dh with row stride la and X is k or v. Contiguous keys are read from xt,
-// the per-head transpose [B,H,Dh,T] of x, so the GEMM packs plain rows;
-// strided keys (KS > 1) read x with row stride KS·D as a transposed operand.
-func keyProduct[F kernels.Float](s []F, alpha F, a []F, la int, x, xt []F, blk *Block, d dims, b, h int) {
-	nq, nk := blk.NQ, blk.NK
-	if blk.KS == 1 {
-		lt := ldT(d.T)
-		off := (b*d.H+h)*d.Dh*lt + blk.K0
-		kernels.GemmST(false, false, nq, nk, d.Dh, alpha, a, la, xt[off:], lt, 0, s, nk)
-		return
-	}
-	off := (b*d.T+blk.K0)*d.D + h*d.Dh
-	kernels.GemmST(false, true, nq, nk, d.Dh, alpha, a, la, x[off:], blk.KS*d.D, 0, s, nk)
-}
-
-// ldT is the row stride of a transposed head [Dh, T]: T plus 16 elements, so
-// that the Dh rows do not all map to the same cache sets when T is a power
-// of two.
-func ldT(T int) int { return T + 16 }
-
-// transposeHeads sets xt [B,H,Dh,ldT(T)] to the per-head transpose of
-// x [B,T,D], for the heads whose layout reads contiguous keys (Contig). It
-// moves 16 positions × 8 channels at a time, so the writes touch 8 cache
-// lines at once.
-func transposeHeads[F kernels.Float](xt, x []F, d dims, lay []*Layout) {
-	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
-	lt := ldT(T)
-	nt := (T + 63) / 64
-	var heads []int
-	for h, l := range lay {
-		if l.Contig {
-			heads = append(heads, h)
-		}
-	}
-	nh := len(heads)
-	parallel.For(B*nh*nt, 1, func(_, lo, hi int) {
-		for u := lo; u < hi; u++ {
-			b, h, j0 := u/(nh*nt), heads[u/nt%nh], u%nt*64
-			bh := b*H + h
-			dst := xt[bh*Dh*lt : (bh+1)*Dh*lt]
-			for jb := j0; jb < min(j0+64, T); jb += 16 {
-				je := min(jb+16, T)
-				for c0 := 0; c0 < Dh; c0 += 8 {
-					ce := min(c0+8, Dh)
-					for j := jb; j < je; j++ {
-						src := x[(b*T+j)*D+h*Dh+c0 : (b*T+j)*D+h*Dh+ce]
-						for c, v := range src {
-							dst[(c0+c)*lt+j] = v
-						}
-					}
-				}
-			}
-		}
-	})
 }

@@ -52,9 +52,12 @@ type Layout struct {
 	MaxNQ, MaxNK int
 	// Cost is Σ NQ·NK over all blocks: the number of scores computed.
 	Cost int
-	// Contig says some block has contiguous keys (KS = 1, not Diag): the
-	// kernels then read that head's keys from a transposed copy.
+	// Contig says some block has contiguous keys (KS = 1, not Diag), and
+	// Stride is the key stride of the blocks with KS > 1 (0 if none, −1 if
+	// they differ): the kernels then read that head's keys from transposed
+	// copies (see transpose.go).
 	Contig bool
+	Stride int
 }
 
 // Each calls fn(i, j) for every allowed pair of l, in block order.
@@ -166,6 +169,15 @@ func (b *Builder) Add(blk Block, allow func(i, j int) bool) {
 	b.l.MaxNQ = max(b.l.MaxNQ, blk.NQ)
 	b.l.MaxNK = max(b.l.MaxNK, blk.NK)
 	b.l.Contig = b.l.Contig || blk.KS == 1 && !blk.Diag
+	if blk.KS > 1 && !blk.Diag && blk.NK > 1 {
+		switch b.l.Stride {
+		case 0:
+			b.l.Stride = blk.KS
+		case blk.KS:
+		default:
+			b.l.Stride = -1
+		}
+	}
 }
 
 // Layout returns the finished layout, dropping empty groups and phases.

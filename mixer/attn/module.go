@@ -41,7 +41,11 @@ type Attention[F kernels.Float] struct {
 	// Tiles bounds the block sizes (DefaultTiles unless the mixer or a
 	// test changes it before the first Forward).
 	Tiles Tiles
-	w, g  [][]F // q.weight, q.bias, k.…, v.…, o.…
+	// Stride, when > 1, is the key stride of the pattern's strided blocks:
+	// the kernels then keep k and v transposed in residue-class order too
+	// (see transpose.go). Set it before ScratchSize.
+	Stride int
+	w, g   [][]F // q.weight, q.bias, k.…, v.…, o.…
 }
 
 // New returns attention over pat with d channels and h heads. New returns an
@@ -69,15 +73,20 @@ func (a *Attention[F]) Bind(w, g [][]F) { a.w, a.g = w, g }
 // per-row log-sum-exp [B,H,T].
 func (a *Attention[F]) ActSize(b, t int) int { return 4*b*t*a.D + b*a.H*t }
 
-// ScratchSize is dout·Wo, dq, dk, dv [B,T,D] each, the per-head transposes
-// of k and v [B,H,Dh,T+16] each, one [B,H,T] vector and two score tiles per
-// thread (parallel.Threads() at the time of the call).
+// ScratchSize is dout·Wo, dq, dk, dv [B,T,D] each, the per-head transposed
+// copies of k and v (about B·T·D each, twice with a Stride), one [B,H,T]
+// vector and two score tiles per thread (parallel.Threads() at the time of
+// the call).
 func (a *Attention[F]) ScratchSize(b, t int) int {
-	return 4*b*t*a.D + 2*b*a.D*ldT(t) + b*a.H*t + parallel.Threads()*workerSize(a.Tiles)
+	return 4*b*t*a.D + 2*tcopySize(b, t, a.D, a.Stride) + b*a.H*t + parallel.Threads()*workerSize(a.Tiles)
 }
 
 func (a *Attention[F]) dims(p mixer.Pass) dims {
-	return dims{B: p.B, T: p.T, D: a.D, H: a.H, Dh: a.Dh, scale: 1 / math.Sqrt(float64(a.Dh))}
+	s := a.Stride
+	if s <= 1 {
+		s = 0
+	}
+	return dims{B: p.B, T: p.T, D: a.D, H: a.H, Dh: a.Dh, scale: 1 / math.Sqrt(float64(a.Dh)), s: s}
 }
 
 func (a *Attention[F]) layouts(T int) []*Layout {
@@ -101,8 +110,8 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	linear(q, x, a.w[0], a.w[1], N, D, D)
 	linear(k, x, a.w[2], a.w[3], N, D, D)
 	linear(v, x, a.w[4], a.w[5], N, D, D)
-	nt := p.B * D * ldT(p.T)
-	kt := scratch[4*N*D : 4*N*D+nt]
+	nt := tcopySize(p.B, p.T, D, a.Stride)
+	kt := newTCopy(scratch[4*N*D:4*N*D+nt], p.B, p.T, D, a.Stride)
 	l := scratch[4*N*D+2*nt : 4*N*D+2*nt+p.B*a.H*p.T]
 	forward(o, lse, l, kt, scratch[4*N*D+2*nt+p.B*a.H*p.T:], q, k, v, a.layouts(p.T), a.dims(p), p, a.Tiles)
 	linear(out, o, a.w[6], a.w[7], N, D, D)
@@ -113,8 +122,9 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	N, D := p.B*p.T, a.D
 	q, k, v, o, lse := a.acts(act, p)
 	do, dq, dk, dv := scratch[:N*D], scratch[N*D:2*N*D], scratch[2*N*D:3*N*D], scratch[3*N*D:4*N*D]
-	nt := p.B * D * ldT(p.T)
-	kt, vt := scratch[4*N*D:4*N*D+nt], scratch[4*N*D+nt:4*N*D+2*nt]
+	nt := tcopySize(p.B, p.T, D, a.Stride)
+	kt := newTCopy(scratch[4*N*D:4*N*D+nt], p.B, p.T, D, a.Stride)
+	vt := newTCopy(scratch[4*N*D+nt:4*N*D+2*nt], p.B, p.T, D, a.Stride)
 	drow := scratch[4*N*D+2*nt : 4*N*D+2*nt+p.B*a.H*p.T]
 	// out = o·Woᵀ + bo
 	kernels.Gemm(false, false, N, D, D, 1, dout, D, a.w[6], D, 0, do, D)

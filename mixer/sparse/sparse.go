@@ -86,6 +86,7 @@ func New[F kernels.Float](c mixer.Config, fixed bool) (*attn.Attention[F], error
 	a, err := attn.New[F](c.D, c.Heads, p)
 	if err == nil {
 		a.Tiles = Tiles
+		a.Stride = p.L
 	}
 	return a, err
 }
