@@ -23,6 +23,7 @@ func runBenchTrain(ctx context.Context, args []string) error {
 	B := fs.Int("batch", 1, "batch size B")
 	reps := fs.Int("reps", 3, "timed steps after one warm-up step (median reported)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	showPlan := fs.Bool("plan", false, "print the memory plan (every buffer) and exit without measuring")
 	args, child := hiddenFlag(args, childFlag)
 	if err := fs.Parse(args); err != nil {
 		return usageErr("%v", err)
@@ -36,6 +37,16 @@ func runBenchTrain(ctx context.Context, args []string) error {
 	}
 	if *T > cfg.MaxLen {
 		cfg.MaxLen = *T
+	}
+	if *showPlan {
+		m, err := model.New[float32](cfg)
+		if err != nil {
+			return err
+		}
+		p := m.Plan(*B, *T)
+		fmt.Print(p.String())
+		fmt.Printf("  parameters %d: params+grads+AdamW %s\n", m.NumParams(), mib(m.ParamBytes()))
+		return nil
 	}
 	if child {
 		r, err := bench.Train(cfg, *B, *T, *reps)
