@@ -79,10 +79,14 @@ func layerNormForward[F kernels.Float](out, mean, rstd, inp, weight, bias []F, N
 
 // layerNormBackward is kernels.LayerNormBackward across threads. part
 // [threads,2,C] holds per-thread weight and bias gradient partials, reduced
-// in thread order so results do not depend on scheduling. It panics if part
-// is shorter than parallel.Threads()·2·C.
+// in thread order so results do not depend on scheduling. If part is
+// shorter than parallel.Threads()·2·C it runs on the calling goroutine.
 func layerNormBackward[F kernels.Float](dinp, dweight, dbias, dout, inp, weight, mean, rstd, part []F, N, C int) {
 	nt := parallel.Threads()
+	if nt*2*C > len(part) { // threads raised since the plan: stay on this goroutine
+		kernels.LayerNormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
+		return
+	}
 	part = part[:nt*2*C]
 	clear(part)
 	parallel.For(N, 16, func(w, lo, hi int) {

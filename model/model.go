@@ -36,7 +36,8 @@ type Model[F kernels.Float] struct {
 
 	// The last forward's inputs.
 	tokens, targets []int32
-	pad             []bool
+	pad             []bool // [B,T] from pad_id, or nil
+	padBuf          []bool
 	nTargets        int
 	loss            float64
 }
@@ -207,7 +208,10 @@ func (m *Model[F]) Forward(tokens, targets []int32, B, T int) (float64, error) {
 	m.tokens, m.targets = tokens, targets
 	m.pad = nil
 	if c.PadID != nil {
-		m.pad = make([]bool, B*T)
+		if cap(m.padBuf) < B*T {
+			m.padBuf = make([]bool, B*T)
+		}
+		m.pad = m.padBuf[:B*T]
 		for i, v := range tokens {
 			m.pad[i] = int(v) == *c.PadID
 		}
