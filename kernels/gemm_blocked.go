@@ -19,7 +19,7 @@ const (
 )
 
 var (
-	gemmKC    = 256       // target k block (k ≤ 320 is not split: C is written once)
+	gemmKC    = 512       // target k block (k ≤ 640 is not split: C is written once)
 	gemmPackA = 64 << 10  // A block budget, in floats (256 KiB of L2)
 	gemmPackB = 128 << 10 // packed-B block budget, in floats (512 KiB of L2)
 )
