@@ -69,7 +69,7 @@ func sortUnits(us []unit) {
 // excluded.
 func forward[F kernels.Float](o, lse, l []F, kt tcopy[F], work []F, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
 	B, T, D, H := d.B, d.T, d.D, d.H
-	clear(o[:B*T*D])
+	pclear(o[:B*T*D])
 	ninf := F(math.Inf(-1))
 	for i := range lse[:B*H*T] {
 		lse[i] = ninf // running max m

@@ -129,9 +129,9 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	// out = o·Woᵀ + bo
 	kernels.Gemm(false, false, N, D, D, 1, dout, D, a.w[6], D, 0, do, D)
 	linearGrad(a.g[6], a.g[7], dout, o, N, D, D)
-	clear(dq)
-	clear(dk)
-	clear(dv)
+	pclear(dq)
+	pclear(dk)
+	pclear(dv)
 	backward(dq, dk, dv, drow, kt, vt, scratch[4*N*D+2*nt+p.B*a.H*p.T:], do, o, lse, q, k, v, a.layouts(p.T), a.dims(p), p, a.Tiles)
 	for i, dy := range [][]F{dq, dk, dv} {
 		kernels.Gemm(false, false, N, D, D, 1, dy, D, a.w[2*i], D, 1, dx, D)
@@ -152,9 +152,17 @@ func linear[F kernels.Float](y, x, w, b []F, N, out, in int) {
 // linearGrad accumulates dW [out,in] += dyᵀ·x and db [out] += Σ_rows dy.
 func linearGrad[F kernels.Float](dw, db, dy, x []F, N, out, in int) {
 	kernels.Gemm(true, false, out, in, N, 1, dy, out, x, in, 1, dw, in)
-	for r := 0; r < N; r++ {
-		kernels.AddTo(db, dy[r*out:(r+1)*out])
-	}
+	parallel.For(out, 64, func(_, lo, hi int) {
+		for r := 0; r < N; r++ {
+			kernels.AddTo(db[lo:hi], dy[r*out+lo:r*out+hi])
+		}
+	})
+}
+
+// pclear zeroes x using every thread (the kernels accumulate into large
+// [B,T,D] buffers).
+func pclear[F kernels.Float](x []F) {
+	parallel.For(len(x), 1<<16, func(_, lo, hi int) { clear(x[lo:hi]) })
 }
 
 // Connectivity returns head h's visited query–key pairs at length T as a

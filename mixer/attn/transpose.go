@@ -119,17 +119,23 @@ func transposeHeads[F kernels.Float](xt, x []F, d dims, t tshape, lay []*Layout,
 			b, h, c0 := u/(nh*nt), heads[u/nt%nh], u%nt*64
 			bh := b*H + h
 			dst := xt[bh*Dh*t.ld : (bh+1)*Dh*t.ld]
+			var rows [16]int // source offsets of 16 columns (−1: padding)
 			for cb := c0; cb < min(c0+64, cols); cb += 16 {
 				ce := min(cb+16, cols)
+				for c := cb; c < ce; c++ {
+					rows[c-cb] = -1
+					if j := t.pos(c); j < T {
+						rows[c-cb] = (b*T+j)*D + h*Dh
+					}
+				}
 				for h0 := 0; h0 < Dh; h0 += 8 {
 					he := min(h0+8, Dh)
 					for c := cb; c < ce; c++ {
-						j := t.pos(c)
-						if j >= T {
+						r := rows[c-cb]
+						if r < 0 {
 							continue
 						}
-						src := x[(b*T+j)*D+h*Dh+h0 : (b*T+j)*D+h*Dh+he]
-						for e, v := range src {
+						for e, v := range x[r+h0 : r+he] {
 							dst[(h0+e)*t.ld+c] = v
 						}
 					}
