@@ -41,11 +41,12 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 	nc := min(max(nr, gemmPackB/kc/nr*nr), (n+nr-1)/nr*nr)
 	mc := min(max(gemmMR, gemmPackA/kc/gemmMR*gemmMR), (m+gemmMR-1)/gemmMR*gemmMR)
 	// A transposed: the Go kernel needs rows, so pack op(A) row-major. The
-	// assembly kernels read Aᵀ in place, but when several column panels
-	// reuse it (and to dodge cache-set aliasing of a power-of-two lda) it is
-	// cheaper to pack it into gemmMR-wide column micro-panels.
+	// assembly kernels read Aᵀ in place, but when at least 256 columns reuse
+	// it (so packing costs ≤ 1/256 of the FMAs), packing it into gemmMR-wide
+	// column micro-panels pays: it dodges the cache-set aliasing of a
+	// power-of-two lda.
 	packA := transA && !gemmTransKernels(p)
-	panelA := transA && !packA && n > nr
+	panelA := transA && !packA && n >= 256
 	na := 0
 	if packA || panelA {
 		na = mc * kc
