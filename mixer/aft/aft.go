@@ -149,10 +149,10 @@ func (a *AFT[F]) ActSize(b, t int) int {
 // plus per-thread tiles (parallel.Threads() at the time of the call).
 func (a *AFT[F]) ScratchSize(b, t int) int {
 	n := b * t * a.D
-	if a.v == vSimple {
-		return 3 * n
-	}
 	nblk := b * ((t + blockT - 1) / blockT)
+	if a.v == vSimple {
+		return 3*n + 4*nblk*a.D
+	}
 	return 7*n + b*(t+1) + nblk*3*a.D + parallel.Threads()*a.workerSize(t)
 }
 
@@ -171,7 +171,7 @@ func (a *AFT[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	linear(k, x, a.w[2], a.w[3], N, D, D)
 	linear(s.v, x, a.w[4], a.w[5], N, D, D)
 	if a.v == vSimple {
-		a.simpleForward(s, k, p)
+		a.simpleForward(s, k, scratch[N*D:], p)
 	} else {
 		a.bandForward(s, k, scratch[N*D:], p)
 	}
@@ -196,7 +196,7 @@ func (a *AFT[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	})
 	// The cores turn dy into dk (in place) and dv.
 	if a.v == vSimple {
-		a.simpleBackward(dy, dv, s, p)
+		a.simpleBackward(dy, dv, scratch[3*N*D:], s, p)
 	} else {
 		a.bandBackward(dy, dv, s, scratch[3*N*D:], p)
 	}

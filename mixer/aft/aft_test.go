@@ -38,11 +38,13 @@ func TestConformance(t *testing.T) {
 	for _, causal := range []bool{false, true} {
 		for _, kc := range kinds(causal) {
 			name := fmt.Sprintf("causal=%v", causal)
-			c := cfg(kc.kind.Name, 6, 2, 12, causal, kc.opts)
+			c := cfg(kc.kind.Name, 6, 2, 140, causal, kc.opts)
 			mixertest.Run(t, kc.kind, []mixertest.Case{
 				{Name: name, Cfg: c, B: 2, T: 7},
 				{Name: name + "-pad", Cfg: c, B: 2, T: 9, Pad: true},
 				{Name: name + "-T1", Cfg: c, B: 1, T: 1},
+				// Three 64-row blocks: the cross-block scans.
+				{Name: name + "-blocks", Cfg: c, B: 2, T: 140, Pad: true, Samples: 12},
 			})
 		}
 	}
@@ -114,6 +116,8 @@ func TestMatchesNaive(t *testing.T) {
 		for _, bs := range []float64{0.5, 8} {
 			cases = append(cases,
 				tc{"aft_simple", nil, causal, 9, 2, bs},
+				tc{"aft_simple", nil, causal, 200, 2, bs},
+				tc{"aft_conv", map[string]any{"window": 3}, causal, 200, 2, bs},
 				tc{"aft_full", nil, causal, 9, 2, bs},
 				tc{"aft_full", nil, causal, 70, 1, bs},
 				tc{"aft_local", map[string]any{"window": 3}, causal, 11, 2, bs},
@@ -141,9 +145,10 @@ func TestMatchesNaive(t *testing.T) {
 		p := mixer.Pass{B: c.B, T: c.T, Pad: make([]bool, c.B*c.T)}
 		for b := 0; b < c.B; b++ {
 			// Pad the start of sequence 1 (rows with nothing allowed when
-			// causal) and a stretch in the middle of sequence 0.
+			// causal) and its second 64-row block (a block with no allowed
+			// row), and a stretch in the middle of sequence 0.
 			for t := 0; t < c.T; t++ {
-				p.Pad[b*c.T+t] = b == 1 && t < 3 || b == 0 && t > c.T/3 && t < c.T/2
+				p.Pad[b*c.T+t] = b == 1 && (t < 3 || t >= 64 && t < 128) || b == 0 && t > c.T/3 && t < c.T/2
 			}
 		}
 		out := make([]float64, N)
