@@ -12,7 +12,7 @@
 // are excluded. A query with no allowed key (possible only for a padded
 // query) outputs o(0) = bo.
 //
-// The kernel is memory-efficient exact attention (package mixer/attn): 64×64
+// The kernel is memory-efficient exact attention (package mixer/attn): 128×64
 // tiles of queries × keys with an online softmax, recomputed in backward, so
 // activation memory is O(T·d) per layer, never T×T; time is O(T²·d). A naive
 // materialised twin (NewNaive) is its test oracle.

@@ -33,3 +33,15 @@ func BenchmarkFixed1024(b *testing.B) {
 func BenchmarkFixed4096(b *testing.B) {
 	attntest.Bench(b, Fixed(), benchCfg("fixed", fixedOpts), 1, 4096)
 }
+
+// The long-sequence entries take minutes for full attention; run them with
+// -bench 16384 -benchtime 1x on an idle machine.
+func BenchmarkFull16384(b *testing.B) {
+	attntest.Bench(b, full.Kind(), benchCfg("full", nil), 1, 16384)
+}
+func BenchmarkStrided16384(b *testing.B) {
+	attntest.Bench(b, Strided(), benchCfg("strided", stridedOpts), 1, 16384)
+}
+func BenchmarkFixed16384(b *testing.B) {
+	attntest.Bench(b, Fixed(), benchCfg("fixed", fixedOpts), 1, 16384)
+}

@@ -35,15 +35,19 @@
 //
 // # Kernels and cost
 //
-// Each (pattern, T, causal, tile) gets a block layout (package mixer/attn),
-// built once and cached: 64×64 tiles of queries × keys listing only tiles
-// that hold an allowed pair, with a bit mask inside partial tiles. A1 is a
-// band (strided) or block-diagonal (fixed) of tiles. Strided A2 uses the
+// Each (pattern, T, causal, tiles) gets a block layout (package mixer/attn),
+// built once and cached: tiles of queries × keys listing only tiles that
+// hold an allowed pair, with a bit mask inside partial tiles. A1 is a band
+// (strided) or block-diagonal (fixed) of 64×64 tiles. Strided A2 uses the
 // transpose trick: in the order grouped by residue class i mod l, A2 is
-// dense causal (or dense) attention over ⌈T/l⌉ positions, and a class is
-// read directly with row stride l·d. Fixed A2 reads the summary keys as c
-// progressions o, o+l, o+2l, … (o ∈ [l−c, l)). With merge, A2 skips pairs
-// already in A1, so a pair is never counted twice in one softmax. The
+// dense causal (or dense) attention over ⌈T/l⌉ positions; a class is read
+// with row stride l·d, and the kernels keep k and v transposed in
+// residue-class order so its keys are contiguous. Fixed A2 reads the
+// summary keys as c progressions o, o+l, o+2l, … (o ∈ [l−c, l)), with
+// 128-query tiles that follow the staircase j ≤ i closely. With merge, A2
+// skips pairs already in A1, so a pair is never counted twice in one
+// softmax. A query j = i outside its own A2 (fixed's non-summary positions)
+// is a diagonal block. The
 // forward pass runs the online softmax over the listed tiles; backward
 // recomputes them (see mixer/attn). Time per head is O(pairs·Dh):
 //
