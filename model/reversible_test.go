@@ -161,48 +161,57 @@ func TestReversibleFiniteDifferences(t *testing.T) {
 // TestReversibleFloat32 checks that at 12 layers float32 gradients with
 // reconstruction agree with the float64 kept-activation gradients to 1e-3
 // relative per tensor, floored at 1e-3 of the model's largest gradient
-// (full attention, GPT-2 init).
+// (GPT-2 init; full attention, and LSH attention whose buckets are re-hashed
+// from the reconstructed inputs).
 func TestReversibleFloat32(t *testing.T) {
 	if testing.Short() {
-		t.Skip("12-layer model")
+		t.Skip("12-layer models")
 	}
-	js := `{"vocab_size": 32, "d_model": 32, "n_heads": 4, "n_layers": 12, "d_ff": 64, "max_len": 16,
-		"causal": true, "task": "lm", "pad_id": 0, "reversible": true, "mixer": {"kind": "full"}}`
-	c64 := testConfig(js)
-	c64.revKeep = true
-	m64, err := New[float64](c64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m64.Init(3)
-	m32, err := New[float32](testConfig(js))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, v := range m64.Params {
-		m32.Params[i] = float32(v)
-	}
-	const B, T = 2, 16
-	tokens, targets := testBatch(c64, B, T, 7)
-	l64, _ := m64.Forward(tokens, targets, B, T)
-	m64.Backward()
-	l32, _ := m32.Forward(tokens, targets, B, T)
-	m32.Backward()
-	if math.Abs(l32-l64) > 1e-4*math.Abs(l64) {
-		t.Errorf("loss float32 %v, float64 %v", l32, l64)
-	}
-	worst, name := 0.0, ""
-	floor := 1e-3 * gradScale(m64)
-	for i, s := range m64.Specs {
-		e := maxRelDiff(m32.Grad(i), m64.Grad(i), floor)
-		if e > worst {
-			worst, name = e, s.Name
+	for _, tc := range []struct {
+		mixer string
+		T     int
+	}{
+		{`{"kind": "full"}`, 16},
+		{`{"kind": "lsh", "bucket_size": 8, "n_hashes": 4}`, 128},
+	} {
+		js := fmt.Sprintf(`{"vocab_size": 32, "d_model": 32, "n_heads": 4, "n_layers": 12, "d_ff": 64, "max_len": %d,
+			"causal": true, "task": "lm", "pad_id": 0, "reversible": true, "mixer": %s}`, tc.T, tc.mixer)
+		c64 := testConfig(js)
+		c64.revKeep = true
+		m64, err := New[float64](c64)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if e > 1e-3 {
-			t.Errorf("%s: float32 reversible gradient differs by %.3g relative (> 1e-3)", s.Name, e)
+		m64.Init(3)
+		m32, err := New[float32](testConfig(js))
+		if err != nil {
+			t.Fatal(err)
 		}
+		for i, v := range m64.Params {
+			m32.Params[i] = float32(v)
+		}
+		const B = 2
+		tokens, targets := testBatch(c64, B, tc.T, 7)
+		l64, _ := m64.Forward(tokens, targets, B, tc.T)
+		m64.Backward()
+		l32, _ := m32.Forward(tokens, targets, B, tc.T)
+		m32.Backward()
+		if math.Abs(l32-l64) > 1e-4*math.Abs(l64) {
+			t.Errorf("%s: loss float32 %v, float64 %v", tc.mixer, l32, l64)
+		}
+		worst, name := 0.0, ""
+		floor := 1e-3 * gradScale(m64)
+		for i, s := range m64.Specs {
+			e := maxRelDiff(m32.Grad(i), m64.Grad(i), floor)
+			if e > worst {
+				worst, name = e, s.Name
+			}
+			if e > 1e-3 {
+				t.Errorf("%s: %s: float32 reversible gradient differs by %.3g relative (> 1e-3)", tc.mixer, s.Name, e)
+			}
+		}
+		t.Logf("%s, 12 layers: worst float32 gradient error %.3g (%s)", tc.mixer, worst, name)
 	}
-	t.Logf("12 layers: worst float32 gradient error %.3g (%s)", worst, name)
 }
 
 // TestReversiblePlan checks that reversible activation memory does not grow
