@@ -14,9 +14,11 @@ import (
 // row (Attention.Cap). q, k, v, y are [B,T,D] with head h in the channels
 // [h·Dh, (h+1)·Dh), read with row stride D and never transposed.
 
-// RowBlock is the number of query rows whose scores one worker holds at a
-// time: the unit of parallel work and of the dense/sparse decision.
-const RowBlock = 32
+// RowBlock is the default number of query rows whose scores one worker
+// holds at a time (Attention.Rows): the unit of parallel work and of the
+// dense/sparse decision. 64 rows amortise the packing of k and v in the
+// block GEMMs.
+const RowBlock = 64
 
 // maxIndex bounds T so that key indices stored in act as F stay exact
 // (float32 has a 24-bit significand).
@@ -31,16 +33,17 @@ type Rule[F kernels.Float] interface {
 	// disallowed keys hold −Inf, by probabilities p (exact zeros off the
 	// support; all zeros when no key is allowed). It returns two row
 	// statistics from which Recompute rebuilds the same p from the same
-	// scores. tmp has len(z) elements of workspace.
-	Normalize(z, tmp []F, h int) (st [2]F)
+	// scores, and the support size (the number of p_j > 0). tmp has len(z)
+	// elements of workspace.
+	Normalize(z, tmp []F, h int) (st [2]F, nsup int)
 	// Recompute replaces the scores z of head h by the p that Normalize
 	// produced for them, given its statistics st.
 	Recompute(z []F, h int, st [2]F)
 	// Backward replaces dp, the loss gradient with respect to the entries p
 	// of one row (any subset of the row that contains its support), by the
 	// gradient with respect to the scores, and returns ∂L/∂α_h of the row
-	// (0 for rules without an α).
-	Backward(dp, p []F, h int) float64
+	// (0 for rules without an α). With clobber it may overwrite p.
+	Backward(dp, p []F, h int, clobber bool) float64
 }
 
 // Attention is multi-head attention whose softmax is replaced by a Rule. It
@@ -61,7 +64,10 @@ type Attention[F kernels.Float] struct {
 	D, H, Dh int
 	Causal   bool
 	// Cap is C, the support entries per row that act plans for.
-	Cap  int
+	Cap int
+	// Rows is R, the query rows per block (RowBlock by default; tests use
+	// small blocks so that short sequences span several).
+	Rows int
 	rule Rule[F]
 
 	wq, bq, wk, bk, wv, bv, wo, bo      []F
@@ -86,7 +92,7 @@ func NewAttention[F kernels.Float](cfg mixer.Config, rule Rule[F], capacity int)
 		return nil, fmt.Errorf("mixer: support capacity must be positive")
 	}
 	return &Attention[F]{D: cfg.D, H: cfg.Heads, Dh: cfg.D / cfg.Heads, Causal: cfg.Causal,
-		Cap: capacity, rule: rule, zeros: make([]float64, cfg.Heads)}, nil
+		Cap: capacity, Rows: RowBlock, rule: rule, zeros: make([]float64, cfg.Heads)}, nil
 }
 
 // Params lists q, k, v and o (weight [D,D] and bias [D] each); o is a
@@ -123,7 +129,7 @@ type geom struct {
 }
 
 func (a *Attention[F]) geom(b, t int) geom {
-	g := geom{B: b, T: t, R: min(RowBlock, t), n: b * t * a.D}
+	g := geom{B: b, T: t, R: min(a.Rows, t), n: b * t * a.D}
 	if g.R < 1 {
 		g.R = 1
 	}
@@ -138,7 +144,7 @@ func (a *Attention[F]) geom(b, t int) geom {
 	// two private dK, dV accumulators (for heads it shares with another
 	// worker).
 	g.worker = 2*g.R*t + t + 4*t*a.Dh
-	g.scratch = 4*g.n + parallel.Threads()*g.worker // dq, dk, dv, dy + workers
+	g.scratch = 6*g.n + parallel.Threads()*g.worker // dq, dk, dv, dy, kᵀ, vᵀ + workers
 	return g
 }
 
@@ -147,7 +153,7 @@ func (a *Attention[F]) geom(b, t int) geom {
 // O(T·(D + H·C)), never T².
 func (a *Attention[F]) ActSize(b, t int) int { return a.geom(b, t).act }
 
-// ScratchSize is 4·B·T·D + Threads()·(2·R·T + T + 4·T·Dh). It depends on
+// ScratchSize is 6·B·T·D + Threads()·(2·R·T + T + 4·T·Dh). It depends on
 // parallel.Threads() at the time of the call; Forward and Backward panic if
 // the scratch they get is too small for the current thread count.
 func (a *Attention[F]) ScratchSize(b, t int) int { return a.geom(b, t).scratch }
@@ -184,16 +190,18 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	linearForward(k, x, a.wk, a.bk, BT, D, D)
 	linearForward(v, x, a.wv, a.bv, BT, D, D)
 
+	kt := scratch[4*g.n : 5*g.n]
+	transposeHeads(kt, k, p.B, p.T, a.D, a.H)
 	nt := parallel.Threads()
 	acc := make([]float64, 2*nt*a.H) // per worker and head: Σ zero fraction, rows
 	units := p.B * a.H * g.nrb
-	ws := scratch[4*g.n:]
+	ws := scratch[6*g.n:]
 	parallel.For(units, 1, func(w, lo, hi int) {
 		wk := ws[w*g.worker : (w+1)*g.worker]
 		for u := lo; u < hi; u++ {
 			bh := u / g.nrb
 			rb := zigzag(u%g.nrb, g.nrb)
-			a.forwardBlock(g, act, wk, acc[2*w*a.H:2*(w+1)*a.H], q, k, v, y, p, bh/a.H, bh%a.H, rb)
+			a.forwardBlock(g, act, wk, acc[2*w*a.H:2*(w+1)*a.H], q, kt, v, y, p, bh/a.H, bh%a.H, rb)
 		}
 	})
 	for h := 0; h < a.H; h++ {
@@ -212,11 +220,12 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 
 // scores writes the nr×nk block S = q_blk·kᵀ/√Dh for rows [r0, r0+nr) of
 // head h of sequence b, with disallowed keys set to −Inf, and returns the
-// number of allowed keys of every row in nallow (may be nil).
-func (a *Attention[F]) scores(S, q, k []F, p mixer.Pass, b, h, r0, nr, nk int, nallow []int) {
+// number of allowed keys of every row in nallow (may be nil). kt holds kᵀ
+// per head, [B,H,Dh,T], so that the GEMM packs contiguous rows.
+func (a *Attention[F]) scores(S, q, kt []F, p mixer.Pass, b, h, r0, nr, nk int, nallow []int) {
 	D, T, Dh := a.D, p.T, a.Dh
 	scale := F(1 / math.Sqrt(float64(Dh)))
-	kernels.GemmST(false, true, nr, nk, Dh, scale, q[(b*T+r0)*D+h*Dh:], D, k[b*T*D+h*Dh:], D, 0, S, nk)
+	kernels.GemmST(false, false, nr, nk, Dh, scale, q[(b*T+r0)*D+h*Dh:], D, kt[(b*a.H+h)*Dh*T:], T, 0, S, nk)
 	ninf := F(math.Inf(-1))
 	var pad []bool
 	if p.Pad != nil {
@@ -244,7 +253,7 @@ func (a *Attention[F]) scores(S, q, k []F, p mixer.Pass, b, h, r0, nr, nk int, n
 	}
 }
 
-func (a *Attention[F]) forwardBlock(g geom, act, wk []F, acc []float64, q, k, v, y []F, p mixer.Pass, b, h, rb int) {
+func (a *Attention[F]) forwardBlock(g geom, act, wk []F, acc []float64, q, kt, v, y []F, p mixer.Pass, b, h, rb int) {
 	D, T, Dh, R := a.D, p.T, a.Dh, g.R
 	r0 := rb * R
 	nr := min(R, T-r0)
@@ -254,22 +263,15 @@ func (a *Attention[F]) forwardBlock(g geom, act, wk []F, acc []float64, q, k, v,
 	}
 	S := wk[:nr*nk]
 	tmp := wk[2*R*T : 2*R*T+T]
-	var nallowBuf [RowBlock]int
-	nallow := nallowBuf[:nr]
-	a.scores(S, q, k, p, b, h, r0, nr, nk, nallow)
+	nallow := make([]int, nr)
+	a.scores(S, q, kt, p, b, h, r0, nr, nk, nallow)
 
 	bh := b*a.H + h
 	rows := act[g.rows+4*(bh*T+r0):]
 	total := 0
 	for r := 0; r < nr; r++ {
 		row := S[r*nk : (r+1)*nk]
-		st := a.rule.Normalize(row, tmp[:nk], h)
-		nsup := 0
-		for _, pv := range row {
-			if pv != 0 {
-				nsup++
-			}
-		}
+		st, nsup := a.rule.Normalize(row, tmp[:nk], h)
 		rows[4*r], rows[4*r+1], rows[4*r+3] = st[0], st[1], F(nsup)
 		total += nsup
 		if nallow[r] > 0 {
@@ -329,6 +331,9 @@ func (a *Attention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.Pass
 	kernels.Gemm(false, false, BT, D, D, 1, dout, D, a.wo, D, 0, dy, D)
 	linearBackwardParams(a.gwo, a.gbo, dout, y, BT, D, D)
 
+	kt, vt := scratch[4*g.n:5*g.n], scratch[5*g.n:6*g.n]
+	transposeHeads(kt, k, p.B, T, D, a.H)
+	transposeHeads(vt, v, p.B, T, D, a.H)
 	nt := parallel.Threads()
 	da := make([]float64, nt*a.H)
 	// Each worker's first and last (b,h) may be shared with a neighbour:
@@ -337,7 +342,7 @@ func (a *Attention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.Pass
 	for i := range shared {
 		shared[i] = -1
 	}
-	ws := scratch[4*g.n:]
+	ws := scratch[6*g.n:]
 	units := p.B * a.H * g.nrb
 	TDh := T * Dh
 	parallel.For(units, 1, func(w, lo, hi int) {
@@ -360,7 +365,7 @@ func (a *Attention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.Pass
 			}
 			for ; u < end; u++ {
 				rb := zigzag(u%g.nrb, g.nrb)
-				da[w*a.H+h] += a.backwardBlock(g, act, wk, q, k, v, dq, dkT, dvT, ld, dy, p, b, h, rb)
+				da[w*a.H+h] += a.backwardBlock(g, act, wk, q, k, v, kt, vt, dq, dkT, dvT, ld, dy, p, b, h, rb)
 			}
 		}
 	})
@@ -395,7 +400,7 @@ func (a *Attention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.Pass
 // backwardBlock accumulates the gradients of one row block: dq rows into dq
 // (stride D) and dk, dv of the head's keys into dkT, dvT (stride ld). It
 // returns the block's ∂L/∂α_h.
-func (a *Attention[F]) backwardBlock(g geom, act, wk []F, q, k, v, dq, dkT, dvT []F, ld int, dy []F, p mixer.Pass, b, h, rb int) float64 {
+func (a *Attention[F]) backwardBlock(g geom, act, wk []F, q, k, v, kt, vt, dq, dkT, dvT []F, ld int, dy []F, p mixer.Pass, b, h, rb int) float64 {
 	D, T, Dh, R := a.D, p.T, a.Dh, g.R
 	r0 := rb * R
 	nr := min(R, T-r0)
@@ -425,7 +430,7 @@ func (a *Attention[F]) backwardBlock(g geom, act, wk []F, q, k, v, dq, dkT, dvT 
 				j := int(jf)
 				dz[c] = kernels.Dot(dyi, vb[j*D:j*D+Dh])
 			}
-			dalpha += a.rule.Backward(dz, ps, h)
+			dalpha += a.rule.Backward(dz, ps, h, false)
 			for c, jf := range ids {
 				j := int(jf)
 				s := dz[c] * scale
@@ -440,17 +445,17 @@ func (a *Attention[F]) backwardBlock(g geom, act, wk []F, q, k, v, dq, dkT, dvT 
 	// Dense mode: recompute P from the saved row statistics.
 	S := wk[:nr*nk]
 	dP := wk[R*T : R*T+nr*nk]
-	a.scores(S, q, k, p, b, h, r0, nr, nk, nil)
+	a.scores(S, q, kt, p, b, h, r0, nr, nk, nil)
 	for r := 0; r < nr; r++ {
 		a.rule.Recompute(S[r*nk:(r+1)*nk], h, [2]F{rows[4*r], rows[4*r+1]})
 	}
-	kernels.GemmST(false, true, nr, nk, Dh, 1, dyb, D, vb, D, 0, dP, nk)
-	for r := 0; r < nr; r++ {
-		dalpha += a.rule.Backward(dP[r*nk:(r+1)*nk], S[r*nk:(r+1)*nk], h)
+	kernels.GemmST(false, false, nr, nk, Dh, 1, dyb, D, vt[bh*Dh*T:], T, 0, dP, nk)
+	kernels.GemmST(true, false, nk, Dh, nr, 1, S, nk, dyb, D, 1, dvT, ld)
+	for r := 0; r < nr; r++ { // P is no longer needed: the rule may reuse it
+		dalpha += a.rule.Backward(dP[r*nk:(r+1)*nk], S[r*nk:(r+1)*nk], h, true)
 	}
 	kernels.GemmST(false, false, nr, Dh, nk, scale, dP, nk, kb, D, 1, dqb, D)
 	kernels.GemmST(true, false, nk, Dh, nr, scale, dP, nk, qb, D, 1, dkT, ld)
-	kernels.GemmST(true, false, nk, Dh, nr, 1, S, nk, dyb, D, 1, dvT, ld)
 	return dalpha
 }
 
@@ -469,4 +474,21 @@ func linearBackwardParams[F kernels.Float](dw, db, dout, x []F, n, o, i int) {
 	for r := 0; r < n; r++ {
 		kernels.AddTo(db, dout[r*o:(r+1)*o])
 	}
+}
+
+// transposeHeads sets xt [B,H,Dh,T] to the per-head transpose of x [B,T,D].
+func transposeHeads[F kernels.Float](xt, x []F, B, T, D, H int) {
+	Dh := D / H
+	parallel.For(B*H, 1, func(_, lo, hi int) {
+		for bh := lo; bh < hi; bh++ {
+			b, h := bh/H, bh%H
+			dst := xt[bh*Dh*T : (bh+1)*Dh*T]
+			for j := 0; j < T; j++ {
+				src := x[(b*T+j)*D+h*Dh : (b*T+j)*D+(h+1)*Dh]
+				for c, v := range src {
+					dst[c*T+j] = v
+				}
+			}
+		}
+	})
 }

@@ -157,15 +157,19 @@ type rule[F kernels.Float] struct {
 	learned bool
 }
 
-func (r *rule[F]) Normalize(z, tmp []F, h int) [2]F {
-	tau, c := Row(z, tmp, r.alpha[h], r.mt[h])
-	return [2]F{F(tau), F(c)}
+func (r *rule[F]) Normalize(z, tmp []F, h int) ([2]F, int) {
+	tau, c, n := Row(z, tmp, r.alpha[h], r.mt[h])
+	return [2]F{F(tau), F(c)}, n
 }
 
 func (r *rule[F]) Recompute(z []F, h int, st [2]F) {
 	applyRow(z, z, r.alpha[h], r.mt[h], float64(st[0]), float64(st[1]), false)
 }
 
-func (r *rule[F]) Backward(dp, p []F, h int) float64 {
+func (r *rule[F]) Backward(dp, p []F, h int, clobber bool) float64 {
+	if clobber && r.mt[h] == Entmax15 {
+		rowBackward15(dp, p)
+		return 0
+	}
 	return RowBackward(dp, p, r.alpha[h], r.mt[h], r.learned)
 }

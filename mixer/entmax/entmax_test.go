@@ -13,7 +13,8 @@ import (
 )
 
 // kindCap is Kind with the support capacity forced to c (c = 1 sends
-// almost every row block to dense mode, so both modes are exercised).
+// almost every row block to dense mode, so both modes are exercised) and
+// row blocks of 8 queries, so that short sequences span several blocks.
 func kindCap(c int) mixer.Kind {
 	k := Kind()
 	k.New32 = func(cfg mixer.Config) (mixer.Mixer[float32], error) {
@@ -21,12 +22,18 @@ func kindCap(c int) mixer.Kind {
 		if err == nil && c > 0 {
 			m.Cap = c
 		}
+		if err == nil {
+			m.Rows = 8
+		}
 		return m, err
 	}
 	k.New64 = func(cfg mixer.Config) (mixer.Mixer[float64], error) {
 		m, err := New[float64](cfg)
 		if err == nil && c > 0 {
 			m.Cap = c
+		}
+		if err == nil {
+			m.Rows = 8
 		}
 		return m, err
 	}
@@ -62,7 +69,7 @@ func margin(w [][]float64, x []float64, c mixer.Config, B, T int, pad []bool, al
 	m := math.Inf(1)
 	NaiveForward(out, x, w, c.D, c.Heads, c.Causal, mixer.Pass{B: B, T: T, Pad: pad}, func(z []float64, h int) {
 		s := append([]float64(nil), z...)
-		tau, _ := Row(z, make([]float64, len(z)), alpha, MethodFor(alpha, false))
+		tau, _, _ := Row(z, make([]float64, len(z)), alpha, MethodFor(alpha, false))
 		for _, v := range s {
 			if !math.IsInf(v, -1) {
 				m = min(m, math.Abs((alpha-1)*v-tau))
@@ -155,6 +162,7 @@ func TestNaiveTwin(t *testing.T) {
 					if cp > 0 {
 						m.Cap = cp
 					}
+					m.Rows = []int{RowBlock, 8, 13}[threads-1]
 					w, g := randParams(rng, m.Params())
 					m.Bind(w, g)
 					x := randVec(rng, B*T*D, 1)

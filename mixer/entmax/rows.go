@@ -53,77 +53,97 @@ func bisectIters[F kernels.Float]() int {
 }
 
 // Row replaces the scores z (−Inf = disallowed) by α-entmax(z) using method
-// mt and returns τ and the normaliser c such that p_j = c·[β·z_j − τ]₊^m
-// (for Softmax, τ is the log-sum-exp and p_j = exp(z_j − τ)). tmp is
-// workspace of at least len(z) elements. A row with no allowed entry
-// becomes zeros with τ = +Inf. Row panics if len(tmp) < len(z).
-func Row[F kernels.Float](z, tmp []F, alpha float64, mt Method) (tau, c float64) {
+// mt and returns τ, the normaliser c such that p_j = c·[β·z_j − τ]₊^m (for
+// Softmax, τ is the log-sum-exp and p_j = exp(z_j − τ)), and the support
+// size. tmp is workspace of at least len(z) elements. A row with no allowed
+// entry becomes zeros with τ = +Inf. The exact methods need no
+// renormalisation (c = 1); Bisect renormalises. Row panics if
+// len(tmp) < len(z).
+func Row[F kernels.Float](z, tmp []F, alpha float64, mt Method) (tau, c float64, nsup int) {
 	tmp = tmp[:len(z)]
-	mx := math.Inf(-1)
-	n := 0
-	for _, v := range z {
-		if fv := float64(v); fv > mx {
-			mx = fv
-		}
-		if !math.IsInf(float64(v), -1) {
-			n++
-		}
-	}
-	if n == 0 {
+	mx := float64(kernels.Max(z))
+	if math.IsInf(mx, -1) {
 		clear(z)
-		return math.Inf(1), 0
+		return math.Inf(1), 0, 0
 	}
+	c = 1
 	switch mt {
 	case Softmax:
 		var s float64
 		for _, v := range z {
 			s += math.Exp(float64(v) - mx)
 		}
-		tau, c = mx+math.Log(s), 1
+		tau = mx + math.Log(s)
 	case Sparsemax:
 		tau = sparsemaxTau(z, tmp, mx)
 	case Entmax15:
 		tau = entmax15Tau(z, tmp, mx)
 	default:
+		n := 0
+		for _, v := range z {
+			if !math.IsInf(float64(v), -1) {
+				n++
+			}
+		}
 		tau = bisectTau(z, tmp, mx, alpha, n)
+		s, _ := applyRow(z, z, alpha, mt, tau, 1, true)
+		c = 1 / s
 	}
-	if mt != Softmax {
-		c = 1
-		c = 1 / applyRow(z, z, alpha, mt, tau, c, true)
-	}
-	applyRow(z, z, alpha, mt, tau, c, false)
-	return tau, c
+	_, nsup = applyRow(z, z, alpha, mt, tau, c, false)
+	return tau, c, nsup
 }
 
 // applyRow writes p_j = c·[β·z_j − τ]₊^m (or exp(z_j − τ) for Softmax) into
-// dst from z and returns Σ p; with dry it only returns the sum.
-func applyRow[F kernels.Float](dst, z []F, alpha float64, mt Method, tau, c float64, dry bool) float64 {
+// dst from z and returns Σ p and the number of p_j > 0; with dry it only
+// returns them.
+func applyRow[F kernels.Float](dst, z []F, alpha float64, mt Method, tau, c float64, dry bool) (float64, int) {
 	var s float64
-	beta := alpha - 1
-	pw := powFunc(1 / beta)
-	for j, v := range z {
-		fv := float64(v)
-		var p float64
-		switch mt {
-		case Softmax:
-			p = math.Exp(fv - tau)
-		case Sparsemax:
-			p = max(fv-tau, 0)
-		case Entmax15:
-			u := max(0.5*fv-tau, 0)
-			p = u * u
-		default:
-			if u := beta*fv - tau; u > 0 {
-				p = pw(u)
+	n := 0
+	switch mt {
+	case Softmax:
+		for j, v := range z {
+			p := math.Exp(float64(v) - tau)
+			s += p
+			n += b2i(p > 0)
+			if !dry {
+				dst[j] = F(p)
 			}
 		}
-		p *= c
-		s += p
-		if !dry {
-			dst[j] = F(p)
+	case Sparsemax:
+		for j, v := range z {
+			p := max(float64(v)-tau, 0)
+			s += p
+			n += b2i(p > 0)
+			if !dry {
+				dst[j] = F(p)
+			}
+		}
+	case Entmax15:
+		for j, v := range z {
+			u := max(0.5*float64(v)-tau, 0)
+			p := u * u
+			s += p
+			n += b2i(p > 0)
+			if !dry {
+				dst[j] = F(p)
+			}
+		}
+	default:
+		beta := alpha - 1
+		pw := powFunc(1 / beta)
+		for j, v := range z {
+			var p float64
+			if u := beta*float64(v) - tau; u > 0 {
+				p = c * pw(u)
+				n++
+			}
+			s += p
+			if !dry {
+				dst[j] = F(p)
+			}
 		}
 	}
-	return s
+	return s, n
 }
 
 // sparsemaxTau finds the sparsemax threshold by Michelot's iteration:
@@ -160,73 +180,92 @@ func sparsemaxTau[F kernels.Float](z, tmp []F, mx float64) float64 {
 	return tau + mx
 }
 
-// entmax15Tau finds the exact 1.5-entmax threshold on w = z/2:
-// f(τ) = Σ[w_j − τ]₊² − 1 is convex and decreasing, so Newton's method from
-// τ₀ = max(w) − 1 (where f ≥ 0) increases monotonically towards the root
-// without passing it, and entries ≤ τ leave the candidate set for good. Once
-// an iteration drops nothing, the closed form on the candidate set S (the
-// root of Σ_S (w_j − τ)² = 1, as in the sort-based algorithm of Peters et
-// al. 2019) is checked against S and returned.
+// entmax15Tau finds the exact 1.5-entmax threshold on w = z/2. For a
+// candidate set S that contains the support, the closed form of the
+// sort-based algorithm (Peters, Niculae, Martins 2019), the smaller root
+// τ_S of Σ_S (w_j − τ)² = 1, is the exact τ whenever every w_j of S lies
+// above it. Otherwise a Newton step on the convex, decreasing
+// g(τ) = (Σ[w_j − τ]₊²)^{1/2} − 1 from the current τ (g ≥ 0; τ₀ = max(w) − 1)
+// rises towards the root without passing it, and entries ≤ the new τ leave
+// S for good. Each iteration is one pass over S that both compacts S and sums
+// Σw, Σw² for the next step; near-uniform rows (every candidate in the
+// support) finish after the first pass.
 func entmax15Tau[F kernels.Float](z, tmp []F, mx float64) float64 {
 	wmx := 0.5 * mx
-	c := tmp[:0]
-	for _, v := range z {
-		if w := 0.5*float64(v) - wmx; w > -1 {
-			c = append(c, F(w)) // shifted so that max(w) = 0
-		}
+	c := tmp[:len(z)]
+	for j, v := range z {
+		// Shifted so that max(w) = 0; clamped at −2 (anything ≤ −1 drops
+		// out at once) so that −Inf never meets the masked sums.
+		c[j] = F(max(0.5*float64(v)-wmx, -2))
 	}
+	c, sw, sw2, minw := compactSums(c, -1)
 	tau := -1.0
 	for it := 0; it < 100; it++ {
-		var s1, s2 float64
-		for _, w := range c {
-			u := float64(w) - tau
-			s1 += u
-			s2 += u * u
-		}
-		t := tau + (s2-1)/(2*s1)
-		nc := c[:0]
-		for _, w := range c {
-			if float64(w) > t {
-				nc = append(nc, w)
+		rho := float64(len(c))
+		mean := sw / rho
+		// Closed form on S, with Σ(w−mean)² = Σw² − ρ·mean².
+		if delta := (1 - (sw2 - rho*mean*mean)) / rho; delta >= 0 {
+			if t := mean - math.Sqrt(delta); t < minw && t >= tau {
+				return t + wmx
 			}
 		}
-		stable := len(nc) == len(c)
-		c = nc
-		if stable {
-			if ex, ok := entmax15Closed(c); ok && ex >= t {
-				return ex + wmx
-			}
-		}
-		if t <= tau {
-			break // no progress left in this precision
+		// Newton on g(τ) = ‖[w−τ]₊‖₂ − 1 (convex, decreasing, and nearly
+		// linear while S is fixed, so it needs about half the steps of
+		// Newton on f = (g+1)² − 1), with s1 = Σ(w−τ), s2 = Σ(w−τ)².
+		s1 := sw - rho*tau
+		s2 := sw2 - 2*tau*sw + rho*tau*tau
+		t := tau + (s2-math.Sqrt(s2))/s1
+		if !(t > tau) {
+			break // converged to rounding
 		}
 		tau = t
+		c, sw, sw2, minw = compactSums(c, tau)
 	}
 	return tau + wmx
 }
 
-// entmax15Closed returns the smaller root τ of Σ_S (w_j − τ)² = 1 and
-// whether every w_j of S lies above it.
-func entmax15Closed[F kernels.Float](s []F) (float64, bool) {
-	rho := float64(len(s))
-	var sum float64
-	minw := math.Inf(1)
-	for _, w := range s {
-		sum += float64(w)
-		minw = min(minw, float64(w))
+// compactSums keeps the entries of c above t, in order, and returns the
+// shortened slice with Σw, Σw² and min(0, min w) over it (all w ≤ 0 here).
+// It has no data-dependent branch (about half the candidates leave in a
+// typical Newton step, which would mispredict) and two accumulators per
+// sum; c must hold no infinities.
+func compactSums[F kernels.Float](c []F, t float64) (kept []F, sw, sw2, minw float64) {
+	n := 0
+	var s0, s1, q0, q1, m0, m1 float64
+	i := 0
+	for ; i+1 < len(c); i += 2 {
+		w0, w1 := c[i], c[i+1]
+		f0, f1 := float64(w0), float64(w1)
+		k0, k1 := 0, 0
+		if f0 > t {
+			k0 = 1
+		}
+		if f1 > t {
+			k1 = 1
+		}
+		c[n] = w0
+		n += k0
+		c[n] = w1
+		n += k1
+		f0 *= float64(k0)
+		f1 *= float64(k1)
+		s0 += f0
+		s1 += f1
+		q0 += f0 * f0
+		q1 += f1 * f1
+		m0 = min(m0, f0)
+		m1 = min(m1, f1)
 	}
-	mean := sum / rho
-	var ss float64
-	for _, w := range s {
-		d := float64(w) - mean
-		ss += d * d
+	if i < len(c) {
+		if f := float64(c[i]); f > t {
+			c[n] = c[i]
+			n++
+			s0 += f
+			q0 += f * f
+			m0 = min(m0, f)
+		}
 	}
-	delta := (1 - ss) / rho
-	if delta < 0 {
-		return 0, false
-	}
-	t := mean - math.Sqrt(delta)
-	return t, t < minw
+	return c[:n], s0 + s1, q0 + q1, min(m0, m1)
 }
 
 // bisectTau finds τ for general α by bisection on the bracket
@@ -332,33 +371,95 @@ func powFunc(m float64) func(float64) float64 {
 // RowBackward panics if len(p) < len(dp).
 func RowBackward[F kernels.Float](dp, p []F, alpha float64, mt Method, learned bool) float64 {
 	p = p[:len(dp)]
-	ex := 2 - alpha
 	var G, A float64
-	gOf := func(pj float64) float64 {
-		switch mt {
-		case Softmax:
-			return pj
-		case Sparsemax:
-			return 1
-		case Entmax15:
-			return math.Sqrt(pj)
+	switch mt {
+	case Softmax: // g = p, Σg = 1
+		for j, pv := range p {
+			A += float64(pv) * float64(dp[j])
 		}
-		return math.Exp(ex * math.Log(pj))
+		for j, pv := range p {
+			dp[j] = F(float64(pv) * (float64(dp[j]) - A))
+		}
+	case Sparsemax: // g = 1 on the support
+		for j, pv := range p {
+			if pv > 0 {
+				G++
+				A += float64(dp[j])
+			}
+		}
+		mean := A / max(G, 1)
+		for j, pv := range p {
+			if pv > 0 {
+				dp[j] = F(float64(dp[j]) - mean)
+			} else {
+				dp[j] = 0
+			}
+		}
+	case Entmax15: // g = √p
+		for j, pv := range p {
+			g := math.Sqrt(float64(pv))
+			G += g
+			A += g * float64(dp[j])
+		}
+		mean := A / max(G, math.SmallestNonzeroFloat64)
+		for j, pv := range p {
+			dp[j] = F(math.Sqrt(float64(pv)) * (float64(dp[j]) - mean))
+		}
+	default:
+		return rowBackwardGeneral(dp, p, alpha, learned)
 	}
-	var P1, P3, S float64
+	return 0
+}
+
+// rowBackward15 is RowBackward for α = 1.5 that overwrites p with
+// g = √p, so that each square root is taken once.
+func rowBackward15[F kernels.Float](dp, p []F) {
+	p = p[:len(dp)]
+	var G0, G1, A0, A1 float64
+	j := 0
+	for ; j+1 < len(p); j += 2 {
+		g0, g1 := math.Sqrt(float64(p[j])), math.Sqrt(float64(p[j+1]))
+		p[j], p[j+1] = F(g0), F(g1)
+		G0 += g0
+		G1 += g1
+		A0 += g0 * float64(dp[j])
+		A1 += g1 * float64(dp[j+1])
+	}
+	if j < len(p) {
+		g := math.Sqrt(float64(p[j]))
+		p[j] = F(g)
+		G0 += g
+		A0 += g * float64(dp[j])
+	}
+	G := G0 + G1
+	if G == 0 {
+		clear(dp)
+		return
+	}
+	mean := F((A0 + A1) / G)
+	for j, g := range p {
+		dp[j] = g * (dp[j] - mean)
+	}
+}
+
+// rowBackwardGeneral is RowBackward for any α with g = p^{2−α}, and the
+// α gradient when learned.
+func rowBackwardGeneral[F kernels.Float](dp, p []F, alpha float64, learned bool) float64 {
+	ex := 2 - alpha
+	var G, A, P1, P3, S float64
 	for j, pv := range p {
 		if pv <= 0 {
 			continue
 		}
 		pj, dj := float64(pv), float64(dp[j])
-		gj := gOf(pj)
+		lp := math.Log(pj)
+		gj := math.Exp(ex * lp)
 		G += gj
 		A += gj * dj
 		if learned {
-			l := pj * math.Log(pj)
 			P1 += dj * pj
-			P3 += dj * l
-			S += l
+			P3 += dj * pj * lp
+			S += pj * lp
 		}
 	}
 	if G == 0 {
@@ -371,11 +472,20 @@ func RowBackward[F kernels.Float](dp, p []F, alpha float64, mt Method, learned b
 			dp[j] = 0
 			continue
 		}
-		dp[j] = F(gOf(float64(pv)) * (float64(dp[j]) - mean))
+		dp[j] = F(math.Exp(ex*math.Log(float64(pv))) * (float64(dp[j]) - mean))
 	}
 	if !learned {
 		return 0
 	}
 	beta := alpha - 1
 	return (P1-mean)/(beta*beta) - (P3-S*mean)/beta
+}
+
+// b2i is 1 for true and 0 for false, without a branch.
+func b2i(b bool) int {
+	n := 0
+	if b {
+		n = 1
+	}
+	return n
 }

@@ -128,11 +128,18 @@ func TestRowExact(t *testing.T) {
 			want := append([]float64(nil), z...)
 			tc.oracle(want)
 			got := append([]float64(nil), z...)
-			Row(got, make([]float64, n), tc.alpha, tc.mt)
+			_, _, nsup := Row(got, make([]float64, n), tc.alpha, tc.mt)
 			worst = max(worst, maxAbsDiff(got, want))
 			var s float64
+			cnt := 0
 			for _, p := range got {
 				s += p
+				if p > 0 {
+					cnt++
+				}
+			}
+			if cnt != nsup {
+				t.Fatalf("%s: Row reports support %d, has %d", tc.name, nsup, cnt)
 			}
 			if math.Abs(s-1) > 1e-9 {
 				t.Fatalf("%s: Σp = %v", tc.name, s)
@@ -213,7 +220,7 @@ func TestRowBackward(t *testing.T) {
 				return s
 			}
 			p := append([]float64(nil), z...)
-			tau, _ := Row(p, make([]float64, n), tc.alpha, tc.mt)
+			tau, _, _ := Row(p, make([]float64, n), tc.alpha, tc.mt)
 			if tc.mt == Sparsemax { // keep away from the kink
 				ok := true
 				for _, v := range z {

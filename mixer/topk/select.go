@@ -10,11 +10,13 @@ import (
 // use quickselect.
 const heapMaxK = 64
 
-// kthLargestHeap returns the k-th largest entry of z above −Inf (there must
-// be more than k = len(heap) of them), keeping the k largest seen so far in
-// a min-heap: O(n) comparisons against the heap's root plus O(log k) per
-// replacement, about k·ln(n/k) replacements for random order.
-func kthLargestHeap[F kernels.Float](z, heap []F) F {
+// kthLargestHeap scans the entries of z above −Inf keeping the k =
+// len(heap) largest seen so far in a min-heap: n comparisons against the
+// heap's root plus O(log k) per replacement (about k·ln(n/k) replacements
+// for random order). It returns the k-th largest entry θ, the largest entry,
+// and whether there were at least k entries (if not, θ is meaningless and
+// the heap holds all of them).
+func kthLargestHeap[F kernels.Float](z, heap []F) (theta, mx F, full bool) {
 	k := len(heap)
 	ninf := F(math.Inf(-1))
 	n := 0
@@ -24,6 +26,13 @@ func kthLargestHeap[F kernels.Float](z, heap []F) F {
 			heap[n] = z[i]
 			n++
 		}
+	}
+	if n < k {
+		mx = ninf
+		for _, v := range heap[:n] {
+			mx = max(mx, v)
+		}
+		return ninf, mx, false
 	}
 	for j := k/2 - 1; j >= 0; j-- {
 		siftDown(heap, j)
@@ -36,7 +45,11 @@ func kthLargestHeap[F kernels.Float](z, heap []F) F {
 			root = heap[0]
 		}
 	}
-	return root
+	mx = root
+	for _, v := range heap {
+		mx = max(mx, v)
+	}
+	return root, mx, true
 }
 
 // siftDown restores the min-heap property below position j.

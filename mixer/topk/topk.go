@@ -65,16 +65,16 @@ func (m *Mixer[F]) Stats() map[string]float64 {
 // log-sum-exp L over the kept entries: p_j = exp(z_j − L) if z_j ≥ θ.
 type rule[F kernels.Float] struct{ k int }
 
-func (r rule[F]) Normalize(z, tmp []F, h int) [2]F {
-	th, lse := Row(z, tmp, r.k)
-	return [2]F{F(th), F(lse)}
+func (r rule[F]) Normalize(z, tmp []F, h int) ([2]F, int) {
+	th, lse, n := Row(z, tmp, r.k)
+	return [2]F{F(th), F(lse)}, n
 }
 
 func (r rule[F]) Recompute(z []F, h int, st [2]F) {
 	apply(z, float64(st[0]), float64(st[1]))
 }
 
-func (r rule[F]) Backward(dp, p []F, h int) float64 {
+func (r rule[F]) Backward(dp, p []F, h int, clobber bool) float64 {
 	// Softmax backward over the kept entries: dz = p ⊙ (dp − Σ p·dp).
 	p = p[:len(dp)]
 	var s float64
@@ -90,50 +90,66 @@ func (r rule[F]) Backward(dp, p []F, h int) float64 {
 // Row replaces the scores z (−Inf = disallowed) by the softmax over their
 // k largest allowed entries (all entries equal to the k-th largest are
 // kept; all allowed entries when at most k are), zeros elsewhere. It
-// returns the threshold θ and the log-sum-exp L of the kept entries
-// (θ = L = +Inf and all zeros when no entry is allowed). tmp is workspace
-// of len(z). Row panics if k < 1 or len(tmp) < len(z).
-func Row[F kernels.Float](z, tmp []F, k int) (theta, lse float64) {
+// returns the threshold θ, the log-sum-exp L of the kept entries (θ = L =
+// +Inf and all zeros when no entry is allowed) and the number kept. tmp is
+// workspace of len(z). Row panics if k < 1 or len(tmp) < len(z).
+func Row[F kernels.Float](z, tmp []F, k int) (theta, lse float64, kept int) {
 	if k < 1 {
 		panic("topk: k < 1")
 	}
+	tmp = tmp[:len(z)]
 	ninf := F(math.Inf(-1))
-	n := 0
-	mx := ninf
-	for _, v := range z {
-		if v > ninf {
-			n++
-			mx = max(mx, v)
+	var th, mx F
+	if k <= heapMaxK {
+		var full bool
+		th, mx, full = kthLargestHeap(z, tmp[:k])
+		if !full { // at most k allowed: keep them all
+			th = ninf
 		}
-	}
-	if n == 0 {
-		clear(z)
-		return math.Inf(1), math.Inf(1)
-	}
-	theta = math.Inf(-1)
-	if n > k {
-		if k <= heapMaxK {
-			theta = float64(kthLargestHeap(z, tmp[:k]))
-		} else {
-			c := tmp[:0]
-			for _, v := range z {
-				if v > ninf {
-					c = append(c, v)
-				}
+	} else {
+		c := tmp[:0]
+		mx = ninf
+		for _, v := range z {
+			if v > ninf {
+				c = append(c, v)
+				mx = max(mx, v)
 			}
-			theta = float64(KthLargest(c, k))
+		}
+		th = ninf
+		if len(c) > k {
+			th = KthLargest(c, k)
 		}
 	}
+	if mx == ninf {
+		clear(z)
+		return math.Inf(1), math.Inf(1), 0
+	}
+	// Disallowed entries are −Inf and never kept.
+	keep := th
+	if keep == ninf {
+		keep = -F(math.MaxFloat32)
+	}
+	// One pass: exp of the kept entries (relative to the maximum), zeros
+	// elsewhere, kept indices into tmp; then scale the kept ones.
+	idx := tmp[:0]
 	var s float64
 	fm := float64(mx)
-	for _, v := range z {
-		if fv := float64(v); fv >= theta && v > ninf {
-			s += math.Exp(fv - fm)
+	for j, v := range z {
+		if v >= keep {
+			e := math.Exp(float64(v) - fm)
+			s += e
+			z[j] = F(e)
+			idx = append(idx, F(j))
+		} else {
+			z[j] = 0
 		}
 	}
-	lse = fm + math.Log(s)
-	apply(z, theta, lse)
-	return theta, lse
+	inv := 1 / s
+	for _, jf := range idx {
+		j := int(jf)
+		z[j] = F(float64(z[j]) * inv)
+	}
+	return float64(th), fm + math.Log(s), len(idx)
 }
 
 // apply writes p_j = exp(z_j − lse) for allowed z_j ≥ θ, else 0.

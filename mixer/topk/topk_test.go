@@ -70,10 +70,12 @@ func TestKthLargest(t *testing.T) {
 		if got := KthLargest(append([]float64(nil), a...), k); got != s[k-1] {
 			t.Fatalf("KthLargest(k=%d) = %v, want %v", k, got, s[k-1])
 		}
-		if k < n {
-			if got := kthLargestHeap(a, make([]float64, k)); got != s[k-1] {
-				t.Fatalf("kthLargestHeap(k=%d) = %v, want %v", k, got, s[k-1])
-			}
+		th, mx, full := kthLargestHeap(a, make([]float64, k))
+		if !full || th != s[k-1] || mx != s[0] {
+			t.Fatalf("kthLargestHeap(k=%d) = %v, %v, %v; want %v, %v, true", k, th, mx, full, s[k-1], s[0])
+		}
+		if _, mx, full := kthLargestHeap(a, make([]float64, n+1)); full || mx != s[0] {
+			t.Fatalf("kthLargestHeap(k=n+1) = max %v, full %v; want %v, false", mx, full, s[0])
 		}
 	}
 }
@@ -93,7 +95,16 @@ func TestRow(t *testing.T) {
 		want := append([]float64(nil), z...)
 		sortTopK(want, k)
 		got := append([]float64(nil), z...)
-		Row(got, make([]float64, n), k)
+		_, _, kept := Row(got, make([]float64, n), k)
+		cnt := 0
+		for _, p := range got {
+			if p > 0 {
+				cnt++
+			}
+		}
+		if cnt != kept {
+			t.Fatalf("n=%d k=%d: Row reports %d kept, has %d", n, k, kept, cnt)
+		}
 		for j := range z {
 			if math.Abs(got[j]-want[j]) > 1e-12 {
 				t.Fatalf("n=%d k=%d: p[%d] = %v, want %v", n, k, j, got[j], want[j])
@@ -109,12 +120,18 @@ func capKind(c int) mixer.Kind {
 		if err == nil && c > 0 {
 			m.Cap = c
 		}
+		if err == nil {
+			m.Rows = 8 // several row blocks even for short sequences
+		}
 		return m, err
 	}
 	k.New64 = func(cfg mixer.Config) (mixer.Mixer[float64], error) {
 		m, err := New[float64](cfg)
 		if err == nil && c > 0 {
 			m.Cap = c
+		}
+		if err == nil {
+			m.Rows = 8
 		}
 		return m, err
 	}
@@ -224,6 +241,7 @@ func TestNaiveTwin(t *testing.T) {
 					if cp > 0 {
 						m.Cap = cp
 					}
+					m.Rows = []int{entmax.RowBlock, 8, 13}[threads-1]
 					var w, g [][]float64
 					for _, s := range m.Params() {
 						w = append(w, randVec(rng, s.Size(), 0.3))
