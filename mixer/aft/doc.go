@@ -37,7 +37,10 @@
 //     (R is the same for every t); causally running sums of exp(K)⊙V and
 //     exp(K) with a running maximum m[t] (a new maximum rescales the sums by
 //     exp(m_old − m_new) ≤ 1). Backward is the matching suffix scan
-//     S[t] = g[t] + exp(m[t] − m[t+1])·S[t+1].
+//     S[t] = g[t] + exp(m[t] − m[t+1])·S[t+1]. Both run as blocked scans over
+//     64-row blocks (block summaries merged with the running-max rule, then
+//     each block replayed from the state before it), so every pass streams
+//     whole rows in parallel over (sequence, row block).
 //   - aft_local and aft_conv, O(T·s·D): the AFT-simple sums (totals, or
 //     prefix sums when causal) weighted by c0 = exp(−mw) plus a banded
 //     correction (exp(w − mw) − c0) inside the window, as the paper writes

@@ -42,8 +42,8 @@
 // products, 4·T·D² + 4·T²·D flops and 2·T² + 2·D² cached elements. It wins
 // only for short sequences, where the FFT's scalar butterflies cannot keep up
 // with the vectorised GEMM. "method":"auto" (the default) uses the GEMM path
-// when T ≤ GemmMaxT, a crossover measured with `go test -bench Forward
-// ./mixer/fnet/` (see the README).
+// when T ≤ GemmMaxT (64), a crossover measured with `go test -run X -bench
+// Forward ./mixer/fnet/` (see GemmMaxT for the numbers).
 //
 // # Masking
 //

@@ -11,8 +11,12 @@ import (
 )
 
 // GemmMaxT is the longest sequence for which "method":"auto" uses the
-// DFT-as-GEMM path; longer sequences use the FFT. See the package doc.
-const GemmMaxT = 128
+// DFT-as-GEMM path; longer sequences use the FFT. Measured at d=256 (CPU
+// time, shared 2-core AVX-512 machine, `go test -bench Forward
+// ./mixer/fnet/`): the two paths were within noise for T ≤ 128, the FFT
+// was ≈1.4× faster at T=256–512 and ≈3× at T=1024 (the GEMM path's
+// 4·T²·D term), so the GEMM path is kept only for very short sequences.
+const GemmMaxT = 64
 
 // Kind returns the registry entry of the "fnet" mixer.
 func Kind() mixer.Kind {
