@@ -54,6 +54,26 @@ func (c chunk) nq() int { return c.a1 - c.a0 }
 func (c chunk) np() int { return c.b1 - c.b0 }
 func (c chunk) nk() int { return c.np() + c.nq() }
 
+// seg is a run of key rows [r0,r1) that are columns [col, col+r1−r0) of the
+// chunk's logits.
+type seg struct{ r0, r1, col int }
+
+// segs returns the chunk's key rows as one segment when the previous chunk
+// is the adjacent run of rows (always, except for the bidirectional
+// wrap-around), else as two; so most windows cost one GEMM per product.
+func (c chunk) segs(buf *[2]seg) []seg {
+	switch {
+	case c.np() == 0:
+		buf[0] = seg{c.a0, c.a1, 0}
+		return buf[:1]
+	case c.b1 == c.a0:
+		buf[0] = seg{c.b0, c.a1, 0}
+		return buf[:1]
+	}
+	buf[0], buf[1] = seg{c.b0, c.b1, 0}, seg{c.a0, c.a1, c.np()}
+	return buf[:2]
+}
+
 // chunks returns round r's sorted tokens and calls fn for each chunk.
 func (w *work[F]) chunks(r int, fn func(c chunk)) {
 	cs := w.start[r*(w.c+1):]
@@ -75,30 +95,52 @@ func (w *work[F]) scores(r int, c chunk) {
 	m := w.m
 	dh, nq, np, nk := m.dh, c.nq(), c.np(), c.nk()
 	q := w.qs[c.a0*dh:]
-	if np > 0 {
-		kernels.GemmST(false, true, nq, np, dh, m.scale, q, dh, w.ks[c.b0*dh:], dh, 0, w.s, nk)
+	var buf [2]seg
+	for _, g := range c.segs(&buf) {
+		kernels.GemmST(false, true, nq, g.r1-g.r0, dh, m.scale, q, dh, w.ks[g.r0*dh:], dh, 0, w.s[g.col:], nk)
 	}
-	kernels.GemmST(false, true, nq, nq, dh, m.scale, q, dh, w.ks[c.a0*dh:], dh, 0, w.s[np:], nk)
 	ord := w.order[r*w.t : (r+1)*w.t]
 	kp, ko := ord[c.b0:c.b1], ord[c.a0:c.a1]
-	ninf := F(math.Inf(-1))
 	for a, i := range ko {
 		row := w.s[a*nk : (a+1)*nk]
 		selfOK := w.other[i] == 0
-		for col := range row {
-			var j int32
-			if col < np {
-				j = kp[col]
-			} else {
-				j = ko[col-np]
+		w.mask(row[:np], kp, i, selfOK)
+		own, keys := row[np:], ko
+		if m.causal {
+			// The chunk's tokens are in position order: the keys after
+			// the query's own column are in its future.
+			for col := a + 1; col < len(own); col++ {
+				own[col] = F(math.Inf(-1))
 			}
-			if (m.causal && j > i) || (j == i && !selfOK) {
-				row[col] = ninf
-				continue
+			own, keys = own[:a+1], keys[:a+1]
+		}
+		w.mask(own, keys, i, selfOK)
+	}
+}
+
+// mask finishes the logits row of query i against keys: −Inf for excluded
+// pairs (a future key, or i itself when it has other keys), minus log N_ij
+// otherwise.
+func (w *work[F]) mask(row []F, keys []int32, i int32, selfOK bool) {
+	m := w.m
+	R := int32(m.nHashes)
+	ci := w.chunkOf[i*R : (i+1)*R]
+	pi := w.prevOf[i*R : (i+1)*R]
+	for col, j := range keys {
+		if (m.causal && j > i) || (j == i && !selfOK) {
+			row[col] = F(math.Inf(-1))
+			continue
+		}
+		if R > 1 {
+			// N_ij, the number of rounds in which key j is in query i's
+			// window (Reformer eq. 7): at least 1, this round.
+			n := 0
+			for r, c := range w.chunkOf[j*R : (j+1)*R] {
+				if c == ci[r] || c == pi[r] {
+					n++
+				}
 			}
-			if m.nHashes > 1 {
-				row[col] -= F(m.logN[w.dups(i, j)])
-			}
+			row[col] -= F(m.logN[n])
 		}
 	}
 }
@@ -138,7 +180,7 @@ func (w *work[F]) forward(att, lse, qk, v []F, b, h int, p mixer.Pass) {
 	for r := 0; r < m.nHashes; r++ {
 		ord := w.gatherRound(r, qk, v, b, h, nil, nil)
 		w.chunks(r, func(c chunk) {
-			nq, np, nk := c.nq(), c.np(), c.nk()
+			nq, nk := c.nq(), c.nk()
 			w.scores(r, c)
 			for a := range nq {
 				row := w.s[a*nk : (a+1)*nk]
@@ -152,10 +194,10 @@ func (w *work[F]) forward(att, lse, qk, v []F, b, h int, p mixer.Pass) {
 				w.rl[c.a0+a] = kernels.ExpSub(row, row, mx)
 			}
 			o := w.os[c.a0*dh:]
-			if np > 0 {
-				kernels.GemmST(false, false, nq, dh, np, 1, w.s, nk, w.vs[c.b0*dh:], dh, 0, o, dh)
+			var buf [2]seg
+			for k, g := range c.segs(&buf) {
+				kernels.GemmST(false, false, nq, dh, g.r1-g.r0, 1, w.s[g.col:], nk, w.vs[g.r0*dh:], dh, F(k), o, dh)
 			}
-			kernels.GemmST(false, false, nq, dh, nq, 1, w.s[np:], nk, w.vs[c.a0*dh:], dh, F(min(np, 1)), o, dh)
 		})
 		for a, t := range ord {
 			if w.rl[a] == 0 {
@@ -224,7 +266,7 @@ func (w *work[F]) backward(dqk, dv, datt, att, lse, qk, v []F, b, h int, p mixer
 		clear(w.dks[:n*dh])
 		clear(w.dvs[:n*dh])
 		w.chunks(r, func(c chunk) {
-			nq, np, nk := c.nq(), c.np(), c.nk()
+			nq, nk := c.nq(), c.nk()
 			w.scores(r, c)
 			for a, i := range ord[c.a0:c.a1] {
 				row := w.s[a*nk : (a+1)*nk]
@@ -232,12 +274,13 @@ func (w *work[F]) backward(dqk, dv, datt, att, lse, qk, v []F, b, h int, p mixer
 			}
 			do := w.os[c.a0*dh:]
 			// dV = Pᵀ·dO; dP = dO·Vᵀ; dS = P∘(dP − D); dQ = dS·K; dK = dSᵀ·Q.
-			if np > 0 {
-				kernels.GemmST(true, false, np, dh, nq, 1, w.s, nk, do, dh, 1, w.dvs[c.b0*dh:], dh)
-				kernels.GemmST(false, true, nq, np, dh, 1, do, dh, w.vs[c.b0*dh:], dh, 0, w.dp, nk)
+			var buf [2]seg
+			segs := c.segs(&buf)
+			for _, g := range segs {
+				n := g.r1 - g.r0
+				kernels.GemmST(true, false, n, dh, nq, 1, w.s[g.col:], nk, do, dh, 1, w.dvs[g.r0*dh:], dh)
+				kernels.GemmST(false, true, nq, n, dh, 1, do, dh, w.vs[g.r0*dh:], dh, 0, w.dp[g.col:], nk)
 			}
-			kernels.GemmST(true, false, nq, dh, nq, 1, w.s[np:], nk, do, dh, 1, w.dvs[c.a0*dh:], dh)
-			kernels.GemmST(false, true, nq, nq, dh, 1, do, dh, w.vs[c.a0*dh:], dh, 0, w.dp[np:], nk)
 			for a, i := range ord[c.a0:c.a1] {
 				pr := w.s[a*nk : (a+1)*nk]
 				dr := w.dp[a*nk : (a+1)*nk]
@@ -247,12 +290,11 @@ func (w *work[F]) backward(dqk, dv, datt, att, lse, qk, v []F, b, h int, p mixer
 				}
 			}
 			q := w.qs[c.a0*dh:]
-			if np > 0 {
-				kernels.GemmST(false, false, nq, dh, np, m.scale, w.dp, nk, w.ks[c.b0*dh:], dh, 1, w.dqs[c.a0*dh:], dh)
-				kernels.GemmST(true, false, np, dh, nq, m.scale, w.dp, nk, q, dh, 1, w.dks[c.b0*dh:], dh)
+			for _, g := range segs {
+				n := g.r1 - g.r0
+				kernels.GemmST(false, false, nq, dh, n, m.scale, w.dp[g.col:], nk, w.ks[g.r0*dh:], dh, 1, w.dqs[c.a0*dh:], dh)
+				kernels.GemmST(true, false, n, dh, nq, m.scale, w.dp[g.col:], nk, q, dh, 1, w.dks[g.r0*dh:], dh)
 			}
-			kernels.GemmST(false, false, nq, dh, nq, m.scale, w.dp[np:], nk, w.ks[c.a0*dh:], dh, 1, w.dqs[c.a0*dh:], dh)
-			kernels.GemmST(true, false, nq, dh, nq, m.scale, w.dp[np:], nk, q, dh, 1, w.dks[c.a0*dh:], dh)
 		})
 		scatterAdd(w.dq, w.dqs, ord, dh)
 		scatterAdd(w.dk, w.dks, ord, dh)

@@ -225,19 +225,3 @@ func (w *work[F]) hash(qk []F, b, h int, p mixer.Pass) {
 		}
 	}
 }
-
-// dups is N_ij, the number of rounds in which key j is in query i's window
-// (Reformer eq. 7); it is at least 1 for a pair found in some round.
-func (w *work[F]) dups(i, j int32) int {
-	R := int32(w.m.nHashes)
-	ci := w.chunkOf[i*R : (i+1)*R]
-	pi := w.prevOf[i*R : (i+1)*R]
-	cj := w.chunkOf[j*R : (j+1)*R]
-	n := 0
-	for r, c := range cj {
-		if c == ci[r] || c == pi[r] {
-			n++
-		}
-	}
-	return n
-}
