@@ -26,26 +26,43 @@ func packBT(p Path, dst []float32, pw int, b []float32, ldb, q0, kc, j0, cols in
 // place (otherwise the driver packs op(A)).
 func gemmTransKernels(p Path) bool { return p != PathGo }
 
-// gemmTile runs path p's micro-kernel on one mr×cols tile (see tileGo for the
-// contract; with ta, op(A)[r][q] is a[ao+q·lda+r]). bp is the packed panel.
-func gemmTile(w *gemmWork, p Path, ta bool, mr, cols, kc int, a []float32, ao, lda int, bp []float32, c []float32, co, ldc int, alpha, beta float32) {
+// gemmTiles runs path p's micro-kernels down one column panel: rows
+// 0..mc of the block, cols ≤ nr columns. Row r of op(A) starts at a[ao+r·rs]
+// (with ta, op(A)[r][q] is a[ao+r·rs+q·lda], else a[ao+r·rs+q]); row r of C
+// at c[co+r·ldc]. bp is the packed panel. See tileGo for the arithmetic.
+func gemmTiles(w *gemmWork, p Path, ta bool, mc, cols, kc int, a []float32, ao, lda, rs int, bp []float32, c []float32, co, ldc int, alpha, beta float32) {
 	t := b2i(ta)
-	switch p {
-	case PathAVX512:
-		mask := ^uint64(0)
+	full, rest := mc/gemmMR, mc%gemmMR
+	ro := full * gemmMR // first row of the partial tile
+	switch {
+	case p == PathAVX512:
+		mask, nv := ^uint64(0), (cols+15)/16
 		if cols < 64 {
 			mask = 1<<cols - 1
 		}
-		kern512[t][mr-1][(cols+15)/16-1](kc, &a[ao], lda, &bp[0], &c[co], ldc, alpha, beta, mask)
-	case PathAVX2:
-		if cols == 16 {
-			kern256[t][mr-1](kc, &a[ao], lda, &bp[0], &c[co], ldc, alpha, beta, 0)
-			return
+		if full > 0 {
+			kern512[t][gemmMR-1][nv-1](kc, &a[ao], lda, &bp[0], &c[co], ldc, alpha, beta, mask, full, gemmMR*rs)
 		}
-		// Partial tile: compute all 16 columns into scratch, merge the valid ones.
-		kern256[t][mr-1](kc, &a[ao], lda, &bp[0], &w.tile[0], 16, 1, 0, 0)
-		mergeTile(w.tile[:], 16, mr, cols, c, co, ldc, alpha, beta)
+		if rest > 0 {
+			kern512[t][rest-1][nv-1](kc, &a[ao+ro*rs], lda, &bp[0], &c[co+ro*ldc], ldc, alpha, beta, mask, 1, 0)
+		}
+	case p == PathAVX2 && cols == 16:
+		if full > 0 {
+			kern256[t][gemmMR-1](kc, &a[ao], lda, &bp[0], &c[co], ldc, alpha, beta, 0, full, gemmMR*rs)
+		}
+		if rest > 0 {
+			kern256[t][rest-1](kc, &a[ao+ro*rs], lda, &bp[0], &c[co+ro*ldc], ldc, alpha, beta, 0, 1, 0)
+		}
+	case p == PathAVX2:
+		// Partial panel: compute all 16 columns into scratch, merge the valid ones.
+		for ir := 0; ir < mc; ir += gemmMR {
+			mr := min(gemmMR, mc-ir)
+			kern256[t][mr-1](kc, &a[ao+ir*rs], lda, &bp[0], &w.tile[0], 16, 1, 0, 0, 1, 0)
+			mergeTile(w.tile[:], 16, mr, cols, c, co+ir*ldc, ldc, alpha, beta)
+		}
 	default:
-		tileGo(w, mr, cols, kc, a, ao, lda, bp, c, co, ldc, alpha, beta)
+		for ir := 0; ir < mc; ir += gemmMR {
+			tileGo(w, min(gemmMR, mc-ir), cols, kc, a, ao+ir*rs, lda, bp, c, co+ir*ldc, ldc, alpha, beta)
+		}
 	}
 }

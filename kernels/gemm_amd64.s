@@ -4,8 +4,9 @@
 
 #include "textflag.h"
 
-// func sgemmNK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m1v1(SB), NOSPLIT, $0-64
+// func sgemmNK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m1v1(SB), NOSPLIT, $0-80
+sgemmNK512m1v1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -83,16 +84,25 @@ sgemmNK512m1v1_store:
 	VMOVUPS.Z 0(DX), K1, Z1
 	VFMADD231PS Z29, Z1, Z0
 	VMOVUPS Z0, K1, 0(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m1v1_next
 sgemmNK512m1v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
+sgemmNK512m1v1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $4, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m1v1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m1v2(SB), NOSPLIT, $0-64
+// func sgemmNK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m1v2(SB), NOSPLIT, $0-80
+sgemmNK512m1v2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -196,18 +206,27 @@ sgemmNK512m1v2_store:
 	VMOVUPS.Z 64(DX), K2, Z2
 	VFMADD231PS Z29, Z2, Z1
 	VMOVUPS Z1, K2, 64(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m1v2_next
 sgemmNK512m1v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
 	VMOVUPS Z1, K2, 64(DX)
+sgemmNK512m1v2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $4, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m1v2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m1v3(SB), NOSPLIT, $0-64
+// func sgemmNK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m1v3(SB), NOSPLIT, $0-80
+sgemmNK512m1v3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -337,8 +356,7 @@ sgemmNK512m1v3_store:
 	VMOVUPS.Z 128(DX), K3, Z3
 	VFMADD231PS Z29, Z3, Z2
 	VMOVUPS Z2, K3, 128(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m1v3_next
 sgemmNK512m1v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -346,11 +364,21 @@ sgemmNK512m1v3_beta0:
 	VMOVUPS Z1, K2, 64(DX)
 	VMULPS Z28, Z2, Z2
 	VMOVUPS Z2, K3, 128(DX)
+sgemmNK512m1v3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $4, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m1v3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m1v4(SB), NOSPLIT, $0-64
+// func sgemmNK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m1v4(SB), NOSPLIT, $0-80
+sgemmNK512m1v4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -506,8 +534,7 @@ sgemmNK512m1v4_store:
 	VMOVUPS.Z 192(DX), K4, Z4
 	VFMADD231PS Z29, Z4, Z3
 	VMOVUPS Z3, K4, 192(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m1v4_next
 sgemmNK512m1v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -517,11 +544,21 @@ sgemmNK512m1v4_beta0:
 	VMOVUPS Z2, K3, 128(DX)
 	VMULPS Z28, Z3, Z3
 	VMOVUPS Z3, K4, 192(DX)
+sgemmNK512m1v4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $4, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m1v4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK256m1(SB), NOSPLIT, $0-64
+// func sgemmNK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK256m1(SB), NOSPLIT, $0-80
+sgemmNK256m1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -620,18 +657,27 @@ sgemmNK256m1_store:
 	VMOVUPS 32(DX), Y2
 	VFMADD231PS Y15, Y2, Y1
 	VMOVUPS Y1, 32(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmNK256m1_next
 sgemmNK256m1_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
 	VMULPS Y14, Y1, Y1
 	VMOVUPS Y1, 32(DX)
+sgemmNK256m1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $4, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK256m1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m2v1(SB), NOSPLIT, $0-64
+// func sgemmNK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m2v1(SB), NOSPLIT, $0-80
+sgemmNK512m2v1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -733,18 +779,27 @@ sgemmNK512m2v1_store:
 	VMOVUPS.Z 0(DX)(R9*1), K1, Z2
 	VFMADD231PS Z29, Z2, Z1
 	VMOVUPS Z1, K1, 0(DX)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m2v1_next
 sgemmNK512m2v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
 	VMOVUPS Z1, K1, 0(DX)(R9*1)
+sgemmNK512m2v1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $8, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m2v1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m2v2(SB), NOSPLIT, $0-64
+// func sgemmNK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m2v2(SB), NOSPLIT, $0-80
+sgemmNK512m2v2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -887,8 +942,7 @@ sgemmNK512m2v2_store:
 	VMOVUPS.Z 64(DX)(R9*1), K2, Z4
 	VFMADD231PS Z29, Z4, Z3
 	VMOVUPS Z3, K2, 64(DX)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m2v2_next
 sgemmNK512m2v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -898,11 +952,21 @@ sgemmNK512m2v2_beta0:
 	VMOVUPS Z2, K1, 0(DX)(R9*1)
 	VMULPS Z28, Z3, Z3
 	VMOVUPS Z3, K2, 64(DX)(R9*1)
+sgemmNK512m2v2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $8, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m2v2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m2v3(SB), NOSPLIT, $0-64
+// func sgemmNK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m2v3(SB), NOSPLIT, $0-80
+sgemmNK512m2v3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -1086,8 +1150,7 @@ sgemmNK512m2v3_store:
 	VMOVUPS.Z 128(DX)(R9*1), K3, Z6
 	VFMADD231PS Z29, Z6, Z5
 	VMOVUPS Z5, K3, 128(DX)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m2v3_next
 sgemmNK512m2v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -1101,11 +1164,21 @@ sgemmNK512m2v3_beta0:
 	VMOVUPS Z4, K2, 64(DX)(R9*1)
 	VMULPS Z28, Z5, Z5
 	VMOVUPS Z5, K3, 128(DX)(R9*1)
+sgemmNK512m2v3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $8, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m2v3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m2v4(SB), NOSPLIT, $0-64
+// func sgemmNK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m2v4(SB), NOSPLIT, $0-80
+sgemmNK512m2v4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -1330,8 +1403,7 @@ sgemmNK512m2v4_store:
 	VMOVUPS.Z 192(DX)(R9*1), K4, Z8
 	VFMADD231PS Z29, Z8, Z7
 	VMOVUPS Z7, K4, 192(DX)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m2v4_next
 sgemmNK512m2v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -1349,11 +1421,21 @@ sgemmNK512m2v4_beta0:
 	VMOVUPS Z6, K3, 128(DX)(R9*1)
 	VMULPS Z28, Z7, Z7
 	VMOVUPS Z7, K4, 192(DX)(R9*1)
+sgemmNK512m2v4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $8, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m2v4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK256m2(SB), NOSPLIT, $0-64
+// func sgemmNK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK256m2(SB), NOSPLIT, $0-80
+sgemmNK256m2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -1490,8 +1572,7 @@ sgemmNK256m2_store:
 	VMOVUPS 32(DX)(R9*1), Y4
 	VFMADD231PS Y15, Y4, Y3
 	VMOVUPS Y3, 32(DX)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmNK256m2_next
 sgemmNK256m2_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -1501,11 +1582,21 @@ sgemmNK256m2_beta0:
 	VMOVUPS Y2, 0(DX)(R9*1)
 	VMULPS Y14, Y3, Y3
 	VMOVUPS Y3, 32(DX)(R9*1)
+sgemmNK256m2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $8, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK256m2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m3v1(SB), NOSPLIT, $0-64
+// func sgemmNK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m3v1(SB), NOSPLIT, $0-80
+sgemmNK512m3v1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -1631,8 +1722,7 @@ sgemmNK512m3v1_store:
 	VMOVUPS.Z 0(DX)(R9*2), K1, Z3
 	VFMADD231PS Z29, Z3, Z2
 	VMOVUPS Z2, K1, 0(DX)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m3v1_next
 sgemmNK512m3v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -1640,11 +1730,21 @@ sgemmNK512m3v1_beta0:
 	VMOVUPS Z1, K1, 0(DX)(R9*1)
 	VMULPS Z28, Z2, Z2
 	VMOVUPS Z2, K1, 0(DX)(R9*2)
+sgemmNK512m3v1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $12, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m3v1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m3v2(SB), NOSPLIT, $0-64
+// func sgemmNK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m3v2(SB), NOSPLIT, $0-80
+sgemmNK512m3v2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -1826,8 +1926,7 @@ sgemmNK512m3v2_store:
 	VMOVUPS.Z 64(DX)(R9*2), K2, Z6
 	VFMADD231PS Z29, Z6, Z5
 	VMOVUPS Z5, K2, 64(DX)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m3v2_next
 sgemmNK512m3v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -1841,11 +1940,21 @@ sgemmNK512m3v2_beta0:
 	VMOVUPS Z4, K1, 0(DX)(R9*2)
 	VMULPS Z28, Z5, Z5
 	VMOVUPS Z5, K2, 64(DX)(R9*2)
+sgemmNK512m3v2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $12, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m3v2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m3v3(SB), NOSPLIT, $0-64
+// func sgemmNK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m3v3(SB), NOSPLIT, $0-80
+sgemmNK512m3v3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -2083,8 +2192,7 @@ sgemmNK512m3v3_store:
 	VMOVUPS.Z 128(DX)(R9*2), K3, Z9
 	VFMADD231PS Z29, Z9, Z8
 	VMOVUPS Z8, K3, 128(DX)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m3v3_next
 sgemmNK512m3v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -2104,11 +2212,21 @@ sgemmNK512m3v3_beta0:
 	VMOVUPS Z7, K2, 64(DX)(R9*2)
 	VMULPS Z28, Z8, Z8
 	VMOVUPS Z8, K3, 128(DX)(R9*2)
+sgemmNK512m3v3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $12, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m3v3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m3v4(SB), NOSPLIT, $0-64
+// func sgemmNK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m3v4(SB), NOSPLIT, $0-80
+sgemmNK512m3v4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -2402,8 +2520,7 @@ sgemmNK512m3v4_store:
 	VMOVUPS.Z 192(DX)(R9*2), K4, Z12
 	VFMADD231PS Z29, Z12, Z11
 	VMOVUPS Z11, K4, 192(DX)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m3v4_next
 sgemmNK512m3v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -2429,11 +2546,21 @@ sgemmNK512m3v4_beta0:
 	VMOVUPS Z10, K3, 128(DX)(R9*2)
 	VMULPS Z28, Z11, Z11
 	VMOVUPS Z11, K4, 192(DX)(R9*2)
+sgemmNK512m3v4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $12, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m3v4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK256m3(SB), NOSPLIT, $0-64
+// func sgemmNK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK256m3(SB), NOSPLIT, $0-80
+sgemmNK256m3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -2608,8 +2735,7 @@ sgemmNK256m3_store:
 	VMOVUPS 32(DX)(R9*2), Y6
 	VFMADD231PS Y15, Y6, Y5
 	VMOVUPS Y5, 32(DX)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmNK256m3_next
 sgemmNK256m3_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -2623,11 +2749,21 @@ sgemmNK256m3_beta0:
 	VMOVUPS Y4, 0(DX)(R9*2)
 	VMULPS Y14, Y5, Y5
 	VMOVUPS Y5, 32(DX)(R9*2)
+sgemmNK256m3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $12, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK256m3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m4v1(SB), NOSPLIT, $0-64
+// func sgemmNK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m4v1(SB), NOSPLIT, $0-80
+sgemmNK512m4v1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -2783,8 +2919,7 @@ sgemmNK512m4v1_store:
 	VMOVUPS.Z 0(R10), K1, Z4
 	VFMADD231PS Z29, Z4, Z3
 	VMOVUPS Z3, K1, 0(R10)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m4v1_next
 sgemmNK512m4v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -2794,11 +2929,21 @@ sgemmNK512m4v1_beta0:
 	VMOVUPS Z2, K1, 0(DX)(R9*2)
 	VMULPS Z28, Z3, Z3
 	VMOVUPS Z3, K1, 0(R10)
+sgemmNK512m4v1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $16, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m4v1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m4v2(SB), NOSPLIT, $0-64
+// func sgemmNK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m4v2(SB), NOSPLIT, $0-80
+sgemmNK512m4v2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -3025,8 +3170,7 @@ sgemmNK512m4v2_store:
 	VMOVUPS.Z 64(R10), K2, Z8
 	VFMADD231PS Z29, Z8, Z7
 	VMOVUPS Z7, K2, 64(R10)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m4v2_next
 sgemmNK512m4v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -3044,11 +3188,21 @@ sgemmNK512m4v2_beta0:
 	VMOVUPS Z6, K1, 0(R10)
 	VMULPS Z28, Z7, Z7
 	VMOVUPS Z7, K2, 64(R10)
+sgemmNK512m4v2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $16, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m4v2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m4v3(SB), NOSPLIT, $0-64
+// func sgemmNK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m4v3(SB), NOSPLIT, $0-80
+sgemmNK512m4v3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -3346,8 +3500,7 @@ sgemmNK512m4v3_store:
 	VMOVUPS.Z 128(R10), K3, Z12
 	VFMADD231PS Z29, Z12, Z11
 	VMOVUPS Z11, K3, 128(R10)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m4v3_next
 sgemmNK512m4v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -3373,11 +3526,21 @@ sgemmNK512m4v3_beta0:
 	VMOVUPS Z10, K2, 64(R10)
 	VMULPS Z28, Z11, Z11
 	VMOVUPS Z11, K3, 128(R10)
+sgemmNK512m4v3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $16, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m4v3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m4v4(SB), NOSPLIT, $0-64
+// func sgemmNK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m4v4(SB), NOSPLIT, $0-80
+sgemmNK512m4v4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -3746,8 +3909,7 @@ sgemmNK512m4v4_store:
 	VMOVUPS.Z 192(R10), K4, Z16
 	VFMADD231PS Z29, Z16, Z15
 	VMOVUPS Z15, K4, 192(R10)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m4v4_next
 sgemmNK512m4v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -3781,11 +3943,21 @@ sgemmNK512m4v4_beta0:
 	VMOVUPS Z14, K3, 128(R10)
 	VMULPS Z28, Z15, Z15
 	VMOVUPS Z15, K4, 192(R10)
+sgemmNK512m4v4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $16, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m4v4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK256m4(SB), NOSPLIT, $0-64
+// func sgemmNK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK256m4(SB), NOSPLIT, $0-80
+sgemmNK256m4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -4004,8 +4176,7 @@ sgemmNK256m4_store:
 	VMOVUPS 32(R10), Y8
 	VFMADD231PS Y15, Y8, Y7
 	VMOVUPS Y7, 32(R10)
-	VZEROUPPER
-	RET
+	JMP sgemmNK256m4_next
 sgemmNK256m4_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -4023,11 +4194,21 @@ sgemmNK256m4_beta0:
 	VMOVUPS Y6, 0(R10)
 	VMULPS Y14, Y7, Y7
 	VMOVUPS Y7, 32(R10)
+sgemmNK256m4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $16, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK256m4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m5v1(SB), NOSPLIT, $0-64
+// func sgemmNK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m5v1(SB), NOSPLIT, $0-80
+sgemmNK512m5v1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -4207,8 +4388,7 @@ sgemmNK512m5v1_store:
 	VMOVUPS.Z 0(R10)(R9*1), K1, Z5
 	VFMADD231PS Z29, Z5, Z4
 	VMOVUPS Z4, K1, 0(R10)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m5v1_next
 sgemmNK512m5v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -4220,11 +4400,21 @@ sgemmNK512m5v1_beta0:
 	VMOVUPS Z3, K1, 0(R10)
 	VMULPS Z28, Z4, Z4
 	VMOVUPS Z4, K1, 0(R10)(R9*1)
+sgemmNK512m5v1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $20, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m5v1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m5v2(SB), NOSPLIT, $0-64
+// func sgemmNK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m5v2(SB), NOSPLIT, $0-80
+sgemmNK512m5v2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -4490,8 +4680,7 @@ sgemmNK512m5v2_store:
 	VMOVUPS.Z 64(R10)(R9*1), K2, Z10
 	VFMADD231PS Z29, Z10, Z9
 	VMOVUPS Z9, K2, 64(R10)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m5v2_next
 sgemmNK512m5v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -4513,11 +4702,21 @@ sgemmNK512m5v2_beta0:
 	VMOVUPS Z8, K1, 0(R10)(R9*1)
 	VMULPS Z28, Z9, Z9
 	VMOVUPS Z9, K2, 64(R10)(R9*1)
+sgemmNK512m5v2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $20, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m5v2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m5v3(SB), NOSPLIT, $0-64
+// func sgemmNK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m5v3(SB), NOSPLIT, $0-80
+sgemmNK512m5v3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -4869,8 +5068,7 @@ sgemmNK512m5v3_store:
 	VMOVUPS.Z 128(R10)(R9*1), K3, Z15
 	VFMADD231PS Z29, Z15, Z14
 	VMOVUPS Z14, K3, 128(R10)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m5v3_next
 sgemmNK512m5v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -4902,11 +5100,21 @@ sgemmNK512m5v3_beta0:
 	VMOVUPS Z13, K2, 64(R10)(R9*1)
 	VMULPS Z28, Z14, Z14
 	VMOVUPS Z14, K3, 128(R10)(R9*1)
+sgemmNK512m5v3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $20, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m5v3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m5v4(SB), NOSPLIT, $0-64
+// func sgemmNK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m5v4(SB), NOSPLIT, $0-80
+sgemmNK512m5v4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -5344,8 +5552,7 @@ sgemmNK512m5v4_store:
 	VMOVUPS.Z 192(R10)(R9*1), K4, Z20
 	VFMADD231PS Z29, Z20, Z19
 	VMOVUPS Z19, K4, 192(R10)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m5v4_next
 sgemmNK512m5v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -5387,11 +5594,21 @@ sgemmNK512m5v4_beta0:
 	VMOVUPS Z18, K3, 128(R10)(R9*1)
 	VMULPS Z28, Z19, Z19
 	VMOVUPS Z19, K4, 192(R10)(R9*1)
+sgemmNK512m5v4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $20, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m5v4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK256m5(SB), NOSPLIT, $0-64
+// func sgemmNK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK256m5(SB), NOSPLIT, $0-80
+sgemmNK256m5_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -5648,8 +5865,7 @@ sgemmNK256m5_store:
 	VMOVUPS 32(R10)(R9*1), Y10
 	VFMADD231PS Y15, Y10, Y9
 	VMOVUPS Y9, 32(R10)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmNK256m5_next
 sgemmNK256m5_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -5671,11 +5887,21 @@ sgemmNK256m5_beta0:
 	VMOVUPS Y8, 0(R10)(R9*1)
 	VMULPS Y14, Y9, Y9
 	VMOVUPS Y9, 32(R10)(R9*1)
+sgemmNK256m5_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $20, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK256m5_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m6v1(SB), NOSPLIT, $0-64
+// func sgemmNK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m6v1(SB), NOSPLIT, $0-80
+sgemmNK512m6v1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -5879,8 +6105,7 @@ sgemmNK512m6v1_store:
 	VMOVUPS.Z 0(R10)(R9*2), K1, Z6
 	VFMADD231PS Z29, Z6, Z5
 	VMOVUPS Z5, K1, 0(R10)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m6v1_next
 sgemmNK512m6v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -5894,11 +6119,21 @@ sgemmNK512m6v1_beta0:
 	VMOVUPS Z4, K1, 0(R10)(R9*1)
 	VMULPS Z28, Z5, Z5
 	VMOVUPS Z5, K1, 0(R10)(R9*2)
+sgemmNK512m6v1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $24, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m6v1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m6v2(SB), NOSPLIT, $0-64
+// func sgemmNK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m6v2(SB), NOSPLIT, $0-80
+sgemmNK512m6v2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -6203,8 +6438,7 @@ sgemmNK512m6v2_store:
 	VMOVUPS.Z 64(R10)(R9*2), K2, Z12
 	VFMADD231PS Z29, Z12, Z11
 	VMOVUPS Z11, K2, 64(R10)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m6v2_next
 sgemmNK512m6v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -6230,11 +6464,21 @@ sgemmNK512m6v2_beta0:
 	VMOVUPS Z10, K1, 0(R10)(R9*2)
 	VMULPS Z28, Z11, Z11
 	VMOVUPS Z11, K2, 64(R10)(R9*2)
+sgemmNK512m6v2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $24, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m6v2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m6v3(SB), NOSPLIT, $0-64
+// func sgemmNK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m6v3(SB), NOSPLIT, $0-80
+sgemmNK512m6v3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -6640,8 +6884,7 @@ sgemmNK512m6v3_store:
 	VMOVUPS.Z 128(R10)(R9*2), K3, Z18
 	VFMADD231PS Z29, Z18, Z17
 	VMOVUPS Z17, K3, 128(R10)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m6v3_next
 sgemmNK512m6v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -6679,11 +6922,21 @@ sgemmNK512m6v3_beta0:
 	VMOVUPS Z16, K2, 64(R10)(R9*2)
 	VMULPS Z28, Z17, Z17
 	VMOVUPS Z17, K3, 128(R10)(R9*2)
+sgemmNK512m6v3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $24, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m6v3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK512m6v4(SB), NOSPLIT, $0-64
+// func sgemmNK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK512m6v4(SB), NOSPLIT, $0-80
+sgemmNK512m6v4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -7190,8 +7443,7 @@ sgemmNK512m6v4_store:
 	VMOVUPS.Z 192(R10)(R9*2), K4, Z24
 	VFMADD231PS Z29, Z24, Z23
 	VMOVUPS Z23, K4, 192(R10)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmNK512m6v4_next
 sgemmNK512m6v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -7241,11 +7493,21 @@ sgemmNK512m6v4_beta0:
 	VMOVUPS Z22, K3, 128(R10)(R9*2)
 	VMULPS Z28, Z23, Z23
 	VMOVUPS Z23, K4, 192(R10)(R9*2)
+sgemmNK512m6v4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $24, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK512m6v4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmNK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmNK256m6(SB), NOSPLIT, $0-64
+// func sgemmNK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmNK256m6(SB), NOSPLIT, $0-80
+sgemmNK256m6_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -7540,8 +7802,7 @@ sgemmNK256m6_store:
 	VMOVUPS 32(R10)(R9*2), Y12
 	VFMADD231PS Y15, Y12, Y11
 	VMOVUPS Y11, 32(R10)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmNK256m6_next
 sgemmNK256m6_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -7567,11 +7828,21 @@ sgemmNK256m6_beta0:
 	VMOVUPS Y10, 0(R10)(R9*2)
 	VMULPS Y14, Y11, Y11
 	VMOVUPS Y11, 32(R10)(R9*2)
+sgemmNK256m6_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $24, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmNK256m6_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m1v1(SB), NOSPLIT, $0-64
+// func sgemmTK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m1v1(SB), NOSPLIT, $0-80
+sgemmTK512m1v1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -7656,16 +7927,25 @@ sgemmTK512m1v1_store:
 	VMOVUPS.Z 0(DX), K1, Z1
 	VFMADD231PS Z29, Z1, Z0
 	VMOVUPS Z0, K1, 0(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m1v1_next
 sgemmTK512m1v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
+sgemmTK512m1v1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $4, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m1v1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m1v2(SB), NOSPLIT, $0-64
+// func sgemmTK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m1v2(SB), NOSPLIT, $0-80
+sgemmTK512m1v2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -7776,18 +8056,27 @@ sgemmTK512m1v2_store:
 	VMOVUPS.Z 64(DX), K2, Z2
 	VFMADD231PS Z29, Z2, Z1
 	VMOVUPS Z1, K2, 64(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m1v2_next
 sgemmTK512m1v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
 	VMOVUPS Z1, K2, 64(DX)
+sgemmTK512m1v2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $4, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m1v2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m1v3(SB), NOSPLIT, $0-64
+// func sgemmTK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m1v3(SB), NOSPLIT, $0-80
+sgemmTK512m1v3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -7924,8 +8213,7 @@ sgemmTK512m1v3_store:
 	VMOVUPS.Z 128(DX), K3, Z3
 	VFMADD231PS Z29, Z3, Z2
 	VMOVUPS Z2, K3, 128(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m1v3_next
 sgemmTK512m1v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -7933,11 +8221,21 @@ sgemmTK512m1v3_beta0:
 	VMOVUPS Z1, K2, 64(DX)
 	VMULPS Z28, Z2, Z2
 	VMOVUPS Z2, K3, 128(DX)
+sgemmTK512m1v3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $4, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m1v3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m1v4(SB), NOSPLIT, $0-64
+// func sgemmTK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m1v4(SB), NOSPLIT, $0-80
+sgemmTK512m1v4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -8100,8 +8398,7 @@ sgemmTK512m1v4_store:
 	VMOVUPS.Z 192(DX), K4, Z4
 	VFMADD231PS Z29, Z4, Z3
 	VMOVUPS Z3, K4, 192(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m1v4_next
 sgemmTK512m1v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -8111,11 +8408,21 @@ sgemmTK512m1v4_beta0:
 	VMOVUPS Z2, K3, 128(DX)
 	VMULPS Z28, Z3, Z3
 	VMOVUPS Z3, K4, 192(DX)
+sgemmTK512m1v4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $4, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m1v4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK256m1(SB), NOSPLIT, $0-64
+// func sgemmTK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK256m1(SB), NOSPLIT, $0-80
+sgemmTK256m1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -8221,18 +8528,27 @@ sgemmTK256m1_store:
 	VMOVUPS 32(DX), Y2
 	VFMADD231PS Y15, Y2, Y1
 	VMOVUPS Y1, 32(DX)
-	VZEROUPPER
-	RET
+	JMP sgemmTK256m1_next
 sgemmTK256m1_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
 	VMULPS Y14, Y1, Y1
 	VMOVUPS Y1, 32(DX)
+sgemmTK256m1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $4, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK256m1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m2v1(SB), NOSPLIT, $0-64
+// func sgemmTK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m2v1(SB), NOSPLIT, $0-80
+sgemmTK512m2v1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -8341,18 +8657,27 @@ sgemmTK512m2v1_store:
 	VMOVUPS.Z 0(DX)(R9*1), K1, Z2
 	VFMADD231PS Z29, Z2, Z1
 	VMOVUPS Z1, K1, 0(DX)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m2v1_next
 sgemmTK512m2v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
 	VMULPS Z28, Z1, Z1
 	VMOVUPS Z1, K1, 0(DX)(R9*1)
+sgemmTK512m2v1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $8, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m2v1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m2v2(SB), NOSPLIT, $0-64
+// func sgemmTK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m2v2(SB), NOSPLIT, $0-80
+sgemmTK512m2v2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -8502,8 +8827,7 @@ sgemmTK512m2v2_store:
 	VMOVUPS.Z 64(DX)(R9*1), K2, Z4
 	VFMADD231PS Z29, Z4, Z3
 	VMOVUPS Z3, K2, 64(DX)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m2v2_next
 sgemmTK512m2v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -8513,11 +8837,21 @@ sgemmTK512m2v2_beta0:
 	VMOVUPS Z2, K1, 0(DX)(R9*1)
 	VMULPS Z28, Z3, Z3
 	VMOVUPS Z3, K2, 64(DX)(R9*1)
+sgemmTK512m2v2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $8, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m2v2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m2v3(SB), NOSPLIT, $0-64
+// func sgemmTK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m2v3(SB), NOSPLIT, $0-80
+sgemmTK512m2v3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -8708,8 +9042,7 @@ sgemmTK512m2v3_store:
 	VMOVUPS.Z 128(DX)(R9*1), K3, Z6
 	VFMADD231PS Z29, Z6, Z5
 	VMOVUPS Z5, K3, 128(DX)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m2v3_next
 sgemmTK512m2v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -8723,11 +9056,21 @@ sgemmTK512m2v3_beta0:
 	VMOVUPS Z4, K2, 64(DX)(R9*1)
 	VMULPS Z28, Z5, Z5
 	VMOVUPS Z5, K3, 128(DX)(R9*1)
+sgemmTK512m2v3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $8, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m2v3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m2v4(SB), NOSPLIT, $0-64
+// func sgemmTK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m2v4(SB), NOSPLIT, $0-80
+sgemmTK512m2v4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -8959,8 +9302,7 @@ sgemmTK512m2v4_store:
 	VMOVUPS.Z 192(DX)(R9*1), K4, Z8
 	VFMADD231PS Z29, Z8, Z7
 	VMOVUPS Z7, K4, 192(DX)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m2v4_next
 sgemmTK512m2v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -8978,11 +9320,21 @@ sgemmTK512m2v4_beta0:
 	VMOVUPS Z6, K3, 128(DX)(R9*1)
 	VMULPS Z28, Z7, Z7
 	VMOVUPS Z7, K4, 192(DX)(R9*1)
+sgemmTK512m2v4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $8, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m2v4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK256m2(SB), NOSPLIT, $0-64
+// func sgemmTK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK256m2(SB), NOSPLIT, $0-80
+sgemmTK256m2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -9126,8 +9478,7 @@ sgemmTK256m2_store:
 	VMOVUPS 32(DX)(R9*1), Y4
 	VFMADD231PS Y15, Y4, Y3
 	VMOVUPS Y3, 32(DX)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmTK256m2_next
 sgemmTK256m2_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -9137,11 +9488,21 @@ sgemmTK256m2_beta0:
 	VMOVUPS Y2, 0(DX)(R9*1)
 	VMULPS Y14, Y3, Y3
 	VMOVUPS Y3, 32(DX)(R9*1)
+sgemmTK256m2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $8, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK256m2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m3v1(SB), NOSPLIT, $0-64
+// func sgemmTK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m3v1(SB), NOSPLIT, $0-80
+sgemmTK512m3v1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -9274,8 +9635,7 @@ sgemmTK512m3v1_store:
 	VMOVUPS.Z 0(DX)(R9*2), K1, Z3
 	VFMADD231PS Z29, Z3, Z2
 	VMOVUPS Z2, K1, 0(DX)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m3v1_next
 sgemmTK512m3v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -9283,11 +9643,21 @@ sgemmTK512m3v1_beta0:
 	VMOVUPS Z1, K1, 0(DX)(R9*1)
 	VMULPS Z28, Z2, Z2
 	VMOVUPS Z2, K1, 0(DX)(R9*2)
+sgemmTK512m3v1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $12, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m3v1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m3v2(SB), NOSPLIT, $0-64
+// func sgemmTK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m3v2(SB), NOSPLIT, $0-80
+sgemmTK512m3v2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -9476,8 +9846,7 @@ sgemmTK512m3v2_store:
 	VMOVUPS.Z 64(DX)(R9*2), K2, Z6
 	VFMADD231PS Z29, Z6, Z5
 	VMOVUPS Z5, K2, 64(DX)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m3v2_next
 sgemmTK512m3v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -9491,11 +9860,21 @@ sgemmTK512m3v2_beta0:
 	VMOVUPS Z4, K1, 0(DX)(R9*2)
 	VMULPS Z28, Z5, Z5
 	VMOVUPS Z5, K2, 64(DX)(R9*2)
+sgemmTK512m3v2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $12, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m3v2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m3v3(SB), NOSPLIT, $0-64
+// func sgemmTK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m3v3(SB), NOSPLIT, $0-80
+sgemmTK512m3v3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -9740,8 +10119,7 @@ sgemmTK512m3v3_store:
 	VMOVUPS.Z 128(DX)(R9*2), K3, Z9
 	VFMADD231PS Z29, Z9, Z8
 	VMOVUPS Z8, K3, 128(DX)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m3v3_next
 sgemmTK512m3v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -9761,11 +10139,21 @@ sgemmTK512m3v3_beta0:
 	VMOVUPS Z7, K2, 64(DX)(R9*2)
 	VMULPS Z28, Z8, Z8
 	VMOVUPS Z8, K3, 128(DX)(R9*2)
+sgemmTK512m3v3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $12, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m3v3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m3v4(SB), NOSPLIT, $0-64
+// func sgemmTK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m3v4(SB), NOSPLIT, $0-80
+sgemmTK512m3v4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -10066,8 +10454,7 @@ sgemmTK512m3v4_store:
 	VMOVUPS.Z 192(DX)(R9*2), K4, Z12
 	VFMADD231PS Z29, Z12, Z11
 	VMOVUPS Z11, K4, 192(DX)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m3v4_next
 sgemmTK512m3v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -10093,11 +10480,21 @@ sgemmTK512m3v4_beta0:
 	VMOVUPS Z10, K3, 128(DX)(R9*2)
 	VMULPS Z28, Z11, Z11
 	VMOVUPS Z11, K4, 192(DX)(R9*2)
+sgemmTK512m3v4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $12, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m3v4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK256m3(SB), NOSPLIT, $0-64
+// func sgemmTK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK256m3(SB), NOSPLIT, $0-80
+sgemmTK256m3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -10279,8 +10676,7 @@ sgemmTK256m3_store:
 	VMOVUPS 32(DX)(R9*2), Y6
 	VFMADD231PS Y15, Y6, Y5
 	VMOVUPS Y5, 32(DX)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmTK256m3_next
 sgemmTK256m3_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -10294,11 +10690,21 @@ sgemmTK256m3_beta0:
 	VMOVUPS Y4, 0(DX)(R9*2)
 	VMULPS Y14, Y5, Y5
 	VMOVUPS Y5, 32(DX)(R9*2)
+sgemmTK256m3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $12, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK256m3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m4v1(SB), NOSPLIT, $0-64
+// func sgemmTK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m4v1(SB), NOSPLIT, $0-80
+sgemmTK512m4v1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -10457,8 +10863,7 @@ sgemmTK512m4v1_store:
 	VMOVUPS.Z 0(R10), K1, Z4
 	VFMADD231PS Z29, Z4, Z3
 	VMOVUPS Z3, K1, 0(R10)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m4v1_next
 sgemmTK512m4v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -10468,11 +10873,21 @@ sgemmTK512m4v1_beta0:
 	VMOVUPS Z2, K1, 0(DX)(R9*2)
 	VMULPS Z28, Z3, Z3
 	VMOVUPS Z3, K1, 0(R10)
+sgemmTK512m4v1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $16, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m4v1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m4v2(SB), NOSPLIT, $0-64
+// func sgemmTK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m4v2(SB), NOSPLIT, $0-80
+sgemmTK512m4v2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -10702,8 +11117,7 @@ sgemmTK512m4v2_store:
 	VMOVUPS.Z 64(R10), K2, Z8
 	VFMADD231PS Z29, Z8, Z7
 	VMOVUPS Z7, K2, 64(R10)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m4v2_next
 sgemmTK512m4v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -10721,11 +11135,21 @@ sgemmTK512m4v2_beta0:
 	VMOVUPS Z6, K1, 0(R10)
 	VMULPS Z28, Z7, Z7
 	VMOVUPS Z7, K2, 64(R10)
+sgemmTK512m4v2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $16, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m4v2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m4v3(SB), NOSPLIT, $0-64
+// func sgemmTK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m4v3(SB), NOSPLIT, $0-80
+sgemmTK512m4v3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -11026,8 +11450,7 @@ sgemmTK512m4v3_store:
 	VMOVUPS.Z 128(R10), K3, Z12
 	VFMADD231PS Z29, Z12, Z11
 	VMOVUPS Z11, K3, 128(R10)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m4v3_next
 sgemmTK512m4v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -11053,11 +11476,21 @@ sgemmTK512m4v3_beta0:
 	VMOVUPS Z10, K2, 64(R10)
 	VMULPS Z28, Z11, Z11
 	VMOVUPS Z11, K3, 128(R10)
+sgemmTK512m4v3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $16, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m4v3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m4v4(SB), NOSPLIT, $0-64
+// func sgemmTK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m4v4(SB), NOSPLIT, $0-80
+sgemmTK512m4v4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -11429,8 +11862,7 @@ sgemmTK512m4v4_store:
 	VMOVUPS.Z 192(R10), K4, Z16
 	VFMADD231PS Z29, Z16, Z15
 	VMOVUPS Z15, K4, 192(R10)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m4v4_next
 sgemmTK512m4v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -11464,11 +11896,21 @@ sgemmTK512m4v4_beta0:
 	VMOVUPS Z14, K3, 128(R10)
 	VMULPS Z28, Z15, Z15
 	VMOVUPS Z15, K4, 192(R10)
+sgemmTK512m4v4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $16, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m4v4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK256m4(SB), NOSPLIT, $0-64
+// func sgemmTK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK256m4(SB), NOSPLIT, $0-80
+sgemmTK256m4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -11690,8 +12132,7 @@ sgemmTK256m4_store:
 	VMOVUPS 32(R10), Y8
 	VFMADD231PS Y15, Y8, Y7
 	VMOVUPS Y7, 32(R10)
-	VZEROUPPER
-	RET
+	JMP sgemmTK256m4_next
 sgemmTK256m4_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -11709,11 +12150,21 @@ sgemmTK256m4_beta0:
 	VMOVUPS Y6, 0(R10)
 	VMULPS Y14, Y7, Y7
 	VMOVUPS Y7, 32(R10)
+sgemmTK256m4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $16, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK256m4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m5v1(SB), NOSPLIT, $0-64
+// func sgemmTK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m5v1(SB), NOSPLIT, $0-80
+sgemmTK512m5v1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -11896,8 +12347,7 @@ sgemmTK512m5v1_store:
 	VMOVUPS.Z 0(R10)(R9*1), K1, Z5
 	VFMADD231PS Z29, Z5, Z4
 	VMOVUPS Z4, K1, 0(R10)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m5v1_next
 sgemmTK512m5v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -11909,11 +12359,21 @@ sgemmTK512m5v1_beta0:
 	VMOVUPS Z3, K1, 0(R10)
 	VMULPS Z28, Z4, Z4
 	VMOVUPS Z4, K1, 0(R10)(R9*1)
+sgemmTK512m5v1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $20, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m5v1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m5v2(SB), NOSPLIT, $0-64
+// func sgemmTK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m5v2(SB), NOSPLIT, $0-80
+sgemmTK512m5v2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -12182,8 +12642,7 @@ sgemmTK512m5v2_store:
 	VMOVUPS.Z 64(R10)(R9*1), K2, Z10
 	VFMADD231PS Z29, Z10, Z9
 	VMOVUPS Z9, K2, 64(R10)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m5v2_next
 sgemmTK512m5v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -12205,11 +12664,21 @@ sgemmTK512m5v2_beta0:
 	VMOVUPS Z8, K1, 0(R10)(R9*1)
 	VMULPS Z28, Z9, Z9
 	VMOVUPS Z9, K2, 64(R10)(R9*1)
+sgemmTK512m5v2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $20, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m5v2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m5v3(SB), NOSPLIT, $0-64
+// func sgemmTK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m5v3(SB), NOSPLIT, $0-80
+sgemmTK512m5v3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -12564,8 +13033,7 @@ sgemmTK512m5v3_store:
 	VMOVUPS.Z 128(R10)(R9*1), K3, Z15
 	VFMADD231PS Z29, Z15, Z14
 	VMOVUPS Z14, K3, 128(R10)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m5v3_next
 sgemmTK512m5v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -12597,11 +13065,21 @@ sgemmTK512m5v3_beta0:
 	VMOVUPS Z13, K2, 64(R10)(R9*1)
 	VMULPS Z28, Z14, Z14
 	VMOVUPS Z14, K3, 128(R10)(R9*1)
+sgemmTK512m5v3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $20, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m5v3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m5v4(SB), NOSPLIT, $0-64
+// func sgemmTK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m5v4(SB), NOSPLIT, $0-80
+sgemmTK512m5v4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -13042,8 +13520,7 @@ sgemmTK512m5v4_store:
 	VMOVUPS.Z 192(R10)(R9*1), K4, Z20
 	VFMADD231PS Z29, Z20, Z19
 	VMOVUPS Z19, K4, 192(R10)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m5v4_next
 sgemmTK512m5v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -13085,11 +13562,21 @@ sgemmTK512m5v4_beta0:
 	VMOVUPS Z18, K3, 128(R10)(R9*1)
 	VMULPS Z28, Z19, Z19
 	VMOVUPS Z19, K4, 192(R10)(R9*1)
+sgemmTK512m5v4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $20, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m5v4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK256m5(SB), NOSPLIT, $0-64
+// func sgemmTK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK256m5(SB), NOSPLIT, $0-80
+sgemmTK256m5_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -13349,8 +13836,7 @@ sgemmTK256m5_store:
 	VMOVUPS 32(R10)(R9*1), Y10
 	VFMADD231PS Y15, Y10, Y9
 	VMOVUPS Y9, 32(R10)(R9*1)
-	VZEROUPPER
-	RET
+	JMP sgemmTK256m5_next
 sgemmTK256m5_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -13372,11 +13858,21 @@ sgemmTK256m5_beta0:
 	VMOVUPS Y8, 0(R10)(R9*1)
 	VMULPS Y14, Y9, Y9
 	VMOVUPS Y9, 32(R10)(R9*1)
+sgemmTK256m5_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $20, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK256m5_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m6v1(SB), NOSPLIT, $0-64
+// func sgemmTK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m6v1(SB), NOSPLIT, $0-80
+sgemmTK512m6v1_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -13583,8 +14079,7 @@ sgemmTK512m6v1_store:
 	VMOVUPS.Z 0(R10)(R9*2), K1, Z6
 	VFMADD231PS Z29, Z6, Z5
 	VMOVUPS Z5, K1, 0(R10)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m6v1_next
 sgemmTK512m6v1_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -13598,11 +14093,21 @@ sgemmTK512m6v1_beta0:
 	VMOVUPS Z4, K1, 0(R10)(R9*1)
 	VMULPS Z28, Z5, Z5
 	VMOVUPS Z5, K1, 0(R10)(R9*2)
+sgemmTK512m6v1_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $24, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m6v1_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m6v2(SB), NOSPLIT, $0-64
+// func sgemmTK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m6v2(SB), NOSPLIT, $0-80
+sgemmTK512m6v2_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -13910,8 +14415,7 @@ sgemmTK512m6v2_store:
 	VMOVUPS.Z 64(R10)(R9*2), K2, Z12
 	VFMADD231PS Z29, Z12, Z11
 	VMOVUPS Z11, K2, 64(R10)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m6v2_next
 sgemmTK512m6v2_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -13937,11 +14441,21 @@ sgemmTK512m6v2_beta0:
 	VMOVUPS Z10, K1, 0(R10)(R9*2)
 	VMULPS Z28, Z11, Z11
 	VMOVUPS Z11, K2, 64(R10)(R9*2)
+sgemmTK512m6v2_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $24, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m6v2_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m6v3(SB), NOSPLIT, $0-64
+// func sgemmTK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m6v3(SB), NOSPLIT, $0-80
+sgemmTK512m6v3_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -14350,8 +14864,7 @@ sgemmTK512m6v3_store:
 	VMOVUPS.Z 128(R10)(R9*2), K3, Z18
 	VFMADD231PS Z29, Z18, Z17
 	VMOVUPS Z17, K3, 128(R10)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m6v3_next
 sgemmTK512m6v3_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -14389,11 +14902,21 @@ sgemmTK512m6v3_beta0:
 	VMOVUPS Z16, K2, 64(R10)(R9*2)
 	VMULPS Z28, Z17, Z17
 	VMOVUPS Z17, K3, 128(R10)(R9*2)
+sgemmTK512m6v3_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $24, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m6v3_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK512m6v4(SB), NOSPLIT, $0-64
+// func sgemmTK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK512m6v4(SB), NOSPLIT, $0-80
+sgemmTK512m6v4_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -14903,8 +15426,7 @@ sgemmTK512m6v4_store:
 	VMOVUPS.Z 192(R10)(R9*2), K4, Z24
 	VFMADD231PS Z29, Z24, Z23
 	VMOVUPS Z23, K4, 192(R10)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmTK512m6v4_next
 sgemmTK512m6v4_beta0:
 	VMULPS Z28, Z0, Z0
 	VMOVUPS Z0, K1, 0(DX)
@@ -14954,11 +15476,21 @@ sgemmTK512m6v4_beta0:
 	VMOVUPS Z22, K3, 128(R10)(R9*2)
 	VMULPS Z28, Z23, Z23
 	VMOVUPS Z23, K4, 192(R10)(R9*2)
+sgemmTK512m6v4_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $24, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK512m6v4_tile
 	VZEROUPPER
 	RET
 
-// func sgemmTK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64)
-TEXT ·sgemmTK256m6(SB), NOSPLIT, $0-64
+// func sgemmTK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+TEXT ·sgemmTK256m6(SB), NOSPLIT, $0-80
+sgemmTK256m6_tile:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R8
@@ -15256,8 +15788,7 @@ sgemmTK256m6_store:
 	VMOVUPS 32(R10)(R9*2), Y12
 	VFMADD231PS Y15, Y12, Y11
 	VMOVUPS Y11, 32(R10)(R9*2)
-	VZEROUPPER
-	RET
+	JMP sgemmTK256m6_next
 sgemmTK256m6_beta0:
 	VMULPS Y14, Y0, Y0
 	VMOVUPS Y0, 0(DX)
@@ -15283,5 +15814,14 @@ sgemmTK256m6_beta0:
 	VMOVUPS Y10, 0(R10)(R9*2)
 	VMULPS Y14, Y11, Y11
 	VMOVUPS Y11, 32(R10)(R9*2)
+sgemmTK256m6_next:
+	MOVQ astride+72(FP), SI
+	SHLQ $2, SI
+	ADDQ SI, a+8(FP)
+	MOVQ ldc+40(FP), SI
+	IMULQ $24, SI
+	ADDQ SI, c+32(FP)
+	DECQ tiles+64(FP)
+	JNE sgemmTK256m6_tile
 	VZEROUPPER
 	RET

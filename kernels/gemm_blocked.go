@@ -9,7 +9,8 @@ package kernels
 //	    kernels read a transposed A by columns; the Go path packs it) and
 //	    stays in L2.
 //	jr: one panel of nr columns; its kc×nr packed block stays in L1.
-//	ir: MR rows; the micro-kernel updates an MR×nr tile of C.
+//	ir: MR rows; the micro-kernel updates an MR×nr tile of C (the
+//	    assembly kernels run this loop themselves).
 //
 // beta is applied at the first pc block; later blocks accumulate (beta=1).
 
@@ -76,10 +77,7 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 					ao, rs = pc*lda+ic, 1
 				}
 				for jr := 0; jr < ncb; jr += nr {
-					cols := min(nr, ncb-jr)
-					for ir := 0; ir < mcb; ir += gemmMR {
-						gemmTile(w, p, transA && !packA, min(gemmMR, mcb-ir), cols, kcb, as, ao+ir*rs, al, bp[jr*kcb:], c, (ic+ir)*ldc+jc+jr, ldc, alpha, be)
-					}
+					gemmTiles(w, p, transA && !packA, mcb, min(nr, ncb-jr), kcb, as, ao, al, rs, bp[jr*kcb:], c, ic*ldc+jc+jr, ldc, alpha, be)
 				}
 			}
 		}

@@ -6,10 +6,13 @@ package kernels
 // packed op(A).
 func gemmTransKernels(p Path) bool { return false }
 
-// gemmTile runs the pure-Go micro-kernel: other platforms have no assembly
-// path (see tileGo for the contract; ta is always false).
-func gemmTile(w *gemmWork, p Path, ta bool, mr, cols, kc int, a []float32, ao, lda int, bp []float32, c []float32, co, ldc int, alpha, beta float32) {
-	tileGo(w, mr, cols, kc, a, ao, lda, bp, c, co, ldc, alpha, beta)
+// gemmTiles runs the pure-Go micro-kernel down one column panel (other
+// platforms have no assembly path; ta is always false). See the amd64
+// version for the arguments.
+func gemmTiles(w *gemmWork, p Path, ta bool, mc, cols, kc int, a []float32, ao, lda, rs int, bp []float32, c []float32, co, ldc int, alpha, beta float32) {
+	for ir := 0; ir < mc; ir += gemmMR {
+		tileGo(w, min(gemmMR, mc-ir), cols, kc, a, ao+ir*rs, lda, bp, c, co+ir*ldc, ldc, alpha, beta)
+	}
 }
 
 // packBT packs nothing: the caller packs op(B) = Bᵀ in Go.
