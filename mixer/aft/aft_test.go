@@ -233,3 +233,57 @@ func TestConfigErrors(t *testing.T) {
 		t.Error("unknown AFT kind accepted")
 	}
 }
+
+// TestFloat32ExtremeFinite feeds float32 layers biases of ±80 and keys
+// spanning ±40 (exp would overflow float32 without the shifts) and checks
+// that outputs and gradients stay finite, with and without padding.
+func TestFloat32ExtremeFinite(t *testing.T) {
+	for _, causal := range []bool{false, true} {
+		for _, kc := range kinds(causal) {
+			a, err := New[float32](kc.kind.Name, cfg(kc.kind.Name, 6, 2, 100, causal, kc.opts))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w, g [][]float32
+			for i, s := range a.Params() {
+				v := make([]float32, s.Size())
+				for j := range v {
+					switch {
+					case i == 8 && j%3 == 0:
+						v[j] = 80
+					case i == 8:
+						v[j] = -80
+					case i == 2: // k.weight: large keys
+						v[j] = float32(10 * math.Sin(float64(j)))
+					default:
+						v[j] = float32(0.3 * math.Cos(float64(j)))
+					}
+				}
+				w, g = append(w, v), append(g, make([]float32, s.Size()))
+			}
+			a.Bind(w, g)
+			B, T := 2, 90
+			x := make([]float32, B*T*6)
+			for i := range x {
+				x[i] = float32(math.Sin(float64(i) * 0.7))
+			}
+			pad := make([]bool, B*T)
+			for i := 0; i < 20; i++ {
+				pad[T+i] = true
+			}
+			p := mixer.Pass{B: B, T: T, Pad: pad}
+			out, dx := make([]float32, len(x)), make([]float32, len(x))
+			act := make([]float32, a.ActSize(B, T))
+			scr := make([]float32, a.ScratchSize(B, T))
+			a.Forward(out, act, scr, x, p)
+			a.Backward(dx, scr, out, act, x, p)
+			for _, v := range [][]float32{out, dx, g[2], g[len(g)-1]} {
+				for i, f := range v {
+					if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+						t.Fatalf("%s causal=%v: non-finite value %v at %d", kc.kind.Name, causal, f, i)
+					}
+				}
+			}
+		}
+	}
+}
