@@ -5,10 +5,10 @@ package kernels
 //
 //	jc: nc columns of C; pc: kc of the k dimension. Pack op(B)[pc:pc+kc,
 //	    jc:jc+nc] into panels of nr columns (the block stays in L2).
-//	ic: mc rows; op(A)[ic:ic+mc, pc:pc+kc] is read in place (the assembly
-//	    kernels read a transposed A by columns; the Go path packs it) and
-//	    stays in L2.
-//	jr: one panel of nr columns; its kc×nr packed block stays in L1.
+//	ic: mc rows; op(A)[ic:ic+mc, pc:pc+kc] stays in L2. It is read in
+//	    place, except that a transposed A is packed (row-major for the Go
+//	    kernel, into 6-wide column micro-panels for wide products).
+//	jr: one panel of nr columns of the packed B.
 //	ir: MR rows; the micro-kernel updates an MR×nr tile of C (the
 //	    assembly kernels run this loop themselves).
 //
