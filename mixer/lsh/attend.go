@@ -104,7 +104,7 @@ func (w *work[F]) scores(r int, c chunk) {
 	for a, i := range ko {
 		row := w.s[a*nk : (a+1)*nk]
 		selfOK := w.other[i] == 0
-		w.mask(row[:np], kp, i, selfOK)
+		w.mask(row[:np], kp, c.b0, i, c.a0+a, selfOK)
 		own, keys := row[np:], ko
 		if m.causal {
 			// The chunk's tokens are in position order: the keys after
@@ -114,18 +114,18 @@ func (w *work[F]) scores(r int, c chunk) {
 			}
 			own, keys = own[:a+1], keys[:a+1]
 		}
-		w.mask(own, keys, i, selfOK)
+		w.mask(own, keys, c.a0, i, c.a0+a, selfOK)
 	}
 }
 
-// mask finishes the logits row of query i against keys: −Inf for excluded
-// pairs (a future key, or i itself when it has other keys), minus log N_ij
-// otherwise.
-func (w *work[F]) mask(row []F, keys []int32, i int32, selfOK bool) {
+// mask finishes the logits row of query i (sorted row qa) against keys
+// (sorted rows from ka on): −Inf for excluded pairs (a future key, or i
+// itself when it has other keys), minus log N_ij otherwise.
+func (w *work[F]) mask(row []F, keys []int32, ka int, i int32, qa int, selfOK bool) {
 	m := w.m
-	R := int32(m.nHashes)
-	ci := w.chunkOf[i*R : (i+1)*R]
-	pi := w.prevOf[i*R : (i+1)*R]
+	R := m.nHashes
+	ci := w.sigC[qa*R : (qa+1)*R]
+	pi := w.sigP[qa*R : (qa+1)*R]
 	for col, j := range keys {
 		if (m.causal && j > i) || (j == i && !selfOK) {
 			row[col] = F(math.Inf(-1))
@@ -135,7 +135,7 @@ func (w *work[F]) mask(row []F, keys []int32, i int32, selfOK bool) {
 			// N_ij, the number of rounds in which key j is in query i's
 			// window (Reformer eq. 7): at least 1, this round.
 			n := 0
-			for r, c := range w.chunkOf[j*R : (j+1)*R] {
+			for r, c := range w.sigC[(ka+col)*R : (ka+col+1)*R] {
 				if c == ci[r] || c == pi[r] {
 					n++
 				}
@@ -158,6 +158,14 @@ func (w *work[F]) gatherRound(r int, qk, v []F, b, h int, dst, src []F) []int32 
 	gather(w.vs, v, ord, off, D, dh)
 	if dst != nil {
 		gather(dst, src, ord, off, D, dh)
+	}
+	if R := m.nHashes; R > 1 {
+		// Every round's chunk and previous chunk of each row, so that
+		// N_ij reads consecutive rows.
+		for a, t := range ord {
+			copy(w.sigC[a*R:(a+1)*R], w.chunkOf[int(t)*R:(int(t)+1)*R])
+			copy(w.sigP[a*R:(a+1)*R], w.prevOf[int(t)*R:(int(t)+1)*R])
+		}
 	}
 	return ord
 }

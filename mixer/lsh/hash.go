@@ -31,6 +31,8 @@ type work[F kernels.Float] struct {
 	other   []int32 // [T] 1 if token t has a key other than itself in some round
 	bucket  []int32 // [T] this round's buckets (−1: padding)
 	count   []int32 // [NB+1] counting-sort cursors
+	sigC    []int32 // [T,R] chunkOf of the current round's sorted rows
+	sigP    []int32 // [T,R] prevOf of the current round's sorted rows
 
 	rot  []F // [dh, NB/2] random rotation
 	proj []F // [hashRows, NB/2]
@@ -90,6 +92,8 @@ func (m *LSH[F]) carve(buf []F, t int) work[F] {
 	w.other = a.ints(t)
 	w.bucket = a.ints(t)
 	w.count = a.ints(w.nb + 1)
+	w.sigC = a.ints(t * R)
+	w.sigP = a.ints(t * R)
 	w.rot = a.take(dh * half)
 	w.proj = a.take(min(hashRows, t) * half)
 	w.k = a.take(t * dh)
