@@ -30,8 +30,11 @@
 // blocks. A block's rows and columns are arithmetic progressions of
 // positions, so the Sparse Transformer's strided keys (i, i−l, i−2l, …) are a
 // dense block in permuted order (OpenAI's transpose trick) read with row
-// stride l·D, without gathering. Partial blocks carry a bit mask. The work is
-// therefore proportional to the number of visited pairs times Dh, not T².
+// stride l·D, without gathering. Keys may also index a layout's Gather list
+// (the fixed pattern's summary positions), read from compact gathered copies.
+// Score GEMMs read keys from per-head transposed copies of k and v (see
+// transpose.go). Partial blocks carry a bit mask. The work is therefore
+// proportional to the number of visited pairs times Dh, not T².
 //
 // Shapes: B batch, T time, D channels, H heads, Dh = D/H; head h is the
 // contiguous channel group [h·Dh, (h+1)·Dh).

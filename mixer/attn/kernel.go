@@ -63,11 +63,11 @@ func sortUnits(us []unit) {
 // forward computes the attention of every head over its layout:
 // o = softmax(scale·q·kᵀ over allowed keys)·v, written into o [B,T,D], and
 // the per-row log-sum-exp into lse [B,H,T] (+Inf for a row with no allowed
-// key, whose output is 0). l [B,H,T] is scratch for the running row sums,
-// kt scratch for the per-head transposes of k (see transpose.go); work holds
-// nw worker tiles of workerSize(tiles) each. Keys j with p.Pad[b·T+j] are
-// excluded.
-func forward[F kernels.Float](o, lse, l []F, kt tcopy[F], work []F, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
+// key, whose output is 0). l [B,H,T] is scratch for the running row sums;
+// ks holds k, v and the scratch for their transposed and gathered copies;
+// work holds nw worker tiles of workerSize(tiles) each. Keys j with
+// p.Pad[b·T+j] are excluded.
+func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
 	B, T, D, H := d.B, d.T, d.D, d.H
 	pclear(o[:B*T*D])
 	ninf := F(math.Inf(-1))
@@ -75,7 +75,8 @@ func forward[F kernels.Float](o, lse, l []F, kt tcopy[F], work []F, q, k, v []F,
 		lse[i] = ninf // running max m
 	}
 	clear(l[:B*H*T])
-	kt.fill(k, d, lay)
+	ks.kt.fill(ks.k, d, lay)
+	ks.g.fill(ks.k, ks.v, d, lay)
 	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws
 	if nw < 1 {
@@ -106,9 +107,9 @@ func forward[F kernels.Float](o, lse, l []F, kt tcopy[F], work []F, q, k, v []F,
 			for bi := range gr.Blocks {
 				blk := &gr.Blocks[bi]
 				if blk.Diag {
-					fwdDiag(o, lse, l, q, k, v, blk, d, p, un.b, un.h)
+					fwdDiag(o, lse, l, q, ks.k, ks.v, blk, d, p, un.b, un.h)
 				} else {
-					fwdBlock(o, lse, l, s, q, k, kt, v, blk, d, p, un.b, un.h)
+					fwdBlock(o, lse, l, s, q, ks, lay[un.h].Gather, blk, d, p, un.b, un.h)
 				}
 			}
 		})
@@ -136,8 +137,9 @@ func forward[F kernels.Float](o, lse, l []F, kt tcopy[F], work []F, q, k, v []F,
 }
 
 // maskScores sets the disallowed entries of the nq×nk score tile s to −Inf:
-// pairs outside blk's mask and keys that are padding.
-func maskScores[F kernels.Float](s []F, blk *Block, d dims, p mixer.Pass, b int) {
+// pairs outside blk's mask and keys that are padding (gl is the layout's
+// Gather list, for gathered blocks).
+func maskScores[F kernels.Float](s []F, blk *Block, gl []int, d dims, p mixer.Pass, b int) {
 	nq, nk := blk.NQ, blk.NK
 	ninf := F(math.Inf(-1))
 	if blk.Mask != nil {
@@ -155,7 +157,11 @@ func maskScores[F kernels.Float](s []F, blk *Block, d dims, p mixer.Pass, b int)
 	if p.Pad != nil {
 		pad := p.Pad[b*d.T : (b+1)*d.T]
 		for c := 0; c < nk; c++ {
-			if pad[blk.K0+c*blk.KS] {
+			j := blk.K0 + c*blk.KS
+			if blk.Gathered {
+				j = gl[j]
+			}
+			if pad[j] {
 				for a := 0; a < nq; a++ {
 					s[a*nk+c] = ninf
 				}
@@ -164,14 +170,13 @@ func maskScores[F kernels.Float](s []F, blk *Block, d dims, p mixer.Pass, b int)
 	}
 }
 
-func fwdBlock[F kernels.Float](o, m, l, s []F, q, k []F, kt tcopy[F], v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
+func fwdBlock[F kernels.Float](o, m, l, s []F, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h int) {
 	T, D, Dh := d.T, d.D, d.Dh
 	nq, nk := blk.NQ, blk.NK
 	s = s[:nq*nk]
 	qoff := (b*T+blk.Q0)*D + h*Dh
-	koff := (b*T+blk.K0)*D + h*Dh
-	keyProduct(s, F(d.scale), q[qoff:], blk.QS*D, k, kt, blk, d, b, h)
-	maskScores(s, blk, d, p, b)
+	ks.scores(s, F(d.scale), q[qoff:], blk.QS*D, false, blk, d, b, h)
+	maskScores(s, blk, gl, d, p, b)
 	ninf := F(math.Inf(-1))
 	for a := 0; a < nq; a++ {
 		row := s[a*nk : (a+1)*nk]
@@ -196,7 +201,8 @@ func fwdBlock[F kernels.Float](o, m, l, s []F, q, k []F, kt tcopy[F], v []F, blk
 		}
 		l[si] += sum
 	}
-	kernels.GemmST(false, false, nq, Dh, nk, 1, s, nk, v[koff:], blk.KS*D, 1, o[qoff:], blk.QS*D)
+	vr, lv := ks.rows(ks.v, ks.g.v, blk, d, b, h)
+	kernels.GemmST(false, false, nq, Dh, nk, 1, s, nk, vr, lv, 1, o[qoff:], blk.QS*D)
 }
 
 func fwdDiag[F kernels.Float](o, m, l []F, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
@@ -226,11 +232,11 @@ func fwdDiag[F kernels.Float](o, m, l []F, q, k, v []F, blk *Block, d dims, p mi
 
 // backward accumulates dq, dk, dv [B,T,D] given do [B,T,D] (the gradient of
 // forward's o), the forward's o and lse, and the same q, k, v, layouts and
-// pass. drow [B,H,T] is scratch for rowsum(do ⊙ o), kt and vt for the
-// per-head transposes of k and v. It recomputes every score
+// pass (ks also holds dk, dv and the scratch for the transposed and gathered
+// copies). drow [B,H,T] is scratch for rowsum(do ⊙ o). It recomputes every score
 // tile (FlashAttention-2): P = exp(S − lse), dS = P ⊙ (dP − rowsum(dO ⊙ O)).
 // Work is split over (batch, head): each unit owns its head's dq, dk, dv.
-func backward[F kernels.Float](dq, dk, dv, drow []F, kt, vt tcopy[F], work []F, do, o, lse, q, k, v []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
+func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse, q []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
 	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
 	parallel.For(B*T, 64, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -240,8 +246,9 @@ func backward[F kernels.Float](dq, dk, dv, drow []F, kt, vt tcopy[F], work []F, 
 			}
 		}
 	})
-	kt.fill(k, d, lay)
-	vt.fill(v, d, lay)
+	ks.kt.fill(ks.k, d, lay)
+	ks.vt.fill(ks.v, d, lay)
+	ks.g.fill(ks.k, ks.v, d, lay)
 	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws
 	if nw < 1 {
@@ -258,38 +265,47 @@ func backward[F kernels.Float](dq, dk, dv, drow []F, kt, vt tcopy[F], work []F, 
 		un := us[u]
 		s := work[w*ws : w*ws+tn]
 		dp := work[w*ws+tn : w*ws+2*tn]
+		gl := lay[un.h].Gather
+		if gl != nil {
+			ks.g.clearGrads(d, un.b, un.h)
+		}
 		for _, ph := range lay[un.h].Phases {
 			for _, gr := range ph.Groups {
 				for bi := range gr.Blocks {
 					blk := &gr.Blocks[bi]
 					if blk.Diag {
-						bwdDiag(dq, dk, dv, drow, do, lse, q, k, v, blk, d, p, un.b, un.h)
+						bwdDiag(dq, ks.dk, ks.dv, drow, do, lse, q, ks.k, ks.v, blk, d, p, un.b, un.h)
 					} else {
-						bwdBlock(dq, dk, dv, s, dp, drow, do, lse, q, k, v, kt, vt, blk, d, p, un.b, un.h)
+						bwdBlock(dq, s, dp, drow, do, lse, q, ks, gl, blk, d, p, un.b, un.h)
 					}
 				}
 			}
 		}
+		if gl != nil {
+			ks.g.scatter(ks.dk, ks.dv, gl, d, un.b, un.h)
+		}
 	})
 }
 
-func bwdBlock[F kernels.Float](dq, dk, dv, s, dp, drow, do, lse, q, k, v []F, kt, vt tcopy[F], blk *Block, d dims, p mixer.Pass, b, h int) {
+func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h int) {
 	T, D, Dh := d.T, d.D, d.Dh
 	nq, nk := blk.NQ, blk.NK
 	s, dp = s[:nq*nk], dp[:nq*nk]
 	qoff := (b*T+blk.Q0)*D + h*Dh
-	koff := (b*T+blk.K0)*D + h*Dh
-	lq, lk := blk.QS*D, blk.KS*D
+	lq := blk.QS * D
 	sc := F(d.scale)
-	keyProduct(s, sc, q[qoff:], lq, k, kt, blk, d, b, h)
-	maskScores(s, blk, d, p, b)
+	kr, lk := ks.rows(ks.k, ks.g.k, blk, d, b, h)
+	dkr, _ := ks.rows(ks.dk, ks.g.dk, blk, d, b, h)
+	dvr, _ := ks.rows(ks.dv, ks.g.dv, blk, d, b, h)
+	ks.scores(s, sc, q[qoff:], lq, false, blk, d, b, h)
+	maskScores(s, blk, gl, d, p, b)
 	for a := 0; a < nq; a++ {
 		si := (b*d.H+h)*T + blk.Q0 + a*blk.QS
 		expSub(s[a*nk:(a+1)*nk], lse[si]) // P
 	}
 	// dP = dO·Vᵀ;  dV += Pᵀ·dO
-	keyProduct(dp, 1, do[qoff:], lq, v, vt, blk, d, b, h)
-	kernels.GemmST(true, false, nk, Dh, nq, 1, s, nk, do[qoff:], lq, 1, dv[koff:], lk)
+	ks.scores(dp, 1, do[qoff:], lq, true, blk, d, b, h)
+	kernels.GemmST(true, false, nk, Dh, nq, 1, s, nk, do[qoff:], lq, 1, dvr, lk)
 	// dS = P ⊙ (dP − D_i)
 	for a := 0; a < nq; a++ {
 		di := drow[(b*d.H+h)*T+blk.Q0+a*blk.QS]
@@ -299,8 +315,8 @@ func bwdBlock[F kernels.Float](dq, dk, dv, s, dp, drow, do, lse, q, k, v []F, kt
 		}
 	}
 	// dQ += scale·dS·K;  dK += scale·dSᵀ·Q
-	kernels.GemmST(false, false, nq, Dh, nk, sc, dp, nk, k[koff:], lk, 1, dq[qoff:], lq)
-	kernels.GemmST(true, false, nk, Dh, nq, sc, dp, nk, q[qoff:], lq, 1, dk[koff:], lk)
+	kernels.GemmST(false, false, nq, Dh, nk, sc, dp, nk, kr, lk, 1, dq[qoff:], lq)
+	kernels.GemmST(true, false, nk, Dh, nq, sc, dp, nk, q[qoff:], lq, 1, dkr, lk)
 }
 
 func bwdDiag[F kernels.Float](dq, dk, dv, drow, do, lse, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {

@@ -10,6 +10,10 @@ type Block struct {
 	K0, KS, NK int
 	// Diag marks a block whose only pairs are (Q0+a·QS, K0+a·KS); NQ == NK.
 	Diag bool
+	// Gathered marks a block whose key indices K0 + c·KS index the
+	// layout's Gather list rather than positions: the kernels read those
+	// keys from compact gathered copies.
+	Gathered bool
 	// Mask, when not nil, holds NQ×NK bits row-major (bit a·NK+c): the
 	// allowed pairs of a partial block. nil means every pair is allowed.
 	Mask []uint64
@@ -52,6 +56,8 @@ type Layout struct {
 	MaxNQ, MaxNK int
 	// Cost is Σ NQ·NK over all blocks: the number of scores computed.
 	Cost int
+	// Gather lists the key positions (ascending) that Gathered blocks index.
+	Gather []int
 	// Contig says some block has contiguous keys (KS = 1, not Diag), and
 	// Stride is the key stride of the blocks with KS > 1 (0 if none, −1 if
 	// they differ): the kernels then read that head's keys from transposed
@@ -69,13 +75,21 @@ func (l *Layout) Each(fn func(i, j int)) {
 				for a := 0; a < b.NQ; a++ {
 					for c := 0; c < b.NK; c++ {
 						if b.Allowed(a, c) {
-							fn(b.Q0+a*b.QS, b.K0+c*b.KS)
+							fn(b.Q0+a*b.QS, l.keyPos(b, c))
 						}
 					}
 				}
 			}
 		}
 	}
+}
+
+// keyPos is the position of key c of block b.
+func (l *Layout) keyPos(b *Block, c int) int {
+	if b.Gathered {
+		return l.Gather[b.K0+c*b.KS]
+	}
+	return b.K0 + c*b.KS
 }
 
 // Pairs returns the number of allowed pairs of l.
@@ -92,6 +106,17 @@ type Builder struct {
 
 // NewBuilder starts an empty layout for length T.
 func NewBuilder(T int) *Builder { return &Builder{l: &Layout{T: T}} }
+
+// SetGather sets the positions that Gathered blocks index (ascending). It
+// panics if a position is outside [0,T) or the list is not increasing.
+func (b *Builder) SetGather(g []int) {
+	for i, j := range g {
+		if j < 0 || j >= b.l.T || i > 0 && j <= g[i-1] {
+			panic("attn: gather list not increasing in [0,T)")
+		}
+	}
+	b.l.Gather = g
+}
 
 // Phase starts a new phase.
 func (b *Builder) Phase() { b.l.Phases = append(b.l.Phases, Phase{}) }
@@ -112,11 +137,15 @@ func (b *Builder) Add(blk Block, allow func(i, j int) bool) {
 		return
 	}
 	T := b.l.T
-	if blk.Q0 < 0 || blk.K0 < 0 || blk.Q0+(blk.NQ-1)*blk.QS >= T || blk.K0+(blk.NK-1)*blk.KS >= T {
-		panic("attn: block outside [0,T)")
+	nk := T
+	if blk.Gathered {
+		nk = len(b.l.Gather)
 	}
-	if blk.Diag && blk.NQ != blk.NK {
-		panic("attn: diagonal block not square")
+	if blk.Q0 < 0 || blk.K0 < 0 || blk.Q0+(blk.NQ-1)*blk.QS >= T || blk.K0+(blk.NK-1)*blk.KS >= nk {
+		panic("attn: block outside [0,T) or the gather list")
+	}
+	if blk.Diag && (blk.NQ != blk.NK || blk.Gathered) {
+		panic("attn: diagonal block not square or gathered")
 	}
 	if allow != nil && blk.Diag {
 		// Shrink a diagonal block to its allowed runs.
@@ -142,7 +171,7 @@ func (b *Builder) Add(blk Block, allow func(i, j int) bool) {
 		n := 0
 		for a := 0; a < blk.NQ; a++ {
 			for c := 0; c < blk.NK; c++ {
-				if allow(blk.Q0+a*blk.QS, blk.K0+c*blk.KS) {
+				if allow(blk.Q0+a*blk.QS, b.l.keyPos(&blk, c)) {
 					e := a*blk.NK + c
 					mask[e>>6] |= 1 << (e & 63)
 					n++
@@ -168,8 +197,8 @@ func (b *Builder) Add(blk Block, allow func(i, j int) bool) {
 	b.l.Cost += cost
 	b.l.MaxNQ = max(b.l.MaxNQ, blk.NQ)
 	b.l.MaxNK = max(b.l.MaxNK, blk.NK)
-	b.l.Contig = b.l.Contig || blk.KS == 1 && !blk.Diag
-	if blk.KS > 1 && !blk.Diag && blk.NK > 1 {
+	b.l.Contig = b.l.Contig || blk.KS == 1 && !blk.Diag && !blk.Gathered
+	if blk.KS > 1 && !blk.Diag && !blk.Gathered && blk.NK > 1 {
 		switch b.l.Stride {
 		case 0:
 			b.l.Stride = blk.KS

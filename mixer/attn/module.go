@@ -74,11 +74,38 @@ func (a *Attention[F]) Bind(w, g [][]F) { a.w, a.g = w, g }
 func (a *Attention[F]) ActSize(b, t int) int { return 4*b*t*a.D + b*a.H*t }
 
 // ScratchSize is dout·Wo, dq, dk, dv [B,T,D] each, the per-head transposed
-// copies of k and v (about B·T·D each, twice with a Stride), one [B,H,T]
-// vector and two score tiles per thread (parallel.Threads() at the time of
-// the call).
+// copies of k and v (about B·T·D each, twice with a Stride), the gathered
+// copies (see gather.go), one [B,H,T] vector and two score tiles per thread
+// (parallel.Threads() at the time of the call).
 func (a *Attention[F]) ScratchSize(b, t int) int {
-	return 4*b*t*a.D + 2*tcopySize(b, t, a.D, a.Stride) + b*a.H*t + parallel.Threads()*workerSize(a.Tiles)
+	return 4*b*t*a.D + 2*tcopySize(b, t, a.D, a.Stride) + gbufSize(b, a.H, a.Dh, a.gatherLen(t)) +
+		b*a.H*t + parallel.Threads()*workerSize(a.Tiles)
+}
+
+func (a *Attention[F]) gatherLen(t int) int {
+	if g, ok := a.Pat.(Gatherer); ok {
+		return g.GatherLen(t)
+	}
+	return 0
+}
+
+// split carves scratch into dout·Wo, dq [B,T,D], the key sources (with dk,
+// dv), the [B,H,T] vector and the worker tiles.
+func (a *Attention[F]) split(scratch, k, v []F, p mixer.Pass) (do, dq []F, ks *keySrc[F], vec, work []F) {
+	n := p.B * p.T * a.D
+	do, dq = scratch[:n], scratch[n:2*n]
+	ks = &keySrc[F]{k: k, v: v, dk: scratch[2*n : 3*n], dv: scratch[3*n : 4*n]}
+	off := 4 * n
+	nt := tcopySize(p.B, p.T, a.D, a.Stride)
+	ks.kt = newTCopy(scratch[off:off+nt], p.B, p.T, a.D, a.Stride)
+	ks.vt = newTCopy(scratch[off+nt:off+2*nt], p.B, p.T, a.D, a.Stride)
+	off += 2 * nt
+	ng := a.gatherLen(p.T)
+	gs := gbufSize(p.B, a.H, a.Dh, ng)
+	ks.g = newGBuf(scratch[off:off+gs], p.B, a.H, a.Dh, ng)
+	off += gs
+	vec = scratch[off : off+p.B*a.H*p.T]
+	return do, dq, ks, vec, scratch[off+p.B*a.H*p.T:]
 }
 
 func (a *Attention[F]) dims(p mixer.Pass) dims {
@@ -110,10 +137,8 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	linear(q, x, a.w[0], a.w[1], N, D, D)
 	linear(k, x, a.w[2], a.w[3], N, D, D)
 	linear(v, x, a.w[4], a.w[5], N, D, D)
-	nt := tcopySize(p.B, p.T, D, a.Stride)
-	kt := newTCopy(scratch[4*N*D:4*N*D+nt], p.B, p.T, D, a.Stride)
-	l := scratch[4*N*D+2*nt : 4*N*D+2*nt+p.B*a.H*p.T]
-	forward(o, lse, l, kt, scratch[4*N*D+2*nt+p.B*a.H*p.T:], q, k, v, a.layouts(p.T), a.dims(p), p, a.Tiles)
+	_, _, ks, l, work := a.split(scratch, k, v, p)
+	forward(o, lse, l, ks, work, q, a.layouts(p.T), a.dims(p), p, a.Tiles)
 	linear(out, o, a.w[6], a.w[7], N, D, D)
 }
 
@@ -121,18 +146,15 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	N, D := p.B*p.T, a.D
 	q, k, v, o, lse := a.acts(act, p)
-	do, dq, dk, dv := scratch[:N*D], scratch[N*D:2*N*D], scratch[2*N*D:3*N*D], scratch[3*N*D:4*N*D]
-	nt := tcopySize(p.B, p.T, D, a.Stride)
-	kt := newTCopy(scratch[4*N*D:4*N*D+nt], p.B, p.T, D, a.Stride)
-	vt := newTCopy(scratch[4*N*D+nt:4*N*D+2*nt], p.B, p.T, D, a.Stride)
-	drow := scratch[4*N*D+2*nt : 4*N*D+2*nt+p.B*a.H*p.T]
+	do, dq, ks, drow, work := a.split(scratch, k, v, p)
+	dk, dv := ks.dk, ks.dv
 	// out = o·Woᵀ + bo
 	kernels.Gemm(false, false, N, D, D, 1, dout, D, a.w[6], D, 0, do, D)
 	linearGrad(a.g[6], a.g[7], dout, o, N, D, D)
 	pclear(dq)
 	pclear(dk)
 	pclear(dv)
-	backward(dq, dk, dv, drow, kt, vt, scratch[4*N*D+2*nt+p.B*a.H*p.T:], do, o, lse, q, k, v, a.layouts(p.T), a.dims(p), p, a.Tiles)
+	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), a.dims(p), p, a.Tiles)
 	for i, dy := range [][]F{dq, dk, dv} {
 		kernels.Gemm(false, false, N, D, D, 1, dy, D, a.w[2*i], D, 1, dx, D)
 		linearGrad(a.g[2*i], a.g[2*i+1], dy, x, N, D, D)

@@ -79,13 +79,46 @@ func (c tcopy[F]) fill(x []F, d dims, lay []*Layout) {
 	}
 }
 
-// keyProduct sets s [NQ,NK] = alpha·A·Xᵀ for the block's keys, where A is
-// NQ×Dh with row stride la and X is k or v (xt its transposed copy).
-func keyProduct[F kernels.Float](s []F, alpha F, a []F, la int, x []F, xt tcopy[F], blk *Block, d dims, b, h int) {
+// keySrc is where the block kernels read keys in one pass: k and v
+// [B,T,D], their transposed copies, the gathered copies, and in backward
+// the gradients dk and dv [B,T,D].
+type keySrc[F kernels.Float] struct {
+	k, v, dk, dv []F
+	kt, vt       tcopy[F]
+	g            gbuf[F]
+}
+
+// rows returns the block's first key row of x [B,T,D] (or of its gathered
+// copy gx [B,H,n,Dh] for a gathered block) and the row stride.
+func (ks *keySrc[F]) rows(x, gx []F, blk *Block, d dims, b, h int) ([]F, int) {
+	if blk.Gathered {
+		return gx[((b*d.H+h)*ks.g.n+blk.K0)*d.Dh:], blk.KS * d.Dh
+	}
+	return x[(b*d.T+blk.K0)*d.D+h*d.Dh:], blk.KS * d.D
+}
+
+// scores sets s [NQ,NK] = alpha·A·Xᵀ for the block's keys, where A is NQ×Dh
+// with row stride la and X is k (or v when isV).
+func (ks *keySrc[F]) scores(s []F, alpha F, a []F, la int, isV bool, blk *Block, d dims, b, h int) {
+	x, xt, gt := ks.k, ks.kt, ks.g.kt
+	if isV {
+		x, xt, gt = ks.v, ks.vt, ks.g.vt
+	}
 	nq, nk := blk.NQ, blk.NK
 	var t tshape
 	var buf []F
 	switch {
+	case blk.Gathered && blk.KS == 1:
+		ld := ks.g.n + 16
+		kernels.GemmST(false, false, nq, nk, d.Dh, alpha, a, la, gt[(b*d.H+h)*d.Dh*ld+blk.K0:], ld, 0, s, nk)
+		return
+	case blk.Gathered:
+		xr, lx := ks.rows(x, ks.g.k, blk, d, b, h)
+		if isV {
+			xr, lx = ks.rows(x, ks.g.v, blk, d, b, h)
+		}
+		kernels.GemmST(false, true, nq, nk, d.Dh, alpha, a, la, xr, lx, 0, s, nk)
+		return
 	case blk.KS == 1:
 		t, buf = newTShape(d.T, 0), xt.nat
 	case blk.KS == d.s && blk.NK > 1:

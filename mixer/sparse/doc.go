@@ -42,9 +42,10 @@
 // transpose trick: in the order grouped by residue class i mod l, A2 is
 // dense causal (or dense) attention over ⌈T/l⌉ positions; a class is read
 // with row stride l·d, and the kernels keep k and v transposed in
-// residue-class order so its keys are contiguous. Fixed A2 reads the
-// summary keys as c progressions o, o+l, o+2l, … (o ∈ [l−c, l)), with
-// 128-query tiles that follow the staircase j ≤ i closely. With merge, A2
+// residue-class order so its keys are contiguous. Fixed A2 gathers the
+// T·c/l summary keys into compact copies once per pass, so they form one
+// dense key axis, tiled 128 queries × 64 summary keys along the staircase
+// j ≤ i. With merge, A2
 // skips pairs already in A1, so a pair is never counted twice in one
 // softmax. A query j = i outside its own A2 (fixed's non-summary positions)
 // is a diagonal block. The

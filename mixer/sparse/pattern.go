@@ -1,6 +1,7 @@
 package sparse
 
 import (
+	"sort"
 	"sync"
 
 	"tokenmix/mixer/attn"
@@ -145,12 +146,10 @@ func (p *Pattern) build(s set, T, tq, tk int) *attn.Layout {
 			return 0, T - 1
 		}
 		if p.Fixed {
-			// Summary keys: c progressions o, o+l, o+2l, … for o ∈ [l−c, l).
-			var ks []prog
-			for o := l - p.C; o < min(l, T); o++ {
-				ks = append(ks, prog{o, l, (T - o + l - 1) / l})
-			}
-			cover(b, all, ks, tq, tk, span, in)
+			// Summary keys, gathered: one dense key axis in position order.
+			g := p.summary(T)
+			b.SetGather(g)
+			coverGathered(b, all, g, tq, tk, span, in)
 		} else {
 			// Residue classes r, r+l, r+2l, …: A2 is dense inside a class
 			// (the transpose trick), so each class is tiled on its own.
@@ -193,6 +192,47 @@ func cover(b *attn.Builder, q prog, ks []prog, tq, tk int, span func(i0, i1 int)
 				nk := min(tk, mhi-m0+1)
 				b.Add(attn.Block{Q0: i0, QS: q.stride, NQ: nq, K0: k.at(m0), KS: k.stride, NK: nk}, allow)
 			}
+		}
+	}
+}
+
+// summary lists fixed's summary positions j < T (j mod l ≥ l − c).
+func (p *Pattern) summary(T int) []int {
+	var g []int
+	for j := 0; j < T; j++ {
+		if j%p.L >= p.L-p.C {
+			g = append(g, j)
+		}
+	}
+	return g
+}
+
+// GatherLen is the number of summary positions below T for fixed patterns
+// with a head using A2, else 0 (attn.Gatherer).
+func (p *Pattern) GatherLen(T int) int {
+	if !p.Fixed {
+		return 0
+	}
+	for h := 0; h < p.Heads; h++ {
+		if p.set(h) != setA1 {
+			return len(p.summary(T))
+		}
+	}
+	return 0
+}
+
+// coverGathered is cover for keys that are the gather list g: per tile of
+// tq queries, blocks of at most tk consecutive entries of g whose positions
+// lie in span(first, last query position).
+func coverGathered(b *attn.Builder, q prog, g []int, tq, tk int, span func(i0, i1 int) (int, int), allow func(i, j int) bool) {
+	for a0 := 0; a0 < q.n; a0 += tq {
+		nq := min(tq, q.n-a0)
+		i0, i1 := q.at(a0), q.at(a0+nq-1)
+		jlo, jhi := span(i0, i1)
+		mlo, mhi := sort.SearchInts(g, jlo), sort.SearchInts(g, jhi+1)-1
+		b.Group()
+		for m0 := mlo; m0 <= mhi; m0 += tk {
+			b.Add(attn.Block{Q0: i0, QS: q.stride, NQ: nq, K0: m0, KS: 1, NK: min(tk, mhi-m0+1), Gathered: true}, allow)
 		}
 	}
 }

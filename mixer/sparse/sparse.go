@@ -86,7 +86,9 @@ func New[F kernels.Float](c mixer.Config, fixed bool) (*attn.Attention[F], error
 	a, err := attn.New[F](c.D, c.Heads, p)
 	if err == nil {
 		a.Tiles = Tiles
-		a.Stride = p.L
+		if !fixed {
+			a.Stride = p.L // strided keys i, i−l, …: residue-class copies
+		}
 	}
 	return a, err
 }
