@@ -134,11 +134,19 @@ func SoftmaxRows[F Float](x []F, rows, cols int) {
 // kernels stay on the calling goroutine.
 const vecParallelMin = 1 << 15
 
+// serialWork reports whether splitWork(n, _, cost, _) would stay on the
+// calling goroutine. Kernels called per row test it first and call the row
+// kernel directly: the closure handed to splitWork escapes (it may run on
+// other goroutines), so building it costs a heap allocation per call.
+func serialWork(n, cost int) bool {
+	return n*cost < vecParallelMin || parallel.Threads() < 2
+}
+
 // splitWork runs fn over [0,n) in chunks that are multiples of grain, across
 // parallel.Threads() goroutines when n·cost ≥ vecParallelMin (cost is the work
 // per unit of n), else on the calling goroutine.
 func splitWork(n, grain, cost int, fn func(lo, hi int)) {
-	if n*cost < vecParallelMin || parallel.Threads() < 2 {
+	if serialWork(n, cost) {
 		fn(0, n)
 		return
 	}
@@ -269,6 +277,10 @@ func GeluForward[F Float](out, inp []F) {
 	out = out[:len(inp)]
 	if o32, ok := any(out).([]float32); ok {
 		i32, v := any(inp).([]float32), vecs()
+		if serialWork(len(inp), 1) {
+			v.gelu(o32, i32)
+			return
+		}
 		splitWork(len(inp), 1024, 1, func(lo, hi int) { v.gelu(o32[lo:hi], i32[lo:hi]) })
 		return
 	}
@@ -285,6 +297,10 @@ func GeluBackward[F Float](dinp, inp, dout []F) {
 	inp, dout = inp[:len(dinp)], dout[:len(dinp)]
 	if d32, ok := any(dinp).([]float32); ok {
 		i32, g32, v := any(inp).([]float32), any(dout).([]float32), vecs()
+		if serialWork(len(dinp), 1) {
+			v.geluBack(d32, i32, g32)
+			return
+		}
 		splitWork(len(dinp), 1024, 1, func(lo, hi int) { v.geluBack(d32[lo:hi], i32[lo:hi], g32[lo:hi]) })
 		return
 	}
@@ -306,6 +322,10 @@ func Add[F Float](dst, a, b []F) {
 	dst = dst[:len(a)]
 	if d32, ok := any(dst).([]float32); ok {
 		a32, b32, v := any(a).([]float32), any(b).([]float32), vecs()
+		if serialWork(len(a), 1) {
+			v.add(d32, a32, b32)
+			return
+		}
 		splitWork(len(a), 4096, 1, func(lo, hi int) { v.add(d32[lo:hi], a32[lo:hi], b32[lo:hi]) })
 		return
 	}
@@ -321,6 +341,10 @@ func AddTo[F Float](dst, a []F) {
 	dst = dst[:len(a)]
 	if d32, ok := any(dst).([]float32); ok {
 		a32, v := any(a).([]float32), vecs()
+		if serialWork(len(a), 1) {
+			v.addTo(d32, a32)
+			return
+		}
 		splitWork(len(a), 4096, 1, func(lo, hi int) { v.addTo(d32[lo:hi], a32[lo:hi]) })
 		return
 	}

@@ -427,3 +427,22 @@ func BenchmarkAdamW(b *testing.B) {
 		benchVecIn(b, 1<<16, 4, 0, 1, func(x [][]float32) { AdamW(x[0], x[1], x[2], x[3], 1e-3, 0.9, 0.95, 1e-8, 0.1, 3) })
 	})
 }
+
+// TestSmallAddsDoNotAllocate guards the per-row calls that mixers make in hot
+// loops: a heap allocation per call once cost tens of MB of garbage per
+// training step (and peak RSS through GC headroom).
+func TestSmallAddsDoNotAllocate(t *testing.T) {
+	a := make([]float32, 256)
+	b := make([]float32, 256)
+	d := make([]float32, 256)
+	for name, f := range map[string]func(){
+		"Add":          func() { Add(d, a, b) },
+		"AddTo":        func() { AddTo(d, a) },
+		"GeluForward":  func() { GeluForward(d, a) },
+		"GeluBackward": func() { GeluBackward(d, a, b) },
+	} {
+		if n := testing.AllocsPerRun(100, f); n != 0 {
+			t.Errorf("%s on 256 elements: %v allocations per call, want 0", name, n)
+		}
+	}
+}
