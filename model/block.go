@@ -1,9 +1,6 @@
 package model
 
-import (
-	"tokenmix/kernels"
-	"tokenmix/parallel"
-)
+import "tokenmix/kernels"
 
 // The per-block functions below are the seam between the residual wiring
 // (standard pre-LN here; reversible blocks later) and the two branches of a
@@ -40,7 +37,7 @@ func (m *Model[F]) blockMixerBackward(i int, dx, dout, x []F) {
 	mx := m.mixers[i]
 	mx.Backward(dln, m.grad(p.mixScr)[:mx.ScratchSize(p.B, p.T)], dout, m.act(a.mixAct)[:mx.ActSize(p.B, p.T)], m.act(a.ln1), m.pass(i))
 	bw, bg := &m.w.blocks[i], &m.g.blocks[i]
-	layerNormBackward(dx, bg.ln1w, bg.ln1b, dln, x, bw.ln1w, m.act(a.ln1Mean), m.act(a.ln1Rstd), m.grad(p.lnPart), N, D)
+	layerNormBackward(dx, bg.ln1w, bg.ln1b, dln, x, bw.ln1w, m.act(a.ln1Mean), m.act(a.ln1Rstd), N, D)
 }
 
 // ffSave computes and saves block i's LN2 output and statistics from x and,
@@ -104,7 +101,7 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 				dout[lo*D:(lo+r)*D], in, h, g, bw.fc1w, bw.fc2w, r, D, H)
 		}
 	}
-	layerNormBackward(dx, bg.ln2w, bg.ln2b, dln, x, bw.ln2w, m.act(a.ln2Mean), m.act(a.ln2Rstd), m.grad(p.lnPart), N, D)
+	layerNormBackward(dx, bg.ln2w, bg.ln2b, dln, x, bw.ln2w, m.act(a.ln2Mean), m.act(a.ln2Rstd), N, D)
 }
 
 // blockRecompute rebuilds block i's internals from its saved input res[i]
@@ -117,9 +114,8 @@ func (m *Model[F]) blockRecompute(i int) {
 	m.ffSave(i, mid)
 }
 
-// addRows sets dst = a + b across threads.
+// addRows sets dst = a + b (kernels.Add splits large inputs across
+// threads).
 func addRows[F kernels.Float](dst, a, b []F) {
-	parallel.For(len(a), 1<<14, func(_, lo, hi int) {
-		kernels.Add(dst[lo:hi], a[lo:hi], b[lo:hi])
-	})
+	kernels.Add(dst, a, b)
 }

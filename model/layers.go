@@ -21,7 +21,10 @@ func embeddingForward[F kernels.Float](out []F, tokens []int32, embed, pos []F, 
 		for t := 0; t < T; t++ {
 			o := out[(b*T+t)*D : (b*T+t+1)*D]
 			e := embed[int(tokens[b*T+t])*D:][:D]
-			kernels.Add(o, e, pos[t*D:(t+1)*D])
+			ps := pos[t*D : (t+1)*D]
+			for j := range o {
+				o[j] = e[j] + ps[j]
+			}
 		}
 	}
 }
@@ -32,8 +35,8 @@ func embeddingBackward[F kernels.Float](dembed, dpos, dout []F, tokens []int32, 
 	for b := 0; b < B; b++ {
 		for t := 0; t < T; t++ {
 			g := dout[(b*T+t)*D : (b*T+t+1)*D]
-			kernels.AddTo(dembed[int(tokens[b*T+t])*D:][:D], g)
-			kernels.AddTo(dpos[t*D:(t+1)*D], g)
+			addTo(dembed[int(tokens[b*T+t])*D:][:D], g)
+			addTo(dpos[t*D:(t+1)*D], g)
 		}
 	}
 }
@@ -45,7 +48,7 @@ func linearForward[F kernels.Float](out, inp, w, b []F, N, I, O int, acc bool) {
 		for n := lo; n < hi; n++ {
 			row := out[n*O : (n+1)*O]
 			if acc {
-				kernels.AddTo(row, b)
+				addTo(row, b)
 			} else {
 				copy(row, b)
 			}
@@ -64,53 +67,42 @@ func linearBackward[F kernels.Float](dinp, dw, db, dout, inp, w []F, N, I, O int
 	parallel.For(O, 64, func(_, lo, hi int) {
 		d := db[lo:hi]
 		for n := 0; n < N; n++ {
-			kernels.AddTo(d, dout[n*O+lo:n*O+hi])
+			addTo(d, dout[n*O+lo:n*O+hi])
 		}
 	})
 }
 
-// layerNormForward is kernels.LayerNormForward over N rows split across
-// threads. out [N,C], mean, rstd [N], inp [N,C], weight, bias [C].
+// layerNormForward is kernels.LayerNormForward (which splits rows across
+// threads itself). out [N,C], mean, rstd [N], inp [N,C], weight, bias [C].
 func layerNormForward[F kernels.Float](out, mean, rstd, inp, weight, bias []F, N, C int) {
-	parallel.For(N, 16, func(_, lo, hi int) {
-		kernels.LayerNormForward(out[lo*C:hi*C], mean[lo:hi], rstd[lo:hi], inp[lo*C:hi*C], weight, bias, hi-lo, C)
-	})
+	kernels.LayerNormForward(out, mean, rstd, inp, weight, bias, N, C)
 }
 
-// layerNormBackward is kernels.LayerNormBackward across threads. part
-// [threads,2,C] holds per-thread weight and bias gradient partials, reduced
-// in thread order so results do not depend on scheduling. If part is
-// shorter than parallel.Threads()·2·C it runs on the calling goroutine.
-func layerNormBackward[F kernels.Float](dinp, dweight, dbias, dout, inp, weight, mean, rstd, part []F, N, C int) {
-	nt := parallel.Threads()
-	if nt*2*C > len(part) { // threads raised since the plan: stay on this goroutine
-		kernels.LayerNormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
-		return
-	}
-	part = part[:nt*2*C]
-	clear(part)
-	parallel.For(N, 16, func(w, lo, hi int) {
-		pw := part[w*2*C : w*2*C+C]
-		pb := part[w*2*C+C : (w+1)*2*C]
-		kernels.LayerNormBackward(dinp[lo*C:hi*C], pw, pb, dout[lo*C:hi*C], inp[lo*C:hi*C], weight, mean[lo:hi], rstd[lo:hi], hi-lo, C)
-	})
-	for w := 0; w < nt; w++ {
-		kernels.AddTo(dweight, part[w*2*C:w*2*C+C])
-		kernels.AddTo(dbias, part[w*2*C+C:(w+1)*2*C])
+// layerNormBackward is kernels.LayerNormBackward: it accumulates into dinp,
+// dweight and dbias, with a result independent of the thread count.
+func layerNormBackward[F kernels.Float](dinp, dweight, dbias, dout, inp, weight, mean, rstd []F, N, C int) {
+	kernels.LayerNormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
+}
+
+// addTo accumulates dst += src on the calling goroutine, for short rows
+// where a kernel call's set-up would dominate.
+func addTo[F kernels.Float](dst, src []F) {
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] += src[i]
 	}
 }
 
 // fc1GeluForward sets h = inp·Wᵀ + b and g = GELU(h), adding the bias and
-// applying GELU in one pass over each row while it is in cache.
+// applying GELU to each thread's rows while they are in cache.
 // h, g [N,H], inp [N,D], w [H,D], b [H].
 func fc1GeluForward[F kernels.Float](h, g, inp, w, b []F, N, D, H int) {
 	kernels.Gemm(false, true, N, H, D, 1, inp, D, w, D, 0, h, H)
 	parallel.For(N, 16, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
-			row := h[n*H : (n+1)*H]
-			kernels.AddTo(row, b)
-			kernels.GeluForward(g[n*H:(n+1)*H], row)
+			addTo(h[n*H:(n+1)*H], b)
 		}
+		kernels.GeluForward(g[lo*H:hi*H], h[lo*H:hi*H])
 	})
 }
 
@@ -146,7 +138,7 @@ func poolForward[F kernels.Float](out, inp []F, pad []bool, B, T, D int) {
 		n := 0
 		for t := 0; t < T; t++ {
 			if pad == nil || !pad[b*T+t] {
-				kernels.AddTo(o, inp[(b*T+t)*D:(b*T+t+1)*D])
+				addTo(o, inp[(b*T+t)*D:(b*T+t+1)*D])
 				n++
 			}
 		}

@@ -5,7 +5,6 @@ import (
 
 	"tokenmix/kernels"
 	"tokenmix/mixer"
-	"tokenmix/parallel"
 )
 
 // Model is the Transformer of the model contract, generic over the float
@@ -129,7 +128,7 @@ func (m *Model[F]) grad(s span) []F { return m.grds[s.off : s.off+s.n : s.off+s.
 // reserve makes the slabs fit the plan of (B,T), reallocating only when a
 // slab must grow.
 func (m *Model[F]) reserve(B, T int) {
-	if m.plan.B == B && m.plan.T == T && m.plan.Threads == parallel.Threads() && m.acts != nil {
+	if m.plan.B == B && m.plan.T == T && m.acts != nil {
 		return
 	}
 	m.plan = newPlan(m.Config, m.mixers, B, T)
@@ -311,5 +310,5 @@ func (m *Model[F]) headBackward(dres []F) {
 			linearBackward(dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V)
 		}
 	}
-	layerNormBackward(dres, m.g.lnfw, m.g.lnfb, dln, m.act(p.res[c.NLayers]), m.w.lnfw, m.act(p.lnfMean), m.act(p.lnfRstd), m.grad(p.lnPart), N, D)
+	layerNormBackward(dres, m.g.lnfw, m.g.lnfb, dln, m.act(p.res[c.NLayers]), m.w.lnfw, m.act(p.lnfMean), m.act(p.lnfRstd), N, D)
 }

@@ -7,7 +7,6 @@ import (
 
 	"tokenmix/kernels"
 	"tokenmix/mixer"
-	"tokenmix/parallel"
 )
 
 // span is a range of one slab.
@@ -31,7 +30,6 @@ type blockPlan struct {
 // call.
 type Plan struct {
 	B, T     int
-	Threads  int // parallel.Threads() the plan was made for (LayerNorm partials)
 	ElemSize int // bytes per element (4 or 8)
 
 	ActElems, GradElems int // slab sizes in elements
@@ -55,7 +53,6 @@ type Plan struct {
 	mixScr   span // max over blocks of mixer.ScratchSize(B,T)
 	dlogits  span // like logits
 	dpooled  span // [B,D] (classify)
-	lnPart   span // [Threads,2,D]: per-thread LayerNorm weight/bias gradient partials
 
 	rev revSpans // reversible blocks only (see reversible.go)
 }
@@ -105,7 +102,7 @@ func ffRows(c *Config, bt int) int {
 // (for their ActSize and ScratchSize) at batch B and length T.
 func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan {
 	var zero F
-	p := Plan{B: B, T: T, Threads: parallel.Threads(), ElemSize: int(unsafe.Sizeof(zero))}
+	p := Plan{B: B, T: T, ElemSize: int(unsafe.Sizeof(zero))}
 	D, BT, L := c.DModel, B*T, c.NLayers
 	R := ffRows(c, BT)
 	add := func(slab, name string, count, n int) span {
@@ -196,7 +193,6 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan
 	if c.Task == "classify" {
 		p.dpooled = add("grad", "d.pooled", 1, B*D)
 	}
-	p.lnPart = add("grad", "ln partials", 1, p.Threads*2*D)
 	return p
 }
 
