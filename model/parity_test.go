@@ -72,16 +72,16 @@ func TestTorchParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			worst32 := parityCase[float32](t, cfg, weights, batch, ref, 1e-3, regen)
-			worst64 := parityCase[float64](t, cfg, weights, batch, ref, 1e-6, regen)
-			t.Logf("max rel err: float32 %.2g, float64 %.2g", worst32, worst64)
+			w32, at32 := parityCase[float32](t, cfg, weights, batch, ref, 1e-3, regen)
+			w64, at64 := parityCase[float64](t, cfg, weights, batch, ref, 1e-6, regen)
+			t.Logf("max rel err: float32 %.2g (%s), float64 %.2g (%s)", w32, at32, w64, at64)
 		})
 	}
 }
 
 // parityCase runs one case in float type F and returns the worst relative
-// error over all compared tensors.
-func parityCase[F kernels.Float](t *testing.T, cfg *Config, weights, batch, ref *safetensors.File, tol float64, regen string) float64 {
+// error over all compared tensors and where it occurred.
+func parityCase[F kernels.Float](t *testing.T, cfg *Config, weights, batch, ref *safetensors.File, tol float64, regen string) (worst float64, at string) {
 	t.Helper()
 	m, err := New[F](cfg)
 	if err != nil {
@@ -97,7 +97,6 @@ func parityCase[F kernels.Float](t *testing.T, cfg *Config, weights, batch, ref 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var worst float64
 	typ := fmt.Sprintf("%T", F(0))
 	names := map[string]bool{}
 	for _, n := range ref.Names() {
@@ -143,7 +142,9 @@ func parityCase[F kernels.Float](t *testing.T, cfg *Config, weights, batch, ref 
 			floor = 1e-3 * gmax
 		}
 		e := relErr(got, want, floor)
-		worst = math.Max(worst, e)
+		if e > worst {
+			worst, at = e, n
+		}
 		if e > tol {
 			t.Errorf("%s %s: max rel err %.3g > %.3g", typ, n, e, tol)
 		}
@@ -168,11 +169,11 @@ func parityCase[F kernels.Float](t *testing.T, cfg *Config, weights, batch, ref 
 	for i := range gotL {
 		if e := math.Abs(gotL[i]-wantL[i]) / math.Abs(wantL[i]); e > tol {
 			t.Errorf("%s train loss %d: %.8g, reference %.8g (rel err %.3g > %.3g)", typ, i, gotL[i], wantL[i], e, tol)
-		} else {
-			worst = math.Max(worst, e)
+		} else if e > worst {
+			worst, at = e, fmt.Sprintf("train loss %d", i)
 		}
 	}
-	return worst
+	return worst, at
 }
 
 // relErr is max|a−b| / max(max|b|, floor) (max|a−b| when that is 0).
