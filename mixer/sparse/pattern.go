@@ -125,7 +125,10 @@ func (p *Pattern) build(s set, T, tq, tk int) *attn.Layout {
 				return i0 / l * l, hi
 			}, func(i, j int) bool { return i == j || p.a1(i, j) })
 		} else {
-			cover(b, all, []prog{all}, sq, sq, func(i0, i1 int) (int, int) {
+			// A query tile of bq rows computes bq+l keys per row of the
+			// band's l+1: short tiles waste less.
+			bq := min(sq, max(16, l/2))
+			cover(b, all, []prog{all}, bq, sq, func(i0, i1 int) (int, int) {
 				if p.Causal {
 					return i0 - l, i1
 				}

@@ -172,12 +172,12 @@ func TestTwinLonger(t *testing.T) {
 }
 
 // TestCoverAllIsFull checks that a pattern whose layout covers every pair
-// (l ≥ T) reproduces full attention exactly, in float32 and float64.
+// (l ≥ T) reproduces full attention exactly (bit for bit, in float32).
 func TestCoverAllIsFull(t *testing.T) {
 	for _, causal := range []bool{true, false} {
 		for _, fixed := range []bool{false, true} {
 			for _, T := range []int{5, 70} {
-				c := cfg("x", causal, opts(fixed, T, 1, Merge), 2, 0)
+				c := cfg("x", causal, opts(fixed, 2*T, 1, Merge), 2, 0)
 				sp, err := New[float32](c, fixed)
 				if err != nil {
 					t.Fatal(err)
@@ -289,3 +289,31 @@ func TestFloat32Paths(t *testing.T) {
 }
 
 var _ attn.Pattern = (*Pattern)(nil)
+
+// TestCostFollowsPairs checks that the kernels' work (scores computed,
+// Layout.Cost) stays within a small factor of the allowed pairs, i.e. no
+// near-empty tiles are visited, at the shapes.
+func TestCostFollowsPairs(t *testing.T) {
+	for _, fixed := range []bool{false, true} {
+		for _, causal := range []bool{true, false} {
+			for _, comb := range []string{Heads, Merge} {
+				for _, T := range []int{1000, 4096} {
+					p, err := Options(cfg("x", causal, opts(fixed, 64, 8, comb), 2, 0), fixed)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for h := 0; h < 2; h++ {
+						ly := p.Layout(h, T, Tiles)
+						pairs := ly.Pairs()
+						if bound := 2*pairs + 2*T*64; ly.Cost > bound {
+							t.Errorf("%v head %d T=%d: %d scores for %d allowed pairs (bound %d)", p, h, T, ly.Cost, pairs, bound)
+						}
+						if T == 4096 && ly.Cost > T*T/4 {
+							t.Errorf("%v head %d T=%d: %d scores, not sparse", p, h, T, ly.Cost)
+						}
+					}
+				}
+			}
+		}
+	}
+}
