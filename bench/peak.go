@@ -52,3 +52,19 @@ func medianOf(ts []float64) float64 {
 	sort.Float64s(s)
 	return s[len(s)/2]
 }
+
+// PeakCPU is Peak on one thread timed by that thread's CPU time (see
+// GemmCPU). ok is false without an assembly loop or a per-thread CPU clock.
+func PeakCPU(reps int) (gflops float64, isa string, ok bool) {
+	isa, flopsPerIter, loop := peakLoop()
+	if loop == nil || reps < 1 {
+		return 0, isa, false
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	sec, ok := medianCPU(func() { loop(peakIters) }, reps)
+	if !ok {
+		return 0, isa, false
+	}
+	return peakIters * flopsPerIter / sec / 1e9, isa, true
+}

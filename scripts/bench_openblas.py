@@ -21,6 +21,10 @@ alternates OpenBLAS, `tokenmix bench gemm --json` and `tokenmix bench peak --jso
 per thread count, --rounds times, prints every JSON line, and ends with a table
 of the medians over the rounds: tokenmix, OpenBLAS, their ratio, and tokenmix
 as a fraction of the FMA peak.
+
+With --clock cpu every figure is one thread timed by that thread's CPU time
+(time.thread_time, CLOCK_THREAD_CPUTIME_ID), which other processes on a busy
+machine barely disturb; the default wall clock is what a user sees.
 """
 
 import argparse
@@ -35,8 +39,9 @@ SHAPES = [(512, 512, 512), (1024, 256, 256), (2048, 2048, 64), (2048, 64, 2048),
 SAMPLE_SECONDS = 0.02
 
 
-def worker(threads, reps, trans):
+def worker(threads, reps, trans, clock):
     """Measure every shape in this process (OPENBLAS_NUM_THREADS already set)."""
+    now = time.thread_time if clock == "cpu" else time.perf_counter
     import numpy as np
 
     rng = np.random.default_rng(1)
@@ -52,19 +57,22 @@ def worker(threads, reps, trans):
 
         run()
         check_openblas()
-        calls, t0 = 1, time.perf_counter()
-        while time.perf_counter() - t0 < SAMPLE_SECONDS:
+        calls, t0 = 1, now()
+        while now() - t0 < SAMPLE_SECONDS:
             run()
             calls += 1
         ts = []
         for _ in range(reps):
-            t0 = time.perf_counter()
+            t0 = now()
             for _ in range(calls):
                 run()
-            ts.append((time.perf_counter() - t0) / calls)
+            ts.append((now() - t0) / calls)
         sec = statistics.median(ts)
-        print(json.dumps({"op": "openblas", "m": m, "n": n, "k": k, "trans": trans,
-                          "threads": threads, "gflops": 2.0 * m * n * k / sec / 1e9}), flush=True)
+        r = {"op": "openblas", "m": m, "n": n, "k": k, "trans": trans,
+             "threads": threads, "gflops": 2.0 * m * n * k / sec / 1e9}
+        if clock == "cpu":
+            r["clock"] = "thread-cpu"
+        print(json.dumps(r), flush=True)
 
 
 def check_openblas():
@@ -76,7 +84,7 @@ def check_openblas():
                      "`apt-get install libopenblas0-pthread` (it becomes the libblas.so.3 alternative)")
 
 
-def openblas(threads, reps, trans):
+def openblas(threads, reps, trans, clock):
     """Run worker in a subprocess with a clean OpenBLAS environment."""
     env = dict(os.environ)
     for v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
@@ -84,23 +92,24 @@ def openblas(threads, reps, trans):
     env["OPENBLAS_NUM_THREADS"] = str(threads)
     env["OMP_NUM_THREADS"] = str(threads)
     p = subprocess.run([sys.executable, __file__, "--worker", "--threads-list", str(threads),
-                        "--reps", str(reps), "--trans", trans], env=env, capture_output=True, text=True)
+                        "--reps", str(reps), "--trans", trans, "--clock", clock],
+                       env=env, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(p.stderr.strip() or f"bench_openblas.py: worker failed with code {p.returncode}")
     out = p.stdout
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
-def tokenmix(binary, threads, reps, trans):
+def tokenmix(binary, threads, reps, trans, clock):
     out = subprocess.run([binary, "bench", "gemm", "--json", "--threads-list", str(threads),
-                          "--reps", str(reps), "--trans", trans],
+                          "--reps", str(reps), "--trans", trans, "--clock", clock],
                          check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
-def tokenmix_peak(binary, threads, reps):
+def tokenmix_peak(binary, threads, reps, clock):
     out = subprocess.run([binary, "bench", "peak", "--json", "--threads-list", str(threads),
-                          "--reps", str(reps)], check=True, capture_output=True, text=True).stdout
+                          "--reps", str(reps), "--clock", clock], check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.strip().startswith("{")]
 
 
@@ -111,19 +120,23 @@ def main():
     ap.add_argument("--trans", default="NN", choices=["NN", "NT", "TN", "TT"])
     ap.add_argument("--tokenmix", help="tokenmix binary to measure in alternation with OpenBLAS")
     ap.add_argument("--rounds", type=int, default=1, help="alternations with --tokenmix")
+    ap.add_argument("--clock", default="wall", choices=["wall", "cpu"],
+                    help="cpu: one thread timed by its CPU time (robust on a busy machine)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     threads = [int(t) for t in args.threads_list.split(",")]
+    if args.clock == "cpu":
+        threads = [1]
     if args.worker:
-        worker(threads[0], args.reps, args.trans)
+        worker(threads[0], args.reps, args.trans, args.clock)
         return
     results = []
     for _ in range(max(1, args.rounds)):
         for t in threads:
-            rs = openblas(t, args.reps, args.trans)
+            rs = openblas(t, args.reps, args.trans, args.clock)
             if args.tokenmix:
-                rs += tokenmix(args.tokenmix, t, args.reps, args.trans)
-                rs += tokenmix_peak(args.tokenmix, t, args.reps)
+                rs += tokenmix(args.tokenmix, t, args.reps, args.trans, args.clock)
+                rs += tokenmix_peak(args.tokenmix, t, args.reps, args.clock)
             for r in rs:
                 print(json.dumps(r), flush=True)
             results += rs
@@ -132,7 +145,7 @@ def main():
     med = {}
     for r in results:
         med.setdefault((r["op"], r.get("m"), r.get("n"), r.get("k"), r["threads"]), []).append(r["gflops"])
-    print(f"\n{args.trans}, median over {args.rounds} round(s), GFLOP/s", file=sys.stderr)
+    print(f"\n{args.trans}, {args.clock} clock, median over {args.rounds} round(s), GFLOP/s", file=sys.stderr)
     print(f"{'M':>5} {'N':>5} {'K':>5} {'threads':>7} {'tokenmix':>9} {'OpenBLAS':>9} {'ratio':>6}"
           f" {'peak':>7} {'of peak':>7}", file=sys.stderr)
     for t in threads:

@@ -23,12 +23,17 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	reps := fs.Int("reps", 7, "timed samples per measurement (median reported)")
 	transList := fs.String("trans", "NN", "comma-separated transposes: NN, NT, TN, TT")
 	pathName := fs.String("path", "", "force a kernel path: go, avx2, avx512 (default: best)")
+	clock := fs.String("clock", "wall", "wall, or cpu: one thread timed by its CPU time (robust on a busy machine)")
 	if err := fs.Parse(args); err != nil {
 		return usageErr("%v", err)
 	}
 	threads, err := parseInts(*threadsList)
 	if err != nil {
 		return usageErr("bench gemm: --threads-list: %v", err)
+	}
+	cpu, err := parseClock(fs, *clock, &threads)
+	if err != nil {
+		return usageErr("bench gemm: %v", err)
 	}
 	if *reps < 1 {
 		return usageErr("bench gemm: --reps must be positive")
@@ -42,9 +47,9 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	}
 	peaks := map[int]float64{}
 	if !*asJSON {
-		fmt.Printf("float32 GEMM, kernel path %v, median of %d samples\n", kernels.CurrentPath(), *reps)
+		fmt.Printf("float32 GEMM, kernel path %v, median of %d samples, %s time\n", kernels.CurrentPath(), *reps, *clock)
 		for _, t := range threads {
-			if g, isa, ok := bench.Peak(t, *reps); ok {
+			if g, isa, ok := peak(cpu, t, *reps); ok {
 				peaks[t] = g
 				fmt.Printf("measured %s FMA peak, %d thread(s): %.1f GFLOP/s\n", isa, t, g)
 			}
@@ -58,7 +63,12 @@ func runBenchGemm(ctx context.Context, args []string) error {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				r, err := bench.Gemm(s, strings.TrimSpace(tr), t, *reps)
+				var r bench.Result
+				if cpu {
+					r, err = bench.GemmCPU(s, strings.TrimSpace(tr), *reps)
+				} else {
+					r, err = bench.Gemm(s, strings.TrimSpace(tr), t, *reps)
+				}
 				if err != nil {
 					return usageErr("bench gemm: %v", err)
 				}
@@ -86,12 +96,17 @@ func runBenchPeak(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	threadsList := fs.String("threads-list", "1,2", "comma-separated thread counts")
 	reps := fs.Int("reps", 7, "timed samples per measurement (median reported)")
+	clock := fs.String("clock", "wall", "wall, or cpu: one thread timed by its CPU time (robust on a busy machine)")
 	if err := fs.Parse(args); err != nil {
 		return usageErr("%v", err)
 	}
 	threads, err := parseInts(*threadsList)
 	if err != nil {
 		return usageErr("bench peak: --threads-list: %v", err)
+	}
+	cpu, err := parseClock(fs, *clock, &threads)
+	if err != nil {
+		return usageErr("bench peak: %v", err)
 	}
 	if *reps < 1 {
 		return usageErr("bench peak: --reps must be positive")
@@ -101,13 +116,17 @@ func runBenchPeak(ctx context.Context, args []string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		g, isa, ok := bench.Peak(t, *reps)
+		g, isa, ok := peak(cpu, t, *reps)
 		if !ok {
 			fmt.Println("bench peak: no assembly FMA loop for this CPU (needs amd64 with AVX2+FMA or AVX-512); kernels run the pure-Go path")
 			return nil
 		}
 		if *asJSON {
-			if err := enc.Encode(bench.Result{Op: "peak", ISA: isa, Threads: t, GFLOPS: g}); err != nil {
+			r := bench.Result{Op: "peak", ISA: isa, Threads: t, GFLOPS: g}
+			if cpu {
+				r.Clock = "thread-cpu"
+			}
+			if err := enc.Encode(r); err != nil {
 				return err
 			}
 			continue
@@ -115,6 +134,36 @@ func runBenchPeak(ctx context.Context, args []string) error {
 		fmt.Printf("%s FMA peak, %d thread(s): %.1f GFLOP/s\n", isa, t, g)
 	}
 	return nil
+}
+
+// peak is bench.Peak, or bench.PeakCPU when cpu (threads is then 1).
+func peak(cpu bool, threads, reps int) (float64, string, bool) {
+	if cpu {
+		return bench.PeakCPU(reps)
+	}
+	return bench.Peak(threads, reps)
+}
+
+// parseClock reports whether clock selects CPU time, which measures one
+// thread only: it then sets threads to [1] unless --threads-list was given.
+func parseClock(fs *flag.FlagSet, clock string, threads *[]int) (bool, error) {
+	switch clock {
+	case "wall":
+		return false, nil
+	case "cpu":
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "threads-list" })
+		if !set {
+			*threads = []int{1}
+		}
+		for _, t := range *threads {
+			if t != 1 {
+				return false, fmt.Errorf("--clock cpu measures one thread: use --threads-list 1")
+			}
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("--clock: want wall or cpu, got %q", clock)
 }
 
 // parseInts parses a comma-separated list of positive integers.
