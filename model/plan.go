@@ -67,10 +67,10 @@ type PlanEntry struct {
 
 // Bytes is the planned memory: activations plus activation gradients and
 // scratch.
-func (p *Plan) Bytes() int64 { return int64(p.ActElems+p.GradElems) * int64(p.ElemSize) }
+func (p Plan) Bytes() int64 { return int64(p.ActElems+p.GradElems) * int64(p.ElemSize) }
 
 // String formats the plan as a table.
-func (p *Plan) String() string {
+func (p Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "memory plan B=%d T=%d (%d-byte elements)\n", p.B, p.T, p.ElemSize)
 	for _, e := range p.Entries {
