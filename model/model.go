@@ -41,9 +41,12 @@ type Model[F kernels.Float] struct {
 	loss            float64
 }
 
-// New builds a model for config c with zero parameters (call Init or load
-// weights).
+// New builds a model for config c, which must come from ParseConfig (or
+// LoadConfig), with zero parameters (call Init or load weights).
 func New[F kernels.Float](c *Config) (*Model[F], error) {
+	if c.kind.New32 == nil || c.kind.New64 == nil {
+		return nil, fmt.Errorf("model: config has no resolved mixer kind (build it with ParseConfig)")
+	}
 	m := &Model[F]{Config: c}
 	var mspecs [][]mixer.ParamSpec
 	var nm []int
