@@ -26,10 +26,10 @@
 // kernels (A transposed: the mr values of one k step are adjacent, so TN
 // needs no packing of A).
 //
-// The k loop is unrolled 8 times. C's tile is prefetched before the loop, and
-// each iteration prefetches the rows of A that the next tile (6 rows down)
-// will read, so A streams from L2 or memory ahead of use. Every kernel ends
-// with VZEROUPPER.
+// The k loop is unrolled 8 times. C's tile and the next one are prefetched
+// before the loop, and each iteration prefetches the rows of A that the next
+// tile (6 rows down) will read, so A streams from L2 or memory ahead of use.
+// Every kernel ends with VZEROUPPER.
 package main
 
 import (
@@ -160,6 +160,20 @@ func kernel(w *bytes.Buffer, name string, mr, nv int, z, ta bool) {
 	for r := 0; r < mr; r++ {
 		for v := 0; v < nv*vbytes; v += 64 {
 			p("PREFETCHT0 %s", row(r, v, "DX", "R10", "R9"))
+		}
+	}
+	if mr == gemmMR {
+		// And the next tile's C (rows 6–11), a whole tile ahead of its use.
+		p("LEAQ (R10)(R9*2), SI")
+		p("ADDQ R9, SI")
+		for r := 0; r < mr; r++ {
+			if r == 3 {
+				p("LEAQ (SI)(R9*2), SI")
+				p("ADDQ R9, SI")
+			}
+			for v := 0; v < nv*vbytes; v += 64 {
+				p("PREFETCHT0 %s", row(r%3, v, "SI", "SI", "R9"))
+			}
 		}
 	}
 	for r := 0; r < mr; r++ {
