@@ -179,13 +179,16 @@ func poolBackward[F kernels.Float](dinp, dout []F, pad []bool, B, T, D int) {
 
 // crossEntropyForward returns the mean over rows with target ≠ −1 of
 // −log softmax(logits[n])[target[n]], and the number of such rows (the
-// loss is 0 when there are none). logits [N,V], targets [N].
-// crossEntropyForward panics if a target is outside [−1, V).
+// loss is 0 when there are none). logits [N,V], targets [N]. Each row's
+// log-sum-exp uses the kernels' Max and ExpSub (the fast exp in float32)
+// and is summed in float64. crossEntropyForward panics if a target is
+// outside [−1, V).
 func crossEntropyForward[F kernels.Float](logits []F, targets []int32, N, V int) (loss float64, count int) {
 	nt := parallel.Threads()
 	sums := make([]float64, nt)
 	counts := make([]int, nt)
 	parallel.For(N, 64, func(w, lo, hi int) {
+		tmp := make([]F, V)
 		for n := lo; n < hi; n++ {
 			y := int(targets[n])
 			if y == -1 {
@@ -195,7 +198,9 @@ func crossEntropyForward[F kernels.Float](logits []F, targets []int32, N, V int)
 				panic("model: cross-entropy target out of range")
 			}
 			row := logits[n*V : (n+1)*V]
-			sums[w] += logSumExp(row) - float64(row[y])
+			mx := kernels.Max(row)
+			s := kernels.ExpSub(tmp, row, mx)
+			sums[w] += float64(mx) + math.Log(float64(s)) - float64(row[y])
 			counts[w]++
 		}
 	})
@@ -209,38 +214,23 @@ func crossEntropyForward[F kernels.Float](logits []F, targets []int32, N, V int)
 	return loss / float64(count), count
 }
 
-// crossEntropyBackward accumulates dlogits[n] += scale·(softmax(logits[n]) −
-// onehot(target[n])) for rows with target ≠ −1; scale is dloss/count.
+// crossEntropyBackward sets dlogits[n] = scale·(softmax(logits[n]) −
+// onehot(target[n])) for rows with target ≠ −1 and 0 for the others; scale
+// is dloss/count. Unlike the other backward functions it overwrites, so
+// dlogits need not be zeroed.
 func crossEntropyBackward[F kernels.Float](dlogits, logits []F, targets []int32, N, V int, scale float64) {
 	parallel.For(N, 64, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			y := int(targets[n])
+			d := dlogits[n*V : (n+1)*V]
 			if y == -1 {
+				clear(d)
 				continue
 			}
 			row := logits[n*V : (n+1)*V]
-			d := dlogits[n*V : (n+1)*V]
-			lse := logSumExp(row)
-			for j, l := range row {
-				p := math.Exp(float64(l) - lse)
-				if j == y {
-					p--
-				}
-				d[j] += F(scale * p)
-			}
+			s := kernels.ExpSub(d, row, kernels.Max(row))
+			kernels.Scale(d, F(scale/float64(s)))
+			d[y] -= F(scale)
 		}
 	})
-}
-
-// logSumExp returns log Σ exp(row[j]) in float64.
-func logSumExp[F kernels.Float](row []F) float64 {
-	mx := math.Inf(-1)
-	for _, v := range row {
-		mx = math.Max(mx, float64(v))
-	}
-	var s float64
-	for _, v := range row {
-		s += math.Exp(float64(v) - mx)
-	}
-	return mx + math.Log(s)
 }

@@ -298,9 +298,8 @@ func (m *Model[F]) headBackward(dres []F) {
 	N := B * T
 	lnf, logits := m.act(p.lnf), m.act(p.logits)
 	dlogits, dln := m.grad(p.dlogits), m.grad(p.dln)
-	clear(dlogits)
 	clear(dln)
-	if m.nTargets > 0 {
+	if m.nTargets > 0 { // crossEntropyBackward overwrites every row of dlogits
 		scale := 1 / float64(m.nTargets)
 		if c.Task == "classify" {
 			crossEntropyBackward(dlogits, logits, m.targets, B, V, scale)
