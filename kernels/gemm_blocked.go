@@ -14,15 +14,14 @@ package kernels
 //
 // beta is applied at the first pc block; later blocks accumulate (beta=1).
 
+// Block sizes, measured on Zen 5 (48 KiB L1d, 1 MiB L2 per core): kc from
+// 256 to 768 and halving either budget change the speed by at most 3%.
 const (
-	gemmMR      = 6  // rows per micro-tile on every path
-	gemmGoPanel = 32 // columns per panel on the pure-Go path
-)
-
-var (
-	gemmKC    = 512       // target k block (k ≤ 640 is not split: C is written once)
-	gemmPackA = 64 << 10  // A block budget, in floats (256 KiB of L2)
-	gemmPackB = 128 << 10 // packed-B block budget, in floats (512 KiB of L2)
+	gemmMR      = 6         // rows per micro-tile on every path
+	gemmGoPanel = 32        // columns per panel on the pure-Go path
+	gemmKC      = 512       // target k block (k ≤ 640 is not split: C is written once)
+	gemmPackA   = 64 << 10  // A block budget, in floats (256 KiB of L2)
+	gemmPackB   = 128 << 10 // packed-B block budget, in floats (512 KiB of L2)
 )
 
 // gemmBlocked computes C = alpha·op(A)·op(B) + beta·C on the calling
