@@ -102,7 +102,11 @@ func (f *FNet[F]) ScratchSize(b, t int) int {
 func (f *FNet[F]) workerSize(t int) int {
 	nk := f.D/2 + 1
 	pd, pt := fft.PlanFor[F](f.D), fft.PlanFor[F](t)
-	return max(pd.Real2ScratchLen()+2*rowBlock*nk, 2*pt.ScratchLen())
+	ws := max(pd.Real2ScratchLen()+2*rowBlock*nk, 2*pt.ScratchLen())
+	if t%2 == 0 && t >= 4 {
+		ws = max(ws, t+2*fft.PlanFor[F](t/2).ScratchLen())
+	}
+	return ws
 }
 
 // Forward sets out = Re(FFT_time(FFT_channels(x))) per sequence. It ignores
@@ -225,6 +229,13 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 			}
 		}
 	})
+	// Even T: only Re(FFT_time) is needed, which a half-length transform
+	// gives (realPart).
+	var hp *fft.Plan[F]
+	var ht *halfTwiddles[F]
+	if T%2 == 0 && T >= 4 {
+		hp, ht = fft.PlanFor[F](T/2), halfTwiddlesFor[F](T)
+	}
 	ncb := (nk + rowBlock - 1) / rowBlock
 	parallel.For(B*ncb, 1, func(w, lo, hi int) {
 		fs := work[w*ws : (w+1)*ws]
@@ -233,7 +244,12 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 			k1 := min(k0+rowBlock, nk)
 			z := zr[b*nk*T:]
 			for k := k0; k < k1; k++ {
-				pt.Transform(z[k*T:(k+1)*T], zi[(b*nk+k)*T:(b*nk+k+1)*T], fs)
+				re, im := z[k*T:(k+1)*T], zi[(b*nk+k)*T:(b*nk+k+1)*T]
+				if hp != nil {
+					realPart(re, im, hp, ht, fs)
+				} else {
+					pt.Transform(re, im, fs)
+				}
 			}
 			o := dst[b*T*D : (b+1)*T*D]
 			// Kept columns k0…k1−1, and their mirrors D−k for k ≥ 1 with
@@ -259,4 +275,56 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 			}
 		}
 	})
+}
+
+// halfTwiddles holds exp(+2πi·j/T) for j < T/2.
+type halfTwiddles[F kernels.Float] struct{ c, s []F }
+
+var halfCache sync.Map // trigKey → *halfTwiddles[F]
+
+func halfTwiddlesFor[F kernels.Float](T int) *halfTwiddles[F] {
+	var zero F
+	_, f64 := any(zero).(float64)
+	k := trigKey{T, f64}
+	if v, ok := halfCache.Load(k); ok {
+		return v.(*halfTwiddles[F])
+	}
+	h := &halfTwiddles[F]{c: make([]F, T/2), s: make([]F, T/2)}
+	for j := range h.c {
+		c, s := fft.Twiddle(-j, T)
+		h.c[j], h.s[j] = F(c), F(s)
+	}
+	v, _ := halfCache.LoadOrStore(k, h)
+	return v.(*halfTwiddles[F])
+}
+
+// realPart replaces re with y = Re(FFT(re + i·im)) for even T = len(re),
+// using one complex FFT of length M = T/2 (hp) instead of one of length T.
+// im is clobbered; fs holds T + 2·hp.ScratchLen() elements.
+//
+// y = Re(F z) = F u with u[t] = (z[t] + conj z[−t])/2 Hermitian, so
+// y[n] = Σ_k X[k]·e^{+2πi·kn/T} with X = conj u. Splitting n into even and
+// odd, y[2m] + i·y[2m+1] = Σ_{k<M} (A[k] + i·B[k])·e^{+2πi·km/M} with
+// A[k] = X[k] + X[k+M] and B[k] = (X[k] − X[k+M])·e^{+2πi·k/T}; the sum is
+// conj(FFT_M(conj(A + i·B))).
+func realPart[F kernels.Float](re, im []F, hp *fft.Plan[F], ht *halfTwiddles[F], fs []F) {
+	T := len(re)
+	M := T / 2
+	br, bi := fs[:M], fs[M:T]
+	for k := 0; k < M; k++ {
+		n1, n2 := (T-k)%T, M-k // −k and −(k+M) mod T
+		xr, xi := (re[k]+re[n1])/2, (im[n1]-im[k])/2
+		yr, yi := (re[k+M]+re[n2])/2, (im[n2]-im[k+M])/2
+		ar, ai := xr+yr, xi+yi
+		dr, di := xr-yr, xi-yi
+		c, s := ht.c[k], ht.s[k]
+		bR, bI := dr*c-di*s, dr*s+di*c
+		// Z = A + i·B; store conj(Z).
+		br[k], bi[k] = ar-bI, -(ai + bR)
+	}
+	hp.Transform(br, bi, fs[T:])
+	for m := 0; m < M; m++ {
+		re[2*m], re[2*m+1] = br[m], -bi[m]
+	}
+	_ = im
 }

@@ -62,7 +62,7 @@ func naive(x []float64, B, T, D int) []float64 {
 }
 
 func TestMatchesNaive(t *testing.T) {
-	for _, sz := range [][3]int{{1, 1, 1}, {1, 2, 3}, {2, 5, 4}, {1, 12, 8}, {1, 17, 7}, {2, 30, 16}, {1, 64, 12}, {1, 97, 5}} {
+	for _, sz := range [][3]int{{1, 1, 1}, {1, 2, 3}, {2, 5, 4}, {1, 12, 8}, {1, 17, 7}, {2, 30, 16}, {1, 64, 12}, {1, 97, 5}, {1, 4, 3}, {2, 250, 3}, {1, 1000, 2}} {
 		B, T, D := sz[0], sz[1], sz[2]
 		rng := rand.New(rand.NewPCG(uint64(T), uint64(D)))
 		x := make([]float64, B*T*D)
