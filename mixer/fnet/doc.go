@@ -33,9 +33,14 @@
 //
 // The FFT path uses package kernels/fft: one complex FFT over channels per
 // pair of time rows (two real rows packed as x₁ + i·x₂), keeping the
-// D/2+1 non-redundant channel frequencies, then one complex FFT over time per
+// D/2+1 non-redundant channel frequencies, then one transform over time per
 // kept frequency; the remaining columns follow from the Hermitian symmetry
-// Re Z[t, D−k] = Re Z[(T−t) mod T, k]. Cost O(T·D·log(T·D)), memory O(T·D).
+// Re Z[t, D−k] = Re Z[(T−t) mod T, k]. Only the real part of the time
+// transform is needed, and Re(F z) = F u for the Hermitian
+// u[t] = (z[t] + conj z[−t])/2, whose transform is real: for even T it is
+// computed with one complex FFT of length T/2 (even and odd outputs packed as
+// real and imaginary parts, see realPart). Cost O(T·D·log(T·D)), memory
+// O(T·D).
 //
 // The GEMM path evaluates C_T·X·C_D − S_T·X·S_D with kernels.Gemm and cached
 // cos/sin matrices (computed in float64 from exactly reduced angles): three
