@@ -12,7 +12,8 @@ import (
 
 // Shapes: B batch, T time, D channels, H heads, Dh = D/H head size.
 // q, k, v, o are [B,T,D] with head h in channels [h·Dh, (h+1)·Dh), so a
-// head's rows are read with row stride D and never transposed.
+// head's rows are read in place with row stride D; only the score GEMMs read
+// per-head transposed copies of k and v (transpose.go).
 
 // dims are the sizes one Forward/Backward call works on.
 type dims struct {

@@ -11,6 +11,7 @@ import (
 	"tokenmix/mixer/attn/attntest"
 	"tokenmix/mixer/full"
 	"tokenmix/mixer/mixertest"
+	"tokenmix/parallel"
 )
 
 func cfg(name string, causal bool, opts map[string]any, heads, layer int) mixer.Config {
@@ -316,4 +317,48 @@ func TestCostFollowsPairs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFloat32ThreadInvariant checks that float32 results are bit-identical
+// for 1 and 3 threads (each row's arithmetic does not depend on which worker
+// runs it), so training runs replay exactly.
+func TestFloat32ThreadInvariant(t *testing.T) {
+	for _, fixed := range []bool{false, true} {
+		c := cfg("x", true, opts(fixed, 4, 2, Merge), 2, 0)
+		run := func(threads int) mixer.Mixer[float32] {
+			old := parallel.SetThreads(threads)
+			defer parallel.SetThreads(old)
+			m, err := New[float32](c, fixed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Tiles = attn.Tiles{Q: 8, K: 4}
+			return m
+		}
+		a, b := run(1), run(3)
+		old := parallel.SetThreads(3)
+		sameThreads(t, a, b)
+		parallel.SetThreads(old)
+	}
+}
+
+// sameThreads runs a on 1 thread and b on the current thread count.
+func sameThreads(t *testing.T, a, b mixer.Mixer[float32]) {
+	t.Helper()
+	same(t, "threads", &oneThread{a}, b, 2, 37, 8)
+}
+
+// oneThread runs its mixer's Forward and Backward on one thread.
+type oneThread struct{ mixer.Mixer[float32] }
+
+func (o *oneThread) Forward(out, act, scr, x []float32, p mixer.Pass) {
+	old := parallel.SetThreads(1)
+	defer parallel.SetThreads(old)
+	o.Mixer.Forward(out, act, scr, x, p)
+}
+
+func (o *oneThread) Backward(dx, scr, dout, act, x []float32, p mixer.Pass) {
+	old := parallel.SetThreads(1)
+	defer parallel.SetThreads(old)
+	o.Mixer.Backward(dx, scr, dout, act, x, p)
 }
