@@ -36,6 +36,14 @@
 // transpose.go). Partial blocks carry a bit mask. The work is therefore
 // proportional to the number of visited pairs times Dh, not T².
 //
+// Parallelism: the forward pass runs phase by phase; within a phase the
+// units are (batch, head, group), pulled dynamically by parallel.Threads()
+// workers, each with two score tiles from the declared scratch. Backward
+// units are (batch, head) pairs (a unit owns its head's dq, dk, dv), sorted
+// by cost; with fewer pairs than threads some threads idle there. Every
+// row's arithmetic is independent of the worker that runs it, so float32
+// results do not depend on the thread count.
+//
 // Shapes: B batch, T time, D channels, H heads, Dh = D/H; head h is the
 // contiguous channel group [h·Dh, (h+1)·Dh).
 package attn
