@@ -190,7 +190,17 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		res.TokensPerSec = float64(tokens) / trainTime.Seconds()
 		res.MsPerStep = 1000 * trainTime.Seconds() / float64(step)
 	}
-	_, res.Val = evaluate(m, j.task, data.Val, tc.BatchSize, 0)
+	// The validation metric is the last curve point's (eval_batches
+	// batches), or one such evaluation now.
+	res.Val = math.NaN()
+	for _, c := range st.Curve {
+		if c.HasVal {
+			res.Val = c.Val
+		}
+	}
+	if math.IsNaN(res.Val) {
+		_, res.Val = evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches)
+	}
 	limit := 0
 	if j.preset.TestExamples > 0 {
 		limit = (j.preset.TestExamples + tc.BatchSize - 1) / tc.BatchSize

@@ -13,8 +13,13 @@ type RecallConfig struct {
 	Len int `json:"len"`
 	// Pairs is the number of key–value pairs per sequence (16).
 	Pairs int `json:"pairs"`
+	// Queries is the number of query keys at the end of the sequence (1),
+	// each drawn uniformly from the sequence's keys.
+	Queries int `json:"queries"`
 	// Keys and Values are the sizes of the key and value vocabularies (64
-	// and 16); Keys ≥ Pairs, since a sequence's keys are distinct.
+	// and 16); both ≥ Pairs, since a sequence's keys are distinct and so are
+	// its values (with repeated values, guessing the sequence's most
+	// frequent value is a shortcut that beats chance without any recall).
 	Keys   int `json:"keys"`
 	Values int `json:"values"`
 	// Train, Val, Test are the split sizes (100000, 1000, 2000).
@@ -22,6 +27,11 @@ type RecallConfig struct {
 	Val   int    `json:"val"`
 	Test  int    `json:"test"`
 	Seed  uint64 `json:"seed"`
+	// Fused writes each pair as one token that encodes both the key and
+	// the value (Keys·Values such tokens), so recall is a single
+	// content-based lookup instead of a lookup plus a hop to the
+	// neighbouring position.
+	Fused bool `json:"fused"`
 }
 
 func (c *RecallConfig) defaults() {
@@ -32,6 +42,7 @@ func (c *RecallConfig) defaults() {
 	}
 	def(&c.Len, 256)
 	def(&c.Pairs, 16)
+	def(&c.Queries, 1)
 	def(&c.Keys, 64)
 	def(&c.Values, 16)
 	def(&c.Train, 100000)
@@ -48,12 +59,17 @@ const (
 
 // Recall is synthetic associative recall: a sequence of Len tokens holds
 // Pairs adjacent (key, value) pairs with distinct keys, at uniformly random
-// non-overlapping positions among filler tokens, and ends with a query key
-// drawn from those keys. The only target is at the last position: the value
-// paired with the query (accuracy over that target; chance is 1/Values).
-// It is framed as language modelling with a single target so that every
-// mixer, causal or not, can be trained on it; nothing after the query is
-// visible, so a bidirectional model cannot cheat.
+// non-overlapping positions among filler tokens in the first Len−Queries
+// cells, and ends with Queries query keys, each drawn uniformly from those
+// keys. Keys are distinct within a sequence, and so are values. The
+// targets are at the query positions only: the value paired with
+// each query (accuracy over those targets; chance is 1/Values, and 1/Pairs
+// for a model that only learned which values occur). It is framed
+// as language modelling with targets at the queries so that every mixer,
+// causal or not, can be trained on it: the answers never appear after the
+// pairs, so a bidirectional model cannot cheat. Several queries give several
+// supervised targets per sequence (as in Zoology's multi-query associative
+// recall, Arora et al. 2023), which makes learning much faster.
 //
 // Example i of split s is generated on demand from a PCG seeded by (Seed,
 // s, i), so the splits are disjoint streams and cost no memory.
@@ -65,10 +81,10 @@ type Recall struct {
 func NewRecall(c RecallConfig) (*Recall, error) {
 	c.defaults()
 	switch {
-	case c.Pairs < 1 || 2*c.Pairs+1 > c.Len:
-		return nil, fmt.Errorf("recall: %d pairs do not fit in len %d", c.Pairs, c.Len)
-	case c.Keys < c.Pairs:
-		return nil, fmt.Errorf("recall: keys %d < pairs %d", c.Keys, c.Pairs)
+	case c.Pairs < 1 || c.Queries < 1 || 2*c.Pairs+c.Queries > c.Len && !c.Fused || c.Pairs+c.Queries > c.Len:
+		return nil, fmt.Errorf("recall: %d pairs and %d queries do not fit in len %d", c.Pairs, c.Queries, c.Len)
+	case c.Keys < c.Pairs || c.Values < c.Pairs:
+		return nil, fmt.Errorf("recall: keys %d and values %d must be ≥ pairs %d", c.Keys, c.Values, c.Pairs)
 	case c.Values < 2:
 		return nil, fmt.Errorf("recall: values %d < 2", c.Values)
 	case c.Train < 0 || c.Val < 0 || c.Test < 0:
@@ -82,8 +98,11 @@ func (r *Recall) Config() RecallConfig { return r.cfg }
 
 // Info implements Task.
 func (r *Recall) Info() Info {
-	return Info{Name: "recall", Mode: LM, Vocab: RecallKey0 + r.cfg.Keys + r.cfg.Values,
-		PadID: -1, MaxLen: r.cfg.Len, Metric: Accuracy}
+	v := RecallKey0 + r.cfg.Keys + r.cfg.Values
+	if r.cfg.Fused {
+		v += r.cfg.Keys * r.cfg.Values
+	}
+	return Info{Name: "recall", Mode: LM, Vocab: v, PadID: -1, MaxLen: r.cfg.Len, Metric: Accuracy}
 }
 
 // Len implements Task.
@@ -106,24 +125,34 @@ func (r *Recall) Example(tokens, targets []int32, s Split, i int) {
 		t[j] = RecallFiller
 		targets[j] = -1
 	}
-	// Place Pairs blocks of width 2 in the first Len-1 cells: choose Pairs
-	// distinct sorted slots among Len-1-Pairs and shift the j-th by j.
-	free := c.Len - 1 - c.Pairs
-	slots := sampleSorted(rng, free, c.Pairs)
+	// Place Pairs blocks of width w (2, or 1 when fused) in the first
+	// Len-Queries cells: choose Pairs distinct sorted slots among
+	// Len-Queries-(w-1)·Pairs and shift the j-th by (w-1)·j.
+	n := c.Len - c.Queries
+	w := 2
+	if c.Fused {
+		w = 1
+	}
+	slots := sampleSorted(rng, n-(w-1)*c.Pairs, c.Pairs)
 	keys := rng.Perm(c.Keys)[:c.Pairs]
-	var qv int32
-	q := rng.IntN(c.Pairs)
+	perm := rng.Perm(c.Values)
+	vals := make([]int32, c.Pairs)
+	fused := int32(RecallKey0 + c.Keys + c.Values)
 	for j, sl := range slots {
-		p := sl + j
-		v := int32(rng.IntN(c.Values))
-		t[p] = int32(RecallKey0 + keys[j])
-		t[p+1] = int32(RecallKey0+c.Keys) + v
-		if j == q {
-			qv = t[p+1]
+		p := sl + (w-1)*j
+		vals[j] = int32(RecallKey0 + c.Keys + perm[j])
+		if c.Fused {
+			t[p] = fused + int32(keys[j]*c.Values+perm[j])
+		} else {
+			t[p] = int32(RecallKey0 + keys[j])
+			t[p+1] = vals[j]
 		}
 	}
-	t[c.Len-1] = int32(RecallKey0 + keys[q])
-	targets[c.Len-1] = qv
+	for i := n; i < c.Len; i++ {
+		q := rng.IntN(c.Pairs)
+		t[i] = int32(RecallKey0 + keys[q])
+		targets[i] = vals[q]
+	}
 }
 
 // sampleSorted returns k distinct integers from [0,n) in increasing order

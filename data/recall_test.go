@@ -7,8 +7,9 @@ import (
 
 func TestRecall(t *testing.T) {
 	for _, c := range []RecallConfig{
-		{Len: 9, Pairs: 4, Keys: 4, Values: 3, Train: 200, Val: 20, Test: 20}, // dense: no filler
+		{Len: 9, Pairs: 4, Keys: 4, Values: 4, Train: 200, Val: 20, Test: 20}, // dense: no filler
 		{Len: 64, Pairs: 5, Keys: 10, Values: 7, Train: 200, Val: 20, Test: 20},
+		{Len: 40, Pairs: 6, Queries: 8, Keys: 12, Values: 6, Train: 200, Val: 20, Test: 20},
 		{Len: 1000, Pairs: 16, Train: 50, Val: 5, Test: 5},
 	} {
 		r, err := NewRecall(c)
@@ -24,8 +25,10 @@ func TestRecall(t *testing.T) {
 			for i := range r.Len(s) {
 				r.Example(tok, tg, s, i)
 				val := map[int32]int32{} // key → value
+				seenVal := map[int32]bool{}
 				fill := 0
-				for j := 0; j < cfg.Len-1; j++ {
+				nq := cfg.Queries
+				for j := 0; j < cfg.Len-nq; j++ {
 					switch v := tok[j]; {
 					case v == RecallFiller:
 						fill++
@@ -37,25 +40,31 @@ func TestRecall(t *testing.T) {
 						if nv < int32(RecallKey0+cfg.Keys) || nv >= int32(info.Vocab) {
 							t.Fatalf("%s %d: key at %d not followed by a value", s, i, j)
 						}
+						if seenVal[nv] {
+							t.Fatalf("%s %d: value %d twice", s, i, nv)
+						}
+						seenVal[nv] = true
 						val[v] = nv
 						j++
 					default:
 						t.Fatalf("%s %d: stray token %d at %d", s, i, v, j)
 					}
 				}
-				if len(val) != cfg.Pairs || fill != cfg.Len-1-2*cfg.Pairs {
+				if len(val) != cfg.Pairs || fill != cfg.Len-nq-2*cfg.Pairs {
 					t.Fatalf("%s %d: %d pairs, %d fillers", s, i, len(val), fill)
 				}
-				q := tok[cfg.Len-1]
-				if tg[cfg.Len-1] != val[q] || val[q] == 0 {
-					t.Fatalf("%s %d: target %d, value of query %d is %d", s, i, tg[cfg.Len-1], q, val[q])
+				for j := cfg.Len - nq; j < cfg.Len; j++ {
+					q := tok[j]
+					if tg[j] != val[q] || val[q] == 0 {
+						t.Fatalf("%s %d: target %d at %d, value of query %d is %d", s, i, tg[j], j, q, val[q])
+					}
+					answers[tg[j]]++
 				}
-				for j := 0; j < cfg.Len-1; j++ {
+				for j := 0; j < cfg.Len-nq; j++ {
 					if tg[j] != -1 {
 						t.Fatalf("%s %d: target at %d", s, i, j)
 					}
 				}
-				answers[tg[cfg.Len-1]]++
 			}
 		}
 		if len(answers) != cfg.Values && cfg.Values <= 7 {
@@ -78,7 +87,7 @@ func TestRecallDeterministic(t *testing.T) {
 	if slices.Equal(ex(r, Train, 3), ex(r, Test, 3)) || slices.Equal(ex(r, Train, 3), ex(q, Train, 3)) {
 		t.Error("different splits or seeds give the same example")
 	}
-	for _, c := range []RecallConfig{{Len: 8, Pairs: 4}, {Pairs: 10, Keys: 5}, {Values: 1}} {
+	for _, c := range []RecallConfig{{Len: 8, Pairs: 4}, {Len: 10, Pairs: 4, Queries: 3}, {Pairs: 10, Keys: 5}, {Pairs: 4, Values: 3}, {Values: 1}} {
 		if _, err := NewRecall(c); err == nil {
 			t.Errorf("%+v: no error", c)
 		}
