@@ -19,7 +19,8 @@ const (
 // Pattern is a Sparse Transformer pattern for one layer: strided or fixed,
 // its stride L (and summary size C for fixed), causal or not, and how the
 // two index sets are combined over heads and layers. It implements
-// attn.Pattern; layouts are built once per (set, T, tiles) and cached.
+// attn.Pattern; layouts are built once per (pattern, set, T, tiles) and
+// shared by every layer and mixer in the process (they are immutable).
 type Pattern struct {
 	Fixed   bool
 	L, C    int
@@ -27,10 +28,20 @@ type Pattern struct {
 	Combine string
 	Heads   int
 	Layer   int
-
-	mu    sync.Mutex
-	cache map[[4]int]*attn.Layout
 }
+
+// layoutKey identifies a layout: the pattern's parameters that shape it.
+type layoutKey struct {
+	fixed, causal bool
+	l, c          int
+	s             set
+	T, tq, tk     int
+}
+
+var (
+	cacheMu sync.Mutex
+	cache   = map[layoutKey]*attn.Layout{}
+)
 
 // set returns the index set of head h.
 func (p *Pattern) set(h int) set {
@@ -89,17 +100,17 @@ func (p *Pattern) Allow(h, T, i, j int) bool {
 // Layout returns head h's block layout at length T (cached).
 func (p *Pattern) Layout(h, T int, t attn.Tiles) *attn.Layout {
 	s := p.set(h)
-	key := [4]int{int(s), T, t.Q, t.K}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if l, ok := p.cache[key]; ok {
+	key := layoutKey{fixed: p.Fixed, causal: p.Causal, l: p.L, s: s, T: T, tq: t.Q, tk: t.K}
+	if p.Fixed {
+		key.c = p.C
+	}
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if l, ok := cache[key]; ok {
 		return l
 	}
-	if p.cache == nil {
-		p.cache = map[[4]int]*attn.Layout{}
-	}
 	l := p.build(s, T, t.Q, t.K)
-	p.cache[key] = l
+	cache[key] = l
 	return l
 }
 
