@@ -38,19 +38,20 @@
 // Each (pattern, T, causal, tiles) gets a block layout (package mixer/attn),
 // built once and cached: tiles of queries × keys listing only tiles that
 // hold an allowed pair, with a bit mask inside partial tiles. A1 is a band
-// (strided) or block-diagonal (fixed) of 64×64 tiles. Strided A2 uses the
-// transpose trick: in the order grouped by residue class i mod l, A2 is
-// dense causal (or dense) attention over ⌈T/l⌉ positions; a class is read
-// with row stride l·d, and the kernels keep k and v transposed in
-// residue-class order so its keys are contiguous. Fixed A2 gathers the
-// T·c/l summary keys into compact copies once per pass, so they form one
-// dense key axis, tiled 128 queries × 64 summary keys along the staircase
-// j ≤ i. With merge, A2
-// skips pairs already in A1, so a pair is never counted twice in one
-// softmax. A query j = i outside its own A2 (fixed's non-summary positions)
-// is a diagonal block. The
-// forward pass runs the online softmax over the listed tiles; backward
-// recomputes them (see mixer/attn). Time per head is O(pairs·Dh):
+// (strided; l/2-query × 64-key tiles, so about 1.5·l scores per query for
+// l + 1 pairs) or block-diagonal (fixed). Strided A2 uses the transpose
+// trick: in the order grouped by residue class i mod l, A2 is dense causal
+// (or dense) attention over ⌈T/l⌉ positions; a class is read with row stride
+// l·d, and the kernels keep k and v transposed in residue-class order so its
+// keys are contiguous. Fixed A2 gathers the T·c/l summary keys into compact
+// copies once per pass, so they form one dense key axis, tiled 128 queries ×
+// 64 summary keys along the staircase j ≤ i. With merge, A2 skips pairs
+// already in A1, so a pair is never counted twice in one softmax. The pair
+// j = i, where it is outside A2 (fixed's non-summary positions), is a
+// diagonal block. The forward pass runs the online softmax over the listed
+// tiles; backward recomputes them (see mixer/attn). Time per head is
+// O(scores·Dh), with scores within 2× of the allowed pairs
+// (TestCostFollowsPairs):
 //
 //	strided: A1 ≈ T·l pairs, A2 ≈ T²/(2l) (causal) → O(T·√T) with l ≈ √T
 //	fixed:   A1 ≈ T·l/2 pairs, A2 ≈ T²·c/(2l) (causal)
@@ -62,8 +63,8 @@
 // Take l ≈ √T (e.g. l = 32 at T = 1024, l = 64 at T = 4096, l = 128 at
 // T = 16384): strided then costs about 2·T·√T pairs per head instead of T².
 // A query reaches any earlier position in two hops (one through A1, one
-// through A2), so two layers (interleave) or two head groups (heads) are
-// needed for full connectivity. c trades cost for bandwidth through the
+// through A2), so every combination needs at least two layers for full
+// connectivity. c trades cost for bandwidth through the
 // summary positions: fixed's A2 grows like T²·c/l, so keep c/l small; the
 // paper uses c ∈ {8, 16, 32} with l ∈ {128, 256}. Strided suits data with
 // periodic structure (images, audio, where l is the row length); fixed suits
