@@ -36,7 +36,7 @@ func tinyPreset(t *testing.T, mixers []string, budget string) *Preset {
 		"task": {"name": "recall", "len": 16, "pairs": 3, "keys": 8, "values": 4, "train": 200, "val": 16, "test": 32},
 		"model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32},
 		"train": {"batch_size": 4, "lr": 0.003, "warmup": 2, "seed": 3, "log_every": 2, "eval_every": 4, "eval_batches": 2, "checkpoint_every": 4},
-		"budget": "` + budget + `",
+		"budget": "` + budget + `", "bucket": 2,
 		"mixers": ` + string(mj) + `
 	}`))
 	if err != nil {

@@ -46,6 +46,11 @@ type Preset struct {
 	MixerOptions map[string]map[string]any `json:"mixer_options,omitempty"`
 	// TestExamples caps the test examples evaluated (0 = the whole split).
 	TestExamples int `json:"test_examples,omitempty"`
+	// Bucket > 1 batches training examples of similar length together
+	// (data.Loader.Bucket: runs of Bucket batches sorted by length), and
+	// evaluates a whole split in order of length: less padding for tasks of
+	// variable length. Order of batches stays seeded and resumable.
+	Bucket int `json:"bucket,omitempty"`
 }
 
 // Budget is a parsed budget: Steps > 0, or a Duration > 0.

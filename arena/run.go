@@ -98,7 +98,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	plan := m.Plan(tc.BatchSize, j.info.MaxLen)
 	res.PlannedBytes = plan.Bytes() + m.ParamBytes()
 
-	loader := data.NewLoader(j.task, data.Train, tc.BatchSize, true, tc.Seed, 0)
+	loader := data.NewLoader(j.task, data.Train, tc.BatchSize, true, tc.Seed, 0).Bucket(j.preset.Bucket)
 	loader.Seek(st.Step)
 	var b data.Batch
 	sched := optim.Schedule{LR: tc.LR, MinLR: tc.MinLR, Warmup: tc.Warmup, Steps: planned}
@@ -165,7 +165,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 			pt := CurvePoint{Step: step, TrainLoss: lossSum / float64(lossN)}
 			lossSum, lossN = 0, 0
 			if tc.EvalEvery > 0 && (step%tc.EvalEvery == 0 || step == planned) {
-				vl, vm := evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches)
+				vl, vm := evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
 				pt.ValLoss, pt.Val, pt.HasVal = vl, vm, true
 			}
 			st.Curve = append(st.Curve, pt)
@@ -199,13 +199,13 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		}
 	}
 	if math.IsNaN(res.Val) {
-		_, res.Val = evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches)
+		_, res.Val = evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
 	}
 	limit := 0
 	if j.preset.TestExamples > 0 {
 		limit = (j.preset.TestExamples + tc.BatchSize - 1) / tc.BatchSize
 	}
-	res.TestLoss, res.Test = evaluate(m, j.task, data.Test, tc.BatchSize, limit)
+	res.TestLoss, res.Test = evaluate(m, j.task, data.Test, tc.BatchSize, limit, j.preset.Bucket)
 	res.Curve = st.Curve
 	res.Status = StatusDone
 	res.WallSeconds = time.Since(start).Seconds()
@@ -221,9 +221,14 @@ func joinNote(a, b string) string {
 
 // evaluate returns the mean cross-entropy (nats per target) and the task
 // metric over the first maxBatches batches of split s (0 = all of it).
-func evaluate(m *model.Model[float32], task data.Task, s data.Split, batch, maxBatches int) (loss, metric float64) {
+// bucket > 1 visits a whole split in order of length (less padding); a
+// capped evaluation always takes the first examples by index.
+func evaluate(m *model.Model[float32], task data.Task, s data.Split, batch, maxBatches, bucket int) (loss, metric float64) {
 	info := task.Info()
 	l := data.NewLoader(task, s, batch, false, 0, 0)
+	if maxBatches == 0 {
+		l.Bucket(bucket)
+	}
 	var b data.Batch
 	var sum float64
 	var n, correct int

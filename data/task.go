@@ -3,6 +3,7 @@ package data
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 )
 
 // Split names one of a task's three splits.
@@ -177,6 +178,7 @@ type Loader struct {
 	pos      int
 	perm     []int
 	idx      []int
+	bucket   int
 }
 
 // NewLoader returns a loader over split s of task in batches of batch
@@ -196,19 +198,58 @@ func NewLoader(task Task, s Split, batch int, shuffle bool, seed uint64, fixedLe
 	return l
 }
 
+// Bucket groups examples of similar length into the same batch, so less
+// of each batch is padding: a sequential loader visits the split in order
+// of length (shortest first; ties in index order), and a shuffling loader
+// sorts each run of k·batch examples of its permutation by length and then
+// shuffles the order of that run's batches. k < 2 turns bucketing off.
+// Bucket returns l and must be called before the first Next.
+func (l *Loader) Bucket(k int) *Loader {
+	l.bucket = k
+	l.perm = nil
+	l.setEpoch(0)
+	return l
+}
+
 func (l *Loader) setEpoch(e int) {
 	l.epoch, l.pos = e, 0
-	if !l.shuffle {
+	if !l.shuffle && l.bucket < 2 {
 		return
 	}
 	if l.perm == nil {
 		l.perm = make([]int, l.n)
+	} else if !l.shuffle {
+		return // the sequential length order does not change
 	}
 	for i := range l.perm {
 		l.perm[i] = i
 	}
+	byLen := func(p []int) {
+		slices.SortStableFunc(p, func(a, b int) int {
+			return l.task.ExampleLen(l.split, a) - l.task.ExampleLen(l.split, b)
+		})
+	}
+	if !l.shuffle {
+		byLen(l.perm)
+		return
+	}
 	r := rand.New(rand.NewPCG(l.seed, uint64(e)+0x9e3779b97f4a7c15))
 	r.Shuffle(l.n, func(i, j int) { l.perm[i], l.perm[j] = l.perm[j], l.perm[i] })
+	if l.bucket < 2 {
+		return
+	}
+	run := l.bucket * l.batch
+	var tmp []int
+	for lo := 0; lo < l.n; lo += run {
+		chunk := l.perm[lo:min(lo+run, l.n)]
+		byLen(chunk)
+		nb := (len(chunk) + l.batch - 1) / l.batch
+		tmp = tmp[:0]
+		for _, b := range r.Perm(nb) {
+			tmp = append(tmp, chunk[b*l.batch:min((b+1)*l.batch, len(chunk))]...)
+		}
+		copy(chunk, tmp)
+	}
 }
 
 // Seek positions a shuffling loader at the start of its k-th batch (as if
@@ -238,7 +279,7 @@ func (l *Loader) Next(dst *Batch) bool {
 			l.setEpoch(l.epoch + 1)
 		}
 		i := l.pos
-		if l.shuffle {
+		if l.perm != nil {
 			i = l.perm[l.pos]
 		}
 		l.idx = append(l.idx, i)
