@@ -148,8 +148,8 @@ func runTrain(ctx context.Context, args []string) error {
 		}
 		prog.update(step, st.Loss, tps)
 		if step%tc.LogEvery == 0 || step == tc.Steps {
-			metrics.Encode(map[string]any{"step": step, "loss": st.Loss, "lr": st.LR, "grad_norm": st.GradNorm,
-				"tokens_per_s": tps, "tokens": rec.Tokens, "elapsed_s": rec.Elapsed})
+			metrics.Encode(withMixerStats(map[string]any{"step": step, "loss": st.Loss, "lr": st.LR, "grad_norm": st.GradNorm,
+				"tokens_per_s": tps, "tokens": rec.Tokens, "elapsed_s": rec.Elapsed}, m, cfg.NLayers))
 			if !prog.tty {
 				prog.line(step, st.Loss, tps)
 			}
@@ -159,8 +159,11 @@ func runTrain(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			metrics.Encode(map[string]any{"step": step, "val_loss": vl, "val_bits_per_byte": vl / math.Ln2})
+			metrics.Encode(withMixerStats(map[string]any{"step": step, "val_loss": vl, "val_bits_per_byte": vl / math.Ln2}, m, cfg.NLayers))
 			prog.note(fmt.Sprintf("step %d: validation loss %.4f (%.3f bits/byte)", step, vl, vl/math.Ln2))
+			if s := mixerStatsLine(m, cfg.NLayers); s != "" {
+				prog.note("  mixer: " + s)
+			}
 		}
 		if tc.CheckpointEvery > 0 && step%tc.CheckpointEvery == 0 && step < tc.Steps {
 			if err := save(false); err != nil {
