@@ -167,9 +167,12 @@ func (r *rule[F]) Recompute(z []F, h int, st [2]F) {
 }
 
 func (r *rule[F]) Backward(dp, p []F, h int, clobber bool) float64 {
-	if clobber && r.mt[h] == Entmax15 {
+	switch {
+	case clobber && r.mt[h] == Entmax15:
 		rowBackward15(dp, p)
 		return 0
+	case clobber && r.mt[h] == Bisect:
+		return rowBackwardGeneral(dp, p, r.alpha[h], r.learned, true)
 	}
 	return RowBackward(dp, p, r.alpha[h], r.mt[h], r.learned)
 }

@@ -406,7 +406,7 @@ func RowBackward[F kernels.Float](dp, p []F, alpha float64, mt Method, learned b
 			dp[j] = F(math.Sqrt(float64(pv)) * (float64(dp[j]) - mean))
 		}
 	default:
-		return rowBackwardGeneral(dp, p, alpha, learned)
+		return rowBackwardGeneral(dp, p, alpha, learned, false)
 	}
 	return 0
 }
@@ -443,8 +443,9 @@ func rowBackward15[F kernels.Float](dp, p []F) {
 }
 
 // rowBackwardGeneral is RowBackward for any α with g = p^{2−α}, and the
-// α gradient when learned.
-func rowBackwardGeneral[F kernels.Float](dp, p []F, alpha float64, learned bool) float64 {
+// α gradient when learned. With clobber it overwrites p with g, so that
+// each power is taken once.
+func rowBackwardGeneral[F kernels.Float](dp, p []F, alpha float64, learned, clobber bool) float64 {
 	ex := 2 - alpha
 	var G, A, P1, P3, S float64
 	for j, pv := range p {
@@ -454,6 +455,9 @@ func rowBackwardGeneral[F kernels.Float](dp, p []F, alpha float64, learned bool)
 		pj, dj := float64(pv), float64(dp[j])
 		lp := math.Log(pj)
 		gj := math.Exp(ex * lp)
+		if clobber {
+			p[j] = F(gj)
+		}
 		G += gj
 		A += gj * dj
 		if learned {
@@ -472,7 +476,11 @@ func rowBackwardGeneral[F kernels.Float](dp, p []F, alpha float64, learned bool)
 			dp[j] = 0
 			continue
 		}
-		dp[j] = F(math.Exp(ex*math.Log(float64(pv))) * (float64(dp[j]) - mean))
+		g := float64(pv)
+		if !clobber {
+			g = math.Exp(ex * math.Log(g))
+		}
+		dp[j] = F(g * (float64(dp[j]) - mean))
 	}
 	if !learned {
 		return 0

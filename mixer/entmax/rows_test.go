@@ -260,3 +260,35 @@ func TestRowBackward(t *testing.T) {
 		}
 	}
 }
+
+// TestRowBackwardClobber: the dense-mode variants that reuse p as scratch
+// give the same gradients as RowBackward.
+func TestRowBackwardClobber(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for trial := 0; trial < 50; trial++ {
+		n := 1 + rng.IntN(100)
+		for _, tc := range []struct {
+			alpha float64
+			mt    Method
+		}{{1.5, Entmax15}, {1.3, Bisect}} {
+			p := randRow(rng, n, 1)
+			Row(p, make([]float64, n), tc.alpha, tc.mt)
+			dp := randVec(rng, n, 1)
+			want := append([]float64(nil), dp...)
+			wa := RowBackward(want, p, tc.alpha, tc.mt, true)
+			got := append([]float64(nil), dp...)
+			var ga float64
+			if tc.mt == Entmax15 {
+				rowBackward15(got, append([]float64(nil), p...))
+			} else {
+				ga = rowBackwardGeneral(got, append([]float64(nil), p...), tc.alpha, true, true)
+				if math.Abs(ga-wa) > 1e-12*max(1, math.Abs(wa)) {
+					t.Fatalf("α=%v: ∂L/∂α %v, want %v", tc.alpha, ga, wa)
+				}
+			}
+			if d := maxAbsDiff(got, want); d > 1e-12 {
+				t.Fatalf("α=%v: clobbering backward differs by %.3g", tc.alpha, d)
+			}
+		}
+	}
+}
