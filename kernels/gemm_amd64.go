@@ -22,6 +22,25 @@ func packBT(p Path, dst []float32, pw int, b []float32, ldb, q0, kc, j0, cols in
 	return 16 * g
 }
 
+// packATPanels6 copies groups full micro-panels of op(A) = Aᵀ: for q < kc
+// and g < groups, dst[g·pstride+6q+i] = src[q·lda+6g+i] for i < 6.
+//
+//go:noescape
+func packATPanels6(dst *float32, src *float32, lda int, kc int, groups int, pstride int)
+
+// packATFull packs the full micro-panels of packATPanels (rows 0..mc/6·6)
+// and returns how many rows it packed.
+func packATFull(dst, a []float32, lda, pc, kc, ic, mc, rs int) int {
+	g := mc / gemmMR
+	if g == 0 || kc == 0 {
+		return 0
+	}
+	_ = dst[(g-1)*gemmMR*rs+gemmMR*kc-1]
+	_ = a[(pc+kc-1)*lda+ic+g*gemmMR-1]
+	packATPanels6(&dst[0], &a[pc*lda+ic], lda, kc, g, gemmMR*rs)
+	return g * gemmMR
+}
+
 // gemmTransKernels says whether path p's micro-kernels read a transposed A in
 // place (otherwise the driver packs op(A)).
 func gemmTransKernels(p Path) bool { return p != PathGo }

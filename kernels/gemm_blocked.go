@@ -47,9 +47,12 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 	// power-of-two lda.
 	packA := transA && !gemmTransKernels(p)
 	panelA := transA && !packA && n >= 256
+	// Packed A has row stride kc+8, not kc: with a stride of a multiple of
+	// 4 KiB the rows of a block would all share one L1 set.
+	ka := kc + 8
 	na := 0
 	if packA || panelA {
-		na = mc * kc
+		na = mc * ka
 	}
 	bp, ap := w.bufs(kc*nc, na)
 	for jc := 0; jc < n; jc += nc {
@@ -67,11 +70,11 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 				as, ao, al, rs := a, ic*lda+pc, lda, lda
 				switch {
 				case packA:
-					packAT(ap, a, lda, pc, kcb, ic, mcb)
-					as, ao, al, rs = ap, 0, kcb, kcb
+					packAT(ap, a, lda, pc, kcb, ic, mcb, ka)
+					as, ao, al, rs = ap, 0, ka, ka
 				case panelA:
-					packATPanels(ap, a, lda, pc, kcb, ic, mcb)
-					as, ao, al, rs = ap, 0, gemmMR, kcb
+					packATPanels(ap, a, lda, pc, kcb, ic, mcb, ka)
+					as, ao, al, rs = ap, 0, gemmMR, ka
 				case transA:
 					ao, rs = pc*lda+ic, 1
 				}
@@ -147,33 +150,35 @@ func packB(dst []float32, p Path, transB bool, b []float32, ldb, pc, kc, jc, nc 
 }
 
 // packAT copies rows ic..ic+mc of op(A) = Aᵀ, columns pc..pc+kc, into dst as
-// an mc×kc row-major block, so the kernels always read rows of op(A).
-func packAT(dst, a []float32, lda, pc, kc, ic, mc int) {
+// an mc×kc row-major block with row stride rs ≥ kc, so the kernels always
+// read rows of op(A).
+func packAT(dst, a []float32, lda, pc, kc, ic, mc, rs int) {
 	for q := 0; q < kc; q++ {
 		o := (pc+q)*lda + ic
 		for r, v := range a[o : o+mc] {
-			dst[r*kc+q] = v
+			dst[r*rs+q] = v
 		}
 	}
 }
 
 // packATPanels copies rows ic..ic+mc of op(A) = Aᵀ, columns pc..pc+kc, into
-// dst as micro-panels of gemmMR rows: the panel of row ir starts at ir·kc and
-// holds, for each q < kc, op(A)[ir..ir+gemmMR][q] contiguously (the layout
-// the transposed-A kernels read with lda = gemmMR). Rows past mc are not
-// written and not read.
-func packATPanels(dst, a []float32, lda, pc, kc, ic, mc int) {
+// dst as micro-panels of gemmMR rows: the panel of row ir starts at ir·rs
+// (rs ≥ kc) and holds, for each q < kc, op(A)[ir..ir+gemmMR][q] contiguously
+// (the layout the transposed-A kernels read with lda = gemmMR). Rows past mc
+// are not written and not read.
+func packATPanels(dst, a []float32, lda, pc, kc, ic, mc, rs int) {
+	done := packATFull(dst, a, lda, pc, kc, ic, mc, rs)
 	full := mc / gemmMR * gemmMR
 	for q := 0; q < kc; q++ {
 		src := a[(pc+q)*lda+ic : (pc+q)*lda+ic+mc]
 		o := q * gemmMR
-		for ir := 0; ir < full; ir += gemmMR {
+		for ir := done; ir < full; ir += gemmMR {
 			s := src[ir : ir+gemmMR : ir+gemmMR]
-			d := dst[ir*kc+o : ir*kc+o+gemmMR : ir*kc+o+gemmMR]
+			d := dst[ir*rs+o : ir*rs+o+gemmMR : ir*rs+o+gemmMR]
 			d[0], d[1], d[2], d[3], d[4], d[5] = s[0], s[1], s[2], s[3], s[4], s[5]
 		}
 		if full < mc {
-			copy(dst[full*kc+o:], src[full:])
+			copy(dst[full*rs+o:], src[full:])
 		}
 	}
 }

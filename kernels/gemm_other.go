@@ -19,3 +19,6 @@ func gemmTiles(w *gemmWork, p Path, ta bool, mc, cols, kc int, a []float32, ao, 
 func packBT(p Path, dst []float32, pw int, b []float32, ldb, q0, kc, j0, cols int) int {
 	return 0
 }
+
+// packATFull packs nothing: the Go path does not use micro-panels of A.
+func packATFull(dst, a []float32, lda, pc, kc, ic, mc, rs int) int { return 0 }

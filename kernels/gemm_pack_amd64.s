@@ -64,3 +64,43 @@ next:
 done:
 	VZEROUPPER
 	RET
+
+// func packATPanels6(dst *float32, src *float32, lda int, kc int, groups int, pstride int)
+//
+// For q < kc and g < groups: dst[g·pstride + 6q + i] = src[q·lda + 6g + i],
+// i < 6 (see packATPanels).
+TEXT ·packATPanels6(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8
+	MOVQ kc+24(FP), CX
+	MOVQ groups+32(FP), DX
+	MOVQ pstride+40(FP), R9
+	SHLQ $2, R9
+	TESTQ CX, CX
+	JE pdone
+	TESTQ DX, DX
+	JE pdone
+
+prow:
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ DX, R10
+
+pgroup:
+	MOVUPS (AX), X0
+	MOVQ 16(AX), X1
+	MOVUPS X0, (BX)
+	MOVQ X1, 16(BX)
+	ADDQ $24, AX
+	ADDQ R9, BX
+	DECQ R10
+	JNE pgroup
+	ADDQ R8, SI
+	ADDQ $24, DI
+	DECQ CX
+	JNE prow
+
+pdone:
+	RET
