@@ -492,3 +492,43 @@ func transposeHeads[F kernels.Float](xt, x []F, B, T, D, H int) {
 		}
 	})
 }
+
+// AttentionWeights returns, per head, the [T,T] row-major attention weights
+// P (query rows, key columns) of a forward pass on x [1,T,D] with the bound
+// parameters, no padding: the heat maps of `tokenmix pattern`
+// (plot/pattern.Weights). It allocates; it is for inspection, not training.
+func (a *Attention[F]) AttentionWeights(x []float64, T int) [][]float64 {
+	D, H := a.D, a.H
+	p := mixer.Pass{B: 1, T: T}
+	xf := make([]F, T*D)
+	for i := range xf {
+		xf[i] = F(x[i])
+	}
+	q, k, kt := make([]F, T*D), make([]F, T*D), make([]F, T*D)
+	linearForward(q, xf, a.wq, a.bq, T, D, D)
+	linearForward(k, xf, a.wk, a.bk, T, D, D)
+	transposeHeads(kt, k, 1, T, D, H)
+	R := min(a.Rows, T)
+	S, tmp := make([]F, R*T), make([]F, T)
+	out := make([][]float64, H)
+	for h := range out {
+		P := make([]float64, T*T)
+		for r0 := 0; r0 < T; r0 += R {
+			nr := min(R, T-r0)
+			nk := T
+			if a.Causal {
+				nk = r0 + nr
+			}
+			a.scores(S[:nr*nk], q, kt, p, 0, h, r0, nr, nk, nil)
+			for r := 0; r < nr; r++ {
+				row := S[r*nk : (r+1)*nk]
+				a.rule.Normalize(row, tmp[:nk], h)
+				for j, v := range row {
+					P[(r0+r)*T+j] = float64(v)
+				}
+			}
+		}
+		out[h] = P
+	}
+	return out
+}

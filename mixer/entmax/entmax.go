@@ -135,6 +135,12 @@ func (m *Mixer[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	}
 }
 
+// AttentionWeights is Attention.AttentionWeights with the current α.
+func (m *Mixer[F]) AttentionWeights(x []float64, T int) [][]float64 {
+	m.setAlpha()
+	return m.Attention.AttentionWeights(x, T)
+}
+
 // Stats reports "zeros/h{h}", the mean fraction of exact zeros per query
 // row of head h in the last Forward, and with learn_alpha "alpha/h{h}".
 func (m *Mixer[F]) Stats() map[string]float64 {

@@ -312,3 +312,32 @@ func randVec(rng *rand.Rand, n int, sc float64) []float64 {
 	}
 	return v
 }
+
+// TestAttentionWeights compares the heat-map weights with the naive twin's
+// P, for fixed and learned α.
+func TestAttentionWeights(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, opts := range []map[string]any{{"alpha": 1.5}, {"alpha": 2.0}, {"alpha": 1.2, "learn_alpha": true}} {
+		for _, causal := range []bool{true, false} {
+			T, D, H := 21, 8, 2
+			m, err := New[float64](cfg(D, H, causal, opts))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Rows = 8
+			w, g := randParams(rng, m.Params())
+			m.Bind(w, g)
+			x := randVec(rng, T*D, 1)
+			got := m.AttentionWeights(x, T)
+			al := m.Alpha()
+			P := NaiveForward(make([]float64, T*D), x, w, D, H, causal, mixer.Pass{B: 1, T: T}, func(z []float64, h int) {
+				Row(z, make([]float64, len(z)), al[h], MethodFor(al[h], opts["learn_alpha"] != nil))
+			})
+			for h := 0; h < H; h++ {
+				if d := maxAbsDiff(got[h], P[h*T*T:(h+1)*T*T]); d > 1e-12 {
+					t.Errorf("opts %v causal=%v head %d: weights differ from the twin by %.3g", opts, causal, h, d)
+				}
+			}
+		}
+	}
+}

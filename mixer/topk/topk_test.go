@@ -12,6 +12,7 @@ import (
 	"tokenmix/mixer/entmax"
 	"tokenmix/mixer/mixertest"
 	"tokenmix/parallel"
+	"tokenmix/plot/pattern"
 )
 
 // sortTopK is the oracle: sort the allowed scores, keep every entry ≥ the
@@ -296,4 +297,41 @@ func randVec(rng *rand.Rand, n int, sc float64) []float64 {
 		v[i] = rng.NormFloat64() * sc
 	}
 	return v
+}
+
+// TestPatternWeights: plot/pattern draws top-k attention as heat maps; each
+// causal row keeps min(k, i+1) keys and sums to 1.
+func TestPatternWeights(t *testing.T) {
+	const T, D, H, k = 12, 8, 2, 3
+	rng := rand.New(rand.NewPCG(9, 9))
+	x := randVec(rng, T*D, 1)
+	bind := func(m mixer.Mixer[float64]) {
+		var w, g [][]float64
+		for _, s := range m.Params() {
+			w = append(w, randVec(rng, s.Size(), 0.3))
+			g = append(g, make([]float64, s.Size()))
+		}
+		m.Bind(w, g)
+	}
+	maps, err := pattern.Maps(Kind(), cfg(D, H, true, k), 2, T, x, bind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range maps {
+		for _, mp := range row {
+			for i := 0; i < T; i++ {
+				var s float64
+				nz := 0
+				for _, v := range mp.V[i*T : (i+1)*T] {
+					s += v
+					if v > 0 {
+						nz++
+					}
+				}
+				if math.Abs(s-1) > 1e-12 || nz != min(k, i+1) {
+					t.Fatalf("layer %d head %d row %d: Σp = %v with %d nonzeros", mp.Layer, mp.Head, i, s, nz)
+				}
+			}
+		}
+	}
 }
