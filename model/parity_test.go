@@ -72,7 +72,17 @@ func TestTorchParity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w32, at32 := parityCase[float32](t, cfg, weights, batch, ref, 1e-3, regen)
+			// float32 on every kernel path this CPU has (plain Go, AVX2, AVX-512).
+			var w32 float64
+			var at32 string
+			for _, path := range kernels.Paths() {
+				old := kernels.SetPath(path)
+				w, at := parityCase[float32](t, cfg, weights, batch, ref, 1e-3, regen+" [kernel path "+path.String()+"]")
+				kernels.SetPath(old)
+				if w >= w32 {
+					w32, at32 = w, at+" on "+path.String()
+				}
+			}
 			w64, at64 := parityCase[float64](t, cfg, weights, batch, ref, 1e-6, regen)
 			t.Logf("max rel err: float32 %.2g (%s), float64 %.2g (%s)", w32, at32, w64, at64)
 		})
