@@ -202,7 +202,7 @@ func TestRowBackward(t *testing.T) {
 		alpha   float64
 		mt      Method
 		learned bool
-	}{{2, Sparsemax, false}, {1.5, Entmax15, false}, {1, Softmax, false}, {1.5, Bisect, true}, {1.2, Bisect, true}, {1.8, Bisect, true}} {
+	}{{2, Sparsemax, false}, {1.5, Entmax15, false}, {1, Softmax, false}, {1.5, Bisect, true}, {1.2, Bisect, true}, {1.8, Bisect, true}, {2.5, Bisect, true}} {
 		for trial := 0; trial < 20; trial++ {
 			n := 2 + rng.IntN(40)
 			z := randRow(rng, n, 1.5)

@@ -32,7 +32,7 @@
 // k·ln(n/k) replacements for random order) and quickselect with a three-way
 // partition otherwise. The layer runs on the row-block engine of package
 // entmax (entmax.Attention) with C = 2k support entries per row: each block
-// of 32 query rows costs one score GEMM and the selection; the kept
+// of 64 query rows costs one score GEMM and the selection; the kept
 // (index, p) pairs go into act, y_i = Σ_{j∈K(i)} p_ij v_j is gathered, and
 // backward is O(T·k·Dh) with nothing recomputed. A row block whose ties keep
 // more than 2k entries per row on average falls back to the dense mode
