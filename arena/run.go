@@ -36,6 +36,9 @@ type job struct {
 // calibSteps are timed to turn a duration budget into a step count.
 const calibSteps = 5
 
+// unplanned marks a duration-budget run whose step count is not known yet.
+const unplanned = 1 << 30
+
 // ckptState is the JSON part of a run checkpoint.
 type ckptState struct {
 	Step         int          `json:"step"`
@@ -54,7 +57,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	res.Options, _ = j.preset.MixerOpts(j.kind, j.info.MaxLen)
 	planned := j.budget.Steps
 	if planned == 0 {
-		planned = 1 << 30 // set after calibration
+		planned = unplanned // set after calibration
 	}
 	var st ckptState
 	resumed := false
@@ -98,6 +101,12 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	plan := m.Plan(tc.BatchSize, j.info.MaxLen)
 	res.PlannedBytes = plan.Bytes() + m.ParamBytes()
 
+	// One forward at the longest batch sizes the activation slabs once, so
+	// batches of growing length do not reallocate them (and leave garbage
+	// that raises the peak memory above the plan).
+	if _, err := m.Forward(make([]int32, tc.BatchSize*j.info.MaxLen), nil, tc.BatchSize, j.info.MaxLen); err != nil {
+		return res, err
+	}
 	loader := data.NewLoader(j.task, data.Train, tc.BatchSize, true, tc.Seed, 0).Bucket(j.preset.Bucket)
 	loader.Seek(st.Step)
 	var b data.Batch
@@ -111,6 +120,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	var lossSum float64
 	var lossN int
 	var calib time.Duration
+	calibN := 0
 	j.prog.Start(j.kind, planned, st.Step)
 	step := st.Step
 	save := func() error {
@@ -149,14 +159,15 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		lossSum += loss
 		lossN++
 		// A duration budget becomes a step count once a few steps are
-		// timed (the first step, which allocates, is left out).
-		if j.budget.Duration > 0 && !resumed && step <= calibSteps+1 {
-			if step > 1 {
+		// timed (the first step of this process, which allocates, is left
+		// out); the remaining time buys the remaining steps.
+		if planned == unplanned {
+			if calibN++; calibN > 1 {
 				calib += dt
 			}
-			if step == calibSteps+1 {
+			if calibN == calibSteps+1 {
 				per := calib / calibSteps
-				planned = max(step, int(j.budget.Duration/per))
+				planned = max(step, step+int((deadline-trainTime)/per))
 				sched.Steps = planned
 				j.prog.SetTotal(planned)
 			}
