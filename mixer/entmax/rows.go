@@ -22,7 +22,7 @@ const (
 	Softmax   Method = iota // α = 1
 	Sparsemax               // α = 2: exact, Michelot's iteration
 	Entmax15                // α = 1.5: exact, Newton from below + closed form
-	Bisect                  // any α > 1: bisection on τ, then renormalise
+	Bisect                  // any α > 1: bracketed Newton (α ≤ 2) or bisection on τ, renormalised
 )
 
 // MethodFor returns the exact method for α ∈ {1, 1.5, 2} and Bisect
@@ -86,8 +86,13 @@ func Row[F kernels.Float](z, tmp []F, alpha float64, mt Method) (tau, c float64,
 			}
 		}
 		tau = bisectTau(z, tmp, mx, alpha, n)
-		s, _ := applyRow(z, z, alpha, mt, tau, 1, true)
+		// Write the unnormalised powers, then renormalise in place.
+		s, ns := applyRow(z, z, alpha, mt, tau, 1, false)
 		c = 1 / s
+		for j, v := range z {
+			z[j] = F(float64(v) * c)
+		}
+		return tau, c, ns
 	}
 	_, nsup = applyRow(z, z, alpha, mt, tau, c, false)
 	return tau, c, nsup
@@ -130,14 +135,18 @@ func applyRow[F kernels.Float](dst, z []F, alpha float64, mt Method, tau, c floa
 		}
 	default:
 		beta := alpha - 1
-		pw := powFunc(1 / beta)
+		m := 1 / beta
 		for j, v := range z {
+			u := max(beta*float64(v)-tau, 0)
 			var p float64
-			if u := beta*float64(v) - tau; u > 0 {
-				p = c * pw(u)
-				n++
+			switch {
+			case m == 2:
+				p = c * u * u
+			case u > 0:
+				p = c * math.Exp(m*math.Log(u))
 			}
 			s += p
+			n += b2i(p > 0)
 			if !dry {
 				dst[j] = F(p)
 			}
@@ -268,94 +277,100 @@ func compactSums[F kernels.Float](c []F, t float64) (kept []F, sw, sw2, minw flo
 	return c[:n], s0 + s1, q0 + q1, min(m0, m1)
 }
 
-// bisectTau finds τ for general α by bisection on the bracket
-// [β·max−1, β·max−n^{−β}] (Peters et al. 2019; safe in float32: the scaled
-// scores within 1 of the maximum are the only candidates), dropping
-// candidates that fall below the lower end. Once every remaining candidate
-// lies above the upper end, the support is known and f(τ) = Σ_S (w−τ)^m − 1
-// is smooth and convex on the bracket (for α ≤ 2), so Newton's method from
-// the lower end finishes the job in a few steps without leaving it. The
-// result is never above the exact τ, so the support is a superset of the
-// exact one and Σp ≥ 1 before renormalisation.
+// bisectTau finds τ for general α on the bracket [β·max−1, β·max−n^{−β}]
+// of the bisection algorithm (Peters et al. 2019; safe in float32: only
+// scaled scores within 1 of the maximum are candidates). For α ≤ 2 every
+// step is a Newton step on g(τ) = ‖[w−τ]₊‖_m − 1, m = 1/β, from the lower end:
+// g is convex and decreasing (an m-norm, m ≥ 1, of the convex [w−τ]₊), so
+// the step never passes the root and becomes the new lower end; a step that
+// would leave the bracket (rounding) is replaced by a bisection step.
+// Candidates below the lower end are dropped for good. It stops when the
+// step is below the precision of F, after a few passes instead of the
+// 30–50 halvings of plain bisection. For α > 2 (g not convex) it bisects.
+// The result is never above the exact τ, so the support is a superset of
+// the exact one and Σp ≥ 1 before renormalisation.
 func bisectTau[F kernels.Float](z, tmp []F, mx, alpha float64, n int) float64 {
 	beta := alpha - 1
 	m := 1 / beta
 	bmx := beta * mx
 	lo, hi := -1.0, -math.Pow(float64(n), -beta) // relative to β·max
-	c := tmp[:0]
-	for _, v := range z {
-		if w := beta*float64(v) - bmx; w > lo {
-			c = append(c, F(w))
-		}
+	c := tmp[:len(z)]
+	for j, v := range z {
+		c[j] = F(max(beta*float64(v)-bmx, -2)) // −Inf → −2: dropped below
 	}
-	pw := powFunc(m)
-	for it := bisectIters[F](); it > 0 && hi > lo; it-- {
-		mid := 0.5 * (lo + hi)
-		var f float64
-		minw := math.Inf(1)
-		for _, w := range c {
-			fw := float64(w)
-			minw = min(minw, fw)
-			if u := fw - mid; u > 0 {
-				f += pw(u)
+	c = compact(c, lo)
+	tol := 1e-15
+	if _, ok := any(z).([]float32); ok {
+		tol = 1e-9
+	}
+	iters := bisectIters[F]()
+	if m >= 1 {
+		iters = 100 // Newton: a handful in practice
+	}
+	for it := 0; it < iters && hi > lo; it++ {
+		if m >= 1 {
+			s0, s1 := sumPow2(c, lo, m)
+			r := math.Pow(s0, 1/m) // ‖[w−lo]₊‖_m ≥ 1
+			// g = r − 1 and g' = −r·s1/s0.
+			step := (r - 1) * s0 / (r * s1)
+			if !(step > tol*(1+math.Abs(lo))) {
+				break // converged to the precision of F
 			}
+			if t := lo + step; t < hi {
+				lo = t
+				c = compact(c, lo)
+				continue
+			}
+			// Rounding pushed the step out of the bracket: bisect once.
 		}
-		if f >= 1 {
+		mid := 0.5 * (lo + hi)
+		if s0, _ := sumPow2(c, mid, m); s0 >= 1 {
 			lo = mid
-			nc := c[:0]
-			minw = math.Inf(1)
-			for _, w := range c {
-				if fw := float64(w); fw > lo {
-					nc = append(nc, w)
-					minw = min(minw, fw)
-				}
-			}
-			c = nc
+			c = compact(c, lo)
 		} else {
 			hi = mid
-		}
-		if minw > hi && m >= 1 {
-			return newtonTau(c, lo, hi, m, pw) + bmx
 		}
 	}
 	return lo + bmx
 }
 
-// newtonTau solves Σ_S (w−τ)^m = 1 for τ in [lo, hi] by Newton's method from
-// lo, when every w of S exceeds hi and m ≥ 1 (f convex and decreasing: the
-// iterates increase towards the root and never pass it).
-func newtonTau[F kernels.Float](s []F, lo, hi, m float64, pw func(float64) float64) float64 {
-	tau := lo
-	for it := 0; it < 50; it++ {
-		var f, df float64
-		for _, w := range s {
-			u := float64(w) - tau
-			pu := pw(u)
-			f += pu
-			df += pu / u
-		}
-		step := (f - 1) / (m * df)
-		t := tau + step
-		if !(t > tau) || t > hi {
-			break // converged to rounding, or rounding pushed past the bracket
-		}
-		tau = t
-		if step <= 1e-15*(1+math.Abs(tau)) {
-			break
-		}
+// compact keeps the entries of c above t, in order and without a
+// data-dependent branch, and returns the shortened slice.
+func compact[F kernels.Float](c []F, t float64) []F {
+	n := 0
+	for _, w := range c {
+		c[n] = w
+		n += b2i(float64(w) > t)
 	}
-	return tau
+	return c[:n]
 }
 
-// powFunc returns u ↦ u^m for u > 0, with exact fast cases m = 1 and 2.
-func powFunc(m float64) func(float64) float64 {
+// sumPow2 returns Σ_j u_j^m and Σ_j u_j^{m−1} over u_j = c_j − t > 0, with
+// fast cases m = 1 and 2.
+func sumPow2[F kernels.Float](c []F, t, m float64) (s0, s1 float64) {
 	switch m {
 	case 1:
-		return func(u float64) float64 { return u }
+		for _, w := range c {
+			u := max(float64(w)-t, 0)
+			s0 += u
+			s1 += float64(b2i(u > 0))
+		}
 	case 2:
-		return func(u float64) float64 { return u * u }
+		for _, w := range c {
+			u := max(float64(w)-t, 0)
+			s0 += u * u
+			s1 += u
+		}
+	default:
+		for _, w := range c {
+			if u := float64(w) - t; u > 0 {
+				pu := math.Exp(m * math.Log(u))
+				s0 += pu
+				s1 += pu / u
+			}
+		}
 	}
-	return func(u float64) float64 { return math.Exp(m * math.Log(u)) }
+	return s0, s1
 }
 
 // RowBackward replaces dp (∂L/∂p over entries that include the support of
@@ -454,7 +469,10 @@ func rowBackwardGeneral[F kernels.Float](dp, p []F, alpha float64, learned, clob
 		}
 		pj, dj := float64(pv), float64(dp[j])
 		lp := math.Log(pj)
-		gj := math.Exp(ex * lp)
+		gj := math.Sqrt(pj)
+		if ex != 0.5 {
+			gj = math.Exp(ex * lp)
+		}
 		if clobber {
 			p[j] = F(gj)
 		}
@@ -477,7 +495,11 @@ func rowBackwardGeneral[F kernels.Float](dp, p []F, alpha float64, learned, clob
 			continue
 		}
 		g := float64(pv)
-		if !clobber {
+		switch {
+		case clobber:
+		case ex == 0.5:
+			g = math.Sqrt(g)
+		default:
 			g = math.Exp(ex * math.Log(g))
 		}
 		dp[j] = F(g * (float64(dp[j]) - mean))
