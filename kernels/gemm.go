@@ -25,7 +25,8 @@ func Gemm[F Float](transA, transB bool, m, n, k int, alpha F, a []F, lda int, b 
 // C_i = alpha·op(A_i)·op(B_i) + beta·C_i, where X_i starts at X[i*strideX].
 // It is the strided-batched GEMM that per-head attention uses. With at least
 // as many products as threads it runs whole products in parallel (one
-// fork/join); otherwise each product is split across the threads.
+// fork/join); otherwise each product is split across the threads. The C_i
+// must not overlap.
 //
 // GemmBatched panics if batch is negative or if Gemm would panic on any
 // product.
