@@ -13,8 +13,8 @@
 //
 // AVX-512: mr ≤ 6 rows × nv ≤ 4 ZMM columns (6×64 at full size), so up to 24
 // ZMM accumulators, 4 ZMM for the B row and 4 for broadcasts of A. A is
-// broadcast with an explicit VBROADCASTSS (measured 10–15% faster than the
-// {1to16} memory-operand FMA). The rows of A and C are addressed as
+// broadcast with an explicit VBROADCASTSS (an earlier prototype on Zen 5
+// measured it 10–15% faster than the {1to16} memory-operand FMA). The rows of A and C are addressed as
 // base+{0,1,2}·stride from two bases (rows 0–2 and 3–5), so 6 rows need only
 // 4 registers. Partial columns use opmasks K1–K4 built from the mask
 // argument: masked loads and stores never touch memory outside the tile.
@@ -24,7 +24,8 @@
 //
 // op(A)[r][p] is A[r·lda+p] for the N kernels and A[p·lda+r] for the T
 // kernels (A transposed: the mr values of one k step are adjacent, so TN
-// needs no packing of A).
+// needs no packing; the driver's 6-wide micro-panels of a packed Aᵀ are
+// read by the T kernels with lda = 6).
 //
 // The k loop is unrolled 8 times. C's tile and the next one are prefetched
 // before the loop, and each iteration prefetches the rows of A that the next
