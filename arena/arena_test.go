@@ -12,6 +12,7 @@ import (
 	"tokenmix/configs"
 	"tokenmix/data"
 	"tokenmix/mixer/registry"
+	"tokenmix/model"
 )
 
 // twoMixers returns two registered kinds that run bidirectionally (the
@@ -49,9 +50,9 @@ func tinyPreset(t *testing.T, mixers []string, budget string) *Preset {
 	}
 	p.MixerOptions = def.MixerOptions
 	for _, o := range p.MixerOptions {
-		for _, k := range []string{"bucket_size", "window", "k"} {
+		for k, v := range map[string]int{"bucket_size": 4, "window": 3, "k": 4, "summary": 2} {
 			if _, ok := o[k]; ok {
-				o[k] = 4
+				o[k] = v
 			}
 		}
 	}
@@ -246,5 +247,43 @@ func TestPlanRuns(t *testing.T) {
 	}
 	if n > 0 && runs[0].budget.Duration > 60e9/1 {
 		t.Errorf("total budget not applied: %v", runs[0].budget)
+	}
+}
+
+// TestPresetsAcceptedByEveryMixer builds the model config of every preset
+// for every registered mixer that the arena would run, so a preset whose
+// options a mixer rejects fails here rather than after an hour of training.
+func TestPresetsAcceptedByEveryMixer(t *testing.T) {
+	infos := map[string]data.Info{
+		"recall": {Name: "recall", Mode: data.LM, Vocab: 300, PadID: -1, MaxLen: 128, Metric: data.Accuracy},
+		"fmnist": (&data.FMNIST{}).Info(),
+		"gosrc":  {Name: "gosrc", Mode: data.LM, Vocab: 256, PadID: -1, MaxLen: 256, Causal: true, Metric: data.BitsPerByte},
+	}
+	infos["listops"] = data.Info{Name: "listops", Mode: data.Classify, Vocab: data.ListOpsVocab, Classes: 10, PadID: 0, MaxLen: 1999, Metric: data.Accuracy}
+	for _, name := range configs.Names() {
+		p, err := LoadPreset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, ok := infos[p.TaskName()]
+		if !ok {
+			t.Fatalf("%s: no test info for task %s", name, p.TaskName())
+		}
+		runs, err := planRuns(p, info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			if r.skip != "" {
+				continue
+			}
+			b, err := p.ModelJSON(r.kind, info, r.causal, 10)
+			if err == nil {
+				_, err = model.ParseConfig(b)
+			}
+			if err != nil {
+				t.Errorf("preset %s, mixer %s: %v", name, r.kind, err)
+			}
+		}
 	}
 }
