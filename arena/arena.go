@@ -74,7 +74,7 @@ func Run(ctx context.Context, o Options) (*File, error) {
 	} else if err := os.WriteFile(apath, append(canon, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	task, err := p.BuildTask()
+	task, err := p.BuildTaskCached(o.Out)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +263,7 @@ func Worker(ctx context.Context, out, kind string, stderr io.Writer) error {
 		return err
 	}
 	var res Result
-	task, err := p.BuildTask()
+	task, err := p.BuildTaskCached(out)
 	if err == nil {
 		j := &job{kind: kind, task: task, info: task.Info(), preset: p, causal: jf.Causal,
 			budget: budget, dir: dir, note: jf.Note, prog: NewProgress(stderr)}

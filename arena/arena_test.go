@@ -287,3 +287,26 @@ func TestPresetsAcceptedByEveryMixer(t *testing.T) {
 		}
 	}
 }
+
+// TestArenaListOps runs a classification task of variable length end to end:
+// padding, bucketing and the ListOps cache shared with workers.
+func TestArenaListOps(t *testing.T) {
+	mixers := twoMixers(t)
+	p := tinyPreset(t, mixers, "4")
+	if err := p.SetTask("listops", map[string]any{"train": 40, "val": 8, "test": 8, "min_len": 5, "max_len": 40}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f, err := Run(context.Background(), Options{Preset: p, Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Results {
+		if r.Status != StatusDone || r.Steps != 4 || r.Metric != data.Accuracy {
+			t.Errorf("%+v", r)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "listops-*.gob")); len(m) != 1 {
+		t.Errorf("listops cache files: %v", m)
+	}
+}

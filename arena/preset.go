@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -194,7 +196,11 @@ func decodeStrict(prefix string, m map[string]json.RawMessage, dst any) error {
 }
 
 // BuildTask constructs the preset's task.
-func (p *Preset) BuildTask() (data.Task, error) {
+func (p *Preset) BuildTask() (data.Task, error) { return p.BuildTaskCached("") }
+
+// BuildTaskCached is BuildTask with generated data cached in dir (when not
+// empty): ListOps is generated once per arena and loaded by every worker.
+func (p *Preset) BuildTaskCached(dir string) (data.Task, error) {
 	name, m, err := p.taskSpec()
 	if err != nil {
 		return nil, err
@@ -205,7 +211,22 @@ func (p *Preset) BuildTask() (data.Task, error) {
 		if err := decodeStrict("task", m, &c); err != nil {
 			return nil, err
 		}
-		return data.NewListOps(c)
+		if dir == "" {
+			return data.NewListOps(c)
+		}
+		kb, _ := json.Marshal(c)
+		path := filepath.Join(dir, fmt.Sprintf("listops-%016x.gob", fnv64(kb)))
+		if l, err := data.LoadListOps(path, c); err == nil {
+			return l, nil
+		}
+		l, err := data.NewListOps(c)
+		if err != nil {
+			return nil, err
+		}
+		if err := data.SaveListOps(path, l); err != nil {
+			return nil, err
+		}
+		return l, nil
 	case "fmnist":
 		var c data.FMNISTConfig
 		if err := decodeStrict("task", m, &c); err != nil {
@@ -322,6 +343,12 @@ func (p *Preset) Canonical() []byte {
 	json.Unmarshal(b, &v)
 	out, _ := json.MarshalIndent(v, "", "  ")
 	return out
+}
+
+func fnv64(b []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
 }
 
 // sortedKeys returns m's keys in order.

@@ -131,3 +131,26 @@ func BenchmarkListOpsLRA(b *testing.B) {
 		}
 	}
 }
+
+func TestListOpsCache(t *testing.T) {
+	c := ListOpsConfig{Train: 30, Val: 5, Test: 5, MinLen: 10, MaxLen: 100, Seed: 9}
+	l, err := NewListOps(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := t.TempDir() + "/listops.gob"
+	if err := SaveListOps(p, l); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadListOps(p, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(l.toks, m.toks) || !slices.Equal(l.labels[Test], m.labels[Test]) || !slices.Equal(l.off[Val], m.off[Val]) {
+		t.Error("cache round trip differs")
+	}
+	c.Seed = 10
+	if _, err := LoadListOps(p, c); err == nil {
+		t.Error("cache for another config accepted")
+	}
+}
