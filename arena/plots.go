@@ -62,8 +62,15 @@ func Plots(out string, f *File) error {
 	if f.Task.Metric == data.BitsPerByte {
 		ylabel = "test bits per byte (lower is better)"
 	}
+	var refs []plot.HLine
+	for _, b := range f.Baselines {
+		if b.Err == "" {
+			refs = append(refs, plot.HLine{Name: b.Name, Y: b.BitsPerByte})
+		}
+	}
 	keep(plot.Scatter(filepath.Join(out, PlotScatter), plot.Figure{
-		Title: f.Task.Name + ": test metric vs training speed", XLabel: "training tokens/s", YLabel: ylabel, LogX: true}, pts))
+		Title: f.Task.Name + ": test metric vs training speed", XLabel: "training tokens/s", YLabel: ylabel, LogX: true,
+		HLines: refs}, pts))
 	if len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))
 	}

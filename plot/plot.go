@@ -34,6 +34,15 @@ type Figure struct {
 	LegendLeft bool
 	// Width and Height in centimetres (16 × 10 when 0).
 	Width, Height float64
+	// HLines are labelled horizontal reference lines (e.g. a compressor's
+	// bits per byte), drawn dashed across the data's x range.
+	HLines []HLine
+}
+
+// HLine is a labelled horizontal reference line at Y.
+type HLine struct {
+	Name string
+	Y    float64
 }
 
 // palette is Tableau 10, which stays distinguishable for ~10 lines.
@@ -172,10 +181,57 @@ func Scatter(path string, f Figure, points []Point) error {
 	}
 	lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(-3)}
 	p.Add(lb)
+	if err := f.addHLines(p, xy); err != nil {
+		return err
+	}
 	// Leave room for the labels right of the rightmost point.
 	padRange(&p.X, f.LogX, 0.25)
 	padRange(&p.Y, f.LogY, 0.08)
 	return f.save(p, path)
+}
+
+// addHLines draws f.HLines from the smallest to the largest x of xy.
+func (f Figure) addHLines(p *gplot.Plot, xy plotter.XYs) error {
+	if len(f.HLines) == 0 {
+		return nil
+	}
+	lo, hi := xy[0].X, xy[0].X
+	for _, q := range xy {
+		lo, hi = math.Min(lo, q.X), math.Max(hi, q.X)
+	}
+	if lo == hi {
+		lo, hi = lo*0.9, hi*1.1
+	}
+	var lxy plotter.XYs
+	var names []string
+	for _, h := range f.HLines {
+		if !f.ok(lo, h.Y) {
+			continue
+		}
+		l, err := plotter.NewLine(plotter.XYs{{X: lo, Y: h.Y}, {X: hi, Y: h.Y}})
+		if err != nil {
+			return fmt.Errorf("plot: %v", err)
+		}
+		l.Color = color.Gray{Y: 0x60}
+		l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		p.Add(l)
+		lxy = append(lxy, plotter.XY{X: lo, Y: h.Y})
+		names = append(names, h.Name)
+	}
+	if len(lxy) == 0 {
+		return nil
+	}
+	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: lxy, Labels: names})
+	if err != nil {
+		return fmt.Errorf("plot: %v", err)
+	}
+	for i := range lb.TextStyle {
+		lb.TextStyle[i].Font.Size = vg.Points(8)
+		lb.TextStyle[i].Color = color.Gray{Y: 0x40}
+	}
+	lb.Offset = vg.Point{X: vg.Points(2), Y: vg.Points(2)}
+	p.Add(lb)
+	return nil
 }
 
 // padRange widens an axis after its range is known from the data.

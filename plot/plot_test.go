@@ -72,9 +72,9 @@ func TestLines(t *testing.T) {
 
 func TestScatter(t *testing.T) {
 	dir := t.TempDir()
-	pts := []Point{{"full", 1200, 0.38}, {"fnet", 9000, 0.33}, {"lsh", 3000, 0.36}, {"bad", math.Inf(1), 0.2}}
+	pts := []Point{{"full", 1200, 2.1}, {"fnet", 9000, 2.5}, {"lsh", 3000, 2.3}, {"bad", math.Inf(1), 0.2}}
 	p := filepath.Join(dir, "scatter.png")
-	if err := Scatter(p, Figure{Title: "accuracy vs speed", XLabel: "tokens/s", YLabel: "accuracy", LogX: true}, pts); err != nil {
+	if err := Scatter(p, Figure{Title: "bits per byte vs speed", XLabel: "tokens/s", YLabel: "bits per byte", LogX: true, HLines: []HLine{{"gzip -9", 2.24}, {"xz -9e", 1.88}}}, pts); err != nil {
 		t.Fatal(err)
 	}
 	checkPNG(t, p)
