@@ -264,6 +264,7 @@ func Worker(ctx context.Context, out, kind string, stderr io.Writer) error {
 	}
 	var res Result
 	task, err := p.BuildTaskCached(out)
+	build := time.Since(start).Seconds()
 	if err == nil {
 		j := &job{kind: kind, task: task, info: task.Info(), preset: p, causal: jf.Causal,
 			budget: budget, dir: dir, note: jf.Note, prog: NewProgress(stderr)}
@@ -276,7 +277,7 @@ func Worker(ctx context.Context, out, kind string, stderr io.Writer) error {
 		res.Mixer, res.Status, res.Note = kind, StatusFailed, joinNote(jf.Note, err.Error())
 	}
 	res.PeakBytes = PeakRSS()
-	res.WallSeconds = time.Since(start).Seconds()
+	res.WallSeconds += build // train counts its own wall time, across resumptions
 	return writeJSON(filepath.Join(dir, "result.json"), res)
 }
 

@@ -46,6 +46,7 @@ type ckptState struct {
 	TrainSeconds float64      `json:"train_s"`
 	TrainTokens  int64        `json:"train_tokens"`
 	AdamStep     int          `json:"adam_step"`
+	WallSeconds  float64      `json:"wall_s"` // of the run so far, across resumptions
 	Curve        []CurvePoint `json:"curve"`
 }
 
@@ -116,6 +117,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		deadline = j.budget.Duration
 	}
 	trainTime := time.Duration(st.TrainSeconds * float64(time.Second))
+	priorWall := st.WallSeconds
 	tokens := st.TrainTokens
 	var lossSum float64
 	var lossN int
@@ -125,7 +127,8 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	step := st.Step
 	save := func() error {
 		st = ckptState{Step: step, PlannedSteps: planned, TrainSeconds: trainTime.Seconds(),
-			TrainTokens: tokens, AdamStep: opt.Step, Curve: st.Curve}
+			TrainTokens: tokens, AdamStep: opt.Step, Curve: st.Curve,
+			WallSeconds: priorWall + time.Since(start).Seconds()}
 		return saveCheckpoint(j.dir, m, opt, &st)
 	}
 	for step < planned && trainTime < deadline {
@@ -219,7 +222,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	res.TestLoss, res.Test = evaluate(m, j.task, data.Test, tc.BatchSize, limit, j.preset.Bucket)
 	res.Curve = st.Curve
 	res.Status = StatusDone
-	res.WallSeconds = time.Since(start).Seconds()
+	res.WallSeconds = priorWall + time.Since(start).Seconds()
 	return res, nil
 }
 
