@@ -170,7 +170,9 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 			}
 			if calibN == calibSteps+1 {
 				per := calib / calibSteps
-				planned = max(step, step+int((deadline-trainTime)/per))
+				// 5% slack: later steps vary (checkpoints, other load),
+				// and a schedule cut short never reaches its low LR.
+				planned = max(step, step+int(0.95*float64(deadline-trainTime)/float64(per)))
 				sched.Steps = planned
 				j.prog.SetTotal(planned)
 			}
