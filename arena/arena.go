@@ -66,17 +66,23 @@ func Run(ctx context.Context, o Options) (*File, error) {
 	}
 	canon := p.Canonical()
 	apath := filepath.Join(o.Out, "arena.json")
-	if old, err := os.ReadFile(apath); err == nil {
+	old, err := os.ReadFile(apath)
+	if err == nil {
 		if !bytes.Equal(bytes.TrimSpace(old), bytes.TrimSpace(canon)) {
 			return nil, fmt.Errorf("%s holds an arena with different settings (see %s): pick another --out or delete it", o.Out, apath)
 		}
 		fmt.Fprintf(o.Stdout, "resuming the arena in %s\n", o.Out)
-	} else if err := os.WriteFile(apath, append(canon, '\n'), 0o644); err != nil {
-		return nil, err
 	}
 	task, err := p.BuildTaskCached(o.Out)
 	if err != nil {
 		return nil, err
+	}
+	// Written once the task exists, so a failed start (say, a missing
+	// dataset) does not pin the directory to those settings.
+	if old == nil {
+		if err := os.WriteFile(apath, append(canon, '\n'), 0o644); err != nil {
+			return nil, err
+		}
 	}
 	info := task.Info()
 	runs, err := planRuns(p, info)
