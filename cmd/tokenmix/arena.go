@@ -35,6 +35,9 @@ func runArena(ctx context.Context, args []string) error {
 	inProcess := fs.Bool("in-process", false, "run every mixer in this process (peak memory is then not per mixer)")
 	worker := fs.Bool("worker", false, "internal: run one mixer of the arena in DIR (args: DIR MIXER)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
 		return usageErr("%v", err)
 	}
 	if *worker {

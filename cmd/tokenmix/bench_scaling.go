@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -39,6 +40,9 @@ func runBenchScaling(ctx context.Context, args []string) error {
 	preset := fs.String("preset", "recall", "preset whose mixer_options to use (sqrt_len resolves per T)")
 	out := fs.String("out", filepath.Join("runs", "scaling"), "directory for scaling.json, scaling.csv and the PNGs")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
 		return usageErr("%v", err)
 	}
 	if fs.NArg() > 0 || *minLen < 1 || *maxLen < *minLen || *batch < 1 || *reps < 1 {
