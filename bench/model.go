@@ -21,21 +21,28 @@ type MixerResult struct {
 	PeakRSSBytes int64   `json:"peak_rss_bytes"`
 }
 
-// Mixer times forward and backward of block 0's mixer of config c (float32,
-// GPT-2-initialised weights, N(0,1) inputs) at batch B and length T: the
-// median of reps samples after a warm-up. planned_bytes is
-// model.MixerBytes; peak_rss_bytes is this process's VmHWM afterwards (run
-// it in a fresh process). Mixer returns an error if T exceeds c.MaxLen.
+// Mixer times forward and backward of block 0's mixer of config c alone
+// (float32, GPT-2-initialised weights, N(0,1) inputs) at batch B and length
+// T: the median of reps samples after a warm-up. Only that one layer is
+// built, so peak_rss_bytes is the layer's own memory plus the process base.
+// planned_bytes is model.MixerBytes; peak_rss_bytes is this process's VmHWM
+// afterwards (run it in a fresh process). Mixer returns an error if T
+// exceeds c.MaxLen or the mixer cannot be built.
 func Mixer(c *model.Config, B, T, reps int) (MixerResult, error) {
 	if T > c.MaxLen {
 		return MixerResult{}, fmt.Errorf("bench: len %d exceeds max_len %d", T, c.MaxLen)
 	}
-	m, err := model.New[float32](c)
+	mx, err := c.Kind().New32(c.MixerConfig(0))
 	if err != nil {
 		return MixerResult{}, err
 	}
-	m.Init(1)
-	mx := m.Mixer(0)
+	var w, g [][]float32
+	for _, s := range mx.Params() {
+		wi := make([]float32, s.Size())
+		model.InitTensor(wi, s, 1, c.NLayers)
+		w, g = append(w, wi), append(g, make([]float32, s.Size()))
+	}
+	mx.Bind(w, g)
 	D := c.DModel
 	rng := rand.New(rand.NewPCG(1, 1))
 	x, dout := randn(rng, B*T*D), randn(rng, B*T*D)

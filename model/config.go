@@ -216,15 +216,15 @@ func (c *Config) checkMixer() error {
 		return fmt.Errorf("causal: mixer kind %q is causal-only; set \"causal\": true", k.Name)
 	}
 	for i := 0; i < c.NLayers; i++ {
-		if _, err := k.New64(c.mixerConfig(i)); err != nil {
+		if _, err := k.New64(c.MixerConfig(i)); err != nil {
 			return err
 		}
 	}
 	return c.Mixer.Err()
 }
 
-// mixerConfig is the mixer.Config of block i.
-func (c *Config) mixerConfig(i int) mixer.Config {
+// MixerConfig is the mixer.Config of block i.
+func (c *Config) MixerConfig(i int) mixer.Config {
 	return mixer.Config{D: c.DModel, Heads: c.NHeads, MaxLen: c.MaxLen, Causal: c.Causal,
 		Layer: i, NLayers: c.NLayers, Opts: c.Mixer}
 }

@@ -5,6 +5,7 @@ import (
 
 	"tokenmix/kernels"
 	"tokenmix/mixer"
+	"tokenmix/parallel"
 )
 
 // Model is the Transformer of the model contract, generic over the float
@@ -30,8 +31,9 @@ type Model[F kernels.Float] struct {
 	mixers []mixer.Mixer[F]
 	w, g   params[F]
 
-	plan       Plan
-	acts, grds []F // activation slab and gradient slab
+	plan        Plan
+	planThreads int // parallel.Threads() when plan was made
+	acts, grds  []F // activation slab and gradient slab
 
 	// The last forward's inputs.
 	tokens, targets []int32
@@ -56,11 +58,11 @@ func New[F kernels.Float](c *Config) (*Model[F], error) {
 		var zero F
 		if _, ok := any(zero).(float32); ok {
 			var m32 mixer.Mixer[float32]
-			m32, err = c.kind.New32(c.mixerConfig(i))
+			m32, err = c.kind.New32(c.MixerConfig(i))
 			mx, _ = any(m32).(mixer.Mixer[F])
 		} else {
 			var m64 mixer.Mixer[float64]
-			m64, err = c.kind.New64(c.mixerConfig(i))
+			m64, err = c.kind.New64(c.MixerConfig(i))
 			mx, _ = any(m64).(mixer.Mixer[F])
 		}
 		if err != nil {
@@ -131,10 +133,14 @@ func (m *Model[F]) grad(s span) []F { return m.grds[s.off : s.off+s.n : s.off+s.
 // reserve makes the slabs fit the plan of (B,T), reallocating only when a
 // slab must grow.
 func (m *Model[F]) reserve(B, T int) {
-	if m.plan.B == B && m.plan.T == T && m.acts != nil {
+	// Mixer scratch is sized per thread, so a changed thread count re-plans
+	// too (NOTE: change threads between steps, never between Forward and
+	// Backward).
+	if m.plan.B == B && m.plan.T == T && m.planThreads == parallel.Threads() && m.acts != nil {
 		return
 	}
 	m.plan = newPlan(m.Config, m.mixers, B, T)
+	m.planThreads = parallel.Threads()
 	if cap(m.acts) < m.plan.ActElems {
 		m.acts = make([]F, m.plan.ActElems)
 	}

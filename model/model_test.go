@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"tokenmix/parallel"
 )
 
 const tinyLM = `{"vocab_size": 11, "d_model": 8, "n_heads": 2, "n_layers": 2, "d_ff": 12, "max_len": 8,
@@ -260,5 +262,35 @@ func TestCheckBatch(t *testing.T) {
 		if (err != nil) != c.wantErr {
 			t.Errorf("CheckBatch(%v, %v, %d, %d) = %v, want error %v", c.tok, c.tgt, c.B, c.T, err, c.wantErr)
 		}
+	}
+}
+
+// TestThreadsChangeReplans: mixer scratch is sized per thread, so raising
+// the thread count between steps must re-plan instead of indexing past the
+// scratch of the old plan.
+func TestThreadsChangeReplans(t *testing.T) {
+	for _, kind := range []string{"full", "aft_local", "fnet", "entmax"} {
+		cfg := `{"vocab_size": 16, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 64,
+			"task": "lm", "mixer": {"kind": "` + kind + `"}}`
+		c, err := ParseConfig([]byte(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := New[float32](c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Init(1)
+		tokens := make([]int32, 2*64)
+		targets := make([]int32, 2*64)
+		old := parallel.SetThreads(1)
+		for _, threads := range []int{1, 4} {
+			parallel.SetThreads(threads)
+			if _, err := m.Forward(tokens, targets, 2, 64); err != nil {
+				t.Fatal(err)
+			}
+			m.Backward()
+		}
+		parallel.SetThreads(old)
 	}
 }

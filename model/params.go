@@ -102,34 +102,39 @@ const InitStd = 0.02
 // from its own stream keyed by (seed, name), so adding a tensor does not
 // change the others.
 func (m *Model[F]) Init(seed uint64) {
-	resid := InitStd / math.Sqrt(2*float64(m.Config.NLayers))
 	for i, s := range m.Specs {
-		w := m.Params[m.Offsets[i] : m.Offsets[i]+s.Size()]
-		h := fnv.New64a()
-		h.Write([]byte(s.Name))
-		rng := rand.New(rand.NewPCG(seed, h.Sum64()))
-		switch s.Init {
-		case mixer.InitNormal, mixer.InitResidual:
-			std := InitStd
-			if s.Init == mixer.InitResidual {
-				std = resid
-			}
-			for j := range w {
-				w[j] = F(rng.NormFloat64() * std)
-			}
-		case mixer.InitZeros:
-			clear(w)
-		case mixer.InitOnes:
-			for j := range w {
-				w[j] = 1
-			}
-		case mixer.InitConst:
-			for j := range w {
-				w[j] = F(s.Value)
-			}
-		default:
-			panic(fmt.Sprintf("model: parameter %s has unknown init kind %d", s.Name, s.Init))
+		InitTensor(m.Params[m.Offsets[i]:m.Offsets[i]+s.Size()], s, seed, m.Config.NLayers)
+	}
+}
+
+// InitTensor fills w with parameter s's initial values as Model.Init does
+// for a model of nLayers blocks: the stream is keyed by (seed, s.Name).
+// InitTensor panics if s.Init is unknown.
+func InitTensor[F kernels.Float](w []F, s mixer.ParamSpec, seed uint64, nLayers int) {
+	h := fnv.New64a()
+	h.Write([]byte(s.Name))
+	rng := rand.New(rand.NewPCG(seed, h.Sum64()))
+	switch s.Init {
+	case mixer.InitNormal, mixer.InitResidual:
+		std := InitStd
+		if s.Init == mixer.InitResidual {
+			std = InitStd / math.Sqrt(2*float64(nLayers))
 		}
+		for j := range w {
+			w[j] = F(rng.NormFloat64() * std)
+		}
+	case mixer.InitZeros:
+		clear(w)
+	case mixer.InitOnes:
+		for j := range w {
+			w[j] = 1
+		}
+	case mixer.InitConst:
+		for j := range w {
+			w[j] = F(s.Value)
+		}
+	default:
+		panic(fmt.Sprintf("model: parameter %s has unknown init kind %d", s.Name, s.Init))
 	}
 }
 
