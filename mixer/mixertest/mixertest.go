@@ -15,7 +15,11 @@ type Case struct {
 	Cfg  mixer.Config
 	B, T int
 	// Pad, when true, marks some key positions of every sequence as padding
-	// (only for kinds with KeyPadding).
+	// (only for kinds with KeyPadding): the tail (b+1 positions for sequence
+	// b), one inner position, and, when B ≥ 2, position 0 of the last
+	// sequence, so that a causal query there has no allowed key. Run then
+	// also runs the whole suite on a second layout in which sequence 0 is
+	// entirely padding (every query of it has no allowed key).
 	Pad bool
 	// Tol is the finite-difference tolerance on the relative error
 	// |fd−analytic| / max(1, max|analytic|) per tensor; 0 means 1e-6.
@@ -29,11 +33,16 @@ type Case struct {
 	Samples int
 }
 
-// Run runs the conformance suite for kind k on every case.
+// Run runs the conformance suite for kind k on every case. A case with Pad
+// runs twice: with the padding layout described at Case.Pad, and with
+// sequence 0 fully padded (subtest suffix "/allpad").
 func Run(t *testing.T, k mixer.Kind, cases []Case) {
 	t.Helper()
 	for _, c := range cases {
-		t.Run(fmt.Sprintf("%s/%s", k.Name, c.Name), func(t *testing.T) { runCase(t, k, c) })
+		t.Run(fmt.Sprintf("%s/%s", k.Name, c.Name), func(t *testing.T) { runCase(t, k, c, false) })
+		if c.Pad {
+			t.Run(fmt.Sprintf("%s/%s/allpad", k.Name, c.Name), func(t *testing.T) { runCase(t, k, c, true) })
+		}
 	}
 }
 
@@ -49,7 +58,9 @@ type inst struct {
 	causal bool
 }
 
-func build(t *testing.T, k mixer.Kind, c Case) *inst {
+// build makes an instance of case c. With allPad (and c.Pad) sequence 0 is
+// padded entirely.
+func build(t *testing.T, k mixer.Kind, c Case, allPad bool) *inst {
 	t.Helper()
 	if c.Cfg.Causal && !k.Causal {
 		t.Fatalf("case is causal but kind %s does not support causal", k.Name)
@@ -99,6 +110,15 @@ func build(t *testing.T, k mixer.Kind, c Case) *inst {
 				in.p.Pad[b*c.T+c.T/2] = true
 			}
 		}
+		if c.B >= 2 {
+			// A causal query 0 here has no allowed key.
+			in.p.Pad[(c.B-1)*c.T] = true
+		}
+		if allPad {
+			for j := 0; j < c.T; j++ {
+				in.p.Pad[j] = true
+			}
+		}
 	}
 	if c.Setup != nil {
 		c.Setup(in.w, in.x)
@@ -127,8 +147,8 @@ func dot(a, b []float64) float64 {
 	return s
 }
 
-func runCase(t *testing.T, k mixer.Kind, c Case) {
-	in := build(t, k, c)
+func runCase(t *testing.T, k mixer.Kind, c Case, allPad bool) {
+	in := build(t, k, c, allPad)
 	D := c.Cfg.D
 
 	// Shapes and finiteness.
@@ -213,6 +233,11 @@ func runCase(t *testing.T, k mixer.Kind, c Case) {
 	for i := range in.w {
 		sameOrFail(t, "param "+in.specs[i].Name, wCopy[i], in.w[i])
 	}
+	// Finite gradients (finite differences below would not notice a NaN).
+	finiteOrFail(t, "dx", dx)
+	for i := range in.g {
+		finiteOrFail(t, "grad "+in.specs[i].Name, in.g[i])
+	}
 	dx1 := append([]float64(nil), dx...)
 	g1 := copyAll(in.g)
 	in.m.Backward(dx, in.scr, r, in.act, in.x, in.p)
@@ -285,6 +310,15 @@ func scaled(v []float64, s float64) []float64 {
 	return out
 }
 
+func finiteOrFail(t *testing.T, name string, v []float64) {
+	t.Helper()
+	for i, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			t.Fatalf("%s at %d is %v", name, i, x)
+		}
+	}
+}
+
 func sameOrFail(t *testing.T, name string, want, got []float64) {
 	t.Helper()
 	for i := range want {
@@ -308,7 +342,7 @@ func closeOrFail(t *testing.T, name string, got, want []float64, tol float64) {
 // so the fast path is covered by the same oracle.
 func Float32Agrees(t *testing.T, k mixer.Kind, c Case, tol float64) {
 	t.Helper()
-	in := build(t, k, c)
+	in := build(t, k, c, false)
 	out64 := in.forward(in.x)
 	rng := rand.New(rand.NewPCG(9, 9))
 	r := make([]float64, in.n)
@@ -351,7 +385,8 @@ func to32(v []float64) []float32 {
 	return out
 }
 
-// relClose fails when max|got−want| / max(1e-2, max|want|) > tol. The floor
+// relClose fails when got has a NaN or Inf or max|got−want| /
+// max(1e-2, max|want|) > tol. The floor
 // matters only for tensors that are zero in exact arithmetic, such as the
 // key-bias gradient of softmax attention (softmax is shift-invariant), where
 // float32 and float64 rounding noise would otherwise be compared.
@@ -359,6 +394,10 @@ func relClose(t *testing.T, name string, got []float32, want []float64, tol floa
 	t.Helper()
 	var num, den float64
 	for i := range want {
+		if g := float64(got[i]); math.IsNaN(g) || math.IsInf(g, 0) {
+			t.Errorf("%s: element %d is %v (float64: %v)", name, i, g, want[i])
+			return
+		}
 		num = math.Max(num, math.Abs(float64(got[i])-want[i]))
 		den = math.Max(den, math.Abs(want[i]))
 	}
