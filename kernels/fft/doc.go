@@ -21,9 +21,19 @@
 // (x1 + i·x2) and separates the half spectra using Hermitian symmetry, which
 // halves the work for real data such as FNet's channel transform.
 //
+// Batches. TransformBatch transforms w interleaved sequences (element j of
+// sequence q at j·w+q) in one Stockham run whose strides are all multiplied
+// by w, so every butterfly streams w contiguous elements. For float32 on the
+// AVX-512 path (kernels.CurrentPath), the radix-4 and radix-2 passes whose
+// stride is a multiple of 16 run in assembly (fft_amd64.s), 16 lanes at a
+// time with broadcast twiddles; the plain-Go butterflies are their twin and
+// handle everything else. With w ≥ 16 every pass is vectorised, which is why
+// FNet transforms its time axis on blocks of 16 columns.
+//
 // Plans are immutable after construction and safe for concurrent use; each
 // caller supplies its own scratch (ScratchLen elements per slice). PlanFor
 // caches one plan per (length, element type).
 //
-// Shape letters: n transform length, M Bluestein convolution length.
+// Shape letters: n transform length, w interleaved sequences, M Bluestein
+// convolution length.
 package fft

@@ -25,6 +25,9 @@ type stage[F kernels.Float] struct {
 	p, m, s  int
 	twr, twi []F // [(p−1)·m]: W_{p·m}^{r·k} for r=1…p−1, k<m
 	wpr, wpi []F // [p·p]: W_p^{j·r}, generic butterflies only
+	// twp [m][2(p−1)] interleaves (re, im) of W^{1·k}…W^{(p−1)·k} for
+	// the assembly butterflies (radix 2 and 4 only).
+	twp []F
 }
 
 // bluestein holds the chirp and the transformed convolution kernel.
@@ -79,6 +82,15 @@ func NewPlan[F kernels.Float](n int) *Plan[F] {
 			for k := 0; k < m; k++ {
 				c, si := angle(q*k, ncur)
 				st.twr[(q-1)*m+k], st.twi[(q-1)*m+k] = F(c), F(si)
+			}
+		}
+		if r == 2 || r == 4 {
+			st.twp = make([]F, 2*(r-1)*m)
+			for k := 0; k < m; k++ {
+				for q := 1; q < r; q++ {
+					st.twp[2*(r-1)*k+2*(q-1)] = st.twr[(q-1)*m+k]
+					st.twp[2*(r-1)*k+2*(q-1)+1] = st.twi[(q-1)*m+k]
+				}
 			}
 		}
 		if r > 4 {
@@ -169,19 +181,25 @@ func (p *Plan[F]) Transform(re, im, scratch []F) {
 		p.blue.transform(re, im, scratch)
 		return
 	}
+	p.stockham(re, im, scratch[:n], scratch[sl:sl+n], 1)
+}
+
+// stockham runs the Stockham stages on w interleaved sequences held in
+// (re, im), ping-ponging through (yr, yi) of the same length n·w.
+func (p *Plan[F]) stockham(re, im, yr, yi []F, w int) {
 	xr, xi := re, im
-	yr, yi := scratch[:n], scratch[sl:sl+n]
 	for i := range p.stages {
 		st := &p.stages[i]
+		s := st.s * w
 		switch st.p {
 		case 2:
-			radix2(st, yr, yi, xr, xi)
+			radix2(st, s, yr, yi, xr, xi)
 		case 3:
-			radix3(st, yr, yi, xr, xi)
+			radix3(st, s, yr, yi, xr, xi)
 		case 4:
-			radix4(st, yr, yi, xr, xi)
+			radix4(st, s, yr, yi, xr, xi)
 		default:
-			radixN(st, yr, yi, xr, xi)
+			radixN(st, s, yr, yi, xr, xi)
 		}
 		xr, xi, yr, yi = yr, yi, xr, xi
 	}
@@ -189,6 +207,48 @@ func (p *Plan[F]) Transform(re, im, scratch []F) {
 		copy(re, xr)
 		copy(im, xi)
 	}
+}
+
+// BatchScratchLen returns the number of elements TransformBatch needs in
+// scratch for w sequences, per real and imaginary part (scratch must hold
+// 2·BatchScratchLen(w)).
+func (p *Plan[F]) BatchScratchLen(w int) int {
+	if p.blue != nil {
+		return p.n + p.ScratchLen()
+	}
+	return p.n * w
+}
+
+// TransformBatch replaces w interleaved sequences with their forward DFTs:
+// element j of sequence q is (re[j·w+q], im[j·w+q]), j < Len(), q < w.
+// Every Stockham pass then streams w contiguous elements per butterfly,
+// which is what the vectorised (float32, AVX-512) butterflies need. scratch
+// must have at least 2·BatchScratchLen(w) elements. TransformBatch panics if
+// w < 1, if re or im is shorter than Len()·w, or if scratch is too short.
+func (p *Plan[F]) TransformBatch(re, im []F, w int, scratch []F) {
+	if w < 1 {
+		panic("fft: TransformBatch with w < 1")
+	}
+	n := p.n
+	N := n * w
+	re, im = re[:N], im[:N]
+	sl := p.BatchScratchLen(w)
+	scratch = scratch[:2*sl]
+	if p.blue != nil {
+		// Bluestein: one sequence at a time through a gathered copy.
+		gr, gi, inner := scratch[:n], scratch[n:2*n], scratch[2*n:]
+		for q := 0; q < w; q++ {
+			for j := 0; j < n; j++ {
+				gr[j], gi[j] = re[j*w+q], im[j*w+q]
+			}
+			p.blue.transform(gr, gi, inner)
+			for j := 0; j < n; j++ {
+				re[j*w+q], im[j*w+q] = gr[j], gi[j]
+			}
+		}
+		return
+	}
+	p.stockham(re, im, scratch[:N], scratch[sl:sl+N], w)
 }
 
 func (b *bluestein[F]) transform(re, im, scratch []F) {
@@ -220,8 +280,12 @@ func (b *bluestein[F]) transform(re, im, scratch []F) {
 //
 // one decimation-in-frequency Stockham step.
 
-func radix2[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
-	m, s := st.m, st.s
+func radix2[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
+	m := st.m
+	if s%vecLanes == 0 && useAsm[F]() {
+		radix2Asm(st, s, yr, yi, xr, xi)
+		return
+	}
 	for k := 0; k < m; k++ {
 		wr, wi := st.twr[k], st.twi[k]
 		x0r, x0i := xr[s*k:s*k+s], xi[s*k:s*k+s]
@@ -237,9 +301,9 @@ func radix2[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
 	}
 }
 
-func radix3[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
+func radix3[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
 	const c3 = 0.86602540378443864676 // √3/2
-	m, s := st.m, st.s
+	m := st.m
 	for k := 0; k < m; k++ {
 		w1r, w1i := st.twr[k], st.twi[k]
 		w2r, w2i := st.twr[m+k], st.twi[m+k]
@@ -264,10 +328,14 @@ func radix3[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
 	}
 }
 
-func radix4[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
-	m, s := st.m, st.s
+func radix4[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
+	m := st.m
+	if s%vecLanes == 0 && useAsm[F]() {
+		radix4Asm(st, s, yr, yi, xr, xi)
+		return
+	}
 	if s < 8 {
-		radix4Narrow(st, yr, yi, xr, xi)
+		radix4Narrow(st, s, yr, yi, xr, xi)
 		return
 	}
 	for k := 0; k < m; k++ {
@@ -301,8 +369,8 @@ func radix4[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
 
 // radix4Narrow is radix4 with k innermost, for the first stages where the
 // stride s is too short for the q loop to pay for its slice set-up.
-func radix4Narrow[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
-	m, s := st.m, st.s
+func radix4Narrow[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
+	m := st.m
 	tw1r, tw1i := st.twr[:m], st.twi[:m]
 	tw2r, tw2i := st.twr[m:2*m], st.twi[m:2*m]
 	tw3r, tw3i := st.twr[2*m:3*m], st.twi[2*m:3*m]
@@ -331,8 +399,8 @@ func radix4Narrow[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
 }
 
 // radixN is the generic O(p²) butterfly for p = 5, 7, 11, 13.
-func radixN[F kernels.Float](st *stage[F], yr, yi, xr, xi []F) {
-	p, m, s := st.p, st.m, st.s
+func radixN[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
+	p, m := st.p, st.m
 	var ar, ai [maxRadix]F
 	for k := 0; k < m; k++ {
 		for q := 0; q < s; q++ {

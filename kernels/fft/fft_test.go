@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"tokenmix/kernels"
 )
 
 // naiveDFT is the O(n²) oracle, in float64 with exactly reduced angles.
@@ -56,10 +58,56 @@ func TestTransformMatchesNaive(t *testing.T) {
 		}
 
 		p32 := NewPlan[float32](n)
-		fr, fi := to32(xr), to32(xi)
-		p32.Transform(fr, fi, make([]float32, 2*p32.ScratchLen()))
-		if e := maxErr(to64(fr), to64(fi), wr, wi); e > 2e-6 {
-			t.Errorf("n=%d float32: max rel err %.3g", n, e)
+		for _, path := range kernels.Paths() {
+			old := kernels.SetPath(path)
+			fr, fi := to32(xr), to32(xi)
+			p32.Transform(fr, fi, make([]float32, 2*p32.ScratchLen()))
+			kernels.SetPath(old)
+			if e := maxErr(to64(fr), to64(fi), wr, wi); e > 2e-6 {
+				t.Errorf("n=%d float32 path %v: max rel err %.3g", n, path, e)
+			}
+		}
+	}
+}
+
+// TestTransformBatchMatchesNaive checks w interleaved sequences against the
+// naive DFT of each, in float64 and in float32 on every kernels path (the
+// AVX-512 butterflies run when a pass's stride is a multiple of 16).
+func TestTransformBatchMatchesNaive(t *testing.T) {
+	for _, n := range []int{1, 2, 6, 8, 17, 30, 64, 128, 512, 1000} {
+		for _, w := range []int{1, 3, 16, 32} {
+			if n*n*w > 1<<22 {
+				continue // keep the naive oracle fast
+			}
+			rng := rand.New(rand.NewPCG(uint64(n), uint64(w)))
+			xr, xi := randVec(rng, n*w), randVec(rng, n*w)
+			wr, wi := make([]float64, n*w), make([]float64, n*w)
+			for q := 0; q < w; q++ {
+				cr, ci := make([]float64, n), make([]float64, n)
+				for j := 0; j < n; j++ {
+					cr[j], ci[j] = xr[j*w+q], xi[j*w+q]
+				}
+				cr, ci = naiveDFT(cr, ci)
+				for j := 0; j < n; j++ {
+					wr[j*w+q], wi[j*w+q] = cr[j], ci[j]
+				}
+			}
+			p64 := NewPlan[float64](n)
+			gr, gi := append([]float64(nil), xr...), append([]float64(nil), xi...)
+			p64.TransformBatch(gr, gi, w, make([]float64, 2*p64.BatchScratchLen(w)))
+			if e := maxErr(gr, gi, wr, wi); e > 1e-12 {
+				t.Errorf("n=%d w=%d float64: max rel err %.3g", n, w, e)
+			}
+			p32 := NewPlan[float32](n)
+			for _, path := range kernels.Paths() {
+				old := kernels.SetPath(path)
+				fr, fi := to32(xr), to32(xi)
+				p32.TransformBatch(fr, fi, w, make([]float32, 2*p32.BatchScratchLen(w)))
+				kernels.SetPath(old)
+				if e := maxErr(to64(fr), to64(fi), wr, wi); e > 2e-6 {
+					t.Errorf("n=%d w=%d float32 path %v: max rel err %.3g", n, w, path, e)
+				}
+			}
 		}
 	}
 }

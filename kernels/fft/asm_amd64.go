@@ -1,0 +1,17 @@
+package fft
+
+const haveAsm = true
+
+// radix4AVX512 is one radix-4 Stockham pass (see radix4) over float32 data:
+// for k < m and q < s (s a multiple of 16),
+// y[q + s·(4k + r)] = W^{r·k}·Σ_j x[q + s·(k + j·m)]·(−i)^{j·r}, with the
+// twiddles W^{k}, W^{2k}, W^{3k} read interleaved from tw[6k…6k+5].
+//
+//go:noescape
+func radix4AVX512(yr, yi, xr, xi, tw *float32, s, m int)
+
+// radix2AVX512 is one radix-2 Stockham pass (see radix2) over float32 data,
+// s a multiple of 16, twiddle W^k at tw[2k], tw[2k+1].
+//
+//go:noescape
+func radix2AVX512(yr, yi, xr, xi, tw *float32, s, m int)

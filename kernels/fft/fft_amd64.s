@@ -1,0 +1,147 @@
+#include "textflag.h"
+
+// func radix4AVX512(yr, yi, xr, xi, tw *float32, s, m int)
+//
+// Registers: R8/R9 walk x (re/im) through k and q together (x for k+1
+// starts where x for k ends); DI/SI walk y; R10 = s·m·4 bytes (x stride
+// between the four inputs), R11 = 3·R10; R12 = s·4 bytes (y stride between
+// the four outputs), R13 = 3·R12; DX walks tw; CX counts k, BX counts q.
+TEXT ·radix4AVX512(SB), NOSPLIT, $0-56
+	MOVQ yr+0(FP), DI
+	MOVQ yi+8(FP), SI
+	MOVQ xr+16(FP), R8
+	MOVQ xi+24(FP), R9
+	MOVQ tw+32(FP), DX
+	MOVQ s+40(FP), R12
+	MOVQ m+48(FP), CX
+	MOVQ R12, R10
+	IMULQ CX, R10
+	SHLQ $2, R10
+	LEAQ (R10)(R10*2), R11
+	SHLQ $2, R12
+	LEAQ (R12)(R12*2), R13
+	TESTQ CX, CX
+	JZ   done4
+loopk4:
+	VBROADCASTSS 0(DX), Z20
+	VBROADCASTSS 4(DX), Z21
+	VBROADCASTSS 8(DX), Z22
+	VBROADCASTSS 12(DX), Z23
+	VBROADCASTSS 16(DX), Z24
+	VBROADCASTSS 20(DX), Z25
+	MOVQ R12, BX
+	SHRQ $6, BX
+loopq4:
+	VMOVUPS (R8), Z0
+	VMOVUPS (R8)(R10*1), Z1
+	VMOVUPS (R8)(R10*2), Z2
+	VMOVUPS (R8)(R11*1), Z3
+	VMOVUPS (R9), Z4
+	VMOVUPS (R9)(R10*1), Z5
+	VMOVUPS (R9)(R10*2), Z6
+	VMOVUPS (R9)(R11*1), Z7
+	VADDPS Z2, Z0, Z8  // t0r = x0r + x2r
+	VSUBPS Z2, Z0, Z9  // t1r = x0r − x2r
+	VADDPS Z3, Z1, Z10 // t2r
+	VSUBPS Z3, Z1, Z11 // t3r
+	VADDPS Z6, Z4, Z12 // t0i
+	VSUBPS Z6, Z4, Z13 // t1i
+	VADDPS Z7, Z5, Z14 // t2i
+	VSUBPS Z7, Z5, Z15 // t3i
+	VADDPS Z10, Z8, Z0  // y0r = t0r + t2r
+	VADDPS Z14, Z12, Z1 // y0i
+	VSUBPS Z10, Z8, Z2  // b2r = t0r − t2r
+	VSUBPS Z14, Z12, Z3 // b2i
+	VADDPS Z15, Z9, Z4  // b1r = t1r + t3i
+	VSUBPS Z11, Z13, Z5 // b1i = t1i − t3r
+	VSUBPS Z15, Z9, Z6  // b3r = t1r − t3i
+	VADDPS Z11, Z13, Z7 // b3i = t1i + t3r
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, (SI)
+	VMULPS Z21, Z5, Z8        // b1i·w1i
+	VFMSUB231PS Z20, Z4, Z8   // b1r·w1r − b1i·w1i
+	VMULPS Z20, Z5, Z9        // b1i·w1r
+	VFMADD231PS Z21, Z4, Z9   // b1r·w1i + b1i·w1r
+	VMOVUPS Z8, (DI)(R12*1)
+	VMOVUPS Z9, (SI)(R12*1)
+	VMULPS Z23, Z3, Z10
+	VFMSUB231PS Z22, Z2, Z10
+	VMULPS Z22, Z3, Z11
+	VFMADD231PS Z23, Z2, Z11
+	VMOVUPS Z10, (DI)(R12*2)
+	VMOVUPS Z11, (SI)(R12*2)
+	VMULPS Z25, Z7, Z12
+	VFMSUB231PS Z24, Z6, Z12
+	VMULPS Z24, Z7, Z13
+	VFMADD231PS Z25, Z6, Z13
+	VMOVUPS Z12, (DI)(R13*1)
+	VMOVUPS Z13, (SI)(R13*1)
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, DI
+	ADDQ $64, SI
+	DECQ BX
+	JNZ  loopq4
+	ADDQ R13, DI
+	ADDQ R13, SI
+	ADDQ $24, DX
+	DECQ CX
+	JNZ  loopk4
+done4:
+	VZEROUPPER
+	RET
+
+// func radix2AVX512(yr, yi, xr, xi, tw *float32, s, m int)
+//
+// As radix4AVX512 with two inputs (x1 at R10 bytes past x0) and two
+// outputs (y1 at R12 bytes past y0).
+TEXT ·radix2AVX512(SB), NOSPLIT, $0-56
+	MOVQ yr+0(FP), DI
+	MOVQ yi+8(FP), SI
+	MOVQ xr+16(FP), R8
+	MOVQ xi+24(FP), R9
+	MOVQ tw+32(FP), DX
+	MOVQ s+40(FP), R12
+	MOVQ m+48(FP), CX
+	MOVQ R12, R10
+	IMULQ CX, R10
+	SHLQ $2, R10
+	SHLQ $2, R12
+	TESTQ CX, CX
+	JZ   done2
+loopk2:
+	VBROADCASTSS 0(DX), Z20
+	VBROADCASTSS 4(DX), Z21
+	MOVQ R12, BX
+	SHRQ $6, BX
+loopq2:
+	VMOVUPS (R8), Z0
+	VMOVUPS (R8)(R10*1), Z1
+	VMOVUPS (R9), Z2
+	VMOVUPS (R9)(R10*1), Z3
+	VADDPS Z1, Z0, Z4 // y0r
+	VSUBPS Z1, Z0, Z5 // dr
+	VADDPS Z3, Z2, Z6 // y0i
+	VSUBPS Z3, Z2, Z7 // di
+	VMOVUPS Z4, (DI)
+	VMOVUPS Z6, (SI)
+	VMULPS Z21, Z7, Z8      // di·wi
+	VFMSUB231PS Z20, Z5, Z8 // dr·wr − di·wi
+	VMULPS Z20, Z7, Z9      // di·wr
+	VFMADD231PS Z21, Z5, Z9 // dr·wi + di·wr
+	VMOVUPS Z8, (DI)(R12*1)
+	VMOVUPS Z9, (SI)(R12*1)
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, DI
+	ADDQ $64, SI
+	DECQ BX
+	JNZ  loopq2
+	ADDQ R12, DI
+	ADDQ R12, SI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  loopk2
+done2:
+	VZEROUPPER
+	RET
