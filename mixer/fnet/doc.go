@@ -31,16 +31,23 @@
 //
 // # Two kernels
 //
-// The FFT path uses package kernels/fft: one complex FFT over channels per
-// pair of time rows (two real rows packed as x₁ + i·x₂), keeping the
-// D/2+1 non-redundant channel frequencies, then one transform over time per
-// kept frequency; the remaining columns follow from the Hermitian symmetry
-// Re Z[t, D−k] = Re Z[(T−t) mod T, k]. Only the real part of the time
-// transform is needed, and Re(F z) = F u for the Hermitian
-// u[t] = (z[t] + conj z[−t])/2, whose transform is real: for even T it is
-// computed with one complex FFT of length T/2 (even and odd outputs packed as
-// real and imaginary parts, see realPart). Cost O(T·D·log(T·D)), memory
-// O(T·D).
+// The FFT path works in two passes over a half spectrum
+// Z [T, D/2+1] = X·(C_D − i·S_D)[:, 0…D/2] (the other channel frequencies
+// follow from Hermitian symmetry, Re out[t, D−k] = Re out[(T−t) mod T, k]):
+//
+//  1. Channels: for D ≤ ChannelGemmMaxD, Z is two GEMMs of X against the
+//     cached cos and −sin columns (kernels.Gemm, vectorised), 4·T·D·(D/2+1)
+//     flops; for wider D, one complex FFT per pair of rows (x₁ + i·x₂,
+//     fft.Plan.Real2), O(T·D·log D) but scalar.
+//  2. Time: the kept columns in blocks of 16, each block one
+//     fft.Plan.TransformBatch (16 interleaved sequences, so every Stockham
+//     pass runs in AVX-512 for float32). Only the real part is needed, and
+//     Re(F z) = F u for the Hermitian u[t] = (z[t] + conj z[−t])/2, whose
+//     transform is real: for even T it is one complex FFT of length T/2 (even
+//     and odd outputs packed as real and imaginary parts, see
+//     realPartBlock); odd T use the full-length transform.
+//
+// Memory O(T·D).
 //
 // The GEMM path evaluates C_T·X·C_D − S_T·X·S_D with kernels.Gemm and cached
 // cos/sin matrices (computed in float64 from exactly reduced angles): three

@@ -44,6 +44,9 @@ const (
 type FNet[F kernels.Float] struct {
 	D      int
 	Method Method
+	// ChannelGemmMaxD is the widest D whose channel DFT the FFT path does
+	// as a GEMM (New sets the package default ChannelGemmMaxD).
+	ChannelGemmMaxD int
 }
 
 // New returns an FNet mixer for config c. It accepts the option "method"
@@ -51,7 +54,7 @@ type FNet[F kernels.Float] struct {
 // c.D < 1, or naming any unknown or invalid option.
 func New[F kernels.Float](c mixer.Config) (*FNet[F], error) {
 	m := c.Opts.String("method", "auto")
-	f := &FNet[F]{D: c.D}
+	f := &FNet[F]{D: c.D, ChannelGemmMaxD: ChannelGemmMaxD}
 	switch m {
 	case "auto":
 		f.Method = Auto
@@ -89,24 +92,31 @@ func (f *FNet[F]) useGemm(t int) bool {
 }
 
 // ScratchSize is, for the GEMM path, X·C_D and X·S_D [T,2D]; for the FFT
-// path, the half spectrum [B, D/2+1, T] (real and imaginary) plus per-thread
-// FFT work space (parallel.Threads() at the time of the call).
+// path, the half spectrum Z [B·T, D/2+1] (real and imaginary) plus per-thread
+// work space for one block of columns (parallel.Threads() at the time of the
+// call).
 func (f *FNet[F]) ScratchSize(b, t int) int {
 	if f.useGemm(t) {
 		return 2 * t * f.D
 	}
 	nk := f.D/2 + 1
-	return 2*b*nk*t + parallel.Threads()*f.workerSize(t)
+	return 2*b*t*nk + parallel.Threads()*f.workerSize(t)
 }
 
+// workerSize is one thread's work space: the channel FFT's (when D is above
+// ChannelGemmMaxD) and one column block's time transform.
 func (f *FNet[F]) workerSize(t int) int {
 	nk := f.D/2 + 1
-	pd, pt := fft.PlanFor[F](f.D), fft.PlanFor[F](t)
-	ws := max(pd.Real2ScratchLen()+2*rowBlock*nk, 2*pt.ScratchLen())
-	if t%2 == 0 && t >= 4 {
-		ws = max(ws, t+2*fft.PlanFor[F](t/2).ScratchLen())
+	w := min(colBlock, nk)
+	ws := 0
+	if f.D > f.ChannelGemmMaxD {
+		// Real2 scratch, a discarded half spectrum and a zero row.
+		ws = fft.PlanFor[F](f.D).Real2ScratchLen() + 2*nk + f.D
 	}
-	return ws
+	if t%2 == 0 && t >= 4 {
+		return max(ws, 2*(t/2)*w+2*fft.PlanFor[F](t/2).BatchScratchLen(w))
+	}
+	return max(ws, 2*t*w+2*fft.PlanFor[F](t).BatchScratchLen(w))
 }
 
 // Forward sets out = Re(FFT_time(FFT_channels(x))) per sequence. It ignores
@@ -182,99 +192,132 @@ func (f *FNet[F]) applyGemm(dst, scratch, src []F, B, T int, acc bool) {
 	}
 }
 
-// rowBlock is the number of time rows (and columns) moved per cache-friendly
-// transpose block.
-const rowBlock = 16
+// colBlock is the number of kept channel frequencies whose time transforms
+// run together (fft.TransformBatch): 16 float32 lanes, so every Stockham pass
+// is vectorised.
+const colBlock = 16
 
-// applyFFT: channel FFTs on pairs of rows into the transposed half
-// spectrum z [B][nk][T], then one time FFT per kept frequency, writing the
-// real parts (and their mirror images) into dst. Both transposes move
-// rowBlock×rowBlock blocks so that every cache line is written whole.
+// ChannelGemmMaxD is the widest model dimension whose channel DFT is done as
+// one GEMM against cached cos/sin columns (2·T·D·(D/2+1)·2 flops, vectorised)
+// rather than as real FFTs of pairs of rows (scalar butterflies).
+const ChannelGemmMaxD = 512
+
+// applyFFT: the channel DFT of every row into the half spectrum
+// Z [B·T, nk] = X·(C_D − i·S_D)[:, :nk], then the time transforms of the
+// kept columns in blocks of colBlock, writing the real parts (and their
+// mirror images) into dst.
 func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 	D := f.D
 	nk := D/2 + 1
-	pd, pt := fft.PlanFor[F](D), fft.PlanFor[F](T)
-	zr := scratch[:B*nk*T]
-	zi := scratch[B*nk*T : 2*B*nk*T]
+	zr := scratch[:B*T*nk]
+	zi := scratch[B*T*nk : 2*B*T*nk]
 	ws := f.workerSize(T)
-	work := scratch[2*B*nk*T:]
+	work := scratch[2*B*T*nk:]
 	if len(work) < parallel.Threads()*ws {
 		panic("fnet: scratch smaller than ScratchSize (threads raised since?)")
 	}
-	nrb := (T + rowBlock - 1) / rowBlock
-	zeros := make([]F, D)
-	parallel.For(B*nrb, 1, func(w, lo, hi int) {
-		ww := work[w*ws : (w+1)*ws]
-		// br, bi [rowBlock][nk]: the block's half spectra.
-		br, bi := ww[:rowBlock*nk], ww[rowBlock*nk:2*rowBlock*nk]
-		fs := ww[2*rowBlock*nk:]
-		for i := lo; i < hi; i++ {
-			b, t0 := i/nrb, (i%nrb)*rowBlock
-			t1 := min(t0+rowBlock, T)
-			for t := t0; t < t1; t += 2 {
-				x1 := src[(b*T+t)*D : (b*T+t+1)*D]
-				x2 := zeros
-				if t+1 < t1 {
-					x2 = src[(b*T+t+1)*D : (b*T+t+2)*D]
-				}
-				j := t - t0
-				pd.Real2(br[j*nk:(j+1)*nk], bi[j*nk:(j+1)*nk], br[(j+1)*nk:(j+2)*nk], bi[(j+1)*nk:(j+2)*nk], x1, x2, fs)
-			}
-			base := b * nk * T
-			for k := 0; k < nk; k++ {
-				zrk, zik := zr[base+k*T+t0:base+k*T+t1], zi[base+k*T+t0:base+k*T+t1]
-				for j := range zrk {
-					zrk[j], zik[j] = br[j*nk+k], bi[j*nk+k]
-				}
-			}
-		}
-	})
-	// Even T: only Re(FFT_time) is needed, which a half-length transform
-	// gives (realPart).
-	var hp *fft.Plan[F]
+	if D <= f.ChannelGemmMaxD {
+		td := trigFor[F](D)
+		kernels.Gemm(false, false, B*T, nk, D, 1, src, D, td.c, D, 0, zr, nk)
+		kernels.Gemm(false, false, B*T, nk, D, -1, src, D, td.s, D, 0, zi, nk)
+	} else {
+		f.channelFFT(zr, zi, work, src, B*T, ws)
+	}
+	var hp, pt *fft.Plan[F]
 	var ht *halfTwiddles[F]
 	if T%2 == 0 && T >= 4 {
 		hp, ht = fft.PlanFor[F](T/2), halfTwiddlesFor[F](T)
+	} else {
+		pt = fft.PlanFor[F](T)
 	}
-	ncb := (nk + rowBlock - 1) / rowBlock
+	ncb := (nk + colBlock - 1) / colBlock
 	parallel.For(B*ncb, 1, func(w, lo, hi int) {
 		fs := work[w*ws : (w+1)*ws]
 		for i := lo; i < hi; i++ {
-			b, k0 := i/ncb, (i%ncb)*rowBlock
-			k1 := min(k0+rowBlock, nk)
-			z := zr[b*nk*T:]
-			for k := k0; k < k1; k++ {
-				re, im := z[k*T:(k+1)*T], zi[(b*nk+k)*T:(b*nk+k+1)*T]
-				if hp != nil {
-					realPart(re, im, hp, ht, fs)
-				} else {
-					pt.Transform(re, im, fs)
-				}
-			}
+			b, k0 := i/ncb, (i%ncb)*colBlock
+			k1 := min(k0+colBlock, nk)
+			zrb, zib := zr[b*T*nk:(b+1)*T*nk], zi[b*T*nk:(b+1)*T*nk]
 			o := dst[b*T*D : (b+1)*T*D]
-			// Kept columns k0…k1−1, and their mirrors D−k for k ≥ 1 with
-			// D−k ≥ nk: out[t, D−k] = Re Z[(T−t) mod T, k].
-			for t := 0; t < T; t++ {
-				ot := o[t*D : (t+1)*D]
-				tm := (T - t) % T
-				if acc {
-					for k := k0; k < k1; k++ {
-						ot[k] += z[k*T+t]
-					}
-					for k := max(k0, 1); k < k1 && D-k >= nk; k++ {
-						ot[D-k] += z[k*T+tm]
-					}
-					continue
-				}
-				for k := k0; k < k1; k++ {
-					ot[k] = z[k*T+t]
-				}
-				for k := max(k0, 1); k < k1 && D-k >= nk; k++ {
-					ot[D-k] = z[k*T+tm]
-				}
+			if hp != nil {
+				realPartBlock(o, zrb, zib, D, k0, k1, hp, ht, fs, acc)
+			} else {
+				fullBlock(o, zrb, zib, D, k0, k1, pt, fs, acc)
 			}
 		}
 	})
+}
+
+// channelFFT fills the half spectra rows of Z with one complex FFT per pair
+// of rows (fft.Plan.Real2), for the n = B·T rows of src.
+func (f *FNet[F]) channelFFT(zr, zi, work, src []F, n, ws int) {
+	D := f.D
+	nk := D/2 + 1
+	pd := fft.PlanFor[F](D)
+	np := (n + 1) / 2
+	parallel.For(np, 16, func(w, lo, hi int) {
+		fs := work[w*ws : (w+1)*ws]
+		for i := lo; i < hi; i++ {
+			t := 2 * i
+			x1 := src[t*D : (t+1)*D]
+			var x2, r2, i2 []F
+			if t+1 < n {
+				x2 = src[(t+1)*D : (t+2)*D]
+				r2, i2 = zr[(t+1)*nk:(t+2)*nk], zi[(t+1)*nk:(t+2)*nk]
+			} else { // odd n: pair the last row with zeros, discard its spectrum
+				x2, r2, i2 = fs[2*nk:2*nk+D], fs[:nk], fs[nk:2*nk]
+				clear(x2)
+			}
+			pd.Real2(zr[t*nk:(t+1)*nk], zi[t*nk:(t+1)*nk], r2, i2, x1, x2, fs[2*nk+D:])
+		}
+	})
+}
+
+// put stores (or, with acc, adds) v as out[t, k] for the kept columns
+// k0…k0+len(v)−1 of row t, and as out[(T−t) mod T, D−k] for their mirror
+// columns (k ≥ 1, D−k ≥ nk): Re Z[t, D−k] = Re Z[−t, k].
+func put[F kernels.Float](o, v []F, D, T, t, k0 int, acc bool) {
+	nk := D/2 + 1
+	row := o[t*D+k0 : t*D+k0+len(v)]
+	if acc {
+		for j, x := range v {
+			row[j] += x
+		}
+	} else {
+		copy(row, v)
+	}
+	j0 := max(1-k0, 0)           // skip column 0 (its own mirror)
+	j1 := min(len(v), D-nk-k0+1) // mirror D−k ≥ nk ⇔ k ≤ D−nk
+	if j0 >= j1 {
+		return
+	}
+	tm := (T - t) % T
+	mir := o[tm*D : (tm+1)*D]
+	if acc {
+		for j := j0; j < j1; j++ {
+			mir[D-k0-j] += v[j]
+		}
+		return
+	}
+	for j := j0; j < j1; j++ {
+		mir[D-k0-j] = v[j]
+	}
+}
+
+// fullBlock transforms the kept columns k0…k1−1 of one sequence's Z
+// [T, nk] over time with a full-length batched complex FFT and puts the
+// real parts. fs holds 2·T·w + 2·pt.BatchScratchLen(w) elements,
+// w = k1−k0.
+func fullBlock[F kernels.Float](o, zr, zi []F, D, k0, k1 int, pt *fft.Plan[F], fs []F, acc bool) {
+	T, w, nk := pt.Len(), k1-k0, D/2+1
+	br, bi := fs[:T*w], fs[T*w:2*T*w]
+	for t := 0; t < T; t++ {
+		copy(br[t*w:(t+1)*w], zr[t*nk+k0:t*nk+k1])
+		copy(bi[t*w:(t+1)*w], zi[t*nk+k0:t*nk+k1])
+	}
+	pt.TransformBatch(br, bi, w, fs[2*T*w:])
+	for t := 0; t < T; t++ {
+		put(o, br[t*w:(t+1)*w], D, T, t, k0, acc)
+	}
 }
 
 // halfTwiddles holds exp(+2πi·j/T) for j < T/2.
@@ -298,33 +341,45 @@ func halfTwiddlesFor[F kernels.Float](T int) *halfTwiddles[F] {
 	return v.(*halfTwiddles[F])
 }
 
-// realPart replaces re with y = Re(FFT(re + i·im)) for even T = len(re),
-// using one complex FFT of length M = T/2 (hp) instead of one of length T.
-// im is clobbered; fs holds T + 2·hp.ScratchLen() elements.
+// realPartBlock is fullBlock for even T ≥ 4, computing only the real
+// parts y = Re(FFT_T(z)) with one batched complex FFT of length M = T/2
+// (hp). fs holds 2·M·w + 2·hp.BatchScratchLen(w) elements, w = k1−k0.
 //
 // y = Re(F z) = F u with u[t] = (z[t] + conj z[−t])/2 Hermitian, so
 // y[n] = Σ_k X[k]·e^{+2πi·kn/T} with X = conj u. Splitting n into even and
 // odd, y[2m] + i·y[2m+1] = Σ_{k<M} (A[k] + i·B[k])·e^{+2πi·km/M} with
 // A[k] = X[k] + X[k+M] and B[k] = (X[k] − X[k+M])·e^{+2πi·k/T}; the sum is
 // conj(FFT_M(conj(A + i·B))).
-func realPart[F kernels.Float](re, im []F, hp *fft.Plan[F], ht *halfTwiddles[F], fs []F) {
-	T := len(re)
-	M := T / 2
-	br, bi := fs[:M], fs[M:T]
+func realPartBlock[F kernels.Float](o, zr, zi []F, D, k0, k1 int, hp *fft.Plan[F], ht *halfTwiddles[F], fs []F, acc bool) {
+	M, w, nk := hp.Len(), k1-k0, D/2+1
+	T := 2 * M
+	br, bi := fs[:M*w], fs[M*w:2*M*w]
 	for k := 0; k < M; k++ {
 		n1, n2 := (T-k)%T, M-k // −k and −(k+M) mod T
-		xr, xi := (re[k]+re[n1])/2, (im[n1]-im[k])/2
-		yr, yi := (re[k+M]+re[n2])/2, (im[n2]-im[k+M])/2
-		ar, ai := xr+yr, xi+yi
-		dr, di := xr-yr, xi-yi
 		c, s := ht.c[k], ht.s[k]
-		bR, bI := dr*c-di*s, dr*s+di*c
-		// Z = A + i·B; store conj(Z).
-		br[k], bi[k] = ar-bI, -(ai + bR)
+		r0, i0 := zr[k*nk+k0:k*nk+k1], zi[k*nk+k0:k*nk+k1]
+		r1, i1 := zr[n1*nk+k0:n1*nk+k1], zi[n1*nk+k0:n1*nk+k1]
+		r2, i2 := zr[(k+M)*nk+k0:(k+M)*nk+k1], zi[(k+M)*nk+k0:(k+M)*nk+k1]
+		r3, i3 := zr[n2*nk+k0:n2*nk+k1], zi[n2*nk+k0:n2*nk+k1]
+		ob, oi := br[k*w:(k+1)*w], bi[k*w:(k+1)*w]
+		for j := range ob {
+			xr, xi := (r0[j]+r1[j])/2, (i1[j]-i0[j])/2
+			yr, yi := (r2[j]+r3[j])/2, (i3[j]-i2[j])/2
+			ar, ai := xr+yr, xi+yi
+			dr, di := xr-yr, xi-yi
+			bR, bI := dr*c-di*s, dr*s+di*c
+			// Z = A + i·B; store conj(Z).
+			ob[j], oi[j] = ar-bI, -(ai + bR)
+		}
 	}
-	hp.Transform(br, bi, fs[T:])
+	hp.TransformBatch(br, bi, w, fs[2*M*w:])
+	// y[2m] = Re and y[2m+1] = −Im of the transform's row m.
 	for m := 0; m < M; m++ {
-		re[2*m], re[2*m+1] = br[m], -bi[m]
+		re, im := br[m*w:(m+1)*w], bi[m*w:(m+1)*w]
+		put(o, re, D, T, 2*m, k0, acc)
+		for j := range im {
+			im[j] = -im[j]
+		}
+		put(o, im, D, T, 2*m+1, k0, acc)
 	}
-	_ = im
 }

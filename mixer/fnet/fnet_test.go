@@ -62,7 +62,7 @@ func naive(x []float64, B, T, D int) []float64 {
 }
 
 func TestMatchesNaive(t *testing.T) {
-	for _, sz := range [][3]int{{1, 1, 1}, {1, 2, 3}, {2, 5, 4}, {1, 12, 8}, {1, 17, 7}, {2, 30, 16}, {1, 64, 12}, {1, 97, 5}, {1, 4, 3}, {2, 250, 3}, {1, 1000, 2}} {
+	for _, sz := range [][3]int{{1, 1, 1}, {1, 2, 3}, {2, 5, 4}, {1, 12, 8}, {1, 17, 7}, {2, 30, 16}, {1, 64, 12}, {1, 97, 5}, {1, 4, 3}, {2, 250, 3}, {1, 1000, 2}, {1, 12, 40}, {2, 9, 66}, {1, 34, 35}} {
 		B, T, D := sz[0], sz[1], sz[2]
 		rng := rand.New(rand.NewPCG(uint64(T), uint64(D)))
 		x := make([]float64, B*T*D)
@@ -70,10 +70,13 @@ func TestMatchesNaive(t *testing.T) {
 			x[i] = rng.NormFloat64()
 		}
 		want := naive(x, B, T, D)
-		for _, m := range []string{"fft", "gemm"} {
-			f, err := New[float64](cfg(D, m))
+		for _, m := range []string{"fft", "gemm", "fft-channel-fft"} {
+			f, err := New[float64](cfg(D, strings.TrimSuffix(m, "-channel-fft")))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if m == "fft-channel-fft" {
+				f.ChannelGemmMaxD = 0 // channel DFT by real FFTs of row pairs
 			}
 			got := make([]float64, len(x))
 			f.Forward(got, nil, make([]float64, f.ScratchSize(B, T)), x, mixer.Pass{B: B, T: T})
