@@ -92,15 +92,20 @@ func (f *FNet[F]) useGemm(t int) bool {
 }
 
 // ScratchSize is, for the GEMM path, X·C_D and X·S_D [T,2D]; for the FFT
-// path, the half spectrum Z [B·T, D/2+1] (real and imaginary) plus per-thread
+// path, the half spectrum Z [B·T, D/2+1] (real and imaginary), per-thread
 // work space for one block of columns (parallel.Threads() at the time of the
-// call).
+// call) and, when the channel DFT is a GEMM, the folded rows
+// [B·T, D/2+1+(D−1)/2].
 func (f *FNet[F]) ScratchSize(b, t int) int {
 	if f.useGemm(t) {
 		return 2 * t * f.D
 	}
 	nk := f.D/2 + 1
-	return 2*b*t*nk + parallel.Threads()*f.workerSize(t)
+	n := 2*b*t*nk + parallel.Threads()*f.workerSize(t)
+	if f.D <= f.ChannelGemmMaxD {
+		n += b * t * (nk + (f.D-1)/2) // folded rows
+	}
+	return n
 }
 
 // workerSize is one thread's work space: the channel FFT's (when D is above
@@ -217,9 +222,14 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 		panic("fnet: scratch smaller than ScratchSize (threads raised since?)")
 	}
 	if D <= f.ChannelGemmMaxD {
+		ns := (D - 1) / 2
+		xe := work[parallel.Threads()*ws:][:B*T*nk]
+		xo := work[parallel.Threads()*ws+B*T*nk:][:B*T*ns]
+		foldRows(xe, xo, src, D, B*T)
+		// Z = Xe·C[0…nk−1, :nk] − i·Xo·S[1…ns, :nk].
 		td := trigFor[F](D)
-		kernels.Gemm(false, false, B*T, nk, D, 1, src, D, td.c, D, 0, zr, nk)
-		kernels.Gemm(false, false, B*T, nk, D, -1, src, D, td.s, D, 0, zi, nk)
+		kernels.Gemm(false, false, B*T, nk, nk, 1, xe, nk, td.c, D, 0, zr, nk)
+		kernels.Gemm(false, false, B*T, nk, ns, -1, xo, ns, td.s[D:], D, 0, zi, nk)
 	} else {
 		f.channelFFT(zr, zi, work, src, B*T, ws)
 	}
@@ -242,6 +252,28 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 				realPartBlock(o, zrb, zib, D, k0, k1, hp, ht, fs, acc)
 			} else {
 				fullBlock(o, zrb, zib, D, k0, k1, pt, fs, acc)
+			}
+		}
+	})
+}
+
+// foldRows halves the channel GEMMs: cos(2πck/D) and sin(2πck/D) are even
+// and odd under c → D−c, so for each of the n rows x [D] it writes
+// xe[c] = x[c] + x[D−c] (c < nk, the partner term only when D−c > c) and
+// xo[c−1] = x[c] − x[D−c] (1 ≤ c ≤ ns = (D−1)/2).
+func foldRows[F kernels.Float](xe, xo, src []F, D, n int) {
+	nk, ns := D/2+1, (D-1)/2
+	parallel.For(n, 64, func(_, lo, hi int) {
+		for t := lo; t < hi; t++ {
+			x := src[t*D : (t+1)*D]
+			e, o := xe[t*nk:(t+1)*nk], xo[t*ns:(t+1)*ns]
+			e[0] = x[0]
+			for c := 1; c <= ns; c++ {
+				a, b := x[c], x[D-c]
+				e[c], o[c-1] = a+b, a-b
+			}
+			if D%2 == 0 {
+				e[nk-1] = x[D/2]
 			}
 		}
 	})
