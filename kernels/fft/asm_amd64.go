@@ -15,3 +15,11 @@ func radix4AVX512(yr, yi, xr, xi, tw *float32, s, m int)
 //
 //go:noescape
 func radix2AVX512(yr, yi, xr, xi, tw *float32, s, m int)
+
+// realPackAVX512 is the packing loop of RealPlan.Batch for n elements
+// (a multiple of 16) of one row: with x = ((r0+r1)/2, (i1−i0)/2),
+// y = ((r2+r3)/2, (i3−i2)/2), a = x+y, b = (x−y)·(c + i·s), it writes
+// or = Im a + Re b and oi = Re a − Im b.
+//
+//go:noescape
+func realPackAVX512(or, oi, r0, i0, r1, i1, r2, i2, r3, i3 *float32, n int, c, s float32)

@@ -7,3 +7,7 @@ const haveAsm = false
 func radix4AVX512(yr, yi, xr, xi, tw *float32, s, m int) { panic("fft: no assembly on this platform") }
 
 func radix2AVX512(yr, yi, xr, xi, tw *float32, s, m int) { panic("fft: no assembly on this platform") }
+
+func realPackAVX512(or, oi, r0, i0, r1, i1, r2, i2, r3, i3 *float32, n int, c, s float32) {
+	panic("fft: no assembly on this platform")
+}

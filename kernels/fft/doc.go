@@ -21,6 +21,13 @@
 // (x1 + i·x2) and separates the half spectra using Hermitian symmetry, which
 // halves the work for real data such as FNet's channel transform.
 //
+// Real part of a complex transform. RealPlan computes only Re(DFT_n z) of
+// complex sequences of even length n: since Re(F z) = F u for the Hermitian
+// u[t] = (z[t] + conj z[−t])/2, whose transform is real, the even and odd
+// outputs are the real and imaginary parts of one complex transform of length
+// n/2 (RealPlan.Batch gives the derivation). Its packing loop also has an
+// AVX-512 form.
+//
 // Batches. TransformBatch transforms w interleaved sequences (element j of
 // sequence q at j·w+q) in one Stockham run whose strides are all multiplied
 // by w, so every butterfly streams w contiguous elements. For float32 on the

@@ -145,3 +145,55 @@ loopq2:
 done2:
 	VZEROUPPER
 	RET
+
+// func realPackAVX512(or, oi, r0, i0, r1, i1, r2, i2, r3, i3 *float32, n int, c, s float32)
+TEXT ·realPackAVX512(SB), NOSPLIT, $0-96
+	MOVQ or+0(FP), DI
+	MOVQ oi+8(FP), SI
+	MOVQ r0+16(FP), R8
+	MOVQ i0+24(FP), R9
+	MOVQ r1+32(FP), R10
+	MOVQ i1+40(FP), R11
+	MOVQ r2+48(FP), R12
+	MOVQ i2+56(FP), R13
+	MOVQ r3+64(FP), AX
+	MOVQ i3+72(FP), BX
+	MOVQ n+80(FP), CX
+	VBROADCASTSS c+88(FP), Z20
+	VBROADCASTSS s+92(FP), Z21
+	MOVL $0x3f000000, DX
+	VPBROADCASTD DX, Z22 // 0.5
+	SHRQ $4, CX
+	JZ   donep
+	XORQ DX, DX
+loopp:
+	VMOVUPS (R8)(DX*1), Z0
+	VADDPS (R10)(DX*1), Z0, Z0 // r0 + r1
+	VMULPS Z22, Z0, Z0         // xr
+	VMOVUPS (R11)(DX*1), Z1
+	VSUBPS (R9)(DX*1), Z1, Z1  // i1 − i0
+	VMULPS Z22, Z1, Z1         // xi
+	VMOVUPS (R12)(DX*1), Z2
+	VADDPS (AX)(DX*1), Z2, Z2  // r2 + r3
+	VMULPS Z22, Z2, Z2         // yr
+	VMOVUPS (BX)(DX*1), Z3
+	VSUBPS (R13)(DX*1), Z3, Z3 // i3 − i2
+	VMULPS Z22, Z3, Z3         // yi
+	VADDPS Z2, Z0, Z4          // ar
+	VADDPS Z3, Z1, Z5          // ai
+	VSUBPS Z2, Z0, Z6          // dr
+	VSUBPS Z3, Z1, Z7          // di
+	VMULPS Z21, Z7, Z8         // di·s
+	VFMSUB231PS Z20, Z6, Z8    // bR = dr·c − di·s
+	VMULPS Z20, Z7, Z9         // di·c
+	VFMADD231PS Z21, Z6, Z9    // bI = dr·s + di·c
+	VADDPS Z8, Z5, Z10         // ai + bR
+	VSUBPS Z9, Z4, Z11         // ar − bI
+	VMOVUPS Z10, (DI)(DX*1)
+	VMOVUPS Z11, (SI)(DX*1)
+	ADDQ $64, DX
+	DECQ CX
+	JNZ  loopp
+donep:
+	VZEROUPPER
+	RET

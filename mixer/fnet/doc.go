@@ -44,8 +44,8 @@
 //     pass runs in AVX-512 for float32). Only the real part is needed, and
 //     Re(F z) = F u for the Hermitian u[t] = (z[t] + conj z[−t])/2, whose
 //     transform is real: for even T it is one complex FFT of length T/2 (even
-//     and odd outputs packed as real and imaginary parts, see
-//     realPartBlock); odd T use the full-length transform.
+//     and odd outputs packed as real and imaginary parts, fft.RealPlan);
+//     odd T use the full-length transform.
 //
 // Memory O(T·D).
 //

@@ -118,8 +118,8 @@ func (f *FNet[F]) workerSize(t int) int {
 		// Real2 scratch, a discarded half spectrum and a zero row.
 		ws = fft.PlanFor[F](f.D).Real2ScratchLen() + 2*nk + f.D
 	}
-	if t%2 == 0 && t >= 4 {
-		return max(ws, 2*(t/2)*w+2*fft.PlanFor[F](t/2).BatchScratchLen(w))
+	if t%2 == 0 {
+		return max(ws, fft.RealPlanFor[F](t).ScratchLen(w))
 	}
 	return max(ws, 2*t*w+2*fft.PlanFor[F](t).BatchScratchLen(w))
 }
@@ -233,10 +233,10 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 	} else {
 		f.channelFFT(zr, zi, work, src, B*T, ws)
 	}
-	var hp, pt *fft.Plan[F]
-	var ht *halfTwiddles[F]
-	if T%2 == 0 && T >= 4 {
-		hp, ht = fft.PlanFor[F](T/2), halfTwiddlesFor[F](T)
+	var rp *fft.RealPlan[F]
+	var pt *fft.Plan[F]
+	if T%2 == 0 {
+		rp = fft.RealPlanFor[F](T)
 	} else {
 		pt = fft.PlanFor[F](T)
 	}
@@ -248,8 +248,15 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 			k1 := min(k0+colBlock, nk)
 			zrb, zib := zr[b*T*nk:(b+1)*T*nk], zi[b*T*nk:(b+1)*T*nk]
 			o := dst[b*T*D : (b+1)*T*D]
-			if hp != nil {
-				realPartBlock(o, zrb, zib, D, k0, k1, hp, ht, fs, acc)
+			if rp != nil {
+				// Even T: only Re(FFT_time) is needed, which a
+				// half-length transform gives.
+				even, odd := rp.Batch(zrb[k0:], zib[k0:], nk, k1-k0, fs)
+				w := k1 - k0
+				for m := 0; m < T/2; m++ {
+					put(o, even[m*w:(m+1)*w], D, T, 2*m, k0, acc)
+					put(o, odd[m*w:(m+1)*w], D, T, 2*m+1, k0, acc)
+				}
 			} else {
 				fullBlock(o, zrb, zib, D, k0, k1, pt, fs, acc)
 			}
@@ -349,69 +356,5 @@ func fullBlock[F kernels.Float](o, zr, zi []F, D, k0, k1 int, pt *fft.Plan[F], f
 	pt.TransformBatch(br, bi, w, fs[2*T*w:])
 	for t := 0; t < T; t++ {
 		put(o, br[t*w:(t+1)*w], D, T, t, k0, acc)
-	}
-}
-
-// halfTwiddles holds exp(+2πi·j/T) for j < T/2.
-type halfTwiddles[F kernels.Float] struct{ c, s []F }
-
-var halfCache sync.Map // trigKey → *halfTwiddles[F]
-
-func halfTwiddlesFor[F kernels.Float](T int) *halfTwiddles[F] {
-	var zero F
-	_, f64 := any(zero).(float64)
-	k := trigKey{T, f64}
-	if v, ok := halfCache.Load(k); ok {
-		return v.(*halfTwiddles[F])
-	}
-	h := &halfTwiddles[F]{c: make([]F, T/2), s: make([]F, T/2)}
-	for j := range h.c {
-		c, s := fft.Twiddle(-j, T)
-		h.c[j], h.s[j] = F(c), F(s)
-	}
-	v, _ := halfCache.LoadOrStore(k, h)
-	return v.(*halfTwiddles[F])
-}
-
-// realPartBlock is fullBlock for even T ≥ 4, computing only the real
-// parts y = Re(FFT_T(z)) with one batched complex FFT of length M = T/2
-// (hp). fs holds 2·M·w + 2·hp.BatchScratchLen(w) elements, w = k1−k0.
-//
-// y = Re(F z) = F u with u[t] = (z[t] + conj z[−t])/2 Hermitian, so
-// y[n] = Σ_k X[k]·e^{+2πi·kn/T} with X = conj u. Splitting n into even and
-// odd, y[2m] + i·y[2m+1] = Σ_{k<M} (A[k] + i·B[k])·e^{+2πi·km/M} with
-// A[k] = X[k] + X[k+M] and B[k] = (X[k] − X[k+M])·e^{+2πi·k/T}; the sum is
-// conj(FFT_M(conj(A + i·B))).
-func realPartBlock[F kernels.Float](o, zr, zi []F, D, k0, k1 int, hp *fft.Plan[F], ht *halfTwiddles[F], fs []F, acc bool) {
-	M, w, nk := hp.Len(), k1-k0, D/2+1
-	T := 2 * M
-	br, bi := fs[:M*w], fs[M*w:2*M*w]
-	for k := 0; k < M; k++ {
-		n1, n2 := (T-k)%T, M-k // −k and −(k+M) mod T
-		c, s := ht.c[k], ht.s[k]
-		r0, i0 := zr[k*nk+k0:k*nk+k1], zi[k*nk+k0:k*nk+k1]
-		r1, i1 := zr[n1*nk+k0:n1*nk+k1], zi[n1*nk+k0:n1*nk+k1]
-		r2, i2 := zr[(k+M)*nk+k0:(k+M)*nk+k1], zi[(k+M)*nk+k0:(k+M)*nk+k1]
-		r3, i3 := zr[n2*nk+k0:n2*nk+k1], zi[n2*nk+k0:n2*nk+k1]
-		ob, oi := br[k*w:(k+1)*w], bi[k*w:(k+1)*w]
-		for j := range ob {
-			xr, xi := (r0[j]+r1[j])/2, (i1[j]-i0[j])/2
-			yr, yi := (r2[j]+r3[j])/2, (i3[j]-i2[j])/2
-			ar, ai := xr+yr, xi+yi
-			dr, di := xr-yr, xi-yi
-			bR, bI := dr*c-di*s, dr*s+di*c
-			// Z = A + i·B; store conj(Z).
-			ob[j], oi[j] = ar-bI, -(ai + bR)
-		}
-	}
-	hp.TransformBatch(br, bi, w, fs[2*M*w:])
-	// y[2m] = Re and y[2m+1] = −Im of the transform's row m.
-	for m := 0; m < M; m++ {
-		re, im := br[m*w:(m+1)*w], bi[m*w:(m+1)*w]
-		put(o, re, D, T, 2*m, k0, acc)
-		for j := range im {
-			im[j] = -im[j]
-		}
-		put(o, im, D, T, 2*m+1, k0, acc)
 	}
 }
