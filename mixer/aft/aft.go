@@ -165,17 +165,17 @@ func (a *AFT[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	N, D := p.B*p.T, a.D
 	s := a.split(act, p.B, p.T)
 	x = x[:N*D]
-	linear(s.sq, x, a.w[0], a.w[1], N, D, D)
+	kernels.Linear(s.sq, x, a.w[0], a.w[1], N, D, D)
 	sigmoid(s.sq)
 	k := scratch[:N*D]
-	linear(k, x, a.w[2], a.w[3], N, D, D)
-	linear(s.v, x, a.w[4], a.w[5], N, D, D)
+	kernels.Linear(k, x, a.w[2], a.w[3], N, D, D)
+	kernels.Linear(s.v, x, a.w[4], a.w[5], N, D, D)
 	if a.v == vSimple {
 		a.simpleForward(s, k, scratch[N*D:], p)
 	} else {
 		a.bandForward(s, k, scratch[N*D:], p)
 	}
-	linear(out[:N*D], s.y, a.w[6], a.w[7], N, D, D)
+	kernels.Linear(out[:N*D], s.y, a.w[6], a.w[7], N, D, D)
 }
 
 // Backward accumulates dx and the parameter gradients given dout and the
@@ -185,7 +185,7 @@ func (a *AFT[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	s := a.split(act, p.B, p.T)
 	x, dout = x[:N*D], dout[:N*D]
 	dy, dq, dv := scratch[:N*D], scratch[N*D:2*N*D], scratch[2*N*D:3*N*D]
-	linearGrad(a.g[6], a.g[7], dout, s.y, N, D, D)
+	kernels.LinearGrad(a.g[6], a.g[7], dout, s.y, N, D, D)
 	kernels.Gemm(false, false, N, D, D, 1, dout, D, a.w[6], D, 0, dy, D)
 	// dq = dY⊙R⊙σ'(Q), the same for every kind.
 	parallel.For(N, 64, func(_, lo, hi int) {
@@ -203,31 +203,8 @@ func (a *AFT[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	dk := dy
 	for i, dz := range [][]F{dq, dk, dv} {
 		kernels.Gemm(false, false, N, D, D, 1, dz, D, a.w[2*i], D, 1, dx[:N*D], D)
-		linearGrad(a.g[2*i], a.g[2*i+1], dz, x, N, D, D)
+		kernels.LinearGrad(a.g[2*i], a.g[2*i+1], dz, x, N, D, D)
 	}
-}
-
-// linear sets y [N,out] = x [N,in]·wᵀ + b.
-func linear[F kernels.Float](y, x, w, b []F, N, out, in int) {
-	kernels.Gemm(false, true, N, out, in, 1, x, in, w, in, 0, y, out)
-	parallel.For(N, 64, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			kernels.AddTo(y[i*out:(i+1)*out], b)
-		}
-	})
-}
-
-// linearGrad accumulates dw [out,in] += dyᵀ·x and db [out] += Σ_rows dy.
-func linearGrad[F kernels.Float](dw, db, dy, x []F, N, out, in int) {
-	kernels.Gemm(true, false, out, in, N, 1, dy, out, x, in, 1, dw, in)
-	parallel.For(out, 16, func(_, lo, hi int) {
-		for i := 0; i < N; i++ {
-			row := dy[i*out:]
-			for j := lo; j < hi; j++ {
-				db[j] += row[j]
-			}
-		}
-	})
 }
 
 // sigmoid replaces x with 1/(1+exp(−x)).

@@ -134,12 +134,12 @@ func (a *Attention[F]) acts(act []F, p mixer.Pass) (q, k, v, o, lse []F) {
 func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	N, D := p.B*p.T, a.D
 	q, k, v, o, lse := a.acts(act, p)
-	linear(q, x, a.w[0], a.w[1], N, D, D)
-	linear(k, x, a.w[2], a.w[3], N, D, D)
-	linear(v, x, a.w[4], a.w[5], N, D, D)
+	kernels.Linear(q, x, a.w[0], a.w[1], N, D, D)
+	kernels.Linear(k, x, a.w[2], a.w[3], N, D, D)
+	kernels.Linear(v, x, a.w[4], a.w[5], N, D, D)
 	_, _, ks, l, work := a.split(scratch, k, v, p)
 	forward(o, lse, l, ks, work, q, a.layouts(p.T), a.dims(p), p, a.Tiles)
-	linear(out, o, a.w[6], a.w[7], N, D, D)
+	kernels.Linear(out, o, a.w[6], a.w[7], N, D, D)
 }
 
 // Backward accumulates into dx [B,T,D] and the parameter gradients.
@@ -150,35 +150,15 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	dk, dv := ks.dk, ks.dv
 	// out = o·Woᵀ + bo
 	kernels.Gemm(false, false, N, D, D, 1, dout, D, a.w[6], D, 0, do, D)
-	linearGrad(a.g[6], a.g[7], dout, o, N, D, D)
+	kernels.LinearGrad(a.g[6], a.g[7], dout, o, N, D, D)
 	pclear(dq)
 	pclear(dk)
 	pclear(dv)
 	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), a.dims(p), p, a.Tiles)
 	for i, dy := range [][]F{dq, dk, dv} {
 		kernels.Gemm(false, false, N, D, D, 1, dy, D, a.w[2*i], D, 1, dx, D)
-		linearGrad(a.g[2*i], a.g[2*i+1], dy, x, N, D, D)
+		kernels.LinearGrad(a.g[2*i], a.g[2*i+1], dy, x, N, D, D)
 	}
-}
-
-// linear sets y [N,out] = x [N,in]·Wᵀ + b.
-func linear[F kernels.Float](y, x, w, b []F, N, out, in int) {
-	kernels.Gemm(false, true, N, out, in, 1, x, in, w, in, 0, y, out)
-	parallel.For(N, 64, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			kernels.AddTo(y[r*out:(r+1)*out], b)
-		}
-	})
-}
-
-// linearGrad accumulates dW [out,in] += dyᵀ·x and db [out] += Σ_rows dy.
-func linearGrad[F kernels.Float](dw, db, dy, x []F, N, out, in int) {
-	kernels.Gemm(true, false, out, in, N, 1, dy, out, x, in, 1, dw, in)
-	parallel.For(out, 64, func(_, lo, hi int) {
-		for r := 0; r < N; r++ {
-			kernels.AddTo(db[lo:hi], dy[r*out+lo:r*out+hi])
-		}
-	})
 }
 
 // pclear zeroes x using every thread (the kernels accumulate into large

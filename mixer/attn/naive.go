@@ -35,9 +35,9 @@ func (n *Naive[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	N := B * T
 	q, k, v, o := act[:N*D], act[N*D:2*N*D], act[2*N*D:3*N*D], act[3*N*D:4*N*D]
 	P := act[4*N*D : 4*N*D+B*H*T*T]
-	linear(q, x, n.w[0], n.w[1], N, D, D)
-	linear(k, x, n.w[2], n.w[3], N, D, D)
-	linear(v, x, n.w[4], n.w[5], N, D, D)
+	kernels.Linear(q, x, n.w[0], n.w[1], N, D, D)
+	kernels.Linear(k, x, n.w[2], n.w[3], N, D, D)
+	kernels.Linear(v, x, n.w[4], n.w[5], N, D, D)
 	scale := F(1 / math.Sqrt(float64(Dh)))
 	ninf := F(math.Inf(-1))
 	for b := 0; b < B; b++ {
@@ -68,7 +68,7 @@ func (n *Naive[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 			}
 		}
 	}
-	linear(out, o, n.w[6], n.w[7], N, D, D)
+	kernels.Linear(out, o, n.w[6], n.w[7], N, D, D)
 }
 
 // Backward accumulates into dx [B,T,D] and the parameter gradients.
@@ -80,7 +80,7 @@ func (n *Naive[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	do, dq, dk, dv := scratch[:N*D], scratch[N*D:2*N*D], scratch[2*N*D:3*N*D], scratch[3*N*D:4*N*D]
 	dp := scratch[4*N*D : 4*N*D+T]
 	kernels.Gemm(false, false, N, D, D, 1, dout, D, n.w[6], D, 0, do, D)
-	linearGrad(n.g[6], n.g[7], dout, o, N, D, D)
+	kernels.LinearGrad(n.g[6], n.g[7], dout, o, N, D, D)
 	clear(dq)
 	clear(dk)
 	clear(dv)
@@ -118,6 +118,6 @@ func (n *Naive[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	}
 	for i, dy := range [][]F{dq, dk, dv} {
 		kernels.Gemm(false, false, N, D, D, 1, dy, D, n.w[2*i], D, 1, dx, D)
-		linearGrad(n.g[2*i], n.g[2*i+1], dy, x, N, D, D)
+		kernels.LinearGrad(n.g[2*i], n.g[2*i+1], dy, x, N, D, D)
 	}
 }

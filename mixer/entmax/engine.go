@@ -186,9 +186,9 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	a.check(g, out, act, scratch, x, p)
 	D, BT := a.D, p.B*p.T
 	q, k, v, y := act[:g.n], act[g.n:2*g.n], act[2*g.n:3*g.n], act[3*g.n:4*g.n]
-	linearForward(q, x, a.wq, a.bq, BT, D, D)
-	linearForward(k, x, a.wk, a.bk, BT, D, D)
-	linearForward(v, x, a.wv, a.bv, BT, D, D)
+	kernels.Linear(q, x, a.wq, a.bq, BT, D, D)
+	kernels.Linear(k, x, a.wk, a.bk, BT, D, D)
+	kernels.Linear(v, x, a.wv, a.bv, BT, D, D)
 
 	kt := scratch[4*g.n : 5*g.n]
 	transposeHeads(kt, k, p.B, p.T, a.D, a.H)
@@ -215,7 +215,7 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 			a.zeros[h] = s / n
 		}
 	}
-	linearForward(out, y, a.wo, a.bo, BT, D, D)
+	kernels.Linear(out, y, a.wo, a.bo, BT, D, D)
 }
 
 // scores writes the nr×nk block S = q_blk·kᵀ/√Dh for rows [r0, r0+nr) of
@@ -329,7 +329,7 @@ func (a *Attention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.Pass
 	clear(scratch[:3*g.n])
 	// dy = dout·Wo; dWo += doutᵀ·y; dbo += Σ dout.
 	kernels.Gemm(false, false, BT, D, D, 1, dout, D, a.wo, D, 0, dy, D)
-	linearBackwardParams(a.gwo, a.gbo, dout, y, BT, D, D)
+	kernels.LinearGrad(a.gwo, a.gbo, dout, y, BT, D, D)
 
 	kt, vt := scratch[4*g.n:5*g.n], scratch[5*g.n:6*g.n]
 	transposeHeads(kt, k, p.B, T, D, a.H)
@@ -392,7 +392,7 @@ func (a *Attention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.Pass
 	}
 	for i, d := range [][]F{dq, dk, dv} {
 		wt := [][]F{a.wq, a.wk, a.wv}[i]
-		linearBackwardParams([][]F{a.gq, a.gk, a.gv}[i], [][]F{a.gbq, a.gbk, a.gbv}[i], d, x, BT, D, D)
+		kernels.LinearGrad([][]F{a.gq, a.gk, a.gv}[i], [][]F{a.gbq, a.gbk, a.gbv}[i], d, x, BT, D, D)
 		kernels.Gemm(false, false, BT, D, D, 1, d, D, wt, D, 1, dx, D)
 	}
 }
@@ -459,23 +459,6 @@ func (a *Attention[F]) backwardBlock(g geom, act, wk []F, q, k, v, kt, vt, dq, d
 	return dalpha
 }
 
-// linearForward sets out [N,O] = x [N,I]·wᵀ + b, w [O,I].
-func linearForward[F kernels.Float](out, x, w, b []F, n, o, i int) {
-	kernels.Gemm(false, true, n, o, i, 1, x, i, w, i, 0, out, o)
-	for r := 0; r < n; r++ {
-		kernels.AddTo(out[r*o:(r+1)*o], b)
-	}
-}
-
-// linearBackwardParams accumulates dw [O,I] += doutᵀ·x and db [O] += Σ_n
-// dout, for dout [N,O] and x [N,I].
-func linearBackwardParams[F kernels.Float](dw, db, dout, x []F, n, o, i int) {
-	kernels.Gemm(true, false, o, i, n, 1, dout, o, x, i, 1, dw, i)
-	for r := 0; r < n; r++ {
-		kernels.AddTo(db, dout[r*o:(r+1)*o])
-	}
-}
-
 // transposeHeads sets xt [B,H,Dh,T] to the per-head transpose of x [B,T,D].
 func transposeHeads[F kernels.Float](xt, x []F, B, T, D, H int) {
 	Dh := D / H
@@ -505,8 +488,8 @@ func (a *Attention[F]) AttentionWeights(x []float64, T int) [][]float64 {
 		xf[i] = F(x[i])
 	}
 	q, k, kt := make([]F, T*D), make([]F, T*D), make([]F, T*D)
-	linearForward(q, xf, a.wq, a.bq, T, D, D)
-	linearForward(k, xf, a.wk, a.bk, T, D, D)
+	kernels.Linear(q, xf, a.wq, a.bq, T, D, D)
+	kernels.Linear(k, xf, a.wk, a.bk, T, D, D)
 	transposeHeads(kt, k, 1, T, D, H)
 	R := min(a.Rows, T)
 	S, tmp := make([]F, R*T), make([]F, T)

@@ -126,12 +126,12 @@ func (m *LSH[F]) acts(act []F, b, t int) (qk, v, att, lse []F) {
 func (m *LSH[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	n := p.B * p.T
 	qk, v, att, lse := m.acts(act, p.B, p.T)
-	linear(qk, x, m.w[0], m.w[1], n, m.d, m.d)
-	linear(v, x, m.w[2], m.w[3], n, m.d, m.d)
+	kernels.Linear(qk, x, m.w[0], m.w[1], n, m.d, m.d)
+	kernels.Linear(v, x, m.w[2], m.w[3], n, m.d, m.d)
 	m.each(scratch[3*n*m.d:], p, func(w *work[F], b, h int) {
 		w.forward(att, lse, qk, v, b, h, p)
 	})
-	linear(out, att, m.w[4], m.w[5], n, m.d, m.d)
+	kernels.Linear(out, att, m.w[4], m.w[5], n, m.d, m.d)
 }
 
 // Backward accumulates into dx and the parameter gradients. It recomputes the
@@ -144,15 +144,15 @@ func (m *LSH[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	dqk, dv, datt := scratch[:n*D], scratch[n*D:2*n*D], scratch[2*n*D:3*n*D]
 	// o: out = att·Woᵀ + bo.
 	kernels.Gemm(false, false, n, D, D, 1, dout, D, m.w[4], D, 0, datt, D)
-	linearGrads(m.g[4], m.g[5], dout, att, n, D, D)
+	kernels.LinearGrad(m.g[4], m.g[5], dout, att, n, D, D)
 	m.each(scratch[3*n*D:], p, func(w *work[F], b, h int) {
 		w.backward(dqk, dv, datt, att, lse, qk, v, b, h, p)
 	})
 	// qk and v: y = x·Wᵀ + b.
 	kernels.Gemm(false, false, n, D, D, 1, dqk, D, m.w[0], D, 1, dx, D)
 	kernels.Gemm(false, false, n, D, D, 1, dv, D, m.w[2], D, 1, dx, D)
-	linearGrads(m.g[0], m.g[1], dqk, x, n, D, D)
-	linearGrads(m.g[2], m.g[3], dv, x, n, D, D)
+	kernels.LinearGrad(m.g[0], m.g[1], dqk, x, n, D, D)
+	kernels.LinearGrad(m.g[2], m.g[3], dv, x, n, D, D)
 }
 
 // each runs fn for every (batch, head) item, spreading the items over the
@@ -172,22 +172,6 @@ func (m *LSH[F]) each(scratch []F, p mixer.Pass, fn func(w *work[F], b, h int)) 
 			}
 		}
 	})
-}
-
-// linear sets y [n,out] = x [n,in]·Wᵀ + b.
-func linear[F kernels.Float](y, x, w, b []F, n, out, in int) {
-	kernels.Gemm(false, true, n, out, in, 1, x, in, w, in, 0, y, out)
-	for i := 0; i < n; i++ {
-		kernels.Axpy(y[i*out:(i+1)*out], 1, b)
-	}
-}
-
-// linearGrads accumulates dW [out,in] += dyᵀ·x and db [out] += Σ dy rows.
-func linearGrads[F kernels.Float](dw, db, dy, x []F, n, out, in int) {
-	kernels.Gemm(true, false, out, in, n, 1, dy, out, x, in, 1, dw, in)
-	for i := 0; i < n; i++ {
-		kernels.Axpy(db, 1, dy[i*out:(i+1)*out])
-	}
 }
 
 // int32s views the first n elements' worth of s as int32s. Scratch is one

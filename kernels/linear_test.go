@@ -1,0 +1,57 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestLinear checks Linear and LinearGrad against direct sums in float64,
+// including accumulation into non-zero gradients.
+func TestLinear(t *testing.T) {
+	for _, tc := range []struct{ N, out, in int }{{1, 1, 1}, {7, 13, 5}, {130, 33, 65}} {
+		rng := rand.New(rand.NewPCG(3, uint64(tc.N)))
+		r := func(n int) []float64 {
+			v := make([]float64, n)
+			for i := range v {
+				v[i] = rng.NormFloat64()
+			}
+			return v
+		}
+		x, w, b, dy := r(tc.N*tc.in), r(tc.out*tc.in), r(tc.out), r(tc.N*tc.out)
+		y := r(tc.N * tc.out) // garbage: Linear must overwrite
+		Linear(y, x, w, b, tc.N, tc.out, tc.in)
+		dw, db := r(tc.out*tc.in), r(tc.out)
+		dw0, db0 := append([]float64(nil), dw...), append([]float64(nil), db...)
+		LinearGrad(dw, db, dy, x, tc.N, tc.out, tc.in)
+		for n := 0; n < tc.N; n++ {
+			for o := 0; o < tc.out; o++ {
+				want := b[o]
+				for i := 0; i < tc.in; i++ {
+					want += x[n*tc.in+i] * w[o*tc.in+i]
+				}
+				if math.Abs(y[n*tc.out+o]-want) > 1e-12*(1+math.Abs(want)) {
+					t.Fatalf("%+v: y[%d,%d] = %v, want %v", tc, n, o, y[n*tc.out+o], want)
+				}
+			}
+		}
+		for o := 0; o < tc.out; o++ {
+			wantB := db0[o]
+			for n := 0; n < tc.N; n++ {
+				wantB += dy[n*tc.out+o]
+			}
+			if math.Abs(db[o]-wantB) > 1e-12*(1+math.Abs(wantB)) {
+				t.Fatalf("%+v: db[%d] = %v, want %v", tc, o, db[o], wantB)
+			}
+			for i := 0; i < tc.in; i++ {
+				want := dw0[o*tc.in+i]
+				for n := 0; n < tc.N; n++ {
+					want += dy[n*tc.out+o] * x[n*tc.in+i]
+				}
+				if math.Abs(dw[o*tc.in+i]-want) > 1e-12*(1+math.Abs(want)) {
+					t.Fatalf("%+v: dw[%d,%d] = %v, want %v", tc, o, i, dw[o*tc.in+i], want)
+				}
+			}
+		}
+	}
+}
