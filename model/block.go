@@ -20,6 +20,9 @@ func (m *Model[F]) blockMixerForward(i int, out, res, x []F) {
 	bw := &m.w.blocks[i]
 	ln1 := m.act(a.ln1)
 	layerNormForward(ln1, m.act(a.ln1Mean), m.act(a.ln1Rstd), x, bw.ln1w, bw.ln1b, N, D)
+	if m.MixerInput != nil {
+		m.MixerInput(i, ln1)
+	}
 	tmp := m.grad(p.dln) // the mixer output; dln is free during forward
 	mx := m.mixers[i]
 	mx.Forward(tmp, m.act(a.mixAct)[:mx.ActSize(p.B, p.T)], m.grad(p.mixScr)[:mx.ScratchSize(p.B, p.T)], ln1, m.pass(i))

@@ -28,6 +28,14 @@ type Model[F kernels.Float] struct {
 	Seed uint64
 	Step int
 
+	// MixerInput, when not nil, is called by every block's forward with the
+	// block index and that block's mixer input LN1_i(x) [B,T,D], just
+	// before the mixer runs (also when Backward recomputes a block with
+	// checkpointing or reversible blocks). The slice is the model's own
+	// buffer, valid only during the call: copy what you keep. It is for
+	// inspection (tokenmix pattern --weights); nil costs nothing.
+	MixerInput func(layer int, x []F)
+
 	mixers []mixer.Mixer[F]
 	w, g   params[F]
 

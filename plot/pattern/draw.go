@@ -6,16 +6,22 @@ import (
 	"image/color"
 	"image/png"
 	"io"
+	"math"
 )
 
 // Colours of the pictures: allowed (or weight 1) cells are Dark, others
 // Light; in the 2-D view the query is Query and positions past T are Paper.
 var (
-	Dark   = color.RGBA{0x08, 0x30, 0x6b, 0xff}
-	Light  = color.RGBA{0xee, 0xee, 0xee, 0xff}
-	Query  = color.RGBA{0xd6, 0x27, 0x28, 0xff}
-	Paper  = color.RGBA{0xff, 0xff, 0xff, 0xff}
-	Frame  = color.RGBA{0x99, 0x99, 0x99, 0xff}
+	Dark  = color.RGBA{0x08, 0x30, 0x6b, 0xff}
+	Light = color.RGBA{0xee, 0xee, 0xee, 0xff}
+	Query = color.RGBA{0xd6, 0x27, 0x28, 0xff}
+	Paper = color.RGBA{0xff, 0xff, 0xff, 0xff}
+	Frame = color.RGBA{0x99, 0x99, 0x99, 0xff}
+	// Zero is the colour of an exact-zero weight in a heat map, Tint that
+	// of the smallest positive weight (so sparsity is visible: no positive
+	// weight is drawn Zero).
+	Zero   = color.RGBA{0xff, 0xff, 0xff, 0xff}
+	Tint   = color.RGBA{0xc6, 0xdb, 0xef, 0xff}
 	Ink    = color.RGBA{0x22, 0x22, 0x22, 0xff}
 	margin = 12 // outer margin and gap between panels, pixels
 	labelH = 16 // label strip above a panel, pixels
@@ -59,7 +65,8 @@ func Layout(nLayers, nHeads, T, grid int) Geometry {
 // Draw writes a PNG of maps ([layer][head]): each head's and each layer's
 // T×T matrix, query rows top to bottom and key columns left to right, with
 // value 1 darkest, labelled "L<layer> H<head>" (the layout of Figure 3 of
-// Child et al. 2019). When grid > 0 it also draws, below each matrix, the
+// Child et al. 2019). Heat maps are coloured by HeatColour (exact zeros
+// white) and their labels add "Z<percent>%", the fraction of exact zeros. When grid > 0 it also draws, below each matrix, the
 // 2-D view of query q on a grid×grid image (position p at row p/grid,
 // column p%grid): the query in red, the keys it attends to dark. Draw
 // returns an error if maps is empty or ragged, or q is not in [0,T) when
@@ -102,11 +109,17 @@ func Render(maps [][]Map, grid, q int) (*image.RGBA, error) {
 	for l, row := range maps {
 		for h, m := range row {
 			x0, y0 := g.X0+h*g.Step, g.Y0+l*g.RowStep
-			text(img, x0, y0-labelH+3, fmt.Sprintf("L%d H%d", m.Layer, m.Head))
+			colour := shade
+			label := fmt.Sprintf("L%d H%d", m.Layer, m.Head)
+			if m.Heat {
+				colour = HeatColour
+				label += fmt.Sprintf(" Z%.1f%%", 100*m.Zeros)
+			}
+			text(img, x0, y0-labelH+3, label)
 			frame(img, image.Rect(x0, y0, x0+g.Side, y0+g.Side))
 			for py := 0; py < g.Side; py++ {
 				for px := 0; px < g.Side; px++ {
-					img.SetRGBA(x0+px, y0+py, shade(cellMean(m, py/g.Cell*g.Down, px/g.Cell*g.Down, g.Down)))
+					img.SetRGBA(x0+px, y0+py, colour(cellMean(m, py/g.Cell*g.Down, px/g.Cell*g.Down, g.Down)))
 				}
 			}
 			if grid == 0 {
@@ -122,7 +135,7 @@ func Render(maps [][]Map, grid, q int) (*image.RGBA, error) {
 				case p == q:
 					col = Query
 				case p < T:
-					col = shade(m.V[q*T+p])
+					col = colour(m.V[q*T+p])
 				}
 				r := image.Rect(x0+p%grid*c, gy+p/grid*c, x0+(p%grid+1)*c, gy+(p/grid+1)*c)
 				fill(img, r, col)
@@ -153,6 +166,18 @@ func shade(v float64) color.RGBA {
 	v = min(1, max(0, v))
 	mix := func(a, b uint8) uint8 { return uint8(float64(a) + (float64(b)-float64(a))*v + 0.5) }
 	return color.RGBA{mix(Light.R, Dark.R), mix(Light.G, Dark.G), mix(Light.B, Dark.B), 0xff}
+}
+
+// HeatColour maps a weight v ∈ [0,1] to a heat-map colour: Zero for v = 0
+// exactly (v ≤ 0), otherwise from Tint towards Dark along √v, so that the
+// small weights of a dense row stay visible.
+func HeatColour(v float64) color.RGBA {
+	if v <= 0 {
+		return Zero
+	}
+	v = math.Sqrt(min(1, v))
+	mix := func(a, b uint8) uint8 { return uint8(float64(a) + (float64(b)-float64(a))*v + 0.5) }
+	return color.RGBA{mix(Tint.R, Dark.R), mix(Tint.G, Dark.G), mix(Tint.B, Dark.B), 0xff}
 }
 
 func fill(img *image.RGBA, r image.Rectangle, c color.RGBA) {

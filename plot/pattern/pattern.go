@@ -25,10 +25,38 @@ type Weights interface {
 }
 
 // Map is one panel's values: [T,T] row-major in [0,1], 1 drawn darkest.
+// A Heat map (attention weights, see WeightMap) is drawn with HeatColour,
+// exact zeros white, and labelled with Zeros, its fraction of exact zeros.
 type Map struct {
 	Layer, Head int
 	T           int
 	V           []float64
+	Heat        bool
+	Zeros       float64
+}
+
+// WeightMap returns the heat map of attention weights v [T,T] of one layer
+// and head, with Zeros the fraction of exact zeros among the causally
+// allowed cells (j ≤ i when causal, all T² otherwise): cells a pattern or an
+// exact sparse normaliser (entmax, top-k) leaves at 0 count, the causal mask
+// does not. WeightMap panics if len(v) != T·T.
+func WeightMap(layer, head, T int, v []float64, causal bool) Map {
+	if len(v) != T*T {
+		panic(fmt.Sprintf("pattern: %d weights for T=%d", len(v), T))
+	}
+	zeros, n := 0, 0
+	for i := 0; i < T; i++ {
+		for j := 0; j < T; j++ {
+			if causal && j > i {
+				continue
+			}
+			n++
+			if v[i*T+j] == 0 {
+				zeros++
+			}
+		}
+	}
+	return Map{Layer: layer, Head: head, T: T, V: v, Heat: true, Zeros: float64(zeros) / float64(n)}
 }
 
 // Maps builds kind k for every layer 0…nLayers−1 of config c (c.Layer is
@@ -69,7 +97,7 @@ func Maps(k mixer.Kind, c mixer.Config, nLayers, T int, x []float64, bind func(m
 			}
 			bind(m)
 			for h, v := range mm.AttentionWeights(x, T) {
-				row = append(row, Map{Layer: l, Head: h, T: T, V: v})
+				row = append(row, WeightMap(l, h, T, v, c.Causal))
 			}
 		default:
 			return nil, fmt.Errorf("pattern: kind %q has no attention pattern to draw", k.Name)
