@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"tokenmix/data"
@@ -33,8 +34,10 @@ type job struct {
 	prog   Progress
 }
 
-// calibSteps are timed to turn a duration budget into a step count.
-const calibSteps = 5
+// calibSteps are timed to turn a duration budget into a step count; their
+// median sets the pace, so a burst of load from another process during a
+// few of them does not cut the run short.
+const calibSteps = 9
 
 // unplanned marks a duration-budget run whose step count is not known yet.
 const unplanned = 1 << 30
@@ -121,7 +124,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	tokens := st.TrainTokens
 	var lossSum float64
 	var lossN int
-	var calib time.Duration
+	var calib []time.Duration
 	calibN := 0
 	j.prog.Start(j.kind, planned, st.Step)
 	step := st.Step
@@ -166,10 +169,11 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		// out); the remaining time buys the remaining steps.
 		if planned == unplanned {
 			if calibN++; calibN > 1 {
-				calib += dt
+				calib = append(calib, dt)
 			}
 			if calibN == calibSteps+1 {
-				per := calib / calibSteps
+				slices.Sort(calib)
+				per := calib[len(calib)/2]
 				// 5% slack: later steps vary (checkpoints, other load),
 				// and a schedule cut short never reaches its low LR.
 				planned = max(step, step+int(0.95*float64(deadline-trainTime)/float64(per)))
