@@ -21,8 +21,8 @@ const (
 	StatusFailed  = "failed"
 )
 
-// CurvePoint is one point of a run's learning curve. ValLoss and Val are NaN
-// (omitted in JSON) at steps without validation.
+// CurvePoint is one point of a run's learning curve. At steps without
+// validation HasVal is false and ValLoss and Val are zero (omitted in JSON).
 type CurvePoint struct {
 	Step      int     `json:"step"`
 	TrainLoss float64 `json:"train_loss"`
