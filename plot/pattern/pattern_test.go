@@ -5,6 +5,8 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"tokenmix/mixer"
@@ -135,5 +137,66 @@ func TestErrors(t *testing.T) {
 	}
 	if Draw(&buf, nil, 0, 0) == nil {
 		t.Error("empty maps accepted")
+	}
+}
+
+// TestHeat checks WeightMap's zero fraction (causal cells only), that no
+// positive weight, however small, is drawn Zero, and that a downsampled
+// heat-map pixel is Zero exactly when all the cells it covers are 0.
+func TestHeat(t *testing.T) {
+	for _, v := range []float64{math.SmallestNonzeroFloat64, 1e-12, 0.01, 0.5, 1, 2} {
+		if c := HeatColour(v); c == Zero {
+			t.Errorf("HeatColour(%g) is Zero", v)
+		}
+	}
+	if HeatColour(0) != Zero || HeatColour(1) != Dark {
+		t.Errorf("HeatColour(0) = %v, HeatColour(1) = %v", HeatColour(0), HeatColour(1))
+	}
+	// T = 3, causal: 6 allowed cells, of which 2 are 0.
+	v := []float64{1, 0, 0, 0, 1, 0, 0.5, 0.5, 0}
+	if m := WeightMap(0, 0, 3, v, true); math.Abs(m.Zeros-2.0/6) > 1e-15 || !m.Heat {
+		t.Errorf("causal zeros %g, want 1/3", m.Zeros)
+	}
+	if m := WeightMap(0, 0, 3, v, false); math.Abs(m.Zeros-5.0/9) > 1e-15 {
+		t.Errorf("bidirectional zeros %g, want 5/9", m.Zeros)
+	}
+	// T = 300 (downsampled 2×2): sparse random weights with tiny values.
+	const T = 300
+	rng := rand.New(rand.NewPCG(1, 2))
+	w := make([]float64, T*T)
+	for i := range w {
+		if rng.IntN(5) == 0 {
+			w[i] = 1e-9 * rng.Float64()
+		}
+	}
+	maps := [][]Map{{WeightMap(0, 0, T, w, false)}}
+	img, err := Render(maps, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := Layout(1, 1, T, 0)
+	if g.Down != 2 {
+		t.Fatalf("Down = %d, want 2", g.Down)
+	}
+	zeros := 0
+	for py := 0; py < g.Side; py++ {
+		for px := 0; px < g.Side; px++ {
+			all := true
+			for i := py * 2; i < py*2+2; i++ {
+				for j := px * 2; j < px*2+2; j++ {
+					all = all && w[i*T+j] == 0
+				}
+			}
+			got := img.RGBAAt(g.X0+px, g.Y0+py)
+			if (got == Zero) != all {
+				t.Fatalf("pixel (%d,%d): %v, all-zero cells %v", px, py, got, all)
+			}
+			if all {
+				zeros++
+			}
+		}
+	}
+	if zeros == 0 || zeros == g.Side*g.Side {
+		t.Errorf("%d of %d pixels zero: the test input is degenerate", zeros, g.Side*g.Side)
 	}
 }
