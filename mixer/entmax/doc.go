@@ -16,7 +16,13 @@
 // the initial value: alpha_raw = logit(alpha − 1). The paper reports heads
 // drifting both towards softmax and towards sparsemax; Stats reports α_h
 // ("alpha/h{h}") and the mean fraction of exact zeros per query row
-// ("zeros/h{h}") after each forward pass.
+// ("zeros/h{h}") after each forward pass. To see which heads went sparse
+// and which stayed dense, draw a trained model's attention weights on an
+// input as heat maps, one panel per layer and head (exact zeros white,
+// each label with its panel's fraction of exact zeros; full and top-k
+// models draw the same way, for comparison):
+//
+//	tokenmix pattern --config c.json --weights run/weights.safetensors --text "some input" --out heat.png [--layer L]
 //
 // # Equations
 //

@@ -9,5 +9,11 @@
 // Connectivity (full, strided, fixed: the pictures come from the kernels'
 // own block layouts). Mixers whose attention depends on the input (top-k,
 // entmax, LSH) can implement Weights instead and are drawn as heat maps of
-// one forward pass. The CLI front end is `tokenmix pattern`.
+// one forward pass (WeightMap, HeatColour): exact zeros white, positive
+// weights from a pale tint to dark along √w, each label with the panel's
+// fraction of exact zeros. attn.Attention (full, strided, fixed) implements
+// both, so its weights can be drawn too. The CLI front end is `tokenmix
+// pattern`; with --weights it draws a trained model's weights on an input,
+// each layer's mixer applied to that layer's input LN1(x) (model.Model's
+// MixerInput hook).
 package pattern
