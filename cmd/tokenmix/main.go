@@ -32,7 +32,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"arena":   {"train every mixer side by side on a task: table, JSON, CSV and plots", runArena},
 		"bench":   {"measure kernels, mixers and training steps", runBench},
-		"pattern": {"draw attention connectivity per layer and head as a PNG", runPattern},
+		"pattern": {"draw attention connectivity (or, with --weights, a model's attention weights on an input) per layer and head as a PNG", runPattern},
 		"init":    {"write freshly initialised weights for a config", runInit},
 		"grad":    {"one forward and backward: logits, loss and every gradient", runGrad},
 		"train":   {"train a byte-level language model on text, with resumable checkpoints", runTrain},
