@@ -66,7 +66,8 @@ func Layout(nLayers, nHeads, T, grid int) Geometry {
 // T×T matrix, query rows top to bottom and key columns left to right, with
 // value 1 darkest, labelled "L<layer> H<head>" (the layout of Figure 3 of
 // Child et al. 2019). Heat maps are coloured by HeatColour (exact zeros
-// white) and their labels add "Z<percent>%", the fraction of exact zeros. When grid > 0 it also draws, below each matrix, the
+// white) and their labels add "ZEROS <percent>%", the fraction of exact
+// zeros. When grid > 0 it also draws, below each matrix, the
 // 2-D view of query q on a grid×grid image (position p at row p/grid,
 // column p%grid): the query in red, the keys it attends to dark. Draw
 // returns an error if maps is empty or ragged, or q is not in [0,T) when
@@ -113,7 +114,7 @@ func Render(maps [][]Map, grid, q int) (*image.RGBA, error) {
 			label := fmt.Sprintf("L%d H%d", m.Layer, m.Head)
 			if m.Heat {
 				colour = HeatColour
-				label += fmt.Sprintf(" Z%.1f%%", 100*m.Zeros)
+				label += fmt.Sprintf(" ZEROS %.1f%%", 100*m.Zeros)
 			}
 			text(img, x0, y0-labelH+3, label)
 			frame(img, image.Rect(x0, y0, x0+g.Side, y0+g.Side))
