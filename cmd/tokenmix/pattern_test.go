@@ -15,6 +15,7 @@ import (
 	"tokenmix/kernels"
 	"tokenmix/model"
 	"tokenmix/plot/pattern"
+	"tokenmix/safetensors"
 )
 
 func TestRunPattern(t *testing.T) {
@@ -226,6 +227,26 @@ func TestRunPatternWeightsErrors(t *testing.T) {
 	}
 	if err := runPattern(context.Background(), []string{"--config", cfgPath, "--weights", wPath, "--tokens-file", toks, "--out", out}); err != nil {
 		t.Errorf("tokens file: %v", err)
+	}
+	// Optimiser state (an arena checkpoint) is ignored, other extra tensors
+	// are errors.
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{{"optim.m.embed.weight", true}, {"extra.weight", false}} {
+		f, err := safetensors.ReadFile(wPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.SetF32(tc.name, []int{2}, []float32{1, 2})
+		p := filepath.Join(dir, "ckpt.safetensors")
+		if err := f.WriteFile(p); err != nil {
+			t.Fatal(err)
+		}
+		err = runPattern(context.Background(), []string{"--config", cfgPath, "--weights", p, "--text", "ab", "--out", out})
+		if (err == nil) != tc.ok {
+			t.Errorf("weights with tensor %s: error %v", tc.name, err)
+		}
 	}
 	long := strings.Repeat("x", 33)
 	for _, bad := range [][]string{
