@@ -37,7 +37,10 @@ func SetThreads(n int) int {
 // finished (one fork, one join). worker is in [0, Threads()) and is unique
 // among the concurrent calls, so callers may index per-worker scratch with it.
 // Chunks are multiples of grain (the last may be shorter); grain < 1 means 1.
-// With one chunk fn runs on the calling goroutine.
+// With one chunk fn runs on the calling goroutine. Chunks run on a pool of
+// long-lived workers that spin briefly between calls (see spinFor); a For
+// nested inside another, or running concurrently with one, starts
+// goroutines of its own instead.
 func For(n, grain int, fn func(worker, lo, hi int)) {
 	if n <= 0 {
 		return
@@ -52,6 +55,9 @@ func For(n, grain int, fn func(worker, lo, hi int)) {
 	}
 	if nt <= 1 {
 		fn(0, 0, n)
+		return
+	}
+	if runPool(n, grain, nt, units, fn) {
 		return
 	}
 	var wg sync.WaitGroup

@@ -1,8 +1,10 @@
 package parallel
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestForCoversRangeOnce(t *testing.T) {
@@ -33,5 +35,60 @@ func TestForCoversRangeOnce(t *testing.T) {
 				t.Fatalf("%+v: index %d visited %d times", tc, i, h)
 			}
 		}
+	}
+}
+
+// TestForPoolStress runs For back to back, with pauses long enough for the
+// workers to park, nested inside itself and from several goroutines at
+// once, checking every index is covered exactly once each time.
+func TestForPoolStress(t *testing.T) {
+	old := SetThreads(3)
+	defer SetThreads(old)
+	run := func(n int) {
+		hits := make([]int32, n)
+		For(n, 1, func(_, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				atomic.AddInt32(&hits[i], 1)
+			}
+		})
+		for i, h := range hits {
+			if h != 1 {
+				t.Errorf("n=%d: index %d visited %d times", n, i, h)
+				return
+			}
+		}
+	}
+	for i := 0; i < 2000; i++ {
+		run(1 + i%17)
+		if i%500 == 0 {
+			time.Sleep(2 * spinFor) // let the workers park
+		}
+	}
+	// Nested: the inner For finds the pool busy and spawns goroutines.
+	For(4, 1, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			run(10)
+		}
+	})
+	// Concurrent callers.
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				run(5 + i%7)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func BenchmarkForkJoin(b *testing.B) {
+	old := SetThreads(2)
+	defer SetThreads(old)
+	x := make([]float64, 2*8)
+	for i := 0; i < b.N; i++ {
+		For(2, 1, func(w, lo, hi int) { x[w*8]++ })
 	}
 }
