@@ -272,16 +272,7 @@ func foldRows[F kernels.Float](xe, xo, src []F, D, n int) {
 	nk, ns := D/2+1, (D-1)/2
 	parallel.For(n, 64, func(_, lo, hi int) {
 		for t := lo; t < hi; t++ {
-			x := src[t*D : (t+1)*D]
-			e, o := xe[t*nk:(t+1)*nk], xo[t*ns:(t+1)*ns]
-			e[0] = x[0]
-			for c := 1; c <= ns; c++ {
-				a, b := x[c], x[D-c]
-				e[c], o[c-1] = a+b, a-b
-			}
-			if D%2 == 0 {
-				e[nk-1] = x[D/2]
-			}
+			foldRow(xe[t*nk:(t+1)*nk], xo[t*ns:(t+1)*ns], src[t*D:(t+1)*D])
 		}
 	})
 }
@@ -309,37 +300,6 @@ func (f *FNet[F]) channelFFT(zr, zi, work, src []F, n, ws int) {
 			pd.Real2(zr[t*nk:(t+1)*nk], zi[t*nk:(t+1)*nk], r2, i2, x1, x2, fs[2*nk+D:])
 		}
 	})
-}
-
-// put stores (or, with acc, adds) v as out[t, k] for the kept columns
-// k0…k0+len(v)−1 of row t, and as out[(T−t) mod T, D−k] for their mirror
-// columns (k ≥ 1, D−k ≥ nk): Re Z[t, D−k] = Re Z[−t, k].
-func put[F kernels.Float](o, v []F, D, T, t, k0 int, acc bool) {
-	nk := D/2 + 1
-	row := o[t*D+k0 : t*D+k0+len(v)]
-	if acc {
-		for j, x := range v {
-			row[j] += x
-		}
-	} else {
-		copy(row, v)
-	}
-	j0 := max(1-k0, 0)           // skip column 0 (its own mirror)
-	j1 := min(len(v), D-nk-k0+1) // mirror D−k ≥ nk ⇔ k ≤ D−nk
-	if j0 >= j1 {
-		return
-	}
-	tm := (T - t) % T
-	mir := o[tm*D : (tm+1)*D]
-	if acc {
-		for j := j0; j < j1; j++ {
-			mir[D-k0-j] += v[j]
-		}
-		return
-	}
-	for j := j0; j < j1; j++ {
-		mir[D-k0-j] = v[j]
-	}
 }
 
 // fullBlock transforms the kept columns k0…k1−1 of one sequence's Z

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"tokenmix/kernels"
 	"tokenmix/mixer"
 	"tokenmix/mixer/mixertest"
 )
@@ -37,6 +38,52 @@ func TestFloat32Agrees(t *testing.T) {
 	for _, m := range []string{"fft", "gemm"} {
 		mixertest.Float32Agrees(t, Kind(), mixertest.Case{Name: m, Cfg: cfg(24, m), B: 2, T: 33}, 1e-5)
 		mixertest.Float32Agrees(t, Kind(), mixertest.Case{Name: m + "-pow2", Cfg: cfg(64, m), B: 1, T: 128}, 1e-5)
+	}
+}
+
+// TestPathsAgree runs the float32 FFT path on every kernels path (the
+// AVX-512 fold, put and FFT kernels against their plain-Go twins), forward
+// and accumulating backward, against float64, at sizes where the vector
+// kernels see full, masked and tail blocks.
+func TestPathsAgree(t *testing.T) {
+	for _, sz := range [][3]int{{1, 64, 80}, {2, 32, 256}, {1, 20, 49}} {
+		B, T, D := sz[0], sz[1], sz[2]
+		rng := rand.New(rand.NewPCG(uint64(T), uint64(D)))
+		x, dx0 := make([]float64, B*T*D), make([]float64, B*T*D)
+		for i := range x {
+			x[i], dx0[i] = rng.NormFloat64(), rng.NormFloat64()
+		}
+		f64, _ := New[float64](cfg(D, "fft"))
+		p := mixer.Pass{B: B, T: T}
+		want, wantDx := make([]float64, len(x)), append([]float64(nil), dx0...)
+		scr := make([]float64, f64.ScratchSize(B, T))
+		f64.Forward(want, nil, scr, x, p)
+		f64.Backward(wantDx, scr, x, nil, x, p)
+		var scale float64
+		for _, v := range want {
+			scale = math.Max(scale, math.Abs(v))
+		}
+		f32, _ := New[float32](cfg(D, "fft"))
+		x32, dx32 := make([]float32, len(x)), make([]float32, len(x))
+		for _, path := range kernels.Paths() {
+			old := kernels.SetPath(path)
+			for i := range x {
+				x32[i], dx32[i] = float32(x[i]), float32(dx0[i])
+			}
+			out := make([]float32, len(x))
+			s32 := make([]float32, f32.ScratchSize(B, T))
+			f32.Forward(out, nil, s32, x32, p)
+			f32.Backward(dx32, s32, x32, nil, x32, p)
+			kernels.SetPath(old)
+			var e, ed float64
+			for i := range x {
+				e = math.Max(e, math.Abs(float64(out[i])-want[i]))
+				ed = math.Max(ed, math.Abs(float64(dx32[i])-wantDx[i]))
+			}
+			if e > 1e-5*scale || ed > 1e-5*scale {
+				t.Errorf("B=%d T=%d D=%d path %v: forward err %.3g, backward err %.3g (scale %.3g)", B, T, D, path, e, ed, scale)
+			}
+		}
 	}
 }
 

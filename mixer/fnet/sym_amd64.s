@@ -1,0 +1,70 @@
+#include "textflag.h"
+
+// Lane indices 15…0: VPERMPS with it reverses a vector.
+DATA revidx<>+0(SB)/4, $15
+DATA revidx<>+4(SB)/4, $14
+DATA revidx<>+8(SB)/4, $13
+DATA revidx<>+12(SB)/4, $12
+DATA revidx<>+16(SB)/4, $11
+DATA revidx<>+20(SB)/4, $10
+DATA revidx<>+24(SB)/4, $9
+DATA revidx<>+28(SB)/4, $8
+DATA revidx<>+32(SB)/4, $7
+DATA revidx<>+36(SB)/4, $6
+DATA revidx<>+40(SB)/4, $5
+DATA revidx<>+44(SB)/4, $4
+DATA revidx<>+48(SB)/4, $3
+DATA revidx<>+52(SB)/4, $2
+DATA revidx<>+56(SB)/4, $1
+DATA revidx<>+60(SB)/4, $0
+GLOBL revidx<>(SB), RODATA|NOPTR, $64
+
+// func foldAVX512(e, o, a, b *float32, nc int)
+TEXT ·foldAVX512(SB), NOSPLIT, $0-40
+	MOVQ e+0(FP), DI
+	MOVQ o+8(FP), SI
+	MOVQ a+16(FP), R8
+	MOVQ b+24(FP), R9
+	MOVQ nc+32(FP), CX
+	VMOVUPS revidx<>(SB), Z30
+	TESTQ CX, CX
+	JZ   donef
+loopf:
+	VMOVUPS (R8), Z0
+	VMOVUPS (R9), Z1
+	VPERMPS Z1, Z30, Z1
+	VADDPS Z1, Z0, Z2
+	VSUBPS Z1, Z0, Z3
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, (SI)
+	ADDQ $64, R8
+	SUBQ $64, R9
+	ADDQ $64, DI
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  loopf
+donef:
+	VZEROUPPER
+	RET
+
+// func putAVX512(row, mir, v *float32, mask uint64, acc bool)
+TEXT ·putAVX512(SB), NOSPLIT, $0-33
+	MOVQ row+0(FP), DI
+	MOVQ mir+8(FP), SI
+	MOVQ v+16(FP), R8
+	MOVQ mask+24(FP), AX
+	MOVBLZX acc+32(FP), BX
+	KMOVW AX, K1
+	VMOVUPS (R8), Z0
+	VMOVUPS revidx<>(SB), Z30
+	VPERMPS Z0, Z30, Z1
+	TESTQ BX, BX
+	JZ   store
+	VADDPS (DI), Z0, Z0
+	VMOVUPS.Z (SI), K1, Z2
+	VADDPS Z2, Z1, Z1
+store:
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, K1, (SI)
+	VZEROUPPER
+	RET
