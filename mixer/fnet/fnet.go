@@ -209,8 +209,9 @@ const ChannelGemmMaxD = 512
 
 // applyFFT: the channel DFT of every row into the half spectrum
 // Z [B·T, nk] = X·(C_D − i·S_D)[:, :nk], then the time transforms of the
-// kept columns in blocks of colBlock, writing the real parts (and their
-// mirror images) into dst.
+// kept columns in blocks of colBlock, each writing its real parts back into
+// its own columns of Re Z, then one pass writing (or adding) whole rows of
+// dst from those real parts and their mirror images.
 func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 	D := f.D
 	nk := D/2 + 1
@@ -247,19 +248,27 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 			b, k0 := i/ncb, (i%ncb)*colBlock
 			k1 := min(k0+colBlock, nk)
 			zrb, zib := zr[b*T*nk:(b+1)*T*nk], zi[b*T*nk:(b+1)*T*nk]
-			o := dst[b*T*D : (b+1)*T*D]
+			w := k1 - k0
 			if rp != nil {
 				// Even T: only Re(FFT_time) is needed, which a
 				// half-length transform gives.
-				even, odd := rp.Batch(zrb[k0:], zib[k0:], nk, k1-k0, fs)
-				w := k1 - k0
+				even, odd := rp.Batch(zrb[k0:], zib[k0:], nk, w, fs)
 				for m := 0; m < T/2; m++ {
-					put(o, even[m*w:(m+1)*w], D, T, 2*m, k0, acc)
-					put(o, odd[m*w:(m+1)*w], D, T, 2*m+1, k0, acc)
+					copy(zrb[2*m*nk+k0:2*m*nk+k1], even[m*w:(m+1)*w])
+					copy(zrb[(2*m+1)*nk+k0:(2*m+1)*nk+k1], odd[m*w:(m+1)*w])
 				}
 			} else {
-				fullBlock(o, zrb, zib, D, k0, k1, pt, fs, acc)
+				fullBlock(zrb, zib, nk, k0, k1, pt, fs)
 			}
+		}
+	})
+	// Every row of dst from its own real parts and, mirrored, those of
+	// row (T−t) mod T: streaming whole rows.
+	parallel.For(B*T, 64, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			b, t := i/T, i%T
+			tm := b*T + (T-t)%T
+			unfoldRow(dst[i*D:(i+1)*D], zr[i*nk:(i+1)*nk], zr[tm*nk:(tm+1)*nk], acc)
 		}
 	})
 }
@@ -303,11 +312,11 @@ func (f *FNet[F]) channelFFT(zr, zi, work, src []F, n, ws int) {
 }
 
 // fullBlock transforms the kept columns k0…k1−1 of one sequence's Z
-// [T, nk] over time with a full-length batched complex FFT and puts the
-// real parts. fs holds 2·T·w + 2·pt.BatchScratchLen(w) elements,
-// w = k1−k0.
-func fullBlock[F kernels.Float](o, zr, zi []F, D, k0, k1 int, pt *fft.Plan[F], fs []F, acc bool) {
-	T, w, nk := pt.Len(), k1-k0, D/2+1
+// [T, nk] over time with a full-length batched complex FFT and writes the
+// real parts back into zr. fs holds 2·T·w + 2·pt.BatchScratchLen(w)
+// elements, w = k1−k0.
+func fullBlock[F kernels.Float](zr, zi []F, nk, k0, k1 int, pt *fft.Plan[F], fs []F) {
+	T, w := pt.Len(), k1-k0
 	br, bi := fs[:T*w], fs[T*w:2*T*w]
 	for t := 0; t < T; t++ {
 		copy(br[t*w:(t+1)*w], zr[t*nk+k0:t*nk+k1])
@@ -315,6 +324,6 @@ func fullBlock[F kernels.Float](o, zr, zi []F, D, k0, k1 int, pt *fft.Plan[F], f
 	}
 	pt.TransformBatch(br, bi, w, fs[2*T*w:])
 	for t := 0; t < T; t++ {
-		put(o, br[t*w:(t+1)*w], D, T, t, k0, acc)
+		copy(zr[t*nk+k0:t*nk+k1], br[t*w:(t+1)*w])
 	}
 }

@@ -42,7 +42,7 @@ func TestFloat32Agrees(t *testing.T) {
 }
 
 // TestPathsAgree runs the float32 FFT path on every kernels path (the
-// AVX-512 fold, put and FFT kernels against their plain-Go twins), forward
+// AVX-512 fold, unfold and FFT kernels against their plain-Go twins), forward
 // and accumulating backward, against float64, at sizes where the vector
 // kernels see full, masked and tail blocks.
 func TestPathsAgree(t *testing.T) {
@@ -191,7 +191,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func benchForward(b *testing.B, method string, T int) {
+func benchApply(b *testing.B, method string, T int, backward bool) {
 	const D = 256
 	f, _ := New[float32](cfg(D, method))
 	x := make([]float32, T*D)
@@ -204,7 +204,11 @@ func benchForward(b *testing.B, method string, T int) {
 	b.ResetTimer()
 	c0 := cpuTime()
 	for i := 0; i < b.N; i++ {
-		f.Forward(out, nil, scr, x, p)
+		if backward {
+			f.Backward(out, scr, x, nil, x, p)
+		} else {
+			f.Forward(out, nil, scr, x, p)
+		}
 	}
 	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
 }
@@ -223,7 +227,15 @@ func BenchmarkForward(b *testing.B) {
 			if m == "gemm" && T > 4096 {
 				continue
 			}
-			b.Run(fmt.Sprintf("%s/T=%d", m, T), func(b *testing.B) { benchForward(b, m, T) })
+			b.Run(fmt.Sprintf("%s/T=%d", m, T), func(b *testing.B) { benchApply(b, m, T, false) })
 		}
+	}
+}
+
+// BenchmarkBackward times the accumulating backward (dx += A·dout) of the
+// FFT path.
+func BenchmarkBackward(b *testing.B) {
+	for _, T := range []int{1024, 4096, 16384} {
+		b.Run(fmt.Sprintf("fft/T=%d", T), func(b *testing.B) { benchApply(b, "fft", T, true) })
 	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // symLanes is the float32 vector width of the assembly forms of foldRow and
-// put (AVX-512; the plain-Go loops are their twins and handle the rest).
+// unfoldRow (AVX-512; the plain-Go loops are their twins and handle the rest).
 const symLanes = 16
 
 // useSymAsm reports whether F is float32 and the kernels run on the AVX-512
@@ -44,47 +44,39 @@ func foldRow[F kernels.Float](e, o, x []F) {
 	}
 }
 
-// put stores (or, with acc, adds) v as out[t, k] for the kept columns
-// k0…k0+len(v)−1 of row t, and as out[(T−t) mod T, D−k] for their mirror
-// columns (k ≥ 1, D−k ≥ nk): Re Z[t, D−k] = Re Z[−t, k].
-func put[F kernels.Float](o, v []F, D, T, t, k0 int, acc bool) {
+// unfoldRow writes (or, with acc, adds) one output row from the
+// time-transformed half spectrum: out[c] = y[c] for c < nk and
+// out[c] = ym[D−c] for nk ≤ c < D, where y is the row's own [nk] real parts
+// and ym those of row (T−t) mod T (Re Z[t, D−c] = Re Z[−t, c]).
+func unfoldRow[F kernels.Float](out, y, ym []F, acc bool) {
+	D := len(out)
 	nk := D/2 + 1
-	w := len(v)
-	j0 := max(1-k0, 0)      // skip column 0 (its own mirror)
-	j1 := min(w, D-nk-k0+1) // mirror D−k ≥ nk ⇔ k ≤ D−nk
-	tm := (T - t) % T
-	row := o[t*D+k0 : t*D+k0+w]
-	if w == symLanes && useSymAsm[F]() {
-		// Mirror lane i of the reversed vector is j = 15−i, at column
-		// D−k0−15+i of row tm; lanes outside [j0, j1) are masked off, so
-		// the store never touches them (even past the end of o).
-		var mask uint64
-		for j := j0; j < j1; j++ {
-			mask |= 1 << (symLanes - 1 - j)
+	nm := D - nk
+	y, ym = y[:nk], ym[:nk]
+	c0, i0 := 0, 0
+	if useSymAsm[F]() {
+		if nc := nk / symLanes; nc > 0 {
+			copyAVX512(p32(out), p32(y), nc, acc)
+			c0 = nc * symLanes
 		}
-		mir := unsafe.Pointer(&o[tm*D])
-		mir = unsafe.Add(mir, (D-k0-(symLanes-1))*4)
-		putAVX512(p32(row), (*float32)(mir), p32(v), mask, acc)
-		return
+		if nc := nm / symLanes; nc > 0 {
+			// Chunk j is out[nk+16j …] = ym[D−nk−16j … down]: the 16
+			// elements starting at D−nk−16j−15, reversed.
+			revAVX512(p32(out[nk:]), p32(ym[nm-(symLanes-1):]), nc, acc)
+			i0 = nc * symLanes
+		}
 	}
 	if acc {
-		for j, x := range v {
-			row[j] += x
+		for c := c0; c < nk; c++ {
+			out[c] += y[c]
 		}
-	} else {
-		copy(row, v)
-	}
-	if j0 >= j1 {
-		return
-	}
-	mir := o[tm*D : (tm+1)*D]
-	if acc {
-		for j := j0; j < j1; j++ {
-			mir[D-k0-j] += v[j]
+		for i := i0; i < nm; i++ {
+			out[nk+i] += ym[nm-i]
 		}
 		return
 	}
-	for j := j0; j < j1; j++ {
-		mir[D-k0-j] = v[j]
+	copy(out[c0:nk], y[c0:])
+	for i := i0; i < nm; i++ {
+		out[nk+i] = ym[nm-i]
 	}
 }

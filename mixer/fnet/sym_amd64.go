@@ -9,8 +9,13 @@ const haveSymAsm = true
 //go:noescape
 func foldAVX512(e, o, a, b *float32, nc int)
 
-// putAVX512 stores (acc: adds) the 16 floats v at row and, reversed, at mir
-// under the lane mask (bit i: mir[i] gets v[15−i]).
+// copyAVX512 sets (acc: adds) dst[i] = src[i] for i < 16·nc.
 //
 //go:noescape
-func putAVX512(row, mir, v *float32, mask uint64, acc bool)
+func copyAVX512(dst, src *float32, nc int, acc bool)
+
+// revAVX512 sets (acc: adds) dst[16j+l] = src[−16j+15−l] for j < nc, l < 16:
+// src points at the lowest element of the first (reversed) chunk.
+//
+//go:noescape
+func revAVX512(dst, src *float32, nc int, acc bool)

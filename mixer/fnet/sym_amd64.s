@@ -47,24 +47,65 @@ donef:
 	VZEROUPPER
 	RET
 
-// func putAVX512(row, mir, v *float32, mask uint64, acc bool)
-TEXT ·putAVX512(SB), NOSPLIT, $0-33
-	MOVQ row+0(FP), DI
-	MOVQ mir+8(FP), SI
-	MOVQ v+16(FP), R8
-	MOVQ mask+24(FP), AX
-	MOVBLZX acc+32(FP), BX
-	KMOVW AX, K1
-	VMOVUPS (R8), Z0
-	VMOVUPS revidx<>(SB), Z30
-	VPERMPS Z0, Z30, Z1
+// func copyAVX512(dst, src *float32, nc int, acc bool)
+TEXT ·copyAVX512(SB), NOSPLIT, $0-25
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nc+16(FP), CX
+	MOVBLZX acc+24(FP), BX
+	TESTQ CX, CX
+	JZ   donec
 	TESTQ BX, BX
-	JZ   store
-	VADDPS (DI), Z0, Z0
-	VMOVUPS.Z (SI), K1, Z2
-	VADDPS Z2, Z1, Z1
-store:
+	JNZ  loopca
+loopc:
+	VMOVUPS (SI), Z0
 	VMOVUPS Z0, (DI)
-	VMOVUPS Z1, K1, (SI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  loopc
+	JMP  donec
+loopca:
+	VMOVUPS (SI), Z0
+	VADDPS (DI), Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  loopca
+donec:
+	VZEROUPPER
+	RET
+
+// func revAVX512(dst, src *float32, nc int, acc bool)
+TEXT ·revAVX512(SB), NOSPLIT, $0-25
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nc+16(FP), CX
+	MOVBLZX acc+24(FP), BX
+	VMOVUPS revidx<>(SB), Z30
+	TESTQ CX, CX
+	JZ   doner
+	TESTQ BX, BX
+	JNZ  loopra
+loopr:
+	VMOVUPS (SI), Z0
+	VPERMPS Z0, Z30, Z0
+	VMOVUPS Z0, (DI)
+	SUBQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  loopr
+	JMP  doner
+loopra:
+	VMOVUPS (SI), Z0
+	VPERMPS Z0, Z30, Z0
+	VADDPS (DI), Z0, Z0
+	VMOVUPS Z0, (DI)
+	SUBQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  loopra
+doner:
 	VZEROUPPER
 	RET

@@ -6,6 +6,6 @@ const haveSymAsm = false
 
 func foldAVX512(e, o, a, b *float32, nc int) { panic("fnet: no assembly on this platform") }
 
-func putAVX512(row, mir, v *float32, mask uint64, acc bool) {
-	panic("fnet: no assembly on this platform")
-}
+func copyAVX512(dst, src *float32, nc int, acc bool) { panic("fnet: no assembly on this platform") }
+
+func revAVX512(dst, src *float32, nc int, acc bool) { panic("fnet: no assembly on this platform") }
