@@ -94,18 +94,13 @@ func (f *FNet[F]) useGemm(t int) bool {
 // ScratchSize is, for the GEMM path, X·C_D and X·S_D [T,2D]; for the FFT
 // path, the half spectrum Z [B·T, D/2+1] (real and imaginary), per-thread
 // work space for one block of columns (parallel.Threads() at the time of the
-// call) and, when the channel DFT is a GEMM, the folded rows
-// [B·T, D/2+1+(D−1)/2].
+// call); when the channel DFT is a GEMM, the work space holds one chunk of
+// foldChunk folded rows.
 func (f *FNet[F]) ScratchSize(b, t int) int {
 	if f.useGemm(t) {
 		return 2 * t * f.D
 	}
-	nk := f.D/2 + 1
-	n := 2*b*t*nk + parallel.Threads()*f.workerSize(t)
-	if f.D <= f.ChannelGemmMaxD {
-		n += b * t * (nk + (f.D-1)/2) // folded rows
-	}
-	return n
+	return 2*b*t*zStride(f.D) + parallel.Threads()*f.workerSize(t)
 }
 
 // workerSize is one thread's work space: the channel FFT's (when D is above
@@ -113,10 +108,12 @@ func (f *FNet[F]) ScratchSize(b, t int) int {
 func (f *FNet[F]) workerSize(t int) int {
 	nk := f.D/2 + 1
 	w := min(colBlock, nk)
-	ws := 0
+	var ws int
 	if f.D > f.ChannelGemmMaxD {
 		// Real2 scratch, a discarded half spectrum and a zero row.
 		ws = fft.PlanFor[F](f.D).Real2ScratchLen() + 2*nk + f.D
+	} else {
+		ws = foldChunk * (nk + (f.D-1)/2)
 	}
 	if t%2 == 0 {
 		return max(ws, fft.RealPlanFor[F](t).ScratchLen(w))
@@ -214,23 +211,16 @@ const ChannelGemmMaxD = 512
 // dst from those real parts and their mirror images.
 func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 	D := f.D
-	nk := D/2 + 1
-	zr := scratch[:B*T*nk]
-	zi := scratch[B*T*nk : 2*B*T*nk]
+	nk, ld := D/2+1, zStride(D)
+	zr := scratch[:B*T*ld]
+	zi := scratch[B*T*ld : 2*B*T*ld]
 	ws := f.workerSize(T)
-	work := scratch[2*B*T*nk:]
+	work := scratch[2*B*T*ld:]
 	if len(work) < parallel.Threads()*ws {
 		panic("fnet: scratch smaller than ScratchSize (threads raised since?)")
 	}
 	if D <= f.ChannelGemmMaxD {
-		ns := (D - 1) / 2
-		xe := work[parallel.Threads()*ws:][:B*T*nk]
-		xo := work[parallel.Threads()*ws+B*T*nk:][:B*T*ns]
-		foldRows(xe, xo, src, D, B*T)
-		// Z = Xe·C[0…nk−1, :nk] − i·Xo·S[1…ns, :nk].
-		td := trigFor[F](D)
-		kernels.Gemm(false, false, B*T, nk, nk, 1, xe, nk, td.c, D, 0, zr, nk)
-		kernels.Gemm(false, false, B*T, nk, ns, -1, xo, ns, td.s[D:], D, 0, zi, nk)
+		f.channelGemm(zr, zi, work, src, B*T, ws)
 	} else {
 		f.channelFFT(zr, zi, work, src, B*T, ws)
 	}
@@ -247,18 +237,18 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 		for i := lo; i < hi; i++ {
 			b, k0 := i/ncb, (i%ncb)*colBlock
 			k1 := min(k0+colBlock, nk)
-			zrb, zib := zr[b*T*nk:(b+1)*T*nk], zi[b*T*nk:(b+1)*T*nk]
+			zrb, zib := zr[b*T*ld:(b+1)*T*ld], zi[b*T*ld:(b+1)*T*ld]
 			w := k1 - k0
 			if rp != nil {
 				// Even T: only Re(FFT_time) is needed, which a
 				// half-length transform gives.
-				even, odd := rp.Batch(zrb[k0:], zib[k0:], nk, w, fs)
+				even, odd := rp.Batch(zrb[k0:], zib[k0:], ld, w, fs)
 				for m := 0; m < T/2; m++ {
-					copy(zrb[2*m*nk+k0:2*m*nk+k1], even[m*w:(m+1)*w])
-					copy(zrb[(2*m+1)*nk+k0:(2*m+1)*nk+k1], odd[m*w:(m+1)*w])
+					copy(zrb[2*m*ld+k0:2*m*ld+k1], even[m*w:(m+1)*w])
+					copy(zrb[(2*m+1)*ld+k0:(2*m+1)*ld+k1], odd[m*w:(m+1)*w])
 				}
 			} else {
-				fullBlock(zrb, zib, nk, k0, k1, pt, fs)
+				fullBlock(zrb, zib, ld, k0, k1, pt, fs)
 			}
 		}
 	})
@@ -268,20 +258,41 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 		for i := lo; i < hi; i++ {
 			b, t := i/T, i%T
 			tm := b*T + (T-t)%T
-			unfoldRow(dst[i*D:(i+1)*D], zr[i*nk:(i+1)*nk], zr[tm*nk:(tm+1)*nk], acc)
+			unfoldRow(dst[i*D:(i+1)*D], zr[i*ld:i*ld+nk], zr[tm*ld:tm*ld+nk], acc)
 		}
 	})
 }
 
-// foldRows halves the channel GEMMs: cos(2πck/D) and sin(2πck/D) are even
-// and odd under c → D−c, so for each of the n rows x [D] it writes
-// xe[c] = x[c] + x[D−c] (c < nk, the partner term only when D−c > c) and
-// xo[c−1] = x[c] − x[D−c] (1 ≤ c ≤ ns = (D−1)/2).
-func foldRows[F kernels.Float](xe, xo, src []F, D, n int) {
-	nk, ns := D/2+1, (D-1)/2
-	parallel.For(n, 64, func(_, lo, hi int) {
-		for t := lo; t < hi; t++ {
-			foldRow(xe[t*nk:(t+1)*nk], xo[t*ns:(t+1)*ns], src[t*D:(t+1)*D])
+// zStride is the row stride of the half spectrum Z: D/2+1 rounded up to a
+// whole column block, so that every block's rows start on a cache line.
+func zStride(D int) int { return (D/2 + colBlock) / colBlock * colBlock }
+
+// foldChunk is the number of rows folded and multiplied at a time by one
+// thread in channelGemm (the folded chunk stays in its cache).
+const foldChunk = 256
+
+// channelGemm fills Z for the n rows of src with GEMMs against the cached
+// cos/sin matrix, foldChunk rows at a time per thread. Folding halves the
+// GEMMs: cos(2πck/D) and sin(2πck/D) are even and odd under c → D−c, so
+// with xe[c] = x[c] + x[D−c] (c < nk, the partner term only when D−c > c)
+// and xo[c−1] = x[c] − x[D−c] (1 ≤ c ≤ ns = (D−1)/2),
+// Z = Xe·C[0…nk−1, :nk] − i·Xo·S[1…ns, :nk].
+func (f *FNet[F]) channelGemm(zr, zi, work, src []F, n, ws int) {
+	D := f.D
+	nk, ns, ld := D/2+1, (D-1)/2, zStride(D)
+	td := trigFor[F](D)
+	nc := (n + foldChunk - 1) / foldChunk
+	parallel.For(nc, 1, func(w, lo, hi int) {
+		fs := work[w*ws : (w+1)*ws]
+		for i := lo; i < hi; i++ {
+			r0, r1 := i*foldChunk, min((i+1)*foldChunk, n)
+			m := r1 - r0
+			xe, xo := fs[:m*nk], fs[m*nk:m*(nk+ns)]
+			for t := 0; t < m; t++ {
+				foldRow(xe[t*nk:(t+1)*nk], xo[t*ns:(t+1)*ns], src[(r0+t)*D:(r0+t+1)*D])
+			}
+			kernels.GemmST(false, false, m, nk, nk, 1, xe, nk, td.c, D, 0, zr[r0*ld:], ld)
+			kernels.GemmST(false, false, m, nk, ns, -1, xo, ns, td.s[D:], D, 0, zi[r0*ld:], ld)
 		}
 	})
 }
@@ -290,7 +301,7 @@ func foldRows[F kernels.Float](xe, xo, src []F, D, n int) {
 // of rows (fft.Plan.Real2), for the n = B·T rows of src.
 func (f *FNet[F]) channelFFT(zr, zi, work, src []F, n, ws int) {
 	D := f.D
-	nk := D/2 + 1
+	nk, ld := D/2+1, zStride(D)
 	pd := fft.PlanFor[F](D)
 	np := (n + 1) / 2
 	parallel.For(np, 16, func(w, lo, hi int) {
@@ -301,12 +312,12 @@ func (f *FNet[F]) channelFFT(zr, zi, work, src []F, n, ws int) {
 			var x2, r2, i2 []F
 			if t+1 < n {
 				x2 = src[(t+1)*D : (t+2)*D]
-				r2, i2 = zr[(t+1)*nk:(t+2)*nk], zi[(t+1)*nk:(t+2)*nk]
+				r2, i2 = zr[(t+1)*ld:(t+1)*ld+nk], zi[(t+1)*ld:(t+1)*ld+nk]
 			} else { // odd n: pair the last row with zeros, discard its spectrum
 				x2, r2, i2 = fs[2*nk:2*nk+D], fs[:nk], fs[nk:2*nk]
 				clear(x2)
 			}
-			pd.Real2(zr[t*nk:(t+1)*nk], zi[t*nk:(t+1)*nk], r2, i2, x1, x2, fs[2*nk+D:])
+			pd.Real2(zr[t*ld:t*ld+nk], zi[t*ld:t*ld+nk], r2, i2, x1, x2, fs[2*nk+D:])
 		}
 	})
 }
@@ -315,15 +326,15 @@ func (f *FNet[F]) channelFFT(zr, zi, work, src []F, n, ws int) {
 // [T, nk] over time with a full-length batched complex FFT and writes the
 // real parts back into zr. fs holds 2·T·w + 2·pt.BatchScratchLen(w)
 // elements, w = k1−k0.
-func fullBlock[F kernels.Float](zr, zi []F, nk, k0, k1 int, pt *fft.Plan[F], fs []F) {
+func fullBlock[F kernels.Float](zr, zi []F, ld, k0, k1 int, pt *fft.Plan[F], fs []F) {
 	T, w := pt.Len(), k1-k0
 	br, bi := fs[:T*w], fs[T*w:2*T*w]
 	for t := 0; t < T; t++ {
-		copy(br[t*w:(t+1)*w], zr[t*nk+k0:t*nk+k1])
-		copy(bi[t*w:(t+1)*w], zi[t*nk+k0:t*nk+k1])
+		copy(br[t*w:(t+1)*w], zr[t*ld+k0:t*ld+k1])
+		copy(bi[t*w:(t+1)*w], zi[t*ld+k0:t*ld+k1])
 	}
 	pt.TransformBatch(br, bi, w, fs[2*T*w:])
 	for t := 0; t < T; t++ {
-		copy(zr[t*nk+k0:t*nk+k1], br[t*w:(t+1)*w])
+		copy(zr[t*ld+k0:t*ld+k1], br[t*w:(t+1)*w])
 	}
 }
