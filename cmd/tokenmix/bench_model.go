@@ -1,0 +1,90 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+
+	"tokenmix/bench"
+	"tokenmix/model"
+	"tokenmix/parallel"
+)
+
+// benchModel holds the flags that `bench mixer` and `bench train` share and
+// the child-process protocol both use: the command re-executes itself with
+// childFlag, the child measures and prints its result as JSON, and the
+// parent's peak RSS is then that child's alone.
+type benchModel struct {
+	name    string // "mixer" or "train"
+	fs      *flag.FlagSet
+	cfgPath *string
+	T, B    *int
+	reps    *int
+	asJSON  *bool
+}
+
+func newBenchModel(name, cfgHelp string, reps int, repsHelp string) *benchModel {
+	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
+	return &benchModel{
+		name:    name,
+		fs:      fs,
+		cfgPath: fs.String("config", "", cfgHelp),
+		T:       fs.Int("len", 0, "sequence length T (raises max_len if larger)"),
+		B:       fs.Int("batch", 1, "batch size B"),
+		reps:    fs.Int("reps", reps, repsHelp),
+		asJSON:  fs.Bool("json", false, "print one JSON object"),
+	}
+}
+
+// parse parses and checks args and loads the config, with max_len raised to
+// T; child reports whether this process is the measuring child.
+func (b *benchModel) parse(args []string) (cfg *model.Config, child bool, err error) {
+	args, child = hiddenFlag(args, childFlag)
+	if err := b.fs.Parse(args); err != nil {
+		return nil, false, usageErr("%v", err)
+	}
+	if *b.cfgPath == "" || *b.T < 1 || *b.B < 1 || *b.reps < 1 || b.fs.NArg() > 0 {
+		return nil, false, usageErr("bench %s: want --config C --len T [--batch B] [--reps N] [--json]", b.name)
+	}
+	cfg, err = model.LoadConfig(*b.cfgPath)
+	if err != nil {
+		return nil, false, err
+	}
+	if *b.T > cfg.MaxLen {
+		cfg.MaxLen = *b.T
+	}
+	return cfg, child, nil
+}
+
+// inChild runs the measurement in a fresh child process with the same flags
+// and thread count, decoding its JSON result into dst.
+func (b *benchModel) inChild(dst any) error {
+	return bench.InChild(dst, []string{"TOKENMIX_THREADS=" + strconv.Itoa(parallel.Threads())},
+		"bench", b.name, "--config", *b.cfgPath, "--len", strconv.Itoa(*b.T), "--batch", strconv.Itoa(*b.B),
+		"--reps", strconv.Itoa(*b.reps), childFlag)
+}
+
+func printJSON(v any) error { return json.NewEncoder(os.Stdout).Encode(v) }
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// childFlag marks the re-executed measuring process of the bench
+// subcommands; it is not in their flag sets, so help does not show it.
+const childFlag = "--measure-in-this-process"
+
+// hiddenFlag removes every occurrence of the boolean flag name from args and
+// reports whether there was one.
+func hiddenFlag(args []string, name string) ([]string, bool) {
+	var out []string
+	found := false
+	for _, a := range args {
+		if a == name {
+			found = true
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, found
+}
