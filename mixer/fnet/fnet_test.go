@@ -222,7 +222,7 @@ func cpuTime() time.Duration {
 }
 
 func BenchmarkForward(b *testing.B) {
-	for _, T := range []int{32, 64, 128, 256, 512, 1024, 4096, 16384} {
+	for _, T := range []int{8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384} {
 		for _, m := range []string{"fft", "gemm"} {
 			if m == "gemm" && T > 4096 {
 				continue
