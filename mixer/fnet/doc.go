@@ -31,31 +31,50 @@
 //
 // # Two kernels
 //
-// The FFT path works in two passes over a half spectrum
-// Z [T, D/2+1] = X·(C_D − i·S_D)[:, 0…D/2] (the other channel frequencies
-// follow from Hermitian symmetry, Re out[t, D−k] = Re out[(T−t) mod T, k]):
+// The FFT path works on a half spectrum Z [T, D/2+1] = X·(C_D − i·S_D)[:, 0…D/2]
+// (the other channel frequencies follow from Hermitian symmetry,
+// out[t, D−k] = out[(T−t) mod T, k]), in three passes, each split over the
+// threads:
 //
-//  1. Channels: for D ≤ ChannelGemmMaxD, Z is two GEMMs of X against the
-//     cached cos and −sin columns (kernels.Gemm, vectorised), 4·T·D·(D/2+1)
-//     flops; for wider D, one complex FFT per pair of rows (x₁ + i·x₂,
+//  1. Channels: for D ≤ ChannelGemmMaxD, per chunk of 256 rows, fold each
+//     row into its even and odd parts under c → D−c (x[c] ± x[D−c]; cos is
+//     even and sin odd in c, which halves the products) and multiply by the
+//     cached cos and −sin matrices with kernels.GemmST: 2·T·(D/2+1)·D flops.
+//     For wider D, one complex FFT per pair of rows (x₁ + i·x₂,
 //     fft.Plan.Real2), O(T·D·log D) but scalar.
-//  2. Time: the kept columns in blocks of 16, each block one
-//     fft.Plan.TransformBatch (16 interleaved sequences, so every Stockham
-//     pass runs in AVX-512 for float32). Only the real part is needed, and
-//     Re(F z) = F u for the Hermitian u[t] = (z[t] + conj z[−t])/2, whose
-//     transform is real: for even T it is one complex FFT of length T/2 (even
-//     and odd outputs packed as real and imaginary parts, fft.RealPlan);
-//     odd T use the full-length transform.
+//  2. Time: the kept columns in blocks of 16 (Z's rows are padded to a
+//     multiple of 16 floats so that blocks are cache-line aligned). Only
+//     Re(FFT_T z) is needed, and Re(F z) = F u for the Hermitian
+//     u[t] = (z[t] + conj z[−t])/2, whose transform is real: for even T it
+//     is one batched complex FFT of length T/2 (fft.RealPlan, even and odd
+//     outputs packed as real and imaginary parts; 16 interleaved sequences,
+//     so every Stockham pass runs in AVX-512 for float32); odd T use the
+//     full-length fft.Plan.TransformBatch. Each block writes its real parts
+//     back into its own columns of Z.
+//  3. Output: whole rows of out (or of dx, accumulated) from row t of Re Z
+//     and, reversed, row (T−t) mod T: streaming writes, so the accumulating
+//     backward does no scattered read-modify-write.
 //
-// Memory O(T·D).
+// The fold and the output pass use AVX-512 (lane reversal with VPERMPS) for
+// float32, with plain-Go twins. Memory O(T·D): Z is 2·T·16⌈(D/2+1)/16⌉
+// elements, plus per-thread work space.
+//
+// Measured (2 threads, AVX-512 EPYC, float32, d=256, B=1, forward+backward,
+// `tokenmix --threads 2 bench mixer --config C --len T --batch 1 --json`
+// with C = {"d_model": 256, …, "mixer": {"kind": "fnet"}}), before → after
+// this design: T=1024 5.4 → 0.73 ms, T=4096 13.7–21.7 → 2.9–4.4 ms,
+// T=16384 88 → 15.6 ms, against 16–18 ms for PyTorch 1.13's
+// torch.fft.fft2(x).real at T=4096 (scripts/bench_torch_aft.py --kinds
+// fnet --reps 21, run right after on the same machine). The channel GEMM
+// beats the row-pair FFTs 2.0× at D=256 and 1.2× at D=512 but loses
+// (0.8×) at D=1024 (T=2048 forward), hence ChannelGemmMaxD = 512.
 //
 // The GEMM path evaluates C_T·X·C_D − S_T·X·S_D with kernels.Gemm and cached
 // cos/sin matrices (computed in float64 from exactly reduced angles): three
-// products, 4·T·D² + 4·T²·D flops and 2·T² + 2·D² cached elements. It wins
-// only for short sequences, where the FFT's scalar butterflies cannot keep up
-// with the vectorised GEMM. "method":"auto" (the default) uses the GEMM path
-// when T ≤ GemmMaxT (64), a crossover measured with `go test -run X -bench
-// Forward ./mixer/fnet/` (see GemmMaxT for the numbers).
+// products, 4·T·D² + 4·T²·D flops and 2·T² + 2·D² cached elements. Since the
+// FFT path vectorised, it is slower at every length measured (T ≥ 8 at
+// d=256, see GemmMaxT), so "method":"auto" (the default) always uses the FFT
+// path; "method":"gemm" keeps the GEMM path as an independent check.
 //
 // # Masking
 //

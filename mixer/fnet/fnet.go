@@ -201,8 +201,10 @@ func (f *FNet[F]) applyGemm(dst, scratch, src []F, B, T int, acc bool) {
 const colBlock = 16
 
 // ChannelGemmMaxD is the widest model dimension whose channel DFT is done as
-// one GEMM against cached cos/sin columns (2·T·D·(D/2+1)·2 flops, vectorised)
-// rather than as real FFTs of pairs of rows (scalar butterflies).
+// GEMMs of the folded rows against cached cos/sin columns (2·T·(D/2+1)·D
+// flops, vectorised) rather than as real FFTs of pairs of rows (scalar
+// butterflies). Measured at T=2048 (forward, 2 threads): GEMM 2.0× faster
+// at D=256, 1.2× at D=512, 0.8× at D=1024.
 const ChannelGemmMaxD = 512
 
 // applyFFT: the channel DFT of every row into the half spectrum
