@@ -185,8 +185,19 @@ func (p *Plan[F]) Transform(re, im, scratch []F) {
 }
 
 // stockham runs the Stockham stages on w interleaved sequences held in
-// (re, im), ping-ponging through (yr, yi) of the same length n·w.
+// (re, im), ping-ponging through (yr, yi) of the same length n·w, and
+// leaves the result in (re, im).
 func (p *Plan[F]) stockham(re, im, yr, yi []F, w int) {
+	xr, xi := p.stockhamAny(re, im, yr, yi, w)
+	if &xr[0] != &re[0] {
+		copy(re, xr)
+		copy(im, xi)
+	}
+}
+
+// stockhamAny is stockham without the final copy: it returns whichever of
+// (re, im) and (yr, yi) holds the result.
+func (p *Plan[F]) stockhamAny(re, im, yr, yi []F, w int) ([]F, []F) {
 	xr, xi := re, im
 	for i := range p.stages {
 		st := &p.stages[i]
@@ -203,10 +214,7 @@ func (p *Plan[F]) stockham(re, im, yr, yi []F, w int) {
 		}
 		xr, xi, yr, yi = yr, yi, xr, xi
 	}
-	if len(p.stages)%2 == 1 {
-		copy(re, xr)
-		copy(im, xi)
-	}
+	return xr, xi
 }
 
 // BatchScratchLen returns the number of elements TransformBatch needs in

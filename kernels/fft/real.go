@@ -96,6 +96,13 @@ func (r *RealPlan[F]) Batch(zr, zi []F, ld, w int, scratch []F) (even, odd []F) 
 			or[j], oi[j] = ai+bR, ar-bI // swap(A + i·B)
 		}
 	}
-	r.half.TransformBatch(sr, si, w, scratch[2*M*w:])
+	h := r.half
+	if h.blue != nil {
+		h.TransformBatch(sr, si, w, scratch[2*M*w:])
+		return si, sr
+	}
+	// The result may stay in the ping-pong buffer: no copy back.
+	N := M * w
+	sr, si = h.stockhamAny(sr, si, scratch[2*N:3*N], scratch[3*N:4*N], w)
 	return si, sr
 }
