@@ -62,10 +62,13 @@
 // Measured (2 threads, AVX-512 EPYC, float32, d=256, B=1, forward+backward,
 // `tokenmix --threads 2 bench mixer --config C --len T --batch 1 --json`
 // with C = {"d_model": 256, …, "mixer": {"kind": "fnet"}}), before → after
-// this design: T=1024 5.4 → 0.73 ms, T=4096 13.7–21.7 → 2.9–4.4 ms,
-// T=16384 88 → 15.6 ms, against 16–18 ms for PyTorch 1.13's
-// torch.fft.fft2(x).real at T=4096 (scripts/bench_torch_aft.py --kinds
-// fnet --reps 21, run right after on the same machine). The channel GEMM
+// this design, one back-to-back run: T=1024 3.9 → 0.75 ms, T=4096 14.5 →
+// 3.6–3.75 ms, T=16384 59.6 → 15.6 ms (so T=16384/T=1024 went from 15 to
+// 21: the short sequence now runs from cache), against 16.5–18.2 ms for
+// PyTorch 1.13's torch.fft.fft2(x).real at T=4096
+// (scripts/bench_torch_aft.py --kinds fnet --reps 21; with its default 5
+// reps it reads 17–97 ms, dominated by slow first reps), run right after on
+// the same machine. The channel GEMM
 // beats the row-pair FFTs 2.0× at D=256 and 1.2× at D=512 but loses
 // (0.8×) at D=1024 (T=2048 forward), hence ChannelGemmMaxD = 512.
 //
