@@ -16,6 +16,12 @@ func radix4AVX512(yr, yi, xr, xi, tw *float32, s, m int)
 //go:noescape
 func radix2AVX512(yr, yi, xr, xi, tw *float32, s, m int)
 
+// twiddleAVX512 multiplies cnt rows of w float32 elements (w a multiple of
+// 16) by one complex factor each: d[j·w+q] = s[j·w+q]·(tw[2j] + i·tw[2j+1]).
+//
+//go:noescape
+func twiddleAVX512(dr, di, sr, si, tw *float32, w, cnt int)
+
 // realPackAVX512 is the packing loop of RealPlan.Batch for n elements
 // (a multiple of 16) of one row: with x = ((r0+r1)/2, (i1−i0)/2),
 // y = ((r2+r3)/2, (i3−i2)/2), a = x+y, b = (x−y)·(c + i·s), it writes

@@ -8,6 +8,10 @@ func radix4AVX512(yr, yi, xr, xi, tw *float32, s, m int) { panic("fft: no assemb
 
 func radix2AVX512(yr, yi, xr, xi, tw *float32, s, m int) { panic("fft: no assembly on this platform") }
 
+func twiddleAVX512(dr, di, sr, si, tw *float32, w, cnt int) {
+	panic("fft: no assembly on this platform")
+}
+
 func realPackAVX512(or, oi, r0, i0, r1, i1, r2, i2, r3, i3 *float32, n int, c, s float32) {
 	panic("fft: no assembly on this platform")
 }

@@ -17,6 +17,7 @@ type Plan[F kernels.Float] struct {
 	n      int
 	stages []stage[F]
 	blue   *bluestein[F]
+	split  *fourStep[F] // nil if n is prime or not mixed radix
 }
 
 // stage is one Stockham pass: radix p over sub-transforms of length p·m,
@@ -106,6 +107,7 @@ func NewPlan[F kernels.Float](n int) *Plan[F] {
 		p.stages = append(p.stages, st)
 		ncur, s = m, s*r
 	}
+	p.split = newFourStep[F](n)
 	return p
 }
 
@@ -224,13 +226,38 @@ func (p *Plan[F]) BatchScratchLen(w int) int {
 	if p.blue != nil {
 		return p.n + p.ScratchLen()
 	}
+	if p.fourStep(w) {
+		return p.split.scratchLen(w)
+	}
 	return p.n * w
+}
+
+// fourStep reports whether a batch of w sequences takes the cache-blocked
+// four-step path.
+func (p *Plan[F]) fourStep(w int) bool {
+	return p.split != nil && p.n*w >= fourStepMinNW
+}
+
+// batchAny transforms the w sequences in (re, im) with the Stockham passes
+// or, for long batches, the four-step path, and returns whichever of
+// (re, im) and the first n·w elements of each scratch half holds the
+// result. scratch holds 2·BatchScratchLen(w) elements; p is mixed radix.
+func (p *Plan[F]) batchAny(re, im, scratch []F, w int) ([]F, []F) {
+	sl := p.BatchScratchLen(w)
+	if p.fourStep(w) {
+		p.split.transform(re, im, scratch[:sl], scratch[sl:2*sl], w)
+		return re, im
+	}
+	N := p.n * w
+	return p.stockhamAny(re, im, scratch[:N], scratch[sl:sl+N], w)
 }
 
 // TransformBatch replaces w interleaved sequences with their forward DFTs:
 // element j of sequence q is (re[j·w+q], im[j·w+q]), j < Len(), q < w.
 // Every Stockham pass then streams w contiguous elements per butterfly,
-// which is what the vectorised (float32, AVX-512) butterflies need. scratch
+// which is what the vectorised (float32, AVX-512) butterflies need. Long
+// batches (n·w ≥ fourStepMinNW, n composite and mixed radix) take the
+// cache-blocked four-step path (see the package doc). scratch
 // must have at least 2·BatchScratchLen(w) elements. TransformBatch panics if
 // w < 1, if re or im is shorter than Len()·w, or if scratch is too short.
 func (p *Plan[F]) TransformBatch(re, im []F, w int, scratch []F) {
@@ -256,7 +283,11 @@ func (p *Plan[F]) TransformBatch(re, im []F, w int, scratch []F) {
 		}
 		return
 	}
-	p.stockham(re, im, scratch[:N], scratch[sl:sl+N], w)
+	xr, xi := p.batchAny(re, im, scratch, w)
+	if &xr[0] != &re[0] {
+		copy(re, xr)
+		copy(im, xi)
+	}
 }
 
 func (b *bluestein[F]) transform(re, im, scratch []F) {

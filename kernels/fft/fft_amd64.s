@@ -197,3 +197,46 @@ loopp:
 donep:
 	VZEROUPPER
 	RET
+
+// func twiddleAVX512(dr, di, sr, si, tw *float32, w, cnt int)
+//
+// For j < cnt: broadcast tw_j = (tw[2j], tw[2j+1]) and multiply the w
+// (a multiple of 16) elements s[j·w…] by it into d[j·w…]. BX counts the
+// vectors of one j, CX counts j.
+TEXT ·twiddleAVX512(SB), NOSPLIT, $0-56
+	MOVQ dr+0(FP), DI
+	MOVQ di+8(FP), SI
+	MOVQ sr+16(FP), R8
+	MOVQ si+24(FP), R9
+	MOVQ tw+32(FP), DX
+	MOVQ w+40(FP), R12
+	MOVQ cnt+48(FP), CX
+	SHRQ $4, R12
+	JZ   donet
+	TESTQ CX, CX
+	JZ   donet
+loopjt:
+	VBROADCASTSS 0(DX), Z20 // c
+	VBROADCASTSS 4(DX), Z21 // s
+	MOVQ R12, BX
+loopqt:
+	VMOVUPS (R8), Z0        // xr
+	VMOVUPS (R9), Z1        // xi
+	VMULPS Z21, Z1, Z2      // xi·s
+	VFMSUB231PS Z20, Z0, Z2 // xr·c − xi·s
+	VMULPS Z20, Z1, Z3      // xi·c
+	VFMADD231PS Z21, Z0, Z3 // xr·s + xi·c
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, (SI)
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, DI
+	ADDQ $64, SI
+	DECQ BX
+	JNZ  loopqt
+	ADDQ $8, DX
+	DECQ CX
+	JNZ  loopjt
+donet:
+	VZEROUPPER
+	RET

@@ -102,7 +102,6 @@ func (r *RealPlan[F]) Batch(zr, zi []F, ld, w int, scratch []F) (even, odd []F) 
 		return si, sr
 	}
 	// The result may stay in the ping-pong buffer: no copy back.
-	N := M * w
-	sr, si = h.stockhamAny(sr, si, scratch[2*N:3*N], scratch[3*N:4*N], w)
+	sr, si = h.batchAny(sr, si, scratch[2*M*w:], w)
 	return si, sr
 }

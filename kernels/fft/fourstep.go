@@ -1,0 +1,143 @@
+package fft
+
+import "tokenmix/kernels"
+
+// fourStepMinNW is the smallest n·w (complex elements per batch) for which
+// TransformBatch and RealPlan.Batch take the cache-blocked four-step path
+// when the plan has one. Below it the whole batch and its ping-pong buffer
+// fit in L2 and the plain Stockham run is faster. Measured with
+// BenchmarkBatch (float32, w=16, 2-thread AVX-512 EPYC, shared machine):
+// see the package doc. Tests lower it to force the path on short lengths.
+var fourStepMinNW = 1 << 16
+
+// slabFloats is the target width, in elements, of one column slab of the
+// four-step's first step: n1 rows of slabFloats complex elements and their
+// ping-pong copy (n1·slabFloats·16 bytes for float32) stay in L2.
+const slabFloats = 64
+
+// fourStep is the cache-blocked decomposition n = n1·n2 of a Plan. With
+// j = j1·n2 + j2 and k = k1 + n1·k2,
+//
+//	X[k1 + n1·k2] = Σ_{j2} W_{n2}^{j2·k2} · W_n^{j2·k1} · Σ_{j1} x[j1·n2 + j2]·W_{n1}^{j1·k1}.
+type fourStep[F kernels.Float] struct {
+	n1, n2 int
+	p1, p2 *Plan[F] // lengths n1 and n2, both mixed radix
+	// tw [n1][n2] interleaves (re, im) of W_n^{j2·k1} at 2(k1·n2 + j2).
+	tw []F
+}
+
+// newFourStep returns the decomposition of a mixed-radix length n into
+// n2 ≤ n1, n2 the largest divisor of n with n2² ≤ n, or nil if n has no
+// divisor pair with n2 ≥ 2.
+func newFourStep[F kernels.Float](n int) *fourStep[F] {
+	n2 := 1
+	for d := 2; d*d <= n; d++ {
+		if n%d == 0 {
+			n2 = d
+		}
+	}
+	if n2 < 2 {
+		return nil
+	}
+	n1 := n / n2
+	fs := &fourStep[F]{n1: n1, n2: n2, p1: PlanFor[F](n1), p2: PlanFor[F](n2), tw: make([]F, 2*n)}
+	for k1 := 0; k1 < n1; k1++ {
+		for j2 := 0; j2 < n2; j2++ {
+			c, s := angle(j2*k1, n)
+			fs.tw[2*(k1*n2+j2)], fs.tw[2*(k1*n2+j2)+1] = F(c), F(s)
+		}
+	}
+	return fs
+}
+
+// slab returns the number g of j2 values per column slab for width w and
+// the slab width c = g·w.
+func (fs *fourStep[F]) slab(w int) (g, c int) {
+	g = max(1, min(fs.n2, slabFloats/w))
+	return g, g * w
+}
+
+// scratchLen is the scratch the four-step needs per part (real and
+// imaginary) for w sequences: the intermediate [n, w], two slabs [n1, c]
+// and one row [n2, w].
+func (fs *fourStep[F]) scratchLen(w int) int {
+	_, c := fs.slab(w)
+	return fs.n1*fs.n2*w + 2*fs.n1*c + fs.n2*w
+}
+
+// transform replaces the w interleaved sequences in (re, im), each of length
+// n1·n2, with their DFTs. scr and sci each hold scratchLen(w) elements.
+//
+// Step 1 runs the n1-point transforms over j1 (stride n2·w in the batch)
+// one slab of g·w columns at a time: gathered into a contiguous [n1, g·w]
+// block, transformed there in cache, multiplied by the twiddles
+// W_n^{j2·k1} and written to the intermediate Y (same layout as the input).
+// Step 2 runs, for each k1, the n2-point transform of the contiguous row
+// Y[k1] of width w and scatters element k2 to position k1 + n1·k2 of
+// (re, im), which puts the result in natural order.
+func (fs *fourStep[F]) transform(re, im, scr, sci []F, w int) {
+	n1, n2 := fs.n1, fs.n2
+	N := n1 * n2 * w
+	row := n2 * w
+	g, c := fs.slab(w)
+	yr, yi := scr[:N], sci[:N]
+	gr, gi := scr[N:N+n1*c], sci[N:N+n1*c]
+	hr, hi := scr[N+n1*c:N+2*n1*c], sci[N+n1*c:N+2*n1*c]
+	rr, ri := scr[N+2*n1*c:N+2*n1*c+row], sci[N+2*n1*c:N+2*n1*c+row]
+	for j2 := 0; j2 < n2; j2 += g {
+		cnt := min(g, n2-j2)
+		cw, col := cnt*w, j2*w
+		for j1 := 0; j1 < n1; j1++ {
+			o := j1*row + col
+			copy(gr[j1*cw:(j1+1)*cw], re[o:o+cw])
+			copy(gi[j1*cw:(j1+1)*cw], im[o:o+cw])
+		}
+		xr, xi := fs.p1.stockhamAny(gr[:n1*cw], gi[:n1*cw], hr[:n1*cw], hi[:n1*cw], cw)
+		for k1 := 0; k1 < n1; k1++ {
+			o := k1*row + col
+			t := 2 * (k1*n2 + j2)
+			twiddleRows(yr[o:o+cw], yi[o:o+cw], xr[k1*cw:(k1+1)*cw], xi[k1*cw:(k1+1)*cw], fs.tw[t:t+2*cnt], w)
+		}
+	}
+	for k1 := 0; k1 < n1; k1++ {
+		xr, xi := fs.p2.stockhamAny(yr[k1*row:(k1+1)*row], yi[k1*row:(k1+1)*row], rr, ri, w)
+		scatterRows(re[k1*w:], im[k1*w:], xr, xi, w, n1*w)
+	}
+}
+
+// twiddleRows sets d[j·w+q] = s[j·w+q]·tw_j for j < len(tw)/2, q < w, with
+// tw_j = (tw[2j], tw[2j+1]).
+func twiddleRows[F kernels.Float](dr, di, sr, si, tw []F, w int) {
+	cnt := len(tw) / 2
+	if w%vecLanes == 0 && useAsm[F]() {
+		_, _, _, _ = dr[cnt*w-1], di[cnt*w-1], sr[cnt*w-1], si[cnt*w-1]
+		twiddleAVX512(ptr32(dr), ptr32(di), ptr32(sr), ptr32(si), ptr32(tw), w, cnt)
+		return
+	}
+	for j := 0; j < cnt; j++ {
+		c, s := tw[2*j], tw[2*j+1]
+		xr, xi := sr[j*w:(j+1)*w], si[j*w:(j+1)*w]
+		or, oi := dr[j*w:(j+1)*w], di[j*w:(j+1)*w]
+		for q := range xr {
+			or[q], oi[q] = xr[q]*c-xi[q]*s, xr[q]*s+xi[q]*c
+		}
+	}
+}
+
+// scatterRows copies the len(sr)/w rows of w elements of (sr, si) to rows
+// stride elements apart in (dr, di): row k2 to dr[k2·stride:].
+func scatterRows[F kernels.Float](dr, di, sr, si []F, w, stride int) {
+	cnt := len(sr) / w
+	if w == 16 {
+		// Fixed-size array copies compile to straight vector moves.
+		for k := 0; k < cnt; k++ {
+			*(*[16]F)(dr[k*stride:]) = *(*[16]F)(sr[k*16:])
+			*(*[16]F)(di[k*stride:]) = *(*[16]F)(si[k*16:])
+		}
+		return
+	}
+	for k := 0; k < cnt; k++ {
+		copy(dr[k*stride:k*stride+w], sr[k*w:(k+1)*w])
+		copy(di[k*stride:k*stride+w], si[k*w:(k+1)*w])
+	}
+}

@@ -1,0 +1,208 @@
+package fft
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"tokenmix/kernels"
+)
+
+// setFourStepMin sets fourStepMinNW for the rest of the test: 0 forces the
+// four-step path on every composite mixed-radix length, math.MaxInt turns
+// it off.
+func setFourStepMin(t testing.TB, v int) {
+	old := fourStepMinNW
+	fourStepMinNW = v
+	t.Cleanup(func() { fourStepMinNW = old })
+}
+
+// naiveBatch is naiveDFT of each of the w interleaved sequences in (xr, xi).
+func naiveBatch(xr, xi []float64, n, w int) ([]float64, []float64) {
+	wr, wi := make([]float64, n*w), make([]float64, n*w)
+	for q := 0; q < w; q++ {
+		cr, ci := make([]float64, n), make([]float64, n)
+		for j := 0; j < n; j++ {
+			cr[j], ci[j] = xr[j*w+q], xi[j*w+q]
+		}
+		cr, ci = naiveDFT(cr, ci)
+		for j := 0; j < n; j++ {
+			wr[j*w+q], wi[j*w+q] = cr[j], ci[j]
+		}
+	}
+	return wr, wi
+}
+
+// TestFourStepMatchesNaive forces the four-step path on lengths that split
+// evenly (64 = 8·8, 1024 = 32·32), unevenly (210 = 14·15, 1000 = 25·40,
+// 143 = 11·13, 6 = 2·3) and whose slabs leave a partial last slab (n2 = 25
+// with 4 or 21 columns per slab), and checks that prime and Bluestein
+// lengths (no split) still take the plain path, against the naive DFT in
+// float64 and float32 on every kernels path.
+func TestFourStepMatchesNaive(t *testing.T) {
+	setFourStepMin(t, 0)
+	for _, tc := range []struct {
+		n     int
+		split bool
+	}{
+		{4, true}, {6, true}, {12, true}, {49, true}, {64, true}, {143, true},
+		{210, true}, {1000, true}, {1024, true}, {17, false}, {97, false}, {34, false},
+	} {
+		for _, w := range []int{1, 3, 16, 32} {
+			n := tc.n
+			if n*n*w > 1<<22 {
+				continue // keep the naive oracle fast
+			}
+			p64, p32 := NewPlan[float64](n), NewPlan[float32](n)
+			if got := p64.fourStep(w); got != tc.split {
+				t.Fatalf("n=%d w=%d: fourStep = %v, want %v", n, w, got, tc.split)
+			}
+			rng := rand.New(rand.NewPCG(uint64(n), uint64(w)+100))
+			xr, xi := randVec(rng, n*w), randVec(rng, n*w)
+			wr, wi := naiveBatch(xr, xi, n, w)
+			gr, gi := append([]float64(nil), xr...), append([]float64(nil), xi...)
+			p64.TransformBatch(gr, gi, w, make([]float64, 2*p64.BatchScratchLen(w)))
+			if e := maxErr(gr, gi, wr, wi); e > 1e-12 {
+				t.Errorf("n=%d w=%d float64: max rel err %.3g", n, w, e)
+			}
+			for _, path := range kernels.Paths() {
+				old := kernels.SetPath(path)
+				fr, fi := to32(xr), to32(xi)
+				p32.TransformBatch(fr, fi, w, make([]float32, 2*p32.BatchScratchLen(w)))
+				kernels.SetPath(old)
+				if e := maxErr(to64(fr), to64(fi), wr, wi); e > 2e-6 {
+					t.Errorf("n=%d w=%d float32 path %v: max rel err %.3g", n, w, path, e)
+				}
+			}
+		}
+	}
+}
+
+// TestFourStepRealPlan forces the four-step path inside RealPlan.Batch
+// (half lengths 30 = 5·6, 128 = 8·16, 500 = 20·25) and compares with the
+// real part of the naive DFT.
+func TestFourStepRealPlan(t *testing.T) {
+	setFourStepMin(t, 0)
+	for _, n := range []int{60, 256, 1000} {
+		for _, w := range []int{3, 16} {
+			ld := w + 7
+			rng := rand.New(rand.NewPCG(uint64(n), uint64(w)+200))
+			zr, zi := randVec(rng, n*ld), randVec(rng, n*ld)
+			cr, ci := make([]float64, n*w), make([]float64, n*w)
+			for j := 0; j < n; j++ {
+				copy(cr[j*w:(j+1)*w], zr[j*ld:])
+				copy(ci[j*w:(j+1)*w], zi[j*ld:])
+			}
+			want, _ := naiveBatch(cr, ci, n, w)
+			var den float64
+			for _, v := range want {
+				den = math.Max(den, math.Abs(v))
+			}
+			check := func(name string, even, odd []float64, tol float64) {
+				var e float64
+				for m := 0; m < n/2; m++ {
+					for q := 0; q < w; q++ {
+						e = math.Max(e, math.Abs(even[m*w+q]-want[2*m*w+q]))
+						e = math.Max(e, math.Abs(odd[m*w+q]-want[(2*m+1)*w+q]))
+					}
+				}
+				if e > tol*den {
+					t.Errorf("n=%d w=%d %s: max rel err %.3g", n, w, name, e/den)
+				}
+			}
+			r64 := RealPlanFor[float64](n)
+			if !r64.half.fourStep(w) {
+				t.Fatalf("n=%d w=%d: four-step not taken", n, w)
+			}
+			ev, od := r64.Batch(zr, zi, ld, w, make([]float64, r64.ScratchLen(w)))
+			check("float64", ev, od, 1e-12)
+			r32 := RealPlanFor[float32](n)
+			for _, path := range kernels.Paths() {
+				old := kernels.SetPath(path)
+				ev, od := r32.Batch(to32(zr), to32(zi), ld, w, make([]float32, r32.ScratchLen(w)))
+				kernels.SetPath(old)
+				check(fmt.Sprintf("float32 path %v", path), to64(ev), to64(od), 3e-6)
+			}
+		}
+	}
+}
+
+// TestFourStepLong checks the default threshold at FNet's long lengths: the
+// four-step path (taken by default at n=8192, w=16, and at 6000 = 75·80)
+// against the plain Stockham run of the same plan, in float64 and in
+// float32 on every kernels path.
+func TestFourStepLong(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long lengths")
+	}
+	for _, tc := range []struct{ n, w int }{{8192, 16}, {6000, 16}, {4096, 20}} {
+		n, w := tc.n, tc.w
+		p64, p32 := NewPlan[float64](n), NewPlan[float32](n)
+		if !p64.fourStep(w) {
+			t.Fatalf("n=%d w=%d: default threshold %d does not take the four-step path", n, w, fourStepMinNW)
+		}
+		rng := rand.New(rand.NewPCG(uint64(n), uint64(w)))
+		xr, xi := randVec(rng, n*w), randVec(rng, n*w)
+		run := func(min int, path kernels.Path, f32 bool) ([]float64, []float64) {
+			old, oldPath := fourStepMinNW, kernels.SetPath(path)
+			fourStepMinNW = min
+			defer func() { fourStepMinNW = old; kernels.SetPath(oldPath) }()
+			if f32 {
+				fr, fi := to32(xr), to32(xi)
+				p32.TransformBatch(fr, fi, w, make([]float32, 2*p32.BatchScratchLen(w)))
+				return to64(fr), to64(fi)
+			}
+			gr, gi := append([]float64(nil), xr...), append([]float64(nil), xi...)
+			p64.TransformBatch(gr, gi, w, make([]float64, 2*p64.BatchScratchLen(w)))
+			return gr, gi
+		}
+		wr, wi := run(math.MaxInt, kernels.CurrentPath(), false)
+		gr, gi := run(fourStepMinNW, kernels.CurrentPath(), false)
+		if e := maxErr(gr, gi, wr, wi); e > 1e-13 {
+			t.Errorf("n=%d w=%d float64: four-step vs plain rel err %.3g", n, w, e)
+		}
+		for _, path := range kernels.Paths() {
+			fr, fi := run(fourStepMinNW, path, true)
+			if e := maxErr(fr, fi, wr, wi); e > 3e-6 {
+				t.Errorf("n=%d w=%d float32 path %v: rel err %.3g", n, w, path, e)
+			}
+		}
+	}
+}
+
+// benchBatch times TransformBatch of w=16 float32 sequences of length n
+// with the four-step path on or off.
+func benchBatch(b *testing.B, n int, four bool) {
+	if four {
+		setFourStepMin(b, 0)
+	} else {
+		setFourStepMin(b, math.MaxInt)
+	}
+	const w = 16
+	p := PlanFor[float32](n)
+	re, im := make([]float32, n*w), make([]float32, n*w)
+	for i := range re {
+		re[i], im[i] = float32(i%7)-3, float32(i%5)-2
+	}
+	s := make([]float32, 2*p.BatchScratchLen(w))
+	b.SetBytes(int64(8 * n * w))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p.TransformBatch(re, im, w, s)
+	}
+}
+
+// BenchmarkBatch compares the plain Stockham run and the four-step path at
+// w=16 (FNet's column block; RealPlan for length T runs n = T/2).
+func BenchmarkBatch(b *testing.B) {
+	for _, n := range []int{1024, 2048, 4096, 8192, 16384} {
+		for _, four := range []bool{false, true} {
+			name := "plain"
+			if four {
+				name = "fourstep"
+			}
+			b.Run(fmt.Sprintf("n=%d/%s", n, name), func(b *testing.B) { benchBatch(b, n, four) })
+		}
+	}
+}
