@@ -29,3 +29,12 @@ func twiddleAVX512(dr, di, sr, si, tw *float32, w, cnt int)
 //
 //go:noescape
 func realPackAVX512(or, oi, r0, i0, r1, i1, r2, i2, r3, i3 *float32, n int, c, s float32)
+
+// realPackRowsAVX512 is realPackAVX512 for cnt consecutive k and n = 16
+// columns: r0 and r2 point at rows k and k+M (stepping forward by ld
+// floats), r1 and r3 at rows n−k and M−k (stepping back), the imaginary
+// parts lie dz bytes past the real ones, c and s point at the k-th
+// factors, and row j of the output goes to or[16j…], oi[16j…].
+//
+//go:noescape
+func realPackRowsAVX512(or, oi, r0, r1, r2, r3, c, s *float32, dz, ld, cnt int)

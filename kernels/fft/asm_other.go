@@ -15,3 +15,7 @@ func twiddleAVX512(dr, di, sr, si, tw *float32, w, cnt int) {
 func realPackAVX512(or, oi, r0, i0, r1, i1, r2, i2, r3, i3 *float32, n int, c, s float32) {
 	panic("fft: no assembly on this platform")
 }
+
+func realPackRowsAVX512(or, oi, r0, r1, r2, r3, c, s *float32, dz, ld, cnt int) {
+	panic("fft: no assembly on this platform")
+}

@@ -240,3 +240,68 @@ loopqt:
 donet:
 	VZEROUPPER
 	RET
+
+// func realPackRowsAVX512(or, oi, r0, r1, r2, r3, c, s *float32, dz, ld, cnt int)
+//
+// realPackAVX512 for cnt consecutive k and exactly 16 columns: rows r0 and
+// r2 step forward and rows r1 and r3 backward by ld floats per k, the
+// imaginary rows lie dz bytes past the real ones, c and s step by one
+// float, and or and oi by 16 floats. Registers: R8–R11 the four real rows,
+// AX = dz, DI/SI the outputs, DX/BX c and s, R12 = ld·4 bytes, R13 counts k.
+TEXT ·realPackRowsAVX512(SB), NOSPLIT, $0-88
+	MOVQ or+0(FP), DI
+	MOVQ oi+8(FP), SI
+	MOVQ r0+16(FP), R8
+	MOVQ r1+24(FP), R9
+	MOVQ r2+32(FP), R10
+	MOVQ r3+40(FP), R11
+	MOVQ c+48(FP), DX
+	MOVQ s+56(FP), BX
+	MOVQ dz+64(FP), AX
+	MOVQ ld+72(FP), R12
+	MOVQ cnt+80(FP), R13
+	SHLQ $2, R12
+	MOVL $0x3f000000, CX
+	VPBROADCASTD CX, Z22 // 0.5
+	TESTQ R13, R13
+	JZ   donepr
+looppr:
+	VBROADCASTSS (DX), Z20
+	VBROADCASTSS (BX), Z21
+	VMOVUPS (R8), Z0
+	VADDPS (R9), Z0, Z0        // r0 + r1
+	VMULPS Z22, Z0, Z0         // xr
+	VMOVUPS (R9)(AX*1), Z1
+	VSUBPS (R8)(AX*1), Z1, Z1  // i1 − i0
+	VMULPS Z22, Z1, Z1         // xi
+	VMOVUPS (R10), Z2
+	VADDPS (R11), Z2, Z2       // r2 + r3
+	VMULPS Z22, Z2, Z2         // yr
+	VMOVUPS (R11)(AX*1), Z3
+	VSUBPS (R10)(AX*1), Z3, Z3 // i3 − i2
+	VMULPS Z22, Z3, Z3         // yi
+	VADDPS Z2, Z0, Z4          // ar
+	VADDPS Z3, Z1, Z5          // ai
+	VSUBPS Z2, Z0, Z6          // dr
+	VSUBPS Z3, Z1, Z7          // di
+	VMULPS Z21, Z7, Z8         // di·s
+	VFMSUB231PS Z20, Z6, Z8    // bR = dr·c − di·s
+	VMULPS Z20, Z7, Z9         // di·c
+	VFMADD231PS Z21, Z6, Z9    // bI = dr·s + di·c
+	VADDPS Z8, Z5, Z10         // ai + bR
+	VSUBPS Z9, Z4, Z11         // ar − bI
+	VMOVUPS Z10, (DI)
+	VMOVUPS Z11, (SI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	ADDQ $4, DX
+	ADDQ $4, BX
+	ADDQ R12, R8
+	SUBQ R12, R9
+	ADDQ R12, R10
+	SUBQ R12, R11
+	DECQ R13
+	JNZ  looppr
+donepr:
+	VZEROUPPER
+	RET

@@ -135,12 +135,12 @@ func TestRealPlanMatchesNaive(t *testing.T) {
 					want[j*w+q] = cr[j]
 				}
 			}
-			check := func(name string, even, odd []float64, tol float64) {
+			check := func(name string, even, odd []float64, lde int, tol float64) {
 				var e, den float64
 				for m := 0; m < n/2; m++ {
 					for q := 0; q < w; q++ {
-						e = math.Max(e, math.Abs(even[m*w+q]-want[2*m*w+q]))
-						e = math.Max(e, math.Abs(odd[m*w+q]-want[(2*m+1)*w+q]))
+						e = math.Max(e, math.Abs(even[m*lde+q]-want[2*m*w+q]))
+						e = math.Max(e, math.Abs(odd[m*lde+q]-want[(2*m+1)*w+q]))
 					}
 				}
 				for _, v := range want {
@@ -152,19 +152,26 @@ func TestRealPlanMatchesNaive(t *testing.T) {
 			}
 			r64 := RealPlanFor[float64](n)
 			zr0 := append([]float64(nil), zr...)
-			ev, od := r64.Batch(zr, zi, ld, w, make([]float64, r64.ScratchLen(w)))
-			check("float64", ev, od, 1e-12)
+			lde := w + 2
+			ev, od := make([]float64, n/2*lde), make([]float64, n/2*lde)
+			r64.Batch(ev, od, lde, zr, zi, ld, w, make([]float64, r64.ScratchLen(w)))
+			check("float64", ev, od, lde, 1e-12)
 			for i := range zr {
 				if zr[i] != zr0[i] {
 					t.Fatalf("n=%d w=%d: Batch modified its input", n, w)
 				}
 			}
+			// In place, as FNet calls it: rows 2m and 2m+1 of zr.
+			zr1 := append([]float64(nil), zr...)
+			r64.Batch(zr1, zr1[ld:], 2*ld, zr1, zi, ld, w, make([]float64, r64.ScratchLen(w)))
+			check("float64 in place", zr1, zr1[ld:], 2*ld, 1e-12)
 			r32 := RealPlanFor[float32](n)
 			for _, path := range kernels.Paths() {
 				old := kernels.SetPath(path)
-				ev, od := r32.Batch(to32(zr), to32(zi), ld, w, make([]float32, r32.ScratchLen(w)))
+				ev, od := make([]float32, n/2*w), make([]float32, n/2*w)
+				r32.Batch(ev, od, w, to32(zr), to32(zi), ld, w, make([]float32, r32.ScratchLen(w)))
 				kernels.SetPath(old)
-				check(fmt.Sprintf("float32 path %v", path), to64(ev), to64(od), 3e-6)
+				check(fmt.Sprintf("float32 path %v", path), to64(ev), to64(od), w, 3e-6)
 			}
 		}
 	}

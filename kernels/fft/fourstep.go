@@ -67,15 +67,32 @@ func (fs *fourStep[F]) scratchLen(w int) int {
 
 // transform replaces the w interleaved sequences in (re, im), each of length
 // n1·n2, with their DFTs. scr and sci each hold scratchLen(w) elements.
+func (fs *fourStep[F]) transform(re, im, scr, sci []F, w int) {
+	n1 := fs.n1
+	fs.run(scr, sci, w,
+		func(dr, di []F, j0 int) {
+			copy(dr, re[j0*w:])
+			copy(di, im[j0*w:])
+		},
+		func(k1 int, xr, xi []F) {
+			scatterRows(re[k1*w:], im[k1*w:], xr, xi, w, n1*w)
+		})
+}
+
+// run is the four-step transform of w sequences whose input is produced
+// by gather and whose output is consumed by scatter. scr and sci each hold
+// scratchLen(w) elements.
 //
 // Step 1 runs the n1-point transforms over j1 (stride n2·w in the batch)
-// one slab of g·w columns at a time: gathered into a contiguous [n1, g·w]
-// block, transformed there in cache, multiplied by the twiddles
-// W_n^{j2·k1} and written to the intermediate Y (same layout as the input).
-// Step 2 runs, for each k1, the n2-point transform of the contiguous row
-// Y[k1] of width w and scatters element k2 to position k1 + n1·k2 of
-// (re, im), which puts the result in natural order.
-func (fs *fourStep[F]) transform(re, im, scr, sci []F, w int) {
+// one slab of g·w columns at a time: gather(dr, di, j0) fills the
+// len(dr)/w consecutive input elements j0, j0+1, … (w each) of every row
+// j1 of the slab into a contiguous [n1, g·w] block, which is transformed
+// there, in cache, multiplied by the twiddles W_n^{j2·k1} and written to
+// the intermediate Y [n1, n2·w]. Step 2 runs, for each k1, the n2-point
+// transform of the contiguous row Y[k1] of width w and passes it to
+// scatter(k1, xr, xi): element k2 (xr[k2·w…]) is output k1 + n1·k2. Every
+// gather happens before the first scatter, so the two may share storage.
+func (fs *fourStep[F]) run(scr, sci []F, w int, gather func(dr, di []F, j0 int), scatter func(k1 int, xr, xi []F)) {
 	n1, n2 := fs.n1, fs.n2
 	N := n1 * n2 * w
 	row := n2 * w
@@ -88,9 +105,7 @@ func (fs *fourStep[F]) transform(re, im, scr, sci []F, w int) {
 		cnt := min(g, n2-j2)
 		cw, col := cnt*w, j2*w
 		for j1 := 0; j1 < n1; j1++ {
-			o := j1*row + col
-			copy(gr[j1*cw:(j1+1)*cw], re[o:o+cw])
-			copy(gi[j1*cw:(j1+1)*cw], im[o:o+cw])
+			gather(gr[j1*cw:(j1+1)*cw], gi[j1*cw:(j1+1)*cw], j1*n2+j2)
 		}
 		xr, xi := fs.p1.stockhamAny(gr[:n1*cw], gi[:n1*cw], hr[:n1*cw], hi[:n1*cw], cw)
 		for k1 := 0; k1 < n1; k1++ {
@@ -101,7 +116,7 @@ func (fs *fourStep[F]) transform(re, im, scr, sci []F, w int) {
 	}
 	for k1 := 0; k1 < n1; k1++ {
 		xr, xi := fs.p2.stockhamAny(yr[k1*row:(k1+1)*row], yi[k1*row:(k1+1)*row], rr, ri, w)
-		scatterRows(re[k1*w:], im[k1*w:], xr, xi, w, n1*w)
+		scatter(k1, xr, xi)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"tokenmix/kernels"
+	"tokenmix/parallel"
 )
 
 // setFourStepMin sets fourStepMinNW for the rest of the test: 0 forces the
@@ -99,12 +100,12 @@ func TestFourStepRealPlan(t *testing.T) {
 			for _, v := range want {
 				den = math.Max(den, math.Abs(v))
 			}
-			check := func(name string, even, odd []float64, tol float64) {
+			check := func(name string, even, odd []float64, lde int, tol float64) {
 				var e float64
 				for m := 0; m < n/2; m++ {
 					for q := 0; q < w; q++ {
-						e = math.Max(e, math.Abs(even[m*w+q]-want[2*m*w+q]))
-						e = math.Max(e, math.Abs(odd[m*w+q]-want[(2*m+1)*w+q]))
+						e = math.Max(e, math.Abs(even[m*lde+q]-want[2*m*w+q]))
+						e = math.Max(e, math.Abs(odd[m*lde+q]-want[(2*m+1)*w+q]))
 					}
 				}
 				if e > tol*den {
@@ -115,14 +116,24 @@ func TestFourStepRealPlan(t *testing.T) {
 			if !r64.half.fourStep(w) {
 				t.Fatalf("n=%d w=%d: four-step not taken", n, w)
 			}
-			ev, od := r64.Batch(zr, zi, ld, w, make([]float64, r64.ScratchLen(w)))
-			check("float64", ev, od, 1e-12)
+			zr0 := append([]float64(nil), zr...)
+			lde := w + 1
+			ev, od := make([]float64, n/2*lde), make([]float64, n/2*lde)
+			r64.Batch(ev, od, lde, zr, zi, ld, w, make([]float64, r64.ScratchLen(w)))
+			check("float64", ev, od, lde, 1e-12)
+			for i := range zr {
+				if zr[i] != zr0[i] {
+					t.Fatalf("n=%d w=%d: Batch modified its input", n, w)
+				}
+			}
 			r32 := RealPlanFor[float32](n)
 			for _, path := range kernels.Paths() {
 				old := kernels.SetPath(path)
-				ev, od := r32.Batch(to32(zr), to32(zi), ld, w, make([]float32, r32.ScratchLen(w)))
+				// In place, as FNet calls it: rows 2m and 2m+1 of zr.
+				z32 := to32(zr)
+				r32.Batch(z32, z32[ld:], 2*ld, z32, to32(zi), ld, w, make([]float32, r32.ScratchLen(w)))
 				kernels.SetPath(old)
-				check(fmt.Sprintf("float32 path %v", path), to64(ev), to64(od), 3e-6)
+				check(fmt.Sprintf("float32 in place path %v", path), to64(z32), to64(z32[ld:]), 2*ld, 3e-6)
 			}
 		}
 	}
@@ -203,6 +214,51 @@ func BenchmarkBatch(b *testing.B) {
 				name = "fourstep"
 			}
 			b.Run(fmt.Sprintf("n=%d/%s", n, name), func(b *testing.B) { benchBatch(b, n, four) })
+		}
+	}
+}
+
+// benchReal times FNet's time pass at d=256 on a half spectrum Z [T, 144]
+// (129 kept columns in blocks of 16, split over the parallel.For threads,
+// each block written back into its own columns, as mixer/fnet does) with
+// the four-step path on or off.
+func benchReal(b *testing.B, T int, four bool) {
+	if four {
+		setFourStepMin(b, 0)
+	} else {
+		setFourStepMin(b, math.MaxInt)
+	}
+	const nk, ld, w = 129, 144, 16
+	r := RealPlanFor[float32](T)
+	zr, zi := make([]float32, T*ld), make([]float32, T*ld)
+	for i := range zr {
+		zr[i], zi[i] = float32(i%7)-3, float32(i%5)-2
+	}
+	ws := r.ScratchLen(w)
+	work := make([]float32, parallel.Threads()*ws)
+	ncb := (nk + w - 1) / w
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		parallel.For(ncb, 1, func(t, lo, hi int) {
+			for c := lo; c < hi; c++ {
+				k0 := c * w
+				k1 := min(k0+w, nk)
+				r.Batch(zr[k0:], zr[ld+k0:], 2*ld, zr[k0:], zi[k0:], ld, k1-k0, work[t*ws:(t+1)*ws])
+			}
+		})
+	}
+}
+
+// BenchmarkRealBatch compares the plain and four-step paths inside
+// FNet's time pass (d=256, B=1).
+func BenchmarkRealBatch(b *testing.B) {
+	for _, T := range []int{4096, 8192, 16384} {
+		for _, four := range []bool{false, true} {
+			name := "plain"
+			if four {
+				name = "fourstep"
+			}
+			b.Run(fmt.Sprintf("T=%d/%s", T, name), func(b *testing.B) { benchReal(b, T, four) })
 		}
 	}
 }

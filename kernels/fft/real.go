@@ -2,6 +2,7 @@ package fft
 
 import (
 	"sync"
+	"unsafe"
 
 	"tokenmix/kernels"
 )
@@ -47,15 +48,20 @@ func (r *RealPlan[F]) Len() int { return r.n }
 // sequences.
 func (r *RealPlan[F]) ScratchLen(w int) int {
 	M := r.n / 2
+	if h := r.half; h.blue == nil && h.fourStep(w) {
+		return 2 * h.split.scratchLen(w)
+	}
 	return 2*M*w + 2*r.half.BatchScratchLen(w)
 }
 
 // Batch computes y_q = Re(DFT_n(z_q)) for w complex sequences read as rows:
-// element t of sequence q is (zr[t·ld+q], zi[t·ld+q]). It returns y as two
-// [n/2, w] views into scratch, even[m·w+q] = y_q[2m] and
-// odd[m·w+q] = y_q[2m+1]. zr and zi are not modified. Batch panics if
-// w < 1, ld < w, a row lies outside zr or zi, or scratch is shorter than
-// ScratchLen(w).
+// element t of sequence q is (zr[t·ld+q], zi[t·ld+q]). It writes the even
+// outputs y_q[2m] to even[m·lde+q] and the odd ones y_q[2m+1] to
+// odd[m·lde+q], m < n/2. zr and zi are not modified, except where even or
+// odd share their storage: Batch reads all of z before it writes any
+// output, so the result may overwrite the input (FNet writes it back into
+// the columns it read). Batch panics if w < 1, ld < w, lde < w, a row lies
+// outside zr, zi, even or odd, or scratch is shorter than ScratchLen(w).
 //
 // y = Re(F z) = F u with u[t] = (z[t] + conj z[−t])/2 Hermitian, so y is
 // real and y[j] = Σ_k X[k]·e^{+2πi·kj/n} with X = conj u. Splitting j into
@@ -63,45 +69,94 @@ func (r *RealPlan[F]) ScratchLen(w int) int {
 // Z = A + i·B, A[k] = X[k] + X[k+M] and B[k] = (X[k] − X[k+M])·e^{+2πi·k/n}:
 // an inverse DFT of length M, computed as a forward one on swapped real and
 // imaginary parts (IDFT(Z) = swap(DFT(swap Z))).
-func (r *RealPlan[F]) Batch(zr, zi []F, ld, w int, scratch []F) (even, odd []F) {
-	if w < 1 || ld < w {
-		panic("fft: RealPlan.Batch needs 1 ≤ w ≤ ld")
+//
+// For long batches (M·w ≥ fourStepMinNW) the packing of swap(Z) is fused
+// into the four-step path's slab gather and its output rows go straight to
+// even and odd, so no [M, w] copy of the spectrum is made.
+func (r *RealPlan[F]) Batch(even, odd []F, lde int, zr, zi []F, ld, w int, scratch []F) {
+	if w < 1 || ld < w || lde < w {
+		panic("fft: RealPlan.Batch needs 1 ≤ w ≤ ld and w ≤ lde")
 	}
 	n, M := r.n, r.n/2
 	zr, zi = zr[:(n-1)*ld+w], zi[:(n-1)*ld+w]
+	even, odd = even[:(M-1)*lde+w], odd[:(M-1)*lde+w]
 	scratch = scratch[:r.ScratchLen(w)]
-	// sr, si hold swap(Z): sr = Im Z, si = Re Z.
-	sr, si := scratch[:M*w], scratch[M*w:2*M*w]
 	body := 0
 	if useAsm[F]() {
 		body = w &^ (vecLanes - 1)
 	}
-	for k := 0; k < M; k++ {
-		n1, n2 := (n-k)%n, M-k // −k and −(k+M) mod n
-		c, s := r.c[k], r.s[k]
-		r0, i0 := zr[k*ld:k*ld+w], zi[k*ld:k*ld+w]
-		r1, i1 := zr[n1*ld:n1*ld+w], zi[n1*ld:n1*ld+w]
-		r2, i2 := zr[(k+M)*ld:(k+M)*ld+w], zi[(k+M)*ld:(k+M)*ld+w]
-		r3, i3 := zr[n2*ld:n2*ld+w], zi[n2*ld:n2*ld+w]
-		or, oi := sr[k*w:(k+1)*w], si[k*w:(k+1)*w]
-		if body > 0 {
-			realPackAVX512(ptr32(or), ptr32(oi), ptr32(r0), ptr32(i0), ptr32(r1), ptr32(i1), ptr32(r2), ptr32(i2), ptr32(r3), ptr32(i3), body, float32(c), float32(s))
-		}
-		for j := body; j < w; j++ {
-			xr, xi := (r0[j]+r1[j])/2, (i1[j]-i0[j])/2 // X[k] = conj u[k]
-			yr, yi := (r2[j]+r3[j])/2, (i3[j]-i2[j])/2 // X[k+M]
-			ar, ai := xr+yr, xi+yi
-			dr, di := xr-yr, xi-yi
-			bR, bI := dr*c-di*s, dr*s+di*c
-			or[j], oi[j] = ai+bR, ar-bI // swap(A + i·B)
-		}
-	}
 	h := r.half
-	if h.blue != nil {
-		h.TransformBatch(sr, si, w, scratch[2*M*w:])
-		return si, sr
+	if h.blue == nil && h.fourStep(w) {
+		sl := h.split.scratchLen(w)
+		n1 := h.split.n1
+		h.split.run(scratch[:sl], scratch[sl:2*sl], w,
+			func(dr, di []F, j0 int) { r.packRows(dr, di, zr, zi, ld, j0, w, body) },
+			func(k1 int, xr, xi []F) {
+				// Output k = k1 + n1·k2 is swap(y[2k] + i·y[2k+1]).
+				scatterRows(even[k1*lde:], odd[k1*lde:], xi, xr, w, n1*lde)
+			})
+		return
 	}
-	// The result may stay in the ping-pong buffer: no copy back.
-	sr, si = h.batchAny(sr, si, scratch[2*M*w:], w)
-	return si, sr
+	// sr, si hold swap(Z): sr = Im Z, si = Re Z.
+	N := M * w
+	sr, si := scratch[:N], scratch[N:2*N]
+	r.packRows(sr, si, zr, zi, ld, 0, w, body)
+	var xr, xi []F
+	if h.blue != nil {
+		h.TransformBatch(sr, si, w, scratch[2*N:])
+		xr, xi = sr, si
+	} else {
+		xr, xi = h.batchAny(sr, si, scratch[2*N:], w)
+	}
+	scatterRows(even, odd, xi, xr, w, lde)
+}
+
+// packRows writes swap(Z[k]) for the len(or)/w consecutive k = k0, k0+1, …
+// to rows of w elements of (or, oi); for w = 16 on the AVX-512 path one
+// assembly call packs all rows from k = 1 on.
+func (r *RealPlan[F]) packRows(or, oi, zr, zi []F, ld, k0, w, body int) {
+	cnt := len(or) / w
+	if k0 == 0 && cnt > 0 {
+		// Row −0 = 0 does not continue the backward row walk.
+		r.pack(or[:w], oi[:w], zr, zi, ld, 0, body)
+		k0, cnt, or, oi = 1, cnt-1, or[w:], oi[w:]
+	}
+	if w == vecLanes && body == w && cnt > 0 {
+		n, M := r.n, r.n/2
+		kl := k0 + cnt - 1 // every row the walk touches lies in z
+		_, _, _, _ = zr[(kl+M)*ld+w-1], zi[(kl+M)*ld+w-1], zr[(n-k0)*ld+w-1], zi[(n-k0)*ld+w-1]
+		_, _, _, _ = zr[(M-kl)*ld], zr[(n-kl)*ld], or[cnt*w-1], oi[cnt*w-1]
+		_, _ = r.c[kl], r.s[kl]
+		dz := int(uintptr(unsafe.Pointer(&zi[0]))) - int(uintptr(unsafe.Pointer(&zr[0])))
+		realPackRowsAVX512(ptr32(or), ptr32(oi), ptr32(zr[k0*ld:]), ptr32(zr[(n-k0)*ld:]), ptr32(zr[(k0+M)*ld:]), ptr32(zr[(M-k0)*ld:]), ptr32(r.c[k0:]), ptr32(r.s[k0:]), dz, ld, cnt)
+		return
+	}
+	for j := 0; j < cnt; j++ {
+		r.pack(or[j*w:(j+1)*w], oi[j*w:(j+1)*w], zr, zi, ld, k0+j, body)
+	}
+}
+
+// pack writes swap(Z[k]) = (Im Z[k], Re Z[k]) of the w sequences (see
+// Batch) to (or, oi); the first body elements (a multiple of 16, or 0)
+// run in AVX-512.
+func (r *RealPlan[F]) pack(or, oi, zr, zi []F, ld, k, body int) {
+	n, M, w := r.n, r.n/2, len(or)
+	n1, n2 := (n-k)%n, M-k // −k and −(k+M) mod n
+	c, s := r.c[k], r.s[k]
+	r0, i0 := zr[k*ld:k*ld+w], zi[k*ld:k*ld+w]
+	r1, i1 := zr[n1*ld:n1*ld+w], zi[n1*ld:n1*ld+w]
+	r2, i2 := zr[(k+M)*ld:(k+M)*ld+w], zi[(k+M)*ld:(k+M)*ld+w]
+	r3, i3 := zr[n2*ld:n2*ld+w], zi[n2*ld:n2*ld+w]
+	oi = oi[:w]
+	if body > 0 {
+		realPackAVX512(ptr32(or), ptr32(oi), ptr32(r0), ptr32(i0), ptr32(r1), ptr32(i1), ptr32(r2), ptr32(i2), ptr32(r3), ptr32(i3), body, float32(c), float32(s))
+	}
+	for j := body; j < w; j++ {
+		xr, xi := (r0[j]+r1[j])/2, (i1[j]-i0[j])/2 // X[k] = conj u[k]
+		yr, yi := (r2[j]+r3[j])/2, (i3[j]-i2[j])/2 // X[k+M]
+		ar, ai := xr+yr, xi+yi
+		dr, di := xr-yr, xi-yi
+		bR, bI := dr*c-di*s, dr*s+di*c
+		or[j], oi[j] = ai+bR, ar-bI // swap(A + i·B)
+	}
 }

@@ -244,12 +244,9 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 			w := k1 - k0
 			if rp != nil {
 				// Even T: only Re(FFT_time) is needed, which a
-				// half-length transform gives.
-				even, odd := rp.Batch(zrb[k0:], zib[k0:], ld, w, fs)
-				for m := 0; m < T/2; m++ {
-					copy(zrb[2*m*ld+k0:2*m*ld+k1], even[m*w:(m+1)*w])
-					copy(zrb[(2*m+1)*ld+k0:(2*m+1)*ld+k1], odd[m*w:(m+1)*w])
-				}
+				// half-length transform gives; it overwrites the
+				// block's columns of Re Z (even and odd rows).
+				rp.Batch(zrb[k0:], zrb[ld+k0:], 2*ld, zrb[k0:], zib[k0:], ld, w, fs)
 			} else {
 				fullBlock(zrb, zib, ld, k0, k1, pt, fs)
 			}

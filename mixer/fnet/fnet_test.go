@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tokenmix/kernels"
+	"tokenmix/kernels/fft"
 	"tokenmix/mixer"
 	"tokenmix/mixer/mixertest"
 )
@@ -133,6 +134,83 @@ func TestMatchesNaive(t *testing.T) {
 			}
 			if e > 1e-10*float64(T*D) {
 				t.Errorf("B=%d T=%d D=%d %s: max abs err %.3g", B, T, D, m, e)
+			}
+		}
+	}
+}
+
+// fft2Real is Re(FFT_time(FFT_channels(x))) by unbatched complex
+// transforms of every column and every row (fft.Plan.Transform), an oracle
+// independent of the batched time transform and the channel GEMM.
+func fft2Real(x []float64, B, T, D int) []float64 {
+	pt, pd := fft.NewPlan[float64](T), fft.NewPlan[float64](D)
+	st := make([]float64, 2*max(pt.ScratchLen(), pd.ScratchLen()))
+	out := make([]float64, len(x))
+	zr, zi := make([]float64, T*D), make([]float64, T*D)
+	cr, ci := make([]float64, T), make([]float64, T)
+	for b := 0; b < B; b++ {
+		copy(zr, x[b*T*D:(b+1)*T*D])
+		clear(zi)
+		for t := 0; t < T; t++ {
+			pd.Transform(zr[t*D:(t+1)*D], zi[t*D:(t+1)*D], st)
+		}
+		for c := 0; c < D; c++ {
+			for t := 0; t < T; t++ {
+				cr[t], ci[t] = zr[t*D+c], zi[t*D+c]
+			}
+			pt.Transform(cr, ci, st)
+			for t := 0; t < T; t++ {
+				out[(b*T+t)*D+c] = cr[t]
+			}
+		}
+	}
+	return out
+}
+
+// TestLongT runs lengths where the time transform's 16-column blocks take
+// the four-step path of fft.RealPlan (T/2·16 ≥ 65536 complex elements), in
+// float64 against fft2Real and in float32 on every kernels path against
+// float64, forward and accumulating backward.
+func TestLongT(t *testing.T) {
+	for _, sz := range [][3]int{{1, 8192, 32}, {2, 12000, 20}} {
+		B, T, D := sz[0], sz[1], sz[2]
+		rng := rand.New(rand.NewPCG(uint64(T), uint64(D)))
+		x := make([]float64, B*T*D)
+		for i := range x {
+			x[i] = rng.NormFloat64()
+		}
+		want := fft2Real(x, B, T, D)
+		f64, _ := New[float64](cfg(D, "fft"))
+		p := mixer.Pass{B: B, T: T}
+		got := make([]float64, len(x))
+		f64.Forward(got, nil, make([]float64, f64.ScratchSize(B, T)), x, p)
+		var e, scale float64
+		for i := range got {
+			e = math.Max(e, math.Abs(got[i]-want[i]))
+			scale = math.Max(scale, math.Abs(want[i]))
+		}
+		if e > 1e-12*scale {
+			t.Errorf("B=%d T=%d D=%d float64: max err %.3g (scale %.3g)", B, T, D, e, scale)
+		}
+		f32, _ := New[float32](cfg(D, "fft"))
+		for _, path := range kernels.Paths() {
+			old := kernels.SetPath(path)
+			x32, dx32 := make([]float32, len(x)), make([]float32, len(x))
+			for i := range x {
+				x32[i], dx32[i] = float32(x[i]), 1
+			}
+			out := make([]float32, len(x))
+			s32 := make([]float32, f32.ScratchSize(B, T))
+			f32.Forward(out, nil, s32, x32, p)
+			f32.Backward(dx32, s32, x32, nil, x32, p)
+			kernels.SetPath(old)
+			var e, ed float64
+			for i := range x {
+				e = math.Max(e, math.Abs(float64(out[i])-want[i]))
+				ed = math.Max(ed, math.Abs(float64(dx32[i])-1-want[i]))
+			}
+			if e > 1e-5*scale || ed > 1e-5*scale {
+				t.Errorf("B=%d T=%d D=%d path %v: forward err %.3g, backward err %.3g (scale %.3g)", B, T, D, path, e, ed, scale)
 			}
 		}
 	}
