@@ -38,3 +38,10 @@ func realPackAVX512(or, oi, r0, i0, r1, i1, r2, i2, r3, i3 *float32, n int, c, s
 //
 //go:noescape
 func realPackRowsAVX512(or, oi, r0, r1, r2, r3, c, s *float32, dz, ld, cnt int)
+
+// copyRowsAVX512 copies rows rows of n float32 elements (n a multiple of
+// 16): row r from sr + r·ss to dr + r·ds and from si + r·ss to di + r·ds
+// (strides in elements).
+//
+//go:noescape
+func copyRowsAVX512(dr, di, sr, si *float32, n, rows, ds, ss int)

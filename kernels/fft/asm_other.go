@@ -19,3 +19,7 @@ func realPackAVX512(or, oi, r0, i0, r1, i1, r2, i2, r3, i3 *float32, n int, c, s
 func realPackRowsAVX512(or, oi, r0, r1, r2, r3, c, s *float32, dz, ld, cnt int) {
 	panic("fft: no assembly on this platform")
 }
+
+func copyRowsAVX512(dr, di, sr, si *float32, n, rows, ds, ss int) {
+	panic("fft: no assembly on this platform")
+}

@@ -305,3 +305,44 @@ looppr:
 donepr:
 	VZEROUPPER
 	RET
+
+// func copyRowsAVX512(dr, di, sr, si *float32, n, rows, ds, ss int)
+//
+// For r < rows: copy n floats (a multiple of 16) from sr + r·ss to
+// dr + r·ds, and the same from si to di. R10/R11 = ds, ss in bytes, CX
+// counts rows, BX the vectors of one row, DX the byte offset in a row.
+TEXT ·copyRowsAVX512(SB), NOSPLIT, $0-64
+	MOVQ dr+0(FP), DI
+	MOVQ di+8(FP), SI
+	MOVQ sr+16(FP), R8
+	MOVQ si+24(FP), R9
+	MOVQ n+32(FP), R12
+	MOVQ rows+40(FP), CX
+	MOVQ ds+48(FP), R10
+	MOVQ ss+56(FP), R11
+	SHLQ $2, R10
+	SHLQ $2, R11
+	SHRQ $4, R12
+	JZ   donec
+	TESTQ CX, CX
+	JZ   donec
+loopcr:
+	MOVQ R12, BX
+	XORQ DX, DX
+loopcv:
+	VMOVUPS (R8)(DX*1), Z0
+	VMOVUPS (R9)(DX*1), Z1
+	VMOVUPS Z0, (DI)(DX*1)
+	VMOVUPS Z1, (SI)(DX*1)
+	ADDQ $64, DX
+	DECQ BX
+	JNZ  loopcv
+	ADDQ R10, DI
+	ADDQ R10, SI
+	ADDQ R11, R8
+	ADDQ R11, R9
+	DECQ CX
+	JNZ  loopcr
+donec:
+	VZEROUPPER
+	RET

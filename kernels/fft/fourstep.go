@@ -15,6 +15,20 @@ var fourStepMinNW = 1 << 16
 // ping-pong copy (n1·slabFloats·16 bytes for float32) stay in L2.
 const slabFloats = 64
 
+// slabElems caps n1·c, the complex elements of one slab, so that a slab
+// and its ping-pong copy stay within 256 KiB of float32 (wide slabs for
+// short n1, narrower ones for long n1).
+const slabElems = 16384
+
+// maxN2 caps the step-2 length n2: a row of n2·w complex elements and its
+// ping-pong copy then stay in L1 for w = 16 (32 KiB of float32).
+var maxN2 = 64
+
+// rowGroup is the number of step-2 rows transformed before they are
+// scattered together: their outputs k1 … k1+rowGroup−1 (for each k2) are
+// consecutive, so the scattered writes come in runs of rowGroup rows.
+const rowGroup = 8
+
 // fourStep is the cache-blocked decomposition n = n1·n2 of a Plan. With
 // j = j1·n2 + j2 and k = k1 + n1·k2,
 //
@@ -31,7 +45,7 @@ type fourStep[F kernels.Float] struct {
 // divisor pair with n2 ≥ 2.
 func newFourStep[F kernels.Float](n int) *fourStep[F] {
 	n2 := 1
-	for d := 2; d*d <= n; d++ {
+	for d := 2; d*d <= n && d <= maxN2; d++ {
 		if n%d == 0 {
 			n2 = d
 		}
@@ -53,29 +67,32 @@ func newFourStep[F kernels.Float](n int) *fourStep[F] {
 // slab returns the number g of j2 values per column slab for width w and
 // the slab width c = g·w.
 func (fs *fourStep[F]) slab(w int) (g, c int) {
-	g = max(1, min(fs.n2, slabFloats/w))
+	g = max(1, min(fs.n2, min(slabFloats, slabElems/fs.n1)/w))
 	return g, g * w
 }
 
 // scratchLen is the scratch the four-step needs per part (real and
 // imaginary) for w sequences: the intermediate [n, w], two slabs [n1, c]
-// and one row [n2, w].
+// and rowGroup rows [n2, w], rows padded by rowPad.
 func (fs *fourStep[F]) scratchLen(w int) int {
 	_, c := fs.slab(w)
-	return fs.n1*fs.n2*w + 2*fs.n1*c + fs.n2*w
+	yrow := fs.n2*w + rowPad
+	return fs.n1*yrow + 2*fs.n1*c + rowGroup*yrow
 }
+
+// rowPad pads the rows of the intermediate Y: with power-of-two lengths
+// a row of n2·w elements is a multiple of 4 KiB, and the slab writes down
+// a column of Y would all fall into the same few cache sets.
+const rowPad = 16
 
 // transform replaces the w interleaved sequences in (re, im), each of length
 // n1·n2, with their DFTs. scr and sci each hold scratchLen(w) elements.
 func (fs *fourStep[F]) transform(re, im, scr, sci []F, w int) {
 	n1 := fs.n1
 	fs.run(scr, sci, w,
-		func(dr, di []F, j0 int) {
-			copy(dr, re[j0*w:])
-			copy(di, im[j0*w:])
-		},
-		func(k1 int, xr, xi []F) {
-			scatterRows(re[k1*w:], im[k1*w:], xr, xi, w, n1*w)
+		func(dr, di []F, j0 int) { copyRows(dr, di, re[j0*w:], im[j0*w:], len(dr), 1, 0, 0) },
+		func(k1, cnt int, xr, xi []F, rs int) {
+			scatterGroup(re[k1*w:], im[k1*w:], xr, xi, w, cnt, fs.n2, n1, w, rs)
 		})
 }
 
@@ -89,18 +106,20 @@ func (fs *fourStep[F]) transform(re, im, scr, sci []F, w int) {
 // j1 of the slab into a contiguous [n1, g·w] block, which is transformed
 // there, in cache, multiplied by the twiddles W_n^{j2·k1} and written to
 // the intermediate Y [n1, n2·w]. Step 2 runs, for each k1, the n2-point
-// transform of the contiguous row Y[k1] of width w and passes it to
-// scatter(k1, xr, xi): element k2 (xr[k2·w…]) is output k1 + n1·k2. Every
-// gather happens before the first scatter, so the two may share storage.
-func (fs *fourStep[F]) run(scr, sci []F, w int, gather func(dr, di []F, j0 int), scatter func(k1 int, xr, xi []F)) {
+// transform of the contiguous row Y[k1] of width w and passes groups of
+// cnt ≤ rowGroup transformed rows to scatter(k1, cnt, xr, xi, rs): element
+// k2 of row k1+i (xr[i·rs + k2·w…]) is output k1+i + n1·k2. Every gather
+// happens before the first scatter, so the two may share storage.
+func (fs *fourStep[F]) run(scr, sci []F, w int, gather func(dr, di []F, j0 int), scatter func(k1, cnt int, xr, xi []F, rs int)) {
 	n1, n2 := fs.n1, fs.n2
-	N := n1 * n2 * w
 	row := n2 * w
+	yrow := row + rowPad // row stride of Y and rr
+	N := n1 * yrow
 	g, c := fs.slab(w)
 	yr, yi := scr[:N], sci[:N]
 	gr, gi := scr[N:N+n1*c], sci[N:N+n1*c]
 	hr, hi := scr[N+n1*c:N+2*n1*c], sci[N+n1*c:N+2*n1*c]
-	rr, ri := scr[N+2*n1*c:N+2*n1*c+row], sci[N+2*n1*c:N+2*n1*c+row]
+	rr, ri := scr[N+2*n1*c:N+2*n1*c+rowGroup*yrow], sci[N+2*n1*c:N+2*n1*c+rowGroup*yrow]
 	for j2 := 0; j2 < n2; j2 += g {
 		cnt := min(g, n2-j2)
 		cw, col := cnt*w, j2*w
@@ -109,14 +128,26 @@ func (fs *fourStep[F]) run(scr, sci []F, w int, gather func(dr, di []F, j0 int),
 		}
 		xr, xi := fs.p1.stockhamAny(gr[:n1*cw], gi[:n1*cw], hr[:n1*cw], hi[:n1*cw], cw)
 		for k1 := 0; k1 < n1; k1++ {
-			o := k1*row + col
+			o := k1*yrow + col
 			t := 2 * (k1*n2 + j2)
 			twiddleRows(yr[o:o+cw], yi[o:o+cw], xr[k1*cw:(k1+1)*cw], xi[k1*cw:(k1+1)*cw], fs.tw[t:t+2*cnt], w)
 		}
 	}
-	for k1 := 0; k1 < n1; k1++ {
-		xr, xi := fs.p2.stockhamAny(yr[k1*row:(k1+1)*row], yi[k1*row:(k1+1)*row], rr, ri, w)
-		scatter(k1, xr, xi)
+	for k1 := 0; k1 < n1; k1 += rowGroup {
+		cnt := min(rowGroup, n1-k1)
+		// Every row's result lands in the same one of Y and rr (the
+		// number of passes fixes it), so the group stays [cnt, yrow].
+		var xr, xi []F
+		for i := 0; i < cnt; i++ {
+			a, b := yr[(k1+i)*yrow:(k1+i)*yrow+row], yi[(k1+i)*yrow:(k1+i)*yrow+row]
+			xr, xi = fs.p2.stockhamAny(a, b, rr[i*yrow:i*yrow+row], ri[i*yrow:i*yrow+row], w)
+		}
+		if &xr[0] == &yr[(k1+cnt-1)*yrow] {
+			xr, xi = yr[k1*yrow:], yi[k1*yrow:]
+		} else {
+			xr, xi = rr, ri
+		}
+		scatter(k1, cnt, xr, xi, yrow)
 	}
 }
 
@@ -139,20 +170,42 @@ func twiddleRows[F kernels.Float](dr, di, sr, si, tw []F, w int) {
 	}
 }
 
-// scatterRows copies the len(sr)/w rows of w elements of (sr, si) to rows
-// stride elements apart in (dr, di): row k2 to dr[k2·stride:].
-func scatterRows[F kernels.Float](dr, di, sr, si []F, w, stride int) {
-	cnt := len(sr) / w
-	if w == 16 {
-		// Fixed-size array copies compile to straight vector moves.
-		for k := 0; k < cnt; k++ {
-			*(*[16]F)(dr[k*stride:]) = *(*[16]F)(sr[k*16:])
-			*(*[16]F)(di[k*stride:]) = *(*[16]F)(si[k*16:])
+// scatterGroup copies cnt rows (rs elements apart) of n2 elements of width w
+// from (sr, si) to rows of dr and di: element k2 of row i to
+// dr[(i + n1·k2)·ldd…], in the order that makes consecutive writes hit
+// consecutive destination rows.
+func scatterGroup[F kernels.Float](dr, di, sr, si []F, w, cnt, n2, n1, ldd, rs int) {
+	for k2 := 0; k2 < n2; k2++ {
+		copyRows(dr[n1*k2*ldd:], di[n1*k2*ldd:], sr[k2*w:], si[k2*w:], w, cnt, ldd, rs)
+	}
+}
+
+// copyRows copies rows rows of n elements: row r from sr[r·ss…] to
+// dr[r·ds…] and from si[r·ss…] to di[r·ds…].
+func copyRows[F kernels.Float](dr, di, sr, si []F, n, rows, ds, ss int) {
+	if rows < 1 || n < 1 {
+		return
+	}
+	last := (rows - 1)
+	_, _, _, _ = dr[last*ds+n-1], di[last*ds+n-1], sr[last*ss+n-1], si[last*ss+n-1]
+	if n%vecLanes == 0 && useAsm[F]() {
+		copyRowsAVX512(ptr32(dr), ptr32(di), ptr32(sr), ptr32(si), n, rows, ds, ss)
+		return
+	}
+	if n == 1 {
+		for r := 0; r < rows; r++ {
+			dr[r*ds], di[r*ds] = sr[r*ss], si[r*ss]
 		}
 		return
 	}
-	for k := 0; k < cnt; k++ {
-		copy(dr[k*stride:k*stride+w], sr[k*w:(k+1)*w])
-		copy(di[k*stride:k*stride+w], si[k*w:(k+1)*w])
+	for r := 0; r < rows; r++ {
+		copy(dr[r*ds:r*ds+n], sr[r*ss:r*ss+n])
+		copy(di[r*ds:r*ds+n], si[r*ss:r*ss+n])
 	}
+}
+
+// scatterRows copies the len(sr)/w rows of w elements of (sr, si) to rows
+// stride elements apart in (dr, di): row k2 to dr[k2·stride:].
+func scatterRows[F kernels.Float](dr, di, sr, si []F, w, stride int) {
+	copyRows(dr, di, sr, si, w, len(sr)/w, stride, w)
 }

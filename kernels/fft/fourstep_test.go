@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"testing"
+	"time"
 
 	"tokenmix/kernels"
 	"tokenmix/parallel"
@@ -86,7 +88,7 @@ func TestFourStepMatchesNaive(t *testing.T) {
 func TestFourStepRealPlan(t *testing.T) {
 	setFourStepMin(t, 0)
 	for _, n := range []int{60, 256, 1000} {
-		for _, w := range []int{3, 16} {
+		for _, w := range []int{1, 3, 16} {
 			ld := w + 7
 			rng := rand.New(rand.NewPCG(uint64(n), uint64(w)+200))
 			zr, zi := randVec(rng, n*ld), randVec(rng, n*ld)
@@ -182,39 +184,93 @@ func TestFourStepLong(t *testing.T) {
 	}
 }
 
-// benchBatch times TransformBatch of w=16 float32 sequences of length n
-// with the four-step path on or off.
-func benchBatch(b *testing.B, n int, four bool) {
-	if four {
-		setFourStepMin(b, 0)
-	} else {
-		setFourStepMin(b, math.MaxInt)
-	}
-	const w = 16
-	p := PlanFor[float32](n)
-	re, im := make([]float32, n*w), make([]float32, n*w)
-	for i := range re {
-		re[i], im[i] = float32(i%7)-3, float32(i%5)-2
-	}
-	s := make([]float32, 2*p.BatchScratchLen(w))
-	b.SetBytes(int64(8 * n * w))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		p.TransformBatch(re, im, w, s)
+// BenchmarkBatch compares the plain Stockham run and the four-step path of
+// TransformBatch at w=16 (FNet's column block), alternating them iteration
+// by iteration so that both see the same load on a shared machine, and
+// reports the median time of each and their ratio.
+func BenchmarkBatch(b *testing.B) {
+	for _, n := range []int{2048, 4096, 8192, 16384, 65536} {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			setFourStepMin(b, fourStepMinNW)
+			const w = 16
+			p := PlanFor[float32](n)
+			re, im := make([]float32, n*w), make([]float32, n*w)
+			for i := range re {
+				re[i], im[i] = float32(i%7)-3, float32(i%5)-2
+			}
+			fourStepMinNW = 0
+			s := make([]float32, 2*p.BatchScratchLen(w))
+			var ts [2][]float64
+			for i := 0; i < b.N; i++ {
+				for v, min := range []int{math.MaxInt, 0} {
+					fourStepMinNW = min
+					t0 := time.Now()
+					p.TransformBatch(re, im, w, s)
+					ts[v] = append(ts[v], float64(time.Since(t0).Nanoseconds())/1e3)
+				}
+			}
+			for v, name := range []string{"plain", "four"} {
+				sort.Float64s(ts[v])
+				b.ReportMetric(ts[v][len(ts[v])/2], name+"-us")
+			}
+			b.ReportMetric(ts[1][len(ts[1])/2]/ts[0][len(ts[0])/2], "four/plain")
+		})
 	}
 }
 
-// BenchmarkBatch compares the plain Stockham run and the four-step path at
-// w=16 (FNet's column block; RealPlan for length T runs n = T/2).
-func BenchmarkBatch(b *testing.B) {
-	for _, n := range []int{1024, 2048, 4096, 8192, 16384} {
-		for _, four := range []bool{false, true} {
-			name := "plain"
-			if four {
-				name = "fourstep"
+// BenchmarkRealBatchAB alternates variants of FNet's time pass at d=256
+// (as benchReal: plain or four-step path, column blocks of 16, 32 or 64)
+// iteration by iteration, so that all see the same load on a shared
+// machine, and reports the median time of each and its ratio to plain/16.
+func BenchmarkRealBatchAB(b *testing.B) {
+	type variant struct {
+		four bool
+		w    int
+	}
+	vs := []variant{{false, 16}, {true, 16}}
+	for _, T := range []int{4096, 8192, 16384} {
+		b.Run(fmt.Sprintf("T=%d", T), func(b *testing.B) {
+			setFourStepMin(b, fourStepMinNW)
+			r := RealPlanFor[float32](T)
+			const nk, ld = 129, 144
+			zr, zi := make([]float32, T*ld), make([]float32, T*ld)
+			for i := range zr {
+				zr[i], zi[i] = float32(i%7)-3, float32(i%5)-2
 			}
-			b.Run(fmt.Sprintf("n=%d/%s", n, name), func(b *testing.B) { benchBatch(b, n, four) })
-		}
+			ws := 0
+			for _, v := range vs {
+				fourStepMinNW = map[bool]int{false: math.MaxInt, true: 0}[v.four]
+				ws = max(ws, r.ScratchLen(v.w))
+			}
+			work := make([]float32, parallel.Threads()*ws)
+			ts := make([][]float64, len(vs))
+			for i := 0; i < b.N; i++ {
+				for vi, v := range vs {
+					fourStepMinNW = map[bool]int{false: math.MaxInt, true: 0}[v.four]
+					w := v.w
+					ncb := (nk + w - 1) / w
+					t0 := time.Now()
+					parallel.For(ncb, 1, func(t, lo, hi int) {
+						for c := lo; c < hi; c++ {
+							k0 := c * w
+							r.Batch(zr[k0:], zr[ld+k0:], 2*ld, zr[k0:], zi[k0:], ld, min(k0+w, nk)-k0, work[t*ws:(t+1)*ws])
+						}
+					})
+					ts[vi] = append(ts[vi], float64(time.Since(t0).Microseconds()))
+				}
+			}
+			for vi, v := range vs {
+				sort.Float64s(ts[vi])
+				name := fmt.Sprintf("plain%d", v.w)
+				if v.four {
+					name = fmt.Sprintf("four%d", v.w)
+				}
+				b.ReportMetric(ts[vi][len(ts[vi])/2], name+"-us")
+				if vi > 0 {
+					b.ReportMetric(ts[vi][len(ts[vi])/2]/ts[0][len(ts[0])/2], name+"/plain16")
+				}
+			}
+		})
 	}
 }
 

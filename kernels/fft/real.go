@@ -91,9 +91,9 @@ func (r *RealPlan[F]) Batch(even, odd []F, lde int, zr, zi []F, ld, w int, scrat
 		n1 := h.split.n1
 		h.split.run(scratch[:sl], scratch[sl:2*sl], w,
 			func(dr, di []F, j0 int) { r.packRows(dr, di, zr, zi, ld, j0, w, body) },
-			func(k1 int, xr, xi []F) {
+			func(k1, cnt int, xr, xi []F, rs int) {
 				// Output k = k1 + n1·k2 is swap(y[2k] + i·y[2k+1]).
-				scatterRows(even[k1*lde:], odd[k1*lde:], xi, xr, w, n1*lde)
+				scatterGroup(even[k1*lde:], odd[k1*lde:], xi, xr, w, cnt, h.split.n2, n1, lde, rs)
 			})
 		return
 	}
@@ -129,6 +129,22 @@ func (r *RealPlan[F]) packRows(or, oi, zr, zi []F, ld, k0, w, body int) {
 		_, _ = r.c[kl], r.s[kl]
 		dz := int(uintptr(unsafe.Pointer(&zi[0]))) - int(uintptr(unsafe.Pointer(&zr[0])))
 		realPackRowsAVX512(ptr32(or), ptr32(oi), ptr32(zr[k0*ld:]), ptr32(zr[(n-k0)*ld:]), ptr32(zr[(k0+M)*ld:]), ptr32(zr[(M-k0)*ld:]), ptr32(r.c[k0:]), ptr32(r.s[k0:]), dz, ld, cnt)
+		return
+	}
+	if w == 1 {
+		// One column (FNet's Nyquist column): the pack loop of Batch
+		// inline, without per-k slicing.
+		n, M := r.n, r.n/2
+		for j := 0; j < cnt; j++ {
+			k := k0 + j
+			a, b, c, d := k*ld, (n-k)*ld, (k+M)*ld, (M-k)*ld
+			xr, xi := (zr[a]+zr[b])/2, (zi[b]-zi[a])/2
+			yr, yi := (zr[c]+zr[d])/2, (zi[d]-zi[c])/2
+			ar, ai := xr+yr, xi+yi
+			dr, di := xr-yr, xi-yi
+			cs, sn := r.c[k], r.s[k]
+			or[j], oi[j] = ai+dr*cs-di*sn, ar-(dr*sn+di*cs)
+		}
 		return
 	}
 	for j := 0; j < cnt; j++ {
