@@ -15,7 +15,7 @@ import (
 // taskPresets maps a task to the preset `tokenmix arena --task T` uses.
 var taskPresets = map[string]string{
 	"recall":  "recall",
-	"listops": "listops-lra",
+	"listops": "listops",
 	"fmnist":  "fmnist",
 	"gosrc":   "gosrc",
 }
