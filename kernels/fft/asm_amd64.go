@@ -45,3 +45,10 @@ func realPackRowsAVX512(or, oi, r0, r1, r2, r3, c, s *float32, dz, ld, cnt int)
 //
 //go:noescape
 func copyRowsAVX512(dr, di, sr, si *float32, n, rows, ds, ss int)
+
+// realPackPairAVX512 is realPackRowsAVX512 that also writes, for each k,
+// the output of M−k (the same four rows) at or2, which steps backward; the
+// imaginary outputs lie do bytes past the real ones.
+//
+//go:noescape
+func realPackPairAVX512(or, or2, r0, r1, r2, r3, c, s *float32, dz, do, ld, cnt int)

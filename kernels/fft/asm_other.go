@@ -23,3 +23,7 @@ func realPackRowsAVX512(or, oi, r0, r1, r2, r3, c, s *float32, dz, ld, cnt int) 
 func copyRowsAVX512(dr, di, sr, si *float32, n, rows, ds, ss int) {
 	panic("fft: no assembly on this platform")
 }
+
+func realPackPairAVX512(or, or2, r0, r1, r2, r3, c, s *float32, dz, do, ld, cnt int) {
+	panic("fft: no assembly on this platform")
+}

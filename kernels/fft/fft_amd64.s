@@ -346,3 +346,74 @@ loopcv:
 donec:
 	VZEROUPPER
 	RET
+
+// func realPackPairAVX512(or, or2, r0, r1, r2, r3, c, s *float32, dz, do, ld, cnt int)
+//
+// realPackRowsAVX512 that also writes the output of k' = M−k, which reads
+// the same four rows: for k it writes (ai + bR, ar − bI) at or, for k' it
+// writes (bR − ai, ar + bI) at or2 (see RealPlan.packPairs). or steps
+// forward and or2 backward by 16 floats, the imaginary outputs lie do
+// bytes past the real ones. Registers as realPackRowsAVX512, with DI/SI
+// the two real outputs and CX = do.
+TEXT ·realPackPairAVX512(SB), NOSPLIT, $0-96
+	MOVQ or+0(FP), DI
+	MOVQ or2+8(FP), SI
+	MOVQ r0+16(FP), R8
+	MOVQ r1+24(FP), R9
+	MOVQ r2+32(FP), R10
+	MOVQ r3+40(FP), R11
+	MOVQ c+48(FP), DX
+	MOVQ s+56(FP), BX
+	MOVQ dz+64(FP), AX
+	MOVQ ld+80(FP), R12
+	MOVQ cnt+88(FP), R13
+	SHLQ $2, R12
+	MOVL $0x3f000000, CX
+	VPBROADCASTD CX, Z22 // 0.5
+	MOVQ do+72(FP), CX
+	TESTQ R13, R13
+	JZ   donepp
+looppp:
+	VBROADCASTSS (DX), Z20
+	VBROADCASTSS (BX), Z21
+	VMOVUPS (R8), Z0
+	VADDPS (R9), Z0, Z0        // r0 + r1
+	VMULPS Z22, Z0, Z0         // xr
+	VMOVUPS (R9)(AX*1), Z1
+	VSUBPS (R8)(AX*1), Z1, Z1  // i1 − i0
+	VMULPS Z22, Z1, Z1         // xi
+	VMOVUPS (R10), Z2
+	VADDPS (R11), Z2, Z2       // r2 + r3
+	VMULPS Z22, Z2, Z2         // yr
+	VMOVUPS (R11)(AX*1), Z3
+	VSUBPS (R10)(AX*1), Z3, Z3 // i3 − i2
+	VMULPS Z22, Z3, Z3         // yi
+	VADDPS Z2, Z0, Z4          // ar
+	VADDPS Z3, Z1, Z5          // ai
+	VSUBPS Z2, Z0, Z6          // dr
+	VSUBPS Z3, Z1, Z7          // di
+	VMULPS Z21, Z7, Z8         // di·s
+	VFMSUB231PS Z20, Z6, Z8    // bR = dr·c − di·s
+	VMULPS Z20, Z7, Z9         // di·c
+	VFMADD231PS Z21, Z6, Z9    // bI = dr·s + di·c
+	VADDPS Z8, Z5, Z10         // ai + bR
+	VSUBPS Z9, Z4, Z11         // ar − bI
+	VSUBPS Z5, Z8, Z12         // bR − ai
+	VADDPS Z9, Z4, Z13         // ar + bI
+	VMOVUPS Z10, (DI)
+	VMOVUPS Z11, (DI)(CX*1)
+	VMOVUPS Z12, (SI)
+	VMOVUPS Z13, (SI)(CX*1)
+	ADDQ $64, DI
+	SUBQ $64, SI
+	ADDQ $4, DX
+	ADDQ $4, BX
+	ADDQ R12, R8
+	SUBQ R12, R9
+	ADDQ R12, R10
+	SUBQ R12, R11
+	DECQ R13
+	JNZ  looppp
+donepp:
+	VZEROUPPER
+	RET

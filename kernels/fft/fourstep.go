@@ -1,14 +1,26 @@
 package fft
 
-import "tokenmix/kernels"
+import (
+	"math"
+
+	"tokenmix/kernels"
+)
 
 // fourStepMinNW is the smallest n·w (complex elements per batch) for which
 // TransformBatch and RealPlan.Batch take the cache-blocked four-step path
-// when the plan has one. Below it the whole batch and its ping-pong buffer
-// fit in L2 and the plain Stockham run is faster. Measured with
-// BenchmarkBatch (float32, w=16, 2-thread AVX-512 EPYC, shared machine):
-// see the package doc. Tests lower it to force the path on short lengths.
-var fourStepMinNW = 1 << 16
+// when the plan has one. It is off (math.MaxInt): on the 2-vCPU AVX-512
+// EPYC (Zen 5 class, 1 MiB L2) this was tuned on, the plain Stockham passes
+// run from L2/L3 at nearly the speed of the blocked ones, and the
+// four-step's extra gather, twiddle and scatter passes cost more than the
+// blocking saves. Single-thread CPU time, float32, w=16, four-step ÷ plain
+// (`TOKENMIX_THREADS=1 go test -run X -bench 'RealBatchAB|^BenchmarkBatch$'
+// ./kernels/fft/`, shared machine): TransformBatch n=2048 1.29, 4096 1.00,
+// 8192 0.85–0.90 (the plain run's odd pass count costs it a copy back),
+// 16384 1.24–1.29, 65536 1.55–1.75; FNet's time pass (RealPlan, d=256)
+// T=4096 1.16–1.19, T=8192 0.93–0.97, T=16384 0.99–1.01. Set it (e.g. to
+// 1<<16) on a machine where BenchmarkRealBatchAB shows a gain. Tests lower
+// it to force the path.
+var fourStepMinNW = math.MaxInt
 
 // slabFloats is the target width, in elements, of one column slab of the
 // four-step's first step: n1 rows of slabFloats complex elements and their

@@ -5,8 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"syscall"
 	"testing"
-	"time"
 
 	"tokenmix/kernels"
 	"tokenmix/parallel"
@@ -141,19 +141,19 @@ func TestFourStepRealPlan(t *testing.T) {
 	}
 }
 
-// TestFourStepLong checks the default threshold at FNet's long lengths: the
-// four-step path (taken by default at n=8192, w=16, and at 6000 = 75·80)
-// against the plain Stockham run of the same plan, in float64 and in
+// TestFourStepLong checks the four-step path at FNet's long lengths
+// (n=8192 = 128·64 and 16384 = 256·64 with w=16, 6000 = 75·80, 4096 with
+// w=20) against the plain Stockham run of the same plan, in float64 and in
 // float32 on every kernels path.
 func TestFourStepLong(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long lengths")
 	}
-	for _, tc := range []struct{ n, w int }{{8192, 16}, {6000, 16}, {4096, 20}} {
+	for _, tc := range []struct{ n, w int }{{8192, 16}, {16384, 16}, {6000, 16}, {4096, 20}} {
 		n, w := tc.n, tc.w
 		p64, p32 := NewPlan[float64](n), NewPlan[float32](n)
-		if !p64.fourStep(w) {
-			t.Fatalf("n=%d w=%d: default threshold %d does not take the four-step path", n, w, fourStepMinNW)
+		if p64.split == nil {
+			t.Fatalf("n=%d: no four-step split", n)
 		}
 		rng := rand.New(rand.NewPCG(uint64(n), uint64(w)))
 		xr, xi := randVec(rng, n*w), randVec(rng, n*w)
@@ -171,12 +171,12 @@ func TestFourStepLong(t *testing.T) {
 			return gr, gi
 		}
 		wr, wi := run(math.MaxInt, kernels.CurrentPath(), false)
-		gr, gi := run(fourStepMinNW, kernels.CurrentPath(), false)
+		gr, gi := run(0, kernels.CurrentPath(), false)
 		if e := maxErr(gr, gi, wr, wi); e > 1e-13 {
 			t.Errorf("n=%d w=%d float64: four-step vs plain rel err %.3g", n, w, e)
 		}
 		for _, path := range kernels.Paths() {
-			fr, fi := run(fourStepMinNW, path, true)
+			fr, fi := run(0, path, true)
 			if e := maxErr(fr, fi, wr, wi); e > 3e-6 {
 				t.Errorf("n=%d w=%d float32 path %v: rel err %.3g", n, w, path, e)
 			}
@@ -184,10 +184,19 @@ func TestFourStepLong(t *testing.T) {
 	}
 }
 
+// cpuTime is the process's user+system CPU time in nanoseconds: on a
+// shared machine it is steadier than wall time, all the more with
+// TOKENMIX_THREADS=1 (no worker pool spinning between calls).
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
 // BenchmarkBatch compares the plain Stockham run and the four-step path of
 // TransformBatch at w=16 (FNet's column block), alternating them iteration
 // by iteration so that both see the same load on a shared machine, and
-// reports the median time of each and their ratio.
+// reports the median CPU time of each and their ratio.
 func BenchmarkBatch(b *testing.B) {
 	for _, n := range []int{2048, 4096, 8192, 16384, 65536} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
@@ -204,9 +213,9 @@ func BenchmarkBatch(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				for v, min := range []int{math.MaxInt, 0} {
 					fourStepMinNW = min
-					t0 := time.Now()
+					t0 := cpuTime()
 					p.TransformBatch(re, im, w, s)
-					ts[v] = append(ts[v], float64(time.Since(t0).Nanoseconds())/1e3)
+					ts[v] = append(ts[v], float64(cpuTime()-t0)/1e3)
 				}
 			}
 			for v, name := range []string{"plain", "four"} {
@@ -221,7 +230,8 @@ func BenchmarkBatch(b *testing.B) {
 // BenchmarkRealBatchAB alternates variants of FNet's time pass at d=256
 // (as benchReal: plain or four-step path, column blocks of 16, 32 or 64)
 // iteration by iteration, so that all see the same load on a shared
-// machine, and reports the median time of each and its ratio to plain/16.
+// machine, and reports the median CPU time of each and its ratio to
+// plain/16.
 func BenchmarkRealBatchAB(b *testing.B) {
 	type variant struct {
 		four bool
@@ -249,14 +259,14 @@ func BenchmarkRealBatchAB(b *testing.B) {
 					fourStepMinNW = map[bool]int{false: math.MaxInt, true: 0}[v.four]
 					w := v.w
 					ncb := (nk + w - 1) / w
-					t0 := time.Now()
+					t0 := cpuTime()
 					parallel.For(ncb, 1, func(t, lo, hi int) {
 						for c := lo; c < hi; c++ {
 							k0 := c * w
 							r.Batch(zr[k0:], zr[ld+k0:], 2*ld, zr[k0:], zi[k0:], ld, min(k0+w, nk)-k0, work[t*ws:(t+1)*ws])
 						}
 					})
-					ts[vi] = append(ts[vi], float64(time.Since(t0).Microseconds()))
+					ts[vi] = append(ts[vi], float64(cpuTime()-t0)/1e3)
 				}
 			}
 			for vi, v := range vs {

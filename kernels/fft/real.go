@@ -100,7 +100,7 @@ func (r *RealPlan[F]) Batch(even, odd []F, lde int, zr, zi []F, ld, w int, scrat
 	// sr, si hold swap(Z): sr = Im Z, si = Re Z.
 	N := M * w
 	sr, si := scratch[:N], scratch[N:2*N]
-	r.packRows(sr, si, zr, zi, ld, 0, w, body)
+	r.packPairs(sr, si, zr, zi, ld, w, body)
 	var xr, xi []F
 	if h.blue != nil {
 		h.TransformBatch(sr, si, w, scratch[2*N:])
@@ -109,6 +109,39 @@ func (r *RealPlan[F]) Batch(even, odd []F, lde int, zr, zi []F, ld, w int, scrat
 		xr, xi = h.batchAny(sr, si, scratch[2*N:], w)
 	}
 	scatterRows(even, odd, xi, xr, w, lde)
+}
+
+// packPairs writes swap(Z[k]) for all k < M to rows of w elements of
+// (or, oi). Outputs k and M−k read the same four rows of z
+// (−(M−k) = M+k, (M−k)+M = −k and M−(M−k) = k), so they are computed
+// together and each row of z is read once: X[M−k] = conj X[k+M] and
+// X[M−k+M] = conj X[k], hence A' = conj A, D' = −conj D and, with
+// e^{2πi(M−k)/n} = −conj e^{2πik/n}, B' = conj B, which gives
+// swap Z' = (B_re − A_im, A_re + B_im) from swap Z = (A_im + B_re, A_re − B_im).
+func (r *RealPlan[F]) packPairs(or, oi, zr, zi []F, ld, w, body int) {
+	M := r.n / 2
+	h := (M - 1) / 2 // pairs (k, M−k) for 1 ≤ k ≤ h
+	r.pack(or[:w], oi[:w], zr, zi, ld, 0, body)
+	if M%2 == 0 && M > 0 {
+		r.pack(or[M/2*w:(M/2+1)*w], oi[M/2*w:(M/2+1)*w], zr, zi, ld, M/2, body)
+	}
+	if h < 1 {
+		return
+	}
+	if w == vecLanes && body == w {
+		n := r.n
+		_, _, _, _ = zr[(h+M)*ld+w-1], zi[(h+M)*ld+w-1], zr[(n-1)*ld+w-1], zi[(n-1)*ld+w-1]
+		_, _, _, _ = zr[(M-h)*ld], zr[(n-h)*ld], or[M*w-1], oi[M*w-1]
+		_, _ = r.c[h], r.s[h]
+		dz := int(uintptr(unsafe.Pointer(&zi[0]))) - int(uintptr(unsafe.Pointer(&zr[0])))
+		do := int(uintptr(unsafe.Pointer(&oi[0]))) - int(uintptr(unsafe.Pointer(&or[0])))
+		realPackPairAVX512(ptr32(or[w:]), ptr32(or[(M-1)*w:]), ptr32(zr[ld:]), ptr32(zr[(n-1)*ld:]), ptr32(zr[(1+M)*ld:]), ptr32(zr[(M-1)*ld:]), ptr32(r.c[1:]), ptr32(r.s[1:]), dz, do, ld, h)
+		return
+	}
+	for k := 1; k <= h; k++ {
+		r.pack(or[k*w:(k+1)*w], oi[k*w:(k+1)*w], zr, zi, ld, k, body)
+		r.pack(or[(M-k)*w:(M-k+1)*w], oi[(M-k)*w:(M-k+1)*w], zr, zi, ld, M-k, body)
+	}
 }
 
 // packRows writes swap(Z[k]) for the len(or)/w consecutive k = k0, k0+1, …

@@ -253,12 +253,18 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 		}
 	})
 	// Every row of dst from its own real parts and, mirrored, those of
-	// row (T−t) mod T: streaming whole rows.
-	parallel.For(B*T, 64, func(_, lo, hi int) {
+	// row (T−t) mod T: streaming whole rows, rows t and T−t together so
+	// that each row of Re Z is read from memory once.
+	np := T/2 + 1
+	parallel.For(B*np, 32, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			b, t := i/T, i%T
-			tm := b*T + (T-t)%T
-			unfoldRow(dst[i*D:(i+1)*D], zr[i*ld:i*ld+nk], zr[tm*ld:tm*ld+nk], acc)
+			b, t := i/np, i%np
+			r, rm := b*T+t, b*T+(T-t)%T
+			zt, zm := zr[r*ld:r*ld+nk], zr[rm*ld:rm*ld+nk]
+			unfoldRow(dst[r*D:(r+1)*D], zt, zm, acc)
+			if rm != r {
+				unfoldRow(dst[rm*D:(rm+1)*D], zm, zt, acc)
+			}
 		}
 	})
 }

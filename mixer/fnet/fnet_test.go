@@ -167,10 +167,10 @@ func fft2Real(x []float64, B, T, D int) []float64 {
 	return out
 }
 
-// TestLongT runs lengths where the time transform's 16-column blocks take
-// the four-step path of fft.RealPlan (T/2·16 ≥ 65536 complex elements), in
-// float64 against fft2Real and in float32 on every kernels path against
-// float64, forward and accumulating backward.
+// TestLongT runs long sequences (T=8192, and T=12000 with a width-11 last
+// column block) through the in-place time pass, in float64 against
+// fft2Real and in float32 on every kernels path against float64, forward
+// and accumulating backward.
 func TestLongT(t *testing.T) {
 	for _, sz := range [][3]int{{1, 8192, 32}, {2, 12000, 20}} {
 		B, T, D := sz[0], sz[1], sz[2]
