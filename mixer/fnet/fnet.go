@@ -93,26 +93,36 @@ func (f *FNet[F]) useGemm(t int) bool {
 }
 
 // ScratchSize is, for the GEMM path, X·C_D and X·S_D [T,2D]; for the FFT
-// path, the half spectrum Z [B·T, D/2+1] (real and imaginary), per-thread
-// work space for one block of columns (parallel.Threads() at the time of the
-// call); when the channel DFT is a GEMM, the work space holds one chunk of
+// path, the half spectrum Z [B·T, zStride(D)] (real and imaginary), for even
+// D its Nyquist column [B·T] and a zero column [T], and per-thread work space
+// for one block of columns (parallel.Threads() at the time of the call);
+// when the channel DFT is a GEMM, the work space holds one chunk of
 // foldChunk folded rows.
 func (f *FNet[F]) ScratchSize(b, t int) int {
 	if f.useGemm(t) {
 		return 2 * t * f.D
 	}
-	return 2*b*t*zStride(f.D) + parallel.Threads()*f.workerSize(t)
+	return 2*b*t*zStride(f.D) + nyqSize(f.D, b, t) + parallel.Threads()*f.workerSize(t)
+}
+
+// nyqSize is the Nyquist column [B·T] and a zero column [T] for even D, or
+// 0.
+func nyqSize(D, b, t int) int {
+	if D%2 != 0 {
+		return 0
+	}
+	return b*t + t
 }
 
 // workerSize is one thread's work space: the channel FFT's (when D is above
 // ChannelGemmMaxD) and one column block's time transform.
 func (f *FNet[F]) workerSize(t int) int {
 	nk := f.D/2 + 1
-	w := min(colBlock, nk)
+	w := min(colBlock, zCols(f.D))
 	var ws int
 	if f.D > f.ChannelGemmMaxD {
-		// Real2 scratch, a discarded half spectrum and a zero row.
-		ws = fft.PlanFor[F](f.D).Real2ScratchLen() + 2*nk + f.D
+		// Real2 scratch, two half spectra and a zero row.
+		ws = fft.PlanFor[F](f.D).Real2ScratchLen() + 4*nk + f.D
 	} else {
 		ws = foldChunk * (nk + (f.D-1)/2)
 	}
@@ -208,24 +218,31 @@ const colBlock = 16
 const ChannelGemmMaxD = 512
 
 // applyFFT: the channel DFT of every row into the half spectrum
-// Z [B·T, nk] = X·(C_D − i·S_D)[:, :nk], then the time transforms of the
-// kept columns in blocks of colBlock, each writing its real parts back into
-// its own columns of Re Z, then one pass writing (or adding) whole rows of
-// dst from those real parts and their mirror images.
+// Z [B·T, nz] = X·(C_D − i·S_D)[:, :nz], nz = zCols(D), and for even D the
+// Nyquist column nyq [B·T] (real), then the time transforms of the kept
+// columns in blocks of colBlock, each writing its real parts back into its
+// own columns of Re Z, and of the Nyquist column, then one pass writing (or
+// adding) whole rows of dst from those real parts and their mirror images.
 func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 	D := f.D
-	nk, ld := D/2+1, zStride(D)
+	nz, ld := zCols(D), zStride(D)
 	zr := scratch[:B*T*ld]
 	zi := scratch[B*T*ld : 2*B*T*ld]
+	var nyq, zero []F
+	if D%2 == 0 {
+		nyq = scratch[2*B*T*ld : 2*B*T*ld+B*T]
+		zero = scratch[2*B*T*ld+B*T : 2*B*T*ld+B*T+T]
+		clear(zero)
+	}
 	ws := f.workerSize(T)
-	work := scratch[2*B*T*ld:]
+	work := scratch[2*B*T*ld+nyqSize(D, B, T):]
 	if len(work) < parallel.Threads()*ws {
 		panic("fnet: scratch smaller than ScratchSize (threads raised since?)")
 	}
 	if D <= f.ChannelGemmMaxD {
-		f.channelGemm(zr, zi, work, src, B*T, ws)
+		f.channelGemm(zr, zi, nyq, work, src, B*T, ws)
 	} else {
-		f.channelFFT(zr, zi, work, src, B*T, ws)
+		f.channelFFT(zr, zi, nyq, work, src, B*T, ws)
 	}
 	var rp *fft.RealPlan[F]
 	var pt *fft.Plan[F]
@@ -234,12 +251,26 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 	} else {
 		pt = fft.PlanFor[F](T)
 	}
-	ncb := (nk + colBlock - 1) / colBlock
-	parallel.For(B*ncb, 1, func(w, lo, hi int) {
+	ncb := (nz + colBlock - 1) / colBlock
+	items := B * ncb
+	if nyq != nil {
+		items += B // one Nyquist column per sequence, after the blocks
+	}
+	parallel.For(items, 1, func(w, lo, hi int) {
 		fs := work[w*ws : (w+1)*ws]
 		for i := lo; i < hi; i++ {
+			if i >= B*ncb {
+				b := i - B*ncb
+				nb := nyq[b*T : (b+1)*T]
+				if rp != nil {
+					rp.Batch(nb, nb[1:], 2, nb, zero, 1, 1, fs)
+				} else {
+					fullBlock(nb, zero, 1, 0, 1, pt, fs)
+				}
+				continue
+			}
 			b, k0 := i/ncb, (i%ncb)*colBlock
-			k1 := min(k0+colBlock, nk)
+			k1 := min(k0+colBlock, nz)
 			zrb, zib := zr[b*T*ld:(b+1)*T*ld], zi[b*T*ld:(b+1)*T*ld]
 			w := k1 - k0
 			if rp != nil {
@@ -260,18 +291,29 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 		for i := lo; i < hi; i++ {
 			b, t := i/np, i%np
 			r, rm := b*T+t, b*T+(T-t)%T
-			zt, zm := zr[r*ld:r*ld+nk], zr[rm*ld:rm*ld+nk]
-			unfoldRow(dst[r*D:(r+1)*D], zt, zm, acc)
+			zt, zm := zr[r*ld:r*ld+nz], zr[rm*ld:rm*ld+nz]
+			var yt, ym F
+			if nyq != nil {
+				yt, ym = nyq[r], nyq[rm]
+			}
+			unfoldRow(dst[r*D:(r+1)*D], zt, zm, yt, acc)
 			if rm != r {
-				unfoldRow(dst[rm*D:(rm+1)*D], zm, zt, acc)
+				unfoldRow(dst[rm*D:(rm+1)*D], zm, zt, ym, acc)
 			}
 		}
 	})
 }
 
-// zStride is the row stride of the half spectrum Z: D/2+1 rounded up to a
-// whole column block, so that every block's rows start on a cache line.
-func zStride(D int) int { return (D/2 + colBlock) / colBlock * colBlock }
+// zCols is the number of channel frequencies 0…zCols−1 held in Z. For even
+// D the Nyquist frequency D/2, which is real (Σ_c (−1)^c·x[c]), is kept in a
+// column of its own instead: at D=256 a row of Z is then exactly 128 floats
+// (eight column blocks), not 129 spilling into a ninth cache line with a
+// one-column block of its own.
+func zCols(D int) int { return (D + 1) / 2 }
+
+// zStride is the row stride of the half spectrum Z: zCols(D) rounded up to
+// a whole column block, so that every block's rows start on a cache line.
+func zStride(D int) int { return (zCols(D) + colBlock - 1) / colBlock * colBlock }
 
 // foldChunk is the number of rows folded and multiplied at a time by one
 // thread in channelGemm (the folded chunk stays in its cache).
@@ -282,10 +324,11 @@ const foldChunk = 256
 // GEMMs: cos(2πck/D) and sin(2πck/D) are even and odd under c → D−c, so
 // with xe[c] = x[c] + x[D−c] (c < nk, the partner term only when D−c > c)
 // and xo[c−1] = x[c] − x[D−c] (1 ≤ c ≤ ns = (D−1)/2),
-// Z = Xe·C[0…nk−1, :nk] − i·Xo·S[1…ns, :nk].
-func (f *FNet[F]) channelGemm(zr, zi, work, src []F, n, ws int) {
+// Z = Xe·C[0…nk−1, :nz] − i·Xo·S[1…ns, :nz]; the Nyquist column (even D)
+// is the alternating sum foldRow returns.
+func (f *FNet[F]) channelGemm(zr, zi, nyq, work, src []F, n, ws int) {
 	D := f.D
-	nk, ns, ld := D/2+1, (D-1)/2, zStride(D)
+	nk, ns, nz, ld := D/2+1, (D-1)/2, zCols(D), zStride(D)
 	td := trigFor[F](D)
 	nc := (n + foldChunk - 1) / foldChunk
 	parallel.For(nc, 1, func(w, lo, hi int) {
@@ -295,35 +338,48 @@ func (f *FNet[F]) channelGemm(zr, zi, work, src []F, n, ws int) {
 			m := r1 - r0
 			xe, xo := fs[:m*nk], fs[m*nk:m*(nk+ns)]
 			for t := 0; t < m; t++ {
-				foldRow(xe[t*nk:(t+1)*nk], xo[t*ns:(t+1)*ns], src[(r0+t)*D:(r0+t+1)*D])
+				a := foldRow(xe[t*nk:(t+1)*nk], xo[t*ns:(t+1)*ns], src[(r0+t)*D:(r0+t+1)*D])
+				if nyq != nil {
+					nyq[r0+t] = a
+				}
 			}
-			kernels.GemmST(false, false, m, nk, nk, 1, xe, nk, td.c, D, 0, zr[r0*ld:], ld)
-			kernels.GemmST(false, false, m, nk, ns, -1, xo, ns, td.s[D:], D, 0, zi[r0*ld:], ld)
+			kernels.GemmST(false, false, m, nz, nk, 1, xe, nk, td.c, D, 0, zr[r0*ld:], ld)
+			kernels.GemmST(false, false, m, nz, ns, -1, xo, ns, td.s[D:], D, 0, zi[r0*ld:], ld)
 		}
 	})
 }
 
-// channelFFT fills the half spectra rows of Z with one complex FFT per pair
-// of rows (fft.Plan.Real2), for the n = B·T rows of src.
-func (f *FNet[F]) channelFFT(zr, zi, work, src []F, n, ws int) {
+// channelFFT fills the half spectra rows of Z (and the Nyquist column)
+// with one complex FFT per pair of rows (fft.Plan.Real2), for the n = B·T
+// rows of src.
+func (f *FNet[F]) channelFFT(zr, zi, nyq, work, src []F, n, ws int) {
 	D := f.D
-	nk, ld := D/2+1, zStride(D)
+	nk, nz, ld := D/2+1, zCols(D), zStride(D)
 	pd := fft.PlanFor[F](D)
 	np := (n + 1) / 2
 	parallel.For(np, 16, func(w, lo, hi int) {
 		fs := work[w*ws : (w+1)*ws]
+		// Two half spectra [nk] each, then a zero row and Real2's scratch.
+		r1, i1, r2, i2 := fs[:nk], fs[nk:2*nk], fs[2*nk:3*nk], fs[3*nk:4*nk]
 		for i := lo; i < hi; i++ {
 			t := 2 * i
-			x1 := src[t*D : (t+1)*D]
-			var x2, r2, i2 []F
+			x2 := fs[4*nk : 4*nk+D]
 			if t+1 < n {
 				x2 = src[(t+1)*D : (t+2)*D]
-				r2, i2 = zr[(t+1)*ld:(t+1)*ld+nk], zi[(t+1)*ld:(t+1)*ld+nk]
 			} else { // odd n: pair the last row with zeros, discard its spectrum
-				x2, r2, i2 = fs[2*nk:2*nk+D], fs[:nk], fs[nk:2*nk]
 				clear(x2)
 			}
-			pd.Real2(zr[t*ld:t*ld+nk], zi[t*ld:t*ld+nk], r2, i2, x1, x2, fs[2*nk+D:])
+			pd.Real2(r1, i1, r2, i2, src[t*D:(t+1)*D], x2, fs[4*nk+D:])
+			for j, h := range [][2][]F{{r1, i1}, {r2, i2}} {
+				if t+j >= n {
+					break
+				}
+				copy(zr[(t+j)*ld:(t+j)*ld+nz], h[0])
+				copy(zi[(t+j)*ld:(t+j)*ld+nz], h[1])
+				if nyq != nil {
+					nyq[t+j] = h[0][D/2] // real: Σ_c (−1)^c·x[c]
+				}
+			}
 		}
 	})
 }

@@ -21,41 +21,63 @@ func p32[F kernels.Float](x []F) *float32 { return (*float32)(unsafe.Pointer(&x[
 
 // foldRow writes e[c] = x[c] + x[D−c] for c < nk (the partner term only when
 // D−c > c) and o[c−1] = x[c] − x[D−c] for 1 ≤ c ≤ ns = (D−1)/2, where
-// D = len(x), nk = D/2+1.
-func foldRow[F kernels.Float](e, o, x []F) {
+// D = len(x), nk = D/2+1. For even D it returns the Nyquist term
+// Σ_c (−1)^c·x[c] = Σ_{c<nk} (−1)^c·e[c] (x[c] and x[D−c] share the sign);
+// for odd D the return value is meaningless.
+func foldRow[F kernels.Float](e, o, x []F) F {
 	D := len(x)
 	nk, ns := D/2+1, (D-1)/2
 	e, o = e[:nk], o[:ns]
 	e[0] = x[0]
+	alt := x[0]
 	c := 1
 	if useSymAsm[F]() && ns >= symLanes {
 		nc := ns / symLanes
 		// Chunk i covers c = 1+16i … 16+16i; its partners x[D−c] are the 16
 		// elements ending at D−1−16i, read reversed.
-		foldAVX512(p32(e[1:]), p32(o), p32(x[1:]), p32(x[D-symLanes:]), nc)
+		alt += F(foldAVX512(p32(e[1:]), p32(o), p32(x[1:]), p32(x[D-symLanes:]), nc))
 		c = 1 + nc*symLanes
 	}
 	for ; c <= ns; c++ {
 		a, b := x[c], x[D-c]
 		e[c], o[c-1] = a+b, a-b
+		if c%2 == 0 {
+			alt += a + b
+		} else {
+			alt -= a + b
+		}
 	}
 	if D%2 == 0 {
 		e[nk-1] = x[D/2]
+		if (D/2)%2 == 0 {
+			alt += x[D/2]
+		} else {
+			alt -= x[D/2]
+		}
 	}
+	return alt
 }
 
 // unfoldRow writes (or, with acc, adds) one output row from the
-// time-transformed half spectrum: out[c] = y[c] for c < nk and
-// out[c] = ym[D−c] for nk ≤ c < D, where y is the row's own [nk] real parts
-// and ym those of row (T−t) mod T (Re Z[t, D−c] = Re Z[−t, c]).
-func unfoldRow[F kernels.Float](out, y, ym []F, acc bool) {
+// time-transformed half spectrum: out[c] = y[c] for c < nz = (D+1)/2,
+// out[D/2] = yn for even D, and out[c] = ym[D−c] for D/2 < c < D, where y
+// is the row's own [nz] real parts, yn its Nyquist one and ym the real
+// parts of row (T−t) mod T (Re Z[t, D−c] = Re Z[−t, c]).
+func unfoldRow[F kernels.Float](out, y, ym []F, yn F, acc bool) {
 	D := len(out)
-	nk := D/2 + 1
+	nz, nk := (D+1)/2, D/2+1
 	nm := D - nk
-	y, ym = y[:nk], ym[:nk]
+	y, ym = y[:nz], ym[:nz]
+	if D%2 == 0 {
+		if acc {
+			out[D/2] += yn
+		} else {
+			out[D/2] = yn
+		}
+	}
 	c0, i0 := 0, 0
 	if useSymAsm[F]() {
-		if nc := nk / symLanes; nc > 0 {
+		if nc := nz / symLanes; nc > 0 {
 			copyAVX512(p32(out), p32(y), nc, acc)
 			c0 = nc * symLanes
 		}
@@ -67,7 +89,7 @@ func unfoldRow[F kernels.Float](out, y, ym []F, acc bool) {
 		}
 	}
 	if acc {
-		for c := c0; c < nk; c++ {
+		for c := c0; c < nz; c++ {
 			out[c] += y[c]
 		}
 		for i := i0; i < nm; i++ {
@@ -75,7 +97,7 @@ func unfoldRow[F kernels.Float](out, y, ym []F, acc bool) {
 		}
 		return
 	}
-	copy(out[c0:nk], y[c0:])
+	copy(out[c0:nz], y[c0:])
 	for i := i0; i < nm; i++ {
 		out[nk+i] = ym[nm-i]
 	}

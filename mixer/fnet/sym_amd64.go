@@ -6,8 +6,11 @@ const haveSymAsm = true
 // for i < 16·nc, where b' reads backwards from b[15] (chunk j's partners are
 // b[−16j … 15−16j] reversed).
 //
+// It returns Σ_i (−1)^(1+i)·e[i], the chunks' part of foldRow's Nyquist
+// term.
+//
 //go:noescape
-func foldAVX512(e, o, a, b *float32, nc int)
+func foldAVX512(e, o, a, b *float32, nc int) float32
 
 // copyAVX512 sets (acc: adds) dst[i] = src[i] for i < 16·nc.
 //

@@ -19,14 +19,37 @@ DATA revidx<>+56(SB)/4, $1
 DATA revidx<>+60(SB)/4, $0
 GLOBL revidx<>(SB), RODATA|NOPTR, $64
 
-// func foldAVX512(e, o, a, b *float32, nc int)
-TEXT ·foldAVX512(SB), NOSPLIT, $0-40
+// Lane signs (−1)^(1+l): chunk lanes cover c = 1+16i+l, and 16 is even.
+DATA altsgn<>+0(SB)/4, $0xbf800000
+DATA altsgn<>+4(SB)/4, $0x3f800000
+DATA altsgn<>+8(SB)/4, $0xbf800000
+DATA altsgn<>+12(SB)/4, $0x3f800000
+DATA altsgn<>+16(SB)/4, $0xbf800000
+DATA altsgn<>+20(SB)/4, $0x3f800000
+DATA altsgn<>+24(SB)/4, $0xbf800000
+DATA altsgn<>+28(SB)/4, $0x3f800000
+DATA altsgn<>+32(SB)/4, $0xbf800000
+DATA altsgn<>+36(SB)/4, $0x3f800000
+DATA altsgn<>+40(SB)/4, $0xbf800000
+DATA altsgn<>+44(SB)/4, $0x3f800000
+DATA altsgn<>+48(SB)/4, $0xbf800000
+DATA altsgn<>+52(SB)/4, $0x3f800000
+DATA altsgn<>+56(SB)/4, $0xbf800000
+DATA altsgn<>+60(SB)/4, $0x3f800000
+GLOBL altsgn<>(SB), RODATA|NOPTR, $64
+
+// func foldAVX512(e, o, a, b *float32, nc int) float32
+//
+// Z29 accumulates the lane-signed sums e·(−1)^(1+l), reduced at the end.
+TEXT ·foldAVX512(SB), NOSPLIT, $0-44
 	MOVQ e+0(FP), DI
 	MOVQ o+8(FP), SI
 	MOVQ a+16(FP), R8
 	MOVQ b+24(FP), R9
 	MOVQ nc+32(FP), CX
 	VMOVUPS revidx<>(SB), Z30
+	VMOVUPS altsgn<>(SB), Z31
+	VXORPS Z29, Z29, Z29
 	TESTQ CX, CX
 	JZ   donef
 loopf:
@@ -37,6 +60,7 @@ loopf:
 	VSUBPS Z1, Z0, Z3
 	VMOVUPS Z2, (DI)
 	VMOVUPS Z3, (SI)
+	VFMADD231PS Z31, Z2, Z29 // alt += e·sign
 	ADDQ $64, R8
 	SUBQ $64, R9
 	ADDQ $64, DI
@@ -44,6 +68,16 @@ loopf:
 	DECQ CX
 	JNZ  loopf
 donef:
+	VMOVAPS Z29, Z0
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVHLPS X0, X0, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS X1, X0, X0
+	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
 

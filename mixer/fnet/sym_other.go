@@ -4,7 +4,9 @@ package fnet
 
 const haveSymAsm = false
 
-func foldAVX512(e, o, a, b *float32, nc int) { panic("fnet: no assembly on this platform") }
+func foldAVX512(e, o, a, b *float32, nc int) float32 {
+	panic("fnet: no assembly on this platform")
+}
 
 func copyAVX512(dst, src *float32, nc int, acc bool) { panic("fnet: no assembly on this platform") }
 
