@@ -25,8 +25,12 @@
 // complex sequences of even length n: since Re(F z) = F u for the Hermitian
 // u[t] = (z[t] + conj z[−t])/2, whose transform is real, the even and odd
 // outputs are the real and imaginary parts of one complex transform of length
-// n/2 (RealPlan.Batch gives the derivation). Its packing loop also has an
-// AVX-512 form.
+// n/2 (RealPlan.Batch gives the derivation). The packing reads rows k, −k,
+// k+M and M−k of z; outputs k and M−k read the same four rows, so they are
+// packed together (AVX-512 for 16 columns) and each row is read once.
+// Batch writes even and odd outputs straight to strided destinations, which
+// may be its own input (FNet overwrites the columns it transforms): all of
+// z is read before anything is written.
 //
 // Batches. TransformBatch transforms w interleaved sequences (element j of
 // sequence q at j·w+q) in one Stockham run whose strides are all multiplied
@@ -37,9 +41,41 @@
 // handle everything else. With w ≥ 16 every pass is vectorised, which is why
 // FNet transforms its time axis on blocks of 16 columns.
 //
-// Plans are immutable after construction and safe for concurrent use; each
-// caller supplies its own scratch (ScratchLen elements per slice). PlanFor
-// caches one plan per (length, element type).
+// Four-step path. A plan of composite mixed-radix length n = n1·n2
+// (n2 ≤ 64, the largest such divisor with n2² ≤ n) also holds the
+// cache-blocked decomposition: with j = j1·n2 + j2 and k = k1 + n1·k2,
+//
+//	X[k1 + n1·k2] = Σ_{j2} W_{n2}^{j2·k2} · W_n^{j2·k1} · Σ_{j1} x[j1·n2 + j2]·W_{n1}^{j1·k1}.
+//
+// Viewing the [n, w] batch as [n1, n2·w], step 1 does the n1-point
+// transforms one slab of columns at a time (≤ 64 columns, ≤ 16384 elements,
+// gathered into a contiguous buffer so the slab and its ping-pong copy stay
+// in L2, transformed by the same Stockham driver with width = slab width),
+// multiplies by W_n^{j2·k1} on the way back (AVX-512 twiddle kernel) into an
+// intermediate Y whose rows are padded off multiples of 4 KiB; step 2 runs
+// the n2-point transforms of each contiguous row of Y (width w, in L1) and
+// scatters them to natural order, eight rows at a time so the scattered
+// writes come in runs. For RealPlan the packing is fused into the slab
+// gather and the scatter writes the even/odd outputs directly.
+//
+// The path is tested against the naive DFT and the plain run (float32 and
+// float64, every kernels path, lengths that split evenly and unevenly) but is
+// off by default (fourStepMinNW): measured on a shared 2-vCPU AVX-512 EPYC
+// (Zen 5 class, 1 MiB L2) by alternating both paths iteration by iteration
+// and timing CPU with one thread, it is slower than the plain passes, which
+// stream from L2/L3 nearly as fast, except where the plain run's odd pass
+// count costs it a copy back. Four-step ÷ plain, float32, w=16:
+// TransformBatch n=2048 1.29, 4096 1.00, 8192 0.85–0.90, 16384 1.24–1.29,
+// 65536 1.55–1.75; FNet's time pass at d=256 (RealPlan) T=4096 1.16–1.19,
+// T=8192 0.93–0.97, T=16384 0.99–1.01
+// (`TOKENMIX_THREADS=1 go test -run X -bench 'RealBatchAB|^BenchmarkBatch$' ./kernels/fft/`).
+// At T=16384 FNet's cost is memory traffic on its [T, D/2] spectrum, not the
+// radix passes.
+//
+// Plans are immutable after construction (the four-step tables are built
+// once, on first use) and safe for concurrent use; each caller supplies its
+// own scratch (ScratchLen elements per slice). PlanFor caches one plan per
+// (length, element type).
 //
 // Shape letters: n transform length, w interleaved sequences, M Bluestein
 // convolution length.

@@ -17,7 +17,10 @@ type Plan[F kernels.Float] struct {
 	n      int
 	stages []stage[F]
 	blue   *bluestein[F]
-	split  *fourStep[F] // nil if n is prime or not mixed radix
+	// split is the four-step decomposition, built on first use (nil if n
+	// is prime or not mixed radix).
+	split     *fourStep[F]
+	splitOnce sync.Once
 }
 
 // stage is one Stockham pass: radix p over sub-transforms of length p·m,
@@ -107,7 +110,6 @@ func NewPlan[F kernels.Float](n int) *Plan[F] {
 		p.stages = append(p.stages, st)
 		ncur, s = m, s*r
 	}
-	p.split = newFourStep[F](n)
 	return p
 }
 
@@ -233,9 +235,20 @@ func (p *Plan[F]) BatchScratchLen(w int) int {
 }
 
 // fourStep reports whether a batch of w sequences takes the cache-blocked
-// four-step path.
+// four-step path (n·w ≥ fourStepMinNW and n splits).
 func (p *Plan[F]) fourStep(w int) bool {
-	return p.split != nil && p.n*w >= fourStepMinNW
+	return p.n*w >= fourStepMinNW && p.splitPlan() != nil
+}
+
+// splitPlan returns the four-step decomposition, building it on first use,
+// or nil if n does not split (prime, or not mixed radix).
+func (p *Plan[F]) splitPlan() *fourStep[F] {
+	p.splitOnce.Do(func() {
+		if p.blue == nil {
+			p.split = newFourStep[F](p.n)
+		}
+	})
+	return p.split
 }
 
 // batchAny transforms the w sequences in (re, im) with the Stockham passes

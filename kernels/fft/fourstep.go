@@ -34,7 +34,7 @@ const slabElems = 16384
 
 // maxN2 caps the step-2 length n2: a row of n2·w complex elements and its
 // ping-pong copy then stay in L1 for w = 16 (32 KiB of float32).
-var maxN2 = 64
+const maxN2 = 64
 
 // rowGroup is the number of step-2 rows transformed before they are
 // scattered together: their outputs k1 … k1+rowGroup−1 (for each k2) are
@@ -53,8 +53,8 @@ type fourStep[F kernels.Float] struct {
 }
 
 // newFourStep returns the decomposition of a mixed-radix length n into
-// n2 ≤ n1, n2 the largest divisor of n with n2² ≤ n, or nil if n has no
-// divisor pair with n2 ≥ 2.
+// n2 ≤ n1, n2 the largest divisor of n with n2² ≤ n and n2 ≤ maxN2, or nil
+// if there is none with n2 ≥ 2.
 func newFourStep[F kernels.Float](n int) *fourStep[F] {
 	n2 := 1
 	for d := 2; d*d <= n && d <= maxN2; d++ {

@@ -152,7 +152,7 @@ func TestFourStepLong(t *testing.T) {
 	for _, tc := range []struct{ n, w int }{{8192, 16}, {16384, 16}, {6000, 16}, {4096, 20}} {
 		n, w := tc.n, tc.w
 		p64, p32 := NewPlan[float64](n), NewPlan[float32](n)
-		if p64.split == nil {
+		if p64.splitPlan() == nil {
 			t.Fatalf("n=%d: no four-step split", n)
 		}
 		rng := rand.New(rand.NewPCG(uint64(n), uint64(w)))
