@@ -228,16 +228,20 @@ func (p *Plan[F]) BatchScratchLen(w int) int {
 	if p.blue != nil {
 		return p.n + p.ScratchLen()
 	}
-	if p.fourStep(w) {
-		return p.split.scratchLen(w)
+	if fs := p.splitFor(w); fs != nil {
+		return fs.scratchLen(w)
 	}
 	return p.n * w
 }
 
-// fourStep reports whether a batch of w sequences takes the cache-blocked
-// four-step path (n·w ≥ fourStepMinNW and n splits).
-func (p *Plan[F]) fourStep(w int) bool {
-	return p.n*w >= fourStepMinNW && p.splitPlan() != nil
+// splitFor returns the four-step decomposition a batch of w sequences
+// takes (n·w ≥ fourStepMinNW and n splits), or nil for the plain Stockham
+// run.
+func (p *Plan[F]) splitFor(w int) *fourStep[F] {
+	if p.blue != nil || p.n*w < fourStepMinNW {
+		return nil
+	}
+	return p.splitPlan()
 }
 
 // splitPlan returns the four-step decomposition, building it on first use,
@@ -257,8 +261,8 @@ func (p *Plan[F]) splitPlan() *fourStep[F] {
 // result. scratch holds 2·BatchScratchLen(w) elements; p is mixed radix.
 func (p *Plan[F]) batchAny(re, im, scratch []F, w int) ([]F, []F) {
 	sl := p.BatchScratchLen(w)
-	if p.fourStep(w) {
-		p.split.transform(re, im, scratch[:sl], scratch[sl:2*sl], w)
+	if fs := p.splitFor(w); fs != nil {
+		fs.transform(re, im, scratch[:sl], scratch[sl:2*sl], w)
 		return re, im
 	}
 	N := p.n * w

@@ -65,6 +65,12 @@ func newFourStep[F kernels.Float](n int) *fourStep[F] {
 	if n2 < 2 {
 		return nil
 	}
+	return newFourStepN2[F](n, n2)
+}
+
+// newFourStepN2 returns the decomposition n = (n/n2)·n2; n2 divides the
+// mixed-radix length n.
+func newFourStepN2[F kernels.Float](n, n2 int) *fourStep[F] {
 	n1 := n / n2
 	fs := &fourStep[F]{n1: n1, n2: n2, p1: PlanFor[F](n1), p2: PlanFor[F](n2), tw: make([]F, 2*n)}
 	for k1 := 0; k1 < n1; k1++ {

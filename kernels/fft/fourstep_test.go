@@ -58,7 +58,7 @@ func TestFourStepMatchesNaive(t *testing.T) {
 				continue // keep the naive oracle fast
 			}
 			p64, p32 := NewPlan[float64](n), NewPlan[float32](n)
-			if got := p64.fourStep(w); got != tc.split {
+			if got := p64.splitFor(w) != nil; got != tc.split {
 				t.Fatalf("n=%d w=%d: fourStep = %v, want %v", n, w, got, tc.split)
 			}
 			rng := rand.New(rand.NewPCG(uint64(n), uint64(w)+100))
@@ -115,7 +115,7 @@ func TestFourStepRealPlan(t *testing.T) {
 				}
 			}
 			r64 := RealPlanFor[float64](n)
-			if !r64.half.fourStep(w) {
+			if r64.half.splitFor(w) == nil {
 				t.Fatalf("n=%d w=%d: four-step not taken", n, w)
 			}
 			zr0 := append([]float64(nil), zr...)

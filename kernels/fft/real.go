@@ -48,8 +48,8 @@ func (r *RealPlan[F]) Len() int { return r.n }
 // sequences.
 func (r *RealPlan[F]) ScratchLen(w int) int {
 	M := r.n / 2
-	if h := r.half; h.blue == nil && h.fourStep(w) {
-		return 2 * h.split.scratchLen(w)
+	if fs := r.half.splitFor(w); fs != nil {
+		return 2 * fs.scratchLen(w)
 	}
 	return 2*M*w + 2*r.half.BatchScratchLen(w)
 }
@@ -86,14 +86,14 @@ func (r *RealPlan[F]) Batch(even, odd []F, lde int, zr, zi []F, ld, w int, scrat
 		body = w &^ (vecLanes - 1)
 	}
 	h := r.half
-	if h.blue == nil && h.fourStep(w) {
-		sl := h.split.scratchLen(w)
-		n1 := h.split.n1
-		h.split.run(scratch[:sl], scratch[sl:2*sl], w,
+	if fs := h.splitFor(w); fs != nil {
+		sl := fs.scratchLen(w)
+		n1 := fs.n1
+		fs.run(scratch[:sl], scratch[sl:2*sl], w,
 			func(dr, di []F, j0 int) { r.packRows(dr, di, zr, zi, ld, j0, w, body) },
 			func(k1, cnt int, xr, xi []F, rs int) {
 				// Output k = k1 + n1·k2 is swap(y[2k] + i·y[2k+1]).
-				scatterGroup(even[k1*lde:], odd[k1*lde:], xi, xr, w, cnt, h.split.n2, n1, lde, rs)
+				scatterGroup(even[k1*lde:], odd[k1*lde:], xi, xr, w, cnt, fs.n2, n1, lde, rs)
 			})
 		return
 	}
