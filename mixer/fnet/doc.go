@@ -39,25 +39,33 @@
 //  1. Channels: for D ≤ ChannelGemmMaxD, per chunk of 256 rows, fold each
 //     row into its even and odd parts under c → D−c (x[c] ± x[D−c]; cos is
 //     even and sin odd in c, which halves the products) and multiply by the
-//     cached cos and −sin matrices with kernels.GemmST: 2·T·(D/2+1)·D flops.
+//     cached cos and −sin matrices with kernels.GemmST: 2·T·(D/2)·D flops.
 //     For wider D, one complex FFT per pair of rows (x₁ + i·x₂,
-//     fft.Plan.Real2), O(T·D·log D) but scalar.
+//     fft.Plan.Real2), O(T·D·log D) but scalar. Z holds the frequencies
+//     0…(D+1)/2−1; for even D the Nyquist frequency D/2, which is real
+//     (Σ_c (−1)^c·x[c], an alternating sum the fold computes on the way),
+//     gets a column of its own, so that at D=256 a row of Z is exactly 128
+//     floats: eight column blocks and no ninth cache line per row.
 //  2. Time: the kept columns in blocks of 16 (Z's rows are padded to a
-//     multiple of 16 floats so that blocks are cache-line aligned). Only
-//     Re(FFT_T z) is needed, and Re(F z) = F u for the Hermitian
-//     u[t] = (z[t] + conj z[−t])/2, whose transform is real: for even T it
-//     is one batched complex FFT of length T/2 (fft.RealPlan, even and odd
-//     outputs packed as real and imaginary parts; 16 interleaved sequences,
-//     so every Stockham pass runs in AVX-512 for float32); odd T use the
-//     full-length fft.Plan.TransformBatch. Each block writes its real parts
-//     back into its own columns of Z.
+//     multiple of 16 floats so that blocks are cache-line aligned), and the
+//     Nyquist column. Only Re(FFT_T z) is needed, and Re(F z) = F u for the
+//     Hermitian u[t] = (z[t] + conj z[−t])/2, whose transform is real: for
+//     even T it is one batched complex FFT of length T/2 (fft.RealPlan, even
+//     and odd outputs packed as real and imaginary parts; 16 interleaved
+//     sequences, so every Stockham pass runs in AVX-512 for float32); odd T
+//     use the full-length fft.Plan.TransformBatch. RealPlan reads each row
+//     of the block once (outputs k and T/2−k read the same four rows) and
+//     writes the real parts straight back into the block's own columns of
+//     Z, rows 2m and 2m+1, with no intermediate copy.
 //  3. Output: whole rows of out (or of dx, accumulated) from row t of Re Z
-//     and, reversed, row (T−t) mod T: streaming writes, so the accumulating
+//     and, reversed, row (T−t) mod T, rows t and T−t together so that each
+//     row of Re Z is read once: streaming writes, so the accumulating
 //     backward does no scattered read-modify-write.
 //
 // The fold and the output pass use AVX-512 (lane reversal with VPERMPS) for
-// float32, with plain-Go twins. Memory O(T·D): Z is 2·T·16⌈(D/2+1)/16⌉
-// elements, plus per-thread work space.
+// float32, with plain-Go twins. Memory O(T·D): Z is 2·T·16⌈((D+1)/2)/16⌉
+// elements, the Nyquist column and a zero column 2·T for even D, plus
+// per-thread work space.
 //
 // Measured (2 threads, AVX-512 EPYC, float32, d=256, B=1, forward+backward,
 // `tokenmix --threads 2 bench mixer --config C --len T --batch 1 --json`
@@ -71,6 +79,32 @@
 // the same machine. The channel GEMM
 // beats the row-pair FFTs 2.0× at D=256 and 1.2× at D=512 but loses
 // (0.8×) at D=1024 (T=2048 forward), hence ChannelGemmMaxD = 512.
+//
+// Long sequences (issue #7: T=16384 / T=1024 ≤ 20). The diagnosis was that
+// a 16-column block of the time FFT (2 MiB with its ping-pong copy at
+// T=16384) spills L2 on each radix pass; kernels/fft gained a cache-blocked
+// four-step path for that, but measured on this machine it does not beat
+// the plain passes (its package doc has the A/B numbers), so it is off.
+// What grows faster than T is memory traffic: single-thread CPU time per
+// forward at T=16384 against T=1024 (d=256; a throwaway per-phase probe,
+// shared machine) was channel pass (fold + GEMM, reading x and writing Z)
+// 9.4 ms vs 0.46 ms (20×), time pass 2.8 vs 0.08 ms (37×), one-column
+// Nyquist block 0.40 vs 0.008 ms, output pass 1.9 vs 0.035 ms (54×): at
+// T=16384 x, Z and out (16–19 MiB each) live in DRAM, at T=1024 in cache.
+// Hence the traffic cuts above: no [T/2, 16] copy of the packed spectrum and
+// no copy of the block's result (RealPlan writes the real parts in place),
+// every row of Z read once by the packing and once by the output pass, and
+// the Nyquist column kept apart (11% less Z, no one-column block).
+// Before → after, min of 6 interleaved runs on a shared machine (another
+// job held ~1.75 of the 2 vCPUs, so absolute times are about twice the
+// quiet ones), `go test -run X -bench '/fft/T=(1024|16384)$' ./mixer/fnet/`:
+// 2 threads wall, forward T=1024 0.94 → 0.75 ms, T=16384 16.4 → 14.6 ms;
+// backward 0.86 → 0.74 and 16.2 → 14.7 ms; one thread (TOKENMIX_THREADS=1)
+// CPU time, forward 0.64 → 0.60 and 14.7 → 13.7 ms, backward 0.63 → 0.61 and
+// 15.2 → 14.5 ms. Both lengths got faster by similar fractions, so the
+// T=16384 / T=1024 ratio did not measurably move under that load (one
+// thread: 23.6 before, 23.4 after); whether it is now ≤ 20 on a quiet
+// machine (21.4 before) needs a quiet re-measurement.
 //
 // The GEMM path evaluates C_T·X·C_D − S_T·X·S_D with kernels.Gemm and cached
 // cos/sin matrices (computed in float64 from exactly reduced angles): three

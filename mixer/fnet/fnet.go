@@ -385,7 +385,7 @@ func (f *FNet[F]) channelFFT(zr, zi, nyq, work, src []F, n, ws int) {
 }
 
 // fullBlock transforms the kept columns k0…k1−1 of one sequence's Z
-// [T, nk] over time with a full-length batched complex FFT and writes the
+// (rows ld apart) over time with a full-length batched complex FFT and writes the
 // real parts back into zr. fs holds 2·T·w + 2·pt.BatchScratchLen(w)
 // elements, w = k1−k0.
 func fullBlock[F kernels.Float](zr, zi []F, ld, k0, k1 int, pt *fft.Plan[F], fs []F) {
