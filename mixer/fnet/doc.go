@@ -86,8 +86,9 @@
 // four-step path for that, but measured on this machine it does not beat
 // the plain passes (its package doc has the A/B numbers), so it is off.
 // What grows faster than T is memory traffic: single-thread CPU time per
-// forward at T=16384 against T=1024 (d=256; a throwaway per-phase probe,
-// shared machine) was channel pass (fold + GEMM, reading x and writing Z)
+// forward at T=16384 against T=1024 (d=256; a throwaway per-phase probe
+// taken before the Nyquist and paired-row changes below, shared machine)
+// was channel pass (fold + GEMM, reading x and writing Z)
 // 9.4 ms vs 0.46 ms (20×), time pass 2.8 vs 0.08 ms (37×), one-column
 // Nyquist block 0.40 vs 0.008 ms, output pass 1.9 vs 0.035 ms (54×): at
 // T=16384 x, Z and out (16–19 MiB each) live in DRAM, at T=1024 in cache.
