@@ -62,13 +62,14 @@
 // float64, every kernels path, lengths that split evenly and unevenly) but is
 // off by default (fourStepMinNW): measured on a shared 2-vCPU AVX-512 EPYC
 // (Zen 5 class, 1 MiB L2) by alternating both paths iteration by iteration
-// and timing CPU with one thread, it is slower than the plain passes, which
+// and timing CPU, it is slower than the plain passes, which
 // stream from L2/L3 nearly as fast, except where the plain run's odd pass
-// count costs it a copy back. Four-step ÷ plain, float32, w=16:
-// TransformBatch n=2048 1.29, 4096 1.00, 8192 0.85–0.90, 16384 1.24–1.29,
-// 65536 1.55–1.75; FNet's time pass at d=256 (RealPlan) T=4096 1.16–1.19,
-// T=8192 0.93–0.97, T=16384 0.99–1.01
-// (`TOKENMIX_THREADS=1 go test -run X -bench 'RealBatchAB|^BenchmarkBatch$' ./kernels/fft/`).
+// count costs it a copy back. Four-step ÷ plain CPU time, float32, w=16,
+// one and two threads: TransformBatch n=2048 1.25, 4096 1.06–1.08,
+// 8192 0.90, 16384 1.31–1.38, 65536 1.77–1.81; FNet's time pass at d=256
+// (RealPlan) T=4096 1.06–1.21, T=8192 1.00–1.01, T=16384 1.02
+// (`go test -run X -bench 'RealBatchAB|^BenchmarkBatch$' ./kernels/fft/`,
+// also with TOKENMIX_THREADS=1).
 // At T=16384 FNet's cost is memory traffic on its [T, D/2] spectrum, not the
 // radix passes.
 //

@@ -12,14 +12,14 @@ import (
 // EPYC (Zen 5 class, 1 MiB L2) this was tuned on, the plain Stockham passes
 // run from L2/L3 at nearly the speed of the blocked ones, and the
 // four-step's extra gather, twiddle and scatter passes cost more than the
-// blocking saves. Single-thread CPU time, float32, w=16, four-step ÷ plain
-// (`TOKENMIX_THREADS=1 go test -run X -bench 'RealBatchAB|^BenchmarkBatch$'
-// ./kernels/fft/`, shared machine): TransformBatch n=2048 1.29, 4096 1.00,
-// 8192 0.85–0.90 (the plain run's odd pass count costs it a copy back),
-// 16384 1.24–1.29, 65536 1.55–1.75; FNet's time pass (RealPlan, d=256)
-// T=4096 1.16–1.19, T=8192 0.93–0.97, T=16384 0.99–1.01. Set it (e.g. to
-// 1<<16) on a machine where BenchmarkRealBatchAB shows a gain. Tests lower
-// it to force the path.
+// blocking saves. CPU time, float32, w=16, four-step ÷ plain, with one
+// and with two threads (`go test -run X -bench 'RealBatchAB|^BenchmarkBatch$'
+// ./kernels/fft/`, with and without TOKENMIX_THREADS=1, shared machine):
+// TransformBatch n=2048 1.25, 4096 1.06–1.08, 8192 0.90 (the plain run's
+// odd pass count costs it a copy back), 16384 1.31–1.38, 65536 1.77–1.81;
+// FNet's time pass (RealPlan, d=256) T=4096 1.06–1.21, T=8192 1.00–1.01,
+// T=16384 1.02. Set it (e.g. to 1<<16) on a machine where
+// BenchmarkRealBatchAB shows a gain. Tests lower it to force the path.
 var fourStepMinNW = math.MaxInt
 
 // slabFloats is the target width, in elements, of one column slab of the
