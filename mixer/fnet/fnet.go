@@ -48,6 +48,10 @@ type FNet[F kernels.Float] struct {
 	// ChannelGemmMaxD is the widest D whose channel DFT the FFT path does
 	// as a GEMM (New sets the package default ChannelGemmMaxD).
 	ChannelGemmMaxD int
+	// TimeFirstMaxD is the widest D for which the FFT path transforms time
+	// first (New sets the package default TimeFirstMaxD; 0 forces the
+	// channel-first order).
+	TimeFirstMaxD int
 }
 
 // New returns an FNet mixer for config c. It accepts the option "method"
@@ -55,7 +59,7 @@ type FNet[F kernels.Float] struct {
 // c.D < 1, or naming any unknown or invalid option.
 func New[F kernels.Float](c mixer.Config) (*FNet[F], error) {
 	m := c.Opts.String("method", "auto")
-	f := &FNet[F]{D: c.D, ChannelGemmMaxD: ChannelGemmMaxD}
+	f := &FNet[F]{D: c.D, ChannelGemmMaxD: ChannelGemmMaxD, TimeFirstMaxD: TimeFirstMaxD}
 	switch m {
 	case "auto":
 		f.Method = Auto
@@ -120,7 +124,9 @@ func (f *FNet[F]) workerSize(t int) int {
 	nk := f.D/2 + 1
 	w := min(colBlock, zCols(f.D))
 	var ws int
-	if f.D > f.ChannelGemmMaxD {
+	if f.timeFirst() {
+		ws = tfChunkSize(f.D)
+	} else if f.D > f.ChannelGemmMaxD {
 		// Real2 scratch, two half spectra and a zero row.
 		ws = fft.PlanFor[F](f.D).Real2ScratchLen() + 4*nk + f.D
 	} else {
@@ -153,8 +159,15 @@ func (f *FNet[F]) apply(dst, scratch, src []F, B, T int, acc bool) {
 		f.applyGemm(dst, scratch, src, B, T, acc)
 		return
 	}
+	if f.timeFirst() {
+		f.applyTimeFirst(dst, scratch, src, B, T, acc)
+		return
+	}
 	f.applyFFT(dst, scratch, src, B, T, acc)
 }
+
+// timeFirst reports whether the FFT path transforms time first.
+func (f *FNet[F]) timeFirst() bool { return f.D <= f.TimeFirstMaxD }
 
 // trig holds C_n and S_n, [n,n] each.
 type trig[F kernels.Float] struct{ c, s []F }
@@ -217,6 +230,10 @@ const colBlock = 16
 // at D=256, 1.2× at D=512, 0.8× at D=1024.
 const ChannelGemmMaxD = 512
 
+// TimeFirstMaxD is the widest model dimension for which the FFT path
+// transforms time first (applyTimeFirst) rather than channels first.
+const TimeFirstMaxD = 512
+
 // applyFFT: the channel DFT of every row into the half spectrum
 // Z [B·T, nz] = X·(C_D − i·S_D)[:, :nz], nz = zCols(D), and for even D the
 // Nyquist column nyq [B·T] (real), then the time transforms of the kept
@@ -244,6 +261,34 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 	} else {
 		f.channelFFT(zr, zi, nyq, work, src, B*T, ws)
 	}
+	timePass(zr, zi, nyq, zero, work, B, T, ld, nz, ws)
+	// Every row of dst from its own real parts and, mirrored, those of
+	// row (T−t) mod T: streaming whole rows, rows t and T−t together so
+	// that each row of Re Z is read from memory once.
+	np := T/2 + 1
+	parallel.For(B*np, 32, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			b, t := i/np, i%np
+			r, rm := b*T+t, b*T+(T-t)%T
+			zt, zm := zr[r*ld:r*ld+nz], zr[rm*ld:rm*ld+nz]
+			var yt, ym F
+			if nyq != nil {
+				yt, ym = nyq[r], nyq[rm]
+			}
+			unfoldRow(dst[r*D:(r+1)*D], zt, zm, yt, acc)
+			if rm != r {
+				unfoldRow(dst[rm*D:(rm+1)*D], zm, zt, ym, acc)
+			}
+		}
+	})
+}
+
+// timePass replaces the kept columns 0…nz−1 of Re Z (B sequences [T, ld])
+// with Re(FFT_time) of the complex columns (zr, zi), in blocks of colBlock
+// columns split over the threads, and the Nyquist column nyq [B·T] (nil for
+// odd D; real, with the zero column zero [T] as imaginary part) with its own
+// Re(FFT_time). work holds parallel.Threads() work spaces of ws elements.
+func timePass[F kernels.Float](zr, zi, nyq, zero, work []F, B, T, ld, nz, ws int) {
 	var rp *fft.RealPlan[F]
 	var pt *fft.Plan[F]
 	if T%2 == 0 {
@@ -280,25 +325,6 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 				rp.Batch(zrb[k0:], zrb[ld+k0:], 2*ld, zrb[k0:], zib[k0:], ld, w, fs)
 			} else {
 				fullBlock(zrb, zib, ld, k0, k1, pt, fs)
-			}
-		}
-	})
-	// Every row of dst from its own real parts and, mirrored, those of
-	// row (T−t) mod T: streaming whole rows, rows t and T−t together so
-	// that each row of Re Z is read from memory once.
-	np := T/2 + 1
-	parallel.For(B*np, 32, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			b, t := i/np, i%np
-			r, rm := b*T+t, b*T+(T-t)%T
-			zt, zm := zr[r*ld:r*ld+nz], zr[rm*ld:rm*ld+nz]
-			var yt, ym F
-			if nyq != nil {
-				yt, ym = nyq[r], nyq[rm]
-			}
-			unfoldRow(dst[r*D:(r+1)*D], zt, zm, yt, acc)
-			if rm != r {
-				unfoldRow(dst[rm*D:(rm+1)*D], zm, zt, ym, acc)
 			}
 		}
 	})

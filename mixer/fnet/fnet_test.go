@@ -23,6 +23,18 @@ func cfg(d int, method string) mixer.Config {
 	return mixer.Config{D: d, Heads: 1, MaxLen: 64, Opts: mixer.OptionsOf("fnet", opts)}
 }
 
+// orders are the FFT path's two orders: time first (the default up to
+// TimeFirstMaxD) and channels first.
+var orders = []string{"time-first", "channel-first"}
+
+// setOrder forces the FFT path's order o on f.
+func setOrder[F kernels.Float](f *FNet[F], o string) {
+	f.TimeFirstMaxD = 0
+	if o == "time-first" {
+		f.TimeFirstMaxD = math.MaxInt
+	}
+}
+
 func TestConformance(t *testing.T) {
 	var cases []mixertest.Case
 	for _, m := range []string{"fft", "gemm", ""} {
@@ -47,14 +59,19 @@ func TestFloat32Agrees(t *testing.T) {
 // and accumulating backward, against float64, at sizes where the vector
 // kernels see full, masked and tail blocks.
 func TestPathsAgree(t *testing.T) {
-	for _, sz := range [][3]int{{1, 64, 80}, {2, 32, 256}, {1, 20, 49}} {
-		B, T, D := sz[0], sz[1], sz[2]
+	for _, tc := range []struct {
+		order   string
+		B, T, D int
+	}{{"time-first", 1, 64, 80}, {"time-first", 2, 32, 256}, {"time-first", 1, 20, 49}, {"time-first", 2, 15, 33},
+		{"channel-first", 1, 64, 80}, {"channel-first", 2, 32, 256}, {"channel-first", 1, 20, 49}} {
+		B, T, D := tc.B, tc.T, tc.D
 		rng := rand.New(rand.NewPCG(uint64(T), uint64(D)))
 		x, dx0 := make([]float64, B*T*D), make([]float64, B*T*D)
 		for i := range x {
 			x[i], dx0[i] = rng.NormFloat64(), rng.NormFloat64()
 		}
 		f64, _ := New[float64](cfg(D, "fft"))
+		setOrder(f64, tc.order)
 		p := mixer.Pass{B: B, T: T}
 		want, wantDx := make([]float64, len(x)), append([]float64(nil), dx0...)
 		scr := make([]float64, f64.ScratchSize(B, T))
@@ -65,6 +82,7 @@ func TestPathsAgree(t *testing.T) {
 			scale = math.Max(scale, math.Abs(v))
 		}
 		f32, _ := New[float32](cfg(D, "fft"))
+		setOrder(f32, tc.order)
 		x32, dx32 := make([]float32, len(x)), make([]float32, len(x))
 		for _, path := range kernels.Paths() {
 			old := kernels.SetPath(path)
@@ -82,7 +100,7 @@ func TestPathsAgree(t *testing.T) {
 				ed = math.Max(ed, math.Abs(float64(dx32[i])-wantDx[i]))
 			}
 			if e > 1e-5*scale || ed > 1e-5*scale {
-				t.Errorf("B=%d T=%d D=%d path %v: forward err %.3g, backward err %.3g (scale %.3g)", B, T, D, path, e, ed, scale)
+				t.Errorf("%s B=%d T=%d D=%d path %v: forward err %.3g, backward err %.3g (scale %.3g)", tc.order, B, T, D, path, e, ed, scale)
 			}
 		}
 	}
@@ -110,7 +128,7 @@ func naive(x []float64, B, T, D int) []float64 {
 }
 
 func TestMatchesNaive(t *testing.T) {
-	for _, sz := range [][3]int{{1, 1, 1}, {1, 2, 3}, {2, 5, 4}, {1, 12, 8}, {1, 17, 7}, {2, 30, 16}, {1, 64, 12}, {1, 97, 5}, {1, 4, 3}, {2, 250, 3}, {1, 1000, 2}, {1, 12, 40}, {2, 9, 66}, {1, 34, 35}, {1, 12, 32}, {2, 7, 64}} {
+	for _, sz := range [][3]int{{1, 1, 1}, {1, 2, 3}, {2, 5, 4}, {1, 12, 8}, {1, 17, 7}, {2, 30, 16}, {1, 64, 12}, {1, 97, 5}, {1, 4, 3}, {2, 250, 3}, {1, 1000, 2}, {1, 12, 40}, {2, 9, 66}, {1, 34, 35}, {1, 12, 32}, {2, 7, 64}, {1, 2, 34}, {1, 38, 47}, {3, 22, 33}, {1, 26, 37}, {2, 13, 50}} {
 		B, T, D := sz[0], sz[1], sz[2]
 		rng := rand.New(rand.NewPCG(uint64(T), uint64(D)))
 		x := make([]float64, B*T*D)
@@ -118,12 +136,18 @@ func TestMatchesNaive(t *testing.T) {
 			x[i] = rng.NormFloat64()
 		}
 		want := naive(x, B, T, D)
-		for _, m := range []string{"fft", "gemm", "fft-channel-fft"} {
-			f, err := New[float64](cfg(D, strings.TrimSuffix(m, "-channel-fft")))
+		for _, m := range []string{"fft", "gemm", "fft-channel-first", "fft-channel-fft"} {
+			f, err := New[float64](cfg(D, strings.SplitN(m, "-", 2)[0]))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m == "fft-channel-fft" {
+			switch m {
+			case "fft":
+				setOrder(f, "time-first")
+			case "fft-channel-first":
+				setOrder(f, "channel-first")
+			case "fft-channel-fft":
+				setOrder(f, "channel-first")
 				f.ChannelGemmMaxD = 0 // channel DFT by real FFTs of row pairs
 			}
 			got := make([]float64, len(x))
@@ -167,13 +191,18 @@ func fft2Real(x []float64, B, T, D int) []float64 {
 	return out
 }
 
-// TestLongT runs long sequences (T=8192, and T=12000 with a width-11 last
-// column block) through the in-place time pass, in float64 against
+// TestLongT runs long sequences (T=8192, T=12000 with a width-11 last
+// column block, and odd T=4097 for the time-first order) through the
+// in-place time pass, in both orders, in float64 against
 // fft2Real and in float32 on every kernels path against float64, forward
 // and accumulating backward.
 func TestLongT(t *testing.T) {
-	for _, sz := range [][3]int{{1, 8192, 32}, {2, 12000, 20}} {
-		B, T, D := sz[0], sz[1], sz[2]
+	for _, tc := range []struct {
+		order   string
+		B, T, D int
+	}{{"time-first", 1, 8192, 32}, {"time-first", 2, 12000, 20}, {"time-first", 1, 4097, 19},
+		{"channel-first", 1, 8192, 32}, {"channel-first", 2, 12000, 20}} {
+		B, T, D := tc.B, tc.T, tc.D
 		rng := rand.New(rand.NewPCG(uint64(T), uint64(D)))
 		x := make([]float64, B*T*D)
 		for i := range x {
@@ -181,6 +210,7 @@ func TestLongT(t *testing.T) {
 		}
 		want := fft2Real(x, B, T, D)
 		f64, _ := New[float64](cfg(D, "fft"))
+		setOrder(f64, tc.order)
 		p := mixer.Pass{B: B, T: T}
 		got := make([]float64, len(x))
 		f64.Forward(got, nil, make([]float64, f64.ScratchSize(B, T)), x, p)
@@ -190,9 +220,10 @@ func TestLongT(t *testing.T) {
 			scale = math.Max(scale, math.Abs(want[i]))
 		}
 		if e > 1e-12*scale {
-			t.Errorf("B=%d T=%d D=%d float64: max err %.3g (scale %.3g)", B, T, D, e, scale)
+			t.Errorf("%s B=%d T=%d D=%d float64: max err %.3g (scale %.3g)", tc.order, B, T, D, e, scale)
 		}
 		f32, _ := New[float32](cfg(D, "fft"))
+		setOrder(f32, tc.order)
 		for _, path := range kernels.Paths() {
 			old := kernels.SetPath(path)
 			x32, dx32 := make([]float32, len(x)), make([]float32, len(x))
@@ -210,7 +241,7 @@ func TestLongT(t *testing.T) {
 				ed = math.Max(ed, math.Abs(float64(dx32[i])-1-want[i]))
 			}
 			if e > 1e-5*scale || ed > 1e-5*scale {
-				t.Errorf("B=%d T=%d D=%d path %v: forward err %.3g, backward err %.3g (scale %.3g)", B, T, D, path, e, ed, scale)
+				t.Errorf("%s B=%d T=%d D=%d path %v: forward err %.3g, backward err %.3g (scale %.3g)", tc.order, B, T, D, path, e, ed, scale)
 			}
 		}
 	}
@@ -218,9 +249,12 @@ func TestLongT(t *testing.T) {
 
 // TestAdjoint checks ⟨A x, y⟩ = ⟨x, A y⟩ and that Backward applies A.
 func TestAdjoint(t *testing.T) {
-	for _, m := range []string{"fft", "gemm"} {
+	for _, m := range []string{"fft", "gemm", "fft-channel-first"} {
 		B, T, D := 2, 21, 10
-		f, _ := New[float64](cfg(D, m))
+		f, _ := New[float64](cfg(D, strings.TrimSuffix(m, "-channel-first")))
+		if m == "fft-channel-first" {
+			setOrder(f, "channel-first")
+		}
 		rng := rand.New(rand.NewPCG(3, 4))
 		x, y := make([]float64, B*T*D), make([]float64, B*T*D)
 		for i := range x {

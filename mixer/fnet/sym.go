@@ -102,3 +102,42 @@ func unfoldRow[F kernels.Float](out, y, ym []F, yn F, acc bool) {
 		out[nk+i] = ym[nm-i]
 	}
 }
+
+// sumDiff sets s[i] = a[i] + b[i] and d[i] = a[i] − b[i] for i < len(a);
+// s and d may be a and b (each element is read before it is written).
+func sumDiff[F kernels.Float](s, d, a, b []F) {
+	n := len(a)
+	s, d, b = s[:n], d[:n], b[:n]
+	i := 0
+	if useSymAsm[F]() && n >= symLanes {
+		nc := n / symLanes
+		sumDiffAVX512(p32(s), p32(d), p32(a), p32(b), nc)
+		i = nc * symLanes
+	}
+	for ; i < n; i++ {
+		u, v := a[i], b[i]
+		s[i], d[i] = u+v, u-v
+	}
+}
+
+// foldRowTF writes the time-first layout of one folded row: zr[0] = x[0],
+// zi[0] = 0, and zr[c] = x[c] + x[D−c], zi[c] = x[c] − x[D−c] for
+// 1 ≤ c ≤ ns = (D−1)/2, where D = len(x). It returns x[D/2] (the Nyquist
+// channel, kept apart for even D; meaningless for odd D).
+func foldRowTF[F kernels.Float](zr, zi, x []F) F {
+	D := len(x)
+	ns := (D - 1) / 2
+	zr, zi = zr[:ns+1], zi[:ns+1]
+	zr[0], zi[0] = x[0], 0
+	c := 1
+	if useSymAsm[F]() && ns >= symLanes {
+		nc := ns / symLanes
+		foldAVX512(p32(zr[1:]), p32(zi[1:]), p32(x[1:]), p32(x[D-symLanes:]), nc)
+		c = 1 + nc*symLanes
+	}
+	for ; c <= ns; c++ {
+		a, b := x[c], x[D-c]
+		zr[c], zi[c] = a+b, a-b
+	}
+	return x[D/2]
+}

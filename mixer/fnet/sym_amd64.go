@@ -22,3 +22,9 @@ func copyAVX512(dst, src *float32, nc int, acc bool)
 //
 //go:noescape
 func revAVX512(dst, src *float32, nc int, acc bool)
+
+// sumDiffAVX512 sets s[i] = a[i] + b[i] and d[i] = a[i] − b[i] for
+// i < 16·nc; s and d may be a and b.
+//
+//go:noescape
+func sumDiffAVX512(s, d, a, b *float32, nc int)

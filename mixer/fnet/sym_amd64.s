@@ -143,3 +143,32 @@ loopra:
 doner:
 	VZEROUPPER
 	RET
+
+// func sumDiffAVX512(s, d, a, b *float32, nc int)
+//
+// Both inputs are loaded before either output is stored, so s and d may be
+// a and b.
+TEXT ·sumDiffAVX512(SB), NOSPLIT, $0-40
+	MOVQ s+0(FP), DI
+	MOVQ d+8(FP), SI
+	MOVQ a+16(FP), R8
+	MOVQ b+24(FP), R9
+	MOVQ nc+32(FP), CX
+	TESTQ CX, CX
+	JZ   donesd
+loopsd:
+	VMOVUPS (R8), Z0
+	VMOVUPS (R9), Z1
+	VADDPS Z1, Z0, Z2
+	VSUBPS Z1, Z0, Z3
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, (SI)
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, DI
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  loopsd
+donesd:
+	VZEROUPPER
+	RET

@@ -11,3 +11,5 @@ func foldAVX512(e, o, a, b *float32, nc int) float32 {
 func copyAVX512(dst, src *float32, nc int, acc bool) { panic("fnet: no assembly on this platform") }
 
 func revAVX512(dst, src *float32, nc int, acc bool) { panic("fnet: no assembly on this platform") }
+
+func sumDiffAVX512(s, d, a, b *float32, nc int) { panic("fnet: no assembly on this platform") }
