@@ -96,8 +96,11 @@ func (f *FNet[F]) useGemm(t int) bool {
 	return f.Method == Gemm || f.Method == Auto && t <= GemmMaxT
 }
 
-// ScratchSize is, for the GEMM path, X·C_D and X·S_D [T,2D]; for the FFT
-// path, the half spectrum Z [B·T, zStride(D)] (real and imaginary), for even
+// ScratchSize is, for the GEMM path, X·C_D and X·S_D [T,2D]; for the
+// time-first FFT path, the time transforms y [B·T, zStride(D)], for even D
+// the Nyquist column [B·T] and a zero column [T], and per-thread work space
+// (one folded column block and its transform's scratch, or one chunk of the
+// output pass); for the channel-first FFT path, the half spectrum Z [B·T, zStride(D)] (real and imaginary), for even
 // D its Nyquist column [B·T] and a zero column [T], and per-thread work space
 // for one block of columns (parallel.Threads() at the time of the call);
 // when the channel DFT is a GEMM, the work space holds one chunk of
@@ -105,6 +108,9 @@ func (f *FNet[F]) useGemm(t int) bool {
 func (f *FNet[F]) ScratchSize(b, t int) int {
 	if f.useGemm(t) {
 		return 2 * t * f.D
+	}
+	if f.timeFirst() {
+		return b*t*zStride(f.D) + nyqSize(f.D, b, t) + parallel.Threads()*f.tfWorkerSize(t)
 	}
 	return 2*b*t*zStride(f.D) + nyqSize(f.D, b, t) + parallel.Threads()*f.workerSize(t)
 }
@@ -124,9 +130,7 @@ func (f *FNet[F]) workerSize(t int) int {
 	nk := f.D/2 + 1
 	w := min(colBlock, zCols(f.D))
 	var ws int
-	if f.timeFirst() {
-		ws = tfChunkSize(f.D)
-	} else if f.D > f.ChannelGemmMaxD {
+	if f.D > f.ChannelGemmMaxD {
 		// Real2 scratch, two half spectra and a zero row.
 		ws = fft.PlanFor[F](f.D).Real2ScratchLen() + 4*nk + f.D
 	} else {

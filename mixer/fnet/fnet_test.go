@@ -351,3 +351,54 @@ func BenchmarkBackward(b *testing.B) {
 		b.Run(fmt.Sprintf("fft/T=%d", T), func(b *testing.B) { benchApply(b, "fft", T, true) })
 	}
 }
+
+// BenchmarkOrderAB alternates the time-first and channel-first orders
+// iteration by iteration (forward, d=256) and reports each one's wall and
+// CPU time per call and their ratio, so that both see the same machine
+// load.
+func BenchmarkOrderAB(b *testing.B) {
+	for _, T := range []int{64, 256, 1024, 4096, 16384} {
+		for _, bwd := range []bool{false, true} {
+			name := fmt.Sprintf("fwd/T=%d", T)
+			if bwd {
+				name = fmt.Sprintf("bwd/T=%d", T)
+			}
+			b.Run(name, func(b *testing.B) { benchOrderAB(b, T, bwd) })
+		}
+	}
+}
+
+func benchOrderAB(b *testing.B, T int, bwd bool) {
+	const D = 256
+	var fs [2]*FNet[float32]
+	for i, o := range orders {
+		fs[i], _ = New[float32](cfg(D, "fft"))
+		setOrder(fs[i], o)
+	}
+	x := make([]float32, T*D)
+	for i := range x {
+		x[i] = float32(i%7) - 3
+	}
+	out := make([]float32, T*D)
+	scr := make([]float32, max(fs[0].ScratchSize(1, T), fs[1].ScratchSize(1, T)))
+	p := mixer.Pass{B: 1, T: T}
+	var wall, cpu [2]time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j, f := range fs {
+			w0, c0 := time.Now(), cpuTime()
+			if bwd {
+				f.Backward(out, scr, x, nil, x, p)
+			} else {
+				f.Forward(out, nil, scr, x, p)
+			}
+			cpu[j] += cpuTime() - c0
+			wall[j] += time.Since(w0)
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(wall[0])/n, "tf-ns/op")
+	b.ReportMetric(float64(wall[1])/n, "cf-ns/op")
+	b.ReportMetric(float64(wall[0])/float64(wall[1]), "tf/cf-wall")
+	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "tf/cf-cpu")
+}

@@ -141,3 +141,40 @@ func foldRowTF[F kernels.Float](zr, zi, x []F) F {
 	}
 	return x[D/2]
 }
+
+// foldBlock writes the time-first columns k0…k0+w−1 of the T rows of
+// x [T, D] into the block e, o [T, w] (row stride w): for channel
+// c = k0+q, e[t·w+q] = x[t, c] + x[t, D−c] and o[t·w+q] = x[t, c] − x[t, D−c]
+// for 1 ≤ c ≤ (D−1)/2, and e = x[t, 0], o = 0 for c = 0. It requires
+// k0+w−1 ≤ (D−1)/2.
+func foldBlock[F kernels.Float](e, o, x []F, D, T, k0, w int) {
+	e, o, x = e[:T*w], o[:T*w], x[:T*D]
+	t0 := 0
+	if useSymAsm[F]() && w == symLanes && T > 1 {
+		if k0 > 0 {
+			// Partners of k0…k0+15 are D−k0 down to D−k0−15.
+			foldColsAVX512(p32(e), p32(o), p32(x[k0:]), p32(x[D-k0-(symLanes-1):]), T, D)
+			return
+		}
+		// Block 0: lane 0's partner would be x[t, D], which is
+		// x[t+1, 0]; the vector form reads it (all rows but the last)
+		// and lane 0 is rewritten below.
+		foldColsAVX512(p32(e), p32(o), p32(x), p32(x[D-(symLanes-1):]), T-1, D)
+		for t := 0; t < T-1; t++ {
+			e[t*w], o[t*w] = x[t*D], 0
+		}
+		t0 = T - 1
+	}
+	for t := t0; t < T; t++ {
+		row, er, or := x[t*D:(t+1)*D], e[t*w:(t+1)*w], o[t*w:(t+1)*w]
+		for q := 0; q < w; q++ {
+			c := k0 + q
+			if c == 0 {
+				er[q], or[q] = row[0], 0
+				continue
+			}
+			a, b := row[c], row[D-c]
+			er[q], or[q] = a+b, a-b
+		}
+	}
+}

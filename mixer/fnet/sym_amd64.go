@@ -28,3 +28,12 @@ func revAVX512(dst, src *float32, nc int, acc bool)
 //
 //go:noescape
 func sumDiffAVX512(s, d, a, b *float32, nc int)
+
+// foldColsAVX512 folds one 16-column block of rows rows: for t < rows and
+// l < 16, e[16t+l] = a[t·stride+l] + a'[t·stride+l] and
+// o[16t+l] = a[t·stride+l] − a'[t·stride+l], where a'[t·stride+l] =
+// b[t·stride+15−l] (b points at the lowest of the 16 partners, read
+// reversed).
+//
+//go:noescape
+func foldColsAVX512(e, o, a, b *float32, rows, stride int)

@@ -172,3 +172,35 @@ loopsd:
 donesd:
 	VZEROUPPER
 	RET
+
+// func foldColsAVX512(e, o, a, b *float32, rows, stride int)
+//
+// Row t reads a and b at t·stride floats and writes e and o at 16·t.
+TEXT ·foldColsAVX512(SB), NOSPLIT, $0-48
+	MOVQ e+0(FP), DI
+	MOVQ o+8(FP), SI
+	MOVQ a+16(FP), R8
+	MOVQ b+24(FP), R9
+	MOVQ rows+32(FP), CX
+	MOVQ stride+40(FP), DX
+	SHLQ $2, DX
+	VMOVUPS revidx<>(SB), Z30
+	TESTQ CX, CX
+	JZ   donefc
+loopfc:
+	VMOVUPS (R8), Z0
+	VMOVUPS (R9), Z1
+	VPERMPS Z1, Z30, Z1
+	VADDPS Z1, Z0, Z2
+	VSUBPS Z1, Z0, Z3
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z3, (SI)
+	ADDQ DX, R8
+	ADDQ DX, R9
+	ADDQ $64, DI
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  loopfc
+donefc:
+	VZEROUPPER
+	RET

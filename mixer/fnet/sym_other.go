@@ -13,3 +13,7 @@ func copyAVX512(dst, src *float32, nc int, acc bool) { panic("fnet: no assembly 
 func revAVX512(dst, src *float32, nc int, acc bool) { panic("fnet: no assembly on this platform") }
 
 func sumDiffAVX512(s, d, a, b *float32, nc int) { panic("fnet: no assembly on this platform") }
+
+func foldColsAVX512(e, o, a, b *float32, rows, stride int) {
+	panic("fnet: no assembly on this platform")
+}

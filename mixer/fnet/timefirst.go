@@ -4,13 +4,14 @@ import (
 	"sync"
 
 	"tokenmix/kernels"
+	"tokenmix/kernels/fft"
 	"tokenmix/parallel"
 )
 
 // outChunk is the number of time frequencies t (each with its mirror T−t)
 // one thread combines, multiplies and writes at a time in the time-first
 // output pass: its [outChunk, D/2+1] buffers stay in that thread's cache.
-const outChunk = 64
+const outChunk = 256
 
 // halfTrig holds the folded channel matrices of the time-first path, halved:
 // c [nk, nk] = C_D[j, c]/2 for j, c < nk = D/2+1, and
@@ -44,56 +45,106 @@ func halfTrigFor[F kernels.Float](D int) *halfTrig[F] {
 	return v.(*halfTrig[F])
 }
 
-// tfChunkSize is one thread's buffers in the time-first output pass:
-// Ce and U, V [outChunk, nk] and So [outChunk, nz].
-func tfChunkSize(D int) int {
-	return outChunk * (3*(D/2+1) + zCols(D))
+// tfWorkerSize is one thread's work space in the time-first path: the
+// larger of the output pass's chunk buffers (Ce and U, V [outChunk, nk],
+// So [outChunk, nz]) and one folded column block [T, colBlock] (real and
+// imaginary) with its time transform's scratch.
+func (f *FNet[F]) tfWorkerSize(T int) int {
+	D := f.D
+	w := min(colBlock, zCols(D))
+	ws := outChunk * (3*(D/2+1) + zCols(D))
+	if T%2 == 0 {
+		return max(ws, 2*T*w+fft.RealPlanFor[F](T).ScratchLen(w))
+	}
+	return max(ws, 2*T*w+2*fft.PlanFor[F](T).BatchScratchLen(w))
 }
 
-// applyTimeFirst is the time-first FFT path (see the package doc): fold the
-// channels of every row (Xe = x[c] + x[D−c], Xo = x[c] − x[D−c]) into the
-// complex columns z = Xe + i·Xo of Z [B·T, ld] (the Nyquist channel x[D/2]
-// of even D into its own column), replace them with
-// y = Re(FFT_time z) = C_T·Xe + S_T·Xo, then for each t ≤ T/2 recover
-// 2·C_T·Xe and 2·S_T·Xo from rows t and T−t (even and odd in t), multiply
+// applyTimeFirst is the time-first FFT path (see the package doc). Each
+// thread folds one block of colBlock channel pairs of x straight into its
+// work space, z = Xe + i·Xo with Xe = x[c] + x[D−c] and Xo = x[c] − x[D−c]
+// (foldBlock), and writes y = Re(FFT_time z) = C_T·Xe + S_T·Xo into the
+// block's columns of y [B·T, ld]; for even D the Nyquist channel x[D/2]
+// gets a column of its own. Then, for each t ≤ T/2, rows t and T−t of y
+// give 2·C_T·Xe (even in t) and 2·S_T·Xo (odd in t), which are multiplied
 // by the halved folded channel matrices (U = Ce·C_D/2, V = So·S_D/2: half
-// the rows and half the columns of the channel-first GEMM) and write rows
-// t and T−t of dst: out[t, c] = out[T−t, D−c] = U − V and
+// the rows and half the columns of the channel-first GEMM), and rows t and
+// T−t of dst are written (or added): out[t, c] = out[T−t, D−c] = U − V and
 // out[t, D−c] = out[T−t, c] = U + V.
 func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	D := f.D
 	nk, ns, nz, ld := D/2+1, (D-1)/2, zCols(D), zStride(D)
-	zr := scratch[:B*T*ld]
-	zi := scratch[B*T*ld : 2*B*T*ld]
+	y := scratch[:B*T*ld]
 	var nyq, zero []F
 	if D%2 == 0 {
-		nyq = scratch[2*B*T*ld : 2*B*T*ld+B*T]
-		zero = scratch[2*B*T*ld+B*T : 2*B*T*ld+B*T+T]
+		nyq = scratch[B*T*ld : B*T*ld+B*T]
+		zero = scratch[B*T*ld+B*T : B*T*ld+B*T+T]
 		clear(zero)
 	}
-	ws := f.workerSize(T)
-	work := scratch[2*B*T*ld+nyqSize(D, B, T):]
+	ws := f.tfWorkerSize(T)
+	work := scratch[B*T*ld+nyqSize(D, B, T):]
 	if len(work) < parallel.Threads()*ws {
 		panic("fnet: scratch smaller than ScratchSize (threads raised since?)")
 	}
-	// Fold: one streaming pass over x.
-	parallel.For(B*T, 64, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			xn := foldRowTF(zr[r*ld:r*ld+nz], zi[r*ld:r*ld+nz], src[r*D:(r+1)*D])
-			if nyq != nil {
-				nyq[r] = xn
+	var rp *fft.RealPlan[F]
+	var pt *fft.Plan[F]
+	if T%2 == 0 {
+		rp = fft.RealPlanFor[F](T)
+	} else {
+		pt = fft.PlanFor[F](T)
+	}
+	ncb := (nz + colBlock - 1) / colBlock
+	items := B * ncb
+	if nyq != nil {
+		items += B // one Nyquist column per sequence, after the blocks
+	}
+	parallel.For(items, 1, func(wk, lo, hi int) {
+		fs := work[wk*ws : (wk+1)*ws]
+		for i := lo; i < hi; i++ {
+			if i >= B*ncb {
+				b := i - B*ncb
+				nb, xb := nyq[b*T:(b+1)*T], src[b*T*D:(b+1)*T*D]
+				for t := range nb {
+					nb[t] = xb[t*D+D/2]
+				}
+				if rp != nil {
+					rp.Batch(nb, nb[1:], 2, nb, zero, 1, 1, fs)
+				} else {
+					fullBlock(nb, zero, 1, 0, 1, pt, fs)
+				}
+				continue
+			}
+			b, k0 := i/ncb, (i%ncb)*colBlock
+			w := min(k0+colBlock, nz) - k0
+			yb := y[b*T*ld : (b+1)*T*ld]
+			er, ei := fs[:T*w], fs[T*w:2*T*w]
+			foldBlock(er, ei, src[b*T*D:(b+1)*T*D], D, T, k0, w)
+			if rp != nil {
+				// Even T: only Re(FFT_time) is needed, which a
+				// half-length transform gives (even and odd rows).
+				rp.Batch(yb[k0:], yb[ld+k0:], 2*ld, er, ei, w, w, fs[2*T*w:])
+			} else {
+				pt.TransformBatch(er, ei, w, fs[2*T*w:])
+				for t := 0; t < T; t++ {
+					copy(yb[t*ld+k0:t*ld+k0+w], er[t*w:(t+1)*w])
+				}
 			}
 		}
 	})
-	timePass(zr, zi, nyq, zero, work, B, T, ld, nz, ws)
 	ht := halfTrigFor[F](D)
 	np := T/2 + 1
+	// Chunks of at most outChunk rows, a multiple of the thread count of
+	// them, so that the threads get equal shares.
 	nch := (np + outChunk - 1) / outChunk
-	parallel.For(B*nch, 1, func(w, lo, hi int) {
-		fs := work[w*ws : (w+1)*ws]
+	if th := parallel.Threads(); B*nch%th != 0 {
+		nch = min(np, ((B*nch+th-1)/th*th+B-1)/B)
+	}
+	rows := (np + nch - 1) / nch
+	nch = (np + rows - 1) / rows
+	parallel.For(B*nch, 1, func(wk, lo, hi int) {
+		fs := work[wk*ws : (wk+1)*ws]
 		for i := lo; i < hi; i++ {
-			b, t0 := i/nch, (i%nch)*outChunk
-			m := min(t0+outChunk, np) - t0
+			b, t0 := i/nch, (i%nch)*rows
+			m := min(t0+rows, np) - t0
 			ce := fs[:m*nk]                    // [m, nk]: 2·C_T·Xe
 			so := fs[m*nk : m*(nk+nz)]         // [m, nz]: 2·S_T·Xo (column 0 unused)
 			u := fs[m*(nk+nz) : m*(2*nk+nz)]   // [m, nk]
@@ -101,12 +152,10 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 			for j := 0; j < m; j++ {
 				t := t0 + j
 				r, rm := b*T+t, b*T+(T-t)%T
-				sumDiff(ce[j*nk:j*nk+nz], so[j*nz:(j+1)*nz], zr[r*ld:r*ld+nz], zr[rm*ld:rm*ld+nz])
-				if nyq != nil {
-					ce[j*nk+nk-1] = nyq[r] + nyq[rm]
-				}
+				sumDiff(ce[j*nk:j*nk+nz], so[j*nz:(j+1)*nz], y[r*ld:r*ld+nz], y[rm*ld:rm*ld+nz])
 				v[j*nk] = 0
 				if nyq != nil {
+					ce[j*nk+nk-1] = nyq[r] + nyq[rm]
 					v[j*nk+nk-1] = 0
 				}
 			}
