@@ -204,3 +204,28 @@ loopfc:
 donefc:
 	VZEROUPPER
 	RET
+
+// func ntCopyAVX512(dst, src *float32, nc int)
+//
+// dst must be 64-byte aligned.
+TEXT ·ntCopyAVX512(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ nc+16(FP), CX
+	TESTQ CX, CX
+	JZ   donent
+loopnt:
+	VMOVUPS (SI), Z0
+	VMOVNTPS Z0, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  loopnt
+donent:
+	VZEROUPPER
+	RET
+
+// func sfence()
+TEXT ·sfence(SB), NOSPLIT, $0-0
+	SFENCE
+	RET

@@ -17,3 +17,7 @@ func sumDiffAVX512(s, d, a, b *float32, nc int) { panic("fnet: no assembly on th
 func foldColsAVX512(e, o, a, b *float32, rows, stride int) {
 	panic("fnet: no assembly on this platform")
 }
+
+func ntCopyAVX512(dst, src *float32, nc int) { panic("fnet: no assembly on this platform") }
+
+func sfence() {}

@@ -2,6 +2,7 @@ package fnet
 
 import (
 	"sync"
+	"unsafe"
 
 	"tokenmix/kernels"
 	"tokenmix/kernels/fft"
@@ -45,6 +46,11 @@ func halfTrigFor[F kernels.Float](D int) *halfTrig[F] {
 	return v.(*halfTrig[F])
 }
 
+// ntMinElems is the smallest output (B·T·D elements) the time-first
+// forward writes with non-temporal stores: far beyond the caches, where
+// skipping the read for ownership saves memory traffic.
+var ntMinElems = 1 << 22
+
 // tfWorkerSize is one thread's work space in the time-first path: the
 // larger of the output pass's chunk buffers (Ce and U, V [outChunk, nk],
 // So [outChunk, nz]) and one folded column block [T, colBlock] (real and
@@ -52,7 +58,7 @@ func halfTrigFor[F kernels.Float](D int) *halfTrig[F] {
 func (f *FNet[F]) tfWorkerSize(T int) int {
 	D := f.D
 	w := min(colBlock, zCols(D))
-	ws := outChunk * (3*(D/2+1) + zCols(D))
+	ws := outChunk*(3*(D/2+1)+zCols(D)) + D
 	if T%2 == 0 {
 		return max(ws, 2*T*w+fft.RealPlanFor[F](T).ScratchLen(w))
 	}
@@ -140,8 +146,16 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	}
 	rows := (np + nch - 1) / nch
 	nch = (np + rows - 1) / rows
+	// Large forward outputs are streamed with non-temporal stores (no
+	// read for ownership of dst's lines), whole rows built in tmp first.
+	nt := !acc && useSymAsm[F]() && D%symLanes == 0 && B*T*D >= ntMinElems &&
+		uintptr(unsafe.Pointer(&dst[0]))%64 == 0
 	parallel.For(B*nch, 1, func(wk, lo, hi int) {
 		fs := work[wk*ws : (wk+1)*ws]
+		tmp := fs[ws-D:]
+		if nt {
+			defer sfence()
+		}
 		for i := lo; i < hi; i++ {
 			b, t0 := i/nch, (i%nch)*rows
 			m := min(t0+rows, np) - t0
@@ -168,6 +182,15 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 				r, rm := b*T+t, b*T+(T-t)%T
 				uj, vj := u[j*nk:(j+1)*nk], v[j*nk:(j+1)*nk]
 				sumDiff(uj, vj, uj, vj) // uj = U + V, vj = U − V
+				if nt {
+					unfoldRow(tmp, vj, uj, vj[nk-1], false)
+					ntCopyAVX512(p32(dst[r*D:]), p32(tmp), D/symLanes)
+					if rm != r {
+						unfoldRow(tmp, uj, vj, uj[nk-1], false)
+						ntCopyAVX512(p32(dst[rm*D:]), p32(tmp), D/symLanes)
+					}
+					continue
+				}
 				unfoldRow(dst[r*D:(r+1)*D], vj, uj, vj[nk-1], acc)
 				if rm != r {
 					unfoldRow(dst[rm*D:(rm+1)*D], uj, vj, uj[nk-1], acc)
