@@ -235,8 +235,16 @@ const colBlock = 16
 const ChannelGemmMaxD = 512
 
 // TimeFirstMaxD is the widest model dimension for which the FFT path
-// transforms time first (applyTimeFirst) rather than channels first.
-const TimeFirstMaxD = 512
+// transforms time first (applyTimeFirst) rather than channels first. Its
+// channel GEMMs do half the flops of the channel-first ones, so it wins
+// wherever channel-first uses a GEMM, narrowly against the channel FFTs at
+// D=1024 and not at D=2048. Time-first ÷ channel-first CPU time, one
+// thread, float32, forward (backward): d=256 T=8 0.99–1.01 (1.01), T=16
+// 0.95–0.97 (0.96), T=32 0.82–0.83 (0.85–0.87), T=256 0.77 (0.73),
+// T=1024 0.72 (0.74); T=2048 d=512 0.68 (0.71), d=1024 0.94 (0.98),
+// T=512 d=2048 1.93 (1.89) (`go test -run X -bench OrderAB ./mixer/fnet/`
+// with TOKENMIX_THREADS=1, shared machine).
+const TimeFirstMaxD = 1024
 
 // applyFFT: the channel DFT of every row into the half spectrum
 // Z [B·T, nz] = X·(C_D − i·S_D)[:, :nz], nz = zCols(D), and for even D the

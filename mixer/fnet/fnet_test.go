@@ -358,23 +358,28 @@ func BenchmarkBackward(b *testing.B) {
 }
 
 // BenchmarkOrderAB alternates the time-first and channel-first orders
-// iteration by iteration (forward, d=256) and reports each one's wall and
-// CPU time per call and their ratio, so that both see the same machine
-// load.
+// iteration by iteration (forward and accumulating backward, d=256, and
+// d=512, 1024 at T=2048) and reports each one's wall time per call and the
+// ratios of wall and CPU time, so that both see the same machine load.
 func BenchmarkOrderAB(b *testing.B) {
-	for _, T := range []int{64, 256, 1024, 4096, 16384} {
+	type dt struct{ D, T int }
+	var cases []dt
+	for _, T := range []int{8, 16, 32, 64, 256, 1023, 1024, 4096, 16384} {
+		cases = append(cases, dt{256, T})
+	}
+	cases = append(cases, dt{512, 2048}, dt{1024, 2048}, dt{2048, 512})
+	for _, c := range cases {
 		for _, bwd := range []bool{false, true} {
-			name := fmt.Sprintf("fwd/T=%d", T)
+			name := fmt.Sprintf("fwd/D=%d/T=%d", c.D, c.T)
 			if bwd {
-				name = fmt.Sprintf("bwd/T=%d", T)
+				name = fmt.Sprintf("bwd/D=%d/T=%d", c.D, c.T)
 			}
-			b.Run(name, func(b *testing.B) { benchOrderAB(b, T, bwd) })
+			b.Run(name, func(b *testing.B) { benchOrderAB(b, c.D, c.T, bwd) })
 		}
 	}
 }
 
-func benchOrderAB(b *testing.B, T int, bwd bool) {
-	const D = 256
+func benchOrderAB(b *testing.B, D, T int, bwd bool) {
 	var fs [2]*FNet[float32]
 	for i, o := range orders {
 		fs[i], _ = New[float32](cfg(D, "fft"))
