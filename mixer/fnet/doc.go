@@ -29,9 +29,53 @@
 // to dout, accumulated into dx. The tests check this both by finite
 // differences and by the adjoint identity ⟨A x, y⟩ = ⟨x, A y⟩.
 //
-// # Two kernels
+// # The FFT path, time first (D ≤ TimeFirstMaxD)
 //
-// The FFT path works on a half spectrum Z [T, D/2+1] = X·(C_D − i·S_D)[:, 0…D/2]
+// Split X into its even and odd parts under c → D−c: for the channel pairs
+// c = 0…nz−1 (nz = (D+1)/2), Xe[:, c] = x[:, c] + x[:, D−c] and
+// Xo[:, c] = x[:, c] − x[:, D−c] (Xe[:, 0] = x[:, 0], Xo[:, 0] = 0; for
+// even D the Nyquist channel x[:, D/2] is kept apart). Since cos is even
+// and sin odd in c, X·C_D = Xe·C and X·S_D = Xo·S with the folded
+// matrices C = C_D[0…D/2, 0…D/2] and S = S_D[1…ns, 1…ns], ns = (D−1)/2,
+// so with Ce = C_T·Xe (even in t) and So = S_T·Xo (odd in t)
+//
+//	U = Ce·C,  V = So·S,
+//	out[t, c] = out[T−t, D−c] = U[t, c] − V[t, c],
+//	out[t, D−c] = out[T−t, c] = U[t, c] + V[t, c],
+//
+// for t ≤ T/2 and c ≤ D/2: half the rows and half the columns of the
+// channel matrix, T·D²/2 GEMM flops against the channel-first order's T·D².
+// Both time transforms come from one: for z = Xe + i·Xo,
+// y = Re(FFT_T z) = C_T·Xe + S_T·Xo, so Ce[t] = (y[t] + y[−t])/2 and
+// So[t] = (y[t] − y[−t])/2 (the 1/2 is folded into cached halved C and S).
+// Two passes, each split over the threads:
+//
+//  1. Time: per block of 16 channel pairs, fold the block's columns of x
+//     (and their partners D−c, read reversed, AVX-512) straight into the
+//     thread's work space and replace them with y by fft.RealPlan (even T,
+//     a half-length batched transform) or fft.Plan.TransformBatch (odd T),
+//     written to the block's columns of y [B·T, zStride(D)]; the Nyquist
+//     channel (even D) is gathered into a column of its own and gets its own
+//     Re(FFT_T), which is C_T·x[:, D/2].
+//  2. Output: per chunk of at most 256 time frequencies t ≤ T/2 (an equal
+//     share per thread), rows t and T−t of y give 2·Ce and 2·So (AVX-512
+//     sum and difference), two GEMMs (kernels.GemmST, [m, D/2+1]² and
+//     [m, ns]²) give U and V, their sum and difference are written (or
+//     added) to whole rows t and T−t of out with the channel mirror
+//     (unfoldRow). A forward output of ≥ ntMinElems elements (far beyond
+//     the caches) is streamed with non-temporal stores, each row built in
+//     L1 first: no read for ownership of out's lines.
+//
+// x is read once, y (half the size of x) written once and read once, out
+// written once: one B·T buffer (y) instead of the channel-first order's two
+// (Re Z and Im Z) and two fewer passes over them. Memory O(T·D): y is
+// T·16⌈nz/16⌉ elements per sequence, plus the Nyquist column, and per thread
+// one folded block [T, 16] (real and imaginary) with the transform's
+// scratch, or the output chunk's buffers, whichever is larger.
+//
+// # The FFT path, channels first (D > TimeFirstMaxD)
+//
+// The channel-first order works on a half spectrum Z [T, D/2+1] = X·(C_D − i·S_D)[:, 0…D/2]
 // (the other channel frequencies follow from Hermitian symmetry,
 // out[t, D−k] = out[(T−t) mod T, k]), in three passes, each split over the
 // threads:

@@ -16,8 +16,9 @@ const outChunk = 256
 
 // halfTrig holds the folded channel matrices of the time-first path, halved:
 // c [nk, nk] = C_D[j, c]/2 for j, c < nk = D/2+1, and
-// s [ns, ns] = S_D[1+j, 1+c]/2 for j, c < ns = (D−1)/2.
-type halfTrig[F kernels.Float] struct{ c, s []F }
+// s [ns, ns] = S_D[1+j, 1+c]/2 for j, c < ns = (D−1)/2; n [nk] is c's last
+// column, C_D[j, D/2]/2 = (−1)^j/2 for even D.
+type halfTrig[F kernels.Float] struct{ c, s, n []F }
 
 var halfCache sync.Map // trigKey → *halfTrig[F]
 
@@ -31,11 +32,12 @@ func halfTrigFor[F kernels.Float](D int) *halfTrig[F] {
 	}
 	td := trigFor[F](D)
 	nk, ns := D/2+1, (D-1)/2
-	h := &halfTrig[F]{c: make([]F, nk*nk), s: make([]F, ns*ns)}
+	h := &halfTrig[F]{c: make([]F, nk*nk), s: make([]F, ns*ns), n: make([]F, nk)}
 	for j := 0; j < nk; j++ {
 		for c := 0; c < nk; c++ {
 			h.c[j*nk+c] = td.c[j*D+c] / 2
 		}
+		h.n[j] = h.c[j*nk+nk-1]
 	}
 	for j := 0; j < ns; j++ {
 		for c := 0; c < ns; c++ {
@@ -173,7 +175,15 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 					v[j*nk+nk-1] = 0
 				}
 			}
-			kernels.GemmST(false, false, m, nk, nk, 1, ce, nk, ht.c, nk, 0, u, nk)
+			// For even D, output column D/2 of U is a dot product per row
+			// rather than a one-column tile of the GEMM (at D=256 the GEMM
+			// is then exactly 128 columns wide).
+			kernels.GemmST(false, false, m, nz, nk, 1, ce, nk, ht.c, nk, 0, u, nk)
+			if nz < nk {
+				for j := 0; j < m; j++ {
+					u[j*nk+nk-1] = kernels.Dot(ce[j*nk:(j+1)*nk], ht.n)
+				}
+			}
 			if ns > 0 {
 				kernels.GemmST(false, false, m, ns, ns, 1, so[1:], nz, ht.s, ns, 0, v[1:], nk)
 			}
