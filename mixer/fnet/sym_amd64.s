@@ -184,10 +184,18 @@ TEXT ·foldColsAVX512(SB), NOSPLIT, $0-48
 	MOVQ rows+32(FP), CX
 	MOVQ stride+40(FP), DX
 	SHLQ $2, DX
+	MOVQ DX, R10
+	SHLQ $4, R10 // 16 rows ahead
 	VMOVUPS revidx<>(SB), Z30
 	TESTQ CX, CX
 	JZ   donefc
 loopfc:
+	// Rows are a stride apart, so every few rows start a new 4 KiB page,
+	// where hardware prefetchers stop; prefetch 16 rows ahead (never
+	// faults, even past the end).
+	PREFETCHT0 (R8)(R10*1)
+	PREFETCHT0 (R9)(R10*1)
+	PREFETCHT0 60(R9)(R10*1)
 	VMOVUPS (R8), Z0
 	VMOVUPS (R9), Z1
 	VPERMPS Z1, Z30, Z1
