@@ -2,6 +2,7 @@ package fnet
 
 import (
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"tokenmix/kernels"
@@ -105,9 +106,17 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	if nyq != nil {
 		items += B // one Nyquist column per sequence, after the blocks
 	}
-	parallel.For(items, 1, func(wk, lo, hi int) {
+	// Items are taken dynamically, the Nyquist columns (about half a
+	// block's time at T=16384) last: a static split of d=256's 8 blocks and
+	// one Nyquist column over 2 threads would give one thread 5 blocks.
+	var next atomic.Int64
+	parallel.For(min(parallel.Threads(), items), 1, func(wk, _, _ int) {
 		fs := work[wk*ws : (wk+1)*ws]
-		for i := lo; i < hi; i++ {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= items {
+				return
+			}
 			if i >= B*ncb {
 				b := i - B*ncb
 				nb, xb := nyq[b*T:(b+1)*T], src[b*T*D:(b+1)*T*D]
