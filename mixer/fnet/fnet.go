@@ -237,14 +237,15 @@ const ChannelGemmMaxD = 512
 // TimeFirstMaxD is the widest model dimension for which the FFT path
 // transforms time first (applyTimeFirst) rather than channels first. Its
 // channel GEMMs do half the flops of the channel-first ones, so it wins
-// wherever channel-first uses a GEMM, narrowly against the channel FFTs at
-// D=1024 and not at D=2048. Time-first ÷ channel-first CPU time, one
-// thread, float32, forward (backward): d=256 T=8 0.99–1.01 (1.01), T=16
-// 0.95–0.97 (0.96), T=32 0.82–0.83 (0.85–0.87), T=256 0.77 (0.73),
-// T=1024 0.72 (0.74); T=2048 d=512 0.68 (0.71), d=1024 0.94 (0.98),
-// T=512 d=2048 1.93 (1.89) (`go test -run X -bench OrderAB ./mixer/fnet/`
-// with TOKENMIX_THREADS=1, shared machine).
-const TimeFirstMaxD = 1024
+// wherever channel-first uses a GEMM (D ≤ ChannelGemmMaxD) and at D=768
+// against the channel FFTs, but loses at D=1024 and D=2048. Time-first ÷
+// channel-first CPU time, one thread, float32, forward (backward), quiet
+// machine: d=256 T=8 0.97 (0.96), T=16 0.87 (0.87), T=32 0.80 (0.79),
+// T=64 0.74 (0.73), T=256 0.68 (0.66), T=1023 0.92 (0.92), T=1024 0.67
+// (0.68), T=4096 0.68 (0.69), T=16384 0.69 (0.75); T=2048 d=512 0.64
+// (0.65), d=768 0.80 (0.82), d=1024 1.14 (1.13); T=512 d=2048 2.23 (2.22)
+// (`go test -run X -bench OrderAB ./mixer/fnet/` with TOKENMIX_THREADS=1).
+const TimeFirstMaxD = 768
 
 // applyFFT: the channel DFT of every row into the half spectrum
 // Z [B·T, nz] = X·(C_D − i·S_D)[:, :nz], nz = zCols(D), and for even D the

@@ -367,7 +367,7 @@ func BenchmarkOrderAB(b *testing.B) {
 	for _, T := range []int{8, 16, 32, 64, 256, 1023, 1024, 4096, 16384} {
 		cases = append(cases, dt{256, T})
 	}
-	cases = append(cases, dt{512, 2048}, dt{1024, 2048}, dt{2048, 512})
+	cases = append(cases, dt{512, 2048}, dt{768, 2048}, dt{1024, 2048}, dt{2048, 512})
 	for _, c := range cases {
 		for _, bwd := range []bool{false, true} {
 			name := fmt.Sprintf("fwd/D=%d/T=%d", c.D, c.T)
