@@ -59,15 +59,18 @@
 //     Re(FFT_T), which is C_T·x[:, D/2].
 //  2. Output: per chunk of at most 256 time frequencies t ≤ T/2 (an equal
 //     share per thread), rows t and T−t of y give 2·Ce and 2·So (AVX-512
-//     sum and difference), two GEMMs (kernels.GemmST, [m, D/2+1]² and
-//     [m, ns]²) give U and V, their sum and difference are written (or
+//     sum and difference), two GEMMs (kernels.GemmST) give U (nz columns,
+//     K = D/2+1; for even D column D/2 is a dot product per row, so that at
+//     D=256 the GEMM is exactly 128 wide) and V ([m, ns]·[ns, ns]), their
+//     sum and difference are written (or
 //     added) to whole rows t and T−t of out with the channel mirror
 //     (unfoldRow). A forward output of ≥ ntMinElems elements (far beyond
 //     the caches) is streamed with non-temporal stores, each row built in
 //     L1 first: no read for ownership of out's lines.
 //
-// x is read once, y (half the size of x) written once and read once, out
-// written once: one B·T buffer (y) instead of the channel-first order's two
+// x is read once (a block touches three cache lines of each row, its own
+// and its partners' two, so about 1.5× x in lines), y (half the size of x)
+// written once and read once, out written once: one B·T buffer (y) instead of the channel-first order's two
 // (Re Z and Im Z) and two fewer passes over them. Memory O(T·D): y is
 // T·16⌈nz/16⌉ elements per sequence, plus the Nyquist column, and per thread
 // one folded block [T, 16] (real and imaginary) with the transform's
@@ -75,6 +78,9 @@
 //
 // # The FFT path, channels first (D > TimeFirstMaxD)
 //
+// Since TimeFirstMaxD (768) exceeds ChannelGemmMaxD (512), the default
+// reaches this order only above D=768, with the row-pair channel FFTs; the
+// channel GEMM below runs when TimeFirstMaxD is lowered (the tests do).
 // The channel-first order works on a half spectrum Z [T, D/2+1] = X·(C_D − i·S_D)[:, 0…D/2]
 // (the other channel frequencies follow from Hermitian symmetry,
 // out[t, D−k] = out[(T−t) mod T, k]), in three passes, each split over the
@@ -150,6 +156,41 @@
 // T=16384 / T=1024 ratio did not measurably move under that load (one
 // thread: 23.6 before, 23.4 after); whether it is now ≤ 20 on a quiet
 // machine (21.4 before) needs a quiet re-measurement.
+//
+// Time first, measured on a quiet machine (the same 2-vCPU AVX-512 EPYC,
+// float32, d=256, B=1). Issue #7's command,
+// `tokenmix --threads 2 bench mixer --config C --len T --batch 1 --reps 21
+// --json` with C = {"vocab_size": 256, "d_model": 256, "n_heads": 4,
+// "n_layers": 1, "d_ff": 1024, "max_len": 16384, "causal": false,
+// "task": "lm", "mixer": {"kind": "fnet"}}, 8 rounds alternating T=1024,
+// T=16384 and a build of the channel-first order, forward+backward median
+// (min): channel first 0.584 (0.579) ms at T=1024 and 13.80 (13.65) ms at
+// T=16384, time first 0.446 (0.437) and 10.43 (10.20) ms. That is 24% less
+// time at both lengths, so T=16384/T=1024 stays where it was: 23.4 (rounds
+// 23.1–24.1) against channel-first's 23.6 measured alongside. Issue #7's
+// bound of 20 is not met. In-process A/B (BenchmarkOrderAB, 2 threads,
+// wall), time-first ÷ channel-first forward (backward): T=1024 0.84
+// (0.84–0.85), T=4096 0.78–0.82 (0.81–0.83), T=16384 0.73 (0.76–0.79).
+// A throwaway per-phase probe (2 threads, wall, forward) gives the time
+// pass 0.085 ms at T=1024 and 2.31 ms at T=16384 (27×, of which the FFT's
+// n·log n accounts for 23×) and the output pass 0.163 vs 2.82 ms (17×;
+// backward, which reads dx, 0.172 vs 3.49 ms). The channel GEMMs scale
+// linearly and the time transforms do not, so halving the GEMMs made both
+// lengths faster without lowering the ratio; at T=1024 the 2-thread speed-up
+// is only 1.3× on the time pass and 1.5× on the output pass (1.7× and 1.8×
+// at T=16384), which is the other half of why the short sequence is cheap.
+// Kept because measured here: non-temporal output stores (forward at
+// T=16384 −7% with 2 threads, −5% with one), prefetching 16 rows ahead in
+// the strided fold (−2% with 2 threads, none with one), dynamic order of the
+// time-pass items. Tried and dropped: streaming y with non-temporal stores
+// through the work space (+4–5% at T=16384: y is partly still cached when
+// the output pass reads it) and the four-step FFT for the time blocks (+7%).
+// Not tried: a radix-2 split of the channel GEMMs (rows j of C and S at
+// columns c and D/2−c differ by the sign ±(−1)^j, so even and odd j could
+// be multiplied separately, halving the flops again: faster
+// at both lengths, but a higher ratio) and folding x straight into the
+// RealPlan packing (saves the [T, 16] block write and read, ~2 MiB each per
+// block at T=16384).
 //
 // The GEMM path evaluates C_T·X·C_D − S_T·X·S_D with kernels.Gemm and cached
 // cos/sin matrices (computed in float64 from exactly reduced angles): three
