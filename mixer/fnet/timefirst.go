@@ -56,8 +56,9 @@ var ntMinElems = 1 << 22
 
 // tfWorkerSize is one thread's work space in the time-first path: the
 // larger of the output pass's chunk buffers (Ce and U, V [outChunk, nk],
-// So [outChunk, nz]) and one folded column block [T, colBlock] (real and
-// imaginary) with its time transform's scratch.
+// So [outChunk, nz], and one output row [D] for the non-temporal stores)
+// and one folded column block [T, colBlock] (real and imaginary) with its
+// time transform's scratch.
 func (f *FNet[F]) tfWorkerSize(T int) int {
 	D := f.D
 	w := min(colBlock, zCols(D))
