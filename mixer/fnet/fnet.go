@@ -296,24 +296,36 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 	})
 }
 
+// timePlans returns the time transform for length T: a RealPlan for even T
+// (only Re(FFT_time) is needed, which a half-length transform gives), else a
+// complex Plan.
+func timePlans[F kernels.Float](T int) (*fft.RealPlan[F], *fft.Plan[F]) {
+	if T%2 == 0 {
+		return fft.RealPlanFor[F](T), nil
+	}
+	return nil, fft.PlanFor[F](T)
+}
+
+// timeItems returns the number of colBlock-wide column blocks of nz columns
+// and the number of work items of a time pass over B sequences: every
+// block of every sequence, then (withNyq) one Nyquist column per sequence.
+func timeItems(B, nz int, withNyq bool) (ncb, items int) {
+	ncb = (nz + colBlock - 1) / colBlock
+	items = B * ncb
+	if withNyq {
+		items += B
+	}
+	return ncb, items
+}
+
 // timePass replaces the kept columns 0…nz−1 of Re Z (B sequences [T, ld])
 // with Re(FFT_time) of the complex columns (zr, zi), in blocks of colBlock
 // columns split over the threads, and the Nyquist column nyq [B·T] (nil for
 // odd D; real, with the zero column zero [T] as imaginary part) with its own
 // Re(FFT_time). work holds parallel.Threads() work spaces of ws elements.
 func timePass[F kernels.Float](zr, zi, nyq, zero, work []F, B, T, ld, nz, ws int) {
-	var rp *fft.RealPlan[F]
-	var pt *fft.Plan[F]
-	if T%2 == 0 {
-		rp = fft.RealPlanFor[F](T)
-	} else {
-		pt = fft.PlanFor[F](T)
-	}
-	ncb := (nz + colBlock - 1) / colBlock
-	items := B * ncb
-	if nyq != nil {
-		items += B // one Nyquist column per sequence, after the blocks
-	}
+	rp, pt := timePlans[F](T)
+	ncb, items := timeItems(B, nz, nyq != nil)
 	parallel.For(items, 1, func(w, lo, hi int) {
 		fs := work[w*ws : (w+1)*ws]
 		for i := lo; i < hi; i++ {

@@ -95,18 +95,8 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	if len(work) < parallel.Threads()*ws {
 		panic("fnet: scratch smaller than ScratchSize (threads raised since?)")
 	}
-	var rp *fft.RealPlan[F]
-	var pt *fft.Plan[F]
-	if T%2 == 0 {
-		rp = fft.RealPlanFor[F](T)
-	} else {
-		pt = fft.PlanFor[F](T)
-	}
-	ncb := (nz + colBlock - 1) / colBlock
-	items := B * ncb
-	if nyq != nil {
-		items += B // one Nyquist column per sequence, after the blocks
-	}
+	rp, pt := timePlans[F](T)
+	ncb, items := timeItems(B, nz, nyq != nil)
 	// Items are taken dynamically, the Nyquist columns (about half a
 	// block's time at T=16384) last: a static split of d=256's 8 blocks and
 	// one Nyquist column over 2 threads would give one thread 5 blocks.
