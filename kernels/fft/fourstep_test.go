@@ -63,21 +63,7 @@ func TestFourStepMatchesNaive(t *testing.T) {
 			}
 			rng := rand.New(rand.NewPCG(uint64(n), uint64(w)+100))
 			xr, xi := randVec(rng, n*w), randVec(rng, n*w)
-			wr, wi := naiveBatch(xr, xi, n, w)
-			gr, gi := append([]float64(nil), xr...), append([]float64(nil), xi...)
-			p64.TransformBatch(gr, gi, w, make([]float64, 2*p64.BatchScratchLen(w)))
-			if e := maxErr(gr, gi, wr, wi); e > 1e-12 {
-				t.Errorf("n=%d w=%d float64: max rel err %.3g", n, w, e)
-			}
-			for _, path := range kernels.Paths() {
-				old := kernels.SetPath(path)
-				fr, fi := to32(xr), to32(xi)
-				p32.TransformBatch(fr, fi, w, make([]float32, 2*p32.BatchScratchLen(w)))
-				kernels.SetPath(old)
-				if e := maxErr(to64(fr), to64(fi), wr, wi); e > 2e-6 {
-					t.Errorf("n=%d w=%d float32 path %v: max rel err %.3g", n, w, path, e)
-				}
-			}
+			checkBatch(t, p64, p32, xr, xi, w)
 		}
 	}
 }
