@@ -331,12 +331,7 @@ func timePass[F kernels.Float](zr, zi, nyq, zero, work []F, B, T, ld, nz, ws int
 		for i := lo; i < hi; i++ {
 			if i >= B*ncb {
 				b := i - B*ncb
-				nb := nyq[b*T : (b+1)*T]
-				if rp != nil {
-					rp.Batch(nb, nb[1:], 2, nb, zero, 1, 1, fs)
-				} else {
-					fullBlock(nb, zero, 1, 0, 1, pt, fs)
-				}
+				nyqTime(nyq[b*T:(b+1)*T], zero, rp, pt, fs)
 				continue
 			}
 			b, k0 := i/ncb, (i%ncb)*colBlock
@@ -353,6 +348,17 @@ func timePass[F kernels.Float](zr, zi, nyq, zero, work []F, B, T, ld, nz, ws int
 			}
 		}
 	})
+}
+
+// nyqTime replaces the real Nyquist column nb [T] with Re(FFT_time(nb)),
+// zero [T] being its imaginary part: with the RealPlan rp for even T, else
+// with the complex plan pt. fs is one thread's work space.
+func nyqTime[F kernels.Float](nb, zero []F, rp *fft.RealPlan[F], pt *fft.Plan[F], fs []F) {
+	if rp != nil {
+		rp.Batch(nb, nb[1:], 2, nb, zero, 1, 1, fs)
+	} else {
+		fullBlock(nb, zero, 1, 0, 1, pt, fs)
+	}
 }
 
 // zCols is the number of channel frequencies 0…zCols−1 held in Z. For even

@@ -114,11 +114,7 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 				for t := range nb {
 					nb[t] = xb[t*D+D/2]
 				}
-				if rp != nil {
-					rp.Batch(nb, nb[1:], 2, nb, zero, 1, 1, fs)
-				} else {
-					fullBlock(nb, zero, 1, 0, 1, pt, fs)
-				}
+				nyqTime(nb, zero, rp, pt, fs)
 				continue
 			}
 			b, k0 := i/ncb, (i%ncb)*colBlock
