@@ -88,17 +88,8 @@ func TestPathsAgree(t *testing.T) {
 		}
 		f32, _ := New[float32](cfg(D, "fft"))
 		setOrder(f32, tc.order)
-		x32, dx32 := make([]float32, len(x)), make([]float32, len(x))
 		for _, path := range kernels.Paths() {
-			old := kernels.SetPath(path)
-			for i := range x {
-				x32[i], dx32[i] = float32(x[i]), float32(dx0[i])
-			}
-			out := make([]float32, len(x))
-			s32 := make([]float32, f32.ScratchSize(B, T))
-			f32.Forward(out, nil, s32, x32, p)
-			f32.Backward(dx32, s32, x32, nil, x32, p)
-			kernels.SetPath(old)
+			out, dx32 := run32(f32, path, x, dx0, p)
 			var e, ed float64
 			for i := range x {
 				e = math.Max(e, math.Abs(float64(out[i])-want[i]))
@@ -109,6 +100,23 @@ func TestPathsAgree(t *testing.T) {
 			}
 		}
 	}
+}
+
+// run32 runs f's Forward on x and its accumulating Backward, with dout = x,
+// into a gradient starting at dx0, in float32 on kernels path path; it
+// returns the output and the gradient.
+func run32(f *FNet[float32], path kernels.Path, x, dx0 []float64, p mixer.Pass) (out, dx []float32) {
+	old := kernels.SetPath(path)
+	defer kernels.SetPath(old)
+	x32, dx := make([]float32, len(x)), make([]float32, len(x))
+	for i := range x {
+		x32[i], dx[i] = float32(x[i]), float32(dx0[i])
+	}
+	out = make([]float32, len(x))
+	s32 := make([]float32, f.ScratchSize(p.B, p.T))
+	f.Forward(out, nil, s32, x32, p)
+	f.Backward(dx, s32, x32, nil, x32, p)
+	return out, dx
 }
 
 // naive is the direct O(T²·D²) formula out = Σ x·cos(2π(tt'/T + cc'/D)).
@@ -229,17 +237,12 @@ func TestLongT(t *testing.T) {
 		}
 		f32, _ := New[float32](cfg(D, "fft"))
 		setOrder(f32, tc.order)
+		ones := make([]float64, len(x))
+		for i := range ones {
+			ones[i] = 1
+		}
 		for _, path := range kernels.Paths() {
-			old := kernels.SetPath(path)
-			x32, dx32 := make([]float32, len(x)), make([]float32, len(x))
-			for i := range x {
-				x32[i], dx32[i] = float32(x[i]), 1
-			}
-			out := make([]float32, len(x))
-			s32 := make([]float32, f32.ScratchSize(B, T))
-			f32.Forward(out, nil, s32, x32, p)
-			f32.Backward(dx32, s32, x32, nil, x32, p)
-			kernels.SetPath(old)
+			out, dx32 := run32(f32, path, x, ones, p)
 			var e, ed float64
 			for i := range x {
 				e = math.Max(e, math.Abs(float64(out[i])-want[i]))
