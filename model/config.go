@@ -30,6 +30,10 @@ type Config struct {
 	// PadID is pad_id: tokens equal to it are excluded as keys and from the
 	// classify pooling. nil when absent.
 	PadID *int
+	// Pool is pool, the classify pooling: "mean" (default) averages LN_f(h)
+	// over the non-pad positions; "first" takes position 0 (a CLS-style
+	// read-out, e.g. ListOps' root operator).
+	Pool string
 
 	Reversible bool // reversible: reversible residual blocks (default false)
 	Checkpoint bool // checkpoint: recompute block internals in backward (default false)
@@ -127,6 +131,7 @@ func ParseConfigWith(data []byte, lookup func(string) (mixer.Kind, error)) (*Con
 		p.int("pad_id", &v)
 		c.PadID = &v
 	}
+	p.str("pool", &c.Pool)
 	p.bool("reversible", &c.Reversible)
 	p.bool("checkpoint", &c.Checkpoint)
 	c.FFChunks = 1
@@ -189,9 +194,19 @@ func (c *Config) validate() error {
 		if c.NClasses != 0 {
 			return fmt.Errorf("n_classes: only for task \"classify\"")
 		}
+		if c.Pool != "" {
+			return fmt.Errorf("pool: only for task \"classify\"")
+		}
 	case "classify":
 		if c.NClasses < 2 {
 			return fmt.Errorf("n_classes: must be ≥ 2 for task \"classify\", got %d", c.NClasses)
+		}
+		switch c.Pool {
+		case "":
+			c.Pool = "mean"
+		case "mean", "first":
+		default:
+			return fmt.Errorf("pool: must be \"mean\" or \"first\", got %q", c.Pool)
 		}
 	default:
 		return fmt.Errorf("task: must be \"lm\" or \"classify\", got %q", c.Task)
@@ -412,6 +427,7 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 	w("task", c.Task)
 	if c.Task == "classify" {
 		w("n_classes", c.NClasses)
+		w("pool", c.Pool)
 	}
 	if c.PadID != nil {
 		w("pad_id", *c.PadID)

@@ -21,6 +21,8 @@ func TestConfigErrors(t *testing.T) {
 		{`{` + baseCfg + `, "task": "classify", "mixer": {"kind": "cummean"}}`, "n_classes: must be ≥ 2"},
 		{`{` + baseCfg + `, "task": "lm", "n_classes": 3, "mixer": {"kind": "cummean"}}`, "n_classes: only for task"},
 		{`{` + baseCfg + `, "task": "lm", "pad_id": 11, "mixer": {"kind": "cummean"}}`, "pad_id: must be in [0, vocab_size=11)"},
+		{`{` + baseCfg + `, "task": "lm", "pool": "first", "mixer": {"kind": "cummean"}}`, "pool: only for task"},
+		{`{` + baseCfg + `, "task": "classify", "n_classes": 3, "pool": "max", "mixer": {"kind": "cummean"}}`, `pool: must be "mean" or "first"`},
 		{`{` + baseCfg + `, "task": "lm", "causal": "yes", "mixer": {"kind": "cummean"}}`, "causal: want true or false"},
 		{`{` + baseCfg + `, "task": "lm", "ff_chunks": 0, "mixer": {"kind": "cummean"}}`, "ff_chunks: must be ≥ 1"},
 		{`{` + baseCfg + `, "task": "lm", "reversible": true, "checkpoint": true, "mixer": {"kind": "cummean"}}`, "checkpoint: not with reversible"},

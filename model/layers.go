@@ -130,8 +130,15 @@ func ffBackward[F kernels.Float](dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout,
 
 // poolForward sets out[b] = mean of inp[b,t] over positions t with
 // pad[b,t] false (all positions when pad is nil), or 0 if every position is
-// padding. out [B,D], inp [B,T,D], pad [B,T] or nil.
-func poolForward[F kernels.Float](out, inp []F, pad []bool, B, T, D int) {
+// padding; with first, out[b] = inp[b,0] whatever the padding. out [B,D],
+// inp [B,T,D], pad [B,T] or nil.
+func poolForward[F kernels.Float](out, inp []F, pad []bool, first bool, B, T, D int) {
+	if first {
+		for b := 0; b < B; b++ {
+			copy(out[b*D:(b+1)*D], inp[b*T*D:b*T*D+D])
+		}
+		return
+	}
 	for b := 0; b < B; b++ {
 		o := out[b*D : (b+1)*D]
 		clear(o)
@@ -152,8 +159,14 @@ func poolForward[F kernels.Float](out, inp []F, pad []bool, B, T, D int) {
 }
 
 // poolBackward accumulates dinp[b,t] += dout[b]/n_b at the pooled
-// positions.
-func poolBackward[F kernels.Float](dinp, dout []F, pad []bool, B, T, D int) {
+// positions (dinp[b,0] += dout[b] with first).
+func poolBackward[F kernels.Float](dinp, dout []F, pad []bool, first bool, B, T, D int) {
+	if first {
+		for b := 0; b < B; b++ {
+			addTo(dinp[b*T*D:b*T*D+D], dout[b*D:(b+1)*D])
+		}
+		return
+	}
 	for b := 0; b < B; b++ {
 		n := 0
 		for t := 0; t < T; t++ {

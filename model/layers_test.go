@@ -124,16 +124,17 @@ func TestLayerFiniteDifferences(t *testing.T) {
 	})
 
 	for _, pc := range []struct {
-		name string
-		pad  []bool
-	}{{"pool", nil}, {"pool with pad", pad}} {
+		name  string
+		pad   []bool
+		first bool
+	}{{"pool", nil, false}, {"pool with pad", pad, false}, {"pool first", nil, true}, {"pool first with pad", pad, true}} {
 		runLayerCase(t, layerCase{
 			name:   pc.name,
 			inputs: map[string][]float64{"x": x},
 			grads:  map[string][]float64{"x": dx},
 			outLen: B * D,
-			fwd:    func(out []float64) { poolForward(out, x, pc.pad, B, T, D) },
-			bwd:    func(dout []float64) { poolBackward(dx, dout, pc.pad, B, T, D) },
+			fwd:    func(out []float64) { poolForward(out, x, pc.pad, pc.first, B, T, D) },
+			bwd:    func(dout []float64) { poolBackward(dx, dout, pc.pad, pc.first, B, T, D) },
 		})
 	}
 

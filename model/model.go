@@ -264,7 +264,7 @@ func (m *Model[F]) headForward() float64 {
 	rows := N
 	if c.Task == "classify" {
 		pooled := m.act(p.pooled)
-		poolForward(pooled, lnf, m.pad, B, T, D)
+		poolForward(pooled, lnf, m.pad, c.Pool == "first", B, T, D)
 		linearForward(logits, pooled, m.w.headw, m.w.headb, B, D, V, false)
 		rows = B
 	} else {
@@ -320,7 +320,7 @@ func (m *Model[F]) headBackward(dres []F) {
 			dpooled := m.grad(p.dpooled)
 			clear(dpooled)
 			linearBackward(dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V)
-			poolBackward(dln, dpooled, m.pad, B, T, D)
+			poolBackward(dln, dpooled, m.pad, c.Pool == "first", B, T, D)
 		} else {
 			crossEntropyBackward(dlogits, logits, m.targets, N, V, scale)
 			linearBackward(dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V)

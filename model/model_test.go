@@ -64,6 +64,7 @@ func TestModelFiniteDifferences(t *testing.T) {
 		{"lm checkpoint ff_chunks", fmt.Sprintf(tinyLM, `, "checkpoint": true, "ff_chunks": 5`)},
 		{"classify pad", fmt.Sprintf(tinyCls, "")},
 		{"classify checkpoint", fmt.Sprintf(tinyCls, `, "checkpoint": true, "ff_chunks": 2`)},
+		{"classify pool first", fmt.Sprintf(tinyCls, `, "pool": "first"`)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := newTestModel(t, c.js)
@@ -199,7 +200,13 @@ func TestBackwardAccumulates(t *testing.T) {
 // TestPadPooling checks that in classify, changing padded tokens changes
 // nothing: they are neither keys nor pooled.
 func TestPadPooling(t *testing.T) {
-	m := newTestModel(t, fmt.Sprintf(tinyCls, ""))
+	for _, pool := range []string{"mean", "first"} {
+		t.Run(pool, func(t *testing.T) { testPadPooling(t, pool) })
+	}
+}
+
+func testPadPooling(t *testing.T, pool string) {
+	m := newTestModel(t, fmt.Sprintf(tinyCls, `, "pool": "`+pool+`"`))
 	tokens, targets := testBatch(m.Config, 2, 6, 3)
 	l1, _ := m.Forward(tokens, targets, 2, 6)
 	logits := slices.Clone(m.Logits())

@@ -17,6 +17,7 @@ Forward (pre-LN; B batch, T time, d = d_model):
     h = LN_f(x)
     lm:       logits = head(h)                      loss = mean CE over targets != -1
     classify: logits = head(mean_t of h, non-pad)   loss = mean CE over targets != -1
+              (pool "first": logits = head(h[:, 0]))
 
 LayerNorm eps 1e-5; FF(x) = fc2(GELU_tanh(fc1(x))); linears y = x W^T + b.
 
@@ -53,7 +54,7 @@ MIXERS = {
 }
 
 CONFIG_KEYS = {"vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len", "causal", "task",
-               "n_classes", "pad_id", "reversible", "checkpoint", "ff_chunks", "mixer", "train"}
+               "n_classes", "pad_id", "pool", "reversible", "checkpoint", "ff_chunks", "mixer", "train"}
 
 
 @dataclass
@@ -155,7 +156,9 @@ class Model(nn.Module):
             for i, blk in enumerate(self.blocks):
                 x = blk(x, pad, pass_seed(self.seed, self.step, i))
         h = self.ln_f(x)
-        if self.cfg["task"] == "classify":
+        if self.cfg["task"] == "classify" and self.cfg.get("pool", "mean") == "first":
+            logits = self.head(h[:, 0])
+        elif self.cfg["task"] == "classify":
             keep = torch.ones(B, T, dtype=h.dtype) if pad is None else (~pad).to(h.dtype)
             n = keep.sum(1, keepdim=True)
             pooled = (h * keep[:, :, None]).sum(1) / n.clamp(min=1)
