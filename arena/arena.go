@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"tokenmix/data"
@@ -89,34 +90,20 @@ func Run(ctx context.Context, o Options) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	machine := fmt.Sprintf("%d threads", parallel.Threads())
+	if j, t := jobsThreads(o); j > 1 {
+		machine = fmt.Sprintf("%d jobs × %d threads", j, t)
+	}
 	f := &File{Task: info, Preset: canon, Budget: p.Budget,
-		Machine: fmt.Sprintf("%s/%s, %d threads, %s", runtime.GOOS, runtime.GOARCH, parallel.Threads(), runtime.Version())}
+		Machine: fmt.Sprintf("%s/%s, %s, %s", runtime.GOOS, runtime.GOARCH, machine, runtime.Version())}
 	if g, ok := task.(*data.GoSrc); ok {
 		f.Baselines = g.Baselines()
 	}
 	fmt.Fprintf(o.Stdout, "arena: task %s (T ≤ %d, %d/%d/%d examples), %d mixers, budget %s each\n",
 		info.Name, info.MaxLen, task.Len(data.Train), task.Len(data.Val), task.Len(data.Test), len(runs), runs[0].budget)
-	var interrupted bool
-	for _, r := range runs {
-		var res Result
-		switch {
-		case r.skip != "":
-			res = Result{Mixer: r.kind, Status: StatusSkipped, Note: r.skip, Metric: info.Metric}
-		case interrupted:
-			continue
-		default:
-			res, err = runOne(ctx, o, task, info, r)
-			if errors.Is(err, ErrInterrupted) {
-				interrupted = true
-				fmt.Fprintf(o.Stdout, "%s: interrupted; run the same command again to resume\n", r.kind)
-				continue
-			}
-		}
-		f.Results = append(f.Results, res)
-		fmt.Fprintln(o.Stdout, summary(res))
-		if err := writeOutputs(o.Out, f); err != nil {
-			return f, err
-		}
+	interrupted, err := runAll(ctx, o, task, info, runs, f)
+	if err != nil {
+		return f, err
 	}
 	if err := writeOutputs(o.Out, f); err != nil {
 		return f, err
@@ -130,6 +117,77 @@ func Run(ctx context.Context, o Options) (*File, error) {
 		fmt.Fprintf(o.Stdout, "plots: %v\n", err)
 	}
 	return f, nil
+}
+
+// jobsThreads returns how many mixers train at once and each worker's
+// threads: the preset's jobs (1 in process), and the threads split between
+// them.
+func jobsThreads(o Options) (jobs, threads int) {
+	jobs = max(o.Preset.Jobs, 1)
+	if len(o.Worker) == 0 {
+		jobs = 1
+	}
+	return jobs, max(parallel.Threads()/jobs, 1)
+}
+
+// runAll trains the runs, up to jobs at a time, appending the results to f
+// in the runs' order and rewriting the outputs after each one finishes. It
+// reports whether a run was interrupted; runs not yet started then stay
+// unstarted.
+func runAll(ctx context.Context, o Options, task data.Task, info data.Info, runs []planned, f *File) (interrupted bool, err error) {
+	jobs, threads := jobsThreads(o)
+	res := make([]*Result, len(runs))
+	var mu sync.Mutex
+	var werr error
+	finish := func(i int, r Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		res[i] = &r
+		fmt.Fprintln(o.Stdout, summary(r))
+		f.Results = f.Results[:0]
+		for _, r := range res {
+			if r != nil {
+				f.Results = append(f.Results, *r)
+			}
+		}
+		if err := writeOutputs(o.Out, f); err != nil && werr == nil {
+			werr = err
+		}
+	}
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		if r.skip != "" {
+			finish(i, Result{Mixer: r.kind, Status: StatusSkipped, Note: r.skip, Metric: info.Metric})
+			continue
+		}
+		sem <- struct{}{}
+		mu.Lock()
+		stop := interrupted || ctx.Err() != nil
+		mu.Unlock()
+		if stop {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r2, err := runOne(ctx, o, task, info, r, threads, jobs > 1)
+			if errors.Is(err, ErrInterrupted) {
+				mu.Lock()
+				interrupted = true
+				fmt.Fprintf(o.Stdout, "%s: interrupted; run the same command again to resume\n", r.kind)
+				mu.Unlock()
+				return
+			}
+			finish(i, r2)
+		}()
+	}
+	wg.Wait()
+	if interrupted || ctx.Err() != nil {
+		interrupted = true
+	}
+	return interrupted, werr
 }
 
 // planRuns resolves the mixer list, their modes and budgets.
@@ -185,7 +243,7 @@ func planRuns(p *Preset, info data.Info) ([]planned, error) {
 
 // runOne returns the finished result found in the run directory, or trains
 // the mixer (in this process or a worker).
-func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r planned) (Result, error) {
+func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r planned, threads int, lines bool) (Result, error) {
 	dir := runDir(o.Out, r.kind)
 	var res Result
 	if err := readJSON(filepath.Join(dir, "result.json"), &res); err == nil && res.Status == StatusDone {
@@ -219,7 +277,10 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 	args := append(append([]string{}, o.Worker[1:]...), o.Out, r.kind)
 	cmd := exec.Command(o.Worker[0], args...)
 	cmd.Stdout, cmd.Stderr = o.Stderr, o.Stderr
-	cmd.Env = append(os.Environ(), "TOKENMIX_THREADS="+strconv.Itoa(parallel.Threads()))
+	cmd.Env = append(os.Environ(), "TOKENMIX_THREADS="+strconv.Itoa(threads))
+	if lines {
+		cmd.Env = append(cmd.Env, ProgressLinesEnv+"=1")
+	}
 	if err := cmd.Start(); err != nil {
 		return res, err
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"tokenmix/data"
 	"tokenmix/mixer/registry"
 	"tokenmix/model"
+	"tokenmix/parallel"
 )
 
 // twoMixers returns two registered kinds that run bidirectionally (the
@@ -308,5 +311,51 @@ func TestArenaListOps(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "listops-*.gob")); len(m) != 1 {
 		t.Errorf("listops cache files: %v", m)
+	}
+}
+
+// workerEnv makes this test binary act as `tokenmix arena --worker OUT
+// KIND` (see TestMain), so tests can run the arena's worker processes.
+const workerEnv = "TOKENMIX_ARENA_TEST_WORKER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) == "1" {
+		args := os.Args[len(os.Args)-2:]
+		if err := Worker(context.Background(), args[0], args[1], os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestArenaJobs runs two mixers at once in worker processes and checks that
+// both finish with their full budget, in the preset's order, with the
+// threads split between them.
+func TestArenaJobs(t *testing.T) {
+	mixers := twoMixers(t)
+	dir := t.TempDir()
+	p := tinyPreset(t, mixers, "8")
+	p.Jobs = 2
+	t.Setenv(workerEnv, "1")
+	var out bytes.Buffer
+	f, err := Run(context.Background(), Options{Preset: p, Out: dir, Stdout: &out, Stderr: io.Discard,
+		Worker: []string{os.Args[0], "-test.run=^$"}})
+	os.Unsetenv(workerEnv)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(f.Results) != 2 {
+		t.Fatalf("%d results:\n%s", len(f.Results), out.String())
+	}
+	want := max(parallel.Threads()/2, 1)
+	for i, r := range f.Results {
+		if r.Mixer != mixers[i] || r.Status != StatusDone || r.Steps != 8 || r.Threads != want || r.PeakBytes <= 0 {
+			t.Errorf("result %d: %+v", i, r)
+		}
+	}
+	if !strings.Contains(f.Machine, "2 jobs") {
+		t.Errorf("machine %q does not record the jobs", f.Machine)
 	}
 }

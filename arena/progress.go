@@ -25,16 +25,22 @@ type Progress interface {
 
 // NewProgress returns a live progress bar on w when w is a terminal, and
 // otherwise a plain reporter that prints one line at every tenth of the run,
-// so logs stay clean. A nil w reports nothing.
+// so logs stay clean. A nil w reports nothing. ProgressLinesEnv=1 in the
+// environment forces the plain reporter (the arena sets it for workers that
+// run side by side, whose bars would overwrite each other).
 func NewProgress(w io.Writer) Progress {
 	if w == nil {
 		return quiet{}
 	}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := w.(*os.File); ok && os.Getenv(ProgressLinesEnv) != "1" && term.IsTerminal(int(f.Fd())) {
 		return &barProgress{w: w}
 	}
 	return &lineProgress{w: w}
 }
+
+// ProgressLinesEnv names the environment variable that forces line
+// progress.
+const ProgressLinesEnv = "TOKENMIX_PROGRESS_LINES"
 
 type quiet struct{}
 

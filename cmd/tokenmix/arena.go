@@ -32,6 +32,7 @@ func runArena(ctx context.Context, args []string) error {
 	budget := fs.String("budget", "", "per-mixer budget: steps (e.g. 2000) or training time (e.g. 90s)")
 	out := fs.String("out", "", "arena directory for results, checkpoints and plots (default runs/arena-TASK)")
 	dataDir := fs.String("data-dir", "", "fmnist: directory of the IDX files; gosrc: the source tree to read")
+	jobs := fs.Int("jobs", 0, "train this many mixers at once in workers, each with threads/jobs threads (default: the preset's jobs, else 1)")
 	inProcess := fs.Bool("in-process", false, "run every mixer in this process (peak memory is then not per mixer)")
 	worker := fs.Bool("worker", false, "internal: run one mixer of the arena in DIR (args: DIR MIXER)")
 	if err := fs.Parse(args); err != nil {
@@ -82,6 +83,9 @@ func runArena(ctx context.Context, args []string) error {
 			return usageErr("%v", err)
 		}
 		p.Budget, p.TotalBudget = *budget, ""
+	}
+	if *jobs > 0 {
+		p.Jobs = *jobs
 	}
 	if *dataDir != "" {
 		key := map[string]string{"fmnist": "data_dir", "gosrc": "root"}[p.TaskName()]
