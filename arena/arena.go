@@ -96,8 +96,11 @@ func Run(ctx context.Context, o Options) (*File, error) {
 	}
 	f := &File{Task: info, Preset: canon, Budget: p.Budget,
 		Machine: fmt.Sprintf("%s/%s, %s, %s", runtime.GOOS, runtime.GOARCH, machine, runtime.Version())}
-	if g, ok := task.(*data.GoSrc); ok {
-		f.Baselines = g.Baselines()
+	switch t := task.(type) {
+	case *data.GoSrc:
+		f.Baselines = t.Baselines()
+	case *data.ListOps:
+		f.Baselines = t.Baselines()
 	}
 	fmt.Fprintf(o.Stdout, "arena: task %s (T ≤ %d, %d/%d/%d examples), %d mixers, budget %s each\n",
 		info.Name, info.MaxLen, task.Len(data.Train), task.Len(data.Val), task.Len(data.Test), len(runs), runs[0].budget)

@@ -300,7 +300,8 @@ func TestArenaListOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	f, err := Run(context.Background(), Options{Preset: p, Out: dir})
+	var out bytes.Buffer
+	f, err := Run(context.Background(), Options{Preset: p, Out: dir, Stdout: &out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,6 +309,10 @@ func TestArenaListOps(t *testing.T) {
 		if r.Status != StatusDone || r.Steps != 4 || r.Metric != data.Accuracy {
 			t.Errorf("%+v", r)
 		}
+	}
+	// The lookup-table references are in the results and the table.
+	if len(f.Baselines) != 3 || !strings.Contains(out.String(), "| root operator |") {
+		t.Errorf("baselines %+v; table:\n%s", f.Baselines, out.String())
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "listops-*.gob")); len(m) != 1 {
 		t.Errorf("listops cache files: %v", m)

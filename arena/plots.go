@@ -64,7 +64,11 @@ func Plots(out string, f *File) error {
 	}
 	var refs []plot.HLine
 	for _, b := range f.Baselines {
-		if b.Err == "" {
+		switch {
+		case b.Err != "":
+		case b.Bytes == 0: // a classifier (compressors always have bytes)
+			refs = append(refs, plot.HLine{Name: b.Name, Y: 100 * b.Accuracy})
+		default:
 			refs = append(refs, plot.HLine{Name: b.Name, Y: b.BitsPerByte})
 		}
 	}

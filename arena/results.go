@@ -185,9 +185,12 @@ func Markdown(w io.Writer, f *File) {
 			FormatBytes(r.PlannedBytes), FormatBytes(r.PeakBytes), formatDuration(r.WallSeconds), mdEscape(note))
 	}
 	for _, b := range f.Baselines {
-		if b.Err != "" {
+		switch {
+		case b.Err != "":
 			fmt.Fprintf(w, "| %s | | | | | | | | | %s |\n", b.Name, mdEscape(b.Err))
-		} else {
+		case b.Bytes == 0: // a classifier (compressors always have bytes)
+			fmt.Fprintf(w, "| %s | | %s | | | | | | | %s |\n", b.Name, FormatMetric(data.Accuracy, b.Accuracy), mdEscape(b.Note))
+		default:
 			fmt.Fprintf(w, "| %s | | %.3f | | | | | | | compressor on the same %d test bytes |\n", b.Name, b.BitsPerByte, b.Bytes)
 		}
 	}

@@ -185,14 +185,20 @@ func (g *GoSrc) Example(tokens, targets []int32, s Split, i int) {
 	}
 }
 
-// Baseline is a compressor's result on a byte string.
+// Baseline is a reference point printed next to the mixers: a compressor's
+// result on gosrc's test bytes, or a lookup-table classifier's accuracy on
+// ListOps' test split.
 type Baseline struct {
 	Name string `json:"name"` // e.g. "gzip -9"
-	// BitsPerByte is 8·compressed/original, or 0 with Err set.
-	BitsPerByte float64 `json:"bits_per_byte"`
-	Bytes       int     `json:"bytes"`
-	Compressed  int     `json:"compressed_bytes"`
-	Err         string  `json:"error,omitempty"`
+	// BitsPerByte is 8·compressed/original, or 0 with Err set (compressors).
+	BitsPerByte float64 `json:"bits_per_byte,omitempty"`
+	Bytes       int     `json:"bytes,omitempty"`
+	Compressed  int     `json:"compressed_bytes,omitempty"`
+	// Accuracy is a classifier's test accuracy in [0,1] (ListOps).
+	Accuracy float64 `json:"accuracy,omitempty"`
+	// Note says what the reference is.
+	Note string `json:"note,omitempty"`
+	Err  string `json:"error,omitempty"`
 }
 
 // Compress runs the external command name with args as a filter (stdin to

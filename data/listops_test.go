@@ -154,3 +154,44 @@ func TestListOpsCache(t *testing.T) {
 		t.Error("cache for another config accepted")
 	}
 }
+
+// TestListOpsBaselines checks the lookup-table classifiers on a hand-made
+// dataset whose answers are worked out in the comments.
+func TestListOpsBaselines(t *testing.T) {
+	l := &ListOps{}
+	add := func(s Split, exprs ...string) {
+		l.off[s] = []int{len(l.toks)}
+		for _, e := range exprs {
+			toks, err := ListOpsParse(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := ListOpsEval(toks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range toks {
+				l.toks = append(l.toks, uint8(x))
+			}
+			l.off[s] = append(l.off[s], len(l.toks))
+			l.labels[s] = append(l.labels[s], int8(v))
+		}
+	}
+	// Train labels 9 3 4 0 2 2: majority 2; MAX → 3 (tie of 9, 3, 4: the
+	// smallest), MIN → 2; (MAX,9) → 9, (MAX,3) → 3, (MIN,0) → 0, (MIN,2) → 2.
+	add(Train, "[MAX 9 [MIN 1 2 ] ]", "[MAX 3 [MIN 1 2 ] ]", "[MAX 3 4 ]", "[MIN 0 5 ]", "[MIN 2 5 ]", "[MIN 2 6 ]")
+	// Test labels 9 2 8 3. Majority: only 2 right. Root operator: 3 2 3 and
+	// no prediction for the unseen SM: only 2 right. With the first
+	// argument: 9 2 3 and none: two right.
+	add(Test, "[MAX 9 1 ]", "[MIN 2 7 ]", "[MAX 3 8 ]", "[SM 1 2 ]")
+	want := []float64{0.25, 0.25, 0.5}
+	got := l.Baselines()
+	if len(got) != len(want) {
+		t.Fatalf("%d baselines, want %d", len(got), len(want))
+	}
+	for i, b := range got {
+		if b.Accuracy != want[i] || b.Name == "" || b.Note == "" {
+			t.Errorf("baseline %d: %+v, want accuracy %v", i, b, want[i])
+		}
+	}
+}
