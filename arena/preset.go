@@ -92,7 +92,7 @@ func ParseBudget(s string) (Budget, error) {
 }
 
 // LoadPreset reads a preset: name is a file path, or the name of a preset
-// shipped in configs/ (e.g. "recall", "listops-lra").
+// shipped in configs/ (e.g. "recall", "listops").
 func LoadPreset(name string) (*Preset, error) {
 	b, err := os.ReadFile(name)
 	if err != nil {
