@@ -40,11 +40,10 @@ type Preset struct {
 	// each runnable mixer gets min(Budget, TotalBudget / their number).
 	TotalBudget string `json:"total_budget,omitempty"`
 	// Jobs > 1 trains that many mixers at once, each in its own worker
-	// process with threads/Jobs threads (at least 1). On 2 cores two
-	// 1-thread workers train about 1.6× as many tokens per second in total
-	// as one 2-thread worker, since these small models do not scale to 2
-	// threads; the speed columns are then per worker, next to a neighbour.
-	// In-process arenas run one mixer at a time.
+	// process with threads/Jobs threads (at least 1); the speed columns are
+	// then per worker, next to a neighbour. Whether that trains more tokens
+	// per second in total depends on how well a mixer uses 2 threads (see
+	// configs/README.md). In-process arenas run one mixer at a time.
 	Jobs int `json:"jobs,omitempty"`
 	// Mixers lists the kinds to run, in order; empty means every registered
 	// kind.
