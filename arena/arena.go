@@ -187,10 +187,7 @@ func runAll(ctx context.Context, o Options, task data.Task, info data.Info, runs
 		}()
 	}
 	wg.Wait()
-	if interrupted || ctx.Err() != nil {
-		interrupted = true
-	}
-	return interrupted, werr
+	return interrupted || ctx.Err() != nil, werr
 }
 
 // planRuns resolves the mixer list, their modes and budgets.

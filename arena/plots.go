@@ -66,7 +66,7 @@ func Plots(out string, f *File) error {
 	for _, b := range f.Baselines {
 		switch {
 		case b.Err != "":
-		case b.Bytes == 0: // a classifier (compressors always have bytes)
+		case b.IsClassifier():
 			refs = append(refs, plot.HLine{Name: b.Name, Y: 100 * b.Accuracy})
 		default:
 			refs = append(refs, plot.HLine{Name: b.Name, Y: b.BitsPerByte})

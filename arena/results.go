@@ -188,7 +188,7 @@ func Markdown(w io.Writer, f *File) {
 		switch {
 		case b.Err != "":
 			fmt.Fprintf(w, "| %s | | | | | | | | | %s |\n", b.Name, mdEscape(b.Err))
-		case b.Bytes == 0: // a classifier (compressors always have bytes)
+		case b.IsClassifier():
 			fmt.Fprintf(w, "| %s | | %s | | | | | | | %s |\n", b.Name, FormatMetric(data.Accuracy, b.Accuracy), mdEscape(b.Note))
 		default:
 			fmt.Fprintf(w, "| %s | | %.3f | | | | | | | compressor on the same %d test bytes |\n", b.Name, b.BitsPerByte, b.Bytes)

@@ -201,6 +201,10 @@ type Baseline struct {
 	Err  string `json:"error,omitempty"`
 }
 
+// IsClassifier reports whether b is a classifier's Accuracy rather than a
+// compressor's BitsPerByte: a compressor always covers some Bytes.
+func (b Baseline) IsClassifier() bool { return b.Bytes == 0 }
+
 // Compress runs the external command name with args as a filter (stdin to
 // stdout) on data and reports its bits per byte. When the command is not
 // installed, Err says so and BitsPerByte is 0.

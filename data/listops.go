@@ -333,7 +333,7 @@ func (l *ListOps) Baselines() []Baseline {
 			if c == nil {
 				continue // a key never seen in training: no prediction
 			}
-			if best := argmax10(c); best == int(y) {
+			if slices.Index(c[:], slices.Max(c[:])) == int(y) { // the smallest label among the most frequent
 				correct++
 			}
 		}
@@ -344,15 +344,4 @@ func (l *ListOps) Baselines() []Baseline {
 		out = append(out, b)
 	}
 	return out
-}
-
-// argmax10 returns the smallest index of the largest count.
-func argmax10(c *[10]int) int {
-	best := 0
-	for j := range c {
-		if c[j] > c[best] {
-			best = j
-		}
-	}
-	return best
 }
