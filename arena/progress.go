@@ -94,32 +94,35 @@ func (p *barProgress) Finish() {
 	}
 }
 
-// lineProgress prints "name step k/n loss … tok/s … eta …" at every tenth.
+// lineProgress prints "name step k/n loss … tok/s … eta …" at every tenth
+// of the (possibly replanned) total.
 type lineProgress struct {
-	w           io.Writer
-	name        string
-	total, next int
-	start       time.Time
-	startStep   int
+	w                 io.Writer
+	name              string
+	total, last, next int
+	start             time.Time
+	startStep         int
 }
 
 func (p *lineProgress) Start(name string, total, done int) {
-	p.name, p.total, p.start, p.startStep = name, total, time.Now(), done
-	p.next = done + max(total/10, 1)
+	p.name, p.start, p.startStep, p.last = name, time.Now(), done, done
+	p.SetTotal(total)
 }
 
+// SetTotal moves the next line to the first tenth of the new total past the
+// last line printed.
 func (p *lineProgress) SetTotal(total int) {
 	p.total = total
-	p.next = max(total/10, 1)
+	tenth := max(total/10, 1)
+	p.next = (p.last/tenth + 1) * tenth
 }
 
 func (p *lineProgress) Update(step int, loss, tps float64) {
 	if step < p.next && step != p.total {
 		return
 	}
-	for p.next <= step {
-		p.next += max(p.total/10, 1)
-	}
+	p.last = step
+	p.SetTotal(p.total)
 	eta := "?"
 	if done := step - p.startStep; done > 0 {
 		left := time.Duration(float64(time.Since(p.start)) / float64(done) * float64(p.total-step))

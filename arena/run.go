@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"tokenmix/data"
@@ -33,14 +32,6 @@ type job struct {
 	note   string // added to the result's note
 	prog   Progress
 }
-
-// calibSteps are timed to turn a duration budget into a step count; their
-// median sets the pace, so a burst of load from another process during a
-// few of them does not cut the run short.
-const calibSteps = 9
-
-// unplanned marks a duration-budget run whose step count is not known yet.
-const unplanned = 1 << 30
 
 // ckptState is the JSON part of a run checkpoint.
 type ckptState struct {
@@ -124,8 +115,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	tokens := st.TrainTokens
 	var lossSum float64
 	var lossN int
-	var calib []time.Duration
-	calibN := 0
+	pace := pacer{budget: j.budget.Duration}
 	j.prog.Start(j.kind, planned, st.Step)
 	step := st.Step
 	save := func() error {
@@ -165,19 +155,10 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		lossSum += loss
 		lossN++
 		// A duration budget becomes a step count once a few steps are
-		// timed (the first step of this process, which allocates, is left
-		// out); the remaining time buys the remaining steps.
-		if planned == unplanned {
-			if calibN++; calibN > 1 {
-				calib = append(calib, dt)
-			}
-			if calibN == calibSteps+1 {
-				slices.Sort(calib)
-				per := calib[len(calib)/2]
-				// 5% slack: later steps vary (checkpoints, other load),
-				// and a schedule cut short never reaches its low LR.
-				planned = max(step, step+int(0.95*float64(deadline-trainTime)/float64(per)))
-				sched.Steps = planned
+		// timed, and is replanned after every step from then on.
+		if j.budget.Duration > 0 {
+			if n := pace.plan(step, dt, trainTime); n > 0 && n != planned {
+				planned, sched.Steps = n, n
 				j.prog.SetTotal(planned)
 			}
 		}
