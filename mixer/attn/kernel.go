@@ -22,6 +22,42 @@ type dims struct {
 	// s is the key stride with a permuted transposed copy (0: none), see
 	// transpose.go.
 	s int
+	// slopes are the per-head ALiBi slopes (nil: no position bias): the
+	// score of query i and key j gets −slopes[h]·|i−j| after scaling.
+	slopes []float64
+}
+
+// biasScores adds the ALiBi bias −slope·|i−j| to the nq×nk score tile s of
+// blk (gl is the layout's Gather list, for gathered blocks).
+func biasScores[F kernels.Float](s []F, blk *Block, gl []int, slope float64) {
+	nq, nk := blk.NQ, blk.NK
+	m := F(slope)
+	for a := 0; a < nq; a++ {
+		i := blk.Q0 + a*blk.QS
+		row := s[a*nk : (a+1)*nk]
+		for c := range row {
+			j := blk.K0 + c*blk.KS
+			if blk.Gathered {
+				j = gl[j]
+			}
+			row[c] -= m * F(abs(i-j))
+		}
+	}
+}
+
+// bias is the ALiBi bias of query i and key j in head h (0 without slopes).
+func (d *dims) bias(h, i, j int) float64 {
+	if d.slopes == nil {
+		return 0
+	}
+	return d.slopes[h] * float64(abs(i-j))
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // workerSize is the scratch one worker needs: a score tile and a dP tile.
@@ -177,6 +213,9 @@ func fwdBlock[F kernels.Float](o, m, l, s []F, q []F, ks *keySrc[F], gl []int, b
 	s = s[:nq*nk]
 	qoff := (b*T+blk.Q0)*D + h*Dh
 	ks.scores(s, F(d.scale), q[qoff:], blk.QS*D, false, blk, d, b, h)
+	if d.slopes != nil {
+		biasScores(s, blk, gl, d.slopes[h])
+	}
 	maskScores(s, blk, gl, d, p, b)
 	ninf := F(math.Inf(-1))
 	for a := 0; a < nq; a++ {
@@ -217,7 +256,7 @@ func fwdDiag[F kernels.Float](o, m, l []F, q, k, v []F, blk *Block, d dims, p mi
 		kj := k[(b*T+j)*D+h*Dh : (b*T+j)*D+(h+1)*Dh]
 		vj := v[(b*T+j)*D+h*Dh : (b*T+j)*D+(h+1)*Dh]
 		orow := o[(b*T+i)*D+h*Dh : (b*T+i)*D+(h+1)*Dh]
-		sc := dot(qi, kj) * F(d.scale)
+		sc := dot(qi, kj)*F(d.scale) - F(d.bias(h, i, j))
 		si := (b*d.H+h)*T + i
 		mOld := m[si]
 		mNew := max(mOld, sc)
@@ -299,6 +338,9 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 	dkr, _ := ks.rows(ks.dk, ks.g.dk, blk, d, b, h)
 	dvr, _ := ks.rows(ks.dv, ks.g.dv, blk, d, b, h)
 	ks.scores(s, sc, q[qoff:], lq, false, blk, d, b, h)
+	if d.slopes != nil {
+		biasScores(s, blk, gl, d.slopes[h])
+	}
 	maskScores(s, blk, gl, d, p, b)
 	for a := 0; a < nq; a++ {
 		si := (b*d.H+h)*T + blk.Q0 + a*blk.QS
@@ -332,7 +374,7 @@ func bwdDiag[F kernels.Float](dq, dk, dv, drow, do, lse, q, k, v []F, blk *Block
 		qi, kj, vj := q[ri:ri+Dh], k[rj:rj+Dh], v[rj:rj+Dh]
 		doi := do[ri : ri+Dh]
 		si := (b*d.H+h)*T + i
-		pe := F(math.Exp(float64(dot(qi, kj)*sc - lse[si])))
+		pe := F(math.Exp(float64(dot(qi, kj)*sc - F(d.bias(h, i, j)) - lse[si])))
 		ds := pe * (dot(doi, vj) - drow[si]) * sc
 		dqi, dkj, dvj := dq[ri:ri+Dh], dk[rj:rj+Dh], dv[rj:rj+Dh]
 		for c := 0; c < Dh; c++ {

@@ -45,7 +45,31 @@ type Attention[F kernels.Float] struct {
 	// the kernels then keep k and v transposed in residue-class order too
 	// (see transpose.go). Set it before ScratchSize.
 	Stride int
+	// Slopes, when set (one per head), add the ALiBi position bias
+	// −Slopes[h]·|i−j| to the scaled scores of head h (see ALiBiSlopes).
+	Slopes []float64
 	w, g   [][]F // q.weight, q.bias, k.…, v.…, o.…
+}
+
+// ALiBiSlopes returns the per-head slopes of ALiBi (Press et al. 2022,
+// "Train Short, Test Long"): the geometric sequence 2^(−8(h+1)/H) for
+// heads h = 0…H−1, so with 8 heads 1/2, 1/4, …, 1/256.
+func ALiBiSlopes(H int) []float64 {
+	s := make([]float64, H)
+	for h := range s {
+		s[h] = math.Exp2(-8 * float64(h+1) / float64(H))
+	}
+	return s
+}
+
+// ALiBiOption reads the boolean option "alibi" of the attention kinds
+// built on this package and returns ALiBiSlopes(heads) when it is true,
+// else nil.
+func ALiBiOption(o *mixer.Options, heads int) []float64 {
+	if o.Bool("alibi", false) {
+		return ALiBiSlopes(heads)
+	}
+	return nil
 }
 
 // New returns attention over pat with d channels and h heads. New returns an
@@ -113,7 +137,7 @@ func (a *Attention[F]) dims(p mixer.Pass) dims {
 	if s <= 1 {
 		s = 0
 	}
-	return dims{B: p.B, T: p.T, D: a.D, H: a.H, Dh: a.Dh, scale: 1 / math.Sqrt(float64(a.Dh)), s: s}
+	return dims{B: p.B, T: p.T, D: a.D, H: a.H, Dh: a.Dh, scale: 1 / math.Sqrt(float64(a.Dh)), s: s, slopes: a.Slopes}
 }
 
 func (a *Attention[F]) layouts(T int) []*Layout {

@@ -54,6 +54,9 @@ func (n *Naive[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 						s += q[(b*T+i)*D+h*Dh+c] * k[(b*T+j)*D+h*Dh+c]
 					}
 					ph[i*T+j] = s * scale
+					if n.Slopes != nil {
+						ph[i*T+j] -= F(n.Slopes[h] * math.Abs(float64(i-j)))
+					}
 				}
 			}
 			kernels.SoftmaxRows(ph, T, T)

@@ -25,5 +25,21 @@
 //	  "mixer": {"kind": "full"}
 //	}
 //
-// Full attention has no options; any key besides "kind" is an error.
+// # ALiBi
+//
+// Option "alibi": true (default false) adds the position bias of ALiBi
+// (Press et al. 2022, "Train Short, Test Long: Attention with Linear Biases
+// Enables Input Length Extrapolation") to the scaled scores, in its
+// symmetric form for bidirectional models:
+//
+//	p_h = softmax(q_h·k_hᵀ/√Dh − m_h·|i − j|),  m_h = 2^(−8(h+1)/n_heads),
+//
+// so with 4 heads the slopes are 1/4, 1/16, 1/64 and 1/256: every head
+// prefers nearby keys, at its own range, from the first step. It has no
+// parameters and nothing to learn; backward is unchanged because the bias is
+// a constant (dS = P ⊙ (dP − rowsum)). The kernels add it to each score tile
+// before masking (attn.ALiBiSlopes). The model's learned absolute positions
+// stay.
+//
+// Any other key besides "kind" is an error.
 package full

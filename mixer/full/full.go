@@ -19,16 +19,18 @@ func Kind() mixer.Kind {
 	}
 }
 
-// New returns full attention for config c. It accepts no options; New
-// returns an error naming the key for any option given, or if c.Heads does
-// not divide c.D.
+// New returns full attention for config c. Its one option is "alibi"
+// (default false), the ALiBi position bias (attn.ALiBiSlopes); New returns
+// an error naming the key for any other option, or if c.Heads does not
+// divide c.D.
 func New[F kernels.Float](c mixer.Config) (*attn.Attention[F], error) {
+	slopes := attn.ALiBiOption(&c.Opts, c.Heads)
 	if err := c.Opts.Err(); err != nil {
 		return nil, err
 	}
 	a, err := attn.New[F](c.D, c.Heads, &Pattern{Causal: c.Causal})
 	if err == nil {
-		a.Tiles = Tiles
+		a.Tiles, a.Slopes = Tiles, slopes
 	}
 	return a, err
 }
@@ -40,10 +42,15 @@ var Tiles = attn.Tiles{Q: 128, K: 64}
 
 // NewNaive returns the materialised-T×T twin of New (the test oracle).
 func NewNaive[F kernels.Float](c mixer.Config) (*attn.Naive[F], error) {
+	slopes := attn.ALiBiOption(&c.Opts, c.Heads)
 	if err := c.Opts.Err(); err != nil {
 		return nil, err
 	}
-	return attn.NewNaive[F](c.D, c.Heads, &Pattern{Causal: c.Causal})
+	n, err := attn.NewNaive[F](c.D, c.Heads, &Pattern{Causal: c.Causal})
+	if err == nil {
+		n.Slopes = slopes
+	}
+	return n, err
 }
 
 // Pattern is full attention's pattern: every key, or every key j ≤ i when

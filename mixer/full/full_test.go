@@ -1,6 +1,7 @@
 package full
 
 import (
+	"math"
 	"testing"
 
 	"tokenmix/kernels"
@@ -32,20 +33,24 @@ func smallTile(tile int) mixer.Kind {
 }
 
 func cases() []mixertest.Case {
-	cfg := func(causal bool) mixer.Config {
-		return mixer.Config{D: 8, Heads: 2, MaxLen: 16, Causal: causal, NLayers: 1, Opts: mixer.OptionsOf("full", nil)}
+	cfg := func(causal bool, o map[string]any) mixer.Config {
+		return mixer.Config{D: 8, Heads: 2, MaxLen: 16, Causal: causal, NLayers: 1, Opts: mixer.OptionsOf("full", o)}
 	}
+	alibi := map[string]any{"alibi": true}
 	return []mixertest.Case{
-		{Name: "causal", Cfg: cfg(true), B: 2, T: 9},
-		{Name: "causal-pad", Cfg: cfg(true), B: 2, T: 9, Pad: true},
-		{Name: "bidir", Cfg: cfg(false), B: 2, T: 7},
-		{Name: "bidir-pad", Cfg: cfg(false), B: 2, T: 7, Pad: true},
+		{Name: "causal", Cfg: cfg(true, nil), B: 2, T: 9},
+		{Name: "causal-pad", Cfg: cfg(true, nil), B: 2, T: 9, Pad: true},
+		{Name: "bidir", Cfg: cfg(false, nil), B: 2, T: 7},
+		{Name: "bidir-pad", Cfg: cfg(false, nil), B: 2, T: 7, Pad: true},
+		{Name: "causal-pad-alibi", Cfg: cfg(true, alibi), B: 2, T: 9, Pad: true},
+		{Name: "bidir-pad-alibi", Cfg: cfg(false, alibi), B: 2, T: 7, Pad: true},
 	}
 }
 
 func TestConformance(t *testing.T) {
 	mixertest.Run(t, smallTile(4), cases())
 	mixertest.Run(t, Kind(), cases()[:2])
+	mixertest.Run(t, Kind(), cases()[4:])
 }
 
 func TestFloat32Agrees(t *testing.T) {
@@ -55,6 +60,7 @@ func TestFloat32Agrees(t *testing.T) {
 			mixertest.Float32Agrees(t, smallTile(4), c, 5e-4)
 		}
 		mixertest.Float32Agrees(t, Kind(), cases()[1], 5e-4)
+		mixertest.Float32Agrees(t, Kind(), cases()[5], 5e-4)
 		kernels.SetPath(old)
 	}
 }
@@ -82,19 +88,79 @@ func TestOptionsRejected(t *testing.T) {
 // a sequence whose padded queries see no key at all in causal mode... and
 // bidirectional rows that only see position 0).
 func TestTwin(t *testing.T) {
-	for _, causal := range []bool{true, false} {
-		for _, T := range []int{1, 5, 8, 13} {
-			for _, tile := range []attn.Tiles{{Q: 1, K: 1}, {Q: 3, K: 3}, {Q: 4, K: 2}, {Q: 2, K: 5}, {Q: 64, K: 64}, Tiles} {
-				for _, pad := range []bool{false, true} {
-					c := mixer.Config{D: 8, Heads: 2, MaxLen: T, Causal: causal, Opts: mixer.OptionsOf("full", nil)}
-					f, _ := New[float64](c)
-					f.Tiles = tile
-					n, _ := NewNaive[float64](c)
-					var pm []bool
-					if pad {
-						pm = attntest.Pad(2, T, true)
+	for _, alibi := range []bool{false, true} {
+		for _, causal := range []bool{true, false} {
+			for _, T := range []int{1, 5, 8, 13} {
+				for _, tile := range []attn.Tiles{{Q: 1, K: 1}, {Q: 3, K: 3}, {Q: 4, K: 2}, {Q: 2, K: 5}, {Q: 64, K: 64}, Tiles} {
+					for _, pad := range []bool{false, true} {
+						c := mixer.Config{D: 8, Heads: 2, MaxLen: T, Causal: causal,
+							Opts: mixer.OptionsOf("full", map[string]any{"alibi": alibi})}
+						f, _ := New[float64](c)
+						f.Tiles = tile
+						n, _ := NewNaive[float64](c)
+						if (f.Slopes != nil) != alibi || (n.Slopes != nil) != alibi {
+							t.Fatalf("alibi %v: slopes %v, naive %v", alibi, f.Slopes, n.Slopes)
+						}
+						var pm []bool
+						if pad {
+							pm = attntest.Pad(2, T, true)
+						}
+						attntest.Twins(t, f, n, 2, T, 8, pm, 1e-7, uint64(T*100+tile.Q*10+tile.K))
 					}
-					attntest.Twins(t, f, n, 2, T, 8, pm, 1e-7, uint64(T*100+tile.Q*10+tile.K))
+				}
+			}
+		}
+	}
+}
+
+// TestALiBiWeights checks the bias itself, which the twin check cannot
+// (both twins read the same slopes): with q = k = 0 every score is the bias
+// alone, so with v and o the identity, output i of head h is
+// Σ_j softmax_j(−m_h·|i−j|)·x_j, the slopes being 2^(−8(h+1)/H).
+func TestALiBiWeights(t *testing.T) {
+	const T, D, H = 6, 4, 2
+	for _, causal := range []bool{false, true} {
+		c := mixer.Config{D: D, Heads: H, MaxLen: T, Causal: causal, Opts: mixer.OptionsOf("full", map[string]any{"alibi": true})}
+		a, err := New[float64](c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Tiles = attn.Tiles{Q: 4, K: 3} // blocks and diagonals both
+		var w, g [][]float64
+		for i, s := range a.Params() {
+			v := make([]float64, s.Size())
+			if i == 4 || i == 6 { // v.weight, o.weight: identity
+				for d := 0; d < D; d++ {
+					v[d*D+d] = 1
+				}
+			}
+			w, g = append(w, v), append(g, make([]float64, s.Size()))
+		}
+		a.Bind(w, g)
+		x := make([]float64, T*D)
+		for i := range x {
+			x[i] = float64(i%7) - 2.5
+		}
+		out := make([]float64, T*D)
+		a.Forward(out, make([]float64, a.ActSize(1, T)), make([]float64, a.ScratchSize(1, T)), x, mixer.Pass{B: 1, T: T})
+		for h, m := range []float64{1.0 / 16, 1.0 / 256} {
+			for i := 0; i < T; i++ {
+				var z float64
+				want := make([]float64, D/H)
+				for j := 0; j < T; j++ {
+					if causal && j > i {
+						continue
+					}
+					e := math.Exp(-m * math.Abs(float64(i-j)))
+					z += e
+					for cc := range want {
+						want[cc] += e * x[j*D+h*D/H+cc]
+					}
+				}
+				for cc := range want {
+					if got := out[i*D+h*D/H+cc]; math.Abs(got-want[cc]/z) > 1e-12 {
+						t.Errorf("causal %v head %d row %d: %g, want %g", causal, h, i, got, want[cc]/z)
+					}
 				}
 			}
 		}

@@ -28,6 +28,9 @@ type Pattern struct {
 	Combine string
 	Heads   int
 	Layer   int
+	// Slopes are the ALiBi slopes of option "alibi" (nil without it);
+	// they bias scores, not the pattern.
+	Slopes []float64
 }
 
 // layoutKey identifies a layout: the pattern's parameters that shape it.

@@ -70,6 +70,7 @@ func Options(c mixer.Config, fixed bool) (*Pattern, error) {
 	}
 	p.Combine = comb
 	p.Layer = c.Layer
+	p.Slopes = attn.ALiBiOption(&o, c.Heads)
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func New[F kernels.Float](c mixer.Config, fixed bool) (*attn.Attention[F], error
 	}
 	a, err := attn.New[F](c.D, c.Heads, p)
 	if err == nil {
-		a.Tiles = Tiles
+		a.Tiles, a.Slopes = Tiles, p.Slopes
 		if !fixed {
 			a.Stride = p.L // strided keys i, i−l, …: residue-class copies
 		}
@@ -103,7 +104,11 @@ func NewNaive[F kernels.Float](c mixer.Config, fixed bool) (*attn.Naive[F], erro
 	if err != nil {
 		return nil, err
 	}
-	return attn.NewNaive[F](c.D, c.Heads, p)
+	n, err := attn.NewNaive[F](c.D, c.Heads, p)
+	if err == nil {
+		n.Slopes = p.Slopes
+	}
+	return n, err
 }
 
 func (p *Pattern) String() string {

@@ -160,12 +160,22 @@ func TestTwinLonger(t *testing.T) {
 	for _, fixed := range []bool{false, true} {
 		for _, causal := range []bool{true, false} {
 			for _, comb := range []string{Heads, Merge} {
-				c := cfg("x", causal, opts(fixed, 5, 2, comb), 2, 0)
-				for _, tile := range []attn.Tiles{{Q: 8, K: 8}, {Q: 64, K: 64}, {Q: 128, K: 64}} {
-					f, _ := New[float64](c, fixed)
-					f.Tiles = tile
-					n, _ := NewNaive[float64](c, fixed)
-					attntest.Twins(t, f, n, 1, 150, 8, attntest.Pad(1, 150, false), 1e-7, 5)
+				for _, alibi := range []bool{false, true} {
+					o := opts(fixed, 5, 2, comb)
+					o["alibi"] = alibi
+					c := cfg("x", causal, o, 2, 0)
+					for _, tile := range []attn.Tiles{{Q: 8, K: 8}, {Q: 64, K: 64}, {Q: 128, K: 64}} {
+						f, err := New[float64](c, fixed)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if (f.Slopes != nil) != alibi {
+							t.Fatalf("alibi %v: slopes %v", alibi, f.Slopes)
+						}
+						f.Tiles = tile
+						n, _ := NewNaive[float64](c, fixed)
+						attntest.Twins(t, f, n, 1, 150, 8, attntest.Pad(1, 150, false), 1e-7, 5)
+					}
 				}
 			}
 		}
