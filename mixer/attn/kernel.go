@@ -28,19 +28,26 @@ type dims struct {
 }
 
 // biasScores adds the ALiBi bias −slope·|i−j| to the nq×nk score tile s of
-// blk (gl is the layout's Gather list, for gathered blocks).
-func biasScores[F kernels.Float](s []F, blk *Block, gl []int, slope float64) {
+// blk (gl is the layout's Gather list, for gathered blocks). tab is the
+// head's bias by offset, tab[j − i + T − 1] = −slope·|i − j| (see
+// Attention.biasTable): a block of consecutive keys adds one slice of it
+// per row.
+func biasScores[F kernels.Float](s []F, blk *Block, gl []int, tab []F, T int) {
 	nq, nk := blk.NQ, blk.NK
-	m := F(slope)
 	for a := 0; a < nq; a++ {
 		i := blk.Q0 + a*blk.QS
 		row := s[a*nk : (a+1)*nk]
+		if !blk.Gathered && blk.KS == 1 {
+			off := blk.K0 - i + T - 1
+			kernels.AddTo(row, tab[off:off+nk])
+			continue
+		}
 		for c := range row {
 			j := blk.K0 + c*blk.KS
 			if blk.Gathered {
 				j = gl[j]
 			}
-			row[c] -= m * F(abs(i-j))
+			row[c] += tab[j-i+T-1]
 		}
 	}
 }
@@ -213,8 +220,8 @@ func fwdBlock[F kernels.Float](o, m, l, s []F, q []F, ks *keySrc[F], gl []int, b
 	s = s[:nq*nk]
 	qoff := (b*T+blk.Q0)*D + h*Dh
 	ks.scores(s, F(d.scale), q[qoff:], blk.QS*D, false, blk, d, b, h)
-	if d.slopes != nil {
-		biasScores(s, blk, gl, d.slopes[h])
+	if ks.bias != nil {
+		biasScores(s, blk, gl, ks.bias[h*(2*T-1):(h+1)*(2*T-1)], T)
 	}
 	maskScores(s, blk, gl, d, p, b)
 	ninf := F(math.Inf(-1))
@@ -338,8 +345,8 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 	dkr, _ := ks.rows(ks.dk, ks.g.dk, blk, d, b, h)
 	dvr, _ := ks.rows(ks.dv, ks.g.dv, blk, d, b, h)
 	ks.scores(s, sc, q[qoff:], lq, false, blk, d, b, h)
-	if d.slopes != nil {
-		biasScores(s, blk, gl, d.slopes[h])
+	if ks.bias != nil {
+		biasScores(s, blk, gl, ks.bias[h*(2*T-1):(h+1)*(2*T-1)], T)
 	}
 	maskScores(s, blk, gl, d, p, b)
 	for a := 0; a < nq; a++ {

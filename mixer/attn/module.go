@@ -49,6 +49,27 @@ type Attention[F kernels.Float] struct {
 	// −Slopes[h]·|i−j| to the scaled scores of head h (see ALiBiSlopes).
 	Slopes []float64
 	w, g   [][]F // q.weight, q.bias, k.…, v.…, o.…
+	btab   []F   // biasTable's cache, for length bT
+	bT     int
+}
+
+// biasTable returns the ALiBi bias by offset for length T, [H, 2T−1] with
+// row h, element u = −Slopes[h]·|u − (T−1)|, so that query i and key j
+// read element j − i + T − 1. It is cached for the last T (a mixer belongs
+// to one layer, whose passes do not overlap).
+func (a *Attention[F]) biasTable(T int) []F {
+	if a.bT == T && a.btab != nil {
+		return a.btab
+	}
+	n := 2*T - 1
+	a.btab = make([]F, a.H*n)
+	for h, m := range a.Slopes {
+		for u := 0; u < n; u++ {
+			a.btab[h*n+u] = F(-m * math.Abs(float64(u-(T-1))))
+		}
+	}
+	a.bT = T
+	return a.btab
 }
 
 // ALiBiSlopes returns the per-head slopes of ALiBi (Press et al. 2022,
@@ -129,6 +150,9 @@ func (a *Attention[F]) split(scratch, k, v []F, p mixer.Pass) (do, dq []F, ks *k
 	ks.g = newGBuf(scratch[off:off+gs], p.B, a.H, a.Dh, ng)
 	off += gs
 	vec = scratch[off : off+p.B*a.H*p.T]
+	if a.Slopes != nil {
+		ks.bias = a.biasTable(p.T)
+	}
 	return do, dq, ks, vec, scratch[off+p.B*a.H*p.T:]
 }
 
