@@ -42,3 +42,36 @@ func BenchmarkTrainStepD256T1024B4Ckpt(b *testing.B) {
 func BenchmarkTrainStepD256T1024B4Chunk(b *testing.B) {
 	benchTrain(b, 256, 1024, 4, `, "ff_chunks": 4`)
 }
+
+// BenchmarkTrainStepFmnistFNet times a training step of the fmnist arena
+// preset's FNet model: classify, d_model 64, 2 layers, d_ff 128, T = 784
+// (= 16·49, so the time FFT has radix-7 passes), batch 16.
+func BenchmarkTrainStepFmnistFNet(b *testing.B) {
+	cfg, err := ParseConfig([]byte(`{"vocab_size": 256, "d_model": 64, "n_heads": 4, "n_layers": 2, "d_ff": 128,
+		"max_len": 784, "causal": false, "task": "classify", "n_classes": 10, "mixer": {"kind": "fnet"}, "train": {}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := New[float32](cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Init(1)
+	tr := NewTrainer(m)
+	const B, T = 16, 784
+	rng := rand.New(rand.NewPCG(1, 1))
+	tok, tgt := make([]int32, B*T), make([]int32, B)
+	for i := range tok {
+		tok[i] = int32(rng.IntN(256))
+	}
+	for i := range tgt {
+		tgt[i] = int32(rng.IntN(10))
+	}
+	b.SetBytes(int64(B * T))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := tr.Step(tok, tgt, B, T); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

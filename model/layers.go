@@ -84,9 +84,15 @@ func layerNormBackward[F kernels.Float](dinp, dweight, dbias, dout, inp, weight,
 	kernels.LayerNormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
 }
 
-// addTo accumulates dst += src on the calling goroutine, for short rows
-// where a kernel call's set-up would dominate.
+// addTo accumulates dst += src on the calling goroutine (rows inside
+// parallel loops): from 16 elements on with kernels.Axpy (a = 1, so the
+// same sums, vectorised and never split across threads), shorter rows in
+// plain Go, where a kernel call's set-up would dominate.
 func addTo[F kernels.Float](dst, src []F) {
+	if len(dst) >= 16 {
+		kernels.Axpy(dst, 1, src)
+		return
+	}
 	src = src[:len(dst)]
 	for i := range dst {
 		dst[i] += src[i]

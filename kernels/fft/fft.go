@@ -454,27 +454,58 @@ func radix4Narrow[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
 	}
 }
 
-// radixN is the generic O(p²) butterfly for p = 5, 7, 11, 13.
+// radixN is the butterfly for the odd primes p = 5, 7, 11, 13. It pairs
+// inputs j and p−j: with θ = 2π·j·r/p, x_j·W^{jr} + x_{p−j}·W^{−jr} =
+// a_j·cos θ − i·b_j·sin θ for a_j = x_j + x_{p−j}, b_j = x_j − x_{p−j}, so
+// with A_r = x_0 + Σ_{j≤h} a_j·cos θ and B_r = Σ_{j≤h} b_j·sin θ
+// (h = (p−1)/2), y_r = A_r − i·B_r and y_{p−r} = A_r + i·B_r: 2h² complex
+// by real products per point instead of p². The q loop is innermost, so
+// every input and output is walked contiguously.
 func radixN[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
 	p, m := st.p, st.m
-	var ar, ai [maxRadix]F
+	h := (p - 1) / 2
+	var cs, sn [maxRadix / 2][maxRadix / 2]F // [r−1][j−1]: cos θ, sin θ
+	for r := 1; r <= h; r++ {
+		for j := 1; j <= h; j++ {
+			cs[r-1][j-1], sn[r-1][j-1] = st.wpr[j*p+r], -st.wpi[j*p+r]
+		}
+	}
+	var ar, ai, br, bi [maxRadix / 2]F
 	for k := 0; k < m; k++ {
+		var w1r, w1i, w2r, w2i [maxRadix / 2]F // twiddles of outputs r and p−r
+		for r := 1; r <= h; r++ {
+			w1r[r-1], w1i[r-1] = st.twr[(r-1)*m+k], st.twi[(r-1)*m+k]
+			w2r[r-1], w2i[r-1] = st.twr[(p-r-1)*m+k], st.twi[(p-r-1)*m+k]
+		}
+		in, out := s*k, s*p*k
 		for q := 0; q < s; q++ {
-			for j := 0; j < p; j++ {
-				ar[j], ai[j] = xr[q+s*(k+j*m)], xi[q+s*(k+j*m)]
+			x0r, x0i := xr[in+q], xi[in+q]
+			sr, si := x0r, x0i
+			for j := 1; j <= h; j++ {
+				u, v := in+q+s*j*m, in+q+s*(p-j)*m
+				pr, pi, mr, mi := xr[u], xi[u], xr[v], xi[v]
+				ar[j-1], ai[j-1] = pr+mr, pi+mi
+				br[j-1], bi[j-1] = pr-mr, pi-mi
+				sr += pr + mr
+				si += pi + mi
 			}
-			for r := 0; r < p; r++ {
-				var br, bi F
-				for j := 0; j < p; j++ {
-					wr, wi := st.wpr[j*p+r], st.wpi[j*p+r]
-					br += ar[j]*wr - ai[j]*wi
-					bi += ar[j]*wi + ai[j]*wr
+			yr[out+q], yi[out+q] = sr, si
+			for r := 1; r <= h; r++ {
+				Ar, Ai := x0r, x0i
+				var Br, Bi F
+				c, sv := &cs[r-1], &sn[r-1]
+				for j := 0; j < h; j++ {
+					Ar += ar[j] * c[j]
+					Ai += ai[j] * c[j]
+					Br += br[j] * sv[j]
+					Bi += bi[j] * sv[j]
 				}
-				if r > 0 {
-					wr, wi := st.twr[(r-1)*m+k], st.twi[(r-1)*m+k]
-					br, bi = br*wr-bi*wi, br*wi+bi*wr
-				}
-				yr[q+s*(p*k+r)], yi[q+s*(p*k+r)] = br, bi
+				// y_r = A − i·B, y_{p−r} = A + i·B, then the twiddles.
+				y1r, y1i := Ar+Bi, Ai-Br
+				y2r, y2i := Ar-Bi, Ai+Br
+				o1, o2 := out+q+r*s, out+q+(p-r)*s
+				yr[o1], yi[o1] = y1r*w1r[r-1]-y1i*w1i[r-1], y1r*w1i[r-1]+y1i*w1r[r-1]
+				yr[o2], yi[o2] = y2r*w2r[r-1]-y2i*w2i[r-1], y2r*w2i[r-1]+y2i*w2r[r-1]
 			}
 		}
 	}
