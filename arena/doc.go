@@ -6,8 +6,9 @@
 // "Long Range Arena: A Benchmark for Efficient Transformers"). A Preset
 // (configs/*.json) names the task (package data), the model dimensions, the
 // optimiser settings and the budget: a step count, or training time per
-// mixer, which is turned into a step count after timing the first steps so
-// that the warmup + cosine schedule completes. Mixers that cannot run the
+// mixer, which is turned into a step count after timing the first steps and
+// replanned after every step from a running pace (pacer), so that the warmup
+// + cosine schedule completes even when other jobs change the pace. Mixers that cannot run the
 // task (a non-causal kind on next-token prediction) are reported as skipped.
 //
 // Everything a run needs to resume lives in the arena directory: the resolved

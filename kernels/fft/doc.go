@@ -6,9 +6,10 @@
 //	X[k] = Σ_{j<n} x[j]·exp(−2πi·jk/n),  k = 0…n−1,
 //
 // unnormalised. Lengths whose prime factors are all ≤ 13 use an iterative
-// mixed-radix Stockham algorithm (radix-4, 2 and 3 butterflies, a generic
-// butterfly for 5, 7, 11 and 13), O(n·log n) and autosorting (no bit
-// reversal). Other lengths use Bluestein's chirp-z algorithm, which writes the
+// mixed-radix Stockham algorithm (radix-4, 2 and 3 butterflies, and one
+// butterfly for the odd primes 5, 7, 11 and 13 that pairs inputs j and p−j,
+// so it needs about half the products of the plain O(p²) sum), O(n·log n)
+// and autosorting (no bit reversal). Other lengths use Bluestein's chirp-z algorithm, which writes the
 // DFT as a convolution with the chirp exp(−iπj²/n) and evaluates it with
 // power-of-two FFTs of length M ≥ 2n−1, still O(n·log n).
 //
