@@ -29,16 +29,16 @@ type dims struct {
 
 // biasScores adds the ALiBi bias −slope·|i−j| to the nq×nk score tile s of
 // blk (gl is the layout's Gather list, for gathered blocks). tab is the
-// head's bias by offset, tab[j − i + T − 1] = −slope·|i − j| (see
-// Attention.biasTable): a block of consecutive keys adds one slice of it
-// per row.
-func biasScores[F kernels.Float](s []F, blk *Block, gl []int, tab []F, T int) {
+// head's bias by offset, tab[j − i + n − 1] = −slope·|i − j| for lengths up
+// to n (see Attention.biasTable): a block of consecutive keys adds one
+// slice of it per row.
+func biasScores[F kernels.Float](s []F, blk *Block, gl []int, tab []F, n int) {
 	nq, nk := blk.NQ, blk.NK
 	for a := 0; a < nq; a++ {
 		i := blk.Q0 + a*blk.QS
 		row := s[a*nk : (a+1)*nk]
 		if !blk.Gathered && blk.KS == 1 {
-			off := blk.K0 - i + T - 1
+			off := blk.K0 - i + n - 1
 			kernels.AddTo(row, tab[off:off+nk])
 			continue
 		}
@@ -47,7 +47,7 @@ func biasScores[F kernels.Float](s []F, blk *Block, gl []int, tab []F, T int) {
 			if blk.Gathered {
 				j = gl[j]
 			}
-			row[c] += tab[j-i+T-1]
+			row[c] += tab[j-i+n-1]
 		}
 	}
 }
@@ -221,7 +221,8 @@ func fwdBlock[F kernels.Float](o, m, l, s []F, q []F, ks *keySrc[F], gl []int, b
 	qoff := (b*T+blk.Q0)*D + h*Dh
 	ks.scores(s, F(d.scale), q[qoff:], blk.QS*D, false, blk, d, b, h)
 	if ks.bias != nil {
-		biasScores(s, blk, gl, ks.bias[h*(2*T-1):(h+1)*(2*T-1)], T)
+		n := ks.biasN
+		biasScores(s, blk, gl, ks.bias[h*(2*n-1):(h+1)*(2*n-1)], n)
 	}
 	maskScores(s, blk, gl, d, p, b)
 	ninf := F(math.Inf(-1))
@@ -346,7 +347,8 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 	dvr, _ := ks.rows(ks.dv, ks.g.dv, blk, d, b, h)
 	ks.scores(s, sc, q[qoff:], lq, false, blk, d, b, h)
 	if ks.bias != nil {
-		biasScores(s, blk, gl, ks.bias[h*(2*T-1):(h+1)*(2*T-1)], T)
+		n := ks.biasN
+		biasScores(s, blk, gl, ks.bias[h*(2*n-1):(h+1)*(2*n-1)], n)
 	}
 	maskScores(s, blk, gl, d, p, b)
 	for a := 0; a < nq; a++ {

@@ -49,16 +49,17 @@ type Attention[F kernels.Float] struct {
 	// −Slopes[h]·|i−j| to the scaled scores of head h (see ALiBiSlopes).
 	Slopes []float64
 	w, g   [][]F // q.weight, q.bias, k.…, v.…, o.…
-	btab   []F   // biasTable's cache, for length bT
+	btab   []F   // biasTable's cache, for lengths up to bT
 	bT     int
 }
 
-// biasTable returns the ALiBi bias by offset for length T, [H, 2T−1] with
-// row h, element u = −Slopes[h]·|u − (T−1)|, so that query i and key j
-// read element j − i + T − 1. It is cached for the last T (a mixer belongs
-// to one layer, whose passes do not overlap).
+// biasTable returns the ALiBi bias by offset for lengths up to n =
+// a.bT ≥ T, [H, 2n−1] with row h, element u = −Slopes[h]·|u − (n−1)|, so
+// that query i and key j read element j − i + n − 1. It is built for the
+// longest T seen and kept (a mixer belongs to one layer, whose passes do
+// not overlap), so batches of varying length reuse it.
 func (a *Attention[F]) biasTable(T int) []F {
-	if a.bT == T && a.btab != nil {
+	if a.btab != nil && a.bT >= T {
 		return a.btab
 	}
 	n := 2*T - 1
@@ -151,7 +152,7 @@ func (a *Attention[F]) split(scratch, k, v []F, p mixer.Pass) (do, dq []F, ks *k
 	off += gs
 	vec = scratch[off : off+p.B*a.H*p.T]
 	if a.Slopes != nil {
-		ks.bias = a.biasTable(p.T)
+		ks.bias, ks.biasN = a.biasTable(p.T), a.bT
 	}
 	return do, dq, ks, vec, scratch[off+p.B*a.H*p.T:]
 }

@@ -86,7 +86,8 @@ type keySrc[F kernels.Float] struct {
 	k, v, dk, dv []F
 	kt, vt       tcopy[F]
 	g            gbuf[F]
-	bias         []F // ALiBi bias by offset [H, 2T−1], or nil
+	bias         []F // ALiBi bias by offset [H, 2·biasN−1], or nil
+	biasN        int // the longest length bias serves (Attention.biasTable)
 }
 
 // rows returns the block's first key row of x [B,T,D] (or of its gathered

@@ -116,7 +116,9 @@ func TestTwin(t *testing.T) {
 // TestALiBiWeights checks the bias itself, which the twin check cannot
 // (both twins read the same slopes): with q = k = 0 every score is the bias
 // alone, so with v and o the identity, output i of head h is
-// Σ_j softmax_j(−m_h·|i−j|)·x_j, the slopes being 2^(−8(h+1)/H).
+// Σ_j softmax_j(−m_h·|i−j|)·x_j, the slopes being 2^(−8(h+1)/H). The
+// mixer runs a longer sequence first, so the bias comes from a table built
+// for another length.
 func TestALiBiWeights(t *testing.T) {
 	const T, D, H = 6, 4, 2
 	for _, causal := range []bool{false, true} {
@@ -137,6 +139,10 @@ func TestALiBiWeights(t *testing.T) {
 			w, g = append(w, v), append(g, make([]float64, s.Size()))
 		}
 		a.Bind(w, g)
+		// A longer pass first: its bias table must serve the shorter one.
+		const L = 11
+		a.Forward(make([]float64, L*D), make([]float64, a.ActSize(1, L)), make([]float64, a.ScratchSize(1, L)),
+			make([]float64, L*D), mixer.Pass{B: 1, T: L})
 		x := make([]float64, T*D)
 		for i := range x {
 			x[i] = float64(i%7) - 2.5
