@@ -38,3 +38,19 @@ func radix2Asm[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
 	_ = st.twp[2*m-1]
 	radix2AVX512(ptr32(yr), ptr32(yi), ptr32(xr), ptr32(xi), ptr32(st.twp), s, m)
 }
+
+// radixOddAsm is radixN for float32 with p = 5 or 7 and s a multiple of
+// vecLanes.
+func radixOddAsm[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
+	p, m := st.p, st.m
+	N := p * s * m
+	_, _, _, _ = yr[N-1], yi[N-1], xr[N-1], xi[N-1]
+	_ = st.twp[2*(p-1)*m-1]
+	h := (p - 1) / 2
+	_ = st.cst[2*h*h-1]
+	f := radix5AVX512
+	if p == 7 {
+		f = radix7AVX512
+	}
+	f(ptr32(yr), ptr32(yi), ptr32(xr), ptr32(xi), ptr32(st.twp), ptr32(st.cst), s, m)
+}

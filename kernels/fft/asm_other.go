@@ -27,3 +27,11 @@ func copyRowsAVX512(dr, di, sr, si *float32, n, rows, ds, ss int) {
 func realPackPairAVX512(or, or2, r0, r1, r2, r3, c, s *float32, dz, do, ld, cnt int) {
 	panic("fft: no assembly on this platform")
 }
+
+func radix5AVX512(yr, yi, xr, xi, tw, cs *float32, s, m int) {
+	panic("fft: no assembly on this platform")
+}
+
+func radix7AVX512(yr, yi, xr, xi, tw, cs *float32, s, m int) {
+	panic("fft: no assembly on this platform")
+}

@@ -30,8 +30,11 @@ type stage[F kernels.Float] struct {
 	twr, twi []F // [(p−1)·m]: W_{p·m}^{r·k} for r=1…p−1, k<m
 	wpr, wpi []F // [p·p]: W_p^{j·r}, generic butterflies only
 	// twp [m][2(p−1)] interleaves (re, im) of W^{1·k}…W^{(p−1)·k} for
-	// the assembly butterflies (radix 2 and 4 only).
+	// the assembly butterflies (radix 2, 4, 5 and 7).
 	twp []F
+	// cst [2h²] holds cos θ_rj then sin θ_rj (θ_rj = 2π·r·j/p, r, j =
+	// 1…h, h = (p−1)/2, row r) for the radix-5 and radix-7 assembly.
+	cst []F
 }
 
 // bluestein holds the chirp and the transformed convolution kernel.
@@ -88,12 +91,22 @@ func NewPlan[F kernels.Float](n int) *Plan[F] {
 				st.twr[(q-1)*m+k], st.twi[(q-1)*m+k] = F(c), F(si)
 			}
 		}
-		if r == 2 || r == 4 {
+		if r == 2 || r == 4 || r == 5 || r == 7 {
 			st.twp = make([]F, 2*(r-1)*m)
 			for k := 0; k < m; k++ {
 				for q := 1; q < r; q++ {
 					st.twp[2*(r-1)*k+2*(q-1)] = st.twr[(q-1)*m+k]
 					st.twp[2*(r-1)*k+2*(q-1)+1] = st.twi[(q-1)*m+k]
+				}
+			}
+		}
+		if r == 5 || r == 7 {
+			h := (r - 1) / 2
+			st.cst = make([]F, 2*h*h)
+			for q := 1; q <= h; q++ {
+				for j := 1; j <= h; j++ {
+					c, si := angle(q*j, r) // (cos θ, −sin θ)
+					st.cst[(q-1)*h+j-1], st.cst[h*h+(q-1)*h+j-1] = F(c), F(-si)
 				}
 			}
 		}
@@ -462,6 +475,10 @@ func radix4Narrow[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
 // by real products per point instead of p². The q loop is innermost, so
 // every input and output is walked contiguously.
 func radixN[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
+	if st.cst != nil && s%vecLanes == 0 && useAsm[F]() {
+		radixOddAsm(st, s, yr, yi, xr, xi)
+		return
+	}
 	p, m := st.p, st.m
 	h := (p - 1) / 2
 	var cs, sn [maxRadix / 2][maxRadix / 2]F // [r−1][j−1]: cos θ, sin θ

@@ -72,9 +72,10 @@ func TestTransformMatchesNaive(t *testing.T) {
 
 // TestTransformBatchMatchesNaive checks w interleaved sequences against the
 // naive DFT of each, in float64 and in float32 on every kernels path (the
-// AVX-512 butterflies run when a pass's stride is a multiple of 16).
+// AVX-512 butterflies run when a pass's stride is a multiple of 16; 35,
+// 98 and 392 have radix-5 and radix-7 passes).
 func TestTransformBatchMatchesNaive(t *testing.T) {
-	for _, n := range []int{1, 2, 6, 8, 17, 30, 64, 128, 512, 1000} {
+	for _, n := range []int{1, 2, 6, 8, 17, 30, 35, 64, 98, 128, 392, 512, 1000} {
 		for _, w := range []int{1, 3, 16, 32} {
 			if n*n*w > 1<<22 {
 				continue // keep the naive oracle fast
@@ -90,7 +91,7 @@ func TestTransformBatchMatchesNaive(t *testing.T) {
 // widths) against the real part of the naive DFT, in float64 and in float32
 // on every kernels path.
 func TestRealPlanMatchesNaive(t *testing.T) {
-	for _, n := range []int{2, 4, 6, 8, 30, 34, 64, 256, 1000} {
+	for _, n := range []int{2, 4, 6, 8, 30, 34, 64, 196, 256, 1000} {
 		for _, w := range []int{1, 3, 16, 20} {
 			if n*n*w > 1<<22 {
 				continue
