@@ -9,8 +9,15 @@ import (
 // benchTrain times float32 training steps of a causal lm with full
 // attention (d_model d, 4 heads, 4 layers, d_ff 4d, vocab 256).
 func benchTrain(b *testing.B, d, T, B int, extra string) {
-	cfg, err := ParseConfig([]byte(fmt.Sprintf(`{"vocab_size": 256, "d_model": %d, "n_heads": 4, "n_layers": 4,
-		"d_ff": %d, "max_len": %d, "causal": true, "task": "lm", "mixer": {"kind": "full"}, "train": {}%s}`, d, 4*d, T, extra)))
+	benchStep(b, fmt.Sprintf(`{"vocab_size": 256, "d_model": %d, "n_heads": 4, "n_layers": 4,
+		"d_ff": %d, "max_len": %d, "causal": true, "task": "lm", "mixer": {"kind": "full"}, "train": {}%s}`, d, 4*d, T, extra), T, B, T)
+}
+
+// benchStep times float32 training steps of the model configJSON on B
+// random sequences of T tokens (vocab 256) with nt random targets each
+// (T for lm, 1 for classify), drawn below the head width.
+func benchStep(b *testing.B, configJSON string, T, B, nt int) {
+	cfg, err := ParseConfig([]byte(configJSON))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -21,9 +28,12 @@ func benchTrain(b *testing.B, d, T, B int, extra string) {
 	m.Init(1)
 	tr := NewTrainer(m)
 	rng := rand.New(rand.NewPCG(1, 1))
-	tok, tgt := make([]int32, B*T), make([]int32, B*T)
+	tok, tgt := make([]int32, B*T), make([]int32, B*nt)
 	for i := range tok {
-		tok[i], tgt[i] = int32(rng.IntN(256)), int32(rng.IntN(256))
+		tok[i] = int32(rng.IntN(256))
+	}
+	for i := range tgt {
+		tgt[i] = int32(rng.IntN(cfg.HeadOut()))
 	}
 	b.SetBytes(int64(B * T)) // "MB/s" reads as millions of tokens per second
 	b.ResetTimer()
@@ -47,31 +57,6 @@ func BenchmarkTrainStepD256T1024B4Chunk(b *testing.B) {
 // preset's FNet model: classify, d_model 64, 2 layers, d_ff 128, T = 784
 // (= 16·49, so the time FFT has radix-7 passes), batch 16.
 func BenchmarkTrainStepFmnistFNet(b *testing.B) {
-	cfg, err := ParseConfig([]byte(`{"vocab_size": 256, "d_model": 64, "n_heads": 4, "n_layers": 2, "d_ff": 128,
-		"max_len": 784, "causal": false, "task": "classify", "n_classes": 10, "mixer": {"kind": "fnet"}, "train": {}}`))
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := New[float32](cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m.Init(1)
-	tr := NewTrainer(m)
-	const B, T = 16, 784
-	rng := rand.New(rand.NewPCG(1, 1))
-	tok, tgt := make([]int32, B*T), make([]int32, B)
-	for i := range tok {
-		tok[i] = int32(rng.IntN(256))
-	}
-	for i := range tgt {
-		tgt[i] = int32(rng.IntN(10))
-	}
-	b.SetBytes(int64(B * T))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := tr.Step(tok, tgt, B, T); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchStep(b, `{"vocab_size": 256, "d_model": 64, "n_heads": 4, "n_layers": 2, "d_ff": 128,
+		"max_len": 784, "causal": false, "task": "classify", "n_classes": 10, "mixer": {"kind": "fnet"}, "train": {}}`, 784, 16, 1)
 }
