@@ -30,6 +30,13 @@ type GoSrcConfig struct {
 	MaxTrain int `json:"max_train_bytes"`
 	MaxVal   int `json:"max_val_bytes"`
 	MaxTest  int `json:"max_test_bytes"`
+	// EvalContext is how many bytes of context every scored byte of the
+	// validation and test splits has at least (0 when 0): their windows step
+	// by SeqLen−EvalContext and score only their last SeqLen−EvalContext
+	// targets, the first window all of its targets. Each byte is still
+	// scored exactly once. Must be below SeqLen. Training windows do not
+	// overlap whatever its value.
+	EvalContext int `json:"eval_context"`
 }
 
 // GoSrc is byte-level language modelling on Go source: the non-test .go
@@ -39,7 +46,12 @@ type GoSrcConfig struct {
 // files' bytes concatenated in path order, cut into windows of SeqLen+1
 // bytes that overlap by one: the window's first SeqLen bytes are the tokens
 // and the targets are the next bytes, so every byte but the split's first is
-// predicted exactly once. The last window may be shorter.
+// predicted exactly once. The last window may be shorter. With EvalContext
+// c > 0 the validation and test windows overlap by c+1 bytes instead, and
+// the overlapped targets are context only (target −1, not scored), so a
+// scored byte always has at least c bytes before it, as in sliding-window
+// evaluation: a window-start byte otherwise is predicted from nothing, which
+// a compressor such as gzip never has to do.
 type GoSrc struct {
 	cfg   GoSrcConfig
 	bytes [3][]byte
@@ -100,6 +112,9 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 	}
 	if c.SeqLen < 1 || c.ValPercent < 0 || c.TestPercent < 0 || c.ValPercent+c.TestPercent >= 100 {
 		return nil, fmt.Errorf("gosrc: invalid seq_len %d or percentages %d, %d", c.SeqLen, c.ValPercent, c.TestPercent)
+	}
+	if c.EvalContext < 0 || c.EvalContext >= c.SeqLen {
+		return nil, fmt.Errorf("gosrc: eval_context %d must lie in [0, seq_len %d)", c.EvalContext, c.SeqLen)
 	}
 	var paths []string
 	err := filepath.WalkDir(c.Root, func(p string, d fs.DirEntry, err error) error {
@@ -165,23 +180,44 @@ func (g *GoSrc) Bytes(s Split) []byte { return g.bytes[s] }
 // Files returns the relative paths of split s's files, in order.
 func (g *GoSrc) Files(s Split) []string { return g.files[s] }
 
+// stride returns the step between split s's windows: SeqLen for training,
+// SeqLen−EvalContext for validation and test.
+func (g *GoSrc) stride(s Split) int {
+	if s == Train {
+		return g.cfg.SeqLen
+	}
+	return g.cfg.SeqLen - g.cfg.EvalContext
+}
+
 // Len implements Task.
 func (g *GoSrc) Len(s Split) int {
-	return (len(g.bytes[s]) - 1 + g.cfg.SeqLen - 1) / g.cfg.SeqLen
+	n, T, S := len(g.bytes[s])-1, g.cfg.SeqLen, g.stride(s) // n targets
+	if n <= T {
+		return 1
+	}
+	return 1 + (n-T+S-1)/S
 }
 
 // ExampleLen implements Task.
 func (g *GoSrc) ExampleLen(s Split, i int) int {
-	return min(g.cfg.SeqLen, len(g.bytes[s])-1-i*g.cfg.SeqLen)
+	return min(g.cfg.SeqLen, len(g.bytes[s])-1-i*g.stride(s))
 }
 
-// Example implements Task.
+// Example implements Task. In an overlapping window (i > 0, EvalContext >
+// 0) the targets before the window's last stride positions are −1.
 func (g *GoSrc) Example(tokens, targets []int32, s Split, i int) {
-	n := g.ExampleLen(s, i)
-	w := g.bytes[s][i*g.cfg.SeqLen:]
+	n, S := g.ExampleLen(s, i), g.stride(s)
+	w := g.bytes[s][i*S:]
+	first := 0 // first scored position
+	if i > 0 {
+		first = g.cfg.SeqLen - S
+	}
 	for j := range n {
 		tokens[j] = int32(w[j])
 		targets[j] = int32(w[j+1])
+		if j < first {
+			targets[j] = -1
+		}
 	}
 }
 

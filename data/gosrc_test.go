@@ -82,13 +82,20 @@ func TestGoSrcSplit(t *testing.T) {
 
 func TestGoSrcWindows(t *testing.T) {
 	root := fakeGoTree(t, 60)
-	for _, T := range []int{1, 7, 64} {
-		g, err := NewGoSrc(GoSrcConfig{Root: root, SeqLen: T, ValPercent: 20, TestPercent: 20})
+	for _, c := range []struct{ T, ctx int }{{1, 0}, {7, 0}, {64, 0}, {7, 3}, {7, 6}, {64, 48}, {64, 1}} {
+		g, err := NewGoSrc(GoSrcConfig{Root: root, SeqLen: c.T, ValPercent: 20, TestPercent: 20, EvalContext: c.ctx})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for s := Train; s <= Test; s++ {
-			// Targets over all windows reproduce bytes[1:] exactly once.
+			// Scored targets over all windows reproduce bytes[1:] exactly
+			// once, in order, and (validation and test) each has at least
+			// ctx tokens before it in its window unless it is among the
+			// split's first ctx targets.
+			T, ctx, stride := c.T, c.ctx, c.T-c.ctx
+			if s == Train {
+				ctx, stride = 0, c.T
+			}
 			b := g.Bytes(s)
 			var got []byte
 			tok := make([]int32, T)
@@ -96,20 +103,34 @@ func TestGoSrcWindows(t *testing.T) {
 			for i := range g.Len(s) {
 				n := g.ExampleLen(s, i)
 				if n < 1 || n > T {
-					t.Fatalf("T=%d %s window %d: %d tokens", T, s, i, n)
+					t.Fatalf("T=%d ctx=%d %s window %d: %d tokens", T, c.ctx, s, i, n)
 				}
 				g.Example(tok[:n], tg[:n], s, i)
-				if int(tok[0]) != int(b[i*T]) {
-					t.Fatalf("T=%d %s window %d starts at the wrong byte", T, s, i)
-				}
+				scored := 0
 				for j := range n {
+					if int(tok[j]) != int(b[i*stride+j]) {
+						t.Fatalf("T=%d ctx=%d %s window %d token %d is not byte %d", T, c.ctx, s, i, j, i*stride+j)
+					}
+					if tg[j] < 0 {
+						continue
+					}
+					if i > 0 && j < ctx {
+						t.Fatalf("T=%d ctx=%d %s window %d scores position %d", T, c.ctx, s, i, j)
+					}
+					scored++
 					got = append(got, byte(tg[j]))
+				}
+				if scored == 0 {
+					t.Fatalf("T=%d ctx=%d %s window %d scores nothing", T, c.ctx, s, i)
 				}
 			}
 			if !bytes.Equal(got, b[1:]) {
-				t.Fatalf("T=%d %s: targets do not cover bytes[1:] (%d vs %d)", T, s, len(got), len(b)-1)
+				t.Fatalf("T=%d ctx=%d %s: targets do not cover bytes[1:] (%d vs %d)", T, c.ctx, s, len(got), len(b)-1)
 			}
 		}
+	}
+	if _, err := NewGoSrc(GoSrcConfig{Root: root, SeqLen: 8, EvalContext: 8}); err == nil {
+		t.Error("eval_context = seq_len: no error")
 	}
 }
 
