@@ -273,7 +273,27 @@ func (logTicks) Ticks(lo, hi float64) []gplot.Tick {
 			return ts
 		}
 	}
+	if hi/lo < 10 {
+		// Within one decade the powers of ten label nothing: label
+		// multiples of a 1-2-5 step instead, three to six of them.
+		return linearTicks(lo, hi)
+	}
 	return gplot.LogTicks{Prec: -1}.Ticks(lo, hi)
+}
+
+// linearTicks labels the multiples of the smallest 1-2-5 step that gives
+// at most six ticks in [lo, hi].
+func linearTicks(lo, hi float64) []gplot.Tick {
+	step := math.Pow(10, math.Floor(math.Log10(hi-lo))-1)
+	for i := 0; math.Floor(hi/step)-math.Ceil(lo/step) >= 6; i++ {
+		step *= [3]float64{2, 2.5, 2}[i%3] // 1, 2, 5, 10, 20, 50, …
+	}
+	var ts []gplot.Tick
+	for k := math.Ceil(lo / step); k*step <= hi; k++ {
+		v := k * step
+		ts = append(ts, gplot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 6, 64)})
+	}
+	return ts
 }
 
 func fmtTick(v float64) string {

@@ -104,6 +104,24 @@ func TestLogTicks(t *testing.T) {
 			t.Errorf("[%g,%g]: want decade ticks, got %v", c.lo, c.hi, got)
 		}
 	}
+	// Within one decade and at most one power of two (training tokens/s of
+	// an arena), 1-2-5 multiples are labelled.
+	for _, c := range []struct {
+		lo, hi float64
+		labels []string
+	}{
+		{22400, 47000, []string{"25000", "30000", "35000", "40000", "45000"}},
+		{0.31, 0.58, []string{"0.35", "0.4", "0.45", "0.5", "0.55"}},
+		{1200, 1900, []string{"1200", "1400", "1600", "1800"}},
+	} {
+		var got []string
+		for _, tk := range (logTicks{}).Ticks(c.lo, c.hi) {
+			got = append(got, tk.Label)
+		}
+		if !equal(got, c.labels) {
+			t.Errorf("[%g,%g]: labels %v, want %v", c.lo, c.hi, got, c.labels)
+		}
+	}
 }
 
 func equal(a, b []string) bool {
