@@ -10,6 +10,10 @@ import (
 	"tokenmix/model"
 )
 
+// MixerWarmup is how long Mixer calls forward and backward before it
+// times them (see Mixer).
+var MixerWarmup = time.Second
+
 // MixerResult is one `tokenmix bench mixer` measurement.
 type MixerResult struct {
 	Mixer        string  `json:"mixer"`
@@ -23,7 +27,7 @@ type MixerResult struct {
 
 // Mixer times forward and backward of block 0's mixer of config c alone
 // (float32, GPT-2-initialised weights, N(0,1) inputs) at batch B and length
-// T: the median of reps samples after a warm-up. Only that one layer is
+// T: the median of reps samples after a warm-up of MixerWarmup. Only that one layer is
 // built, so peak_rss_bytes is the layer's own memory plus the process base.
 // planned_bytes is model.MixerBytes; peak_rss_bytes is this process's VmHWM
 // afterwards (run it in a fresh process). Mixer returns an error if T
@@ -50,8 +54,18 @@ func Mixer(c *model.Config, B, T, reps int) (MixerResult, error) {
 	act := make([]float32, mx.ActSize(B, T))
 	scr := make([]float32, mx.ScratchSize(B, T))
 	p := mixer.Pass{B: B, T: T, Seed: model.PassSeed(0, 0, 0)}
-	fwd := median(func() { mx.Forward(out, act, scr, x, p) }, reps)
-	bwd := median(func() { mx.Backward(dx, scr, dout, act, x, p) }, reps)
+	forward := func() { mx.Forward(out, act, scr, x, p) }
+	backward := func() { mx.Backward(dx, scr, dout, act, x, p) }
+	// A fresh process on the 2-vCPU machine runs sub-millisecond parallel
+	// calls up to 2-3x slower for its first second or so (FNet at T=1024,
+	// 2 threads: forward 0.65-0.95 ms against 0.27 ms later), so the
+	// samples start only after MixerWarmup of forward and backward calls.
+	for t0 := time.Now(); time.Since(t0) < MixerWarmup; {
+		forward()
+		backward()
+	}
+	fwd := median(forward, reps)
+	bwd := median(backward, reps)
 	r := MixerResult{Mixer: c.Kind().Name, Len: T, Batch: B, FwdMs: fwd * 1e3, BwdMs: bwd * 1e3,
 		PlannedBytes: model.MixerBytes(mx, B, T, D)}
 	r.PeakRSSBytes, err = PeakRSS()
