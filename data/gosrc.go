@@ -31,7 +31,7 @@ type GoSrcConfig struct {
 	MaxVal   int `json:"max_val_bytes"`
 	MaxTest  int `json:"max_test_bytes"`
 	// EvalContext is how many bytes of context every scored byte of the
-	// validation and test splits has at least (0 when 0): their windows step
+	// validation and test splits has at least (default 0): their windows step
 	// by SeqLen−EvalContext and score only their last SeqLen−EvalContext
 	// targets, the first window all of its targets. Each byte is still
 	// scored exactly once. Must be below SeqLen. Training windows do not

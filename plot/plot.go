@@ -275,7 +275,7 @@ func (logTicks) Ticks(lo, hi float64) []gplot.Tick {
 	}
 	if hi/lo < 10 {
 		// Within one decade the powers of ten label nothing: label
-		// multiples of a 1-2-5 step instead, three to six of them.
+		// multiples of a 1-2-5 step instead, at most six of them.
 		return linearTicks(lo, hi)
 	}
 	return gplot.LogTicks{Prec: -1}.Ticks(lo, hi)
