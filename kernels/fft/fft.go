@@ -28,12 +28,12 @@ type Plan[F kernels.Float] struct {
 type stage[F kernels.Float] struct {
 	p, m, s  int
 	twr, twi []F // [(p−1)·m]: W_{p·m}^{r·k} for r=1…p−1, k<m
-	wpr, wpi []F // [p·p]: W_p^{j·r}, generic butterflies only
 	// twp [m][2(p−1)] interleaves (re, im) of W^{1·k}…W^{(p−1)·k} for
 	// the assembly butterflies (radix 2, 4, 5 and 7).
 	twp []F
 	// cst [2h²] holds cos θ_rj then sin θ_rj (θ_rj = 2π·r·j/p, r, j =
-	// 1…h, h = (p−1)/2, row r) for the radix-5 and radix-7 assembly.
+	// 1…h, h = (p−1)/2, row r) for radixN and its radix-5 and radix-7
+	// assembly (p > 4 only).
 	cst []F
 }
 
@@ -100,23 +100,13 @@ func NewPlan[F kernels.Float](n int) *Plan[F] {
 				}
 			}
 		}
-		if r == 5 || r == 7 {
+		if r > 4 {
 			h := (r - 1) / 2
 			st.cst = make([]F, 2*h*h)
 			for q := 1; q <= h; q++ {
 				for j := 1; j <= h; j++ {
 					c, si := angle(q*j, r) // (cos θ, −sin θ)
 					st.cst[(q-1)*h+j-1], st.cst[h*h+(q-1)*h+j-1] = F(c), F(-si)
-				}
-			}
-		}
-		if r > 4 {
-			st.wpr = make([]F, r*r)
-			st.wpi = make([]F, r*r)
-			for j := 0; j < r; j++ {
-				for q := 0; q < r; q++ {
-					c, si := angle(j*q, r)
-					st.wpr[j*r+q], st.wpi[j*r+q] = F(c), F(si)
 				}
 			}
 		}
@@ -475,18 +465,13 @@ func radix4Narrow[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
 // by real products per point instead of p². The q loop is innermost, so
 // every input and output is walked contiguously.
 func radixN[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
-	if st.cst != nil && s%vecLanes == 0 && useAsm[F]() {
+	p, m := st.p, st.m
+	if (p == 5 || p == 7) && s%vecLanes == 0 && useAsm[F]() {
 		radixOddAsm(st, s, yr, yi, xr, xi)
 		return
 	}
-	p, m := st.p, st.m
 	h := (p - 1) / 2
-	var cs, sn [maxRadix / 2][maxRadix / 2]F // [r−1][j−1]: cos θ, sin θ
-	for r := 1; r <= h; r++ {
-		for j := 1; j <= h; j++ {
-			cs[r-1][j-1], sn[r-1][j-1] = st.wpr[j*p+r], -st.wpi[j*p+r]
-		}
-	}
+	cs, sn := st.cst[:h*h], st.cst[h*h:2*h*h] // [r−1][j−1] rows of h
 	var ar, ai, br, bi [maxRadix / 2]F
 	for k := 0; k < m; k++ {
 		var w1r, w1i, w2r, w2i [maxRadix / 2]F // twiddles of outputs r and p−r
@@ -510,7 +495,7 @@ func radixN[F kernels.Float](st *stage[F], s int, yr, yi, xr, xi []F) {
 			for r := 1; r <= h; r++ {
 				Ar, Ai := x0r, x0i
 				var Br, Bi F
-				c, sv := &cs[r-1], &sn[r-1]
+				c, sv := cs[(r-1)*h:r*h], sn[(r-1)*h:r*h]
 				for j := 0; j < h; j++ {
 					Ar += ar[j] * c[j]
 					Ai += ai[j] * c[j]
