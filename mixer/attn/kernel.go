@@ -52,6 +52,16 @@ func biasScores[F kernels.Float](s []F, blk *Block, gl []int, tab []F, n int) {
 	}
 }
 
+// addBias adds head h's ALiBi bias to the score tile s of blk (biasScores
+// on that head's row of the table); without ALiBi it does nothing.
+func (ks *keySrc[F]) addBias(s []F, blk *Block, gl []int, h int) {
+	if ks.bias == nil {
+		return
+	}
+	w := 2*ks.biasN - 1
+	biasScores(s, blk, gl, ks.bias[h*w:(h+1)*w], ks.biasN)
+}
+
 // bias is the ALiBi bias of query i and key j in head h (0 without slopes).
 func (d *dims) bias(h, i, j int) float64 {
 	if d.slopes == nil {
@@ -220,10 +230,7 @@ func fwdBlock[F kernels.Float](o, m, l, s []F, q []F, ks *keySrc[F], gl []int, b
 	s = s[:nq*nk]
 	qoff := (b*T+blk.Q0)*D + h*Dh
 	ks.scores(s, F(d.scale), q[qoff:], blk.QS*D, false, blk, d, b, h)
-	if ks.bias != nil {
-		n := ks.biasN
-		biasScores(s, blk, gl, ks.bias[h*(2*n-1):(h+1)*(2*n-1)], n)
-	}
+	ks.addBias(s, blk, gl, h)
 	maskScores(s, blk, gl, d, p, b)
 	ninf := F(math.Inf(-1))
 	for a := 0; a < nq; a++ {
@@ -346,10 +353,7 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 	dkr, _ := ks.rows(ks.dk, ks.g.dk, blk, d, b, h)
 	dvr, _ := ks.rows(ks.dv, ks.g.dv, blk, d, b, h)
 	ks.scores(s, sc, q[qoff:], lq, false, blk, d, b, h)
-	if ks.bias != nil {
-		n := ks.biasN
-		biasScores(s, blk, gl, ks.bias[h*(2*n-1):(h+1)*(2*n-1)], n)
-	}
+	ks.addBias(s, blk, gl, h)
 	maskScores(s, blk, gl, d, p, b)
 	for a := 0; a < nq; a++ {
 		si := (b*d.H+h)*T + blk.Q0 + a*blk.QS
