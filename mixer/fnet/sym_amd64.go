@@ -47,3 +47,9 @@ func ntCopyAVX512(dst, src *float32, nc int)
 
 // sfence orders the non-temporal stores before it before all later stores.
 func sfence()
+
+// prefetchLines prefetches n cache lines from p on (a hint: it never
+// faults).
+//
+//go:noescape
+func prefetchLines(p *float32, n int)

@@ -237,3 +237,17 @@ donent:
 TEXT ·sfence(SB), NOSPLIT, $0-0
 	SFENCE
 	RET
+
+// func prefetchLines(p *float32, n int)
+TEXT ·prefetchLines(SB), NOSPLIT, $0-16
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	TESTQ CX, CX
+	JZ   donepf
+looppf:
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  looppf
+donepf:
+	RET

@@ -21,3 +21,6 @@ func foldColsAVX512(e, o, a, b *float32, rows, stride int) {
 func ntCopyAVX512(dst, src *float32, nc int) { panic("fnet: no assembly on this platform") }
 
 func sfence() {}
+
+// prefetchLines is a hint; without the assembly it does nothing.
+func prefetchLines(p *float32, n int) {}

@@ -54,6 +54,15 @@ func halfTrigFor[F kernels.Float](D int) *halfTrig[F] {
 // skipping the read for ownership saves memory traffic.
 var ntMinElems = 1 << 22
 
+// rowPrefetch is how many row pairs ahead the output pass prefetches the
+// rows t and T−t of y it reads next and, unless it streams with
+// non-temporal stores, the rows of dst it writes or adds to: they are
+// whole rows, so at long T a new 4 KiB page starts every few rows, where
+// hardware prefetchers stop. At T=16384, d=256, 2 threads it took the
+// accumulating (backward) pass from 5.7 to 4.7 ms and the forward from 5.0
+// to 4.9 ms; T=1024 was unchanged (A/B in one process, 15 rounds).
+var rowPrefetch = 4
+
 // tfWorkerSize is one thread's work space in the time-first path: the
 // larger of the output pass's chunk buffers (Ce and U, V [outChunk, nk],
 // So [outChunk, nz], and one output row [D] for the non-temporal stores)
@@ -148,6 +157,10 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	// read for ownership of dst's lines), whole rows built in tmp first.
 	nt := !acc && useSymAsm[F]() && D%symLanes == 0 && B*T*D >= ntMinElems &&
 		uintptr(unsafe.Pointer(&dst[0]))%64 == 0
+	pf := rowPrefetch
+	if !useSymAsm[F]() {
+		pf = 0 // prefetchLines counts float32 cache lines
+	}
 	parallel.For(B*nch, 1, func(wk, lo, hi int) {
 		fs := work[wk*ws : (wk+1)*ws]
 		tmp := fs[ws-D:]
@@ -164,6 +177,10 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 			for j := 0; j < m; j++ {
 				t := t0 + j
 				r, rm := b*T+t, b*T+(T-t)%T
+				if pf > 0 && t > 0 && t+pf < T-t-pf {
+					prefetchLines(p32(y[(r+pf)*ld:]), ld/16)
+					prefetchLines(p32(y[(rm-pf)*ld:]), ld/16)
+				}
 				sumDiff(ce[j*nk:j*nk+nz], so[j*nz:(j+1)*nz], y[r*ld:r*ld+nz], y[rm*ld:rm*ld+nz])
 				v[j*nk] = 0
 				if nyq != nil {
@@ -188,6 +205,10 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 				r, rm := b*T+t, b*T+(T-t)%T
 				uj, vj := u[j*nk:(j+1)*nk], v[j*nk:(j+1)*nk]
 				sumDiff(uj, vj, uj, vj) // uj = U + V, vj = U − V
+				if !nt && pf > 0 && t > 0 && t+pf < T-t-pf {
+					prefetchLines(p32(dst[(r+pf)*D:]), (D+15)/16)
+					prefetchLines(p32(dst[(rm-pf)*D:]), (D+15)/16)
+				}
 				if nt {
 					unfoldRow(tmp, vj, uj, vj[nk-1], false)
 					ntCopyAVX512(p32(dst[r*D:]), p32(tmp), D/symLanes)
