@@ -12,6 +12,18 @@ const haveAsm = true
 //go:noescape
 func radix4AVX512(yr, yi, xr, xi, tw *float32, s, m int)
 
+// radix4SplitAVX512 is radix4AVX512 with s = 16 writing output r of k to
+// quarter r: y[16·(r·m + k) + q] (see splitPass); y may be x.
+//
+//go:noescape
+func radix4SplitAVX512(yr, yi, xr, xi, tw *float32, m int)
+
+// interleave4AVX512 writes rows 4k+r (stride ds) of dr, di from row k of
+// quarter r (at r·qs, rows of 16) of sr, si, for k < rows, r < 4.
+//
+//go:noescape
+func interleave4AVX512(dr, di, sr, si *float32, rows, ds, qs int)
+
 // radix5AVX512 and radix7AVX512 are one radix-5 or radix-7 Stockham pass
 // (see radixN) over float32 data, s a multiple of 16, with the twiddles
 // W^{k}…W^{(p−1)k} interleaved at tw[2(p−1)k…] and the pair constants at cs

@@ -6,6 +6,14 @@ const haveAsm = false
 
 func radix4AVX512(yr, yi, xr, xi, tw *float32, s, m int) { panic("fft: no assembly on this platform") }
 
+func radix4SplitAVX512(yr, yi, xr, xi, tw *float32, m int) {
+	panic("fft: no assembly on this platform")
+}
+
+func interleave4AVX512(dr, di, sr, si *float32, rows, ds, qs int) {
+	panic("fft: no assembly on this platform")
+}
+
 func radix2AVX512(yr, yi, xr, xi, tw *float32, s, m int) { panic("fft: no assembly on this platform") }
 
 func twiddleAVX512(dr, di, sr, si, tw *float32, w, cnt int) {

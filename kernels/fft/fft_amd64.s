@@ -417,3 +417,134 @@ looppp:
 donepp:
 	VZEROUPPER
 	RET
+
+// func radix4SplitAVX512(yr, yi, xr, xi, tw *float32, m int)
+//
+// The butterflies and twiddles of radix4AVX512 with s = 16, but output r of
+// k goes to quarter r (y + r·m·64 bytes + k·64) instead of y[16·(4k + r)]:
+// R10 = m·64 bytes is both the input and the output quarter stride, so y
+// may be x (each k reads its four vectors before it writes them).
+TEXT ·radix4SplitAVX512(SB), NOSPLIT, $0-48
+	MOVQ yr+0(FP), DI
+	MOVQ yi+8(FP), SI
+	MOVQ xr+16(FP), R8
+	MOVQ xi+24(FP), R9
+	MOVQ tw+32(FP), DX
+	MOVQ m+40(FP), CX
+	MOVQ CX, R10
+	SHLQ $6, R10
+	LEAQ (R10)(R10*2), R11
+	TESTQ CX, CX
+	JZ   donesp
+loopsp:
+	VBROADCASTSS 0(DX), Z20
+	VBROADCASTSS 4(DX), Z21
+	VBROADCASTSS 8(DX), Z22
+	VBROADCASTSS 12(DX), Z23
+	VBROADCASTSS 16(DX), Z24
+	VBROADCASTSS 20(DX), Z25
+	VMOVUPS (R8), Z0
+	VMOVUPS (R8)(R10*1), Z1
+	VMOVUPS (R8)(R10*2), Z2
+	VMOVUPS (R8)(R11*1), Z3
+	VMOVUPS (R9), Z4
+	VMOVUPS (R9)(R10*1), Z5
+	VMOVUPS (R9)(R10*2), Z6
+	VMOVUPS (R9)(R11*1), Z7
+	VADDPS Z2, Z0, Z8  // t0r = x0r + x2r
+	VSUBPS Z2, Z0, Z9  // t1r = x0r − x2r
+	VADDPS Z3, Z1, Z10 // t2r
+	VSUBPS Z3, Z1, Z11 // t3r
+	VADDPS Z6, Z4, Z12 // t0i
+	VSUBPS Z6, Z4, Z13 // t1i
+	VADDPS Z7, Z5, Z14 // t2i
+	VSUBPS Z7, Z5, Z15 // t3i
+	VADDPS Z10, Z8, Z0  // y0r = t0r + t2r
+	VADDPS Z14, Z12, Z1 // y0i
+	VSUBPS Z10, Z8, Z2  // b2r = t0r − t2r
+	VSUBPS Z14, Z12, Z3 // b2i
+	VADDPS Z15, Z9, Z4  // b1r = t1r + t3i
+	VSUBPS Z11, Z13, Z5 // b1i = t1i − t3r
+	VSUBPS Z15, Z9, Z6  // b3r = t1r − t3i
+	VADDPS Z11, Z13, Z7 // b3i = t1i + t3r
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, (SI)
+	VMULPS Z21, Z5, Z8        // b1i·w1i
+	VFMSUB231PS Z20, Z4, Z8   // b1r·w1r − b1i·w1i
+	VMULPS Z20, Z5, Z9        // b1i·w1r
+	VFMADD231PS Z21, Z4, Z9   // b1r·w1i + b1i·w1r
+	VMOVUPS Z8, (DI)(R10*1)
+	VMOVUPS Z9, (SI)(R10*1)
+	VMULPS Z23, Z3, Z10
+	VFMSUB231PS Z22, Z2, Z10
+	VMULPS Z22, Z3, Z11
+	VFMADD231PS Z23, Z2, Z11
+	VMOVUPS Z10, (DI)(R10*2)
+	VMOVUPS Z11, (SI)(R10*2)
+	VMULPS Z25, Z7, Z12
+	VFMSUB231PS Z24, Z6, Z12
+	VMULPS Z24, Z7, Z13
+	VFMADD231PS Z25, Z6, Z13
+	VMOVUPS Z12, (DI)(R11*1)
+	VMOVUPS Z13, (SI)(R11*1)
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, DI
+	ADDQ $64, SI
+	ADDQ $24, DX
+	DECQ CX
+	JNZ  loopsp
+donesp:
+	VZEROUPPER
+	RET
+
+// func interleave4AVX512(dr, di, sr, si *float32, rows, ds, qs int)
+//
+// For k < rows and r < 4: dr[(4k+r)·ds + l] = sr[r·qs + 16k + l] and the
+// same for di, si (l < 16): the four quarters' row k, then k+1, so the
+// destination rows are written in order.
+TEXT ·interleave4AVX512(SB), NOSPLIT, $0-56
+	MOVQ dr+0(FP), DI
+	MOVQ di+8(FP), SI
+	MOVQ sr+16(FP), R8
+	MOVQ si+24(FP), R9
+	MOVQ rows+32(FP), CX
+	MOVQ ds+40(FP), R10
+	MOVQ qs+48(FP), R11
+	SHLQ $2, R10
+	SHLQ $2, R11
+	LEAQ (R11)(R11*2), R12
+	TESTQ CX, CX
+	JZ   doneil
+loopil:
+	VMOVUPS (R8), Z0
+	VMOVUPS (R8)(R11*1), Z1
+	VMOVUPS (R8)(R11*2), Z2
+	VMOVUPS (R8)(R12*1), Z3
+	VMOVUPS (R9), Z4
+	VMOVUPS (R9)(R11*1), Z5
+	VMOVUPS (R9)(R11*2), Z6
+	VMOVUPS (R9)(R12*1), Z7
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z4, (SI)
+	ADDQ R10, DI
+	ADDQ R10, SI
+	VMOVUPS Z1, (DI)
+	VMOVUPS Z5, (SI)
+	ADDQ R10, DI
+	ADDQ R10, SI
+	VMOVUPS Z2, (DI)
+	VMOVUPS Z6, (SI)
+	ADDQ R10, DI
+	ADDQ R10, SI
+	VMOVUPS Z3, (DI)
+	VMOVUPS Z7, (SI)
+	ADDQ R10, DI
+	ADDQ R10, SI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	DECQ CX
+	JNZ  loopil
+doneil:
+	VZEROUPPER
+	RET

@@ -90,11 +90,29 @@ func TestTransformBatchMatchesNaive(t *testing.T) {
 // TestRealPlanMatchesNaive checks RealPlan.Batch (strided rows, several
 // widths) against the real part of the naive DFT, in float64 and in float32
 // on every kernels path.
+// TestRealPlanMatchesNaive checks RealPlan.Batch against the naive DFT,
+// with the radix-4 split of the half-length transform at its default
+// threshold and forced wherever it applies (n/2 = 32, 128 and 500 =
+// 4·125, whose quarters run radix-5 passes).
 func TestRealPlanMatchesNaive(t *testing.T) {
+	for _, forceQuarters := range []bool{false, true} {
+		if forceQuarters {
+			old := quarterMinNW
+			quarterMinNW = 0
+			defer func() { quarterMinNW = old }()
+		}
+		testRealPlanMatchesNaive(t, forceQuarters)
+	}
+}
+
+func testRealPlanMatchesNaive(t *testing.T, forceQuarters bool) {
 	for _, n := range []int{2, 4, 6, 8, 30, 34, 64, 196, 256, 1000} {
 		for _, w := range []int{1, 3, 16, 20} {
 			if n*n*w > 1<<22 {
 				continue
+			}
+			if q := RealPlanFor[float64](n).half.quarters(w); forceQuarters && (n == 64 || n == 256 || n == 1000) && !q {
+				t.Fatalf("n=%d w=%d: radix-4 split not taken", n, w)
 			}
 			ld := w + 5
 			rng := rand.New(rand.NewPCG(uint64(n), uint64(w)))

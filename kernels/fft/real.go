@@ -101,12 +101,48 @@ func (r *RealPlan[F]) Batch(even, odd []F, lde int, zr, zi []F, ld, w int, scrat
 	N := M * w
 	sr, si := scratch[:N], scratch[N:2*N]
 	r.packPairs(sr, si, zr, zi, ld, w, body)
+	r.transformPacked(even, odd, lde, sr, si, w, scratch[2*N:])
+}
+
+// PackTwiddles returns the packing's twiddles c, s [n/2]: c[k] + i·s[k] =
+// e^{+2πi·k/n} (see BatchPacked). The slices are shared; do not modify.
+func (r *RealPlan[F]) PackTwiddles() (c, s []F) { return r.c, r.s }
+
+// PackedScratchLen is the scratch BatchPacked needs for w sequences.
+func (r *RealPlan[F]) PackedScratchLen(w int) int { return 2 * r.half.BatchScratchLen(w) }
+
+// BatchPacked is Batch for a caller that packs the input itself, for
+// example while computing z: row k < n/2 of (sr, si) [n/2, w] (row stride
+// w) must hold swap(Z[k]) = (Im Z[k], Re Z[k]) of the w sequences, with
+// X[k] = (conj z[k] + z[−k])/2 and Z[k] = A + i·B, A = X[k] + X[k+M],
+// B = (X[k] − X[k+M])·(c[k] + i·s[k]) (M = n/2, c and s from
+// PackTwiddles; PackHalf computes it). It overwrites sr and si and writes
+// even and odd as Batch does. scratch holds PackedScratchLen(w) elements.
+func (r *RealPlan[F]) BatchPacked(even, odd []F, lde int, sr, si []F, w int, scratch []F) {
+	if w < 1 || lde < w {
+		panic("fft: RealPlan.BatchPacked needs 1 ≤ w ≤ lde")
+	}
+	M := r.n / 2
+	even, odd = even[:(M-1)*lde+w], odd[:(M-1)*lde+w]
+	r.transformPacked(even, odd, lde, sr[:M*w], si[:M*w], w, scratch[:r.PackedScratchLen(w)])
+}
+
+// transformPacked transforms the packed swap(Z) in (sr, si) (overwritten)
+// and writes its rows to even and odd; scratch holds
+// 2·half.BatchScratchLen(w) elements.
+func (r *RealPlan[F]) transformPacked(even, odd []F, lde int, sr, si []F, w int, scratch []F) {
+	h, M := r.half, r.n/2
+	if h.quarters(w) {
+		xr, xi, qs := h.quarterBatch(sr, si, scratch, w)
+		interleave4(even, odd, xi, xr, w, M/4, lde, qs)
+		return
+	}
 	var xr, xi []F
 	if h.blue != nil {
-		h.TransformBatch(sr, si, w, scratch[2*N:])
+		h.TransformBatch(sr, si, w, scratch)
 		xr, xi = sr, si
 	} else {
-		xr, xi = h.batchAny(sr, si, scratch[2*N:], w)
+		xr, xi = h.batchAny(sr, si, scratch, w)
 	}
 	scatterRows(even, odd, xi, xr, w, lde)
 }
@@ -200,7 +236,17 @@ func (r *RealPlan[F]) pack(or, oi, zr, zi []F, ld, k, body int) {
 	if body > 0 {
 		realPackAVX512(ptr32(or), ptr32(oi), ptr32(r0), ptr32(i0), ptr32(r1), ptr32(i1), ptr32(r2), ptr32(i2), ptr32(r3), ptr32(i3), body, float32(c), float32(s))
 	}
-	for j := body; j < w; j++ {
+	PackHalf(or[body:], oi[body:], r0[body:], i0[body:], r1[body:], i1[body:], r2[body:], i2[body:], r3[body:], i3[body:], c, s)
+}
+
+// PackHalf writes swap(Z[k]) (see BatchPacked) to (or, oi) for len(or)
+// sequences from rows k (r0, i0), −k (r1, i1), k+M (r2, i2) and M−k
+// (r3, i3) of z, with c + i·s = e^{+2πi·k/n}.
+func PackHalf[F kernels.Float](or, oi, r0, i0, r1, i1, r2, i2, r3, i3 []F, c, s F) {
+	w := len(or)
+	oi, r0, i0, r1, i1 = oi[:w], r0[:w], i0[:w], r1[:w], i1[:w]
+	r2, i2, r3, i3 = r2[:w], i2[:w], r3[:w], i3[:w]
+	for j := 0; j < w; j++ {
 		xr, xi := (r0[j]+r1[j])/2, (i1[j]-i0[j])/2 // X[k] = conj u[k]
 		yr, yi := (r2[j]+r3[j])/2, (i3[j]-i2[j])/2 // X[k+M]
 		ar, ai := xr+yr, xi+yi

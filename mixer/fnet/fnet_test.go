@@ -213,7 +213,7 @@ func TestLongT(t *testing.T) {
 	for _, tc := range []struct {
 		order   string
 		B, T, D int
-	}{{"time-first", 1, 8192, 32}, {"time-first", 2, 12000, 20}, {"time-first", 1, 4097, 19},
+	}{{"time-first", 1, 8192, 64}, {"time-first", 2, 12000, 20}, {"time-first", 1, 4097, 19},
 		{"channel-first", 1, 8192, 32}, {"channel-first", 2, 12000, 20}} {
 		B, T, D := tc.B, tc.T, tc.D
 		rng := rand.New(rand.NewPCG(uint64(T), uint64(D)))

@@ -4,6 +4,7 @@ import (
 	"unsafe"
 
 	"tokenmix/kernels"
+	"tokenmix/kernels/fft"
 )
 
 // symLanes is the float32 vector width of the assembly forms of foldRow and
@@ -166,15 +167,60 @@ func foldBlock[F kernels.Float](e, o, x []F, D, T, k0, w int) {
 		t0 = T - 1
 	}
 	for t := t0; t < T; t++ {
-		row, er, or := x[t*D:(t+1)*D], e[t*w:(t+1)*w], o[t*w:(t+1)*w]
-		for q := 0; q < w; q++ {
-			c := k0 + q
-			if c == 0 {
-				er[q], or[q] = row[0], 0
-				continue
-			}
-			a, b := row[c], row[D-c]
-			er[q], or[q] = a+b, a-b
+		foldCols(e[t*w:(t+1)*w], o[t*w:(t+1)*w], x[t*D:(t+1)*D], k0)
+	}
+}
+
+// foldCols writes one row of foldBlock: for channel c = k0+q, q < len(e),
+// e[q] = row[c] + row[D−c] and o[q] = row[c] − row[D−c], or row[0] and 0
+// for c = 0.
+func foldCols[F kernels.Float](e, o, row []F, k0 int) {
+	D := len(row)
+	o = o[:len(e)]
+	for q := range e {
+		c := k0 + q
+		if c == 0 {
+			e[q], o[q] = row[0], 0
+			continue
 		}
+		a, b := row[c], row[D-c]
+		e[q], o[q] = a+b, a-b
+	}
+}
+
+// foldPack writes the packed input of fft.RealPlan.BatchPacked for the
+// folded block of foldBlock (columns k0…k0+w−1 of x [T, D], T even) to
+// pr, pi [T/2, w], without storing the folded block: row k of the packed
+// input needs the folded rows k, −k, k+M and M−k (M = T/2), which are
+// folded on the fly from x. c and s are the plan's PackTwiddles; tmp holds
+// 8·w elements.
+func foldPack[F kernels.Float](pr, pi, x []F, D, T, k0, w int, c, s, tmp []F) {
+	M := T / 2
+	pr, pi, x = pr[:M*w], pi[:M*w], x[:T*D]
+	z := func(i int) []F { return tmp[i*w : (i+1)*w] }
+	one := func(k int) {
+		rows := [4]int{k, (T - k) % T, k + M, M - k}
+		for i, t := range rows {
+			foldCols(z(2*i), z(2*i+1), x[t*D:(t+1)*D], k0)
+		}
+		fft.PackHalf(pr[k*w:(k+1)*w], pi[k*w:(k+1)*w], z(0), z(1), z(2), z(3), z(4), z(5), z(6), z(7), c[k], s[k])
+	}
+	h := (M - 1) / 2 // pairs (k, M−k), 1 ≤ k ≤ h
+	if useSymAsm[F]() && w == symLanes && k0 > 0 && h > 0 {
+		// Rows h, −h, h+M and M−h are the last the walk reads.
+		_, _, _, _ = x[h*D+k0+w-1], x[(T-h)*D], x[(h+M)*D+k0+w-1], x[(M-h)*D]
+		_, _ = c[h], s[h]
+		mo := (D - 2*k0 - (symLanes - 1)) * 4 // partners of k0…k0+15, in bytes
+		do := int(uintptr(unsafe.Pointer(&pi[0]))) - int(uintptr(unsafe.Pointer(&pr[0])))
+		foldPackAVX512(p32(pr[w:]), p32(pr[(M-1)*w:]), p32(x[D+k0:]), p32(x[(T-1)*D+k0:]),
+			p32(x[(1+M)*D+k0:]), p32(x[(M-1)*D+k0:]), p32(c[1:]), p32(s[1:]), mo, D, do, h)
+		one(0)
+		if M%2 == 0 {
+			one(M / 2)
+		}
+		return
+	}
+	for k := 0; k < M; k++ {
+		one(k)
 	}
 }

@@ -53,3 +53,13 @@ func sfence()
 //
 //go:noescape
 func prefetchLines(p *float32, n int)
+
+// foldPackAVX512 folds and packs cnt pairs of outputs (k, M−k) for
+// foldPack, k = 1…cnt: rows k, −k, k+M and M−k of x start at x0, x1, x2,
+// x3 (the block's first column), their partners mo bytes further (read
+// reversed), rows stride floats apart; swap Z[k] goes to or (imaginary
+// part do bytes further), swap Z[M−k] to or2, walking down; c and s point
+// at the twiddles of k = 1.
+//
+//go:noescape
+func foldPackAVX512(or, or2, x0, x1, x2, x3, c, s *float32, mo, stride, do, cnt int)

@@ -251,3 +251,120 @@ looppf:
 	JNZ  looppf
 donepf:
 	RET
+
+// func foldPackAVX512(or, or2, x0, x1, x2, x3, c, s *float32, mo, stride, do, cnt int)
+//
+// For j < cnt: rows x0 + j·stride (k), x1 − j·stride (−k), x2 + j·stride
+// (k+M) and x3 − j·stride (M−k) are folded (z = a + i·a' with a the 16
+// floats at the row pointer, a' the 16 at row pointer + mo read reversed:
+// zr = a + a', zi = a − a') and packed as fft.PackHalf does, with
+// c + i·s = c[j] + i·s[j]: swap Z[k] goes to or + 64j (imaginary part at
+// do bytes further) and swap Z[M−k] = (B_re − A_im, A_re + B_im) to
+// or2 − 64j. Registers: R8–R11 the rows, AX = mo, R12 = stride, R14 = 8
+// rows (prefetch distance), DX/BX walk c/s, CX = do.
+TEXT ·foldPackAVX512(SB), NOSPLIT, $0-96
+	MOVQ or+0(FP), DI
+	MOVQ or2+8(FP), SI
+	MOVQ x0+16(FP), R8
+	MOVQ x1+24(FP), R9
+	MOVQ x2+32(FP), R10
+	MOVQ x3+40(FP), R11
+	MOVQ c+48(FP), DX
+	MOVQ s+56(FP), BX
+	MOVQ mo+64(FP), AX
+	MOVQ stride+72(FP), R12
+	MOVL $0x3f000000, CX
+	VPBROADCASTD CX, Z29 // 0.5
+	MOVQ do+80(FP), CX
+	MOVQ cnt+88(FP), R13
+	SHLQ $2, R12
+	MOVQ R12, R14
+	SHLQ $3, R14
+	VMOVUPS revidx<>(SB), Z30
+	TESTQ R13, R13
+	JZ   donefp
+loopfp:
+	// Rows are a stride apart: prefetch each stream's row 8 ahead (its
+	// own 16 floats and the two lines of its partners).
+	PREFETCHT0 (R8)(R14*1)
+	ADDQ R14, R8
+	PREFETCHT0 (R8)(AX*1)
+	PREFETCHT0 60(R8)(AX*1)
+	SUBQ R14, R8
+	PREFETCHT0 (R10)(R14*1)
+	ADDQ R14, R10
+	PREFETCHT0 (R10)(AX*1)
+	PREFETCHT0 60(R10)(AX*1)
+	SUBQ R14, R10
+	SUBQ R14, R9
+	PREFETCHT0 (R9)
+	PREFETCHT0 (R9)(AX*1)
+	PREFETCHT0 60(R9)(AX*1)
+	ADDQ R14, R9
+	SUBQ R14, R11
+	PREFETCHT0 (R11)
+	PREFETCHT0 (R11)(AX*1)
+	PREFETCHT0 60(R11)(AX*1)
+	ADDQ R14, R11
+
+	VMOVUPS (R8), Z16
+	VMOVUPS (R8)(AX*1), Z17
+	VPERMPS Z17, Z30, Z17
+	VADDPS Z17, Z16, Z0 // r0
+	VSUBPS Z17, Z16, Z1 // i0
+	VMOVUPS (R9), Z16
+	VMOVUPS (R9)(AX*1), Z17
+	VPERMPS Z17, Z30, Z17
+	VADDPS Z17, Z16, Z2 // r1
+	VSUBPS Z17, Z16, Z3 // i1
+	VMOVUPS (R10), Z16
+	VMOVUPS (R10)(AX*1), Z17
+	VPERMPS Z17, Z30, Z17
+	VADDPS Z17, Z16, Z4 // r2
+	VSUBPS Z17, Z16, Z5 // i2
+	VMOVUPS (R11), Z16
+	VMOVUPS (R11)(AX*1), Z17
+	VPERMPS Z17, Z30, Z17
+	VADDPS Z17, Z16, Z6 // r3
+	VSUBPS Z17, Z16, Z7 // i3
+
+	VBROADCASTSS (DX), Z20
+	VBROADCASTSS (BX), Z21
+	VADDPS Z2, Z0, Z8
+	VMULPS Z29, Z8, Z8   // xr = (r0 + r1)/2
+	VSUBPS Z1, Z3, Z9
+	VMULPS Z29, Z9, Z9   // xi = (i1 − i0)/2
+	VADDPS Z6, Z4, Z10
+	VMULPS Z29, Z10, Z10 // yr = (r2 + r3)/2
+	VSUBPS Z5, Z7, Z11
+	VMULPS Z29, Z11, Z11 // yi = (i3 − i2)/2
+	VADDPS Z10, Z8, Z12  // ar
+	VADDPS Z11, Z9, Z13  // ai
+	VSUBPS Z10, Z8, Z14  // dr
+	VSUBPS Z11, Z9, Z15  // di
+	VMULPS Z21, Z15, Z16      // di·s
+	VFMSUB231PS Z20, Z14, Z16 // bR = dr·c − di·s
+	VMULPS Z20, Z15, Z17      // di·c
+	VFMADD231PS Z21, Z14, Z17 // bI = dr·s + di·c
+	VADDPS Z16, Z13, Z18 // ai + bR
+	VSUBPS Z17, Z12, Z19 // ar − bI
+	VSUBPS Z13, Z16, Z24 // bR − ai
+	VADDPS Z17, Z12, Z25 // ar + bI
+	VMOVUPS Z18, (DI)
+	VMOVUPS Z19, (DI)(CX*1)
+	VMOVUPS Z24, (SI)
+	VMOVUPS Z25, (SI)(CX*1)
+
+	ADDQ $64, DI
+	SUBQ $64, SI
+	ADDQ $4, DX
+	ADDQ $4, BX
+	ADDQ R12, R8
+	SUBQ R12, R9
+	ADDQ R12, R10
+	SUBQ R12, R11
+	DECQ R13
+	JNZ  loopfp
+donefp:
+	VZEROUPPER
+	RET

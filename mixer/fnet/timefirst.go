@@ -73,7 +73,10 @@ func (f *FNet[F]) tfWorkerSize(T int) int {
 	w := min(colBlock, zCols(D))
 	ws := outChunk*(3*(D/2+1)+zCols(D)) + D
 	if T%2 == 0 {
-		return max(ws, 2*T*w+fft.RealPlanFor[F](T).ScratchLen(w))
+		rp := fft.RealPlanFor[F](T)
+		// Block 0 folds into [T, w] and packs; the others pack [T/2, w]
+		// straight from x (foldPack, 8·w of rows).
+		return max(ws, 2*T*w+rp.ScratchLen(w), T*w+8*w+rp.PackedScratchLen(w))
 	}
 	return max(ws, 2*T*w+2*fft.PlanFor[F](T).BatchScratchLen(w))
 }
@@ -129,6 +132,16 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 			b, k0 := i/ncb, (i%ncb)*colBlock
 			w := min(k0+colBlock, nz) - k0
 			yb := y[b*T*ld : (b+1)*T*ld]
+			if rp != nil && (k0 > 0 || !useSymAsm[F]()) {
+				// Fold and pack in one pass (block 0, whose channel 0
+				// has no partner, keeps the separate passes in AVX-512).
+				M := T / 2
+				pr, pi := fs[:M*w], fs[M*w:2*M*w]
+				c, s := rp.PackTwiddles()
+				foldPack(pr, pi, src[b*T*D:(b+1)*T*D], D, T, k0, w, c, s, fs[2*M*w:2*M*w+8*w])
+				rp.BatchPacked(yb[k0:], yb[ld+k0:], 2*ld, pr, pi, w, fs[2*M*w+8*w:])
+				continue
+			}
 			er, ei := fs[:T*w], fs[T*w:2*T*w]
 			foldBlock(er, ei, src[b*T*D:(b+1)*T*D], D, T, k0, w)
 			if rp != nil {
