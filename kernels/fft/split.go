@@ -64,17 +64,25 @@ func (p *Plan[F]) splitPass(re, im []F, w int) {
 
 // quarterBatch runs the split on the w sequences in (re, im) (p.quarters(w)
 // holds; they are overwritten) and returns where the quarters' results
-// are: X[4k + r] is at (xr, xi)[r·qs + k·w …], k < n/4. Quarter r's
-// passes ping-pong with their own fourth of scratch (2·BatchScratchLen(w)
-// elements, four times what a quarter's plain passes need), so that every
-// quarter ends in the same place, (re, im) or the scratch.
+// are: X[4k + r] is at (xr, xi)[r·qs + k·w …], k < n/4. scratch holds
+// 2·BatchScratchLen(w) elements, four times what a quarter's plain passes
+// need. With an even number of passes each quarter's result is back in
+// place, and all quarters ping-pong with the same fourth of the scratch
+// (still cached from the quarter before); with an odd number each
+// quarter's result is in its own fourth, so that all quarters end in the
+// same place.
 func (p *Plan[F]) quarterBatch(re, im, scratch []F, w int) (xr, xi []F, qs int) {
 	p.splitPass(re, im, w)
 	m := p.n / 4
 	sub := PlanFor[F](m)
 	mw := m * w
+	shared := len(sub.stages)%2 == 0 // results in place
 	for r := 0; r < 4; r++ {
-		sr, si := sub.batchAny(re[r*mw:(r+1)*mw], im[r*mw:(r+1)*mw], scratch[r*2*mw:(r+1)*2*mw], w)
+		sc := scratch[r*2*mw : (r+1)*2*mw]
+		if shared {
+			sc = scratch[:2*mw]
+		}
+		sr, si := sub.batchAny(re[r*mw:(r+1)*mw], im[r*mw:(r+1)*mw], sc, w)
 		if r == 0 {
 			xr, xi, qs = sr, si, mw
 			if &sr[0] != &re[0] {

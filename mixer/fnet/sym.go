@@ -206,14 +206,18 @@ func foldPack[F kernels.Float](pr, pi, x []F, D, T, k0, w int, c, s, tmp []F) {
 		fft.PackHalf(pr[k*w:(k+1)*w], pi[k*w:(k+1)*w], z(0), z(1), z(2), z(3), z(4), z(5), z(6), z(7), c[k], s[k])
 	}
 	h := (M - 1) / 2 // pairs (k, M−k), 1 ≤ k ≤ h
-	if useSymAsm[F]() && w == symLanes && k0 > 0 && h > 0 {
+	if useSymAsm[F]() && w == symLanes && h > 0 {
 		// Rows h, −h, h+M and M−h are the last the walk reads.
 		_, _, _, _ = x[h*D+k0+w-1], x[(T-h)*D], x[(h+M)*D+k0+w-1], x[(M-h)*D]
+		first := 0
+		if k0 == 0 {
+			first = 1
+		}
 		_, _ = c[h], s[h]
 		mo := (D - 2*k0 - (symLanes - 1)) * 4 // partners of k0…k0+15, in bytes
 		do := int(uintptr(unsafe.Pointer(&pi[0]))) - int(uintptr(unsafe.Pointer(&pr[0])))
 		foldPackAVX512(p32(pr[w:]), p32(pr[(M-1)*w:]), p32(x[D+k0:]), p32(x[(T-1)*D+k0:]),
-			p32(x[(1+M)*D+k0:]), p32(x[(M-1)*D+k0:]), p32(c[1:]), p32(s[1:]), mo, D, do, h)
+			p32(x[(1+M)*D+k0:]), p32(x[(M-1)*D+k0:]), p32(c[1:]), p32(s[1:]), mo, D, do, h, first)
 		one(0)
 		if M%2 == 0 {
 			one(M / 2)

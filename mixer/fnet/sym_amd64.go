@@ -59,7 +59,8 @@ func prefetchLines(p *float32, n int)
 // x3 (the block's first column), their partners mo bytes further (read
 // reversed), rows stride floats apart; swap Z[k] goes to or (imaginary
 // part do bytes further), swap Z[M−k] to or2, walking down; c and s point
-// at the twiddles of k = 1.
+// at the twiddles of k = 1. first ≠ 0 marks block 0, whose lane 0 is
+// channel 0 (zr = x[t, 0], zi = 0; x[t, D] is not read).
 //
 //go:noescape
-func foldPackAVX512(or, or2, x0, x1, x2, x3, c, s *float32, mo, stride, do, cnt int)
+func foldPackAVX512(or, or2, x0, x1, x2, x3, c, s *float32, mo, stride, do, cnt, first int)

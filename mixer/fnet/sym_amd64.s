@@ -252,7 +252,7 @@ looppf:
 donepf:
 	RET
 
-// func foldPackAVX512(or, or2, x0, x1, x2, x3, c, s *float32, mo, stride, do, cnt int)
+// func foldPackAVX512(or, or2, x0, x1, x2, x3, c, s *float32, mo, stride, do, cnt, first int)
 //
 // For j < cnt: rows x0 + j·stride (k), x1 − j·stride (−k), x2 + j·stride
 // (k+M) and x3 − j·stride (M−k) are folded (z = a + i·a' with a the 16
@@ -260,9 +260,16 @@ donepf:
 // zr = a + a', zi = a − a') and packed as fft.PackHalf does, with
 // c + i·s = c[j] + i·s[j]: swap Z[k] goes to or + 64j (imaginary part at
 // do bytes further) and swap Z[M−k] = (B_re − A_im, A_re + B_im) to
-// or2 − 64j. Registers: R8–R11 the rows, AX = mo, R12 = stride, R14 = 8
-// rows (prefetch distance), DX/BX walk c/s, CX = do.
-TEXT ·foldPackAVX512(SB), NOSPLIT, $0-96
+// or2 − 64j. With first ≠ 0 (block 0: lane 0 is channel 0, which has no
+// partner) the partner loads leave out the element past the block's
+// partners (x[t, D], lane 0 once reversed: K1) and lane 0 of zi is zeroed
+// (K2), so lane 0 gives zr = x[t, 0], zi = 0 as foldBlock does (zi of
+// channel 0 only feeds the odd part of its time transform, which the
+// output pass never reads, so K2 keeps z exact rather than changing the
+// output). Registers: R8–R11 the rows,
+// AX = mo, R12 = stride, R14 = 8 rows (prefetch distance), DX/BX walk
+// c/s, CX = do.
+TEXT ·foldPackAVX512(SB), NOSPLIT, $0-104
 	MOVQ or+0(FP), DI
 	MOVQ or2+8(FP), SI
 	MOVQ x0+16(FP), R8
@@ -275,6 +282,16 @@ TEXT ·foldPackAVX512(SB), NOSPLIT, $0-96
 	MOVQ stride+72(FP), R12
 	MOVL $0x3f000000, CX
 	VPBROADCASTD CX, Z29 // 0.5
+	MOVL $0xffff, R13
+	MOVL $0xffff, R14
+	MOVQ first+96(FP), CX
+	TESTQ CX, CX
+	JZ   masksfp
+	MOVL $0x7fff, R13
+	MOVL $0xfffe, R14
+masksfp:
+	KMOVW R13, K1
+	KMOVW R14, K2
 	MOVQ do+80(FP), CX
 	MOVQ cnt+88(FP), R13
 	SHLQ $2, R12
@@ -308,25 +325,25 @@ loopfp:
 	ADDQ R14, R11
 
 	VMOVUPS (R8), Z16
-	VMOVUPS (R8)(AX*1), Z17
+	VMOVUPS.Z (R8)(AX*1), K1, Z17
 	VPERMPS Z17, Z30, Z17
 	VADDPS Z17, Z16, Z0 // r0
-	VSUBPS Z17, Z16, Z1 // i0
+	VSUBPS.Z Z17, Z16, K2, Z1 // i0
 	VMOVUPS (R9), Z16
-	VMOVUPS (R9)(AX*1), Z17
+	VMOVUPS.Z (R9)(AX*1), K1, Z17
 	VPERMPS Z17, Z30, Z17
 	VADDPS Z17, Z16, Z2 // r1
-	VSUBPS Z17, Z16, Z3 // i1
+	VSUBPS.Z Z17, Z16, K2, Z3 // i1
 	VMOVUPS (R10), Z16
-	VMOVUPS (R10)(AX*1), Z17
+	VMOVUPS.Z (R10)(AX*1), K1, Z17
 	VPERMPS Z17, Z30, Z17
 	VADDPS Z17, Z16, Z4 // r2
-	VSUBPS Z17, Z16, Z5 // i2
+	VSUBPS.Z Z17, Z16, K2, Z5 // i2
 	VMOVUPS (R11), Z16
-	VMOVUPS (R11)(AX*1), Z17
+	VMOVUPS.Z (R11)(AX*1), K1, Z17
 	VPERMPS Z17, Z30, Z17
 	VADDPS Z17, Z16, Z6 // r3
-	VSUBPS Z17, Z16, Z7 // i3
+	VSUBPS.Z Z17, Z16, K2, Z7 // i3
 
 	VBROADCASTSS (DX), Z20
 	VBROADCASTSS (BX), Z21

@@ -25,6 +25,6 @@ func sfence() {}
 // prefetchLines is a hint; without the assembly it does nothing.
 func prefetchLines(p *float32, n int) {}
 
-func foldPackAVX512(or, or2, x0, x1, x2, x3, c, s *float32, mo, stride, do, cnt int) {
+func foldPackAVX512(or, or2, x0, x1, x2, x3, c, s *float32, mo, stride, do, cnt, first int) {
 	panic("fnet: no assembly on this platform")
 }

@@ -66,25 +66,26 @@ var rowPrefetch = 4
 // tfWorkerSize is one thread's work space in the time-first path: the
 // larger of the output pass's chunk buffers (Ce and U, V [outChunk, nk],
 // So [outChunk, nz], and one output row [D] for the non-temporal stores)
-// and one folded column block [T, colBlock] (real and imaginary) with its
-// time transform's scratch.
+// and one column block's time transform: for even T its packed input
+// [T/2, colBlock] (real and imaginary), foldPack's rows and the
+// transform's scratch; for odd T the folded block [T, colBlock] and its
+// scratch.
 func (f *FNet[F]) tfWorkerSize(T int) int {
 	D := f.D
 	w := min(colBlock, zCols(D))
 	ws := outChunk*(3*(D/2+1)+zCols(D)) + D
 	if T%2 == 0 {
-		rp := fft.RealPlanFor[F](T)
-		// Block 0 folds into [T, w] and packs; the others pack [T/2, w]
-		// straight from x (foldPack, 8·w of rows).
-		return max(ws, 2*T*w+rp.ScratchLen(w), T*w+8*w+rp.PackedScratchLen(w))
+		return max(ws, T*w+8*w+fft.RealPlanFor[F](T).PackedScratchLen(w))
 	}
 	return max(ws, 2*T*w+2*fft.PlanFor[F](T).BatchScratchLen(w))
 }
 
 // applyTimeFirst is the time-first FFT path (see the package doc). Each
-// thread folds one block of colBlock channel pairs of x straight into its
-// work space, z = Xe + i·Xo with Xe = x[c] + x[D−c] and Xo = x[c] − x[D−c]
-// (foldBlock), and writes y = Re(FFT_time z) = C_T·Xe + S_T·Xo into the
+// thread takes one block of colBlock channel pairs of x,
+// z = Xe + i·Xo with Xe = x[c] + x[D−c] and Xo = x[c] − x[D−c] (for even T
+// folded straight into the packed input of the half-length transform,
+// foldPack; for odd T into its work space, foldBlock), and writes
+// y = Re(FFT_time z) = C_T·Xe + S_T·Xo into the
 // block's columns of y [B·T, ld]; for even D the Nyquist channel x[D/2]
 // gets a column of its own. Then, for each t ≤ T/2, rows t and T−t of y
 // give 2·C_T·Xe (even in t) and 2·S_T·Xo (odd in t), which are multiplied
@@ -132,9 +133,10 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 			b, k0 := i/ncb, (i%ncb)*colBlock
 			w := min(k0+colBlock, nz) - k0
 			yb := y[b*T*ld : (b+1)*T*ld]
-			if rp != nil && (k0 > 0 || !useSymAsm[F]()) {
-				// Fold and pack in one pass (block 0, whose channel 0
-				// has no partner, keeps the separate passes in AVX-512).
+			if rp != nil {
+				// Even T: only Re(FFT_time) is needed, which a
+				// half-length transform gives (even and odd rows); the
+				// block is folded and packed for it in one pass.
 				M := T / 2
 				pr, pi := fs[:M*w], fs[M*w:2*M*w]
 				c, s := rp.PackTwiddles()
@@ -144,15 +146,9 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 			}
 			er, ei := fs[:T*w], fs[T*w:2*T*w]
 			foldBlock(er, ei, src[b*T*D:(b+1)*T*D], D, T, k0, w)
-			if rp != nil {
-				// Even T: only Re(FFT_time) is needed, which a
-				// half-length transform gives (even and odd rows).
-				rp.Batch(yb[k0:], yb[ld+k0:], 2*ld, er, ei, w, w, fs[2*T*w:])
-			} else {
-				pt.TransformBatch(er, ei, w, fs[2*T*w:])
-				for t := 0; t < T; t++ {
-					copy(yb[t*ld+k0:t*ld+k0+w], er[t*w:(t+1)*w])
-				}
+			pt.TransformBatch(er, ei, w, fs[2*T*w:])
+			for t := 0; t < T; t++ {
+				copy(yb[t*ld+k0:t*ld+k0+w], er[t*w:(t+1)*w])
 			}
 		}
 	})
