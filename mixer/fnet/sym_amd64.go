@@ -38,12 +38,14 @@ func sumDiffAVX512(s, d, a, b *float32, nc int)
 //go:noescape
 func foldColsAVX512(e, o, a, b *float32, rows, stride int)
 
-// ntCopyAVX512 copies 16·nc floats from src to the 64-byte aligned dst with
-// non-temporal stores (no read for ownership of dst's cache lines). Call
-// sfence before another thread reads dst.
+// ntRowAVX512 writes one output row of 32·nc floats to the 64-byte
+// aligned dst with non-temporal stores (no read for ownership of dst's
+// cache lines): dst[16j+l] = a[16j+l] and dst[16(nc+j)+l] = b[−16j+15−l]
+// for j < nc, l < 16 (b points at the lowest element of the first
+// reversed chunk). Call sfence before another thread reads dst.
 //
 //go:noescape
-func ntCopyAVX512(dst, src *float32, nc int)
+func ntRowAVX512(dst, a, b *float32, nc int)
 
 // sfence orders the non-temporal stores before it before all later stores.
 func sfence()

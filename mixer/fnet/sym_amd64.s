@@ -213,15 +213,20 @@ donefc:
 	VZEROUPPER
 	RET
 
-// func ntCopyAVX512(dst, src *float32, nc int)
+// func ntRowAVX512(dst, a, b *float32, nc int)
 //
-// dst must be 64-byte aligned.
-TEXT ·ntCopyAVX512(SB), NOSPLIT, $0-24
+// dst must be 64-byte aligned. Chunk j < nc of dst is a[16j …] and chunk
+// nc+j is the 16 floats from b − 16j read reversed, all stored
+// non-temporally.
+TEXT ·ntRowAVX512(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ nc+16(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), R8
+	MOVQ nc+24(FP), CX
+	VMOVUPS revidx<>(SB), Z30
 	TESTQ CX, CX
 	JZ   donent
+	MOVQ CX, DX
 loopnt:
 	VMOVUPS (SI), Z0
 	VMOVNTPS Z0, (DI)
@@ -229,6 +234,14 @@ loopnt:
 	ADDQ $64, DI
 	DECQ CX
 	JNZ  loopnt
+loopntr:
+	VMOVUPS (R8), Z0
+	VPERMPS Z0, Z30, Z0
+	VMOVNTPS Z0, (DI)
+	SUBQ $64, R8
+	ADDQ $64, DI
+	DECQ DX
+	JNZ  loopntr
 donent:
 	VZEROUPPER
 	RET

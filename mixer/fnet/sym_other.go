@@ -18,7 +18,7 @@ func foldColsAVX512(e, o, a, b *float32, rows, stride int) {
 	panic("fnet: no assembly on this platform")
 }
 
-func ntCopyAVX512(dst, src *float32, nc int) { panic("fnet: no assembly on this platform") }
+func ntRowAVX512(dst, a, b *float32, nc int) { panic("fnet: no assembly on this platform") }
 
 func sfence() {}
 

@@ -65,7 +65,7 @@ var rowPrefetch = 4
 
 // tfWorkerSize is one thread's work space in the time-first path: the
 // larger of the output pass's chunk buffers (Ce and U, V [outChunk, nk],
-// So [outChunk, nz], and one output row [D] for the non-temporal stores)
+// So [outChunk, nz])
 // and one column block's time transform: for even T its packed input
 // [T/2, colBlock] (real and imaginary), foldPack's rows and the
 // transform's scratch; for odd T the folded block [T, colBlock] and its
@@ -73,7 +73,7 @@ var rowPrefetch = 4
 func (f *FNet[F]) tfWorkerSize(T int) int {
 	D := f.D
 	w := min(colBlock, zCols(D))
-	ws := outChunk*(3*(D/2+1)+zCols(D)) + D
+	ws := outChunk * (3*(D/2+1) + zCols(D))
 	if T%2 == 0 {
 		return max(ws, T*w+8*w+fft.RealPlanFor[F](T).PackedScratchLen(w))
 	}
@@ -163,8 +163,8 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	rows := (np + nch - 1) / nch
 	nch = (np + rows - 1) / rows
 	// Large forward outputs are streamed with non-temporal stores (no
-	// read for ownership of dst's lines), whole rows built in tmp first.
-	nt := !acc && useSymAsm[F]() && D%symLanes == 0 && B*T*D >= ntMinElems &&
+	// read for ownership of dst's lines), whole rows at a time.
+	nt := !acc && useSymAsm[F]() && D%(2*symLanes) == 0 && B*T*D >= ntMinElems &&
 		uintptr(unsafe.Pointer(&dst[0]))%64 == 0
 	pf := rowPrefetch
 	if !useSymAsm[F]() {
@@ -172,7 +172,6 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	}
 	parallel.For(B*nch, 1, func(wk, lo, hi int) {
 		fs := work[wk*ws : (wk+1)*ws]
-		tmp := fs[ws-D:]
 		if nt {
 			defer sfence()
 		}
@@ -219,11 +218,14 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 					prefetchLines(p32(dst[(rm-pf)*D:]), (D+15)/16)
 				}
 				if nt {
-					unfoldRow(tmp, vj, uj, vj[nk-1], false)
-					ntCopyAVX512(p32(dst[r*D:]), p32(tmp), D/symLanes)
+					// Row t is vj[0…D/2) then vj[D/2] (Nyquist) and
+					// uj[D/2−1] down to uj[1]; row T−t the same with uj
+					// and vj swapped. V's Nyquist column is zero, so
+					// uj[D/2] = vj[D/2] and each second half is one
+					// reversed run, uj[D/2…1] or vj[D/2…1].
+					ntRowAVX512(p32(dst[r*D:]), p32(vj), p32(uj[nk-symLanes:]), D/(2*symLanes))
 					if rm != r {
-						unfoldRow(tmp, uj, vj, uj[nk-1], false)
-						ntCopyAVX512(p32(dst[rm*D:]), p32(tmp), D/symLanes)
+						ntRowAVX512(p32(dst[rm*D:]), p32(uj), p32(vj[nk-symLanes:]), D/(2*symLanes))
 					}
 					continue
 				}
