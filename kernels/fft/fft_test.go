@@ -288,3 +288,64 @@ func checkBatch(t *testing.T, p64 *Plan[float64], p32 *Plan[float32], xr, xi []f
 		}
 	}
 }
+
+// TestBatchPackedMatchesBatch packs z with PackHalf and PackTwiddles (as a
+// caller that computes z on the fly does) and checks that BatchPacked gives
+// what Batch gives from z itself, in float64 and in float32 on every
+// kernels path, with the radix-4 split at its threshold and forced.
+func TestBatchPackedMatchesBatch(t *testing.T) {
+	for _, forceQuarters := range []bool{false, true} {
+		if forceQuarters {
+			old := quarterMinNW
+			quarterMinNW = 0
+			defer func() { quarterMinNW = old }()
+		}
+		for _, n := range []int{2, 6, 64, 1000} {
+			for _, w := range []int{1, 16} {
+				rng := rand.New(rand.NewPCG(uint64(n), uint64(w)+300))
+				zr, zi := randVec(rng, n*w), randVec(rng, n*w)
+				M, lde := n/2, w+3
+				want, wantOdd := make([]float64, M*lde), make([]float64, M*lde)
+				r64 := RealPlanFor[float64](n)
+				r64.Batch(want, wantOdd, lde, zr, zi, w, w, make([]float64, r64.ScratchLen(w)))
+				packed := func(zr, zi []float64) ([]float64, []float64) {
+					c, s := r64.PackTwiddles()
+					pr, pi := make([]float64, M*w), make([]float64, M*w)
+					row := func(x []float64, k int) []float64 { return x[k*w : (k+1)*w] }
+					for k := 0; k < M; k++ {
+						k1, k3 := (n-k)%n, M-k
+						PackHalf(row(pr, k), row(pi, k), row(zr, k), row(zi, k), row(zr, k1), row(zi, k1),
+							row(zr, k+M), row(zi, k+M), row(zr, k3), row(zi, k3), c[k], s[k])
+					}
+					return pr, pi
+				}
+				check := func(name string, ev, od []float64, tol float64) {
+					var e, den float64
+					for i := range want {
+						if i%lde >= w {
+							continue
+						}
+						e = math.Max(e, math.Max(math.Abs(ev[i]-want[i]), math.Abs(od[i]-wantOdd[i])))
+						den = math.Max(den, math.Abs(want[i]))
+					}
+					if e > tol*den {
+						t.Errorf("n=%d w=%d quarters=%v %s: max rel err %.3g", n, w, forceQuarters, name, e/den)
+					}
+				}
+				pr, pi := packed(zr, zi)
+				pr32, pi32 := to32(pr), to32(pi) // BatchPacked overwrites its input
+				ev, od := make([]float64, M*lde), make([]float64, M*lde)
+				r64.BatchPacked(ev, od, lde, pr, pi, w, make([]float64, r64.PackedScratchLen(w)))
+				check("float64", ev, od, 1e-12)
+				r32 := RealPlanFor[float32](n)
+				for _, path := range kernels.Paths() {
+					old := kernels.SetPath(path)
+					ev, od := make([]float32, M*lde), make([]float32, M*lde)
+					r32.BatchPacked(ev, od, lde, append([]float32(nil), pr32...), append([]float32(nil), pi32...), w, make([]float32, r32.PackedScratchLen(w)))
+					kernels.SetPath(old)
+					check(fmt.Sprintf("float32 path %v", path), to64(ev), to64(od), 3e-6)
+				}
+			}
+		}
+	}
+}
