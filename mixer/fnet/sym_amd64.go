@@ -47,6 +47,9 @@ func foldColsAVX512(e, o, a, b *float32, rows, stride int)
 //go:noescape
 func ntRowAVX512(dst, a, b *float32, nc int)
 
+//go:noescape
+func ntRowAddAVX512(dst, a, b *float32, nc int)
+
 // sfence orders the non-temporal stores before it before all later stores.
 func sfence()
 

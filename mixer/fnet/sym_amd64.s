@@ -246,6 +246,41 @@ donent:
 	VZEROUPPER
 	RET
 
+// func ntRowAddAVX512(dst, a, b *float32, nc int)
+//
+// ntRowAVX512 adding to dst (read, then written non-temporally). Chunk j < nc of dst is a[16j …] and chunk
+// nc+j is the 16 floats from b − 16j read reversed, all stored
+// non-temporally.
+TEXT ·ntRowAddAVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), R8
+	MOVQ nc+24(FP), CX
+	VMOVUPS revidx<>(SB), Z30
+	TESTQ CX, CX
+	JZ   donenta
+	MOVQ CX, DX
+loopnta:
+	VMOVUPS (SI), Z0
+	VADDPS (DI), Z0, Z0
+	VMOVNTPS Z0, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  loopnta
+loopntar:
+	VMOVUPS (R8), Z0
+	VPERMPS Z0, Z30, Z0
+	VADDPS (DI), Z0, Z0
+	VMOVNTPS Z0, (DI)
+	SUBQ $64, R8
+	ADDQ $64, DI
+	DECQ DX
+	JNZ  loopntar
+donenta:
+	VZEROUPPER
+	RET
+
 // func sfence()
 TEXT ·sfence(SB), NOSPLIT, $0-0
 	SFENCE

@@ -28,3 +28,5 @@ func prefetchLines(p *float32, n int) {}
 func foldPackAVX512(or, or2, x0, x1, x2, x3, c, s *float32, mo, stride, do, cnt, first int) {
 	panic("fnet: no assembly on this platform")
 }
+
+func ntRowAddAVX512(dst, a, b *float32, nc int) { panic("fnet: no assembly on this platform") }
