@@ -50,31 +50,36 @@
 // So[t] = (y[t] − y[−t])/2 (the 1/2 is folded into cached halved C and S).
 // Two passes, each split over the threads:
 //
-//  1. Time: per block of 16 channel pairs, fold the block's columns of x
-//     (and their partners D−c, read reversed, AVX-512) straight into the
-//     thread's work space and replace them with y by fft.RealPlan (even T,
-//     a half-length batched transform) or fft.Plan.TransformBatch (odd T),
-//     written to the block's columns of y [B·T, zStride(D)]; the Nyquist
-//     channel (even D) is gathered into a column of its own and gets its own
-//     Re(FFT_T), which is C_T·x[:, D/2].
+//  1. Time: per block of 16 channel pairs, for even T, fold the block's
+//     columns of x (and their partners D−c, read reversed, AVX-512) straight
+//     into the packed input of the half-length transform (foldPack: packed
+//     row k needs the folded rows k, −k, k+M and M−k, which are folded from
+//     x on the fly, rows k and M−k together) and run fft.RealPlan.BatchPacked
+//     on it; for odd T fold the block into the thread's work space and run
+//     fft.Plan.TransformBatch. The real parts go to the block's columns of
+//     y [B·T, zStride(D)]; the Nyquist channel (even D) is gathered into a
+//     column of its own and gets its own Re(FFT_T), which is C_T·x[:, D/2].
 //  2. Output: per chunk of at most 256 time frequencies t ≤ T/2 (an equal
-//     share per thread), rows t and T−t of y give 2·Ce and 2·So (AVX-512
-//     sum and difference), two GEMMs (kernels.GemmST) give U (nz columns,
-//     K = D/2+1; for even D column D/2 is a dot product per row, so that at
-//     D=256 the GEMM is exactly 128 wide) and V ([m, ns]·[ns, ns]), their
-//     sum and difference are written (or
-//     added) to whole rows t and T−t of out with the channel mirror
-//     (unfoldRow). A forward output of ≥ ntMinElems elements (far beyond
-//     the caches) is streamed with non-temporal stores, each row built in
-//     L1 first: no read for ownership of out's lines.
+//     share per thread), rows t and T−t of y (prefetched a few rows ahead)
+//     give 2·Ce and 2·So (AVX-512 sum and difference), two GEMMs
+//     (kernels.GemmST) give U (nz columns, K = D/2+1; for even D column D/2
+//     is a dot product per row, so that at D=256 the GEMM is exactly 128
+//     wide) and V ([m, ns]·[ns, ns]), their sum and difference are written
+//     (or added) to whole rows t and T−t of out with the channel mirror
+//     (unfoldRow). An output of ≥ ntMinElems elements (far beyond the
+//     caches) is streamed with non-temporal stores straight from U ± V
+//     (ntRowAVX512, ntRowAddAVX512 when accumulating): no read for
+//     ownership in the forward, and the backward's sums do not push x and y
+//     out of L3 on their way to memory.
 //
 // x is read once (a block touches three cache lines of each row, its own
 // and its partners' two, so about 1.5× x in lines), y (half the size of x)
-// written once and read once, out written once: one B·T buffer (y) instead of the channel-first order's two
-// (Re Z and Im Z) and two fewer passes over them. Memory O(T·D): y is
-// T·16⌈nz/16⌉ elements per sequence, plus the Nyquist column, and per thread
-// one folded block [T, 16] (real and imaginary) with the transform's
-// scratch, or the output chunk's buffers, whichever is larger.
+// written once and read once, out written once: one B·T buffer (y) instead
+// of the channel-first order's two (Re Z and Im Z) and two fewer passes over
+// them. Memory O(T·D): y is T·16⌈nz/16⌉ elements per sequence, plus the
+// Nyquist column, and per thread one packed block [T/2, 16] (real and
+// imaginary) with the transform's scratch (for odd T the folded block
+// [T, 16]), or the output chunk's buffers, whichever is larger.
 //
 // # The FFT path, channels first (D > TimeFirstMaxD)
 //
@@ -187,10 +192,38 @@
 // the output pass reads it) and the four-step FFT for the time blocks (+7%).
 // Not tried: a radix-2 split of the channel GEMMs (rows j of C and S at
 // columns c and D/2−c differ by the sign ±(−1)^j, so even and odd j could
-// be multiplied separately, halving the flops again: faster
-// at both lengths, but a higher ratio) and folding x straight into the
-// RealPlan packing (saves the [T, 16] block write and read, ~2 MiB each per
-// block at T=16384).
+// be multiplied separately, halving the flops again: faster at both
+// lengths, but a higher ratio).
+//
+// Issue #7 met (later session). Five changes took T=16384 / T=1024 below
+// 20, each kept because an A/B in one process (15 alternating rounds,
+// 2 threads, d=256) showed it at T=16384 and T=1024 was unchanged or
+// faster: the output pass prefetches rows t and T−t of y and the dx rows
+// it adds to (hardware prefetchers stop at 4 KiB pages, a few whole rows
+// apart; backward 5.7 → 4.7 ms, forward 5.0 → 4.9); RealPlan splits the
+// long half-length transform into an in-place radix-4 pass and four
+// quarters that stay in L2 (4–5%); foldPack folds x straight into the
+// packed input, without the [T, 16] folded block (8–10%); the non-temporal
+// rows are written straight from U ± V; the backward streams its sums too
+// (2.5–4.5% of the backward). Issue #7's command, two builds alternating
+// (the commit before these changes and one without the last), 6 rounds:
+// forward+backward at T=16384 10.2–12.3 → 8.4–9.6 ms, ratio 21.9–25.5
+// (median 23.6) → 17.3–21.7 (median 19.0). With all five, 21 rounds over
+// three runs: ratio median 18.4, range 16.6–20.6 (one round above 20; the
+// two lengths' times move by ±10% from round to round on this shared
+// machine). Tried and dropped on the way: non-temporal
+// stores for y in the interleave (+4–6%: y is still in L3 when the output
+// pass reads it), a second level of the radix-4 split (+1–2%, its extra
+// interleave pass), a dynamic order for the output chunks, deeper
+// prefetching in foldPack (16 or 32 rows), PREFETCHNTA for x, prefetching
+// the next chunk's rows of y during the output writes (backward +3%), and
+// transparent huge pages for x, out and the scratch (all within noise
+// unless noted).
+// What is left above 16× is the FFT's n·log n (7 passes at T=16384, 5 at
+// T=1024) and x, y and out streaming from L3 and memory at T=16384
+// (16, 8 and 16 MiB) while T=1024 runs from L2: per call, foldPack (x) costs
+// 2.7×, the radix passes 1.8× and the output rows 1.3× what sixteen calls
+// at T=1024 cost, against 0.9× for the channel GEMMs.
 //
 // The GEMM path evaluates C_T·X·C_D − S_T·X·S_D with kernels.Gemm and cached
 // cos/sin matrices (computed in float64 from exactly reduced angles): three
