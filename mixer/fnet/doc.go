@@ -68,7 +68,7 @@
 //     (or added) to whole rows t and T−t of out with the channel mirror
 //     (unfoldRow). An output of ≥ ntMinElems elements (far beyond the
 //     caches) is streamed with non-temporal stores straight from U ± V
-//     (ntRowAVX512, ntRowAddAVX512 when accumulating): no read for
+//     (ntRowAVX512, reading dx first when accumulating): no read for
 //     ownership in the forward, and the backward's sums do not push x and y
 //     out of L3 on their way to memory.
 //

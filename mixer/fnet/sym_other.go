@@ -18,7 +18,9 @@ func foldColsAVX512(e, o, a, b *float32, rows, stride int) {
 	panic("fnet: no assembly on this platform")
 }
 
-func ntRowAVX512(dst, a, b *float32, nc int) { panic("fnet: no assembly on this platform") }
+func ntRowAVX512(dst, a, b *float32, nc int, acc bool) {
+	panic("fnet: no assembly on this platform")
+}
 
 func sfence() {}
 
@@ -28,5 +30,3 @@ func prefetchLines(p *float32, n int) {}
 func foldPackAVX512(or, or2, x0, x1, x2, x3, c, s *float32, mo, stride, do, cnt, first int) {
 	panic("fnet: no assembly on this platform")
 }
-
-func ntRowAddAVX512(dst, a, b *float32, nc int) { panic("fnet: no assembly on this platform") }

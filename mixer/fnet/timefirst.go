@@ -226,16 +226,9 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 					// and vj swapped. V's Nyquist column is zero, so
 					// uj[D/2] = vj[D/2] and each second half is one
 					// reversed run, uj[D/2…1] or vj[D/2…1].
-					if acc {
-						ntRowAddAVX512(p32(dst[r*D:]), p32(vj), p32(uj[nk-symLanes:]), D/(2*symLanes))
-						if rm != r {
-							ntRowAddAVX512(p32(dst[rm*D:]), p32(uj), p32(vj[nk-symLanes:]), D/(2*symLanes))
-						}
-						continue
-					}
-					ntRowAVX512(p32(dst[r*D:]), p32(vj), p32(uj[nk-symLanes:]), D/(2*symLanes))
+					ntRowAVX512(p32(dst[r*D:]), p32(vj), p32(uj[nk-symLanes:]), D/(2*symLanes), acc)
 					if rm != r {
-						ntRowAVX512(p32(dst[rm*D:]), p32(uj), p32(vj[nk-symLanes:]), D/(2*symLanes))
+						ntRowAVX512(p32(dst[rm*D:]), p32(uj), p32(vj[nk-symLanes:]), D/(2*symLanes), acc)
 					}
 					continue
 				}
