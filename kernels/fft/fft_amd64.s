@@ -1,5 +1,57 @@
 #include "textflag.h"
 
+// RADIX4(S1, S3) is one radix-4 butterfly on 16 lanes: it loads x0…x3 at
+// R8 (re) and R9 (im) plus 0, R10, 2·R10 and R11 bytes, forms
+// y0 = t0 + t2 and b2 = t0 − t2, b1 = t1 − i·t3, b3 = t1 + i·t3 (t0, t1 =
+// x0 ± x2, t2, t3 = x1 ± x3), multiplies b1, b2, b3 by the twiddles
+// broadcast in Z20…Z25 (w1r, w1i, w2r, w2i, w3r, w3i) and stores y0…y3 at
+// DI (re) and SI (im) plus 0, S1, 2·S1 and S3 bytes.
+#define RADIX4(S1, S3) \
+	VMOVUPS (R8), Z0; \
+	VMOVUPS (R8)(R10*1), Z1; \
+	VMOVUPS (R8)(R10*2), Z2; \
+	VMOVUPS (R8)(R11*1), Z3; \
+	VMOVUPS (R9), Z4; \
+	VMOVUPS (R9)(R10*1), Z5; \
+	VMOVUPS (R9)(R10*2), Z6; \
+	VMOVUPS (R9)(R11*1), Z7; \
+	VADDPS Z2, Z0, Z8; \
+	VSUBPS Z2, Z0, Z9; \
+	VADDPS Z3, Z1, Z10; \
+	VSUBPS Z3, Z1, Z11; \
+	VADDPS Z6, Z4, Z12; \
+	VSUBPS Z6, Z4, Z13; \
+	VADDPS Z7, Z5, Z14; \
+	VSUBPS Z7, Z5, Z15; \
+	VADDPS Z10, Z8, Z0; \
+	VADDPS Z14, Z12, Z1; \
+	VSUBPS Z10, Z8, Z2; \
+	VSUBPS Z14, Z12, Z3; \
+	VADDPS Z15, Z9, Z4; \
+	VSUBPS Z11, Z13, Z5; \
+	VSUBPS Z15, Z9, Z6; \
+	VADDPS Z11, Z13, Z7; \
+	VMOVUPS Z0, (DI); \
+	VMOVUPS Z1, (SI); \
+	VMULPS Z21, Z5, Z8; \
+	VFMSUB231PS Z20, Z4, Z8; \
+	VMULPS Z20, Z5, Z9; \
+	VFMADD231PS Z21, Z4, Z9; \
+	VMOVUPS Z8, (DI)(S1*1); \
+	VMOVUPS Z9, (SI)(S1*1); \
+	VMULPS Z23, Z3, Z10; \
+	VFMSUB231PS Z22, Z2, Z10; \
+	VMULPS Z22, Z3, Z11; \
+	VFMADD231PS Z23, Z2, Z11; \
+	VMOVUPS Z10, (DI)(S1*2); \
+	VMOVUPS Z11, (SI)(S1*2); \
+	VMULPS Z25, Z7, Z12; \
+	VFMSUB231PS Z24, Z6, Z12; \
+	VMULPS Z24, Z7, Z13; \
+	VFMADD231PS Z25, Z6, Z13; \
+	VMOVUPS Z12, (DI)(S3*1); \
+	VMOVUPS Z13, (SI)(S3*1)
+
 // func radix4AVX512(yr, yi, xr, xi, tw *float32, s, m int)
 //
 // Registers: R8/R9 walk x (re/im) through k and q together (x for k+1
@@ -32,50 +84,7 @@ loopk4:
 	MOVQ R12, BX
 	SHRQ $6, BX
 loopq4:
-	VMOVUPS (R8), Z0
-	VMOVUPS (R8)(R10*1), Z1
-	VMOVUPS (R8)(R10*2), Z2
-	VMOVUPS (R8)(R11*1), Z3
-	VMOVUPS (R9), Z4
-	VMOVUPS (R9)(R10*1), Z5
-	VMOVUPS (R9)(R10*2), Z6
-	VMOVUPS (R9)(R11*1), Z7
-	VADDPS Z2, Z0, Z8  // t0r = x0r + x2r
-	VSUBPS Z2, Z0, Z9  // t1r = x0r − x2r
-	VADDPS Z3, Z1, Z10 // t2r
-	VSUBPS Z3, Z1, Z11 // t3r
-	VADDPS Z6, Z4, Z12 // t0i
-	VSUBPS Z6, Z4, Z13 // t1i
-	VADDPS Z7, Z5, Z14 // t2i
-	VSUBPS Z7, Z5, Z15 // t3i
-	VADDPS Z10, Z8, Z0  // y0r = t0r + t2r
-	VADDPS Z14, Z12, Z1 // y0i
-	VSUBPS Z10, Z8, Z2  // b2r = t0r − t2r
-	VSUBPS Z14, Z12, Z3 // b2i
-	VADDPS Z15, Z9, Z4  // b1r = t1r + t3i
-	VSUBPS Z11, Z13, Z5 // b1i = t1i − t3r
-	VSUBPS Z15, Z9, Z6  // b3r = t1r − t3i
-	VADDPS Z11, Z13, Z7 // b3i = t1i + t3r
-	VMOVUPS Z0, (DI)
-	VMOVUPS Z1, (SI)
-	VMULPS Z21, Z5, Z8        // b1i·w1i
-	VFMSUB231PS Z20, Z4, Z8   // b1r·w1r − b1i·w1i
-	VMULPS Z20, Z5, Z9        // b1i·w1r
-	VFMADD231PS Z21, Z4, Z9   // b1r·w1i + b1i·w1r
-	VMOVUPS Z8, (DI)(R12*1)
-	VMOVUPS Z9, (SI)(R12*1)
-	VMULPS Z23, Z3, Z10
-	VFMSUB231PS Z22, Z2, Z10
-	VMULPS Z22, Z3, Z11
-	VFMADD231PS Z23, Z2, Z11
-	VMOVUPS Z10, (DI)(R12*2)
-	VMOVUPS Z11, (SI)(R12*2)
-	VMULPS Z25, Z7, Z12
-	VFMSUB231PS Z24, Z6, Z12
-	VMULPS Z24, Z7, Z13
-	VFMADD231PS Z25, Z6, Z13
-	VMOVUPS Z12, (DI)(R13*1)
-	VMOVUPS Z13, (SI)(R13*1)
+	RADIX4(R12, R13)
 	ADDQ $64, R8
 	ADDQ $64, R9
 	ADDQ $64, DI
@@ -443,50 +452,7 @@ loopsp:
 	VBROADCASTSS 12(DX), Z23
 	VBROADCASTSS 16(DX), Z24
 	VBROADCASTSS 20(DX), Z25
-	VMOVUPS (R8), Z0
-	VMOVUPS (R8)(R10*1), Z1
-	VMOVUPS (R8)(R10*2), Z2
-	VMOVUPS (R8)(R11*1), Z3
-	VMOVUPS (R9), Z4
-	VMOVUPS (R9)(R10*1), Z5
-	VMOVUPS (R9)(R10*2), Z6
-	VMOVUPS (R9)(R11*1), Z7
-	VADDPS Z2, Z0, Z8  // t0r = x0r + x2r
-	VSUBPS Z2, Z0, Z9  // t1r = x0r − x2r
-	VADDPS Z3, Z1, Z10 // t2r
-	VSUBPS Z3, Z1, Z11 // t3r
-	VADDPS Z6, Z4, Z12 // t0i
-	VSUBPS Z6, Z4, Z13 // t1i
-	VADDPS Z7, Z5, Z14 // t2i
-	VSUBPS Z7, Z5, Z15 // t3i
-	VADDPS Z10, Z8, Z0  // y0r = t0r + t2r
-	VADDPS Z14, Z12, Z1 // y0i
-	VSUBPS Z10, Z8, Z2  // b2r = t0r − t2r
-	VSUBPS Z14, Z12, Z3 // b2i
-	VADDPS Z15, Z9, Z4  // b1r = t1r + t3i
-	VSUBPS Z11, Z13, Z5 // b1i = t1i − t3r
-	VSUBPS Z15, Z9, Z6  // b3r = t1r − t3i
-	VADDPS Z11, Z13, Z7 // b3i = t1i + t3r
-	VMOVUPS Z0, (DI)
-	VMOVUPS Z1, (SI)
-	VMULPS Z21, Z5, Z8        // b1i·w1i
-	VFMSUB231PS Z20, Z4, Z8   // b1r·w1r − b1i·w1i
-	VMULPS Z20, Z5, Z9        // b1i·w1r
-	VFMADD231PS Z21, Z4, Z9   // b1r·w1i + b1i·w1r
-	VMOVUPS Z8, (DI)(R10*1)
-	VMOVUPS Z9, (SI)(R10*1)
-	VMULPS Z23, Z3, Z10
-	VFMSUB231PS Z22, Z2, Z10
-	VMULPS Z22, Z3, Z11
-	VFMADD231PS Z23, Z2, Z11
-	VMOVUPS Z10, (DI)(R10*2)
-	VMOVUPS Z11, (SI)(R10*2)
-	VMULPS Z25, Z7, Z12
-	VFMSUB231PS Z24, Z6, Z12
-	VMULPS Z24, Z7, Z13
-	VFMADD231PS Z25, Z6, Z13
-	VMOVUPS Z12, (DI)(R11*1)
-	VMOVUPS Z13, (SI)(R11*1)
+	RADIX4(R10, R11)
 	ADDQ $64, R8
 	ADDQ $64, R9
 	ADDQ $64, DI
