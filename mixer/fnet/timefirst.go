@@ -59,20 +59,19 @@ var ntMinElems = 1 << 22
 
 // rowPrefetch is how many row pairs ahead the output pass prefetches the
 // rows t and T−t of y it reads next and the rows of dst it adds to (or,
-// unless it streams with non-temporal stores, writes): they are
-// whole rows, so at long T a new 4 KiB page starts every few rows, where
-// hardware prefetchers stop. At T=16384, d=256, 2 threads it took the
+// unless it streams with non-temporal stores, writes): they are whole
+// rows, so at long T a new 4 KiB page starts every few rows, where hardware
+// prefetchers stop. At T=16384, d=256, 2 threads it took the
 // accumulating (backward) pass from 5.7 to 4.7 ms and the forward from 5.0
 // to 4.9 ms; T=1024 was unchanged (A/B in one process, 15 rounds).
 var rowPrefetch = 4
 
 // tfWorkerSize is one thread's work space in the time-first path: the
 // larger of the output pass's chunk buffers (Ce and U, V [outChunk, nk],
-// So [outChunk, nz])
-// and one column block's time transform: for even T its packed input
-// [T/2, colBlock] (real and imaginary), foldPack's rows and the
-// transform's scratch; for odd T the folded block [T, colBlock] and its
-// scratch.
+// So [outChunk, nz]) and one column block's time transform: for even T its
+// packed input [T/2, colBlock] (real and imaginary), foldPack's rows and
+// the transform's scratch; for odd T the folded block [T, colBlock] and
+// its scratch.
 func (f *FNet[F]) tfWorkerSize(T int) int {
 	D := f.D
 	w := min(colBlock, zCols(D))
@@ -84,12 +83,12 @@ func (f *FNet[F]) tfWorkerSize(T int) int {
 }
 
 // applyTimeFirst is the time-first FFT path (see the package doc). Each
-// thread takes one block of colBlock channel pairs of x,
-// z = Xe + i·Xo with Xe = x[c] + x[D−c] and Xo = x[c] − x[D−c] (for even T
-// folded straight into the packed input of the half-length transform,
-// foldPack; for odd T into its work space, foldBlock), and writes
-// y = Re(FFT_time z) = C_T·Xe + S_T·Xo into the
-// block's columns of y [B·T, ld]; for even D the Nyquist channel x[D/2]
+// thread takes one block of colBlock channel pairs of x, z = Xe + i·Xo
+// with Xe = x[c] + x[D−c] and Xo = x[c] − x[D−c] (for even T folded
+// straight into the packed input of the half-length transform, foldPack;
+// for odd T into its work space, foldBlock), and writes
+// y = Re(FFT_time z) = C_T·Xe + S_T·Xo into the block's columns of
+// y [B·T, ld]; for even D the Nyquist channel x[D/2]
 // gets a column of its own. Then, for each t ≤ T/2, rows t and T−t of y
 // give 2·C_T·Xe (even in t) and 2·S_T·Xo (odd in t), which are multiplied
 // by the halved folded channel matrices (U = Ce·C_D/2, V = So·S_D/2: half
