@@ -288,9 +288,8 @@ donepf:
 // (K2), so lane 0 gives zr = x[t, 0], zi = 0 as foldBlock does (zi of
 // channel 0 only feeds the odd part of its time transform, which the
 // output pass never reads, so K2 keeps z exact rather than changing the
-// output). Registers: R8–R11 the rows,
-// AX = mo, R12 = stride, R14 = 8 rows (prefetch distance), DX/BX walk
-// c/s, CX = do.
+// output). Registers: R8–R11 the rows, AX = mo, R12 = stride, R14 = 8
+// rows (prefetch distance), DX/BX walk c/s, CX = do.
 TEXT ·foldPackAVX512(SB), NOSPLIT, $0-104
 	MOVQ or+0(FP), DI
 	MOVQ or2+8(FP), SI
