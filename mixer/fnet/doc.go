@@ -66,11 +66,7 @@
 //     is a dot product per row, so that at D=256 the GEMM is exactly 128
 //     wide) and V ([m, ns]·[ns, ns]), their sum and difference are written
 //     (or added) to whole rows t and T−t of out with the channel mirror
-//     (unfoldRow). An output of ≥ ntMinElems elements (far beyond the
-//     caches) is streamed with non-temporal stores straight from U ± V
-//     (ntRowAVX512, reading dx first when accumulating): no read for
-//     ownership in the forward, and the backward's sums do not push x and y
-//     out of L3 on their way to memory.
+//     (unfoldRow), whose rows are prefetched a few rows ahead too.
 //
 // x is read once (a block touches three cache lines of each row, its own
 // and its partners' two, so about 1.5× x in lines), y (half the size of x)
@@ -184,7 +180,8 @@
 // lengths faster without lowering the ratio; at T=1024 the 2-thread speed-up
 // is only 1.3× on the time pass and 1.5× on the output pass (1.7× and 1.8×
 // at T=16384), which is the other half of why the short sequence is cheap.
-// Kept because measured here: non-temporal output stores (forward at
+// Kept because measured here (the first later removed, see below):
+// non-temporal output stores (forward at
 // T=16384 −7% with 2 threads, −5% with one), prefetching 16 rows ahead in
 // the strided fold (−2% with 2 threads, none with one), dynamic order of the
 // time-pass items. Tried and dropped: streaming y with non-temporal stores
@@ -195,30 +192,36 @@
 // be multiplied separately, halving the flops again: faster at both
 // lengths, but a higher ratio).
 //
-// Issue #7 met (later session). Five changes took T=16384 / T=1024 below
+// Issue #7 met (later session). Three changes took T=16384 / T=1024 below
 // 20, each kept because an A/B in one process (15 alternating rounds,
 // 2 threads, d=256) showed it at T=16384 and T=1024 was unchanged or
-// faster: the output pass prefetches rows t and T−t of y and the dx rows
-// it adds to (hardware prefetchers stop at 4 KiB pages, a few whole rows
-// apart; backward 5.7 → 4.7 ms, forward 5.0 → 4.9); RealPlan splits the
-// long half-length transform into an in-place radix-4 pass and four
-// quarters that stay in L2 (4–5%); foldPack folds x straight into the
-// packed input, without the [T, 16] folded block (8–10%); the non-temporal
-// rows are written straight from U ± V; the backward streams its sums too
-// (2.5–4.5% of the backward). Issue #7's command, two builds alternating
-// (the commit before these changes and one without the last), 6 rounds:
-// forward+backward at T=16384 10.2–12.3 → 8.4–9.6 ms, ratio 21.9–25.5
-// (median 23.6) → 17.3–21.7 (median 19.0). With all five, 21 rounds over
-// three runs: ratio median 18.4, range 16.6–20.6 (one round above 20; the
-// two lengths' times move by ±10% from round to round on this shared
-// machine). Tried and dropped on the way: non-temporal
-// stores for y in the interleave (+4–6%: y is still in L3 when the output
-// pass reads it), a second level of the radix-4 split (+1–2%, its extra
-// interleave pass), a dynamic order for the output chunks, deeper
-// prefetching in foldPack (16 or 32 rows), PREFETCHNTA for x, prefetching
-// the next chunk's rows of y during the output writes (backward +3%), and
-// transparent huge pages for x, out and the scratch (all within noise
-// unless noted).
+// faster: the output pass prefetches rows t and T−t of y and the dst rows
+// it writes or adds to (hardware prefetchers stop at 4 KiB pages, a few
+// whole rows apart; backward 5.7 → 4.7 ms, forward 5.0 → 4.9); RealPlan
+// splits the long half-length transform into an in-place radix-4 pass and
+// four quarters that stay in L2 (4–5%); foldPack folds x straight into the
+// packed input, without the [T, 16] folded block (8–10%). Issue #7's
+// command, two builds alternating (the commit before these changes and
+// one with them), 6 rounds: forward+backward at T=16384 10.2–12.3 →
+// 8.4–9.6 ms, ratio 21.9–25.5 (median 23.6) → 17.3–21.7 (median 19.0).
+// The same session then removed the non-temporal output stores (which an
+// earlier session had added for outputs of ≥ 4M elements, and this one had
+// extended to the backward, written straight from U ± V): in this
+// benchmark, where nothing reads the output, they made T=16384 about 3%
+// faster, and at T=65536 no faster, but a 4-layer FNet training step
+// (`tokenmix bench train`, d=256, B=16, T=1024, so also 4M-element
+// outputs) ran about 1.5% slower with them (16 alternating samples, median
+// 875 against 862 ms), since the next operation reads the output back from
+// memory. Final, in README's table: ratio 18.2 (rounds 17.8–19.8); 12 more
+// rounds gave a median of 19.3 and a range of 17.6–21.0, the two lengths'
+// times each moving by about ±10% from round to round on this shared
+// machine. Tried and dropped on the way: non-temporal stores for y in the
+// interleave (+4–6%: y is still in L3 when the output pass reads it), a
+// second level of the radix-4 split (+1–2%, its extra interleave pass), a
+// dynamic order for the output chunks, deeper prefetching in foldPack (16
+// or 32 rows), PREFETCHNTA for x, prefetching the next chunk's rows of y
+// during the output writes (backward +3%), and transparent huge pages for
+// x, out and the scratch (all within noise unless noted).
 // What is left above 16× is the FFT's n·log n (7 passes at T=16384, 5 at
 // T=1024) and x, y and out streaming from L3 and memory at T=16384
 // (16, 8 and 16 MiB) while T=1024 runs from L2: per call, foldPack (x) costs

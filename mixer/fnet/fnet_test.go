@@ -57,13 +57,8 @@ func TestFloat32Agrees(t *testing.T) {
 // TestPathsAgree runs the float32 FFT path on every kernels path (the
 // AVX-512 fold, unfold and FFT kernels against their plain-Go twins), forward
 // and accumulating backward, against float64, at sizes where the vector
-// kernels see full, masked and tail blocks, in both orders. The time-first
-// forward streams its output with non-temporal stores here (ntMinElems
-// lowered) wherever D allows.
+// kernels see full, masked and tail blocks, in both orders.
 func TestPathsAgree(t *testing.T) {
-	old := ntMinElems
-	ntMinElems = 0
-	defer func() { ntMinElems = old }()
 	for _, tc := range []struct {
 		order   string
 		B, T, D int

@@ -38,19 +38,6 @@ func sumDiffAVX512(s, d, a, b *float32, nc int)
 //go:noescape
 func foldColsAVX512(e, o, a, b *float32, rows, stride int)
 
-// ntRowAVX512 writes (acc: adds to) one output row of 32·nc floats of the
-// 64-byte aligned dst with non-temporal stores (no read for ownership of
-// dst's cache lines; with acc, dst is read and the sum written past the
-// caches): dst[16j+l] = a[16j+l] and dst[16(nc+j)+l] = b[−16j+15−l] for
-// j < nc, l < 16 (b points at the lowest element of the first reversed
-// chunk). Call sfence before another thread reads dst.
-//
-//go:noescape
-func ntRowAVX512(dst, a, b *float32, nc int, acc bool)
-
-// sfence orders the non-temporal stores before it before all later stores.
-func sfence()
-
 // prefetchLines prefetches n cache lines from p on (a hint: it never
 // faults).
 //

@@ -213,53 +213,6 @@ donefc:
 	VZEROUPPER
 	RET
 
-// func ntRowAVX512(dst, a, b *float32, nc int, acc bool)
-//
-// dst must be 64-byte aligned. Chunk j < nc of dst is a[16j …] and chunk
-// nc+j is the 16 floats from b − 16j read reversed (with acc, each added
-// to dst's), all stored non-temporally (BX = acc).
-TEXT ·ntRowAVX512(SB), NOSPLIT, $0-33
-	MOVQ dst+0(FP), DI
-	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), R8
-	MOVQ nc+24(FP), CX
-	MOVBLZX acc+32(FP), BX
-	VMOVUPS revidx<>(SB), Z30
-	TESTQ CX, CX
-	JZ   donent
-	MOVQ CX, DX
-loopnt:
-	VMOVUPS (SI), Z0
-	TESTQ BX, BX
-	JZ   stnt
-	VADDPS (DI), Z0, Z0
-stnt:
-	VMOVNTPS Z0, (DI)
-	ADDQ $64, SI
-	ADDQ $64, DI
-	DECQ CX
-	JNZ  loopnt
-loopntr:
-	VMOVUPS (R8), Z0
-	VPERMPS Z0, Z30, Z0
-	TESTQ BX, BX
-	JZ   stntr
-	VADDPS (DI), Z0, Z0
-stntr:
-	VMOVNTPS Z0, (DI)
-	SUBQ $64, R8
-	ADDQ $64, DI
-	DECQ DX
-	JNZ  loopntr
-donent:
-	VZEROUPPER
-	RET
-
-// func sfence()
-TEXT ·sfence(SB), NOSPLIT, $0-0
-	SFENCE
-	RET
-
 // func prefetchLines(p *float32, n int)
 TEXT ·prefetchLines(SB), NOSPLIT, $0-16
 	MOVQ p+0(FP), SI

@@ -18,12 +18,6 @@ func foldColsAVX512(e, o, a, b *float32, rows, stride int) {
 	panic("fnet: no assembly on this platform")
 }
 
-func ntRowAVX512(dst, a, b *float32, nc int, acc bool) {
-	panic("fnet: no assembly on this platform")
-}
-
-func sfence() {}
-
 // prefetchLines is a hint; without the assembly it does nothing.
 func prefetchLines(p *float32, n int) {}
 

@@ -3,7 +3,6 @@ package fnet
 import (
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"tokenmix/kernels"
 	"tokenmix/kernels/fft"
@@ -49,19 +48,10 @@ func halfTrigFor[F kernels.Float](D int) *halfTrig[F] {
 	return v.(*halfTrig[F])
 }
 
-// ntMinElems is the smallest output (B·T·D elements) the time-first path
-// writes with non-temporal stores: far beyond the caches. The forward skips
-// the read for ownership of dst's lines; the accumulating backward reads dx
-// and writes the sum past the caches, so its lines do not push x and y out
-// of L3 on their way back to memory (backward at T=16384, d=256, 2 threads
-// 2.5–4.5% faster, A/B in one process).
-var ntMinElems = 1 << 22
-
 // rowPrefetch is how many row pairs ahead the output pass prefetches the
-// rows t and T−t of y it reads next and the rows of dst it adds to (or,
-// unless it streams with non-temporal stores, writes): they are whole
-// rows, so at long T a new 4 KiB page starts every few rows, where hardware
-// prefetchers stop. At T=16384, d=256, 2 threads it took the
+// rows t and T−t of y it reads next and the rows of dst it writes or adds
+// to: they are whole rows, so at long T a new 4 KiB page starts every few
+// rows, where hardware prefetchers stop. At T=16384, d=256, 2 threads it took the
 // accumulating (backward) pass from 5.7 to 4.7 ms and the forward from 5.0
 // to 4.9 ms; T=1024 was unchanged (A/B in one process, 15 rounds).
 var rowPrefetch = 4
@@ -164,19 +154,12 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	}
 	rows := (np + nch - 1) / nch
 	nch = (np + rows - 1) / rows
-	// Large outputs are streamed with non-temporal stores (see
-	// ntMinElems), whole rows at a time.
-	nt := useSymAsm[F]() && D%(2*symLanes) == 0 && B*T*D >= ntMinElems &&
-		uintptr(unsafe.Pointer(&dst[0]))%64 == 0
 	pf := rowPrefetch
 	if !useSymAsm[F]() {
 		pf = 0 // prefetchLines counts float32 cache lines
 	}
 	parallel.For(B*nch, 1, func(wk, lo, hi int) {
 		fs := work[wk*ws : (wk+1)*ws]
-		if nt {
-			defer sfence()
-		}
 		for i := lo; i < hi; i++ {
 			b, t0 := i/nch, (i%nch)*rows
 			m := min(t0+rows, np) - t0
@@ -215,21 +198,9 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 				r, rm := b*T+t, b*T+(T-t)%T
 				uj, vj := u[j*nk:(j+1)*nk], v[j*nk:(j+1)*nk]
 				sumDiff(uj, vj, uj, vj) // uj = U + V, vj = U − V
-				if (acc || !nt) && pf > 0 && t > 0 && t+pf < T-t-pf {
+				if pf > 0 && t > 0 && t+pf < T-t-pf {
 					prefetchLines(p32(dst[(r+pf)*D:]), (D+15)/16)
 					prefetchLines(p32(dst[(rm-pf)*D:]), (D+15)/16)
-				}
-				if nt {
-					// Row t is vj[0…D/2) then vj[D/2] (Nyquist) and
-					// uj[D/2−1] down to uj[1]; row T−t the same with uj
-					// and vj swapped. V's Nyquist column is zero, so
-					// uj[D/2] = vj[D/2] and each second half is one
-					// reversed run, uj[D/2…1] or vj[D/2…1].
-					ntRowAVX512(p32(dst[r*D:]), p32(vj), p32(uj[nk-symLanes:]), D/(2*symLanes), acc)
-					if rm != r {
-						ntRowAVX512(p32(dst[rm*D:]), p32(uj), p32(vj[nk-symLanes:]), D/(2*symLanes), acc)
-					}
-					continue
 				}
 				unfoldRow(dst[r*D:(r+1)*D], vj, uj, vj[nk-1], acc)
 				if rm != r {
