@@ -227,6 +227,26 @@ looppf:
 donepf:
 	RET
 
+// PFROW(R, TO, BACK) prefetches, for foldPackAVX512, the row R14 bytes
+// ahead of R in the direction TO (ADDQ or SUBQ; BACK undoes it): the
+// block's 16 floats at R and the two lines of their partners at R+AX.
+#define PFROW(R, TO, BACK) \
+	TO R14, R; \
+	PREFETCHT0 (R); \
+	PREFETCHT0 (R)(AX*1); \
+	PREFETCHT0 60(R)(AX*1); \
+	BACK R14, R
+
+// FOLDROW(R, ZR, ZI) folds one row for foldPackAVX512: ZR = a + a',
+// ZI = a − a' with a the 16 floats at R and a' the 16 at R+AX reversed
+// (Z30), the partner load masked by K1 and ZI's lanes by K2.
+#define FOLDROW(R, ZR, ZI) \
+	VMOVUPS (R), Z16; \
+	VMOVUPS.Z (R)(AX*1), K1, Z17; \
+	VPERMPS Z17, Z30, Z17; \
+	VADDPS Z17, Z16, ZR; \
+	VSUBPS.Z Z17, Z16, K2, ZI
+
 // func foldPackAVX512(or, or2, x0, x1, x2, x3, c, s *float32, mo, stride, do, cnt, first int)
 //
 // For j < cnt: rows x0 + j·stride (k), x1 − j·stride (−k), x2 + j·stride
@@ -277,47 +297,14 @@ masksfp:
 loopfp:
 	// Rows are a stride apart: prefetch each stream's row 8 ahead (its
 	// own 16 floats and the two lines of its partners).
-	PREFETCHT0 (R8)(R14*1)
-	ADDQ R14, R8
-	PREFETCHT0 (R8)(AX*1)
-	PREFETCHT0 60(R8)(AX*1)
-	SUBQ R14, R8
-	PREFETCHT0 (R10)(R14*1)
-	ADDQ R14, R10
-	PREFETCHT0 (R10)(AX*1)
-	PREFETCHT0 60(R10)(AX*1)
-	SUBQ R14, R10
-	SUBQ R14, R9
-	PREFETCHT0 (R9)
-	PREFETCHT0 (R9)(AX*1)
-	PREFETCHT0 60(R9)(AX*1)
-	ADDQ R14, R9
-	SUBQ R14, R11
-	PREFETCHT0 (R11)
-	PREFETCHT0 (R11)(AX*1)
-	PREFETCHT0 60(R11)(AX*1)
-	ADDQ R14, R11
-
-	VMOVUPS (R8), Z16
-	VMOVUPS.Z (R8)(AX*1), K1, Z17
-	VPERMPS Z17, Z30, Z17
-	VADDPS Z17, Z16, Z0 // r0
-	VSUBPS.Z Z17, Z16, K2, Z1 // i0
-	VMOVUPS (R9), Z16
-	VMOVUPS.Z (R9)(AX*1), K1, Z17
-	VPERMPS Z17, Z30, Z17
-	VADDPS Z17, Z16, Z2 // r1
-	VSUBPS.Z Z17, Z16, K2, Z3 // i1
-	VMOVUPS (R10), Z16
-	VMOVUPS.Z (R10)(AX*1), K1, Z17
-	VPERMPS Z17, Z30, Z17
-	VADDPS Z17, Z16, Z4 // r2
-	VSUBPS.Z Z17, Z16, K2, Z5 // i2
-	VMOVUPS (R11), Z16
-	VMOVUPS.Z (R11)(AX*1), K1, Z17
-	VPERMPS Z17, Z30, Z17
-	VADDPS Z17, Z16, Z6 // r3
-	VSUBPS.Z Z17, Z16, K2, Z7 // i3
+	PFROW(R8, ADDQ, SUBQ)
+	PFROW(R10, ADDQ, SUBQ)
+	PFROW(R9, SUBQ, ADDQ)
+	PFROW(R11, SUBQ, ADDQ)
+	FOLDROW(R8, Z0, Z1)
+	FOLDROW(R9, Z2, Z3)
+	FOLDROW(R10, Z4, Z5)
+	FOLDROW(R11, Z6, Z7)
 
 	VBROADCASTSS (DX), Z20
 	VBROADCASTSS (BX), Z21
