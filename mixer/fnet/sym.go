@@ -121,28 +121,6 @@ func sumDiff[F kernels.Float](s, d, a, b []F) {
 	}
 }
 
-// foldRowTF writes the time-first layout of one folded row: zr[0] = x[0],
-// zi[0] = 0, and zr[c] = x[c] + x[D−c], zi[c] = x[c] − x[D−c] for
-// 1 ≤ c ≤ ns = (D−1)/2, where D = len(x). It returns x[D/2] (the Nyquist
-// channel, kept apart for even D; meaningless for odd D).
-func foldRowTF[F kernels.Float](zr, zi, x []F) F {
-	D := len(x)
-	ns := (D - 1) / 2
-	zr, zi = zr[:ns+1], zi[:ns+1]
-	zr[0], zi[0] = x[0], 0
-	c := 1
-	if useSymAsm[F]() && ns >= symLanes {
-		nc := ns / symLanes
-		foldAVX512(p32(zr[1:]), p32(zi[1:]), p32(x[1:]), p32(x[D-symLanes:]), nc)
-		c = 1 + nc*symLanes
-	}
-	for ; c <= ns; c++ {
-		a, b := x[c], x[D-c]
-		zr[c], zi[c] = a+b, a-b
-	}
-	return x[D/2]
-}
-
 // foldBlock writes the time-first columns k0…k0+w−1 of the T rows of
 // x [T, D] into the block e, o [T, w] (row stride w): for channel
 // c = k0+q, e[t·w+q] = x[t, c] + x[t, D−c] and o[t·w+q] = x[t, c] − x[t, D−c]
