@@ -51,7 +51,7 @@ func (r *RealPlan[F]) ScratchLen(w int) int {
 	if fs := r.half.splitFor(w); fs != nil {
 		return 2 * fs.scratchLen(w)
 	}
-	return 2*M*w + 2*r.half.BatchScratchLen(w)
+	return 2*M*w + r.PackedScratchLen(w)
 }
 
 // Batch computes y_q = Re(DFT_n(z_q)) for w complex sequences read as rows:
