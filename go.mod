@@ -1,4 +1,4 @@
-module tokenmix
+module github.com/tokenmix/tokenmix
 
 go 1.26.0
 

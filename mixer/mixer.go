@@ -1,6 +1,6 @@
 package mixer
 
-import "tokenmix/kernels"
+import "github.com/tokenmix/tokenmix/internal/kernels"
 
 // Mixer is a token-mixing layer: full attention, sparse attention, AFT, FNet…
 //

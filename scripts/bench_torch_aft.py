@@ -16,7 +16,7 @@ d=256, B=1, the whole mixer layer (q, k, v, o linears included for AFT):
 
 Prints one line per (kind, T): median forward+backward milliseconds over
 --reps runs after one warm-up, plus the thread count; tokenmix's side is
-`tokenmix bench mixer` (or `go test -bench Mixers ./mixer/aft/`) run right
+`tokenmix bench mixer` (or `go test -bench Mixers ./internal/mixer/aft/`) run right
 after on the same machine.
 """
 import argparse

@@ -3,7 +3,7 @@
 
 Parity case (what the Go tests read):
 
-    /usr/bin/python3 scripts/torch_reference.py --case model/testdata/parity/<case>
+    /usr/bin/python3 scripts/torch_reference.py --case internal/model/testdata/parity/<case>
 
 reads <case>/config.json, creates <case>/weights.safetensors and
 <case>/batch.safetensors when missing (or with --fresh), and writes

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"tokenmix/arena"
+	"github.com/tokenmix/tokenmix/internal/arena"
 )
 
 // taskPresets maps a task to the preset `tokenmix arena --task T` uses.
@@ -26,7 +26,7 @@ var taskPresets = map[string]string{
 func runArena(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("arena", flag.ContinueOnError)
 	task := fs.String("task", "", "task: recall, listops, fmnist or gosrc (picks that task's preset)")
-	preset := fs.String("preset", "", "preset name (configs/NAME.json, built in) or path to a preset file")
+	preset := fs.String("preset", "", "preset name (tokenmix presets lists them) or path to a preset file")
 	mixers := fs.String("mixers", "", "comma-separated mixer kinds (default: the preset's, or every registered kind)")
 	seqLen := fs.Int("len", 0, "sequence length (recall len, gosrc seq_len, listops max_len with min_len = len/4)")
 	budget := fs.String("budget", "", "per-mixer budget: steps (e.g. 2000) or training time (e.g. 90s)")

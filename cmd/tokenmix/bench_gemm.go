@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"tokenmix/bench"
-	"tokenmix/kernels"
+	"github.com/tokenmix/tokenmix/internal/bench"
+	"github.com/tokenmix/tokenmix/internal/kernels"
 )
 
 // runBenchGemm is `tokenmix bench gemm`: float32 GEMM GFLOP/s on the shapes

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"tokenmix/bench"
-	"tokenmix/parallel"
+	"github.com/tokenmix/tokenmix/internal/bench"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 )
 
 // runBenchMixer is `tokenmix bench mixer`: forward and backward time of one

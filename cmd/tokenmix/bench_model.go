@@ -7,9 +7,9 @@ import (
 	"os"
 	"strconv"
 
-	"tokenmix/bench"
-	"tokenmix/model"
-	"tokenmix/parallel"
+	"github.com/tokenmix/tokenmix/internal/bench"
+	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 )
 
 // benchModel holds the flags that `bench mixer` and `bench train` share and

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"tokenmix/arena"
-	"tokenmix/data"
-	"tokenmix/mixer/registry"
-	"tokenmix/parallel"
+	"github.com/tokenmix/tokenmix/internal/arena"
+	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/internal/parallel"
+	"github.com/tokenmix/tokenmix/mixer/registry"
 )
 
 // runBenchScaling is `tokenmix bench scaling`: forward+backward time and

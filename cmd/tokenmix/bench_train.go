@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"tokenmix/bench"
-	"tokenmix/model"
-	"tokenmix/parallel"
+	"github.com/tokenmix/tokenmix/internal/bench"
+	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 )
 
 // runBenchTrain is `tokenmix bench train`: time per full training step

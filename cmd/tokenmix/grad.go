@@ -5,8 +5,8 @@ import (
 	"flag"
 	"fmt"
 
-	"tokenmix/model"
-	"tokenmix/safetensors"
+	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/internal/safetensors"
 )
 
 // runGrad is `tokenmix grad`: one forward and backward on a batch file,

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"tokenmix/safetensors"
+	"github.com/tokenmix/tokenmix/internal/safetensors"
 )
 
 // TestInitAndGrad runs `tokenmix init` and `tokenmix grad` in process on a
@@ -14,7 +14,7 @@ import (
 // gradients match the PyTorch reference.
 func TestInitAndGrad(t *testing.T) {
 	dir := t.TempDir()
-	c := filepath.Join("..", "..", "model", "testdata", "parity", "cls_bidir_pad")
+	c := filepath.Join("..", "..", "internal", "model", "testdata", "parity", "cls_bidir_pad")
 	w := filepath.Join(dir, "w.safetensors")
 	if err := runInit(context.Background(), []string{"--config", filepath.Join(c, "config.json"), "--out", w, "--seed", "5"}); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"fmt"
 
-	"tokenmix/model"
+	"github.com/tokenmix/tokenmix/internal/model"
 )
 
 // runInit is `tokenmix init`: freshly initialised weights for a config.

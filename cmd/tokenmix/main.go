@@ -18,7 +18,7 @@ import (
 	"sort"
 	"strconv"
 
-	"tokenmix/parallel"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 )
 
 // command is one subcommand.

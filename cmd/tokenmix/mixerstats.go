@@ -5,9 +5,9 @@ import (
 	"sort"
 	"strings"
 
-	"tokenmix/kernels"
-	"tokenmix/mixer"
-	"tokenmix/model"
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/mixer"
 )
 
 // mixerStats collects the mixer.Stats of every block that reports them

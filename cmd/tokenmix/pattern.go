@@ -10,10 +10,10 @@ import (
 	"strings"
 	"unicode"
 
-	"tokenmix/mixer"
-	"tokenmix/model"
-	"tokenmix/plot/pattern"
-	"tokenmix/safetensors"
+	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/internal/plot/pattern"
+	"github.com/tokenmix/tokenmix/internal/safetensors"
+	"github.com/tokenmix/tokenmix/mixer"
 )
 
 // runPattern is `tokenmix pattern`: a PNG of every layer's and head's

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"tokenmix/kernels"
-	"tokenmix/model"
-	"tokenmix/plot/pattern"
-	"tokenmix/safetensors"
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/internal/plot/pattern"
+	"github.com/tokenmix/tokenmix/internal/safetensors"
 )
 
 func TestRunPattern(t *testing.T) {

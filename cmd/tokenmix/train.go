@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"tokenmix/data"
-	"tokenmix/model"
+	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/internal/model"
 )
 
 // runTrain is `tokenmix train`: a byte-level language model on a text file

@@ -10,14 +10,14 @@ import (
 	"sort"
 	"strings"
 
-	"tokenmix/mixer"
-	"tokenmix/mixer/aft"
-	"tokenmix/mixer/entmax"
-	"tokenmix/mixer/fnet"
-	"tokenmix/mixer/full"
-	"tokenmix/mixer/lsh"
-	"tokenmix/mixer/sparse"
-	"tokenmix/mixer/topk"
+	"github.com/tokenmix/tokenmix/internal/mixer/aft"
+	"github.com/tokenmix/tokenmix/internal/mixer/entmax"
+	"github.com/tokenmix/tokenmix/internal/mixer/fnet"
+	"github.com/tokenmix/tokenmix/internal/mixer/full"
+	"github.com/tokenmix/tokenmix/internal/mixer/lsh"
+	"github.com/tokenmix/tokenmix/internal/mixer/sparse"
+	"github.com/tokenmix/tokenmix/internal/mixer/topk"
+	"github.com/tokenmix/tokenmix/mixer"
 )
 
 // All returns every registered mixer kind, in a fixed order.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"tokenmix/mixer"
+	"github.com/tokenmix/tokenmix/mixer"
 )
 
 // TestRegistryContract checks what every registered kind owes the rest of

@@ -1,0 +1,366 @@
+package arena
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tokenmix/tokenmix/internal/configs"
+	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/internal/parallel"
+	"github.com/tokenmix/tokenmix/mixer/registry"
+)
+
+// twoMixers returns two registered kinds that run bidirectionally (the
+// arena test needs two; it skips if fewer are registered).
+func twoMixers(t *testing.T) []string {
+	var out []string
+	for _, k := range registry.All() {
+		if k.Bidirectional && len(out) < 2 {
+			out = append(out, k.Name)
+		}
+	}
+	if len(out) < 2 {
+		t.Skipf("fewer than two bidirectional mixers registered (%v)", out)
+	}
+	return out
+}
+
+func tinyPreset(t *testing.T, mixers []string, budget string) *Preset {
+	t.Helper()
+	mj, _ := json.Marshal(mixers)
+	p, err := ParsePreset([]byte(`{
+		"task": {"name": "recall", "len": 16, "pairs": 3, "keys": 8, "values": 4, "train": 200, "val": 16, "test": 32},
+		"model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32},
+		"train": {"batch_size": 4, "lr": 0.003, "warmup": 2, "seed": 3, "log_every": 2, "eval_every": 4, "eval_batches": 2, "checkpoint_every": 4},
+		"budget": "` + budget + `", "bucket": 2,
+		"mixers": ` + string(mj) + `
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The default preset's per-kind options, scaled down.
+	def, err := LoadPreset("recall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.MixerOptions = def.MixerOptions
+	for _, o := range p.MixerOptions {
+		for k, v := range map[string]int{"bucket_size": 4, "window": 3, "k": 4, "summary": 2} {
+			if _, ok := o[k]; ok {
+				o[k] = v
+			}
+		}
+	}
+	return p
+}
+
+func TestArenaEndToEnd(t *testing.T) {
+	mixers := twoMixers(t)
+	dir := t.TempDir()
+	p := tinyPreset(t, append(mixers, "no_such_kind"), "8")
+	var out bytes.Buffer
+	f, err := Run(context.Background(), Options{Preset: p, Out: dir, Stdout: &out})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(f.Results) != 3 {
+		t.Fatalf("%d results", len(f.Results))
+	}
+	for i, r := range f.Results[:2] {
+		if r.Mixer != mixers[i] || r.Status != StatusDone || r.Steps != 8 || r.Params == 0 ||
+			r.TokensPerSec <= 0 || r.PlannedBytes <= 0 || r.Test < 0 || r.Test > 1 || len(r.Curve) != 4 {
+			t.Errorf("result %d: %+v", i, r)
+		}
+	}
+	if r := f.Results[2]; r.Status != StatusSkipped || !strings.Contains(r.Note, "unknown kind") {
+		t.Errorf("unknown kind: %+v", r)
+	}
+	for _, name := range []string{"results.json", "results.csv", "results.md", "arena.json", PlotTrainLoss, PlotValLoss, PlotScatter} {
+		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	csv, _ := os.ReadFile(filepath.Join(dir, "results.csv"))
+	if n := strings.Count(string(csv), "\n"); n != 4 {
+		t.Errorf("results.csv has %d lines, want header + 3", n)
+	}
+	if !strings.Contains(out.String(), "| "+mixers[0]+" |") {
+		t.Errorf("no table row for %s in:\n%s", mixers[0], out.String())
+	}
+
+	// Running again resumes: nothing is retrained and the numbers agree.
+	out.Reset()
+	g, err := Run(context.Background(), Options{Preset: p, Out: dir, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		a, b := f.Results[i], g.Results[i]
+		if a.Test != b.Test || a.Steps != b.Steps || !strings.Contains(b.Note, "resumed") {
+			t.Errorf("resume %s: %v/%d then %v/%d (%q)", a.Mixer, a.Test, a.Steps, b.Test, b.Steps, b.Note)
+		}
+	}
+	// A different preset in the same directory is refused.
+	q := tinyPreset(t, mixers, "9")
+	if _, err := Run(context.Background(), Options{Preset: q, Out: dir, Stdout: &out}); err == nil {
+		t.Error("different preset in the same directory: no error")
+	}
+}
+
+// TestArenaResumeCheckpoint interrupts a run after its first checkpoint and
+// checks that resuming gives exactly the result of an uninterrupted run.
+func TestArenaResumeCheckpoint(t *testing.T) {
+	kind := twoMixers(t)[0]
+	p := tinyPreset(t, []string{kind}, "8")
+	task, err := p.BuildTask()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func(dir string, prog Progress) *job {
+		return &job{kind: kind, task: task, info: task.Info(), preset: p, budget: Budget{Steps: 8}, dir: dir, prog: prog}
+	}
+	full, err := mk(t.TempDir(), quiet{}).train(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	j := mk(dir, &cancelAt{step: 5, cancel: cancel})
+	if _, err := j.train(ctx); err != ErrInterrupted {
+		t.Fatalf("interrupted run: err = %v", err)
+	}
+	var st ckptState
+	if err := readJSON(filepath.Join(dir, "ckpt.json"), &st); err != nil || st.Step != 5 {
+		t.Fatalf("checkpoint: step %d, %v", st.Step, err)
+	}
+	res, err := mk(dir, quiet{}).train(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Test != full.Test || res.TestLoss != full.TestLoss || res.Steps != 8 || len(res.Curve) != len(full.Curve) {
+		t.Errorf("resumed: test %v loss %v steps %d; uninterrupted: %v %v %d",
+			res.Test, res.TestLoss, res.Steps, full.Test, full.TestLoss, full.Steps)
+	}
+}
+
+// cancelAt cancels the context once step reaches its step.
+type cancelAt struct {
+	quiet
+	step   int
+	cancel func()
+}
+
+func (c *cancelAt) Update(step int, _, _ float64) {
+	if step >= c.step {
+		c.cancel()
+	}
+}
+
+func TestDurationBudget(t *testing.T) {
+	kind := twoMixers(t)[0]
+	p := tinyPreset(t, []string{kind}, "300ms")
+	task, _ := p.BuildTask()
+	j := &job{kind: kind, task: task, info: task.Info(), preset: p, budget: Budget{Duration: 3e8}, dir: t.TempDir(), prog: quiet{}}
+	res, err := j.train(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Steps < calibSteps+1 || res.PlannedSteps < res.Steps || res.TrainSeconds <= 0 {
+		t.Errorf("steps %d of %d planned in %.2fs", res.Steps, res.PlannedSteps, res.TrainSeconds)
+	}
+}
+
+func TestPresets(t *testing.T) {
+	for _, name := range configs.Names() {
+		p, err := LoadPreset(name)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if p.Description == "" {
+			t.Errorf("%s: no description", name)
+		}
+		// Every registered kind must accept the preset's options for it
+		// (the model config is what the arena would build).
+		info := data.Info{Name: "x", Mode: data.Classify, Vocab: 16, Classes: 10, PadID: 0, MaxLen: 64}
+		if _, err := p.ModelJSON("full", info, false, 10); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := LoadPreset("no-such-preset"); err == nil || !strings.Contains(err.Error(), "recall") {
+		t.Errorf("unknown preset: %v", err)
+	}
+}
+
+func TestParsePresetErrors(t *testing.T) {
+	for _, c := range []struct{ json, want string }{
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "bogus": 1}`, "bogus"},
+		{`{"task": {"name": "recall"}, "model": {}}`, "required"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "-3"}`, "budget"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "ten"}`, "budget"},
+		{`{"task": {}, "model": {}, "budget": "10"}`, "task.name"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "total_budget": "x"}`, "total_budget"},
+	} {
+		_, err := ParsePreset([]byte(c.json))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.json, err, c.want)
+		}
+	}
+	p, _ := ParsePreset([]byte(`{"task": {"name": "recall", "lenn": 3}, "model": {}, "budget": "10"}`))
+	if _, err := p.BuildTask(); err == nil || !strings.Contains(err.Error(), "lenn") {
+		t.Errorf("unknown task key: %v", err)
+	}
+	p, _ = ParsePreset([]byte(`{"task": {"name": "recall"}, "model": {"vocab_size": 3}, "budget": "10"}`))
+	if _, err := p.ModelJSON("full", data.Info{}, false, 1); err == nil || !strings.Contains(err.Error(), "vocab_size") {
+		t.Errorf("derived key in model: %v", err)
+	}
+	if err := p.SetLen(64); err != nil || !strings.Contains(string(p.Task), `"len":64`) {
+		t.Errorf("SetLen: %v %s", err, p.Task)
+	}
+	p.SetTask("fmnist", nil)
+	if err := p.SetLen(64); err == nil {
+		t.Error("SetLen on fmnist: no error")
+	}
+}
+
+func TestPlanRuns(t *testing.T) {
+	p := tinyPreset(t, nil, "10m")
+	p.TotalBudget = "1m"
+	runs, err := planRuns(p, data.Info{Name: "gosrc", Mode: data.LM, Causal: true, PadID: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range runs {
+		k, _ := registry.Lookup(r.kind)
+		if !k.Causal && r.skip == "" {
+			t.Errorf("%s is not causal but would run on an LM task", r.kind)
+		}
+		if r.skip == "" {
+			n++
+		}
+	}
+	if n > 0 && runs[0].budget.Duration > 60e9/1 {
+		t.Errorf("total budget not applied: %v", runs[0].budget)
+	}
+}
+
+// TestPresetsAcceptedByEveryMixer builds the model config of every preset
+// for every registered mixer that the arena would run, so a preset whose
+// options a mixer rejects fails here rather than after an hour of training.
+func TestPresetsAcceptedByEveryMixer(t *testing.T) {
+	infos := map[string]data.Info{
+		"recall": {Name: "recall", Mode: data.LM, Vocab: 300, PadID: -1, MaxLen: 128, Metric: data.Accuracy},
+		"fmnist": (&data.FMNIST{}).Info(),
+		"gosrc":  {Name: "gosrc", Mode: data.LM, Vocab: 256, PadID: -1, MaxLen: 256, Causal: true, Metric: data.BitsPerByte},
+	}
+	infos["listops"] = data.Info{Name: "listops", Mode: data.Classify, Vocab: data.ListOpsVocab, Classes: 10, PadID: 0, MaxLen: 1999, Metric: data.Accuracy}
+	for _, name := range configs.Names() {
+		p, err := LoadPreset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, ok := infos[p.TaskName()]
+		if !ok {
+			t.Fatalf("%s: no test info for task %s", name, p.TaskName())
+		}
+		runs, err := planRuns(p, info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			if r.skip != "" {
+				continue
+			}
+			b, err := p.ModelJSON(r.kind, info, r.causal, 10)
+			if err == nil {
+				_, err = model.ParseConfig(b)
+			}
+			if err != nil {
+				t.Errorf("preset %s, mixer %s: %v", name, r.kind, err)
+			}
+		}
+	}
+}
+
+// TestArenaListOps runs a classification task of variable length end to end:
+// padding, bucketing and the ListOps cache shared with workers.
+func TestArenaListOps(t *testing.T) {
+	mixers := twoMixers(t)
+	p := tinyPreset(t, mixers, "4")
+	if err := p.SetTask("listops", map[string]any{"train": 40, "val": 8, "test": 8, "min_len": 5, "max_len": 40}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	f, err := Run(context.Background(), Options{Preset: p, Out: dir, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Results {
+		if r.Status != StatusDone || r.Steps != 4 || r.Metric != data.Accuracy {
+			t.Errorf("%+v", r)
+		}
+	}
+	// The lookup-table references are in the results and the table.
+	if len(f.Baselines) != 3 || !strings.Contains(out.String(), "| root operator |") {
+		t.Errorf("baselines %+v; table:\n%s", f.Baselines, out.String())
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "listops-*.gob")); len(m) != 1 {
+		t.Errorf("listops cache files: %v", m)
+	}
+}
+
+// workerEnv makes this test binary act as `tokenmix arena --worker OUT
+// KIND` (see TestMain), so tests can run the arena's worker processes.
+const workerEnv = "TOKENMIX_ARENA_TEST_WORKER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) == "1" {
+		args := os.Args[len(os.Args)-2:]
+		if err := Worker(context.Background(), args[0], args[1], os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestArenaJobs runs two mixers at once in worker processes and checks that
+// both finish with their full budget, in the preset's order, with the
+// threads split between them.
+func TestArenaJobs(t *testing.T) {
+	mixers := twoMixers(t)
+	dir := t.TempDir()
+	p := tinyPreset(t, mixers, "8")
+	p.Jobs = 2
+	t.Setenv(workerEnv, "1")
+	var out bytes.Buffer
+	f, err := Run(context.Background(), Options{Preset: p, Out: dir, Stdout: &out, Stderr: io.Discard,
+		Worker: []string{os.Args[0], "-test.run=^$"}})
+	os.Unsetenv(workerEnv)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(f.Results) != 2 {
+		t.Fatalf("%d results:\n%s", len(f.Results), out.String())
+	}
+	want := max(parallel.Threads()/2, 1)
+	for i, r := range f.Results {
+		if r.Mixer != mixers[i] || r.Status != StatusDone || r.Steps != 8 || r.Threads != want || r.PeakBytes <= 0 {
+			t.Errorf("result %d: %+v", i, r)
+		}
+	}
+	if !strings.Contains(f.Machine, "2 jobs") {
+		t.Errorf("machine %q does not record the jobs", f.Machine)
+	}
+}

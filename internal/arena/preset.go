@@ -1,0 +1,371 @@
+package arena
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tokenmix/tokenmix/internal/configs"
+	"github.com/tokenmix/tokenmix/internal/data"
+)
+
+// Preset is an arena configuration file (see configs/README.md). Unknown keys
+// are errors.
+type Preset struct {
+	// Description says what the preset is for (free text).
+	Description string `json:"description,omitempty"`
+	// Task is {"name": "listops"|"fmnist"|"gosrc"|"recall", ...the task's
+	// config keys (data.ListOpsConfig, ...)}.
+	Task json.RawMessage `json:"task"`
+	// Model holds the model-contract keys the arena does not derive from the
+	// task: d_model, n_heads, n_layers, d_ff, and optionally causal,
+	// checkpoint, ff_chunks.
+	Model json.RawMessage `json:"model"`
+	// Train is the model contract's "train" object (batch_size, lr, min_lr,
+	// warmup, weight_decay, grad_clip, beta1, beta2, eps, seed, log_every,
+	// eval_every, eval_batches, checkpoint_every); steps comes from Budget.
+	Train json.RawMessage `json:"train,omitempty"`
+	// Budget is each mixer's training budget: a step count ("3000") or a
+	// duration of training time ("90s", "5m").
+	Budget string `json:"budget"`
+	// TotalBudget, a duration, caps the sum of the mixers' duration budgets:
+	// each runnable mixer gets min(Budget, TotalBudget / their number).
+	TotalBudget string `json:"total_budget,omitempty"`
+	// Jobs > 1 trains that many mixers at once, each in its own worker
+	// process with threads/Jobs threads (at least 1); the speed columns are
+	// then per worker, next to a neighbour. Whether that trains more tokens
+	// per second in total depends on how well a mixer uses 2 threads (see
+	// configs/README.md). In-process arenas run one mixer at a time.
+	Jobs int `json:"jobs,omitempty"`
+	// Mixers lists the kinds to run, in order; empty means every registered
+	// kind.
+	Mixers []string `json:"mixers,omitempty"`
+	// MixerOptions maps a kind to its options. The string value "sqrt_len"
+	// stands for round(√T) with T the task's sequence length. Options of a
+	// kind that is not run are ignored.
+	MixerOptions map[string]map[string]any `json:"mixer_options,omitempty"`
+	// TestExamples caps the test examples evaluated (0 = the whole split).
+	TestExamples int `json:"test_examples,omitempty"`
+	// Bucket > 1 batches training examples of similar length together
+	// (data.Loader.Bucket: runs of Bucket batches sorted by length), and
+	// evaluates a whole split in order of length: less padding for tasks of
+	// variable length. Order of batches stays seeded and resumable.
+	Bucket int `json:"bucket,omitempty"`
+}
+
+// Budget is a parsed budget: Steps > 0, or a Duration > 0.
+type Budget struct {
+	Steps    int
+	Duration time.Duration
+}
+
+func (b Budget) String() string {
+	if b.Steps > 0 {
+		return strconv.Itoa(b.Steps) + " steps"
+	}
+	return b.Duration.String()
+}
+
+// ParseBudget parses "STEPS" or a Go duration.
+func ParseBudget(s string) (Budget, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 1 {
+			return Budget{}, fmt.Errorf("budget: want ≥ 1 step, got %d", n)
+		}
+		return Budget{Steps: n}, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return Budget{}, fmt.Errorf("budget: want a step count or a positive duration such as 90s, got %q", s)
+	}
+	return Budget{Duration: d}, nil
+}
+
+// LoadPreset reads a preset: name is a file path, or the name of a preset
+// shipped in configs/ (e.g. "recall", "listops").
+func LoadPreset(name string) (*Preset, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		var err2 error
+		b, err2 = configs.FS.ReadFile(strings.TrimSuffix(name, ".json") + ".json")
+		if err2 != nil {
+			return nil, fmt.Errorf("preset %q: not a file (%v) nor a built-in preset (%s)", name, err, strings.Join(configs.Names(), ", "))
+		}
+	}
+	p, err := ParsePreset(b)
+	if err != nil {
+		return nil, fmt.Errorf("preset %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// ParsePreset parses a preset strictly.
+func ParsePreset(b []byte) (*Preset, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	p := &Preset{}
+	if err := d.Decode(p); err != nil {
+		return nil, err
+	}
+	if len(p.Task) == 0 || len(p.Model) == 0 || p.Budget == "" {
+		return nil, fmt.Errorf("\"task\", \"model\" and \"budget\" are required")
+	}
+	if _, err := ParseBudget(p.Budget); err != nil {
+		return nil, err
+	}
+	if p.Jobs < 0 {
+		return nil, fmt.Errorf("jobs: want ≥ 0, got %d", p.Jobs)
+	}
+	if p.TotalBudget != "" {
+		if d, err := time.ParseDuration(p.TotalBudget); err != nil || d <= 0 {
+			return nil, fmt.Errorf("total_budget: want a positive duration, got %q", p.TotalBudget)
+		}
+	}
+	if _, _, err := p.taskSpec(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// taskSpec splits the task object into its name and the remaining keys.
+func (p *Preset) taskSpec() (string, map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(p.Task, &m); err != nil {
+		return "", nil, fmt.Errorf("task: %v", err)
+	}
+	var name string
+	if err := json.Unmarshal(m["name"], &name); err != nil || name == "" {
+		return "", nil, fmt.Errorf("task.name: want one of listops, fmnist, gosrc, recall")
+	}
+	delete(m, "name")
+	return name, m, nil
+}
+
+// TaskName is the preset's task name.
+func (p *Preset) TaskName() string {
+	n, _, _ := p.taskSpec()
+	return n
+}
+
+// SetTask replaces the task object's keys: name (if not empty) and kv
+// (overriding keys of the same name).
+func (p *Preset) SetTask(name string, kv map[string]any) error {
+	old, m, err := p.taskSpec()
+	if err != nil {
+		return err
+	}
+	if name != "" && name != old {
+		m = map[string]json.RawMessage{} // another task: its keys do not carry over
+		old = name
+	}
+	for k, v := range kv {
+		b, _ := json.Marshal(v)
+		m[k] = b
+	}
+	nb, _ := json.Marshal(old)
+	m["name"] = nb
+	p.Task, _ = json.Marshal(m)
+	return nil
+}
+
+// SetLen overrides the task's sequence length: recall's len, gosrc's
+// seq_len, or ListOps's max_len (with min_len = max_len/4, LRA's ratio). It
+// returns an error for fmnist, whose length is fixed at 784.
+func (p *Preset) SetLen(n int) error {
+	switch name := p.TaskName(); name {
+	case "recall":
+		return p.SetTask("", map[string]any{"len": n})
+	case "gosrc":
+		return p.SetTask("", map[string]any{"seq_len": n})
+	case "listops":
+		return p.SetTask("", map[string]any{"max_len": n, "min_len": n / 4})
+	default:
+		return fmt.Errorf("--len: task %s has a fixed length", name)
+	}
+}
+
+// decodeStrict decodes the JSON object m into dst, rejecting unknown keys.
+func decodeStrict(prefix string, m map[string]json.RawMessage, dst any) error {
+	b, _ := json.Marshal(m)
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(dst); err != nil {
+		return fmt.Errorf("%s: %v", prefix, err)
+	}
+	return nil
+}
+
+// BuildTask constructs the preset's task.
+func (p *Preset) BuildTask() (data.Task, error) { return p.BuildTaskCached("") }
+
+// BuildTaskCached is BuildTask with generated data cached in dir (when not
+// empty): ListOps is generated once per arena and loaded by every worker.
+func (p *Preset) BuildTaskCached(dir string) (data.Task, error) {
+	name, m, err := p.taskSpec()
+	if err != nil {
+		return nil, err
+	}
+	switch name {
+	case "listops":
+		var c data.ListOpsConfig
+		if err := decodeStrict("task", m, &c); err != nil {
+			return nil, err
+		}
+		if dir == "" {
+			return data.NewListOps(c)
+		}
+		kb, _ := json.Marshal(c)
+		path := filepath.Join(dir, fmt.Sprintf("listops-%016x.gob", fnv64(kb)))
+		if l, err := data.LoadListOps(path, c); err == nil {
+			return l, nil
+		}
+		l, err := data.NewListOps(c)
+		if err != nil {
+			return nil, err
+		}
+		if err := data.SaveListOps(path, l); err != nil {
+			return nil, err
+		}
+		return l, nil
+	case "fmnist":
+		var c data.FMNISTConfig
+		if err := decodeStrict("task", m, &c); err != nil {
+			return nil, err
+		}
+		return data.NewFMNIST(c)
+	case "gosrc":
+		var c data.GoSrcConfig
+		if err := decodeStrict("task", m, &c); err != nil {
+			return nil, err
+		}
+		return data.NewGoSrc(c)
+	case "recall":
+		var c data.RecallConfig
+		if err := decodeStrict("task", m, &c); err != nil {
+			return nil, err
+		}
+		return data.NewRecall(c)
+	}
+	return nil, fmt.Errorf("task.name: unknown task %q (want listops, fmnist, gosrc or recall)", name)
+}
+
+// derivedModelKeys are set by the arena from the task and the mixer.
+var derivedModelKeys = []string{"vocab_size", "max_len", "task", "n_classes", "pad_id", "mixer", "train"}
+
+// ModelJSON returns the model-contract config for mixer kind (with its
+// options from MixerOptions, "sqrt_len" resolved), the task info, causal
+// mode and a training run of steps updates.
+func (p *Preset) ModelJSON(kind string, info data.Info, causal bool, steps int) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(p.Model, &m); err != nil {
+		return nil, fmt.Errorf("model: %v", err)
+	}
+	for _, k := range derivedModelKeys {
+		if _, ok := m[k]; ok {
+			return nil, fmt.Errorf("model.%s: set by the arena from the task; remove it", k)
+		}
+	}
+	set := func(k string, v any) {
+		b, _ := json.Marshal(v)
+		m[k] = b
+	}
+	set("vocab_size", info.Vocab)
+	set("max_len", info.MaxLen)
+	set("causal", causal)
+	set("task", string(info.Mode))
+	if info.Mode == data.Classify {
+		set("n_classes", info.Classes)
+	}
+	if info.PadID >= 0 {
+		set("pad_id", info.PadID)
+	}
+	mix, err := p.MixerOpts(kind, info.MaxLen)
+	if err != nil {
+		return nil, err
+	}
+	mix["kind"] = kind
+	set("mixer", mix)
+	tr := map[string]json.RawMessage{}
+	if len(p.Train) > 0 {
+		if err := json.Unmarshal(p.Train, &tr); err != nil {
+			return nil, fmt.Errorf("train: %v", err)
+		}
+	}
+	for _, k := range []string{"steps", "seq_len"} {
+		if _, ok := tr[k]; ok {
+			return nil, fmt.Errorf("train.%s: set by the arena (budget, task); remove it", k)
+		}
+	}
+	sb, _ := json.Marshal(steps)
+	tr["steps"] = sb
+	tb, _ := json.Marshal(tr)
+	m["train"] = tb
+	return json.MarshalIndent(m, "", "  ")
+}
+
+// MixerOpts returns kind's options from MixerOptions with "sqrt_len"
+// replaced by round(√t).
+func (p *Preset) MixerOpts(kind string, t int) (map[string]any, error) {
+	out := map[string]any{}
+	for k, v := range p.MixerOptions[kind] {
+		if s, ok := v.(string); ok && s == "sqrt_len" {
+			v = int(math.Round(math.Sqrt(float64(t))))
+		}
+		out[k] = v
+	}
+	if _, ok := out["kind"]; ok {
+		return nil, fmt.Errorf("mixer_options.%s.kind: not allowed", kind)
+	}
+	return out, nil
+}
+
+// Causal reports whether the model is causal: the task needs it (gosrc),
+// or model.causal says so.
+func (p *Preset) Causal(info data.Info) (bool, error) {
+	var m struct {
+		Causal *bool `json:"causal"`
+	}
+	json.Unmarshal(p.Model, &m)
+	if info.Causal {
+		if m.Causal != nil && !*m.Causal {
+			return false, fmt.Errorf("model.causal: task %s needs a causal model", info.Name)
+		}
+		return true, nil
+	}
+	return m.Causal != nil && *m.Causal, nil
+}
+
+// Canonical returns the preset as indented JSON with sorted keys, for saving
+// with the results and for comparing on resume.
+func (p *Preset) Canonical() []byte {
+	b, _ := json.Marshal(p)
+	var v any
+	json.Unmarshal(b, &v)
+	out, _ := json.MarshalIndent(v, "", "  ")
+	return out
+}
+
+func fnv64(b []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

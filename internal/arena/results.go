@@ -1,0 +1,204 @@
+package arena
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tokenmix/tokenmix/internal/data"
+)
+
+// Run statuses.
+const (
+	StatusDone    = "done"
+	StatusSkipped = "skipped"
+	StatusFailed  = "failed"
+)
+
+// CurvePoint is one point of a run's learning curve. At steps without
+// validation HasVal is false and ValLoss and Val are zero (omitted in JSON).
+type CurvePoint struct {
+	Step      int     `json:"step"`
+	TrainLoss float64 `json:"train_loss"`
+	ValLoss   float64 `json:"val_loss,omitempty"`
+	Val       float64 `json:"val,omitempty"`
+	HasVal    bool    `json:"has_val,omitempty"`
+}
+
+// Result is one mixer's run.
+type Result struct {
+	Mixer   string         `json:"mixer"`
+	Status  string         `json:"status"`
+	Note    string         `json:"note,omitempty"`
+	Options map[string]any `json:"options,omitempty"`
+	Causal  bool           `json:"causal"`
+	Params  int            `json:"params"`
+	Metric  data.Metric    `json:"metric"`
+	// Test is the test metric; TestLoss the mean test cross-entropy (nats).
+	Test     float64 `json:"test"`
+	TestLoss float64 `json:"test_loss"`
+	// Val is the validation metric at the end of training.
+	Val          float64 `json:"val"`
+	Steps        int     `json:"steps"`
+	PlannedSteps int     `json:"planned_steps"`
+	TrainTokens  int64   `json:"train_tokens"`
+	TrainSeconds float64 `json:"train_s"`
+	TokensPerSec float64 `json:"tokens_per_s"`
+	MsPerStep    float64 `json:"ms_per_step"`
+	// PlannedBytes is the model's memory plan at the longest batch:
+	// activations and activation gradients plus parameters, gradients and
+	// AdamW moments. PeakBytes is the process's peak RSS (VmHWM) when the
+	// run had a process of its own, else 0.
+	PlannedBytes int64        `json:"planned_bytes"`
+	PeakBytes    int64        `json:"peak_rss_bytes"`
+	WallSeconds  float64      `json:"wall_s"`
+	Threads      int          `json:"threads"`
+	Curve        []CurvePoint `json:"curve,omitempty"`
+}
+
+// File is what results.json holds.
+type File struct {
+	Task      data.Info       `json:"task"`
+	Preset    json.RawMessage `json:"preset"`
+	Budget    string          `json:"budget"`
+	Baselines []data.Baseline `json:"baselines,omitempty"`
+	Results   []Result        `json:"results"`
+	Machine   string          `json:"machine"`
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// csvHeader is the column list of results.csv.
+var csvHeader = []string{"mixer", "status", "metric", "test", "test_loss", "val", "params",
+	"steps", "train_tokens", "tokens_per_s", "ms_per_step", "planned_bytes", "peak_rss_bytes",
+	"train_s", "wall_s", "threads", "causal", "note"}
+
+// WriteCSV writes one row per result.
+func WriteCSV(w io.Writer, rs []Result) error {
+	cw := csv.NewWriter(w)
+	cw.Write(csvHeader)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	for _, r := range rs {
+		cw.Write([]string{r.Mixer, r.Status, string(r.Metric), f(r.Test), f(r.TestLoss), f(r.Val),
+			strconv.Itoa(r.Params), strconv.Itoa(r.Steps), strconv.FormatInt(r.TrainTokens, 10),
+			f(r.TokensPerSec), f(r.MsPerStep), strconv.FormatInt(r.PlannedBytes, 10),
+			strconv.FormatInt(r.PeakBytes, 10), f(r.TrainSeconds), f(r.WallSeconds),
+			strconv.Itoa(r.Threads), strconv.FormatBool(r.Causal), r.Note})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// FormatMetric formats a metric value: accuracy in percent, bits per byte
+// with three decimals.
+func FormatMetric(m data.Metric, v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	if m == data.Accuracy {
+		return fmt.Sprintf("%.2f%%", 100*v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+// FormatBytes formats a byte count in binary units.
+func FormatBytes(n int64) string {
+	switch {
+	case n <= 0:
+		return "–"
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func formatCount(n int) string {
+	switch {
+	case n >= 1e6:
+		return fmt.Sprintf("%.2fM", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return strconv.Itoa(n)
+}
+
+func formatDuration(s float64) string {
+	switch {
+	case s >= 3600:
+		return fmt.Sprintf("%dh%02dm", int(s)/3600, int(s)%3600/60)
+	case s >= 60:
+		return fmt.Sprintf("%dm%02ds", int(s)/60, int(s)%60)
+	}
+	return fmt.Sprintf("%.1fs", s)
+}
+
+// Markdown writes the results table: mixer, params, test metric, train
+// tokens/s, ms/step, planned and peak memory, wall time and notes, plus one
+// row per compression baseline.
+func Markdown(w io.Writer, f *File) {
+	m := f.Task.Metric
+	name := "test " + strings.ReplaceAll(string(m), "_", " ")
+	if m.HigherIsBetter() {
+		name += " ↑"
+	} else {
+		name += " ↓"
+	}
+	fmt.Fprintf(w, "| mixer | params | %s | train tok/s | ms/step | steps | planned mem | peak mem | wall | note |\n", name)
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	for _, r := range f.Results {
+		note := r.Note
+		if r.Status != StatusDone {
+			note = strings.TrimSpace(r.Status + ": " + note)
+			fmt.Fprintf(w, "| %s | | | | | | | | | %s |\n", r.Mixer, mdEscape(note))
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.1f | %d | %s | %s | %s | %s |\n",
+			r.Mixer, formatCount(r.Params), FormatMetric(m, r.Test), r.TokensPerSec, r.MsPerStep, r.Steps,
+			FormatBytes(r.PlannedBytes), FormatBytes(r.PeakBytes), formatDuration(r.WallSeconds), mdEscape(note))
+	}
+	for _, b := range f.Baselines {
+		switch {
+		case b.Err != "":
+			fmt.Fprintf(w, "| %s | | | | | | | | | %s |\n", b.Name, mdEscape(b.Err))
+		case b.IsClassifier():
+			fmt.Fprintf(w, "| %s | | %s | | | | | | | %s |\n", b.Name, FormatMetric(data.Accuracy, b.Accuracy), mdEscape(b.Note))
+		default:
+			fmt.Fprintf(w, "| %s | | %.3f | | | | | | | compressor on the same %d test bytes |\n", b.Name, b.BitsPerByte, b.Bytes)
+		}
+	}
+}
+
+func mdEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ")
+}
+
+// runDir is where a mixer's run keeps its result and checkpoint.
+func runDir(out, mixer string) string { return filepath.Join(out, "runs", mixer) }

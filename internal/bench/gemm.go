@@ -1,0 +1,169 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"time"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
+)
+
+// Shape is one GEMM problem: C (M×N) = op(A) (M×K) · op(B) (K×N).
+type Shape struct{ M, N, K int }
+
+// GemmShapes are the shapes of `tokenmix bench gemm` (issue 2): square,
+// tall, rank-64 update, long-k and the MLP-sized product.
+var GemmShapes = []Shape{
+	{512, 512, 512},
+	{1024, 256, 256},
+	{2048, 2048, 64},
+	{2048, 64, 2048},
+	{4096, 1024, 256},
+}
+
+// Result is one measurement, in the JSON form of `tokenmix bench --json`.
+type Result struct {
+	Op      string  `json:"op"`
+	M       int     `json:"m,omitempty"`
+	N       int     `json:"n,omitempty"`
+	K       int     `json:"k,omitempty"`
+	Trans   string  `json:"trans,omitempty"`
+	ISA     string  `json:"isa,omitempty"`
+	Threads int     `json:"threads"`
+	GFLOPS  float64 `json:"gflops"`
+	Clock   string  `json:"clock,omitempty"` // "thread-cpu" for CPU-time figures, else wall time
+}
+
+// SampleTime is the minimum duration of one timed sample.
+var SampleTime = 20 * time.Millisecond
+
+// Gemm measures kernels.Gemm (float32, alpha=1, beta=0, dense strides) on s
+// with the transposes trans ("NN", "NT", "TN" or "TT") on threads threads,
+// and returns the median GFLOP/s of reps samples after a warm-up. The
+// thread count is restored afterwards. Gemm returns an error for an unknown
+// trans or reps < 1.
+func Gemm(s Shape, trans string, threads, reps int) (Result, error) {
+	run, err := gemmRunner(s, trans, false)
+	if err != nil || reps < 1 {
+		return Result{}, errors.Join(err, repsErr(reps))
+	}
+	defer parallel.SetThreads(parallel.SetThreads(threads))
+	sec := median(run, reps)
+	return Result{Op: "gemm", M: s.M, N: s.N, K: s.K, Trans: trans, Threads: threads,
+		GFLOPS: 2 * float64(s.M) * float64(s.N) * float64(s.K) / sec / 1e9}, nil
+}
+
+// GemmCPU is Gemm on one thread (kernels.GemmST on a locked OS thread),
+// timed by that thread's CPU time instead of the wall clock: on a machine
+// shared with other work it measures the kernel, not the scheduler. It
+// returns an error where per-thread CPU time is unavailable (non-Linux).
+func GemmCPU(s Shape, trans string, reps int) (Result, error) {
+	run, err := gemmRunner(s, trans, true)
+	if err != nil || reps < 1 {
+		return Result{}, errors.Join(err, repsErr(reps))
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	sec, ok := medianCPU(run, reps)
+	if !ok {
+		return Result{}, errors.New("bench: no per-thread CPU clock on this platform")
+	}
+	return Result{Op: "gemm", M: s.M, N: s.N, K: s.K, Trans: trans, Threads: 1, Clock: "thread-cpu",
+		GFLOPS: 2 * float64(s.M) * float64(s.N) * float64(s.K) / sec / 1e9}, nil
+}
+
+// gemmRunner allocates random operands for s and returns a function that
+// runs one product (GemmST when st).
+func gemmRunner(s Shape, trans string, st bool) (func(), error) {
+	var transA, transB bool
+	switch trans {
+	case "NN":
+	case "NT":
+		transB = true
+	case "TN":
+		transA = true
+	case "TT":
+		transA, transB = true, true
+	default:
+		return nil, fmt.Errorf("bench: unknown transpose %q (want NN, NT, TN or TT)", trans)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	a, b, c := randFloats(rng, s.M*s.K), randFloats(rng, s.K*s.N), make([]float32, s.M*s.N)
+	lda, ldb := s.K, s.N
+	if transA {
+		lda = s.M
+	}
+	if transB {
+		ldb = s.K
+	}
+	gemm := kernels.Gemm[float32]
+	if st {
+		gemm = kernels.GemmST[float32]
+	}
+	return func() {
+		gemm(transA, transB, s.M, s.N, s.K, 1, a, lda, b, ldb, 0, c, s.N)
+	}, nil
+}
+
+func repsErr(reps int) error {
+	if reps < 1 {
+		return fmt.Errorf("bench: reps %d < 1", reps)
+	}
+	return nil
+}
+
+// medianCPU is median timed by the calling thread's CPU time (the caller
+// locks its OS thread). ok is false without a per-thread CPU clock.
+func medianCPU(f func(), reps int) (sec float64, ok bool) {
+	if _, ok := threadCPU(); !ok {
+		return 0, false
+	}
+	f()
+	calls := 1
+	for t0, _ := threadCPU(); ; calls++ {
+		f()
+		if t, _ := threadCPU(); t-t0 >= SampleTime.Seconds() {
+			break
+		}
+	}
+	ts := make([]float64, reps)
+	for r := range ts {
+		t0, _ := threadCPU()
+		for i := 0; i < calls; i++ {
+			f()
+		}
+		t1, _ := threadCPU()
+		ts[r] = (t1 - t0) / float64(calls)
+	}
+	return medianOf(ts), true
+}
+
+// median returns the median time of one call of f over reps samples, after
+// a warm-up of at least one sample's length.
+func median(f func(), reps int) float64 {
+	f()
+	calls := 1
+	for t0 := time.Now(); time.Since(t0) < SampleTime; calls++ {
+		f()
+	}
+	ts := make([]float64, reps)
+	for r := range ts {
+		t0 := time.Now()
+		for i := 0; i < calls; i++ {
+			f()
+		}
+		ts[r] = time.Since(t0).Seconds() / float64(calls)
+	}
+	return medianOf(ts)
+}
+
+func randFloats(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = 2*rng.Float32() - 1
+	}
+	return x
+}

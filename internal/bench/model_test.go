@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tokenmix/tokenmix/internal/model"
+)
+
+const tinyCfg = `{"vocab_size": 64, "d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 32, "max_len": 32,
+	"causal": true, "task": "lm", "mixer": {"kind": "full"}}`
+
+func TestMixerAndTrain(t *testing.T) {
+	cfg, err := model.ParseConfig([]byte(tinyCfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Mixer(cfg, 2, 32, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Mixer != "full" || r.Len != 32 || r.Batch != 2 || r.FwdMs <= 0 || r.BwdMs <= 0 || r.PlannedBytes < 4*2*32*16*4 || r.PeakRSSBytes <= 0 {
+		t.Errorf("mixer result %+v", r)
+	}
+	tr, err := Train(cfg, 2, 16, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.StepMs <= 0 || tr.TokensPerS <= 0 || tr.PlannedBytes <= 0 || tr.ParamBytes <= 0 {
+		t.Errorf("train result %+v", tr)
+	}
+	if _, err := Mixer(cfg, 1, 64, 1); err == nil {
+		t.Error("len beyond max_len: want error")
+	}
+}
+
+// TestPeakRSS checks that PeakRSS (VmHWM) rises to at least the resident
+// set before an allocation plus the allocation. The allocation is sized so
+// that this bound exceeds the high-water mark already reached, so a stale
+// or constant PeakRSS fails.
+func TestPeakRSS(t *testing.T) {
+	runtime.GC()
+	debug.FreeOSMemory() // nothing left for the runtime to release during the test
+	hwm0, err := PeakRSS()
+	if err != nil {
+		t.Skip(err) // no /proc
+	}
+	rss0, err := statusBytes("VmRSS:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mib = 1 << 20
+	size := int64(64 * mib)
+	if gap := hwm0 - rss0; gap > 0 {
+		size += gap
+	}
+	b := make([]byte, size)
+	for i := 0; i < len(b); i += os.Getpagesize() {
+		b[i] = 1 // touch every page
+	}
+	hwm1, err := PeakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4 MiB of slack for pages of the binary or runtime evicted meanwhile.
+	if want := rss0 + size - 4*mib; hwm1 < want || hwm1 <= hwm0 {
+		t.Errorf("VmHWM %d after touching %d bytes; before: VmRSS %d, VmHWM %d; want ≥ %d and > %d", hwm1, size, rss0, hwm0, want, hwm0)
+	}
+	t.Logf("VmRSS %.1f MiB, VmHWM %.1f → %.1f MiB after touching %.1f MiB", float64(rss0)/mib, float64(hwm0)/mib, float64(hwm1)/mib, float64(size)/mib)
+	runtime.KeepAlive(b)
+}
+
+// statusBytes returns the field of /proc/self/status that starts with key
+// (a "<n> kB" line) in bytes.
+func statusBytes(key string) (int64, error) {
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if f := strings.Fields(strings.TrimPrefix(line, key)); strings.HasPrefix(line, key) && len(f) == 2 && f[1] == "kB" {
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no %s kB line in /proc/self/status", key)
+}

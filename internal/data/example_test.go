@@ -1,0 +1,26 @@
+package data_test
+
+import (
+	"fmt"
+
+	"github.com/tokenmix/tokenmix/internal/data"
+)
+
+func ExampleListOpsEval() {
+	toks, _ := data.ListOpsParse("[MAX 2 9 [MIN 4 7 ] [MED 1 8 ] [SM 5 6 ] ]")
+	v, err := data.ListOpsEval(toks)
+	fmt.Println(v, err)
+	// Output: 9 <nil>
+}
+
+func ExampleNewRecall() {
+	r, _ := data.NewRecall(data.RecallConfig{Len: 12, Pairs: 3, Queries: 2, Keys: 4, Values: 4, Seed: 1})
+	toks, targets := make([]int32, 12), make([]int32, 12)
+	r.Example(toks, targets, data.Train, 0)
+	fmt.Println(r.Info().Vocab, len(toks))
+	// The two queries close the sequence; only they have targets.
+	fmt.Println(targets[:10], targets[10] >= 0, targets[11] >= 0)
+	// Output:
+	// 10 12
+	// [-1 -1 -1 -1 -1 -1 -1 -1 -1 -1] true true
+}

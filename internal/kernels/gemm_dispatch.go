@@ -1,0 +1,85 @@
+package kernels
+
+import (
+	"sync"
+	"unsafe"
+
+	"github.com/tokenmix/tokenmix/internal/parallel"
+)
+
+// gemmSerialFlops is the m·n·k below which Gemm does not fork: smaller
+// products finish before a goroutine would start.
+const gemmSerialFlops = 48 * 48 * 48
+
+// gemm32 is the multi-threaded float32 GEMM after argument checks. It gives
+// each thread one block of columns of C, or of rows when columns would split
+// unevenly (e.g. n = 64), and runs the single-threaded driver on it: exactly
+// one fork/join per call. Column blocks are preferred because A is read in
+// place, so no thread repeats another's packing; with row blocks every
+// thread packs all of op(B).
+func gemm32(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	nt := parallel.Threads()
+	if nt == 1 || m*n*k < gemmSerialFlops {
+		gemm32ST(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	nr := gemmPanel(path)
+	// Largest block over the ideal share, for each way of splitting.
+	colUnits, rowUnits := (n+nr-1)/nr, (m+gemmMR-1)/gemmMR
+	colImb := float64((colUnits+nt-1)/nt*nr*nt) / float64(n)
+	rowImb := float64((rowUnits+nt-1)/nt*gemmMR*nt) / float64(m)
+	if colImb <= rowImb+0.05 {
+		parallel.For(n, nr, func(_, lo, hi int) {
+			bo := lo
+			if transB {
+				bo = lo * ldb
+			}
+			gemm32ST(transA, transB, m, hi-lo, k, alpha, a, lda, b[bo:], ldb, beta, c[lo:], ldc)
+		})
+		return
+	}
+	parallel.For(m, gemmMR, func(_, lo, hi int) {
+		ao := lo * lda
+		if transA {
+			ao = lo
+		}
+		gemm32ST(transA, transB, hi-lo, n, k, alpha, a[ao:], lda, b, ldb, beta, c[lo*ldc:], ldc)
+	})
+}
+
+// gemm32ST is the single-threaded float32 GEMM after argument checks.
+func gemm32ST(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	w := gemmPool.Get().(*gemmWork)
+	gemmBlocked(w, path, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	gemmPool.Put(w)
+}
+
+// gemmPool recycles pack buffers, so steady-state calls do not allocate.
+var gemmPool = sync.Pool{New: func() any { return new(gemmWork) }}
+
+// gemmWork is one goroutine's GEMM scratch: packed B, packed op(A) rows (TN)
+// and a spill tile for partial tiles.
+type gemmWork struct {
+	b, a []float32
+	tile [gemmMR * 64]float32
+}
+
+// bufs returns packed-B and packed-A buffers of at least nb and na floats,
+// 64-byte aligned, reusing earlier ones when they are large enough.
+func (w *gemmWork) bufs(nb, na int) (bp, ap []float32) {
+	if len(w.b) < nb {
+		w.b = alignedFloats(nb)
+	}
+	if len(w.a) < na {
+		w.a = alignedFloats(na)
+	}
+	return w.b, w.a
+}
+
+// alignedFloats allocates n float32s starting on a 64-byte boundary (Go only
+// guarantees the element alignment).
+func alignedFloats(n int) []float32 {
+	s := make([]float32, n+16)
+	off := int((64 - uintptr(unsafe.Pointer(&s[0]))&63) & 63 / 4)
+	return s[off : off+n : off+n]
+}

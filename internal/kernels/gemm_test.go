@@ -1,0 +1,274 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tokenmix/tokenmix/internal/parallel"
+)
+
+// gemmCase is one GEMM shape; pad is added to every leading dimension.
+type gemmCase struct {
+	m, n, k, pad int
+}
+
+var gemmCases = []gemmCase{
+	{1, 1, 1, 0},
+	{7, 13, 5, 0},
+	{65, 129, 33, 3},
+	{6, 64, 4, 0},    // exactly one AVX-512 tile
+	{12, 128, 17, 1}, // whole tiles, odd k
+	{100, 17, 0, 2},  // k = 0: C = beta·C
+	{0, 5, 3, 0},     // empty C
+	{7, 300, 20, 5},  // short and wide: split over columns
+	{13, 70, 700, 1}, // several k blocks
+	{7, 600, 256, 0}, // several column blocks of packed B
+	{50, 33, 64, 16}, // m, n not multiples of the tiles
+	{3, 1000, 2, 0},  // tiny k
+}
+
+var gemmScalars = []struct{ alpha, beta float32 }{
+	{1, 0}, // C is NaN-filled and must not be read
+	{1, 1},
+	{-0.75, 0.5},
+}
+
+// gemmOperands returns random op(A), op(B), C for tc with the given
+// transposes, their leading dimensions, and C with NaN in its m×n part when
+// nanC and a sentinel in the padding.
+func gemmOperands(rng *rand.Rand, tc gemmCase, transA, transB, nanC bool) (a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	ar, ac := tc.m, tc.k
+	if transA {
+		ar, ac = ac, ar
+	}
+	br, bc := tc.k, tc.n
+	if transB {
+		br, bc = bc, br
+	}
+	lda, ldb, ldc = ac+tc.pad, bc+tc.pad, tc.n+tc.pad
+	fill := func(x []float32) {
+		for i := range x {
+			x[i] = 2*rng.Float32() - 1
+		}
+	}
+	a = make([]float32, ar*lda)
+	b = make([]float32, br*ldb)
+	c = make([]float32, tc.m*ldc)
+	fill(a)
+	fill(b)
+	for i := range c {
+		switch {
+		case i%ldc >= tc.n:
+			c[i] = 12345 // padding: must stay untouched
+		case nanC:
+			c[i] = float32(math.NaN())
+		default:
+			c[i] = 2*rng.Float32() - 1
+		}
+	}
+	return
+}
+
+// gemmWant returns RefGemm's float64 result on the same operands and an
+// elementwise error bound for float32 accumulation.
+func gemmWant(tc gemmCase, transA, transB bool, alpha, beta float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) (want, bound []float64) {
+	f64 := func(x []float32, abs bool) []float64 {
+		y := make([]float64, len(x))
+		for i, v := range x {
+			y[i] = float64(v)
+			if abs {
+				y[i] = math.Abs(y[i])
+			}
+		}
+		return y
+	}
+	want = f64(c, false)
+	RefGemm(transA, transB, tc.m, tc.n, tc.k, float64(alpha), f64(a, false), lda, f64(b, false), ldb, float64(beta), want, ldc)
+	bound = f64(c, true)
+	for i := range bound {
+		if math.IsNaN(bound[i]) {
+			bound[i] = 0
+		}
+	}
+	RefGemm(transA, transB, tc.m, tc.n, tc.k, math.Abs(float64(alpha)), f64(a, true), lda, f64(b, true), ldb, math.Abs(float64(beta)), bound, ldc)
+	for i := range bound {
+		bound[i] = 1e-7 * float64(tc.k+4) * (bound[i] + 1e-3)
+	}
+	return want, bound
+}
+
+// checkC compares got against want within bound and checks the padding.
+func checkC(t *testing.T, name string, tc gemmCase, got []float32, want, bound []float64, ldc int) {
+	t.Helper()
+	for i, g := range got {
+		if i%ldc >= tc.n {
+			if g != 12345 {
+				t.Fatalf("%s: padding C[%d] written: %v", name, i, g)
+			}
+			continue
+		}
+		if d := math.Abs(float64(g) - want[i]); !(d <= bound[i]) {
+			t.Fatalf("%s: C[%d,%d] = %v, want %v (|diff| %.3g > %.3g)", name, i/ldc, i%ldc, g, want[i], d, bound[i])
+		}
+	}
+}
+
+func TestGemm(t *testing.T) {
+	defer SetPath(SetPath(Best))
+	defer parallel.SetThreads(parallel.SetThreads(1))
+	for _, p := range Paths() {
+		SetPath(p)
+		for _, threads := range []int{1, 2, 3} {
+			parallel.SetThreads(threads)
+			for ci, tc := range gemmCases {
+				for tr := 0; tr < 4; tr++ {
+					transA, transB := tr&2 != 0, tr&1 != 0
+					for si, s := range gemmScalars {
+						rng := rand.New(rand.NewPCG(uint64(ci), uint64(4*tr+si)))
+						a, lda, b, ldb, c, ldc := gemmOperands(rng, tc, transA, transB, s.beta == 0)
+						want, bound := gemmWant(tc, transA, transB, s.alpha, s.beta, a, lda, b, ldb, c, ldc)
+						a0, b0 := append([]float32(nil), a...), append([]float32(nil), b...)
+						name := fmt.Sprintf("%v/threads=%d/%dx%dx%d/pad=%d/%s/alpha=%v/beta=%v", p, threads, tc.m, tc.n, tc.k, tc.pad, transName(transA, transB), s.alpha, s.beta)
+						if si%2 == 0 {
+							Gemm(transA, transB, tc.m, tc.n, tc.k, s.alpha, a, lda, b, ldb, s.beta, c, ldc)
+						} else {
+							GemmST(transA, transB, tc.m, tc.n, tc.k, s.alpha, a, lda, b, ldb, s.beta, c, ldc)
+							name += "/ST"
+						}
+						checkC(t, name, tc, c, want, bound, ldc)
+						if !equal32(a, a0) || !equal32(b, b0) {
+							t.Fatalf("%s: inputs mutated", name)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestGemmBatched(t *testing.T) {
+	defer SetPath(SetPath(Best))
+	defer parallel.SetThreads(parallel.SetThreads(1))
+	tc := gemmCase{m: 9, n: 70, k: 11, pad: 2}
+	for _, p := range Paths() {
+		SetPath(p)
+		for _, threads := range []int{1, 2, 3} {
+			parallel.SetThreads(threads)
+			for _, batch := range []int{0, 1, 2, 5} {
+				for tr := 0; tr < 4; tr++ {
+					transA, transB := tr&2 != 0, tr&1 != 0
+					rng := rand.New(rand.NewPCG(uint64(batch), uint64(tr)))
+					var as, bs, cs [][]float32
+					var lda, ldb, ldc int
+					var a, b, c []float32
+					for i := 0; i < batch; i++ {
+						ai, la, bi, lb, ci, lc := gemmOperands(rng, tc, transA, transB, false)
+						ai = append(ai, 7) // strides longer than the matrices
+						bi = append(bi, 7, 7)
+						as, bs, cs = append(as, ai), append(bs, bi), append(cs, ci)
+						lda, ldb, ldc = la, lb, lc
+						a, b, c = append(a, ai...), append(b, bi...), append(c, ci...)
+					}
+					var sa, sb, sc int
+					if batch > 0 {
+						sa, sb, sc = len(as[0]), len(bs[0]), len(cs[0])
+					}
+					GemmBatched(transA, transB, tc.m, tc.n, tc.k, 0.5, a, lda, sa, b, ldb, sb, -1, c, ldc, sc, batch)
+					for i := 0; i < batch; i++ {
+						want, bound := gemmWant(tc, transA, transB, 0.5, -1, as[i], lda, bs[i], ldb, cs[i], ldc)
+						name := fmt.Sprintf("%v/threads=%d/batch=%d/%s/product %d", p, threads, batch, transName(transA, transB), i)
+						checkC(t, name, tc, c[i*sc:(i+1)*sc], want, bound, ldc)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestGemmPanics(t *testing.T) {
+	x := make([]float32, 12)
+	for _, tc := range []struct {
+		name string
+		f    func()
+	}{
+		{"negative m", func() { Gemm(false, false, -1, 2, 2, 1, x, 2, x, 2, 0, x, 2) }},
+		{"short A", func() { Gemm(false, false, 4, 2, 4, 1, x, 4, x, 2, 0, x, 2) }},
+		{"small ldb", func() { Gemm(false, true, 2, 3, 2, 1, x, 2, x, 1, 0, x, 3) }},
+		{"short C batch", func() { GemmBatched(false, false, 2, 2, 2, 1, x, 2, 0, x, 2, 0, 0, x, 2, 4, 4) }},
+		{"negative batch", func() { GemmBatched(false, false, 2, 2, 2, 1, x, 2, 0, x, 2, 0, 0, x, 2, 0, -1) }},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", tc.name)
+				}
+			}()
+			tc.f()
+		}()
+	}
+}
+
+// TestGemmNoAlloc checks that steady-state single-threaded calls reuse their
+// pack buffers.
+func TestGemmNoAlloc(t *testing.T) {
+	a, b, c := make([]float32, 64*70), make([]float32, 70*80), make([]float32, 64*80)
+	for _, p := range Paths() {
+		old := SetPath(p)
+		allocs := testing.AllocsPerRun(20, func() {
+			GemmST(true, false, 64, 80, 70, 1, a, 64, b, 80, 0, c, 80)
+		})
+		SetPath(old)
+		if allocs != 0 {
+			t.Errorf("%v: %v allocations per GemmST call", p, allocs)
+		}
+	}
+}
+
+func transName(transA, transB bool) string {
+	s := [2]string{"N", "T"}
+	return s[b2i(transA)] + s[b2i(transB)]
+}
+
+func equal32(x, y []float32) bool {
+	for i := range x {
+		if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+			return false
+		}
+	}
+	return len(x) == len(y)
+}
+
+// Benchmarks: the shapes of `tokenmix bench gemm`, on the current path and
+// thread count (set TOKENMIX_THREADS).
+func BenchmarkGemm512x512x512(b *testing.B)   { benchGemm(b, false, false, 512, 512, 512) }
+func BenchmarkGemm1024x256x256(b *testing.B)  { benchGemm(b, false, false, 1024, 256, 256) }
+func BenchmarkGemm2048x2048x64(b *testing.B)  { benchGemm(b, false, false, 2048, 2048, 64) }
+func BenchmarkGemm2048x64x2048(b *testing.B)  { benchGemm(b, false, false, 2048, 64, 2048) }
+func BenchmarkGemm4096x1024x256(b *testing.B) { benchGemm(b, false, false, 4096, 1024, 256) }
+func BenchmarkGemmNT512(b *testing.B)         { benchGemm(b, false, true, 512, 512, 512) }
+func BenchmarkGemmTN512(b *testing.B)         { benchGemm(b, true, false, 512, 512, 512) }
+
+func benchGemm(bb *testing.B, transA, transB bool, m, n, k int) {
+	a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
+	for i := range a {
+		a[i] = float32(i%7) - 3
+	}
+	for i := range b {
+		b[i] = float32(i%5) - 2
+	}
+	lda, ldb := k, n
+	if transA {
+		lda = m
+	}
+	if transB {
+		ldb = k
+	}
+	bb.SetBytes(0)
+	bb.ResetTimer()
+	for bb.Loop() {
+		Gemm(transA, transB, m, n, k, 1, a, lda, b, ldb, 0, c, n)
+	}
+	bb.ReportMetric(2*float64(m)*float64(n)*float64(k)*float64(bb.N)/bb.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

@@ -1,0 +1,34 @@
+package kernels
+
+import "github.com/tokenmix/tokenmix/internal/parallel"
+
+// Linear sets y [N,out] = x [N,in]·Wᵀ + b, with W [out,in] and b [out] as
+// in PyTorch's nn.Linear. The bias is written first and the product added
+// by Gemm (beta = 1), so y is written once. Linear panics if a slice is
+// shorter than its shape.
+func Linear[F Float](y, x, w, b []F, N, out, in int) {
+	_ = b[:out]
+	y = y[:N*out]
+	parallel.For(N, 64, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			copy(y[r*out:(r+1)*out], b)
+		}
+	})
+	Gemm(false, true, N, out, in, 1, x, in, w, in, 1, y, out)
+}
+
+// LinearGrad accumulates the parameter gradients of Linear: dW [out,in] +=
+// dyᵀ·x and db [out] += Σ_rows dy, for dy [N,out] and x [N,in]. (The input
+// gradient is one Gemm: dx += dy·W.) LinearGrad panics if a slice is
+// shorter than its shape.
+func LinearGrad[F Float](dw, db, dy, x []F, N, out, in int) {
+	Gemm(true, false, out, in, N, 1, dy, out, x, in, 1, dw, in)
+	_ = db[:out]
+	dy = dy[:N*out]
+	parallel.For(out, 64, func(_, lo, hi int) {
+		d := db[lo:hi]
+		for r := 0; r < N; r++ {
+			AddTo(d, dy[r*out+lo:r*out+hi])
+		}
+	})
+}

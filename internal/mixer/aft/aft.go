@@ -1,0 +1,222 @@
+package aft
+
+import (
+	"fmt"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
+	"github.com/tokenmix/tokenmix/mixer"
+)
+
+// variant is one of the four AFT kinds.
+type variant int
+
+const (
+	vSimple variant = iota
+	vFull
+	vLocal
+	vConv
+)
+
+var variantNames = [...]string{"aft_simple", "aft_full", "aft_local", "aft_conv"}
+
+// AFT is one Attention Free Transformer layer (any of the four kinds); see
+// the package doc for the equations. It implements mixer.Mixer.
+//
+// Shapes: B batch, T time, D channels, H bias groups (1, or the heads of
+// aft_conv), Dh = D/H.
+type AFT[F kernels.Float] struct {
+	v      variant
+	D      int
+	H, Dh  int // bias groups: aft_conv heads, else 1
+	S      int // window (aft_local, aft_conv)
+	MaxLen int
+	Causal bool
+
+	w, g [][]F // q.weight, q.bias, k.…, v.…, o.…, then pos_bias or rel_bias
+}
+
+func newAFT[F kernels.Float](v variant, c mixer.Config) (*AFT[F], error) {
+	a := &AFT[F]{v: v, D: c.D, H: 1, MaxLen: c.MaxLen, Causal: c.Causal}
+	switch v {
+	case vLocal:
+		a.S = c.Opts.Int("window", 32)
+		if a.S < 1 {
+			c.Opts.Fail("window", "want ≥ 1, got %d", a.S)
+		}
+	case vConv:
+		a.S = c.Opts.Int("window", 31)
+		a.H = c.Opts.Int("heads", c.Heads)
+		switch {
+		case a.S < 1:
+			c.Opts.Fail("window", "want ≥ 1, got %d", a.S)
+		case !c.Causal && a.S%2 == 0:
+			c.Opts.Fail("window", "must be odd when bidirectional (centred kernel), got %d", a.S)
+		case a.H < 1 || c.D%a.H != 0:
+			c.Opts.Fail("heads", "must be a positive divisor of d_model %d, got %d", c.D, a.H)
+		}
+	}
+	if err := c.Opts.Err(); err != nil {
+		return nil, err
+	}
+	if c.D < 1 {
+		return nil, fmt.Errorf("mixer: %s needs d_model ≥ 1, got %d", variantNames[v], c.D)
+	}
+	if (v == vFull || v == vLocal) && c.MaxLen < 1 {
+		return nil, fmt.Errorf("mixer: %s needs max_len ≥ 1 for pos_bias, got %d", variantNames[v], c.MaxLen)
+	}
+	a.Dh = a.D / a.H
+	return a, nil
+}
+
+// Params returns q, k, v, o linears D→D (o projects into the residual
+// stream), then pos_bias [MaxLen,MaxLen] (aft_full, aft_local) or
+// rel_bias [H,S] (aft_conv), zero-initialised and excluded from weight decay.
+func (a *AFT[F]) Params() []mixer.ParamSpec {
+	var ps []mixer.ParamSpec
+	for _, n := range []string{"q", "k", "v", "o"} {
+		ps = append(ps, mixer.Linear(n, a.D, a.D, n == "o")...)
+	}
+	switch a.v {
+	case vFull, vLocal:
+		ps = append(ps, mixer.ParamSpec{Name: "pos_bias", Shape: []int{a.MaxLen, a.MaxLen}, Init: mixer.InitZeros, NoDecay: true})
+	case vConv:
+		ps = append(ps, mixer.ParamSpec{Name: "rel_bias", Shape: []int{a.H, a.S}, Init: mixer.InitZeros, NoDecay: true})
+	}
+	return ps
+}
+
+// Bind stores the parameter and gradient slices (in Params order).
+func (a *AFT[F]) Bind(w, g [][]F) { a.w, a.g = w, g }
+
+// bias returns the positional parameter (nil for aft_simple) and its
+// gradient.
+func (a *AFT[F]) bias() (w, g []F) {
+	if len(a.w) > 8 {
+		return a.w[8], a.g[8]
+	}
+	return nil, nil
+}
+
+// act is the activation layout: sq = σ(Q), v = V, r = R (the ratio), den
+// (its denominator), y = σ(Q)⊙R [B,T,D] each; then per kind:
+// aft_simple ek = exp(K − m) [B,T,D] and, causal, m (the running max)
+// [B,T,D]; the banded kinds e = (exp(K−mK)⊙V | exp(K−mK)) [B,T,H,2,Dh],
+// mw and c0 [B,T,H].
+type act[F kernels.Float] struct {
+	sq, v, r, den, y []F
+	ek, m            []F
+	e, mw, c0        []F
+}
+
+func (a *AFT[F]) split(buf []F, b, t int) act[F] {
+	n := b * t * a.D
+	var s act[F]
+	take := func(k int) []F {
+		x := buf[:k:k]
+		buf = buf[k:]
+		return x
+	}
+	s.sq, s.v, s.r, s.den, s.y = take(n), take(n), take(n), take(n), take(n)
+	if a.v == vSimple {
+		s.ek = take(n)
+		if a.Causal {
+			s.m = take(n)
+		}
+		return s
+	}
+	s.e = take(2 * n)
+	s.mw, s.c0 = take(b*t*a.H), take(b*t*a.H)
+	return s
+}
+
+// ActSize is 5·B·T·D, plus B·T·D (2·B·T·D causal) for aft_simple or
+// 2·B·T·D + 2·B·T·H for the banded kinds.
+func (a *AFT[F]) ActSize(b, t int) int {
+	n := b * t * a.D
+	if a.v == vSimple {
+		if a.Causal {
+			return 7 * n
+		}
+		return 6 * n
+	}
+	return 7*n + 2*b*t*a.H
+}
+
+// ScratchSize covers Forward (K [B,T,D], allowed-token counts [B,T+1],
+// per-row-block maxima and sums [B,T/64,3D]) and Backward (dY, dQ, dV
+// [B,T,D], the weighted gradients and their transposed sums [B,T,2D] each),
+// plus per-thread tiles (parallel.Threads() at the time of the call).
+func (a *AFT[F]) ScratchSize(b, t int) int {
+	n := b * t * a.D
+	nblk := b * ((t + blockT - 1) / blockT)
+	if a.v == vSimple {
+		return 3*n + 4*nblk*a.D
+	}
+	return 7*n + b*(t+1) + nblk*3*a.D + parallel.Threads()*a.workerSize(t)
+}
+
+// Forward computes out = o(σ(Q)⊙R) for x [B,T,D]; see the package doc.
+// Forward panics if p.T > MaxLen for aft_full or aft_local.
+func (a *AFT[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
+	if (a.v == vFull || a.v == vLocal) && p.T > a.MaxLen {
+		panic(fmt.Sprintf("aft: T=%d exceeds max_len %d", p.T, a.MaxLen))
+	}
+	N, D := p.B*p.T, a.D
+	s := a.split(act, p.B, p.T)
+	x = x[:N*D]
+	kernels.Linear(s.sq, x, a.w[0], a.w[1], N, D, D)
+	sigmoid(s.sq)
+	k := scratch[:N*D]
+	kernels.Linear(k, x, a.w[2], a.w[3], N, D, D)
+	kernels.Linear(s.v, x, a.w[4], a.w[5], N, D, D)
+	if a.v == vSimple {
+		a.simpleForward(s, k, scratch[N*D:], p)
+	} else {
+		a.bandForward(s, k, scratch[N*D:], p)
+	}
+	kernels.Linear(out[:N*D], s.y, a.w[6], a.w[7], N, D, D)
+}
+
+// Backward accumulates dx and the parameter gradients given dout and the
+// matching Forward's act.
+func (a *AFT[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
+	N, D := p.B*p.T, a.D
+	s := a.split(act, p.B, p.T)
+	x, dout = x[:N*D], dout[:N*D]
+	dy, dq, dv := scratch[:N*D], scratch[N*D:2*N*D], scratch[2*N*D:3*N*D]
+	kernels.LinearGrad(a.g[6], a.g[7], dout, s.y, N, D, D)
+	kernels.Gemm(false, false, N, D, D, 1, dout, D, a.w[6], D, 0, dy, D)
+	// dq = dY⊙R⊙σ'(Q), the same for every kind.
+	parallel.For(N, 64, func(_, lo, hi int) {
+		for i := lo * D; i < hi*D; i++ {
+			sq := s.sq[i]
+			dq[i] = dy[i] * s.r[i] * sq * (1 - sq)
+		}
+	})
+	// The cores turn dy into dk (in place) and dv.
+	if a.v == vSimple {
+		a.simpleBackward(dy, dv, scratch[3*N*D:], s, p)
+	} else {
+		a.bandBackward(dy, dv, s, scratch[3*N*D:], p)
+	}
+	dk := dy
+	for i, dz := range [][]F{dq, dk, dv} {
+		kernels.Gemm(false, false, N, D, D, 1, dz, D, a.w[2*i], D, 1, dx[:N*D], D)
+		kernels.LinearGrad(a.g[2*i], a.g[2*i+1], dz, x, N, D, D)
+	}
+}
+
+// sigmoid replaces x with 1/(1+exp(−x)).
+func sigmoid[F kernels.Float](x []F) {
+	parallel.For(len(x), 4096, func(_, lo, hi int) {
+		seg := x[lo:hi]
+		for i, v := range seg {
+			seg[i] = -v
+		}
+		kernels.Exp(seg, seg)
+		for i, v := range seg {
+			seg[i] = 1 / (1 + v)
+		}
+	})
+}

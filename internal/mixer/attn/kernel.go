@@ -1,0 +1,399 @@
+package attn
+
+import (
+	"math"
+	"sort"
+	"sync/atomic"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
+	"github.com/tokenmix/tokenmix/mixer"
+)
+
+// Shapes: B batch, T time, D channels, H heads, Dh = D/H head size.
+// q, k, v, o are [B,T,D] with head h in channels [h·Dh, (h+1)·Dh), so a
+// head's rows are read in place with row stride D; only the score GEMMs read
+// per-head transposed copies of k and v (transpose.go).
+
+// dims are the sizes one Forward/Backward call works on.
+type dims struct {
+	B, T, D, H, Dh int
+	scale          float64 // 1/√Dh
+	// s is the key stride with a permuted transposed copy (0: none), see
+	// transpose.go.
+	s int
+	// slopes are the per-head ALiBi slopes (nil: no position bias): the
+	// score of query i and key j gets −slopes[h]·|i−j| after scaling.
+	slopes []float64
+}
+
+// biasScores adds the ALiBi bias −slope·|i−j| to the nq×nk score tile s of
+// blk (gl is the layout's Gather list, for gathered blocks). tab is the
+// head's bias by offset, tab[j − i + n − 1] = −slope·|i − j| for lengths up
+// to n (see Attention.biasTable): a block of consecutive keys adds one
+// slice of it per row.
+func biasScores[F kernels.Float](s []F, blk *Block, gl []int, tab []F, n int) {
+	nq, nk := blk.NQ, blk.NK
+	for a := 0; a < nq; a++ {
+		i := blk.Q0 + a*blk.QS
+		row := s[a*nk : (a+1)*nk]
+		if !blk.Gathered && blk.KS == 1 {
+			off := blk.K0 - i + n - 1
+			kernels.AddTo(row, tab[off:off+nk])
+			continue
+		}
+		for c := range row {
+			j := blk.K0 + c*blk.KS
+			if blk.Gathered {
+				j = gl[j]
+			}
+			row[c] += tab[j-i+n-1]
+		}
+	}
+}
+
+// addBias adds head h's ALiBi bias to the score tile s of blk (biasScores
+// on that head's row of the table); without ALiBi it does nothing.
+func (ks *keySrc[F]) addBias(s []F, blk *Block, gl []int, h int) {
+	if ks.bias == nil {
+		return
+	}
+	w := 2*ks.biasN - 1
+	biasScores(s, blk, gl, ks.bias[h*w:(h+1)*w], ks.biasN)
+}
+
+// bias is the ALiBi bias of query i and key j in head h (0 without slopes).
+func (d *dims) bias(h, i, j int) float64 {
+	if d.slopes == nil {
+		return 0
+	}
+	return d.slopes[h] * float64(abs(i-j))
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// workerSize is the scratch one worker needs: a score tile and a dP tile.
+func workerSize(t Tiles) int {
+	n := t.Q * t.K
+	return (2*n + 15) &^ 15 // keep every worker's tiles 64-byte congruent
+}
+
+// runUnits runs fn(w, u) for u in [0,n) on up to nw workers that pull units
+// from a shared counter (dynamic scheduling: groups differ in cost). Every
+// unit runs exactly once; w < nw indexes per-worker scratch.
+func runUnits(nw, n int, fn func(w, u int)) {
+	nw = min(nw, n, parallel.Threads())
+	if nw <= 1 {
+		for u := 0; u < n; u++ {
+			fn(0, u)
+		}
+		return
+	}
+	var next atomic.Int64
+	parallel.For(nw, 1, func(_, lo, hi int) {
+		for w := lo; w < hi; w++ {
+			for {
+				u := int(next.Add(1) - 1)
+				if u >= n {
+					break
+				}
+				fn(w, u)
+			}
+		}
+	})
+}
+
+type unit struct{ b, h, g, cost int }
+
+func sortUnits(us []unit) {
+	sort.SliceStable(us, func(a, b int) bool { return us[a].cost > us[b].cost })
+}
+
+// forward computes the attention of every head over its layout:
+// o = softmax(scale·q·kᵀ over allowed keys)·v, written into o [B,T,D], and
+// the per-row log-sum-exp into lse [B,H,T] (+Inf for a row with no allowed
+// key, whose output is 0). l [B,H,T] is scratch for the running row sums;
+// ks holds k, v and the scratch for their transposed and gathered copies;
+// work holds nw worker tiles of workerSize(tiles) each. Keys j with
+// p.Pad[b·T+j] are excluded.
+func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
+	B, T, D, H := d.B, d.T, d.D, d.H
+	pclear(o[:B*T*D])
+	ninf := F(math.Inf(-1))
+	for i := range lse[:B*H*T] {
+		lse[i] = ninf // running max m
+	}
+	clear(l[:B*H*T])
+	ks.kt.fill(ks.k, d, lay)
+	ks.g.fill(ks.k, ks.v, d, lay)
+	ws, tn := workerSize(tiles), tiles.Q*tiles.K
+	nw := len(work) / ws
+	if nw < 1 {
+		panic("attn: scratch too small")
+	}
+	nph := 0
+	for _, ly := range lay {
+		nph = max(nph, len(ly.Phases))
+	}
+	var us []unit
+	for ph := 0; ph < nph; ph++ {
+		us = us[:0]
+		for h := 0; h < H; h++ {
+			if ph >= len(lay[h].Phases) {
+				continue
+			}
+			for g, gr := range lay[h].Phases[ph].Groups {
+				for b := 0; b < B; b++ {
+					us = append(us, unit{b, h, g, gr.Cost})
+				}
+			}
+		}
+		sortUnits(us)
+		runUnits(nw, len(us), func(w, u int) {
+			un := us[u]
+			gr := &lay[un.h].Phases[ph].Groups[un.g]
+			s := work[w*ws : w*ws+tn]
+			for bi := range gr.Blocks {
+				blk := &gr.Blocks[bi]
+				if blk.Diag {
+					fwdDiag(o, lse, l, q, ks.k, ks.v, blk, d, p, un.b, un.h)
+				} else {
+					fwdBlock(o, lse, l, s, q, ks, lay[un.h].Gather, blk, d, p, un.b, un.h)
+				}
+			}
+		})
+	}
+	// Normalise: o /= l, lse = m + log l.
+	parallel.For(B*T, 64, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			b, i := r/T, r%T
+			for h := 0; h < H; h++ {
+				si := (b*H+h)*T + i
+				orow := o[r*D+h*d.Dh : r*D+(h+1)*d.Dh]
+				if l[si] == 0 {
+					clear(orow)
+					lse[si] = F(math.Inf(1))
+					continue
+				}
+				inv := 1 / l[si]
+				for c := range orow {
+					orow[c] *= inv
+				}
+				lse[si] += F(math.Log(float64(l[si])))
+			}
+		}
+	})
+}
+
+// maskScores sets the disallowed entries of the nq×nk score tile s to −Inf:
+// pairs outside blk's mask and keys that are padding (gl is the layout's
+// Gather list, for gathered blocks).
+func maskScores[F kernels.Float](s []F, blk *Block, gl []int, d dims, p mixer.Pass, b int) {
+	nq, nk := blk.NQ, blk.NK
+	ninf := F(math.Inf(-1))
+	if blk.Mask != nil {
+		for a := 0; a < nq; a++ {
+			row := s[a*nk : (a+1)*nk]
+			base := a * nk
+			for c := range row {
+				e := base + c
+				if blk.Mask[e>>6]>>(e&63)&1 == 0 {
+					row[c] = ninf
+				}
+			}
+		}
+	}
+	if p.Pad != nil {
+		pad := p.Pad[b*d.T : (b+1)*d.T]
+		for c := 0; c < nk; c++ {
+			j := blk.K0 + c*blk.KS
+			if blk.Gathered {
+				j = gl[j]
+			}
+			if pad[j] {
+				for a := 0; a < nq; a++ {
+					s[a*nk+c] = ninf
+				}
+			}
+		}
+	}
+}
+
+func fwdBlock[F kernels.Float](o, m, l, s []F, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h int) {
+	T, D, Dh := d.T, d.D, d.Dh
+	nq, nk := blk.NQ, blk.NK
+	s = s[:nq*nk]
+	qoff := (b*T+blk.Q0)*D + h*Dh
+	ks.scores(s, F(d.scale), q[qoff:], blk.QS*D, false, blk, d, b, h)
+	ks.addBias(s, blk, gl, h)
+	maskScores(s, blk, gl, d, p, b)
+	ninf := F(math.Inf(-1))
+	for a := 0; a < nq; a++ {
+		row := s[a*nk : (a+1)*nk]
+		i := blk.Q0 + a*blk.QS
+		si := (b*d.H+h)*T + i
+		mx := rowMax(row)
+		mOld := m[si]
+		mNew := max(mOld, mx)
+		if mNew == ninf {
+			clear(row) // nothing allowed yet in this row
+			continue
+		}
+		sum := expSub(row, mNew)
+		if mOld != mNew {
+			al := F(math.Exp(float64(mOld - mNew)))
+			l[si] *= al
+			orow := o[(b*T+i)*D+h*Dh : (b*T+i)*D+(h+1)*Dh]
+			for c := range orow {
+				orow[c] *= al
+			}
+			m[si] = mNew
+		}
+		l[si] += sum
+	}
+	vr, lv := ks.rows(ks.v, ks.g.v, blk, d, b, h)
+	kernels.GemmST(false, false, nq, Dh, nk, 1, s, nk, vr, lv, 1, o[qoff:], blk.QS*D)
+}
+
+func fwdDiag[F kernels.Float](o, m, l []F, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
+	T, D, Dh := d.T, d.D, d.Dh
+	for a := 0; a < blk.NQ; a++ {
+		i, j := blk.Q0+a*blk.QS, blk.K0+a*blk.KS
+		if p.Pad != nil && p.Pad[b*T+j] {
+			continue
+		}
+		qi := q[(b*T+i)*D+h*Dh : (b*T+i)*D+(h+1)*Dh]
+		kj := k[(b*T+j)*D+h*Dh : (b*T+j)*D+(h+1)*Dh]
+		vj := v[(b*T+j)*D+h*Dh : (b*T+j)*D+(h+1)*Dh]
+		orow := o[(b*T+i)*D+h*Dh : (b*T+i)*D+(h+1)*Dh]
+		sc := dot(qi, kj)*F(d.scale) - F(d.bias(h, i, j))
+		si := (b*d.H+h)*T + i
+		mOld := m[si]
+		mNew := max(mOld, sc)
+		al := F(math.Exp(float64(mOld - mNew)))
+		pe := F(math.Exp(float64(sc - mNew)))
+		l[si] = l[si]*al + pe
+		m[si] = mNew
+		for c := range orow {
+			orow[c] = orow[c]*al + pe*vj[c]
+		}
+	}
+}
+
+// backward accumulates dq, dk, dv [B,T,D] given do [B,T,D] (the gradient of
+// forward's o), the forward's o and lse, and the same q, k, v, layouts and
+// pass (ks also holds dk, dv and the scratch for the transposed and gathered
+// copies). drow [B,H,T] is scratch for rowsum(do ⊙ o). It recomputes every score
+// tile (FlashAttention-2): P = exp(S − lse), dS = P ⊙ (dP − rowsum(dO ⊙ O)).
+// Work is split over (batch, head): each unit owns its head's dq, dk, dv.
+func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse, q []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
+	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
+	parallel.For(B*T, 64, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			b, i := r/T, r%T
+			for h := 0; h < H; h++ {
+				drow[(b*H+h)*T+i] = dot(do[r*D+h*Dh:r*D+(h+1)*Dh], o[r*D+h*Dh:r*D+(h+1)*Dh])
+			}
+		}
+	})
+	ks.kt.fill(ks.k, d, lay)
+	ks.vt.fill(ks.v, d, lay)
+	ks.g.fill(ks.k, ks.v, d, lay)
+	ws, tn := workerSize(tiles), tiles.Q*tiles.K
+	nw := len(work) / ws
+	if nw < 1 {
+		panic("attn: scratch too small")
+	}
+	us := make([]unit, 0, B*H)
+	for h := 0; h < H; h++ {
+		for b := 0; b < B; b++ {
+			us = append(us, unit{b: b, h: h, cost: lay[h].Cost})
+		}
+	}
+	sortUnits(us)
+	runUnits(nw, len(us), func(w, u int) {
+		un := us[u]
+		s := work[w*ws : w*ws+tn]
+		dp := work[w*ws+tn : w*ws+2*tn]
+		gl := lay[un.h].Gather
+		if gl != nil {
+			ks.g.clearGrads(d, un.b, un.h)
+		}
+		for _, ph := range lay[un.h].Phases {
+			for _, gr := range ph.Groups {
+				for bi := range gr.Blocks {
+					blk := &gr.Blocks[bi]
+					if blk.Diag {
+						bwdDiag(dq, ks.dk, ks.dv, drow, do, lse, q, ks.k, ks.v, blk, d, p, un.b, un.h)
+					} else {
+						bwdBlock(dq, s, dp, drow, do, lse, q, ks, gl, blk, d, p, un.b, un.h)
+					}
+				}
+			}
+		}
+		if gl != nil {
+			ks.g.scatter(ks.dk, ks.dv, gl, d, un.b, un.h)
+		}
+	})
+}
+
+func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h int) {
+	T, D, Dh := d.T, d.D, d.Dh
+	nq, nk := blk.NQ, blk.NK
+	s, dp = s[:nq*nk], dp[:nq*nk]
+	qoff := (b*T+blk.Q0)*D + h*Dh
+	lq := blk.QS * D
+	sc := F(d.scale)
+	kr, lk := ks.rows(ks.k, ks.g.k, blk, d, b, h)
+	dkr, _ := ks.rows(ks.dk, ks.g.dk, blk, d, b, h)
+	dvr, _ := ks.rows(ks.dv, ks.g.dv, blk, d, b, h)
+	ks.scores(s, sc, q[qoff:], lq, false, blk, d, b, h)
+	ks.addBias(s, blk, gl, h)
+	maskScores(s, blk, gl, d, p, b)
+	for a := 0; a < nq; a++ {
+		si := (b*d.H+h)*T + blk.Q0 + a*blk.QS
+		expSub(s[a*nk:(a+1)*nk], lse[si]) // P
+	}
+	// dP = dO·Vᵀ;  dV += Pᵀ·dO
+	ks.scores(dp, 1, do[qoff:], lq, true, blk, d, b, h)
+	kernels.GemmST(true, false, nk, Dh, nq, 1, s, nk, do[qoff:], lq, 1, dvr, lk)
+	// dS = P ⊙ (dP − D_i)
+	for a := 0; a < nq; a++ {
+		di := drow[(b*d.H+h)*T+blk.Q0+a*blk.QS]
+		pr, dr := s[a*nk:(a+1)*nk], dp[a*nk:(a+1)*nk]
+		for c := range dr {
+			dr[c] = pr[c] * (dr[c] - di)
+		}
+	}
+	// dQ += scale·dS·K;  dK += scale·dSᵀ·Q
+	kernels.GemmST(false, false, nq, Dh, nk, sc, dp, nk, kr, lk, 1, dq[qoff:], lq)
+	kernels.GemmST(true, false, nk, Dh, nq, sc, dp, nk, q[qoff:], lq, 1, dkr, lk)
+}
+
+func bwdDiag[F kernels.Float](dq, dk, dv, drow, do, lse, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
+	T, D, Dh := d.T, d.D, d.Dh
+	sc := F(d.scale)
+	for a := 0; a < blk.NQ; a++ {
+		i, j := blk.Q0+a*blk.QS, blk.K0+a*blk.KS
+		if p.Pad != nil && p.Pad[b*T+j] {
+			continue
+		}
+		ri, rj := (b*T+i)*D+h*Dh, (b*T+j)*D+h*Dh
+		qi, kj, vj := q[ri:ri+Dh], k[rj:rj+Dh], v[rj:rj+Dh]
+		doi := do[ri : ri+Dh]
+		si := (b*d.H+h)*T + i
+		pe := F(math.Exp(float64(dot(qi, kj)*sc - F(d.bias(h, i, j)) - lse[si])))
+		ds := pe * (dot(doi, vj) - drow[si]) * sc
+		dqi, dkj, dvj := dq[ri:ri+Dh], dk[rj:rj+Dh], dv[rj:rj+Dh]
+		for c := 0; c < Dh; c++ {
+			dvj[c] += pe * doi[c]
+			dqi[c] += ds * kj[c]
+			dkj[c] += ds * qi[c]
+		}
+	}
+}

@@ -1,0 +1,226 @@
+package attn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
+	"github.com/tokenmix/tokenmix/mixer"
+)
+
+// Tiles are the largest block sizes a layout may use: Q query rows by K
+// keys. Each worker holds two Q×K score tiles.
+type Tiles struct{ Q, K int }
+
+// DefaultTiles are 64×64 float32 score tiles: two per worker stay in L2
+// with Dh = 64 rows of q and k. Full attention uses taller query tiles (see
+// mixer/full), which amortise the packing of each key tile over more rows.
+var DefaultTiles = Tiles{Q: 64, K: 64}
+
+// Pattern says which keys each query may attend to, per head. Padding is not
+// part of it: keys marked in Pass.Pad are always excluded on top.
+type Pattern interface {
+	// Allow reports whether query i may attend to key j in head h at length
+	// T. It is the naive definition, used by the masked-dense twin and the
+	// tests; the kernels use Layout.
+	Allow(h, T, i, j int) bool
+	// Layout returns head h's block layout at length T, with blocks of at
+	// most t.Q queries by t.K keys. Implementations cache it: Forward calls
+	// it on every pass.
+	Layout(h, T int, t Tiles) *Layout
+}
+
+// Attention is multi-head softmax attention over a Pattern with q, k, v, o
+// projections d→d: out = o(concat_h softmax(q_h·k_hᵀ/√Dh over allowed)·v_h).
+// It implements mixer.Mixer with the memory-efficient kernels of this
+// package: activations are O(T·D) per layer, never T×T.
+type Attention[F kernels.Float] struct {
+	D, H, Dh int
+	Pat      Pattern
+	// Tiles bounds the block sizes (DefaultTiles unless the mixer or a
+	// test changes it before the first Forward).
+	Tiles Tiles
+	// Stride, when > 1, is the key stride of the pattern's strided blocks:
+	// the kernels then keep k and v transposed in residue-class order too
+	// (see transpose.go). Set it before ScratchSize.
+	Stride int
+	// Slopes, when set (one per head), add the ALiBi position bias
+	// −Slopes[h]·|i−j| to the scaled scores of head h (see ALiBiSlopes).
+	Slopes []float64
+	w, g   [][]F // q.weight, q.bias, k.…, v.…, o.…
+	btab   []F   // biasTable's cache, for lengths up to bT
+	bT     int
+}
+
+// biasTable returns the ALiBi bias by offset for lengths up to n =
+// a.bT ≥ T, [H, 2n−1] with row h, element u = −Slopes[h]·|u − (n−1)|, so
+// that query i and key j read element j − i + n − 1. It is built for the
+// longest T seen and kept (a mixer belongs to one layer, whose passes do
+// not overlap), so batches of varying length reuse it.
+func (a *Attention[F]) biasTable(T int) []F {
+	if a.btab != nil && a.bT >= T {
+		return a.btab
+	}
+	n := 2*T - 1
+	a.btab = make([]F, a.H*n)
+	for h, m := range a.Slopes {
+		for u := 0; u < n; u++ {
+			a.btab[h*n+u] = F(-m * math.Abs(float64(u-(T-1))))
+		}
+	}
+	a.bT = T
+	return a.btab
+}
+
+// ALiBiSlopes returns the per-head slopes of ALiBi (Press et al. 2022,
+// "Train Short, Test Long"): the geometric sequence 2^(−8(h+1)/H) for
+// heads h = 0…H−1, so with 8 heads 1/2, 1/4, …, 1/256.
+func ALiBiSlopes(H int) []float64 {
+	s := make([]float64, H)
+	for h := range s {
+		s[h] = math.Exp2(-8 * float64(h+1) / float64(H))
+	}
+	return s
+}
+
+// ALiBiOption reads the boolean option "alibi" of the attention kinds
+// built on this package and returns ALiBiSlopes(heads) when it is true,
+// else nil.
+func ALiBiOption(o *mixer.Options, heads int) []float64 {
+	if o.Bool("alibi", false) {
+		return ALiBiSlopes(heads)
+	}
+	return nil
+}
+
+// New returns attention over pat with d channels and h heads. New returns an
+// error if d or h is not positive or h does not divide d.
+func New[F kernels.Float](d, h int, pat Pattern) (*Attention[F], error) {
+	if d <= 0 || h <= 0 || d%h != 0 {
+		return nil, fmt.Errorf("mixer: d_model %d must be a positive multiple of n_heads %d", d, h)
+	}
+	return &Attention[F]{D: d, H: h, Dh: d / h, Pat: pat, Tiles: DefaultTiles}, nil
+}
+
+// Params returns q, k, v, o linears d→d; o projects into the residual stream.
+func (a *Attention[F]) Params() []mixer.ParamSpec {
+	var ps []mixer.ParamSpec
+	for _, n := range []string{"q", "k", "v", "o"} {
+		ps = append(ps, mixer.Linear(n, a.D, a.D, n == "o")...)
+	}
+	return ps
+}
+
+// Bind stores the parameter and gradient slices (in Params order).
+func (a *Attention[F]) Bind(w, g [][]F) { a.w, a.g = w, g }
+
+// ActSize is q, k, v and the pre-projection output [B,T,D] each, plus the
+// per-row log-sum-exp [B,H,T].
+func (a *Attention[F]) ActSize(b, t int) int { return 4*b*t*a.D + b*a.H*t }
+
+// ScratchSize is dout·Wo, dq, dk, dv [B,T,D] each, the per-head transposed
+// copies of k and v (about B·T·D each, twice with a Stride), the gathered
+// copies (see gather.go), one [B,H,T] vector and two score tiles per thread
+// (parallel.Threads() at the time of the call).
+func (a *Attention[F]) ScratchSize(b, t int) int {
+	return 4*b*t*a.D + 2*tcopySize(b, t, a.D, a.Stride) + gbufSize(b, a.H, a.Dh, a.gatherLen(t)) +
+		b*a.H*t + parallel.Threads()*workerSize(a.Tiles)
+}
+
+func (a *Attention[F]) gatherLen(t int) int {
+	if g, ok := a.Pat.(Gatherer); ok {
+		return g.GatherLen(t)
+	}
+	return 0
+}
+
+// split carves scratch into dout·Wo, dq [B,T,D], the key sources (with dk,
+// dv), the [B,H,T] vector and the worker tiles.
+func (a *Attention[F]) split(scratch, k, v []F, p mixer.Pass) (do, dq []F, ks *keySrc[F], vec, work []F) {
+	n := p.B * p.T * a.D
+	do, dq = scratch[:n], scratch[n:2*n]
+	ks = &keySrc[F]{k: k, v: v, dk: scratch[2*n : 3*n], dv: scratch[3*n : 4*n]}
+	off := 4 * n
+	nt := tcopySize(p.B, p.T, a.D, a.Stride)
+	ks.kt = newTCopy(scratch[off:off+nt], p.B, p.T, a.D, a.Stride)
+	ks.vt = newTCopy(scratch[off+nt:off+2*nt], p.B, p.T, a.D, a.Stride)
+	off += 2 * nt
+	ng := a.gatherLen(p.T)
+	gs := gbufSize(p.B, a.H, a.Dh, ng)
+	ks.g = newGBuf(scratch[off:off+gs], p.B, a.H, a.Dh, ng)
+	off += gs
+	vec = scratch[off : off+p.B*a.H*p.T]
+	if a.Slopes != nil {
+		ks.bias, ks.biasN = a.biasTable(p.T), a.bT
+	}
+	return do, dq, ks, vec, scratch[off+p.B*a.H*p.T:]
+}
+
+func (a *Attention[F]) dims(p mixer.Pass) dims {
+	s := a.Stride
+	if s <= 1 {
+		s = 0
+	}
+	return dims{B: p.B, T: p.T, D: a.D, H: a.H, Dh: a.Dh, scale: 1 / math.Sqrt(float64(a.Dh)), s: s, slopes: a.Slopes}
+}
+
+func (a *Attention[F]) layouts(T int) []*Layout {
+	ls := make([]*Layout, a.H)
+	for h := range ls {
+		ls[h] = a.Pat.Layout(h, T, a.Tiles)
+	}
+	return ls
+}
+
+// acts splits act into q, k, v, o [B,T,D] and lse [B,H,T].
+func (a *Attention[F]) acts(act []F, p mixer.Pass) (q, k, v, o, lse []F) {
+	n := p.B * p.T * a.D
+	return act[:n], act[n : 2*n], act[2*n : 3*n], act[3*n : 4*n], act[4*n : 4*n+p.B*a.H*p.T]
+}
+
+// Forward writes out [B,T,D] from x [B,T,D].
+func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
+	N, D := p.B*p.T, a.D
+	q, k, v, o, lse := a.acts(act, p)
+	kernels.Linear(q, x, a.w[0], a.w[1], N, D, D)
+	kernels.Linear(k, x, a.w[2], a.w[3], N, D, D)
+	kernels.Linear(v, x, a.w[4], a.w[5], N, D, D)
+	_, _, ks, l, work := a.split(scratch, k, v, p)
+	forward(o, lse, l, ks, work, q, a.layouts(p.T), a.dims(p), p, a.Tiles)
+	kernels.Linear(out, o, a.w[6], a.w[7], N, D, D)
+}
+
+// Backward accumulates into dx [B,T,D] and the parameter gradients.
+func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
+	N, D := p.B*p.T, a.D
+	q, k, v, o, lse := a.acts(act, p)
+	do, dq, ks, drow, work := a.split(scratch, k, v, p)
+	dk, dv := ks.dk, ks.dv
+	// out = o·Woᵀ + bo
+	kernels.Gemm(false, false, N, D, D, 1, dout, D, a.w[6], D, 0, do, D)
+	kernels.LinearGrad(a.g[6], a.g[7], dout, o, N, D, D)
+	pclear(dq)
+	pclear(dk)
+	pclear(dv)
+	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), a.dims(p), p, a.Tiles)
+	for i, dy := range [][]F{dq, dk, dv} {
+		kernels.Gemm(false, false, N, D, D, 1, dy, D, a.w[2*i], D, 1, dx, D)
+		kernels.LinearGrad(a.g[2*i], a.g[2*i+1], dy, x, N, D, D)
+	}
+}
+
+// pclear zeroes x using every thread (the kernels accumulate into large
+// [B,T,D] buffers).
+func pclear[F kernels.Float](x []F) {
+	parallel.For(len(x), 1<<16, func(_, lo, hi int) { clear(x[lo:hi]) })
+}
+
+// Connectivity returns head h's visited query–key pairs at length T as a
+// [T,T] row-major matrix (query rows, key columns), read from the kernel's
+// layout, so a picture of it shows what the kernels compute (padding aside).
+func (a *Attention[F]) Connectivity(h, T int) []bool {
+	m := make([]bool, T*T)
+	a.Pat.Layout(h, T, a.Tiles).Each(func(i, j int) { m[i*T+j] = true })
+	return m
+}

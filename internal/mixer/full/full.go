@@ -1,0 +1,81 @@
+package full
+
+import (
+	"sync"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/mixer/attn"
+	"github.com/tokenmix/tokenmix/mixer"
+)
+
+// Kind is the registry entry of full attention ("full").
+func Kind() mixer.Kind {
+	return mixer.Kind{
+		Name:   "full",
+		Causal: true, Bidirectional: true, KeyPadding: true,
+		Paper: "Vaswani et al. 2017, Attention Is All You Need (memory-efficient exact kernel: Rabe & Staats 2021; Dao 2023)",
+		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
+		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
+	}
+}
+
+// New returns full attention for config c. Its one option is "alibi"
+// (default false), the ALiBi position bias (attn.ALiBiSlopes); New returns
+// an error naming the key for any other option, or if c.Heads does not
+// divide c.D.
+func New[F kernels.Float](c mixer.Config) (*attn.Attention[F], error) {
+	slopes := attn.ALiBiOption(&c.Opts, c.Heads)
+	if err := c.Opts.Err(); err != nil {
+		return nil, err
+	}
+	a, err := attn.New[F](c.D, c.Heads, &Pattern{Causal: c.Causal})
+	if err == nil {
+		a.Tiles, a.Slopes = Tiles, slopes
+	}
+	return a, err
+}
+
+// Tiles are full attention's block sizes: 128 queries by 64 keys. Taller
+// query tiles than the sparse kinds' 64 amortise the packing of each key
+// tile over more rows; dense rows waste nothing on it.
+var Tiles = attn.Tiles{Q: 128, K: 64}
+
+// NewNaive returns the materialised-T×T twin of New (the test oracle).
+func NewNaive[F kernels.Float](c mixer.Config) (*attn.Naive[F], error) {
+	slopes := attn.ALiBiOption(&c.Opts, c.Heads)
+	if err := c.Opts.Err(); err != nil {
+		return nil, err
+	}
+	n, err := attn.NewNaive[F](c.D, c.Heads, &Pattern{Causal: c.Causal})
+	if err == nil {
+		n.Slopes = slopes
+	}
+	return n, err
+}
+
+// Pattern is full attention's pattern: every key, or every key j ≤ i when
+// Causal. Its layouts are cached per (T, tiles).
+type Pattern struct {
+	Causal bool
+	mu     sync.Mutex
+	cache  map[[3]int]*attn.Layout
+}
+
+// Allow reports whether query i may attend to key j.
+func (p *Pattern) Allow(h, T, i, j int) bool { return !p.Causal || j <= i }
+
+// Layout returns the dense tiled layout (the same for every head).
+func (p *Pattern) Layout(h, T int, t attn.Tiles) *attn.Layout {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := [3]int{T, t.Q, t.K}
+	if l, ok := p.cache[key]; ok {
+		return l
+	}
+	if p.cache == nil {
+		p.cache = map[[3]int]*attn.Layout{}
+	}
+	l := attn.Dense(T, t, p.Causal)
+	p.cache[key] = l
+	return l
+}

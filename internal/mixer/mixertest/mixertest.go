@@ -1,0 +1,407 @@
+package mixertest
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tokenmix/tokenmix/mixer"
+)
+
+// Case is one configuration to check.
+type Case struct {
+	Name string
+	Cfg  mixer.Config
+	B, T int
+	// Pad, when true, marks some key positions of every sequence as padding
+	// (only for kinds with KeyPadding): the tail (b+1 positions for sequence
+	// b), one inner position, and, when B ≥ 2, position 0 of the last
+	// sequence, so that a causal query there has no allowed key. Run then
+	// also runs the whole suite on a second layout in which sequence 0 is
+	// entirely padding (every query of it has no allowed key).
+	Pad bool
+	// Tol is the finite-difference tolerance on the relative error
+	// |fd−analytic| / max(1, max|analytic|) per tensor; 0 means 1e-6.
+	Tol float64
+	// Setup, if set, may overwrite the random parameters and input (float64)
+	// before the checks, e.g. to keep top-k or entmax supports away from
+	// ties so that finite differences do not cross a kink.
+	Setup func(w [][]float64, x []float64)
+	// Samples is the number of entries per tensor checked by finite
+	// differences; 0 means 24.
+	Samples int
+}
+
+// Run runs the conformance suite for kind k on every case. A case with Pad
+// runs twice: with the padding layout described at Case.Pad, and with
+// sequence 0 fully padded (subtest suffix "/allpad").
+func Run(t *testing.T, k mixer.Kind, cases []Case) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%s", k.Name, c.Name), func(t *testing.T) { runCase(t, k, c, false) })
+		if c.Pad {
+			t.Run(fmt.Sprintf("%s/%s/allpad", k.Name, c.Name), func(t *testing.T) { runCase(t, k, c, true) })
+		}
+	}
+}
+
+type inst struct {
+	m      mixer.Mixer[float64]
+	specs  []mixer.ParamSpec
+	w, g   [][]float64
+	x      []float64
+	p      mixer.Pass
+	act    []float64
+	scr    []float64
+	n      int // B*T*D
+	causal bool
+}
+
+// build makes an instance of case c. With allPad (and c.Pad) sequence 0 is
+// padded entirely.
+func build(t *testing.T, k mixer.Kind, c Case, allPad bool) *inst {
+	t.Helper()
+	if c.Cfg.Causal && !k.Causal {
+		t.Fatalf("case is causal but kind %s does not support causal", k.Name)
+	}
+	m, err := k.New64(c.Cfg)
+	if err != nil {
+		t.Fatalf("New64: %v", err)
+	}
+	rng := rand.New(rand.NewPCG(1, uint64(len(c.Name))))
+	in := &inst{m: m, specs: m.Params(), causal: c.Cfg.Causal}
+	names := map[string]bool{}
+	for _, s := range in.specs {
+		if s.Name == "" || names[s.Name] {
+			t.Fatalf("parameter name %q empty or repeated", s.Name)
+		}
+		names[s.Name] = true
+		if s.Size() <= 0 {
+			t.Fatalf("parameter %s has size %d", s.Name, s.Size())
+		}
+		w := make([]float64, s.Size())
+		for i := range w {
+			w[i] = rng.NormFloat64() * 0.3
+		}
+		in.w = append(in.w, w)
+		in.g = append(in.g, make([]float64, s.Size()))
+	}
+	in.n = c.B * c.T * c.Cfg.D
+	in.x = make([]float64, in.n)
+	for i := range in.x {
+		in.x[i] = rng.NormFloat64()
+	}
+	in.p = mixer.Pass{B: c.B, T: c.T, Seed: 12345}
+	if c.Pad {
+		if !k.KeyPadding {
+			t.Fatalf("case has padding but kind %s does not support key padding", k.Name)
+		}
+		in.p.Pad = make([]bool, c.B*c.T)
+		for b := 0; b < c.B; b++ {
+			// Pad the tail of each sequence (b+1 positions) and one inner
+			// position, keeping position 0 a real token.
+			for j := c.T - 1 - b; j < c.T; j++ {
+				if j > 0 {
+					in.p.Pad[b*c.T+j] = true
+				}
+			}
+			if c.T > 3 {
+				in.p.Pad[b*c.T+c.T/2] = true
+			}
+		}
+		if c.B >= 2 {
+			// A causal query 0 here has no allowed key.
+			in.p.Pad[(c.B-1)*c.T] = true
+		}
+		if allPad {
+			for j := 0; j < c.T; j++ {
+				in.p.Pad[j] = true
+			}
+		}
+	}
+	if c.Setup != nil {
+		c.Setup(in.w, in.x)
+	}
+	m.Bind(in.w, in.g)
+	in.act = make([]float64, m.ActSize(c.B, c.T))
+	in.scr = make([]float64, m.ScratchSize(c.B, c.T))
+	return in
+}
+
+func (in *inst) forward(x []float64) []float64 {
+	out := make([]float64, in.n)
+	for i := range out {
+		out[i] = math.NaN() // forward must write every output
+	}
+	in.m.Forward(out, in.act, in.scr, x, in.p)
+	return out
+}
+
+// loss is Σ out·r, so dout = r.
+func dot(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func runCase(t *testing.T, k mixer.Kind, c Case, allPad bool) {
+	in := build(t, k, c, allPad)
+	D := c.Cfg.D
+
+	// Shapes and finiteness.
+	out := in.forward(in.x)
+	for i, v := range out {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Fatalf("forward output %d is %v", i, v)
+		}
+	}
+	// Determinism.
+	out2 := in.forward(in.x)
+	for i := range out {
+		if out[i] != out2[i] {
+			t.Fatalf("forward not deterministic at %d: %v vs %v", i, out[i], out2[i])
+		}
+	}
+
+	// Causality: perturbing positions > t0 leaves outputs at ≤ t0 unchanged.
+	if c.Cfg.Causal {
+		t0 := c.T / 2
+		xp := append([]float64(nil), in.x...)
+		for b := 0; b < c.B; b++ {
+			for tt := t0 + 1; tt < c.T; tt++ {
+				for d := 0; d < D; d++ {
+					xp[(b*c.T+tt)*D+d] += 1.5
+				}
+			}
+		}
+		op := in.forward(xp)
+		for b := 0; b < c.B; b++ {
+			for tt := 0; tt <= t0; tt++ {
+				for d := 0; d < D; d++ {
+					i := (b*c.T+tt)*D + d
+					if math.Abs(op[i]-out[i]) > 1e-12*(1+math.Abs(out[i])) {
+						t.Fatalf("causality: output b=%d t=%d d=%d changed from %v to %v after perturbing t>%d", b, tt, d, out[i], op[i], t0)
+					}
+				}
+			}
+		}
+	}
+
+	// Padding: changing padded tokens leaves the other outputs unchanged.
+	if in.p.Pad != nil {
+		xp := append([]float64(nil), in.x...)
+		for i, pad := range in.p.Pad {
+			if pad {
+				for d := 0; d < D; d++ {
+					xp[i*D+d] += 2
+				}
+			}
+		}
+		op := in.forward(xp)
+		for i, pad := range in.p.Pad {
+			if pad {
+				continue
+			}
+			for d := 0; d < D; d++ {
+				j := i*D + d
+				if math.Abs(op[j]-out[j]) > 1e-12*(1+math.Abs(out[j])) {
+					t.Fatalf("padding: output at token %d ch %d changed from %v to %v after changing padded tokens", i, d, out[j], op[j])
+				}
+			}
+		}
+	}
+
+	// Backward: inputs not mutated, and a second call doubles the gradients.
+	rng := rand.New(rand.NewPCG(7, 7))
+	r := make([]float64, in.n)
+	for i := range r {
+		r[i] = rng.NormFloat64()
+	}
+	out = in.forward(in.x)
+	xCopy := append([]float64(nil), in.x...)
+	rCopy := append([]float64(nil), r...)
+	actCopy := append([]float64(nil), in.act...)
+	wCopy := copyAll(in.w)
+	dx := make([]float64, in.n)
+	in.m.Backward(dx, in.scr, r, in.act, in.x, in.p)
+	sameOrFail(t, "x", xCopy, in.x)
+	sameOrFail(t, "dout", rCopy, r)
+	sameOrFail(t, "act", actCopy, in.act)
+	for i := range in.w {
+		sameOrFail(t, "param "+in.specs[i].Name, wCopy[i], in.w[i])
+	}
+	// Finite gradients (finite differences below would not notice a NaN).
+	finiteOrFail(t, "dx", dx)
+	for i := range in.g {
+		finiteOrFail(t, "grad "+in.specs[i].Name, in.g[i])
+	}
+	dx1 := append([]float64(nil), dx...)
+	g1 := copyAll(in.g)
+	in.m.Backward(dx, in.scr, r, in.act, in.x, in.p)
+	closeOrFail(t, "double backward dx", dx, scaled(dx1, 2), 1e-12)
+	for i := range in.g {
+		closeOrFail(t, "double backward grad "+in.specs[i].Name, in.g[i], scaled(g1[i], 2), 1e-12)
+	}
+
+	// Finite differences of L = Σ out·r, in float64.
+	tol := c.Tol
+	if tol == 0 {
+		tol = 1e-6
+	}
+	ns := c.Samples
+	if ns == 0 {
+		ns = 24
+	}
+	const h = 1e-5
+	loss := func() float64 { return dot(in.forward(in.x), r) }
+	check := func(name string, v, grad []float64) {
+		var scale float64 = 1
+		for _, g := range grad {
+			scale = math.Max(scale, math.Abs(g))
+		}
+		idx := sample(rng, len(v), ns)
+		for _, i := range idx {
+			old := v[i]
+			v[i] = old + h
+			lp := loss()
+			v[i] = old - h
+			lm := loss()
+			v[i] = old
+			fd := (lp - lm) / (2 * h)
+			if e := math.Abs(fd-grad[i]) / scale; e > tol {
+				t.Errorf("finite differences: %s[%d]: analytic %.9g, numeric %.9g (rel err %.3g > %.3g)", name, i, grad[i], fd, e, tol)
+				return
+			}
+		}
+	}
+	check("x", in.x, dx1)
+	for i := range in.w {
+		check(in.specs[i].Name, in.w[i], g1[i])
+	}
+}
+
+func sample(rng *rand.Rand, n, k int) []int {
+	if n <= k {
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		return idx
+	}
+	return rng.Perm(n)[:k]
+}
+
+func copyAll(v [][]float64) [][]float64 {
+	out := make([][]float64, len(v))
+	for i := range v {
+		out[i] = append([]float64(nil), v[i]...)
+	}
+	return out
+}
+
+func scaled(v []float64, s float64) []float64 {
+	out := make([]float64, len(v))
+	for i := range v {
+		out[i] = v[i] * s
+	}
+	return out
+}
+
+func finiteOrFail(t *testing.T, name string, v []float64) {
+	t.Helper()
+	for i, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			t.Fatalf("%s at %d is %v", name, i, x)
+		}
+	}
+}
+
+func sameOrFail(t *testing.T, name string, want, got []float64) {
+	t.Helper()
+	for i := range want {
+		if want[i] != got[i] && !(math.IsNaN(want[i]) && math.IsNaN(got[i])) {
+			t.Fatalf("%s was modified at %d: %v -> %v", name, i, want[i], got[i])
+		}
+	}
+}
+
+func closeOrFail(t *testing.T, name string, got, want []float64, tol float64) {
+	t.Helper()
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > tol*(1+math.Abs(want[i])) {
+			t.Fatalf("%s: at %d got %v want %v", name, i, got[i], want[i])
+		}
+	}
+}
+
+// Float32Agrees checks that the float32 instantiation of k matches the
+// float64 one on case c to relative tolerance tol (forward and backward),
+// so the fast path is covered by the same oracle.
+func Float32Agrees(t *testing.T, k mixer.Kind, c Case, tol float64) {
+	t.Helper()
+	in := build(t, k, c, false)
+	out64 := in.forward(in.x)
+	rng := rand.New(rand.NewPCG(9, 9))
+	r := make([]float64, in.n)
+	for i := range r {
+		r[i] = rng.NormFloat64()
+	}
+	dx64 := make([]float64, in.n)
+	in.m.Backward(dx64, in.scr, r, in.act, in.x, in.p)
+
+	m32, err := k.New32(c.Cfg)
+	if err != nil {
+		t.Fatalf("New32: %v", err)
+	}
+	w32 := make([][]float32, len(in.w))
+	g32 := make([][]float32, len(in.w))
+	for i := range in.w {
+		w32[i] = to32(in.w[i])
+		g32[i] = make([]float32, len(in.w[i]))
+	}
+	m32.Bind(w32, g32)
+	act := make([]float32, m32.ActSize(c.B, c.T))
+	scr := make([]float32, m32.ScratchSize(c.B, c.T))
+	x32 := to32(in.x)
+	out32 := make([]float32, in.n)
+	m32.Forward(out32, act, scr, x32, in.p)
+	dx32 := make([]float32, in.n)
+	m32.Backward(dx32, scr, to32(r), act, x32, in.p)
+	relClose(t, "float32 forward", out32, out64, tol)
+	relClose(t, "float32 dx", dx32, dx64, tol)
+	for i := range in.g {
+		relClose(t, "float32 grad "+in.specs[i].Name, g32[i], in.g[i], tol)
+	}
+}
+
+func to32(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+// relClose fails when got has a NaN or Inf or max|got−want| /
+// max(1e-2, max|want|) > tol. The floor
+// matters only for tensors that are zero in exact arithmetic, such as the
+// key-bias gradient of softmax attention (softmax is shift-invariant), where
+// float32 and float64 rounding noise would otherwise be compared.
+func relClose(t *testing.T, name string, got []float32, want []float64, tol float64) {
+	t.Helper()
+	var num, den float64
+	for i := range want {
+		if g := float64(got[i]); math.IsNaN(g) || math.IsInf(g, 0) {
+			t.Errorf("%s: element %d is %v (float64: %v)", name, i, g, want[i])
+			return
+		}
+		num = math.Max(num, math.Abs(float64(got[i])-want[i]))
+		den = math.Max(den, math.Abs(want[i]))
+	}
+	if e := num / math.Max(den, 1e-2); e > tol {
+		t.Errorf("%s: max rel err %.3g > %.3g", name, e, tol)
+	}
+}

@@ -1,0 +1,47 @@
+package sparse
+
+import (
+	"testing"
+
+	"github.com/tokenmix/tokenmix/internal/mixer/attn/attntest"
+	"github.com/tokenmix/tokenmix/internal/mixer/full"
+	"github.com/tokenmix/tokenmix/mixer"
+)
+
+// The speed shape: d=256, 4 heads, B=1, causal; strided l=64, fixed
+// l=64 c=8, combine=heads. Each iteration is one forward plus backward.
+func benchCfg(kind string, opts map[string]any) mixer.Config {
+	return mixer.Config{D: 256, Heads: 4, MaxLen: 1 << 16, Causal: true, NLayers: 1, Opts: mixer.OptionsOf(kind, opts)}
+}
+
+var (
+	stridedOpts = map[string]any{"block": 64, "combine": "heads"}
+	fixedOpts   = map[string]any{"block": 64, "summary": 8, "combine": "heads"}
+)
+
+func BenchmarkFull1024(b *testing.B) { attntest.Bench(b, full.Kind(), benchCfg("full", nil), 1, 1024) }
+func BenchmarkFull4096(b *testing.B) { attntest.Bench(b, full.Kind(), benchCfg("full", nil), 1, 4096) }
+func BenchmarkStrided1024(b *testing.B) {
+	attntest.Bench(b, Strided(), benchCfg("strided", stridedOpts), 1, 1024)
+}
+func BenchmarkStrided4096(b *testing.B) {
+	attntest.Bench(b, Strided(), benchCfg("strided", stridedOpts), 1, 4096)
+}
+func BenchmarkFixed1024(b *testing.B) {
+	attntest.Bench(b, Fixed(), benchCfg("fixed", fixedOpts), 1, 1024)
+}
+func BenchmarkFixed4096(b *testing.B) {
+	attntest.Bench(b, Fixed(), benchCfg("fixed", fixedOpts), 1, 4096)
+}
+
+// The long-sequence entries take minutes for full attention; run them with
+// -bench 16384 -benchtime 1x on an idle machine.
+func BenchmarkFull16384(b *testing.B) {
+	attntest.Bench(b, full.Kind(), benchCfg("full", nil), 1, 16384)
+}
+func BenchmarkStrided16384(b *testing.B) {
+	attntest.Bench(b, Strided(), benchCfg("strided", stridedOpts), 1, 16384)
+}
+func BenchmarkFixed16384(b *testing.B) {
+	attntest.Bench(b, Fixed(), benchCfg("fixed", fixedOpts), 1, 16384)
+}

@@ -1,0 +1,124 @@
+package model
+
+import "github.com/tokenmix/tokenmix/internal/kernels"
+
+// The per-block functions below are the seam between the residual wiring
+// (standard pre-LN here; reversible blocks later) and the two branches of a
+// block. Each forward computes out = res + branch(x); each backward
+// accumulates ∂loss/∂x of the branch alone into dx given dout = ∂loss/∂out
+// (the residual identity is the caller's business). dx may alias dout.
+//
+// Shapes: x, res, out, dx, dout [B,T,D].
+
+// blockMixerForward sets out = res + mixer_i(LN1_i(x)), saving LN1's output
+// and statistics and the mixer's activations in block i's plan slots. out
+// may alias res.
+func (m *Model[F]) blockMixerForward(i int, out, res, x []F) {
+	c, p := m.Config, &m.plan
+	a := &p.blocks[i]
+	N, D := p.B*p.T, c.DModel
+	bw := &m.w.blocks[i]
+	ln1 := m.act(a.ln1)
+	layerNormForward(ln1, m.act(a.ln1Mean), m.act(a.ln1Rstd), x, bw.ln1w, bw.ln1b, N, D)
+	if m.MixerInput != nil {
+		m.MixerInput(i, ln1)
+	}
+	tmp := m.grad(p.dln) // the mixer output; dln is free during forward
+	mx := m.mixers[i]
+	mx.Forward(tmp, m.act(a.mixAct)[:mx.ActSize(p.B, p.T)], m.grad(p.mixScr)[:mx.ScratchSize(p.B, p.T)], ln1, m.pass(i))
+	addRows(out, res, tmp)
+}
+
+// blockMixerBackward accumulates into dx the gradient of mixer_i(LN1_i(x))
+// with respect to x, and into the LN1 and mixer parameter gradients.
+func (m *Model[F]) blockMixerBackward(i int, dx, dout, x []F) {
+	c, p := m.Config, &m.plan
+	a := &p.blocks[i]
+	N, D := p.B*p.T, c.DModel
+	dln := m.grad(p.dln)
+	clear(dln)
+	mx := m.mixers[i]
+	mx.Backward(dln, m.grad(p.mixScr)[:mx.ScratchSize(p.B, p.T)], dout, m.act(a.mixAct)[:mx.ActSize(p.B, p.T)], m.act(a.ln1), m.pass(i))
+	bw, bg := &m.w.blocks[i], &m.g.blocks[i]
+	layerNormBackward(dx, bg.ln1w, bg.ln1b, dln, x, bw.ln1w, m.act(a.ln1Mean), m.act(a.ln1Rstd), N, D)
+}
+
+// ffSave computes and saves block i's LN2 output and statistics from x and,
+// with ff_chunks = 1, the fc1 output and its GELU.
+func (m *Model[F]) ffSave(i int, x []F) {
+	c, p := m.Config, &m.plan
+	a := &p.blocks[i]
+	N, D, H := p.B*p.T, c.DModel, c.DFF
+	bw := &m.w.blocks[i]
+	ln2 := m.act(a.ln2)
+	layerNormForward(ln2, m.act(a.ln2Mean), m.act(a.ln2Rstd), x, bw.ln2w, bw.ln2b, N, D)
+	if c.FFChunks == 1 {
+		fc1GeluForward(m.act(a.fch), m.act(a.fcg), ln2, bw.fc1w, bw.fc1b, N, D, H)
+	}
+}
+
+// blockFFForward sets out = res + FF_i(LN2_i(x)). With ff_chunks > 1 the
+// feed-forward runs over chunks of rows and its hidden activations are not
+// kept. out may alias res.
+func (m *Model[F]) blockFFForward(i int, out, res, x []F) {
+	c, p := m.Config, &m.plan
+	a := &p.blocks[i]
+	N, D, H := p.B*p.T, c.DModel, c.DFF
+	bw := &m.w.blocks[i]
+	m.ffSave(i, x)
+	copy(out, res)
+	if c.FFChunks == 1 {
+		linearForward(out, m.act(a.fcg), bw.fc2w, bw.fc2b, N, H, D, true)
+		return
+	}
+	ln2 := m.act(a.ln2)
+	R := ffRows(c, N)
+	for lo := 0; lo < N; lo += R {
+		r := min(R, N-lo)
+		ffForward(out[lo*D:(lo+r)*D], m.grad(p.ffh)[:r*H], m.grad(p.ffg)[:r*H], ln2[lo*D:(lo+r)*D],
+			bw.fc1w, bw.fc1b, bw.fc2w, bw.fc2b, r, D, H)
+	}
+}
+
+// blockFFBackward accumulates into dx the gradient of FF_i(LN2_i(x)) with
+// respect to x, and into the LN2 and FF parameter gradients. With
+// ff_chunks > 1 it recomputes each chunk's hidden activations first.
+func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
+	c, p := m.Config, &m.plan
+	a := &p.blocks[i]
+	N, D, H := p.B*p.T, c.DModel, c.DFF
+	bw, bg := &m.w.blocks[i], &m.g.blocks[i]
+	ln2, dln := m.act(a.ln2), m.grad(p.dln)
+	clear(dln)
+	if c.FFChunks == 1 {
+		ffBackward(dln, bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg), m.grad(p.dh), dout, ln2,
+			m.act(a.fch), m.act(a.fcg), bw.fc1w, bw.fc2w, N, D, H)
+	} else {
+		R := ffRows(c, N)
+		for lo := 0; lo < N; lo += R {
+			r := min(R, N-lo)
+			h, g := m.grad(p.ffh)[:r*H], m.grad(p.ffg)[:r*H]
+			in := ln2[lo*D : (lo+r)*D]
+			fc1GeluForward(h, g, in, bw.fc1w, bw.fc1b, r, D, H)
+			ffBackward(dln[lo*D:(lo+r)*D], bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg)[:r*H], m.grad(p.dh)[:r*H],
+				dout[lo*D:(lo+r)*D], in, h, g, bw.fc1w, bw.fc2w, r, D, H)
+		}
+	}
+	layerNormBackward(dx, bg.ln2w, bg.ln2b, dln, x, bw.ln2w, m.act(a.ln2Mean), m.act(a.ln2Rstd), N, D)
+}
+
+// blockRecompute rebuilds block i's internals from its saved input res[i]
+// (gradient checkpointing). It repeats exactly the forward's computations,
+// so the gradients are bitwise those without checkpointing.
+func (m *Model[F]) blockRecompute(i int) {
+	p := &m.plan
+	x, mid := m.act(p.res[i]), m.act(p.blocks[i].mid)
+	m.blockMixerForward(i, mid, x, x)
+	m.ffSave(i, mid)
+}
+
+// addRows sets dst = a + b (kernels.Add splits large inputs across
+// threads).
+func addRows[F kernels.Float](dst, a, b []F) {
+	kernels.Add(dst, a, b)
+}

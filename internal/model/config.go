@@ -1,0 +1,450 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/tokenmix/tokenmix/mixer"
+	"github.com/tokenmix/tokenmix/mixer/registry"
+)
+
+// Config is the model contract's JSON config (see docs/model.md). Zero
+// values of optional fields mean their documented defaults after parsing.
+type Config struct {
+	VocabSize int // vocab_size: number of token ids (required)
+	DModel    int // d_model: channels d (required)
+	NHeads    int // n_heads: heads; must divide d_model (required)
+	NLayers   int // n_layers: blocks (required)
+	DFF       int // d_ff: hidden width of the feed-forward (required)
+	MaxLen    int // max_len: longest sequence; rows of pos.weight (required)
+
+	Causal bool   // causal: mixers see only keys j ≤ i (default false)
+	Task   string // task: "lm" or "classify" (required)
+	// NClasses is n_classes, the classifier width (classify only, ≥ 2).
+	NClasses int
+	// PadID is pad_id: tokens equal to it are excluded as keys and from the
+	// classify pooling. nil when absent.
+	PadID *int
+	// Pool is pool, the classify pooling: "mean" (default) averages LN_f(h)
+	// over the non-pad positions; "first" takes position 0 (a CLS-style
+	// read-out, e.g. ListOps' root operator).
+	Pool string
+
+	Reversible bool // reversible: reversible residual blocks (default false)
+	Checkpoint bool // checkpoint: recompute block internals in backward (default false)
+	// FFChunks is ff_chunks: the feed-forward runs over the B·T rows in this
+	// many chunks, so the d_ff-wide activation never exists for all rows at
+	// once; it is recomputed in backward (default 1 = keep it).
+	FFChunks int
+
+	// Mixer is the "mixer" object: its kind and kind-specific options.
+	Mixer mixer.Options
+	// Train is the optional "train" object (nil when absent; `grad`
+	// ignores it).
+	Train *TrainConfig
+
+	kind mixer.Kind
+	// revKeep (tests only) makes reversible blocks keep every block's
+	// inputs and internals instead of reconstructing them in backward.
+	revKeep bool
+}
+
+// TrainConfig is the "train" object. Every key is optional.
+type TrainConfig struct {
+	BatchSize   int     // batch_size (default 8)
+	SeqLen      int     // seq_len: training window (default max_len)
+	Steps       int     // steps: number of updates (default 1000)
+	LR          float64 // lr: peak learning rate (default 3e-4)
+	MinLR       float64 // min_lr: end of the cosine decay (default 0)
+	Warmup      int     // warmup: linear warmup updates (default 0)
+	WeightDecay float64 // weight_decay (default 0)
+	GradClip    float64 // grad_clip: global norm; 0 disables (default 1)
+	Beta1       float64 // beta1 (default 0.9)
+	Beta2       float64 // beta2 (default 0.999)
+	Eps         float64 // eps (default 1e-8)
+	Seed        uint64  // seed: data order and mixer randomness (default 0)
+	LogEvery    int     // log_every: metrics line every N steps (default 10)
+	EvalEvery   int     // eval_every: validation every N steps, 0 = never (default 100)
+	EvalBatches int     // eval_batches: batches per validation (default 4)
+	// CheckpointEvery is checkpoint_every: save every N steps, 0 = only at
+	// the end (default 0).
+	CheckpointEvery int
+}
+
+// Kind returns the resolved mixer kind.
+func (c *Config) Kind() mixer.Kind { return c.kind }
+
+// HeadOut is the width of the head: vocab_size for lm, n_classes for
+// classify.
+func (c *Config) HeadOut() int {
+	if c.Task == "classify" {
+		return c.NClasses
+	}
+	return c.VocabSize
+}
+
+// LoadConfig reads and parses the config file at path.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := ParseConfig(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseConfig parses and validates a JSON config, resolving the mixer kind
+// in the registry.
+func ParseConfig(data []byte) (*Config, error) {
+	return ParseConfigWith(data, registry.Lookup)
+}
+
+// ParseConfigWith is ParseConfig with another mixer lookup (tests use it to
+// plug in test-only mixers).
+func ParseConfigWith(data []byte, lookup func(string) (mixer.Kind, error)) (*Config, error) {
+	p, err := newParser("", data)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{}
+	p.intReq("vocab_size", &c.VocabSize)
+	p.intReq("d_model", &c.DModel)
+	p.intReq("n_heads", &c.NHeads)
+	p.intReq("n_layers", &c.NLayers)
+	p.intReq("d_ff", &c.DFF)
+	p.intReq("max_len", &c.MaxLen)
+	p.bool("causal", &c.Causal)
+	if !p.str("task", &c.Task) {
+		p.fail("task", "required")
+	}
+	p.int("n_classes", &c.NClasses)
+	if p.has("pad_id") {
+		var v int
+		p.int("pad_id", &v)
+		c.PadID = &v
+	}
+	p.str("pool", &c.Pool)
+	p.bool("reversible", &c.Reversible)
+	p.bool("checkpoint", &c.Checkpoint)
+	c.FFChunks = 1
+	p.int("ff_chunks", &c.FFChunks)
+	var mixRaw json.RawMessage
+	if !p.object("mixer", &mixRaw) {
+		p.fail("mixer", "required")
+	}
+	if p.has("train") {
+		var tr json.RawMessage
+		p.object("train", &tr)
+		if p.err == nil {
+			c.Train, p.err = parseTrain(tr)
+		}
+	}
+	if err := p.finish(); err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if c.Mixer, err = mixer.ParseOptions(mixRaw); err != nil {
+		return nil, err
+	}
+	if c.kind, err = lookup(c.Mixer.Kind); err != nil {
+		return nil, err
+	}
+	if err := c.checkMixer(); err != nil {
+		return nil, err
+	}
+	if c.Train != nil && c.Train.SeqLen == 0 {
+		c.Train.SeqLen = c.MaxLen
+	}
+	if c.Train != nil && c.Train.SeqLen > c.MaxLen {
+		return nil, fmt.Errorf("train.seq_len: %d exceeds max_len %d", c.Train.SeqLen, c.MaxLen)
+	}
+	return c, nil
+}
+
+func (c *Config) validate() error {
+	pos := func(key string, v int) error {
+		if v < 1 {
+			return fmt.Errorf("%s: must be ≥ 1, got %d", key, v)
+		}
+		return nil
+	}
+	for _, kv := range []struct {
+		k string
+		v int
+	}{{"vocab_size", c.VocabSize}, {"d_model", c.DModel}, {"n_heads", c.NHeads}, {"n_layers", c.NLayers}, {"d_ff", c.DFF}, {"max_len", c.MaxLen}, {"ff_chunks", c.FFChunks}} {
+		if err := pos(kv.k, kv.v); err != nil {
+			return err
+		}
+	}
+	if c.DModel%c.NHeads != 0 {
+		return fmt.Errorf("n_heads: must divide d_model (%d %% %d ≠ 0)", c.DModel, c.NHeads)
+	}
+	switch c.Task {
+	case "lm":
+		if c.NClasses != 0 {
+			return fmt.Errorf("n_classes: only for task \"classify\"")
+		}
+		if c.Pool != "" {
+			return fmt.Errorf("pool: only for task \"classify\"")
+		}
+	case "classify":
+		if c.NClasses < 2 {
+			return fmt.Errorf("n_classes: must be ≥ 2 for task \"classify\", got %d", c.NClasses)
+		}
+		switch c.Pool {
+		case "":
+			c.Pool = "mean"
+		case "mean", "first":
+		default:
+			return fmt.Errorf("pool: must be \"mean\" or \"first\", got %q", c.Pool)
+		}
+	default:
+		return fmt.Errorf("task: must be \"lm\" or \"classify\", got %q", c.Task)
+	}
+	if c.PadID != nil && (*c.PadID < 0 || *c.PadID >= c.VocabSize) {
+		return fmt.Errorf("pad_id: must be in [0, vocab_size=%d), got %d", c.VocabSize, *c.PadID)
+	}
+	if c.Reversible && c.Checkpoint {
+		return fmt.Errorf("checkpoint: not with reversible (reversible blocks already recompute in backward)")
+	}
+	return nil
+}
+
+// checkMixer checks the kind's capabilities and builds the mixer of every
+// layer once, so option errors surface at parse time.
+func (c *Config) checkMixer() error {
+	k := c.kind
+	if c.Causal && !k.Causal {
+		return fmt.Errorf("causal: mixer kind %q does not support causal masking", k.Name)
+	}
+	if !c.Causal && !k.Bidirectional {
+		return fmt.Errorf("causal: mixer kind %q is causal-only; set \"causal\": true", k.Name)
+	}
+	for i := 0; i < c.NLayers; i++ {
+		if _, err := k.New64(c.MixerConfig(i)); err != nil {
+			return err
+		}
+	}
+	return c.Mixer.Err()
+}
+
+// MixerConfig is the mixer.Config of block i.
+func (c *Config) MixerConfig(i int) mixer.Config {
+	return mixer.Config{D: c.DModel, Heads: c.NHeads, MaxLen: c.MaxLen, Causal: c.Causal,
+		Layer: i, NLayers: c.NLayers, Opts: c.Mixer}
+}
+
+func parseTrain(data []byte) (*TrainConfig, error) {
+	p, err := newParser("train.", data)
+	if err != nil {
+		return nil, err
+	}
+	t := &TrainConfig{BatchSize: 8, Steps: 1000, LR: 3e-4, GradClip: 1, Beta1: 0.9, Beta2: 0.999,
+		Eps: 1e-8, LogEvery: 10, EvalEvery: 100, EvalBatches: 4}
+	p.int("batch_size", &t.BatchSize)
+	p.int("seq_len", &t.SeqLen)
+	p.int("steps", &t.Steps)
+	p.float("lr", &t.LR)
+	p.float("min_lr", &t.MinLR)
+	p.int("warmup", &t.Warmup)
+	p.float("weight_decay", &t.WeightDecay)
+	p.float("grad_clip", &t.GradClip)
+	p.float("beta1", &t.Beta1)
+	p.float("beta2", &t.Beta2)
+	p.float("eps", &t.Eps)
+	var seed int64
+	p.int64("seed", &seed)
+	p.int("log_every", &t.LogEvery)
+	p.int("eval_every", &t.EvalEvery)
+	p.int("eval_batches", &t.EvalBatches)
+	p.int("checkpoint_every", &t.CheckpointEvery)
+	if err := p.finish(); err != nil {
+		return nil, err
+	}
+	t.Seed = uint64(seed)
+	switch {
+	case seed < 0:
+		return nil, fmt.Errorf("train.seed: must be ≥ 0")
+	case t.BatchSize < 1:
+		return nil, fmt.Errorf("train.batch_size: must be ≥ 1")
+	case t.SeqLen < 0:
+		return nil, fmt.Errorf("train.seq_len: must be ≥ 1")
+	case t.Steps < 1:
+		return nil, fmt.Errorf("train.steps: must be ≥ 1")
+	case !(t.LR > 0):
+		return nil, fmt.Errorf("train.lr: must be > 0")
+	case t.MinLR < 0 || t.MinLR > t.LR:
+		return nil, fmt.Errorf("train.min_lr: must be in [0, lr]")
+	case t.Warmup < 0:
+		return nil, fmt.Errorf("train.warmup: must be ≥ 0")
+	case t.WeightDecay < 0:
+		return nil, fmt.Errorf("train.weight_decay: must be ≥ 0")
+	case t.GradClip < 0:
+		return nil, fmt.Errorf("train.grad_clip: must be ≥ 0 (0 disables clipping)")
+	case !(t.Beta1 >= 0 && t.Beta1 < 1):
+		return nil, fmt.Errorf("train.beta1: must be in [0, 1)")
+	case !(t.Beta2 >= 0 && t.Beta2 < 1):
+		return nil, fmt.Errorf("train.beta2: must be in [0, 1)")
+	case !(t.Eps > 0):
+		return nil, fmt.Errorf("train.eps: must be > 0")
+	case t.LogEvery < 1:
+		return nil, fmt.Errorf("train.log_every: must be ≥ 1")
+	case t.EvalEvery < 0:
+		return nil, fmt.Errorf("train.eval_every: must be ≥ 0")
+	case t.EvalBatches < 1:
+		return nil, fmt.Errorf("train.eval_batches: must be ≥ 1")
+	case t.CheckpointEvery < 0:
+		return nil, fmt.Errorf("train.checkpoint_every: must be ≥ 0")
+	}
+	return t, nil
+}
+
+// parser reads a JSON object strictly: type errors name the key, and finish
+// reports keys nobody asked for.
+type parser struct {
+	prefix string
+	raw    map[string]json.RawMessage
+	used   map[string]bool
+	err    error
+}
+
+func newParser(prefix string, data []byte) (*parser, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var raw map[string]json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("config: %s%v", strings.TrimSuffix(prefix, ".")+map[bool]string{true: ": ", false: ""}[prefix != ""], err)
+	}
+	if raw == nil {
+		return nil, fmt.Errorf("config: %swant a JSON object", prefix)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("config: trailing data after the JSON object")
+	}
+	return &parser{prefix: prefix, raw: raw, used: map[string]bool{}}, nil
+}
+
+func (p *parser) has(key string) bool { _, ok := p.raw[key]; return ok }
+
+func (p *parser) fail(key, format string, args ...any) {
+	if p.err == nil {
+		p.err = fmt.Errorf("%s%s: %s", p.prefix, key, fmt.Sprintf(format, args...))
+	}
+}
+
+func (p *parser) get(key string, dst any, want string) bool {
+	p.used[key] = true
+	r, ok := p.raw[key]
+	if !ok {
+		return false
+	}
+	if string(r) == "null" {
+		p.fail(key, "want %s, got null", want)
+		return true
+	}
+	if err := json.Unmarshal(r, dst); err != nil {
+		p.fail(key, "want %s, got %s", want, r)
+	}
+	return true
+}
+
+func (p *parser) int(key string, dst *int) bool     { return p.get(key, dst, "an integer") }
+func (p *parser) int64(key string, dst *int64) bool { return p.get(key, dst, "an integer") }
+func (p *parser) float(key string, dst *float64) bool {
+	return p.get(key, dst, "a number")
+}
+func (p *parser) bool(key string, dst *bool) bool  { return p.get(key, dst, "true or false") }
+func (p *parser) str(key string, dst *string) bool { return p.get(key, dst, "a string") }
+func (p *parser) object(key string, dst *json.RawMessage) bool {
+	p.used[key] = true
+	r, ok := p.raw[key]
+	if ok {
+		if len(r) == 0 || r[0] != '{' {
+			p.fail(key, "want a JSON object, got %s", r)
+		}
+		*dst = r
+	}
+	return ok
+}
+
+func (p *parser) intReq(key string, dst *int) {
+	if !p.int(key, dst) {
+		p.fail(key, "required")
+	}
+}
+
+func (p *parser) finish() error {
+	if p.err != nil {
+		return p.err
+	}
+	var unknown []string
+	for k := range p.raw {
+		if !p.used[k] {
+			unknown = append(unknown, p.prefix+k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("%s: unknown key (known keys are listed in docs/model.md)", strings.Join(unknown, ", "))
+	}
+	return nil
+}
+
+// MarshalJSON writes the resolved config (defaults filled in) with the keys
+// in contract order, so it can be printed, saved with a run and parsed back.
+func (c *Config) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("{")
+	first := true
+	w := func(k string, v any) {
+		if !first {
+			b.WriteString(",")
+		}
+		first = false
+		kb, _ := json.Marshal(k)
+		vb, _ := json.Marshal(v)
+		b.WriteString("\n  ")
+		b.Write(kb)
+		b.WriteString(": ")
+		b.Write(vb)
+	}
+	w("vocab_size", c.VocabSize)
+	w("d_model", c.DModel)
+	w("n_heads", c.NHeads)
+	w("n_layers", c.NLayers)
+	w("d_ff", c.DFF)
+	w("max_len", c.MaxLen)
+	w("causal", c.Causal)
+	w("task", c.Task)
+	if c.Task == "classify" {
+		w("n_classes", c.NClasses)
+		w("pool", c.Pool)
+	}
+	if c.PadID != nil {
+		w("pad_id", *c.PadID)
+	}
+	w("reversible", c.Reversible)
+	w("checkpoint", c.Checkpoint)
+	w("ff_chunks", c.FFChunks)
+	w("mixer", c.Mixer.Raw())
+	if t := c.Train; t != nil {
+		w("train", map[string]any{
+			"batch_size": t.BatchSize, "seq_len": t.SeqLen, "steps": t.Steps, "lr": t.LR,
+			"min_lr": t.MinLR, "warmup": t.Warmup, "weight_decay": t.WeightDecay,
+			"grad_clip": t.GradClip, "beta1": t.Beta1, "beta2": t.Beta2, "eps": t.Eps,
+			"seed": t.Seed, "log_every": t.LogEvery, "eval_every": t.EvalEvery,
+			"eval_batches": t.EvalBatches, "checkpoint_every": t.CheckpointEvery,
+		})
+	}
+	b.WriteString("\n}")
+	return b.Bytes(), nil
+}

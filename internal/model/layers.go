@@ -1,0 +1,255 @@
+package model
+
+import (
+	"math"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
+)
+
+// The layer functions below follow llm.c: outputs, then caches, then inputs,
+// then weights, then sizes. Backward functions accumulate (+=) into input
+// and parameter gradients.
+//
+// Shape letters: B batch, T time, D channels, N = B·T rows, V head width,
+// I/O linear input/output widths, H = d_ff.
+
+// embeddingForward sets out[b,t,:] = embed[tokens[b,t],:] + pos[t,:].
+// out [B,T,D], tokens [B,T], embed [vocab,D], pos [maxT,D].
+func embeddingForward[F kernels.Float](out []F, tokens []int32, embed, pos []F, B, T, D int) {
+	for b := 0; b < B; b++ {
+		for t := 0; t < T; t++ {
+			o := out[(b*T+t)*D : (b*T+t+1)*D]
+			e := embed[int(tokens[b*T+t])*D:][:D]
+			ps := pos[t*D : (t+1)*D]
+			for j := range o {
+				o[j] = e[j] + ps[j]
+			}
+		}
+	}
+}
+
+// embeddingBackward accumulates dembed[tokens[b,t]] += dout[b,t] and
+// dpos[t] += dout[b,t].
+func embeddingBackward[F kernels.Float](dembed, dpos, dout []F, tokens []int32, B, T, D int) {
+	for b := 0; b < B; b++ {
+		for t := 0; t < T; t++ {
+			g := dout[(b*T+t)*D : (b*T+t+1)*D]
+			addTo(dembed[int(tokens[b*T+t])*D:][:D], g)
+			addTo(dpos[t*D:(t+1)*D], g)
+		}
+	}
+}
+
+// linearForward computes out = inp·Wᵀ + b, or out += inp·Wᵀ + b when acc.
+// out [N,O], inp [N,I], w [O,I], b [O].
+func linearForward[F kernels.Float](out, inp, w, b []F, N, I, O int, acc bool) {
+	parallel.For(N, 64, func(_, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			row := out[n*O : (n+1)*O]
+			if acc {
+				addTo(row, b)
+			} else {
+				copy(row, b)
+			}
+		}
+	})
+	kernels.Gemm(false, true, N, O, I, 1, inp, I, w, I, 1, out, O)
+}
+
+// linearBackward accumulates dinp += dout·W (skipped when dinp is nil),
+// dw += doutᵀ·inp and db += Σ_n dout[n].
+func linearBackward[F kernels.Float](dinp, dw, db, dout, inp, w []F, N, I, O int) {
+	if dinp != nil {
+		kernels.Gemm(false, false, N, I, O, 1, dout, O, w, I, 1, dinp, I)
+	}
+	kernels.Gemm(true, false, O, I, N, 1, dout, O, inp, I, 1, dw, I)
+	parallel.For(O, 64, func(_, lo, hi int) {
+		d := db[lo:hi]
+		for n := 0; n < N; n++ {
+			addTo(d, dout[n*O+lo:n*O+hi])
+		}
+	})
+}
+
+// layerNormForward is kernels.LayerNormForward (which splits rows across
+// threads itself). out [N,C], mean, rstd [N], inp [N,C], weight, bias [C].
+func layerNormForward[F kernels.Float](out, mean, rstd, inp, weight, bias []F, N, C int) {
+	kernels.LayerNormForward(out, mean, rstd, inp, weight, bias, N, C)
+}
+
+// layerNormBackward is kernels.LayerNormBackward: it accumulates into dinp,
+// dweight and dbias, with a result independent of the thread count.
+func layerNormBackward[F kernels.Float](dinp, dweight, dbias, dout, inp, weight, mean, rstd []F, N, C int) {
+	kernels.LayerNormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
+}
+
+// addTo accumulates dst += src on the calling goroutine (rows inside
+// parallel loops): from 16 elements on with kernels.Axpy (a = 1, so the
+// same sums, vectorised and never split across threads), shorter rows in
+// plain Go, where a kernel call's set-up would dominate.
+func addTo[F kernels.Float](dst, src []F) {
+	if len(dst) >= 16 {
+		kernels.Axpy(dst, 1, src)
+		return
+	}
+	src = src[:len(dst)]
+	for i := range dst {
+		dst[i] += src[i]
+	}
+}
+
+// fc1GeluForward sets h = inp·Wᵀ + b and g = GELU(h), adding the bias and
+// applying GELU to each thread's rows while they are in cache.
+// h, g [N,H], inp [N,D], w [H,D], b [H].
+func fc1GeluForward[F kernels.Float](h, g, inp, w, b []F, N, D, H int) {
+	kernels.Gemm(false, true, N, H, D, 1, inp, D, w, D, 0, h, H)
+	parallel.For(N, 16, func(_, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			addTo(h[n*H:(n+1)*H], b)
+		}
+		kernels.GeluForward(g[lo*H:hi*H], h[lo*H:hi*H])
+	})
+}
+
+// ffForward accumulates out += fc2(GELU(fc1(inp))) and saves h = fc1(inp)
+// and g = GELU(h). out, inp [N,D], h, g [N,H], fc1w [H,D], fc1b [H],
+// fc2w [D,H], fc2b [D].
+func ffForward[F kernels.Float](out, h, g, inp, fc1w, fc1b, fc2w, fc2b []F, N, D, H int) {
+	fc1GeluForward(h, g, inp, fc1w, fc1b, N, D, H)
+	linearForward(out, g, fc2w, fc2b, N, H, D, true)
+}
+
+// ffBackward accumulates the gradients of ffForward into dinp [N,D] and the
+// weight gradients, given dout [N,D] and the saved h and g. dg and dh [N,H]
+// are scratch (overwritten, need not be zero). dinp may alias dout: dout is
+// fully read before dinp is written.
+func ffBackward[F kernels.Float](dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp, h, g, fc1w, fc2w []F, N, D, H int) {
+	kernels.Gemm(false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
+	linearBackward(nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D)
+	parallel.For(N*H, 4096, func(_, lo, hi int) { // dh = GELU'(h)·dg
+		clear(dh[lo:hi])
+		kernels.GeluBackward(dh[lo:hi], h[lo:hi], dg[lo:hi])
+	})
+	linearBackward(dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H)
+}
+
+// poolForward sets out[b] = mean of inp[b,t] over positions t with
+// pad[b,t] false (all positions when pad is nil), or 0 if every position is
+// padding; with first, out[b] = inp[b,0] whatever the padding. out [B,D],
+// inp [B,T,D], pad [B,T] or nil.
+func poolForward[F kernels.Float](out, inp []F, pad []bool, first bool, B, T, D int) {
+	if first {
+		for b := 0; b < B; b++ {
+			copy(out[b*D:(b+1)*D], inp[b*T*D:b*T*D+D])
+		}
+		return
+	}
+	for b := 0; b < B; b++ {
+		o := out[b*D : (b+1)*D]
+		clear(o)
+		n := 0
+		for t := 0; t < T; t++ {
+			if pad == nil || !pad[b*T+t] {
+				addTo(o, inp[(b*T+t)*D:(b*T+t+1)*D])
+				n++
+			}
+		}
+		if n > 0 {
+			inv := 1 / F(n)
+			for j := range o {
+				o[j] *= inv
+			}
+		}
+	}
+}
+
+// poolBackward accumulates dinp[b,t] += dout[b]/n_b at the pooled
+// positions (dinp[b,0] += dout[b] with first).
+func poolBackward[F kernels.Float](dinp, dout []F, pad []bool, first bool, B, T, D int) {
+	if first {
+		for b := 0; b < B; b++ {
+			addTo(dinp[b*T*D:b*T*D+D], dout[b*D:(b+1)*D])
+		}
+		return
+	}
+	for b := 0; b < B; b++ {
+		n := 0
+		for t := 0; t < T; t++ {
+			if pad == nil || !pad[b*T+t] {
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		inv := 1 / F(n)
+		g := dout[b*D : (b+1)*D]
+		for t := 0; t < T; t++ {
+			if pad == nil || !pad[b*T+t] {
+				d := dinp[(b*T+t)*D : (b*T+t+1)*D]
+				for j := range d {
+					d[j] += g[j] * inv
+				}
+			}
+		}
+	}
+}
+
+// crossEntropyForward returns the mean over rows with target ≠ −1 of
+// −log softmax(logits[n])[target[n]], and the number of such rows (the
+// loss is 0 when there are none). logits [N,V], targets [N]. Each row's
+// log-sum-exp uses the kernels' Max and ExpSub (the fast exp in float32)
+// and is summed in float64. crossEntropyForward panics if a target is
+// outside [−1, V).
+func crossEntropyForward[F kernels.Float](logits []F, targets []int32, N, V int) (loss float64, count int) {
+	nt := parallel.Threads()
+	sums := make([]float64, nt)
+	counts := make([]int, nt)
+	parallel.For(N, 64, func(w, lo, hi int) {
+		tmp := make([]F, V)
+		for n := lo; n < hi; n++ {
+			y := int(targets[n])
+			if y == -1 {
+				continue
+			}
+			if y < 0 || y >= V {
+				panic("model: cross-entropy target out of range")
+			}
+			row := logits[n*V : (n+1)*V]
+			mx := kernels.Max(row)
+			s := kernels.ExpSub(tmp, row, mx)
+			sums[w] += float64(mx) + math.Log(float64(s)) - float64(row[y])
+			counts[w]++
+		}
+	})
+	for w := range sums {
+		loss += sums[w]
+		count += counts[w]
+	}
+	if count == 0 {
+		return 0, 0
+	}
+	return loss / float64(count), count
+}
+
+// crossEntropyBackward sets dlogits[n] = scale·(softmax(logits[n]) −
+// onehot(target[n])) for rows with target ≠ −1 and 0 for the others; scale
+// is dloss/count. Unlike the other backward functions it overwrites, so
+// dlogits need not be zeroed.
+func crossEntropyBackward[F kernels.Float](dlogits, logits []F, targets []int32, N, V int, scale float64) {
+	parallel.For(N, 64, func(_, lo, hi int) {
+		for n := lo; n < hi; n++ {
+			y := int(targets[n])
+			d := dlogits[n*V : (n+1)*V]
+			if y == -1 {
+				clear(d)
+				continue
+			}
+			row := logits[n*V : (n+1)*V]
+			s := kernels.ExpSub(d, row, kernels.Max(row))
+			kernels.Scale(d, F(scale/float64(s)))
+			d[y] -= F(scale)
+		}
+	})
+}

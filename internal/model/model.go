@@ -1,0 +1,330 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
+	"github.com/tokenmix/tokenmix/mixer"
+)
+
+// Model is the Transformer of the model contract, generic over the float
+// type: float32 is the fast path, float64 the gradient-check path.
+//
+// Parameters live in one slab (Params), their gradients in another (Grads),
+// both laid out in the order of Specs. Activations and activation gradients
+// live in two slabs sized by the memory plan of the last (B,T).
+type Model[F kernels.Float] struct {
+	Config *Config
+	// Specs lists every parameter with its full name; Offsets[i] is where
+	// Specs[i] starts in Params and Grads.
+	Specs   []mixer.ParamSpec
+	Offsets []int
+	Params  []F
+	Grads   []F
+
+	// Seed and Step derive each mixer's Pass.Seed (see PassSeed); the
+	// trainer sets Step before every forward.
+	Seed uint64
+	Step int
+
+	// MixerInput, when not nil, is called by every block's forward with the
+	// block index and that block's mixer input LN1_i(x) [B,T,D], just
+	// before the mixer runs (also when Backward recomputes a block with
+	// checkpointing or reversible blocks). The slice is the model's own
+	// buffer, valid only during the call: copy what you keep. It is for
+	// inspection (tokenmix pattern --weights); nil costs nothing.
+	MixerInput func(layer int, x []F)
+
+	mixers []mixer.Mixer[F]
+	w, g   params[F]
+
+	plan        Plan
+	planThreads int // parallel.Threads() when plan was made
+	acts, grds  []F // activation slab and gradient slab
+
+	// The last forward's inputs.
+	tokens, targets []int32
+	pad             []bool // [B,T] from pad_id, or nil
+	padBuf          []bool
+	nTargets        int
+	loss            float64
+}
+
+// New builds a model for config c, which must come from ParseConfig (or
+// LoadConfig), with zero parameters (call Init or load weights).
+func New[F kernels.Float](c *Config) (*Model[F], error) {
+	if c.kind.New32 == nil || c.kind.New64 == nil {
+		return nil, fmt.Errorf("model: config has no resolved mixer kind (build it with ParseConfig)")
+	}
+	m := &Model[F]{Config: c}
+	var mspecs [][]mixer.ParamSpec
+	var nm []int
+	for i := 0; i < c.NLayers; i++ {
+		var mx mixer.Mixer[F]
+		var err error
+		var zero F
+		if _, ok := any(zero).(float32); ok {
+			var m32 mixer.Mixer[float32]
+			m32, err = c.kind.New32(c.MixerConfig(i))
+			mx, _ = any(m32).(mixer.Mixer[F])
+		} else {
+			var m64 mixer.Mixer[float64]
+			m64, err = c.kind.New64(c.MixerConfig(i))
+			mx, _ = any(m64).(mixer.Mixer[F])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("block %d: %w", i, err)
+		}
+		m.mixers = append(m.mixers, mx)
+		mspecs = append(mspecs, mx.Params())
+		nm = append(nm, len(mspecs[i]))
+	}
+	m.Specs = paramSpecs(c, mspecs)
+	n := 0
+	for _, s := range m.Specs {
+		m.Offsets = append(m.Offsets, n)
+		n += s.Size()
+	}
+	m.Params = make([]F, n)
+	m.Grads = make([]F, n)
+	m.w = views(c, m.Specs, nm, m.Params)
+	m.g = views(c, m.Specs, nm, m.Grads)
+	for i, mx := range m.mixers {
+		mx.Bind(m.w.mixer[i], m.g.mixer[i])
+	}
+	return m, nil
+}
+
+// NumParams is the number of parameters.
+func (m *Model[F]) NumParams() int { return len(m.Params) }
+
+// ParamBytes is the memory of parameters, gradients and the two AdamW
+// moments.
+func (m *Model[F]) ParamBytes() int64 {
+	var zero F
+	return 4 * int64(len(m.Params)) * int64(sizeOf(zero))
+}
+
+func sizeOf[F kernels.Float](F) int {
+	var z F
+	if _, ok := any(z).(float32); ok {
+		return 4
+	}
+	return 8
+}
+
+// Plan returns the memory plan for a batch of B sequences of length T,
+// without allocating it.
+func (m *Model[F]) Plan(B, T int) Plan {
+	return newPlan(m.Config, m.mixers, B, T)
+}
+
+// Mixer returns block i's mixer (for reporting statistics).
+func (m *Model[F]) Mixer(i int) mixer.Mixer[F] { return m.mixers[i] }
+
+// ZeroGrad sets every parameter gradient to zero.
+func (m *Model[F]) ZeroGrad() { clear(m.Grads) }
+
+// Logits returns the last forward's logits: [B,T,vocab_size] for lm,
+// [B,n_classes] for classify. The slice aliases the activation slab.
+func (m *Model[F]) Logits() []F {
+	return m.act(m.plan.logits)
+}
+
+// Loss returns the last forward's loss.
+func (m *Model[F]) Loss() float64 { return m.loss }
+
+func (m *Model[F]) act(s span) []F  { return m.acts[s.off : s.off+s.n : s.off+s.n] }
+func (m *Model[F]) grad(s span) []F { return m.grds[s.off : s.off+s.n : s.off+s.n] }
+
+// reserve makes the slabs fit the plan of (B,T), reallocating only when a
+// slab must grow.
+func (m *Model[F]) reserve(B, T int) {
+	// Mixer scratch is sized per thread, so a changed thread count re-plans
+	// too (NOTE: change threads between steps, never between Forward and
+	// Backward).
+	if m.plan.B == B && m.plan.T == T && m.planThreads == parallel.Threads() && m.acts != nil {
+		return
+	}
+	m.plan = newPlan(m.Config, m.mixers, B, T)
+	m.planThreads = parallel.Threads()
+	if cap(m.acts) < m.plan.ActElems {
+		m.acts = make([]F, m.plan.ActElems)
+	}
+	m.acts = m.acts[:m.plan.ActElems]
+	if cap(m.grds) < m.plan.GradElems {
+		m.grds = make([]F, m.plan.GradElems)
+	}
+	m.grds = m.grds[:m.plan.GradElems]
+}
+
+// CheckBatch validates tokens [B,T] and targets for this config: T ≤
+// max_len, token ids in [0, vocab_size), targets [B,T] (lm) or [B]
+// (classify) with values in [−1, head width). targets may be nil.
+func (c *Config) CheckBatch(tokens, targets []int32, B, T int) error {
+	if B < 1 || T < 1 {
+		return fmt.Errorf("batch: B=%d and T=%d must be ≥ 1", B, T)
+	}
+	if T > c.MaxLen {
+		return fmt.Errorf("batch: T=%d exceeds max_len %d", T, c.MaxLen)
+	}
+	if len(tokens) != B*T {
+		return fmt.Errorf("batch: %d tokens for B=%d T=%d", len(tokens), B, T)
+	}
+	for i, v := range tokens {
+		if v < 0 || int(v) >= c.VocabSize {
+			return fmt.Errorf("batch: token %d at position %d outside [0, vocab_size=%d)", v, i, c.VocabSize)
+		}
+	}
+	if targets == nil {
+		return nil
+	}
+	want, V := B*T, c.VocabSize
+	if c.Task == "classify" {
+		want, V = B, c.NClasses
+	}
+	if len(targets) != want {
+		return fmt.Errorf("batch: %d targets, want %d for task %q", len(targets), want, c.Task)
+	}
+	for i, v := range targets {
+		if v < -1 || int(v) >= V {
+			return fmt.Errorf("batch: target %d at position %d outside [-1, %d)", v, i, V)
+		}
+	}
+	return nil
+}
+
+// PassSeed derives the seed of block layer's mixer at a training step from
+// the run seed (splitmix64 of each in turn), so random mixers are
+// reproducible and replay exactly in backward.
+func PassSeed(seed uint64, step, layer int) uint64 {
+	return splitmix(splitmix(splitmix(seed)+uint64(step)) + uint64(layer))
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+func (m *Model[F]) pass(layer int) mixer.Pass {
+	return mixer.Pass{B: m.plan.B, T: m.plan.T, Pad: m.pad, Seed: PassSeed(m.Seed, m.Step, layer)}
+}
+
+// Forward runs the model on tokens [B,T] and returns the loss when targets
+// are given (0 otherwise). It keeps what Backward needs.
+func (m *Model[F]) Forward(tokens, targets []int32, B, T int) (float64, error) {
+	c := m.Config
+	if err := c.CheckBatch(tokens, targets, B, T); err != nil {
+		return 0, err
+	}
+	m.reserve(B, T)
+	m.tokens, m.targets = tokens, targets
+	m.pad = nil
+	if c.PadID != nil {
+		if cap(m.padBuf) < B*T {
+			m.padBuf = make([]bool, B*T)
+		}
+		m.pad = m.padBuf[:B*T]
+		for i, v := range tokens {
+			m.pad[i] = int(v) == *c.PadID
+		}
+	}
+	p, D := &m.plan, c.DModel
+	embeddingForward(m.act(p.res[0]), tokens, m.w.embed, m.w.pos, B, T, D)
+	if c.Reversible {
+		m.revForward()
+	} else {
+		for i := 0; i < c.NLayers; i++ {
+			m.blockForward(i)
+		}
+	}
+	m.loss = m.headForward()
+	return m.loss, nil
+}
+
+// blockForward runs block i from res[i] to res[i+1], saving its internals.
+func (m *Model[F]) blockForward(i int) {
+	p := &m.plan
+	x, mid, out := m.act(p.res[i]), m.act(p.blocks[i].mid), m.act(p.res[i+1])
+	m.blockMixerForward(i, mid, x, x)
+	m.blockFFForward(i, out, mid, mid)
+}
+
+// headForward computes LN_f, the head and (with targets) the loss.
+func (m *Model[F]) headForward() float64 {
+	c, p := m.Config, &m.plan
+	B, T, D, V := p.B, p.T, c.DModel, c.HeadOut()
+	N := B * T
+	lnf := m.act(p.lnf)
+	layerNormForward(lnf, m.act(p.lnfMean), m.act(p.lnfRstd), m.act(p.res[c.NLayers]), m.w.lnfw, m.w.lnfb, N, D)
+	logits := m.act(p.logits)
+	rows := N
+	if c.Task == "classify" {
+		pooled := m.act(p.pooled)
+		poolForward(pooled, lnf, m.pad, c.Pool == "first", B, T, D)
+		linearForward(logits, pooled, m.w.headw, m.w.headb, B, D, V, false)
+		rows = B
+	} else {
+		linearForward(logits, lnf, m.w.headw, m.w.headb, N, D, V, false)
+	}
+	if m.targets == nil {
+		m.nTargets = 0
+		return 0
+	}
+	loss, n := crossEntropyForward(logits, m.targets, rows, V)
+	m.nTargets = n
+	return loss
+}
+
+// Backward accumulates the gradient of the last forward's loss into Grads.
+// It panics if the last Forward had no targets.
+func (m *Model[F]) Backward() {
+	if m.targets == nil {
+		panic("model: Backward after a Forward without targets")
+	}
+	c, p := m.Config, &m.plan
+	if c.Reversible {
+		m.revBackward()
+		return
+	}
+	dres := m.grad(p.dres)
+	clear(dres)
+	m.headBackward(dres)
+	for i := c.NLayers - 1; i >= 0; i-- {
+		if c.Checkpoint {
+			m.blockRecompute(i)
+		}
+		mid := m.act(p.blocks[i].mid)
+		m.blockFFBackward(i, dres, dres, mid)
+		m.blockMixerBackward(i, dres, dres, m.act(p.res[i]))
+	}
+	embeddingBackward(m.g.embed, m.g.pos, dres, m.tokens, p.B, p.T, c.DModel)
+}
+
+// headBackward writes the gradient of the loss with respect to res[L]
+// into dres (which must be zero), accumulating the head and LN_f gradients.
+func (m *Model[F]) headBackward(dres []F) {
+	c, p := m.Config, &m.plan
+	B, T, D, V := p.B, p.T, c.DModel, c.HeadOut()
+	N := B * T
+	lnf, logits := m.act(p.lnf), m.act(p.logits)
+	dlogits, dln := m.grad(p.dlogits), m.grad(p.dln)
+	clear(dln)
+	if m.nTargets > 0 { // crossEntropyBackward overwrites every row of dlogits
+		scale := 1 / float64(m.nTargets)
+		if c.Task == "classify" {
+			crossEntropyBackward(dlogits, logits, m.targets, B, V, scale)
+			dpooled := m.grad(p.dpooled)
+			clear(dpooled)
+			linearBackward(dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V)
+			poolBackward(dln, dpooled, m.pad, c.Pool == "first", B, T, D)
+		} else {
+			crossEntropyBackward(dlogits, logits, m.targets, N, V, scale)
+			linearBackward(dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V)
+		}
+	}
+	layerNormBackward(dres, m.g.lnfw, m.g.lnfb, dln, m.act(p.res[c.NLayers]), m.w.lnfw, m.act(p.lnfMean), m.act(p.lnfRstd), N, D)
+}

@@ -1,0 +1,213 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/mixer"
+)
+
+// span is a range of one slab.
+type span struct{ off, n int }
+
+// blockPlan is one block's saved activations (all in the activation slab).
+type blockPlan struct {
+	ln1, ln1Mean, ln1Rstd span // [B,T,D], [B,T], [B,T]: LN1 output and stats
+	mixAct                span // mixer.ActSize(B,T)
+	mid                   span // [B,T,D]: x + mixer(LN1(x))
+	ln2, ln2Mean, ln2Rstd span // [B,T,D], [B,T], [B,T]
+	fch, fcg              span // [B,T,DFF]: fc1 output and GELU(fc1); empty when ff_chunks > 1
+}
+
+// Plan is the memory plan of one (config, B, T): where every activation and
+// activation-gradient buffer lives. It is computed in one place, newPlan, so
+// the bytes a model needs are known before it runs.
+//
+// The activation slab holds what forward saves for backward. The gradient
+// slab holds activation gradients and scratch that live only within one
+// call.
+type Plan struct {
+	B, T     int
+	ElemSize int // bytes per element (4 or 8)
+
+	ActElems, GradElems int // slab sizes in elements
+	// Entries lists every buffer for reporting: name, slab ("act" or
+	// "grad") and elements. Per-block entries of identical shape are
+	// summed under one name with a count.
+	Entries []PlanEntry
+
+	res    []span // [n_layers+1] × [B,T,D]: block inputs; res[L] feeds LN_f
+	blocks []blockPlan
+
+	lnf, lnfMean, lnfRstd span // [B,T,D], [B,T], [B,T]
+	pooled                span // [B,D] (classify)
+	logits                span // [B,T,V] (lm) or [B,C] (classify)
+
+	// gradient slab
+	dres     span // [B,T,D]: gradient of the residual stream
+	dln      span // [B,T,D]: gradient of a LayerNorm output; mixer output temp in forward
+	ffh, ffg span // [R,DFF]: fc1 output and GELU when ff_chunks > 1 (R = chunk rows)
+	dg, dh   span // [R,DFF]: gradients of GELU output and fc1 output
+	mixScr   span // max over blocks of mixer.ScratchSize(B,T)
+	dlogits  span // like logits
+	dpooled  span // [B,D] (classify)
+
+	rev revSpans // reversible blocks only (see reversible.go)
+}
+
+// PlanEntry is one line of the memory plan.
+type PlanEntry struct {
+	Name  string
+	Slab  string
+	Count int // how many buffers of this size
+	Elems int // elements of each
+}
+
+// Bytes is the planned memory: activations plus activation gradients and
+// scratch.
+func (p Plan) Bytes() int64 { return int64(p.ActElems+p.GradElems) * int64(p.ElemSize) }
+
+// String formats the plan as a table.
+func (p Plan) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "memory plan B=%d T=%d (%d-byte elements)\n", p.B, p.T, p.ElemSize)
+	for _, e := range p.Entries {
+		fmt.Fprintf(&b, "  %-4s %-22s %4d × %12d = %s\n", e.Slab, e.Name, e.Count, e.Elems, fmtBytes(int64(e.Count*e.Elems*p.ElemSize)))
+	}
+	fmt.Fprintf(&b, "  activations %s, activation gradients and scratch %s, total %s\n",
+		fmtBytes(int64(p.ActElems*p.ElemSize)), fmtBytes(int64(p.GradElems*p.ElemSize)), fmtBytes(p.Bytes()))
+	return b.String()
+}
+
+func fmtBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// ffRows is the number of rows of one feed-forward chunk.
+func ffRows(c *Config, bt int) int {
+	return (bt + c.FFChunks - 1) / c.FFChunks
+}
+
+// newPlan computes the memory plan for config c with the given mixers
+// (for their ActSize and ScratchSize) at batch B and length T.
+func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan {
+	var zero F
+	p := Plan{B: B, T: T, ElemSize: int(unsafe.Sizeof(zero))}
+	D, BT, L := c.DModel, B*T, c.NLayers
+	R := ffRows(c, BT)
+	add := func(slab, name string, count, n int) span {
+		s := span{n: n}
+		if slab == "act" {
+			s.off = p.ActElems
+			p.ActElems += n
+		} else {
+			s.off = p.GradElems
+			p.GradElems += n
+		}
+		if count > 0 {
+			p.Entries = append(p.Entries, PlanEntry{Name: name, Slab: slab, Count: count, Elems: n})
+		}
+		return s
+	}
+	// Residual stream: n_layers+1 block inputs (reversible: the two
+	// streams and their mean, whatever the depth).
+	if c.Reversible {
+		p.rev.addActs(&p, c, add)
+	} else {
+		for i := 0; i <= L; i++ {
+			p.res = append(p.res, add("act", "res", b2i(i == 0)*(L+1), BT*D))
+		}
+	}
+	// Block internals: one set per block, or one shared set (largest
+	// mixer) with checkpointing or reversible blocks.
+	shared := c.Checkpoint || (c.Reversible && !c.revKeep)
+	nb := L
+	if shared {
+		nb = 1
+	}
+	maxAct, maxScr := 0, 0
+	for _, m := range mixers {
+		maxAct = max(maxAct, m.ActSize(B, T))
+		maxScr = max(maxScr, m.ScratchSize(B, T))
+	}
+	for i := 0; i < nb; i++ {
+		cnt := b2i(i == 0) * nb
+		var bp blockPlan
+		bp.ln1 = add("act", "ln1", cnt, BT*D)
+		bp.ln1Mean = add("act", "ln1.mean", cnt, BT)
+		bp.ln1Rstd = add("act", "ln1.rstd", cnt, BT)
+		na := maxAct
+		if !shared {
+			na = mixers[i].ActSize(B, T)
+		}
+		bp.mixAct = add("act", fmt.Sprintf("mixer.act[%d]", i), 1, na)
+		if !c.Reversible {
+			bp.mid = add("act", "mid", cnt, BT*D)
+		}
+		bp.ln2 = add("act", "ln2", cnt, BT*D)
+		bp.ln2Mean = add("act", "ln2.mean", cnt, BT)
+		bp.ln2Rstd = add("act", "ln2.rstd", cnt, BT)
+		if c.FFChunks == 1 {
+			bp.fch = add("act", "ff.fc1", cnt, BT*c.DFF)
+			bp.fcg = add("act", "ff.gelu", cnt, BT*c.DFF)
+		}
+		p.blocks = append(p.blocks, bp)
+	}
+	for i := nb; i < L; i++ { // checkpointing: every block shares set 0
+		p.blocks = append(p.blocks, p.blocks[0])
+	}
+	p.lnf = add("act", "ln_f", 1, BT*D)
+	p.lnfMean = add("act", "ln_f.mean", 1, BT)
+	p.lnfRstd = add("act", "ln_f.rstd", 1, BT)
+	V := c.HeadOut()
+	if c.Task == "classify" {
+		p.pooled = add("act", "pooled", 1, B*D)
+		p.logits = add("act", "logits", 1, B*V)
+	} else {
+		p.logits = add("act", "logits", 1, BT*V)
+	}
+
+	p.dres = add("grad", "d.res", 1, BT*D)
+	p.dln = add("grad", "d.ln", 1, BT*D)
+	if c.Reversible {
+		p.rev.addGrads(&p, c, add)
+	}
+	if c.FFChunks > 1 {
+		p.ffh = add("grad", "ff.fc1 (chunk)", 1, R*c.DFF)
+		p.ffg = add("grad", "ff.gelu (chunk)", 1, R*c.DFF)
+	}
+	p.dg = add("grad", "d.ff.gelu", 1, R*c.DFF)
+	p.dh = add("grad", "d.ff.fc1", 1, R*c.DFF)
+	p.mixScr = add("grad", "mixer.scratch", 1, maxScr)
+	p.dlogits = add("grad", "d.logits", 1, p.logits.n)
+	if c.Task == "classify" {
+		p.dpooled = add("grad", "d.pooled", 1, B*D)
+	}
+	return p
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// MixerBytes is the planned memory of one mixer layer run alone at (B,T):
+// its input x, output, their gradients ([B,T,D] each), its activations and
+// its scratch, in bytes of F. `tokenmix bench mixer` reports it.
+func MixerBytes[F kernels.Float](m mixer.Mixer[F], B, T, D int) int64 {
+	var zero F
+	n := 4*B*T*D + m.ActSize(B, T) + m.ScratchSize(B, T)
+	return int64(n) * int64(unsafe.Sizeof(zero))
+}

@@ -1,0 +1,80 @@
+package model
+
+import (
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/optim"
+)
+
+// Trainer runs training steps: forward, backward, global gradient-norm
+// clipping and an AdamW update with the warmup+cosine schedule, all from the
+// config's "train" object.
+type Trainer[F kernels.Float] struct {
+	Model *Model[F]
+	Opt   *optim.AdamW[F]
+	Sched optim.Schedule
+	Clip  float64
+}
+
+// StepStats reports one training step.
+type StepStats struct {
+	Loss     float64 // loss before the update
+	GradNorm float64 // global gradient norm before clipping
+	LR       float64 // learning rate of the update
+}
+
+// NewTrainer returns a trainer for m with fresh optimiser state. Parameters
+// whose spec says NoDecay (biases, LayerNorm gains, pos.weight, mixer
+// biases) are excluded from weight decay. NewTrainer panics if the config
+// has no "train" object.
+func NewTrainer[F kernels.Float](m *Model[F]) *Trainer[F] {
+	tc := m.Config.Train
+	if tc == nil {
+		panic("model: NewTrainer for a config without \"train\"")
+	}
+	sizes := make([]int, len(m.Specs))
+	noDecay := make([]bool, len(m.Specs))
+	for i, s := range m.Specs {
+		sizes[i], noDecay[i] = s.Size(), s.NoDecay
+	}
+	m.Seed = tc.Seed
+	return &Trainer[F]{
+		Model: m,
+		Opt:   optim.NewAdamW[F](len(m.Params), optim.Groups(sizes, noDecay), tc.Beta1, tc.Beta2, tc.Eps, tc.WeightDecay),
+		Sched: optim.Schedule{LR: tc.LR, MinLR: tc.MinLR, Warmup: tc.Warmup, Steps: tc.Steps},
+		Clip:  tc.GradClip,
+	}
+}
+
+// Step performs the update with index Opt.Step on one batch and returns
+// its statistics. The model's pass seeds use that index.
+func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) {
+	m := t.Model
+	m.Step = t.Opt.Step
+	loss, err := m.Forward(tokens, targets, B, T)
+	if err != nil {
+		return StepStats{}, err
+	}
+	m.ZeroGrad()
+	m.Backward()
+	norm := optim.ClipGradNorm(m.Grads, t.Clip)
+	lr := t.Sched.At(t.Opt.Step)
+	t.Opt.Update(m.Params, m.Grads, lr)
+	return StepStats{Loss: loss, GradNorm: norm, LR: lr}, nil
+}
+
+// Eval returns the loss of the current parameters on one batch without
+// touching gradients.
+func (t *Trainer[F]) Eval(tokens, targets []int32, B, T int) (float64, error) {
+	return t.Model.Forward(tokens, targets, B, T)
+}
+
+// DefaultTrainConfig returns the "train" defaults for config c (as if the
+// config had "train": {}).
+func DefaultTrainConfig(c *Config) *TrainConfig {
+	t, err := parseTrain([]byte("{}"))
+	if err != nil {
+		panic(err)
+	}
+	t.SeqLen = c.MaxLen
+	return t
+}
