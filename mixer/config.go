@@ -28,6 +28,7 @@ type Options struct {
 	raw  map[string]json.RawMessage
 	used map[string]bool
 	err  error
+	rec  *recorder // non-nil only inside Describe
 }
 
 // ParseOptions splits a mixer JSON object into its kind and options.
@@ -71,6 +72,7 @@ func OptionsOf(kind string, kv map[string]any) Options {
 
 // Has reports whether key is present.
 func (o *Options) Has(key string) bool {
+	o.rec.note(key, "", nil)
 	_, ok := o.raw[key]
 	return ok
 }
@@ -80,6 +82,7 @@ func (o *Options) get(key string, dst any, want string) bool {
 		o.used = map[string]bool{}
 	}
 	o.used[key] = true
+	o.rec.note(key, want, dst)
 	r, ok := o.raw[key]
 	if !ok {
 		return false
@@ -120,6 +123,7 @@ func (o *Options) String(key string, def string) string {
 
 // Fail records an invalid-value error for key (the first error wins).
 func (o *Options) Fail(key, format string, args ...any) {
+	o.rec.fail(key)
 	if o.err == nil {
 		o.err = fmt.Errorf("mixer.%s: %s", key, fmt.Sprintf(format, args...))
 	}

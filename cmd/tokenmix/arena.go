@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,7 +24,7 @@ var taskPresets = map[string]string{
 // one task and report test metric, speed and memory. With no flags it runs
 // the default preset (recall, ≤ 10 minutes on 2 cores).
 func runArena(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("arena", flag.ContinueOnError)
+	fs := newFlags("arena")
 	task := fs.String("task", "", "task: recall, listops, fmnist or gosrc (picks that task's preset)")
 	preset := fs.String("preset", "", "preset name (tokenmix presets lists them) or path to a preset file")
 	mixers := fs.String("mixers", "", "comma-separated mixer kinds (default: the preset's, or every registered kind)")
@@ -34,21 +34,19 @@ func runArena(ctx context.Context, args []string) error {
 	dataDir := fs.String("data-dir", "", "fmnist: directory of the IDX files; gosrc: the source tree to read")
 	jobs := fs.Int("jobs", 0, "train this many mixers at once in workers, each with threads/jobs threads (default: the preset's jobs, else 1)")
 	inProcess := fs.Bool("in-process", false, "run every mixer in this process (peak memory is then not per mixer)")
-	worker := fs.Bool("worker", false, "internal: run one mixer of the arena in DIR (args: DIR MIXER)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageErr("%v", err)
+	asJSON := fs.Bool("json", false, "print the results as one JSON object per mixer on stdout (the table and summaries go to stderr)")
+	args, worker := hiddenFlag(args, workerFlag)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	if *worker {
+	if worker {
 		if fs.NArg() != 2 {
 			return usageErr("arena --worker DIR MIXER")
 		}
 		return arena.Worker(ctx, fs.Arg(0), fs.Arg(1), os.Stderr)
 	}
 	if fs.NArg() > 0 {
-		return usageErr("arena: unexpected arguments %q", fs.Args())
+		return wantUsage(fs)
 	}
 	name := *preset
 	if *task != "" {
@@ -64,7 +62,9 @@ func runArena(ctx context.Context, args []string) error {
 		name = "recall"
 	}
 	p, err := arena.LoadPreset(name)
-	if err != nil {
+	if errors.Is(err, arena.ErrUnknownPreset) {
+		return usageErr("arena: %v", err)
+	} else if err != nil {
 		return err
 	}
 	if *task != "" && p.TaskName() != *task {
@@ -72,6 +72,9 @@ func runArena(ctx context.Context, args []string) error {
 	}
 	if *mixers != "" {
 		p.Mixers = strings.Split(*mixers, ",")
+		if err := arena.CheckMixers(p.Mixers); err != nil {
+			return usageErr("arena --%v", err)
+		}
 	}
 	if *seqLen > 0 {
 		if err := p.SetLen(*seqLen); err != nil {
@@ -100,19 +103,42 @@ func runArena(ctx context.Context, args []string) error {
 		*out = filepath.Join("runs", "arena-"+p.TaskName())
 	}
 	o := arena.Options{Preset: p, Out: *out, Stdout: os.Stdout, Stderr: os.Stderr}
+	if *asJSON {
+		o.Stdout = os.Stderr
+	}
 	if !*inProcess {
 		exe, err := os.Executable()
 		if err != nil {
 			return err
 		}
-		o.Worker = []string{exe, "arena", "--worker"}
+		o.Worker = []string{exe, "arena", workerFlag}
 	}
-	_, err = arena.Run(ctx, o)
+	f, err := arena.Run(ctx, o)
 	if errors.Is(err, arena.ErrInterrupted) {
 		return fmt.Errorf("arena interrupted; rerun the same command to resume from %s", *out)
 	}
-	if err == nil {
-		fmt.Printf("\nresults, checkpoints and plots in %s\n", *out)
+	if err != nil {
+		return err
 	}
-	return err
+	var failed []string
+	enc := json.NewEncoder(os.Stdout)
+	for _, r := range f.Results {
+		if r.Status == arena.StatusFailed {
+			failed = append(failed, r.Mixer)
+		}
+		if *asJSON {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintf(o.Stdout, "\nresults, checkpoints and plots in %s\n", *out)
+	if len(failed) > 0 {
+		return fmt.Errorf("arena: %d mixer run(s) failed: %s (see %s)", len(failed), strings.Join(failed, ", "), filepath.Join(*out, "results.md"))
+	}
+	return nil
 }
+
+// workerFlag starts the arena's per-mixer worker process (args: DIR MIXER);
+// it is not in the flag set, so help does not show it.
+const workerFlag = "--worker"

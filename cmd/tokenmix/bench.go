@@ -2,35 +2,29 @@ package main
 
 import (
 	"context"
-	"sort"
+	"fmt"
+	"os"
 	"strings"
 )
 
-// benchCommands is the list of `tokenmix bench` subcommands. Each lives in
-// its own file bench_<name>.go.
-func benchCommands() map[string]func(ctx context.Context, args []string) error {
-	return map[string]func(ctx context.Context, args []string) error{
-		"gemm":    runBenchGemm,
-		"peak":    runBenchPeak,
-		"scaling": runBenchScaling,
-		"mixer":   runBenchMixer,
-		"train":   runBenchTrain,
-	}
-}
-
+// runBench is `tokenmix bench SUB`: it runs one of benchCommands.
 func runBench(ctx context.Context, args []string) error {
 	cs := benchCommands()
-	names := make([]string, 0, len(cs))
-	for n := range cs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := strings.Join(sortedNames(cs), ", ")
 	if len(args) == 0 {
-		return usageErr("bench: want one of: %s", strings.Join(names, ", "))
+		return usageErr("bench: want one of: %s (tokenmix help bench)", names)
 	}
-	run, ok := cs[args[0]]
+	if args[0] == "-h" || args[0] == "--help" {
+		fmt.Printf("usage: tokenmix bench %s\n\n%s.\n\nbenchmarks:\n", commands()["bench"].synopsis, upperFirst(commands()["bench"].summary))
+		for _, n := range sortedNames(cs) {
+			fmt.Fprintf(os.Stdout, "  %-8s %s\n", n, cs[n].summary)
+		}
+		fmt.Println("\nRun 'tokenmix help bench NAME' for a benchmark's flags.")
+		return errHelp
+	}
+	c, ok := cs[args[0]]
 	if !ok {
-		return usageErr("bench: unknown benchmark %q (want one of: %s)", args[0], strings.Join(names, ", "))
+		return usageErr("bench: unknown benchmark %q (want one of: %s)", args[0], names)
 	}
-	return run(ctx, args[1:])
+	return c.run(ctx, args[1:])
 }

@@ -17,15 +17,15 @@ import (
 // of bench.GemmShapes, per thread count, with the fraction of the measured
 // FMA peak.
 func runBenchGemm(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("bench gemm", flag.ContinueOnError)
+	fs := newFlags("bench gemm")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	threadsList := fs.String("threads-list", "1,2", "comma-separated thread counts")
 	reps := fs.Int("reps", 7, "timed samples per measurement (median reported)")
 	transList := fs.String("trans", "NN", "comma-separated transposes: NN, NT, TN, TT")
 	pathName := fs.String("path", "", "force a kernel path: go, avx2, avx512 (default: best)")
 	clock := fs.String("clock", "wall", "wall, or cpu: one thread timed by its CPU time (robust on a busy machine)")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("%v", err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	threads, err := parseInts(*threadsList)
 	if err != nil {
@@ -92,13 +92,13 @@ func runBenchGemm(ctx context.Context, args []string) error {
 // runBenchPeak is `tokenmix bench peak`: the FMA peak of this CPU per thread
 // count, from bench.Peak.
 func runBenchPeak(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("bench peak", flag.ContinueOnError)
+	fs := newFlags("bench peak")
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
 	threadsList := fs.String("threads-list", "1,2", "comma-separated thread counts")
 	reps := fs.Int("reps", 7, "timed samples per measurement (median reported)")
 	clock := fs.String("clock", "wall", "wall, or cpu: one thread timed by its CPU time (robust on a busy machine)")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("%v", err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	threads, err := parseInts(*threadsList)
 	if err != nil {

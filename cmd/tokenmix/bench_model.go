@@ -26,7 +26,7 @@ type benchModel struct {
 }
 
 func newBenchModel(name, cfgHelp string, reps int, repsHelp string) *benchModel {
-	fs := flag.NewFlagSet("bench "+name, flag.ContinueOnError)
+	fs := newFlags("bench " + name)
 	return &benchModel{
 		name:    name,
 		fs:      fs,
@@ -42,11 +42,11 @@ func newBenchModel(name, cfgHelp string, reps int, repsHelp string) *benchModel 
 // T; child reports whether this process is the measuring child.
 func (b *benchModel) parse(args []string) (cfg *model.Config, child bool, err error) {
 	args, child = hiddenFlag(args, childFlag)
-	if err := b.fs.Parse(args); err != nil {
-		return nil, false, usageErr("%v", err)
+	if err := parseFlags(b.fs, args); err != nil {
+		return nil, false, err
 	}
 	if *b.cfgPath == "" || *b.T < 1 || *b.B < 1 || *b.reps < 1 || b.fs.NArg() > 0 {
-		return nil, false, usageErr("bench %s: want --config C --len T [--batch B] [--reps N] [--json]", b.name)
+		return nil, false, wantUsage(b.fs)
 	}
 	cfg, err = model.LoadConfig(*b.cfgPath)
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -26,7 +24,7 @@ import (
 // one `tokenmix bench mixer --json` child process, so its peak RSS is its
 // own.
 func runBenchScaling(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("bench scaling", flag.ContinueOnError)
+	fs := newFlags("bench scaling")
 	mixers := fs.String("mixers", "", "comma-separated mixer kinds (default: every registered kind)")
 	minLen := fs.Int("min-len", 256, "first sequence length")
 	maxLen := fs.Int("max-len", 65536, "last sequence length")
@@ -39,14 +37,11 @@ func runBenchScaling(ctx context.Context, args []string) error {
 	reps := fs.Int("reps", 3, "timed samples per point (median)")
 	preset := fs.String("preset", "recall", "preset whose mixer_options to use (sqrt_len resolves per T)")
 	out := fs.String("out", filepath.Join("runs", "scaling"), "directory for scaling.json, scaling.csv and the PNGs")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageErr("%v", err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 || *minLen < 1 || *maxLen < *minLen || *batch < 1 || *reps < 1 {
-		return usageErr("bench scaling: bad flags")
+		return wantUsage(fs)
 	}
 	budget, err := parseBytes(*memBudget)
 	if err != nil {

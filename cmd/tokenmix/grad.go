@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
 	"github.com/tokenmix/tokenmix/internal/model"
@@ -13,17 +12,17 @@ import (
 // writing logits, loss and every parameter gradient, to check an export or
 // a port against another framework.
 func runGrad(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("grad", flag.ContinueOnError)
+	fs := newFlags("grad")
 	cfgPath := fs.String("config", "", "model config JSON")
 	wPath := fs.String("weights", "", "weights (safetensors, the contract's names)")
 	bPath := fs.String("batch", "", "batch (safetensors: tokens I32 [B,T], targets I32 [B,T] or [B])")
 	out := fs.String("out", "", "output (safetensors: logits, loss, grad.<name>)")
 	f64 := fs.Bool("float64", false, "compute and write in float64 instead of float32")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("%v", err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *cfgPath == "" || *wPath == "" || *bPath == "" || *out == "" || fs.NArg() > 0 {
-		return usageErr("grad: want --config C --weights W --batch B --out O")
+		return wantUsage(fs)
 	}
 	cfg, err := model.LoadConfig(*cfgPath)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
 	"github.com/tokenmix/tokenmix/internal/model"
@@ -10,15 +9,15 @@ import (
 
 // runInit is `tokenmix init`: freshly initialised weights for a config.
 func runInit(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	fs := newFlags("init")
 	cfgPath := fs.String("config", "", "model config JSON")
 	out := fs.String("out", "", "output weights file (safetensors)")
 	seed := fs.Uint64("seed", 0, "initialisation seed")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("%v", err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *cfgPath == "" || *out == "" || fs.NArg() > 0 {
-		return usageErr("init: want --config C --out W.safetensors [--seed N]")
+		return wantUsage(fs)
 	}
 	cfg, err := model.LoadConfig(*cfgPath)
 	if err != nil {

@@ -4,8 +4,22 @@
 //
 //	tokenmix [--threads N] <command> [flags]
 //
-// Run `tokenmix help` for the list of commands. Each command lives in its own
-// file as runX(ctx, args) error; main alone maps errors to exit codes.
+// Run `tokenmix help` for the list of commands and `tokenmix help CMD` for
+// one command's flags. Each command lives in its own file as
+// runX(ctx, args) error; main alone maps errors to exit codes.
+//
+// Every command follows the same conventions:
+//
+//	-h, --help, help CMD    the command's usage on stdout, exit 0
+//	usage error             one message on stderr, exit 2, nothing written
+//	                        (unknown flag, bad value, missing argument,
+//	                        unknown mixer or preset name)
+//	runtime error           one message on stderr, exit 1
+//	SIGINT, SIGTERM         train and arena stop at the end of the current
+//	                        step, save, and exit 130 or 143; a second signal
+//	                        exits at once. Other commands exit at once.
+//	progress                stderr; plain lines when stderr is not a terminal
+//	results                 stdout; --json prints one object per line
 package main
 
 import (
@@ -13,98 +27,256 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sort"
 	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/tokenmix/tokenmix/internal/parallel"
 )
 
-// command is one subcommand.
+// command is one subcommand, or one `bench` sub-command.
 type command struct {
-	summary string
-	run     func(ctx context.Context, args []string) error
+	synopsis string // the arguments after the command's name
+	summary  string
+	run      func(ctx context.Context, args []string) error
+	// graceful commands watch ctx: a first SIGINT or SIGTERM asks them to
+	// stop cleanly. Other commands die at once on a signal.
+	graceful bool
 }
 
 // commands is the one list of subcommands.
 func commands() map[string]command {
 	return map[string]command{
-		"arena":   {"train every mixer side by side on a task: table, JSON, CSV and plots", runArena},
-		"bench":   {"measure kernels, mixers and training steps", runBench},
-		"pattern": {"draw attention connectivity (or, with --weights, a model's attention weights on an input) per layer and head as a PNG", runPattern},
-		"init":    {"write freshly initialised weights for a config", runInit},
-		"grad":    {"one forward and backward: logits, loss and every gradient", runGrad},
-		"train":   {"train a byte-level language model on text, with resumable checkpoints", runTrain},
+		"arena": {"[--task T | --preset P] [--mixers a,b] [--budget B] [--out DIR] [flags]",
+			"train every mixer side by side on a task: table, JSON, CSV and plots", runArena, true},
+		"bench": {"<" + strings.Join(sortedNames(benchCommands()), "|") + "> [flags]",
+			"measure kernels, mixers and training steps", runBench, false},
+		"pattern": {"--config C --out P.png [--len T] [--grid W --query Q] | --config C --weights W --text S|--tokens-file F --out P.png [--layer L]",
+			"draw attention connectivity (or, with --weights, a model's attention weights on an input) per layer and head as a PNG", runPattern, false},
+		"init": {"--config C --out W.safetensors [--seed N]",
+			"write freshly initialised weights for a config", runInit, false},
+		"grad": {"--config C --weights W --batch B --out O [--float64]",
+			"one forward and backward: logits, loss and every gradient", runGrad, false},
+		"train": {"--config C --data PATH --out DIR [--resume]",
+			"train a byte-level language model on text, with resumable checkpoints", runTrain, true},
+		"mixers": {"[--json]",
+			"list every mixer kind: paper, capabilities, options", runMixers, false},
+		"presets": {"[--json]",
+			"list the built-in arena presets", runPresets, false},
+		"version": {"[--json]",
+			"print the module version and VCS revision", runVersion, false},
 	}
 }
 
-// errUsage marks errors that should print usage and exit with code 2.
-var errUsage = errors.New("usage")
-
-func main() {
-	args := os.Args[1:]
-	// Global flag --threads N (or --threads=N), before the command.
-	for len(args) > 0 && (args[0] == "--threads" || args[0] == "-threads" || len(args[0]) > 10 && args[0][:10] == "--threads=") {
-		var v string
-		if args[0] == "--threads" || args[0] == "-threads" {
-			if len(args) < 2 {
-				fatalUsage("--threads needs a value")
-			}
-			v, args = args[1], args[2:]
-		} else {
-			v, args = args[0][10:], args[1:]
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			fatalUsage("--threads: want a positive integer")
-		}
-		parallel.SetThreads(n)
+// benchCommands is the list of `tokenmix bench` sub-commands. Each lives in
+// its own file bench_<name>.go.
+func benchCommands() map[string]command {
+	return map[string]command{
+		"gemm": {"[--threads-list 1,2] [--trans NN] [--path P] [--reps N] [--clock wall|cpu] [--json]",
+			"float32 GEMM GFLOP/s on the benchmark shapes, against the measured FMA peak", runBenchGemm, false},
+		"peak": {"[--threads-list 1,2] [--reps N] [--clock wall|cpu] [--json]",
+			"the FMA peak of this CPU per thread count", runBenchPeak, false},
+		"scaling": {"[--mixers a,b] [--min-len N] [--max-len N] [--mem-budget 4GiB] [--out DIR] [flags]",
+			"time and memory of every mixer over doubling sequence lengths, with plots", runBenchScaling, false},
+		"mixer": {"--config C --len T [--batch B] [--reps N] [--json]",
+			"forward and backward time of one mixer layer, planned bytes and peak RSS", runBenchMixer, false},
+		"train": {"--config C --len T [--batch B] [--reps N] [--plan] [--json]",
+			"time of a full training step, tokens/s, planned bytes and peak RSS", runBenchTrain, false},
 	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+}
+
+// errHelp marks a help request whose usage was printed: exit 0.
+var errHelp = errors.New("help requested")
+
+// usageError is an error that exits with code 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// usageErr returns a usage error.
+func usageErr(format string, args ...any) error {
+	return usageError{fmt.Sprintf(format, args...)}
+}
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+// run runs one command line and returns the exit code.
+func run(args []string) int {
+	args, err := globalFlags(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tokenmix:", err)
+		return 2
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" && len(args) == 1 {
 		usage(os.Stdout)
-		return
+		return 0
+	}
+	if args[0] == "help" {
+		// help CMD [SUB]: the command's own -h.
+		args = append(args[1:], "-h")
 	}
 	cmd, ok := commands()[args[0]]
 	if !ok {
-		fatalUsage(fmt.Sprintf("unknown command %q", args[0]))
+		fmt.Fprintf(os.Stderr, "tokenmix: unknown command %q (tokenmix help lists them)\n", args[0])
+		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	err := cmd.run(ctx, args[1:])
+	ctx, sig := context.Background(), (<-chan os.Signal)(nil)
+	if cmd.graceful {
+		var stop func()
+		ctx, sig, stop = notifyContext()
+		defer stop()
+	}
+	err = cmd.run(ctx, args[1:])
+	var code int
+	var ue usageError
 	switch {
-	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, errUsage):
-		fmt.Fprintln(os.Stderr, "tokenmix:", err)
-		os.Exit(2)
+	case err == nil, errors.Is(err, errHelp):
+	case errors.As(err, &ue):
+		code = 2
 	default:
+		code = 1
+	}
+	if s := received(sig); s != nil {
+		code = 128 + int(s.(syscall.Signal))
+	}
+	if code != 0 && err != nil && err != context.Canceled {
 		fmt.Fprintln(os.Stderr, "tokenmix:", err)
-		os.Exit(1)
+	}
+	return code
+}
+
+// notifyContext returns a context cancelled by the first SIGINT or SIGTERM,
+// a channel that then holds that signal, and a stop function. After the
+// first signal the default handling is restored, so a second one ends the
+// process at once.
+func notifyContext() (context.Context, <-chan os.Signal, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	in := make(chan os.Signal, 1)
+	got := make(chan os.Signal, 1)
+	signal.Notify(in, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s, ok := <-in
+		if !ok {
+			return
+		}
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		got <- s
+		cancel()
+	}()
+	return ctx, got, func() { signal.Stop(in); cancel() }
+}
+
+// received returns the signal on c, if one arrived.
+func received(c <-chan os.Signal) os.Signal {
+	select {
+	case s := <-c:
+		return s
+	default:
+		return nil
 	}
 }
 
-func fatalUsage(msg string) {
-	fmt.Fprintln(os.Stderr, "tokenmix:", msg)
-	usage(os.Stderr)
-	os.Exit(2)
+// globalFlags consumes --threads N (or --threads=N) before the command.
+func globalFlags(args []string) ([]string, error) {
+	for len(args) > 0 {
+		var v string
+		switch a := args[0]; {
+		case a == "--threads" || a == "-threads":
+			if len(args) < 2 {
+				return nil, fmt.Errorf("--threads needs a value")
+			}
+			v, args = args[1], args[2:]
+		case strings.HasPrefix(a, "--threads=") || strings.HasPrefix(a, "-threads="):
+			v, args = a[strings.IndexByte(a, '=')+1:], args[1:]
+		default:
+			return args, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--threads: want a positive integer, got %q", v)
+		}
+		parallel.SetThreads(n)
+	}
+	return args, nil
 }
 
-func usage(w *os.File) {
+func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: tokenmix [--threads N] <command> [flags]\n\ncommands:")
 	cs := commands()
+	for _, n := range sortedNames(cs) {
+		fmt.Fprintf(w, "  %-10s %s\n", n, cs[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'tokenmix help CMD' for a command's flags.")
+	fmt.Fprintln(w, "The thread count defaults to GOMAXPROCS, or TOKENMIX_THREADS if set.")
+}
+
+func sortedNames(cs map[string]command) []string {
 	names := make([]string, 0, len(cs))
 	for n := range cs {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, cs[n].summary)
-	}
-	fmt.Fprintln(w, "\nThe thread count defaults to GOMAXPROCS, or TOKENMIX_THREADS if set.")
+	return names
 }
 
-// usageErr wraps a message as a usage error.
-func usageErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+// lookup returns the command of a flag set's name: "train" or "bench gemm".
+func lookup(name string) command {
+	if sub, ok := strings.CutPrefix(name, "bench "); ok {
+		return benchCommands()[sub]
+	}
+	return commands()[name]
+}
+
+// newFlags returns the flag set of command name ("train", "bench gemm").
+// Parse errors are returned, not printed; parseFlags prints the usage.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parseFlags parses args into fs. On -h or --help it prints the command's
+// usage to stdout and returns errHelp; a bad flag is a usage error.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		printUsage(os.Stdout, fs)
+		return errHelp
+	}
+	if err != nil {
+		return usageErr("%s: %v (tokenmix help %s)", fs.Name(), err, fs.Name())
+	}
+	return nil
+}
+
+// printUsage writes the command's synopsis, summary and flags.
+func printUsage(w io.Writer, fs *flag.FlagSet) {
+	c := lookup(fs.Name())
+	fmt.Fprintf(w, "usage: tokenmix %s %s\n\n%s.\n", fs.Name(), c.synopsis, upperFirst(c.summary))
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintln(w, "\nflags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// wantUsage is the usage error of a command called with missing or extra
+// arguments: its synopsis.
+func wantUsage(fs *flag.FlagSet) error {
+	return usageErr("%s: want tokenmix %s %s", fs.Name(), fs.Name(), lookup(fs.Name()).synopsis)
 }

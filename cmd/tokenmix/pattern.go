@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
@@ -23,7 +22,7 @@ import (
 // --tokens-file ids), each layer's mixer applied to that layer's actual
 // input LN1(x).
 func runPattern(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("pattern", flag.ContinueOnError)
+	fs := newFlags("pattern")
 	cfgPath := fs.String("config", "", "model config JSON (required)")
 	T := fs.Int("len", 0, "sequence length T (default max_len; with --weights, the input's length)")
 	out := fs.String("out", "", "output PNG path (required)")
@@ -33,11 +32,11 @@ func runPattern(ctx context.Context, args []string) error {
 	textIn := fs.String("text", "", "with --weights: the input as bytes (token id = byte value)")
 	tokPath := fs.String("tokens-file", "", "with --weights: the input as a file of token ids (integers separated by spaces, commas or newlines)")
 	layer := fs.Int("layer", -1, "with --weights: draw only this layer (default all)")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("%v", err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *cfgPath == "" || *out == "" || fs.NArg() > 0 {
-		return usageErr("pattern: want --config C --out p.png [--len T] [--grid W --query Q] or --config C --weights W --text S|--tokens-file F --out p.png [--layer L]")
+		return wantUsage(fs)
 	}
 	if *wPath == "" && (*textIn != "" || *tokPath != "" || *layer >= 0) {
 		return usageErr("pattern: --text, --tokens-file and --layer need --weights")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -25,17 +24,18 @@ import (
 // object per log or eval line) and checkpoint/ (weights.safetensors,
 // optim.safetensors, run.json).
 func runTrain(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("train", flag.ContinueOnError)
+	fs := newFlags("train")
 	cfgPath := fs.String("config", "", "model config JSON; its \"train\" object sets the run (defaults otherwise)")
 	dataPath := fs.String("data", "", "text file or directory (byte-level LM, vocab_size ≥ 256)")
 	out := fs.String("out", "", "run directory")
 	resume := fs.Bool("resume", false, "continue the run in --out from its checkpoint")
 	valFrac := fs.Float64("val-frac", 0.05, "fraction of the text kept for validation")
-	if err := fs.Parse(args); err != nil {
-		return usageErr("%v", err)
+	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if *dataPath == "" || *out == "" || (*cfgPath == "" && !*resume) || fs.NArg() > 0 {
-		return usageErr("train: want --config C --data PATH --out DIR [--resume]")
+		return wantUsage(fs)
 	}
 	ckDir := filepath.Join(*out, "checkpoint")
 	var cfg *model.Config
@@ -101,7 +101,7 @@ func runTrain(ctx context.Context, args []string) error {
 		if err := os.WriteFile(filepath.Join(*out, "config.json"), append(cb, '\n'), 0o644); err != nil {
 			return err
 		}
-		fmt.Printf("%s\n", cb)
+		fmt.Fprintf(os.Stderr, "%s\n", cb)
 	}
 	rng := rand.New(pcg)
 	mf, err := os.OpenFile(filepath.Join(*out, "metrics.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -110,7 +110,7 @@ func runTrain(ctx context.Context, args []string) error {
 	}
 	defer mf.Close()
 	metrics := json.NewEncoder(mf)
-	fmt.Printf("%d parameters; %d training and %d validation bytes; steps %d..%d of %d\n",
+	fmt.Fprintf(os.Stderr, "%d parameters; %d training and %d validation bytes; steps %d..%d of %d\n",
 		m.NumParams(), len(corpus.Train), len(corpus.Val), tr.Opt.Step+1, tc.Steps, tc.Steps)
 
 	B, T := tc.BatchSize, tc.SeqLen
@@ -123,13 +123,14 @@ func runTrain(ctx context.Context, args []string) error {
 	prog := newProgress(os.Stderr, tc.Steps, tr.Opt.Step)
 	start := time.Now()
 	elapsed0 := rec.Elapsed
+	valLoss := math.NaN() // the last evaluation's
 	for tr.Opt.Step < tc.Steps {
 		if ctx.Err() != nil {
 			prog.done()
 			if err := save(false); err != nil {
 				return err
 			}
-			fmt.Printf("interrupted at step %d; checkpoint saved (continue with --resume)\n", tr.Opt.Step)
+			fmt.Fprintf(os.Stderr, "interrupted at step %d; checkpoint saved (continue with --resume)\n", tr.Opt.Step)
 			return ctx.Err()
 		}
 		data.TextBatch(tokens, targets, corpus.Train, B, T, rng)
@@ -159,6 +160,7 @@ func runTrain(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
+			valLoss = vl
 			metrics.Encode(withMixerStats(map[string]any{"step": step, "val_loss": vl, "val_bits_per_byte": vl / math.Ln2}, m, cfg.NLayers))
 			prog.note(fmt.Sprintf("step %d: validation loss %.4f (%.3f bits/byte)", step, vl, vl/math.Ln2))
 			if s := mixerStatsLine(m, cfg.NLayers); s != "" {
@@ -175,8 +177,15 @@ func runTrain(ctx context.Context, args []string) error {
 	if err := save(true); err != nil {
 		return err
 	}
-	fmt.Printf("done: %d steps, %d tokens in %s; checkpoint in %s\n", tr.Opt.Step, rec.Tokens,
-		time.Duration(rec.Elapsed*float64(time.Second)).Round(time.Second), ckDir)
+	if *asJSON {
+		res := map[string]any{"steps": tr.Opt.Step, "tokens": rec.Tokens, "elapsed_s": rec.Elapsed, "checkpoint": ckDir}
+		if !math.IsNaN(valLoss) {
+			res["val_loss"] = valLoss
+		}
+		return printJSON(res)
+	}
+	fmt.Printf("done: %d steps, %d tokens in %s, validation loss %.4f; checkpoint in %s\n", tr.Opt.Step, rec.Tokens,
+		time.Duration(rec.Elapsed*float64(time.Second)).Round(time.Second), valLoss, ckDir)
 	return nil
 }
 

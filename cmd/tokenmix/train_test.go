@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tokenmix/tokenmix/internal/version"
 )
 
 const trainCfg = `{"vocab_size": 256, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 16,
@@ -53,6 +56,9 @@ func TestTrainResume(t *testing.T) {
 	rec, err := os.ReadFile(filepath.Join(b, "checkpoint", "run.json"))
 	if err != nil || !strings.Contains(string(rec), `"step": 3`) {
 		t.Fatalf("interrupted run's record (%v):\n%s", err, rec)
+	}
+	if want := fmt.Sprintf(`"version": %q`, version.Get().String()); !strings.Contains(string(rec), want) {
+		t.Errorf("run record without %s:\n%s", want, rec)
 	}
 	if err := runTrain(context.Background(), []string{"--resume", "--data", txt, "--out", b}); err != nil {
 		t.Fatal(err)

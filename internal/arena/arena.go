@@ -17,6 +17,7 @@ import (
 
 	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/parallel"
+	"github.com/tokenmix/tokenmix/internal/version"
 	"github.com/tokenmix/tokenmix/mixer/registry"
 )
 
@@ -28,7 +29,7 @@ type Options struct {
 	// results.md and the plots.
 	Out string
 	// Worker, when not empty, runs each mixer in a child process started
-	// as Worker + [Out, mixer] (e.g. ["github.com/tokenmix/tokenmix", "arena", "--worker"]), so
+	// as Worker + [Out, mixer] (e.g. ["tokenmix", "arena", "--worker"]), so
 	// each run's peak memory is its own and a crash stays in its run.
 	// Empty runs every mixer in this process.
 	Worker []string
@@ -62,6 +63,9 @@ func Run(ctx context.Context, o Options) (*File, error) {
 		o.Stdout = io.Discard
 	}
 	p := o.Preset
+	if err := CheckMixers(p.Mixers); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, err
 	}
@@ -94,7 +98,7 @@ func Run(ctx context.Context, o Options) (*File, error) {
 	if j, t := jobsThreads(o); j > 1 {
 		machine = fmt.Sprintf("%d jobs × %d threads", j, t)
 	}
-	f := &File{Task: info, Preset: canon, Budget: p.Budget,
+	f := &File{Task: info, Preset: canon, Budget: p.Budget, Version: version.Get().String(),
 		Machine: fmt.Sprintf("%s/%s, %s, %s", runtime.GOOS, runtime.GOARCH, machine, runtime.Version())}
 	switch t := task.(type) {
 	case *data.GoSrc:
@@ -214,16 +218,17 @@ func planRuns(p *Preset, info data.Info) ([]planned, error) {
 	for _, name := range names {
 		r := planned{kind: name, causal: causal}
 		k, err := registry.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
 		switch {
-		case err != nil:
-			r.skip = err.Error()
 		case causal && !k.Causal:
 			r.skip = "not causal: cannot run a next-token task"
 		case !causal && !k.Bidirectional:
 			r.causal = true
 			r.note = "causal-only kind: ran causal"
 		}
-		if err == nil && info.PadID >= 0 && !k.KeyPadding {
+		if info.PadID >= 0 && !k.KeyPadding {
 			r.note = joinNote(r.note, "no key padding: pads are mixed in")
 		}
 		if r.skip == "" {
@@ -277,6 +282,7 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 	args := append(append([]string{}, o.Worker[1:]...), o.Out, r.kind)
 	cmd := exec.Command(o.Worker[0], args...)
 	cmd.Stdout, cmd.Stderr = o.Stderr, o.Stderr
+	cmd.SysProcAttr = workerAttr()
 	cmd.Env = append(os.Environ(), "TOKENMIX_THREADS="+strconv.Itoa(threads))
 	if lines {
 		cmd.Env = append(cmd.Env, ProgressLinesEnv+"=1")
@@ -290,8 +296,7 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 	select {
 	case werr = <-done:
 	case <-ctx.Done():
-		// The worker got the same SIGINT from the terminal; make sure it
-		// saves and stops, then wait.
+		// Ask the worker to save and stop, then wait.
 		cmd.Process.Signal(os.Interrupt)
 		<-done
 		return res, ErrInterrupted

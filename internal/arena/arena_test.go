@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/parallel"
+	"github.com/tokenmix/tokenmix/internal/version"
 	"github.com/tokenmix/tokenmix/mixer/registry"
 )
 
@@ -65,32 +67,43 @@ func tinyPreset(t *testing.T, mixers []string, budget string) *Preset {
 func TestArenaEndToEnd(t *testing.T) {
 	mixers := twoMixers(t)
 	dir := t.TempDir()
-	p := tinyPreset(t, append(mixers, "no_such_kind"), "8")
+	p := tinyPreset(t, mixers, "8")
 	var out bytes.Buffer
+	// An unknown kind is refused before anything is written.
+	bad := tinyPreset(t, mixers, "8")
+	bad.Mixers = append(bad.Mixers, "no_such_kind")
+	badDir := filepath.Join(dir, "bad")
+	if _, err := Run(context.Background(), Options{Preset: bad, Out: badDir, Stdout: &out}); err == nil || !strings.Contains(err.Error(), "no_such_kind") {
+		t.Errorf("unknown kind: err %v", err)
+	}
+	if _, err := os.Stat(badDir); !os.IsNotExist(err) {
+		t.Errorf("unknown kind: %s was created (%v)", badDir, err)
+	}
 	f, err := Run(context.Background(), Options{Preset: p, Out: dir, Stdout: &out})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if len(f.Results) != 3 {
+	if len(f.Results) != 2 {
 		t.Fatalf("%d results", len(f.Results))
 	}
-	for i, r := range f.Results[:2] {
+	for i, r := range f.Results {
 		if r.Mixer != mixers[i] || r.Status != StatusDone || r.Steps != 8 || r.Params == 0 ||
 			r.TokensPerSec <= 0 || r.PlannedBytes <= 0 || r.Test < 0 || r.Test > 1 || len(r.Curve) != 4 {
 			t.Errorf("result %d: %+v", i, r)
 		}
-	}
-	if r := f.Results[2]; r.Status != StatusSkipped || !strings.Contains(r.Note, "unknown kind") {
-		t.Errorf("unknown kind: %+v", r)
 	}
 	for _, name := range []string{"results.json", "results.csv", "results.md", "arena.json", PlotTrainLoss, PlotValLoss, PlotScatter} {
 		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+	var saved File
+	if err := readJSON(filepath.Join(dir, "results.json"), &saved); err != nil || saved.Version != version.Get().String() {
+		t.Errorf("results.json: version %q, want %q (%v)", saved.Version, version.Get().String(), err)
+	}
 	csv, _ := os.ReadFile(filepath.Join(dir, "results.csv"))
-	if n := strings.Count(string(csv), "\n"); n != 4 {
-		t.Errorf("results.csv has %d lines, want header + 3", n)
+	if n := strings.Count(string(csv), "\n"); n != 3 {
+		t.Errorf("results.csv has %d lines, want header + 2", n)
 	}
 	if !strings.Contains(out.String(), "| "+mixers[0]+" |") {
 		t.Errorf("no table row for %s in:\n%s", mixers[0], out.String())
@@ -185,8 +198,8 @@ func TestPresets(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if p.Description == "" {
-			t.Errorf("%s: no description", name)
+		if p.Description == "" || p.Time == "" {
+			t.Errorf("%s: no description or no time", name)
 		}
 		// Every registered kind must accept the preset's options for it
 		// (the model config is what the arena would build).
@@ -195,7 +208,7 @@ func TestPresets(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := LoadPreset("no-such-preset"); err == nil || !strings.Contains(err.Error(), "recall") {
+	if _, err := LoadPreset("no-such-preset"); !errors.Is(err, ErrUnknownPreset) || !strings.Contains(err.Error(), "recall") {
 		t.Errorf("unknown preset: %v", err)
 	}
 }
@@ -208,6 +221,8 @@ func TestParsePresetErrors(t *testing.T) {
 		{`{"task": {"name": "recall"}, "model": {}, "budget": "ten"}`, "budget"},
 		{`{"task": {}, "model": {}, "budget": "10"}`, "task.name"},
 		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "total_budget": "x"}`, "total_budget"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "time": "soon"}`, "time"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "mixers": ["full", "nosuch"]}`, "nosuch"},
 	} {
 		_, err := ParsePreset([]byte(c.json))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

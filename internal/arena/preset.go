@@ -3,6 +3,7 @@ package arena
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/tokenmix/tokenmix/internal/configs"
 	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/mixer/registry"
 )
 
 // Preset is an arena configuration file (see configs/README.md). Unknown keys
@@ -22,6 +24,9 @@ import (
 type Preset struct {
 	// Description says what the preset is for (free text).
 	Description string `json:"description,omitempty"`
+	// Time is the wall time the whole arena takes on an idle 2-core machine,
+	// a duration such as "30m" (shown by `tokenmix presets`).
+	Time string `json:"time,omitempty"`
 	// Task is {"name": "listops"|"fmnist"|"gosrc"|"recall", ...the task's
 	// config keys (data.ListOpsConfig, ...)}.
 	Task json.RawMessage `json:"task"`
@@ -90,15 +95,22 @@ func ParseBudget(s string) (Budget, error) {
 	return Budget{Duration: d}, nil
 }
 
-// LoadPreset reads a preset: name is a file path, or the name of a preset
-// shipped in configs/ (e.g. "recall", "listops").
+// ErrUnknownPreset is returned (wrapped) by LoadPreset for a name that is
+// neither a file nor a built-in preset.
+var ErrUnknownPreset = errors.New("unknown preset")
+
+// PresetNames lists the built-in presets.
+func PresetNames() []string { return configs.Names() }
+
+// LoadPreset reads a preset: name is a file path, or the name of a built-in
+// preset (PresetNames, e.g. "recall", "listops").
 func LoadPreset(name string) (*Preset, error) {
 	b, err := os.ReadFile(name)
 	if err != nil {
 		var err2 error
 		b, err2 = configs.FS.ReadFile(strings.TrimSuffix(name, ".json") + ".json")
 		if err2 != nil {
-			return nil, fmt.Errorf("preset %q: not a file (%v) nor a built-in preset (%s)", name, err, strings.Join(configs.Names(), ", "))
+			return nil, fmt.Errorf("%w %q: not a file (%v) nor a built-in preset (%s)", ErrUnknownPreset, name, err, strings.Join(configs.Names(), ", "))
 		}
 	}
 	p, err := ParsePreset(b)
@@ -125,6 +137,14 @@ func ParsePreset(b []byte) (*Preset, error) {
 	if p.Jobs < 0 {
 		return nil, fmt.Errorf("jobs: want ≥ 0, got %d", p.Jobs)
 	}
+	if p.Time != "" {
+		if d, err := time.ParseDuration(p.Time); err != nil || d <= 0 {
+			return nil, fmt.Errorf("time: want a positive duration, got %q", p.Time)
+		}
+	}
+	if err := CheckMixers(p.Mixers); err != nil {
+		return nil, err
+	}
 	if p.TotalBudget != "" {
 		if d, err := time.ParseDuration(p.TotalBudget); err != nil || d <= 0 {
 			return nil, fmt.Errorf("total_budget: want a positive duration, got %q", p.TotalBudget)
@@ -134,6 +154,17 @@ func ParsePreset(b []byte) (*Preset, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// CheckMixers returns an error naming the first name in names that is not a
+// registered mixer kind.
+func CheckMixers(names []string) error {
+	for _, n := range names {
+		if _, err := registry.Lookup(n); err != nil {
+			return fmt.Errorf("mixers: %w", err)
+		}
+	}
+	return nil
 }
 
 // taskSpec splits the task object into its name and the remaining keys.

@@ -70,6 +70,7 @@ type File struct {
 	Baselines []data.Baseline `json:"baselines,omitempty"`
 	Results   []Result        `json:"results"`
 	Machine   string          `json:"machine"`
+	Version   string          `json:"version"` // of the build that wrote the file
 }
 
 func writeJSON(path string, v any) error {

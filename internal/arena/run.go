@@ -14,6 +14,7 @@ import (
 	"github.com/tokenmix/tokenmix/internal/optim"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/safetensors"
+	"github.com/tokenmix/tokenmix/internal/version"
 )
 
 // ErrInterrupted is returned when a run stops on its context; its checkpoint
@@ -42,6 +43,7 @@ type ckptState struct {
 	AdamStep     int          `json:"adam_step"`
 	WallSeconds  float64      `json:"wall_s"` // of the run so far, across resumptions
 	Curve        []CurvePoint `json:"curve"`
+	Version      string       `json:"version"` // of the build that wrote it
 }
 
 // train runs one mixer: build, train to the budget (resuming from a
@@ -287,6 +289,7 @@ func saveCheckpoint(dir string, m *model.Model[float32], opt *optim.AdamW[float3
 	if err := os.Rename(p+".tmp", p); err != nil {
 		return err
 	}
+	st.Version = version.Get().String()
 	return writeJSON(filepath.Join(dir, "ckpt.json"), st)
 }
 

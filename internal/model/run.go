@@ -9,6 +9,7 @@ import (
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/safetensors"
+	"github.com/tokenmix/tokenmix/internal/version"
 )
 
 // RunRecord is the JSON part of a run checkpoint: the resolved config, the
@@ -20,6 +21,7 @@ type RunRecord struct {
 	Tokens   int64           `json:"tokens"`
 	Elapsed  float64         `json:"elapsed_s"`
 	Finished bool            `json:"finished"`
+	Version  string          `json:"version"` // of the build that wrote it
 }
 
 // Run checkpoint files inside the checkpoint directory.
@@ -40,7 +42,7 @@ func SaveRun[F kernels.Float](dir string, t *Trainer[F], rec RunRecord) error {
 	if err != nil {
 		return err
 	}
-	rec.Config, rec.Step = cfg, t.Opt.Step
+	rec.Config, rec.Step, rec.Version = cfg, t.Opt.Step, version.Get().String()
 	tmp := dir + ".tmp"
 	os.RemoveAll(tmp)
 	if err := os.MkdirAll(tmp, 0o755); err != nil {

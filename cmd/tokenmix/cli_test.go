@@ -1,0 +1,363 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tokenmix/tokenmix/mixer/registry"
+)
+
+// The tests in this file run the tokenmix binary, built once by TestMain,
+// and check the conventions of the command table in main.go.
+
+var (
+	binary     string
+	vcsStamped = true // the binary was built with -buildvcs=auto
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tokenmix-cli")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "tokenmix")
+	// -buildvcs=auto stamps the revision when git and the repository are
+	// there (TestCLIVersion then checks it), whatever GOFLAGS says; where
+	// git cannot read the repository the binary is built without.
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := exec.Command(goCmd, "build", "-buildvcs=auto", "-o", binary, ".").CombinedOutput(); err != nil {
+		if out, err := exec.Command(goCmd, "build", "-buildvcs=false", "-o", binary, ".").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building tokenmix: %v\n%s", err, out)
+			os.Exit(1)
+		}
+		vcsStamped = false
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// tokenmix runs the binary in dir (a temporary directory when empty).
+func tokenmix(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("tokenmix %q: %v", args, err)
+	}
+	return result{cmd.ProcessState.ExitCode(), o.String(), e.String()}
+}
+
+// commandNames lists every leaf command as its words: "train", "bench gemm".
+func commandNames() [][]string {
+	var out [][]string
+	for _, n := range sortedNames(commands()) {
+		out = append(out, []string{n})
+	}
+	for _, n := range sortedNames(benchCommands()) {
+		out = append(out, []string{"bench", n})
+	}
+	return out
+}
+
+func TestCLIHelp(t *testing.T) {
+	for _, args := range [][]string{nil, {"-h"}, {"--help"}, {"help"}} {
+		r := tokenmix(t, "", args...)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "usage: tokenmix [--threads N] <command>") || r.stderr != "" {
+			t.Errorf("tokenmix %q: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	for _, name := range commandNames() {
+		want := "usage: tokenmix " + strings.Join(name, " ") + " "
+		for _, args := range [][]string{
+			append(append([]string{}, name...), "-h"),
+			append(append([]string{}, name...), "--help"),
+			append([]string{"help"}, name...),
+		} {
+			r := tokenmix(t, "", args...)
+			if r.code != 0 || !strings.HasPrefix(r.stdout, want) || r.stderr != "" {
+				t.Errorf("tokenmix %q: exit %d, stderr %q, stdout:\n%s", args, r.code, r.stderr, r.stdout)
+			}
+		}
+	}
+	if r := tokenmix(t, "", "help", "nosuch"); r.code != 2 || r.stdout != "" {
+		t.Errorf("help nosuch: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// usageError checks a usage error: exit 2, nothing on stdout, one line on
+// stderr that contains want.
+func checkUsageError(t *testing.T, r result, args []string, want string) {
+	t.Helper()
+	if r.code != 2 || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, want) {
+		t.Errorf("tokenmix %q: exit %d, stdout %q, stderr %q (want exit 2 and one line naming %q)", args, r.code, r.stdout, r.stderr, want)
+	}
+}
+
+func TestCLIUsageErrors(t *testing.T) {
+	for _, name := range commandNames() {
+		args := append(append([]string{}, name...), "--no-such-flag")
+		want := "no-such-flag"
+		if len(name) == 1 && name[0] == "bench" {
+			want = "unknown benchmark"
+		}
+		dir := t.TempDir()
+		checkUsageError(t, tokenmix(t, dir, args...), args, want)
+		if es, _ := os.ReadDir(dir); len(es) > 0 {
+			t.Errorf("tokenmix %q wrote %d files", args, len(es))
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"nosuch"}, "unknown command"},
+		{[]string{"--threads", "0", "version"}, "--threads"},
+		{[]string{"init"}, "want tokenmix init --config"},
+		{[]string{"bench"}, "want one of"},
+		{[]string{"bench", "mixer"}, "want tokenmix bench mixer --config"},
+		{[]string{"version", "extra"}, "want tokenmix version"},
+		{[]string{"arena", "--preset", "nosuch"}, "unknown preset"},
+		{[]string{"arena", "--task", "nosuch"}, "unknown task"},
+		{[]string{"arena", "--budget", "soon"}, "budget"},
+		{[]string{"bench", "gemm", "--reps", "x"}, "invalid value"},
+	} {
+		dir := t.TempDir()
+		checkUsageError(t, tokenmix(t, dir, c.args...), c.args, c.want)
+		if es, _ := os.ReadDir(dir); len(es) > 0 {
+			t.Errorf("tokenmix %q wrote %d files", c.args, len(es))
+		}
+	}
+}
+
+// TestCLIArenaUnknownMixer: a misspelt --mixers name is a usage error and
+// nothing is written.
+func TestCLIArenaUnknownMixer(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"arena", "--mixers", "full,nosuch", "--out", "out"}
+	checkUsageError(t, tokenmix(t, dir, args...), args, `"nosuch"`)
+	if es, _ := os.ReadDir(dir); len(es) > 0 {
+		t.Errorf("arena with an unknown mixer wrote %s", es[0].Name())
+	}
+}
+
+// failingPreset trains a tiny recall task at a learning rate that makes the
+// loss NaN on the first step.
+const failingPreset = `{
+  "task": {"name": "recall", "len": 16, "pairs": 3, "keys": 8, "values": 4, "train": 64, "val": 8, "test": 8},
+  "model": {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16},
+  "train": {"batch_size": 4, "lr": 1e30, "warmup": 1, "seed": 1, "log_every": 1, "eval_every": 2, "eval_batches": 1},
+  "budget": "4",
+  "mixers": ["aft_simple"]
+}`
+
+func TestCLIArenaFailedMixer(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "p.json"), []byte(failingPreset), 0o644)
+	r := tokenmix(t, dir, "arena", "--preset", "p.json", "--out", "out", "--json")
+	if r.code != 1 || !strings.Contains(r.stderr, "1 mixer run(s) failed: aft_simple") {
+		t.Errorf("arena with a diverging mixer: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	// --json: stdout holds one result object per mixer, nothing else.
+	var res struct{ Mixer, Status string }
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Mixer != "aft_simple" || res.Status != "failed" {
+		t.Errorf("arena --json stdout %q: %v", r.stdout, err)
+	}
+}
+
+func TestCLIMixers(t *testing.T) {
+	r := tokenmix(t, "", "mixers", "--json")
+	if r.code != 0 {
+		t.Fatalf("mixers --json: exit %d: %s", r.code, r.stderr)
+	}
+	got := map[string]mixerInfo{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var in mixerInfo
+		if err := json.Unmarshal([]byte(line), &in); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		got[in.Name] = in
+	}
+	all := registry.All()
+	if len(got) != len(all) || len(all) != 11 {
+		t.Errorf("mixers --json lists %d kinds, the registry %d, want 11", len(got), len(all))
+	}
+	for _, k := range all {
+		in, ok := got[k.Name]
+		if !ok || in.Paper != k.Paper || in.Causal != k.Causal || in.Bidirectional != k.Bidirectional || in.KeyPadding != k.KeyPadding {
+			t.Errorf("%s: listed as %+v", k.Name, in)
+		}
+	}
+	// Options as the constructors read them (docs/model.md lists the same).
+	for _, c := range []struct {
+		kind, key, typ string
+		def            any
+		from           string
+		required       bool
+	}{
+		{"full", "alibi", "boolean", false, "", false},
+		{"strided", "block", "integer", nil, "", true},
+		{"fixed", "summary", "integer", nil, "", true},
+		{"fixed", "combine", "string", "merge", "", false},
+		{"topk", "k", "integer", float64(8), "", false},
+		{"entmax", "alpha", "number", 1.5, "", false},
+		{"lsh", "bucket_size", "integer", float64(64), "", false},
+		{"aft_conv", "heads", "integer", nil, "n_heads", false},
+		{"fnet", "method", "string", "auto", "", false},
+	} {
+		var found bool
+		for _, o := range got[c.kind].Options {
+			if o.Key == c.key {
+				found = true
+				if o.Type != c.typ || o.Default != c.def || o.DefaultFrom != c.from || o.Required != c.required {
+					t.Errorf("%s option %s: %+v", c.kind, c.key, o)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: option %s not listed (%+v)", c.kind, c.key, got[c.kind].Options)
+		}
+	}
+	if n := len(got["aft_simple"].Options); n != 0 {
+		t.Errorf("aft_simple lists %d options, has none", n)
+	}
+	if r := tokenmix(t, "", "mixers"); r.code != 0 || !strings.Contains(r.stdout, `"mixer": {"kind": "strided", "block": <integer>}`) {
+		t.Errorf("mixers: exit %d, stdout:\n%s", r.code, r.stdout)
+	}
+}
+
+func TestCLIPresets(t *testing.T) {
+	r := tokenmix(t, "", "presets", "--json")
+	if r.code != 0 {
+		t.Fatalf("presets --json: exit %d: %s", r.code, r.stderr)
+	}
+	names := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var p presetInfo
+		if err := json.Unmarshal([]byte(line), &p); err != nil || p.Task == "" || p.Time == "" || p.Description == "" {
+			t.Errorf("%q: %+v %v", line, p, err)
+		}
+		names[p.Name] = true
+	}
+	for _, n := range []string{"recall", "listops", "fmnist", "gosrc"} {
+		if !names[n] {
+			t.Errorf("preset %s not listed", n)
+		}
+	}
+}
+
+func TestCLIVersion(t *testing.T) {
+	r := tokenmix(t, "", "version", "--json")
+	var v struct{ Module, Version, Revision, Go string }
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v.Module != "github.com/tokenmix/tokenmix" || v.Version == "" || v.Go != runtime.Version() {
+		t.Fatalf("version --json: exit %d, %q", r.code, r.stdout)
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil || !vcsStamped {
+		t.Logf("git cannot read the repository here (%v): revision not checked", err)
+	} else if want := strings.TrimSpace(string(head)); v.Revision != want {
+		t.Errorf("version: revision %q, want %q", v.Revision, want)
+	}
+	r = tokenmix(t, "", "version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "github.com/tokenmix/tokenmix "+v.Version+"\n") {
+		t.Errorf("version: exit %d, %q", r.code, r.stdout)
+	}
+}
+
+// TestCLISignals sends SIGINT and SIGTERM to a running train: it stops at the
+// end of a step, saves a checkpoint and exits 130 or 143.
+func TestCLISignals(t *testing.T) {
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		dir := t.TempDir()
+		text := bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog\n"), 200)
+		os.WriteFile(filepath.Join(dir, "t.txt"), text, 0o644)
+		cfg := strings.Replace(trainCfg, `"steps": 6`, `"steps": 1000000`, 1)
+		cfg = strings.Replace(cfg, `"log_every": 2`, `"log_every": 1`, 1)
+		os.WriteFile(filepath.Join(dir, "c.json"), []byte(cfg), 0o644)
+		cmd := exec.Command(binary, "train", "--config", "c.json", "--data", "t.txt", "--out", "run")
+		cmd.Dir = dir
+		stderr, _ := cmd.StderrPipe()
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() && !strings.HasPrefix(sc.Text(), "step 3/") {
+		}
+		cmd.Process.Signal(c.sig)
+		kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+		var rest bytes.Buffer
+		io.Copy(&rest, stderr)
+		cmd.Wait()
+		kill.Stop()
+		if got := cmd.ProcessState.ExitCode(); got != c.code || !strings.Contains(rest.String(), "checkpoint saved") || stdout.Len() > 0 {
+			t.Errorf("%v: exit %d (want %d), stdout %q, stderr after the signal:\n%s", c.sig, got, c.code, stdout.String(), rest.String())
+		}
+		if _, err := os.Stat(filepath.Join(dir, "run", "checkpoint", "weights.safetensors")); err != nil {
+			t.Errorf("%v: no checkpoint: %v", c.sig, err)
+		}
+	}
+}
+
+// TestCLIArenaSignal stops an arena whose mixer trains in a worker process:
+// the worker saves a checkpoint and the arena exits 143.
+func TestCLIArenaSignal(t *testing.T) {
+	dir := t.TempDir()
+	preset := strings.NewReplacer(`"lr": 1e30`, `"lr": 1e-3`, `"budget": "4"`, `"budget": "10m"`).Replace(failingPreset)
+	os.WriteFile(filepath.Join(dir, "p.json"), []byte(preset), 0o644)
+	cmd := exec.Command(binary, "arena", "--preset", "p.json", "--out", "out")
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	defer kill.Stop()
+	// The worker starts once the arena has written its job file.
+	job := filepath.Join(dir, "out", "runs", "aft_simple", "job.json")
+	for i := 0; i < 400; i++ {
+		if _, err := os.Stat(job); err == nil {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if got := cmd.ProcessState.ExitCode(); got != 143 || !strings.Contains(stderr.String(), "rerun the same command to resume") {
+		t.Errorf("arena after SIGTERM: exit %d (want 143), stderr:\n%s", got, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "runs", "aft_simple", "ckpt.json")); err != nil {
+		t.Errorf("the worker saved no checkpoint: %v\n%s", err, stderr.String())
+	}
+}
