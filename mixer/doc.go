@@ -9,6 +9,7 @@
 // its whole memory plan before running. Backward accumulates (+=) into dx and
 // into the parameter gradients.
 //
-// The implementations live in sub-packages (mixer/full, mixer/sparse, ...);
-// the one explicit list of them is package mixer/registry.
+// The implementations live in the module's internal/mixer packages (full,
+// sparse, entmax, topk, lsh, aft, fnet); the one explicit list of them is
+// package mixer/registry. Describe lists the options a kind accepts.
 package mixer

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,20 +41,28 @@ func runBenchScaling(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || *minLen < 1 || *maxLen < *minLen || *batch < 1 || *reps < 1 {
+	if fs.NArg() > 0 {
 		return wantUsage(fs)
+	}
+	if *minLen < 1 || *maxLen < *minLen || *batch < 1 || *reps < 1 {
+		return usageErr("bench scaling: want 1 ≤ --min-len ≤ --max-len, --batch ≥ 1 and --reps ≥ 1")
 	}
 	budget, err := parseBytes(*memBudget)
 	if err != nil {
-		return usageErr("--mem-budget: %v", err)
+		return usageErr("bench scaling: --mem-budget: %v", err)
 	}
 	p, err := arena.LoadPreset(*preset)
-	if err != nil {
+	if errors.Is(err, arena.ErrUnknownPreset) {
+		return usageErr("bench scaling: %v", err)
+	} else if err != nil {
 		return err
 	}
 	var names []string
 	if *mixers != "" {
 		names = strings.Split(*mixers, ",")
+		if err := arena.CheckMixers(names); err != nil {
+			return usageErr("bench scaling --%v", err)
+		}
 	} else {
 		for _, k := range registry.All() {
 			names = append(names, k.Name)

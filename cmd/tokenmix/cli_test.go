@@ -146,6 +146,9 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"arena", "--task", "nosuch"}, "unknown task"},
 		{[]string{"arena", "--budget", "soon"}, "budget"},
 		{[]string{"bench", "gemm", "--reps", "x"}, "invalid value"},
+		{[]string{"bench", "scaling", "--mixers", "full,nosuch"}, `"nosuch"`},
+		{[]string{"bench", "scaling", "--preset", "nosuch"}, "unknown preset"},
+		{[]string{"bench", "scaling", "--min-len", "0"}, "--min-len"},
 	} {
 		dir := t.TempDir()
 		checkUsageError(t, tokenmix(t, dir, c.args...), c.args, c.want)
