@@ -19,7 +19,7 @@ import (
 	"github.com/tokenmix/tokenmix/mixer/registry"
 )
 
-// Preset is an arena configuration file (see configs/README.md). Unknown keys
+// Preset is an arena configuration file (see docs/presets.md). Unknown keys
 // are errors.
 type Preset struct {
 	// Description says what the preset is for (free text).
@@ -48,7 +48,7 @@ type Preset struct {
 	// process with threads/Jobs threads (at least 1); the speed columns are
 	// then per worker, next to a neighbour. Whether that trains more tokens
 	// per second in total depends on how well a mixer uses 2 threads (see
-	// configs/README.md). In-process arenas run one mixer at a time.
+	// docs/presets.md). In-process arenas run one mixer at a time.
 	Jobs int `json:"jobs,omitempty"`
 	// Mixers lists the kinds to run, in order; empty means every registered
 	// kind.

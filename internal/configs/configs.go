@@ -1,6 +1,6 @@
 // Package configs embeds the arena presets shipped in this directory, so
-// `tokenmix arena --preset NAME` works from any working directory. See
-// README.md here for what each preset is for.
+// `tokenmix arena --preset NAME` works from any working directory. docs/presets.md
+// says what each preset is for.
 package configs
 
 import (

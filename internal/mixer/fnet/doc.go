@@ -212,7 +212,7 @@
 // (`tokenmix bench train`, d=256, B=16, T=1024, so also 4M-element
 // outputs) ran about 1.5% slower with them (16 alternating samples, median
 // 875 against 862 ms), since the next operation reads the output back from
-// memory. Final, in README's table: ratio 18.2 (rounds 17.8–19.8); 12 more
+// memory. Final, in docs/performance.md: ratio 18.2 (rounds 17.8–19.8); 12 more
 // rounds gave a median of 19.3 and a range of 17.6–21.0, the two lengths'
 // times each moving by about ±10% from round to round on this shared
 // machine. Tried and dropped on the way: non-temporal stores for y in the
