@@ -43,7 +43,11 @@ func runArena(ctx context.Context, args []string) error {
 		if fs.NArg() != 2 {
 			return usageErr("arena --worker DIR MIXER")
 		}
-		return arena.Worker(ctx, fs.Arg(0), fs.Arg(1), os.Stderr)
+		err := arena.Worker(ctx, fs.Arg(0), fs.Arg(1), os.Stderr)
+		if errors.Is(err, arena.ErrInterrupted) {
+			return context.Canceled // saved; the arena reports it
+		}
+		return err
 	}
 	if fs.NArg() > 0 {
 		return wantUsage(fs)

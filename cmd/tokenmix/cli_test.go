@@ -1,16 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -292,52 +292,126 @@ func TestCLIVersion(t *testing.T) {
 	}
 }
 
-// TestCLISignals sends SIGINT and SIGTERM to a running train: it stops at the
-// end of a step, saves a checkpoint and exits 130 or 143.
-func TestCLISignals(t *testing.T) {
+// signalCfg trains long enough (1200 steps of about a millisecond) for a
+// signal to land mid-run, with one periodic checkpoint at step 400.
+const signalCfg = `{"vocab_size": 256, "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64, "max_len": 32,
+ "causal": true, "task": "lm", "mixer": {"kind": "full"},
+ "train": {"batch_size": 4, "steps": 1200, "lr": 0.003, "warmup": 10, "log_every": 1, "eval_every": 0,
+  "checkpoint_every": 400, "seed": 4}}`
+
+// TestCLITrainSignals stops `tokenmix train` with SIGINT and SIGTERM at a
+// random step before the first periodic checkpoint, and with SIGKILL after
+// it. SIGINT and SIGTERM exit 130 and 143 with a checkpoint at the step
+// reached; SIGKILL leaves the periodic one. Every interrupted run, resumed,
+// ends with the same bytes as an uninterrupted run.
+func TestCLITrainSignals(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(7, 7))
+	text := make([]byte, 8000)
+	for i := range text {
+		text[i] = "abcdefgh \n"[rng.IntN(10)]
+	}
+	os.WriteFile(filepath.Join(dir, "t.txt"), text, 0o644)
+	os.WriteFile(filepath.Join(dir, "c.json"), []byte(signalCfg), 0o644)
+	final := func(run, name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, run, "ckpt", "00001200", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if r := tokenmix(t, dir, "train", "--config", "c.json", "--data", "t.txt", "--out", "ref"); r.code != 0 {
+		t.Fatalf("uninterrupted train: exit %d\n%s", r.code, r.stderr)
+	}
 	for _, c := range []struct {
-		sig  syscall.Signal
-		code int
-	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
-		dir := t.TempDir()
-		text := bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog\n"), 200)
-		os.WriteFile(filepath.Join(dir, "t.txt"), text, 0o644)
-		cfg := strings.Replace(trainCfg, `"steps": 6`, `"steps": 1000000`, 1)
-		cfg = strings.Replace(cfg, `"log_every": 2`, `"log_every": 1`, 1)
-		os.WriteFile(filepath.Join(dir, "c.json"), []byte(cfg), 0o644)
-		cmd := exec.Command(binary, "train", "--config", "c.json", "--data", "t.txt", "--out", "run")
+		sig   syscall.Signal
+		code  int // -1: killed
+		after int // signal once this many steps are logged
+	}{
+		{syscall.SIGINT, 130, 10 + rng.IntN(290)},
+		{syscall.SIGTERM, 143, 10 + rng.IntN(290)},
+		{syscall.SIGKILL, -1, 450},
+	} {
+		out := c.sig.String()
+		cmd := exec.Command(binary, "train", "--config", "c.json", "--data", "t.txt", "--out", out)
 		cmd.Dir = dir
-		stderr, _ := cmd.StderrPipe()
-		var stdout bytes.Buffer
-		cmd.Stdout = &stdout
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() && !strings.HasPrefix(sc.Text(), "step 3/") {
+		kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+		metrics := filepath.Join(dir, out, "metrics.jsonl")
+		for {
+			b, _ := os.ReadFile(metrics)
+			if bytes.Count(b, []byte("\n")) >= c.after {
+				break
+			}
+			time.Sleep(time.Millisecond)
 		}
 		cmd.Process.Signal(c.sig)
-		kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
-		var rest bytes.Buffer
-		io.Copy(&rest, stderr)
 		cmd.Wait()
 		kill.Stop()
-		if got := cmd.ProcessState.ExitCode(); got != c.code || !strings.Contains(rest.String(), "checkpoint saved") || stdout.Len() > 0 {
-			t.Errorf("%v: exit %d (want %d), stdout %q, stderr after the signal:\n%s", c.sig, got, c.code, stdout.String(), rest.String())
+		if got := cmd.ProcessState.ExitCode(); got != c.code {
+			t.Fatalf("%v after step %d: exit %d, want %d\n%s", c.sig, c.after, got, c.code, stderr.String())
 		}
-		if _, err := os.Stat(filepath.Join(dir, "run", "checkpoint", "weights.safetensors")); err != nil {
-			t.Errorf("%v: no checkpoint: %v", c.sig, err)
+		steps := checkpoints(t, filepath.Join(dir, out))
+		switch {
+		case c.sig == syscall.SIGKILL && (len(steps) != 1 || steps[0] != 400):
+			t.Errorf("%v after step %d: checkpoints %v, want [400]", c.sig, c.after, steps)
+		case c.sig != syscall.SIGKILL && (len(steps) != 1 || steps[0] < c.after || steps[0] >= 400):
+			t.Errorf("%v after step %d: checkpoints %v, want one at the step reached, before 400", c.sig, c.after, steps)
+		}
+		t.Logf("%v after step %d: checkpoints %v", c.sig, c.after, steps)
+		r := tokenmix(t, dir, "train", "--resume", "--data", "t.txt", "--out", out)
+		if r.code != 0 {
+			t.Fatalf("%v: resume: exit %d\n%s", c.sig, r.code, r.stderr)
+		}
+		for _, name := range []string{"weights.safetensors", "optim.safetensors"} {
+			if !bytes.Equal(final(out, name), final("ref", name)) {
+				t.Errorf("%v: resumed %s differs from the uninterrupted run's", c.sig, name)
+			}
+		}
+		// The resumed run logged every step once.
+		b, _ := os.ReadFile(filepath.Join(dir, out, "metrics.jsonl"))
+		for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var m struct{ Step int }
+			if json.Unmarshal([]byte(line), &m); m.Step != i+1 {
+				t.Errorf("%v: metrics line %d is step %d", c.sig, i+1, m.Step)
+				break
+			}
 		}
 	}
 }
 
+// checkpoints lists the step directories under run/ckpt.
+func checkpoints(t *testing.T, run string) []int {
+	t.Helper()
+	es, err := os.ReadDir(filepath.Join(run, "ckpt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []int
+	for _, e := range es {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			t.Errorf("%s: unexpected entry %s", run, e.Name())
+			continue
+		}
+		steps = append(steps, n)
+	}
+	return steps
+}
+
 // TestCLIArenaSignal stops an arena whose mixer trains in a worker process:
-// the worker saves a checkpoint and the arena exits 143.
+// the worker saves a checkpoint in its run directory and the arena exits
+// 143; the same command then resumes and finishes the run.
 func TestCLIArenaSignal(t *testing.T) {
 	dir := t.TempDir()
-	preset := strings.NewReplacer(`"lr": 1e30`, `"lr": 1e-3`, `"budget": "4"`, `"budget": "10m"`).Replace(failingPreset)
+	preset := strings.NewReplacer(`"lr": 1e30`, `"lr": 1e-3`, `"budget": "4"`, `"budget": "20000"`).Replace(failingPreset)
 	os.WriteFile(filepath.Join(dir, "p.json"), []byte(preset), 0o644)
-	cmd := exec.Command(binary, "arena", "--preset", "p.json", "--out", "out")
+	args := []string{"arena", "--preset", "p.json", "--out", "out"}
+	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -346,21 +420,29 @@ func TestCLIArenaSignal(t *testing.T) {
 	}
 	kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
 	defer kill.Stop()
-	// The worker starts once the arena has written its job file.
-	job := filepath.Join(dir, "out", "runs", "aft_simple", "job.json")
-	for i := 0; i < 400; i++ {
-		if _, err := os.Stat(job); err == nil {
+	// Signal once the worker has logged its tenth step.
+	metrics := filepath.Join(dir, "out", "runs", "aft_simple", "metrics.jsonl")
+	for {
+		b, _ := os.ReadFile(metrics)
+		if bytes.Count(b, []byte("\n")) >= 10 {
 			break
 		}
-		time.Sleep(25 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
-	if got := cmd.ProcessState.ExitCode(); got != 143 || !strings.Contains(stderr.String(), "rerun the same command to resume") {
-		t.Errorf("arena after SIGTERM: exit %d (want 143), stderr:\n%s", got, stderr.String())
+	if got := cmd.ProcessState.ExitCode(); got != 143 || strings.Count(stderr.String(), "tokenmix:") != 1 ||
+		!strings.Contains(stderr.String(), "rerun the same command to resume") {
+		t.Fatalf("arena after SIGTERM: exit %d (want 143), stderr:\n%s", got, stderr.String())
 	}
-	if _, err := os.Stat(filepath.Join(dir, "out", "runs", "aft_simple", "ckpt.json")); err != nil {
-		t.Errorf("the worker saved no checkpoint: %v\n%s", err, stderr.String())
+	steps := checkpoints(t, filepath.Join(dir, "out", "runs", "aft_simple"))
+	if len(steps) != 1 || steps[0] < 10 || steps[0] >= 20000 {
+		t.Fatalf("the worker's checkpoints: %v", steps)
+	}
+	r := tokenmix(t, dir, args...)
+	var res struct{ Steps int }
+	b, _ := os.ReadFile(filepath.Join(dir, "out", "runs", "aft_simple", "result.json"))
+	if json.Unmarshal(b, &res); r.code != 0 || res.Steps != 20000 {
+		t.Errorf("resumed arena: exit %d, %d steps (stopped at %d)\n%s", r.code, res.Steps, steps[0], r.stderr)
 	}
 }

@@ -102,10 +102,10 @@ func usageErr(format string, args ...any) error {
 	return usageError{fmt.Sprintf(format, args...)}
 }
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() { os.Exit(execute(os.Args[1:])) }
 
-// run runs one command line and returns the exit code.
-func run(args []string) int {
+// execute runs one command line and returns the exit code.
+func execute(args []string) int {
 	args, err := globalFlags(args)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tokenmix:", err)

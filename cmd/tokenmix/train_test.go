@@ -38,8 +38,8 @@ func TestTrainResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, _ := os.ReadFile(filepath.Join(a, "metrics.jsonl"))
-	if n := strings.Count(string(m), `"loss"`); n != 3 {
-		t.Errorf("%d loss lines in metrics, want 3 (every 2 of 6 steps):\n%s", n, m)
+	if n := strings.Count(string(m), `"loss"`); n != 4 {
+		t.Errorf("%d loss lines in metrics, want 4 (steps 2, 3, 4, 6: log_every 2, eval_every 3):\n%s", n, m)
 	}
 	if n := strings.Count(string(m), `"val_loss"`); n != 2 {
 		t.Errorf("%d validation lines, want 2", n)
@@ -53,19 +53,19 @@ func TestTrainResume(t *testing.T) {
 	if err := runTrain(context.Background(), []string{"--config", cfg, "--data", txt, "--out", b}); err == nil {
 		t.Error("second run into a used --out without --resume: want error")
 	}
-	rec, err := os.ReadFile(filepath.Join(b, "checkpoint", "run.json"))
-	if err != nil || !strings.Contains(string(rec), `"step": 3`) {
-		t.Fatalf("interrupted run's record (%v):\n%s", err, rec)
+	st, err := os.ReadFile(filepath.Join(b, "ckpt", "00000003", "state.json"))
+	if err != nil || !strings.Contains(string(st), `"step": 3`) {
+		t.Fatalf("interrupted run's checkpoint state (%v):\n%s", err, st)
 	}
-	if want := fmt.Sprintf(`"version": %q`, version.Get().String()); !strings.Contains(string(rec), want) {
-		t.Errorf("run record without %s:\n%s", want, rec)
+	if want := fmt.Sprintf(`"version": %q`, version.Get().String()); !strings.Contains(string(st), want) {
+		t.Errorf("checkpoint state without %s:\n%s", want, st)
 	}
 	if err := runTrain(context.Background(), []string{"--resume", "--data", txt, "--out", b}); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"weights.safetensors", "optim.safetensors"} {
-		x, _ := os.ReadFile(filepath.Join(a, "checkpoint", f))
-		y, _ := os.ReadFile(filepath.Join(b, "checkpoint", f))
+		x, _ := os.ReadFile(filepath.Join(a, "ckpt", "00000006", f))
+		y, _ := os.ReadFile(filepath.Join(b, "ckpt", "00000006", f))
 		if len(x) == 0 || !bytes.Equal(x, y) {
 			t.Errorf("%s differs between the straight and the resumed run", f)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/parallel"
+	"github.com/tokenmix/tokenmix/internal/train"
 	"github.com/tokenmix/tokenmix/internal/version"
 	"github.com/tokenmix/tokenmix/mixer/registry"
 )
@@ -260,7 +261,7 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 	}
 	if len(o.Worker) == 0 {
 		j := &job{kind: r.kind, task: task, info: info, preset: o.Preset, causal: r.causal,
-			budget: r.budget, dir: dir, note: r.note, prog: NewProgress(o.Stderr)}
+			budget: r.budget, dir: dir, note: r.note, prog: train.NewProgress(o.Stderr)}
 		res, err := j.train(ctx)
 		if errors.Is(err, ErrInterrupted) {
 			return res, err
@@ -285,7 +286,7 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 	cmd.SysProcAttr = workerAttr()
 	cmd.Env = append(os.Environ(), "TOKENMIX_THREADS="+strconv.Itoa(threads))
 	if lines {
-		cmd.Env = append(cmd.Env, ProgressLinesEnv+"=1")
+		cmd.Env = append(cmd.Env, train.ProgressLinesEnv+"=1")
 	}
 	if err := cmd.Start(); err != nil {
 		return res, err
@@ -339,7 +340,7 @@ func Worker(ctx context.Context, out, kind string, stderr io.Writer) error {
 	build := time.Since(start).Seconds()
 	if err == nil {
 		j := &job{kind: kind, task: task, info: task.Info(), preset: p, causal: jf.Causal,
-			budget: budget, dir: dir, note: jf.Note, prog: NewProgress(stderr)}
+			budget: budget, dir: dir, note: jf.Note, prog: train.NewProgress(stderr)}
 		res, err = j.train(ctx)
 		if errors.Is(err, ErrInterrupted) {
 			return err

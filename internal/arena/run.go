@@ -6,20 +6,18 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/model"
-	"github.com/tokenmix/tokenmix/internal/optim"
 	"github.com/tokenmix/tokenmix/internal/parallel"
-	"github.com/tokenmix/tokenmix/internal/safetensors"
-	"github.com/tokenmix/tokenmix/internal/version"
+	"github.com/tokenmix/tokenmix/internal/run"
+	"github.com/tokenmix/tokenmix/internal/train"
 )
 
 // ErrInterrupted is returned when a run stops on its context; its checkpoint
 // is saved and the next arena call with the same directory resumes it.
-var ErrInterrupted = errors.New("interrupted")
+var ErrInterrupted = train.ErrInterrupted
 
 // job is one mixer's training run.
 type job struct {
@@ -29,39 +27,22 @@ type job struct {
 	preset *Preset
 	causal bool
 	budget Budget
-	dir    string // run directory (result, checkpoint)
+	dir    string // run directory (package run), plus job.json and result.json
 	note   string // added to the result's note
-	prog   Progress
+	prog   train.Progress
 }
 
-// ckptState is the JSON part of a run checkpoint.
-type ckptState struct {
-	Step         int          `json:"step"`
-	PlannedSteps int          `json:"planned_steps"`
-	TrainSeconds float64      `json:"train_s"`
-	TrainTokens  int64        `json:"train_tokens"`
-	AdamStep     int          `json:"adam_step"`
-	WallSeconds  float64      `json:"wall_s"` // of the run so far, across resumptions
-	Curve        []CurvePoint `json:"curve"`
-	Version      string       `json:"version"` // of the build that wrote it
-}
-
-// train runs one mixer: build, train to the budget (resuming from a
-// checkpoint in j.dir), evaluate on validation and test.
+// train runs one mixer: build, train to the budget with train.Run
+// (resuming from the run directory's newest checkpoint), evaluate on
+// validation and test.
 func (j *job) train(ctx context.Context) (res Result, err error) {
-	start := time.Now()
 	res = Result{Mixer: j.kind, Metric: j.info.Metric, Causal: j.causal, Threads: parallel.Threads(), Note: j.note}
 	res.Options, _ = j.preset.MixerOpts(j.kind, j.info.MaxLen)
-	planned := j.budget.Steps
-	if planned == 0 {
-		planned = unplanned // set after calibration
+	steps := j.budget.Steps
+	if steps == 0 {
+		steps = train.Unplanned // a time budget: the config's steps is a placeholder
 	}
-	var st ckptState
-	resumed := false
-	if err := readJSON(filepath.Join(j.dir, "ckpt.json"), &st); err == nil {
-		planned, resumed = st.PlannedSteps, true
-	}
-	cfgJSON, err := j.preset.ModelJSON(j.kind, j.info, j.causal, max(planned, 1))
+	cfgJSON, err := j.preset.ModelJSON(j.kind, j.info, j.causal, steps)
 	if err != nil {
 		return res, err
 	}
@@ -69,31 +50,20 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
+	d, err := run.Open(j.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		d, err = run.Create(j.dir, cfgJSON, run.Info{Task: cfg.Task, LabelNames: j.info.LabelNames})
+	}
+	if err != nil {
+		return res, err
+	}
 	tc := cfg.Train
-	if err := os.MkdirAll(j.dir, 0o755); err != nil {
-		return res, err
-	}
-	if err := os.WriteFile(filepath.Join(j.dir, "config.json"), cfgJSON, 0o644); err != nil {
-		return res, err
-	}
 	m, err := model.New[float32](cfg)
 	if err != nil {
 		return res, err
 	}
 	m.Init(tc.Seed)
-	m.Seed = tc.Seed
-	sizes := make([]int, len(m.Specs))
-	noDecay := make([]bool, len(m.Specs))
-	for i, s := range m.Specs {
-		sizes[i], noDecay[i] = s.Size(), s.NoDecay
-	}
-	opt := optim.NewAdamW[float32](len(m.Params), optim.Groups(sizes, noDecay), tc.Beta1, tc.Beta2, tc.Eps, tc.WeightDecay)
-	if resumed {
-		if err := loadCheckpoint(filepath.Join(j.dir, "ckpt.safetensors"), m, opt); err != nil {
-			return res, fmt.Errorf("resume: %w", err)
-		}
-		opt.Step = st.AdamStep
-	}
+	tr := model.NewTrainer(m)
 	res.Params = m.NumParams()
 	plan := m.Plan(tc.BatchSize, j.info.MaxLen)
 	res.PlannedBytes = plan.Bytes() + m.ParamBytes()
@@ -105,98 +75,36 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		return res, err
 	}
 	loader := data.NewLoader(j.task, data.Train, tc.BatchSize, true, tc.Seed, 0).Bucket(j.preset.Bucket)
-	loader.Seek(st.Step)
-	var b data.Batch
-	sched := optim.Schedule{LR: tc.LR, MinLR: tc.MinLR, Warmup: tc.Warmup, Steps: planned}
-	deadline := time.Duration(math.MaxInt64)
-	if j.budget.Duration > 0 {
-		deadline = j.budget.Duration
-	}
-	trainTime := time.Duration(st.TrainSeconds * float64(time.Second))
-	priorWall := st.WallSeconds
-	tokens := st.TrainTokens
-	var lossSum float64
-	var lossN int
-	pace := pacer{budget: j.budget.Duration}
-	j.prog.Start(j.kind, planned, st.Step)
-	step := st.Step
-	save := func() error {
-		st = ckptState{Step: step, PlannedSteps: planned, TrainSeconds: trainTime.Seconds(),
-			TrainTokens: tokens, AdamStep: opt.Step, Curve: st.Curve,
-			WallSeconds: priorWall + time.Since(start).Seconds()}
-		return saveCheckpoint(j.dir, m, opt, &st)
-	}
-	for step < planned && trainTime < deadline {
-		if ctx.Err() != nil {
-			j.prog.Finish()
-			if err := save(); err != nil {
-				return res, err
-			}
-			return res, ErrInterrupted
-		}
-		t0 := time.Now()
-		loader.Next(&b)
-		m.Step = step
-		m.ZeroGrad()
-		loss, err := m.Forward(b.Tokens, b.Targets, b.B, b.T)
-		if err != nil {
-			return res, err
-		}
-		if math.IsNaN(loss) || math.IsInf(loss, 0) {
-			return res, fmt.Errorf("diverged: loss %v at step %d", loss, step)
-		}
-		m.Backward()
-		if tc.GradClip > 0 {
-			optim.ClipGradNorm(m.Grads, tc.GradClip)
-		}
-		opt.Update(m.Params, m.Grads, sched.At(step))
-		dt := time.Since(t0)
-		trainTime += dt
-		tokens += int64(b.B * b.T)
-		step++
-		lossSum += loss
-		lossN++
-		// A duration budget becomes a step count once a few steps are
-		// timed, and is replanned after every step from then on.
-		if j.budget.Duration > 0 {
-			if n := pace.plan(step, dt, trainTime); n > 0 && n != planned {
-				planned, sched.Steps = n, n
-				j.prog.SetTotal(planned)
-			}
-		}
-		if step%tc.LogEvery == 0 || step == planned {
-			pt := CurvePoint{Step: step, TrainLoss: lossSum / float64(lossN)}
-			lossSum, lossN = 0, 0
-			if tc.EvalEvery > 0 && (step%tc.EvalEvery == 0 || step == planned) {
-				vl, vm := evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
-				pt.ValLoss, pt.Val, pt.HasVal = vl, vm, true
-			}
-			st.Curve = append(st.Curve, pt)
-		}
-		j.prog.Update(step, loss, float64(tokens)/trainTime.Seconds())
-		if tc.CheckpointEvery > 0 && step%tc.CheckpointEvery == 0 && step < planned {
-			if err := save(); err != nil {
-				return res, err
-			}
-		}
-	}
-	j.prog.Finish()
-	if err := save(); err != nil {
+	valKey := "val_" + string(j.info.Metric)
+	r, err := train.Run(ctx, d, tr, train.TaskSource{L: loader}, train.Options{
+		Steps: j.budget.Steps, Duration: j.budget.Duration, Progress: j.prog, Name: j.kind,
+		Eval: func() (map[string]any, error) {
+			vl, vm := evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+			return map[string]any{"val_loss": vl, valKey: vm}, nil
+		},
+	})
+	if err != nil {
 		return res, err
 	}
-	res.Steps, res.PlannedSteps = step, planned
-	if j.budget.Duration > 0 && step < planned {
-		res.Note = joinNote(res.Note, fmt.Sprintf("time budget hit at step %d of %d", step, planned))
+	start := time.Now()
+	ms, err := d.Metrics()
+	if err != nil {
+		return res, err
 	}
-	res.TrainTokens, res.TrainSeconds = tokens, trainTime.Seconds()
-	if trainTime > 0 && step > 0 {
-		res.TokensPerSec = float64(tokens) / trainTime.Seconds()
-		res.MsPerStep = 1000 * trainTime.Seconds() / float64(step)
+	res.Curve = curve(ms, valKey)
+	res.Steps, res.PlannedSteps = r.Steps, r.Planned
+	if j.budget.Duration > 0 && r.Steps < r.Planned {
+		res.Note = joinNote(res.Note, fmt.Sprintf("time budget hit at step %d of %d", r.Steps, r.Planned))
+	}
+	res.TrainTokens, res.TrainSeconds = r.Tokens, r.TrainSeconds
+	if r.TrainSeconds > 0 && r.Steps > 0 {
+		res.TokensPerSec = float64(r.Tokens) / r.TrainSeconds
+		res.MsPerStep = 1000 * r.TrainSeconds / float64(r.Steps)
 	}
 	// The validation metric is the last curve point's (eval_batches
 	// batches), or one such evaluation now.
 	res.Val = math.NaN()
-	for _, c := range st.Curve {
+	for _, c := range res.Curve {
 		if c.HasVal {
 			res.Val = c.Val
 		}
@@ -209,10 +117,25 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		limit = (j.preset.TestExamples + tc.BatchSize - 1) / tc.BatchSize
 	}
 	res.TestLoss, res.Test = evaluate(m, j.task, data.Test, tc.BatchSize, limit, j.preset.Bucket)
-	res.Curve = st.Curve
 	res.Status = StatusDone
-	res.WallSeconds = priorWall + time.Since(start).Seconds()
+	res.WallSeconds = r.WallSeconds + time.Since(start).Seconds()
 	return res, nil
+}
+
+// curve turns the run's metrics lines into curve points.
+func curve(ms []map[string]any, valKey string) []CurvePoint {
+	var out []CurvePoint
+	for _, m := range ms {
+		step, _ := m["step"].(float64)
+		pt := CurvePoint{Step: int(step)}
+		pt.TrainLoss, _ = m["loss"].(float64)
+		if v, ok := m[valKey].(float64); ok {
+			pt.Val, pt.HasVal = v, true
+			pt.ValLoss, _ = m["val_loss"].(float64)
+		}
+		out = append(out, pt)
+	}
+	return out
 }
 
 func joinNote(a, b string) string {
@@ -269,50 +192,4 @@ func argmax(x []float32) int {
 		}
 	}
 	return best
-}
-
-// saveCheckpoint writes the weights (contract names), the AdamW moments
-// ("optim.m.<name>", "optim.v.<name>") and the JSON state, each file
-// replaced atomically.
-func saveCheckpoint(dir string, m *model.Model[float32], opt *optim.AdamW[float32], st *ckptState) error {
-	f := safetensors.New()
-	for i, s := range m.Specs {
-		lo, hi := m.Offsets[i], m.Offsets[i]+s.Size()
-		f.SetF32(s.Name, s.Shape, m.Params[lo:hi])
-		f.SetF32("optim.m."+s.Name, s.Shape, opt.M[lo:hi])
-		f.SetF32("optim.v."+s.Name, s.Shape, opt.V[lo:hi])
-	}
-	p := filepath.Join(dir, "ckpt.safetensors")
-	if err := f.WriteFile(p + ".tmp"); err != nil {
-		return err
-	}
-	if err := os.Rename(p+".tmp", p); err != nil {
-		return err
-	}
-	st.Version = version.Get().String()
-	return writeJSON(filepath.Join(dir, "ckpt.json"), st)
-}
-
-func loadCheckpoint(path string, m *model.Model[float32], opt *optim.AdamW[float32]) error {
-	f, err := safetensors.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	for i, s := range m.Specs {
-		lo, hi := m.Offsets[i], m.Offsets[i]+s.Size()
-		for _, t := range []struct {
-			name string
-			dst  []float32
-		}{{s.Name, m.Params[lo:hi]}, {"optim.m." + s.Name, opt.M[lo:hi]}, {"optim.v." + s.Name, opt.V[lo:hi]}} {
-			v, _, err := f.F32(t.name)
-			if err != nil {
-				return err
-			}
-			if len(v) != len(t.dst) {
-				return fmt.Errorf("%s: %d values, want %d", t.name, len(v), len(t.dst))
-			}
-			copy(t.dst, v)
-		}
-	}
-	return nil
 }

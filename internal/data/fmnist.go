@@ -143,8 +143,12 @@ func readFMNISTPair(dir, prefix string) (x, y []byte, err error) {
 // Info implements Task.
 func (f *FMNIST) Info() Info {
 	return Info{Name: "fmnist", Mode: Classify, Vocab: 256, Classes: 10, PadID: -1,
-		MaxLen: FMNISTLen, Metric: Accuracy}
+		MaxLen: FMNISTLen, Metric: Accuracy, LabelNames: FMNISTLabels}
 }
+
+// FMNISTLabels names Fashion-MNIST's classes, as the dataset defines them.
+var FMNISTLabels = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+	"Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
 
 // Len implements Task.
 func (f *FMNIST) Len(s Split) int { return len(f.labels[s]) }

@@ -271,7 +271,8 @@ func ListOpsString(toks []int32) string {
 // Info implements Task.
 func (l *ListOps) Info() Info {
 	return Info{Name: "listops", Mode: Classify, Vocab: ListOpsVocab, Classes: 10,
-		PadID: ListOpsPad, MaxLen: l.cfg.MaxLen - 1, Metric: Accuracy}
+		PadID: ListOpsPad, MaxLen: l.cfg.MaxLen - 1, Metric: Accuracy,
+		LabelNames: []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}}
 }
 
 // Config returns the resolved configuration (defaults filled in).

@@ -67,6 +67,8 @@ type Info struct {
 	Causal bool
 	// Metric is the test metric.
 	Metric Metric
+	// LabelNames names the classes (Classify), or is nil.
+	LabelNames []string `json:",omitempty"`
 }
 
 // Task is a deterministic dataset with train, validation and test splits.

@@ -74,6 +74,9 @@ type TrainConfig struct {
 	// CheckpointEvery is checkpoint_every: save every N steps, 0 = only at
 	// the end (default 0).
 	CheckpointEvery int
+	// KeepCheckpoints is keep_checkpoints: the newest N complete
+	// checkpoints are kept (default 2).
+	KeepCheckpoints int
 }
 
 // Kind returns the resolved mixer kind.
@@ -250,7 +253,7 @@ func parseTrain(data []byte) (*TrainConfig, error) {
 		return nil, err
 	}
 	t := &TrainConfig{BatchSize: 8, Steps: 1000, LR: 3e-4, GradClip: 1, Beta1: 0.9, Beta2: 0.999,
-		Eps: 1e-8, LogEvery: 10, EvalEvery: 100, EvalBatches: 4}
+		Eps: 1e-8, LogEvery: 10, EvalEvery: 100, EvalBatches: 4, KeepCheckpoints: 2}
 	p.int("batch_size", &t.BatchSize)
 	p.int("seq_len", &t.SeqLen)
 	p.int("steps", &t.Steps)
@@ -268,6 +271,7 @@ func parseTrain(data []byte) (*TrainConfig, error) {
 	p.int("eval_every", &t.EvalEvery)
 	p.int("eval_batches", &t.EvalBatches)
 	p.int("checkpoint_every", &t.CheckpointEvery)
+	p.int("keep_checkpoints", &t.KeepCheckpoints)
 	if err := p.finish(); err != nil {
 		return nil, err
 	}
@@ -305,6 +309,8 @@ func parseTrain(data []byte) (*TrainConfig, error) {
 		return nil, fmt.Errorf("train.eval_batches: must be ≥ 1")
 	case t.CheckpointEvery < 0:
 		return nil, fmt.Errorf("train.checkpoint_every: must be ≥ 0")
+	case t.KeepCheckpoints < 1:
+		return nil, fmt.Errorf("train.keep_checkpoints: must be ≥ 1")
 	}
 	return t, nil
 }
@@ -443,6 +449,7 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 			"grad_clip": t.GradClip, "beta1": t.Beta1, "beta2": t.Beta2, "eps": t.Eps,
 			"seed": t.Seed, "log_every": t.LogEvery, "eval_every": t.EvalEvery,
 			"eval_batches": t.EvalBatches, "checkpoint_every": t.CheckpointEvery,
+			"keep_checkpoints": t.KeepCheckpoints,
 		})
 	}
 	b.WriteString("\n}")

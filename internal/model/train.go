@@ -1,8 +1,12 @@
 package model
 
 import (
+	"fmt"
+	"strconv"
+
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/optim"
+	"github.com/tokenmix/tokenmix/internal/safetensors"
 )
 
 // Trainer runs training steps: forward, backward, global gradient-norm
@@ -77,4 +81,44 @@ func DefaultTrainConfig(c *Config) *TrainConfig {
 	}
 	t.SeqLen = c.MaxLen
 	return t
+}
+
+// OptimFile returns the optimizer state as a safetensors file: the AdamW
+// moments as "m.<name>" and "v.<name>" with the parameters' shapes, and the
+// update count as metadata "step".
+func (t *Trainer[F]) OptimFile() *safetensors.File {
+	m := t.Model
+	f := safetensors.New()
+	f.Metadata["step"] = strconv.Itoa(t.Opt.Step)
+	for i, s := range m.Specs {
+		lo, hi := m.Offsets[i], m.Offsets[i]+s.Size()
+		putTensor(f, "m."+s.Name, s.Shape, t.Opt.M[lo:hi])
+		putTensor(f, "v."+s.Name, s.Shape, t.Opt.V[lo:hi])
+	}
+	return f
+}
+
+// LoadOptim restores the optimizer state written by OptimFile. It returns
+// an error naming the tensor that is missing or misshapen, or when the
+// file's step is not a non-negative integer.
+func (t *Trainer[F]) LoadOptim(f *safetensors.File) error {
+	m := t.Model
+	step, err := strconv.Atoi(f.Metadata["step"])
+	if err != nil || step < 0 {
+		return fmt.Errorf("optimizer state: metadata step %q is not a step count", f.Metadata["step"])
+	}
+	for i, s := range m.Specs {
+		lo, hi := m.Offsets[i], m.Offsets[i]+s.Size()
+		if err := getTensor(t.Opt.M[lo:hi], f, "m."+s.Name, s.Shape); err != nil {
+			return fmt.Errorf("optimizer state: %w", err)
+		}
+		if err := getTensor(t.Opt.V[lo:hi], f, "v."+s.Name, s.Shape); err != nil {
+			return fmt.Errorf("optimizer state: %w", err)
+		}
+	}
+	if n := len(f.Tensors); n != 2*len(m.Specs) {
+		return fmt.Errorf("optimizer state: %d tensors, want %d (m and v of every parameter)", n, 2*len(m.Specs))
+	}
+	t.Opt.Step = step
+	return nil
 }

@@ -1,4 +1,4 @@
-package arena
+package train
 
 import (
 	"math"
@@ -15,8 +15,8 @@ const calibSteps = 9
 // calibration: about the last 50 steps count.
 const paceEMA = 1.0 / 50
 
-// unplanned marks a duration-budget run whose step count is not known yet.
-const unplanned = 1 << 30
+// Unplanned marks a duration-budget run whose step count is not known yet.
+const Unplanned = 1 << 30
 
 // pacer turns a duration budget into a step count, and keeps turning it as
 // the pace changes. The learning-rate schedule is a function of the step

@@ -1,4 +1,4 @@
-package arena
+package train
 
 import (
 	"fmt"
@@ -19,6 +19,8 @@ type Progress interface {
 	// Update reports that step steps are done, the last loss and the
 	// training throughput.
 	Update(step int, loss, tokensPerSec float64)
+	// Note prints a line of its own (an evaluation result, say).
+	Note(line string)
 	// Finish ends the run's display.
 	Finish()
 }
@@ -47,6 +49,7 @@ type quiet struct{}
 func (quiet) Start(string, int, int)       {}
 func (quiet) SetTotal(int)                 {}
 func (quiet) Update(int, float64, float64) {}
+func (quiet) Note(string)                  {}
 func (quiet) Finish()                      {}
 
 // barProgress draws a progressbar/v3 bar: step/total, ETA, loss and tokens/s.
@@ -85,6 +88,13 @@ func (p *barProgress) Update(step int, loss, tps float64) {
 	}
 	p.bar.Describe(fmt.Sprintf("%-10s loss %.4f %6.0f tok/s", p.name, loss, tps))
 	p.bar.Set(step)
+}
+
+func (p *barProgress) Note(line string) {
+	if p.bar != nil {
+		p.bar.Clear()
+	}
+	fmt.Fprintln(p.w, line)
 }
 
 func (p *barProgress) Finish() {
@@ -130,5 +140,7 @@ func (p *lineProgress) Update(step int, loss, tps float64) {
 	}
 	fmt.Fprintf(p.w, "%s step %d/%d loss %.4f %.0f tok/s eta %s\n", p.name, step, p.total, loss, tps, eta)
 }
+
+func (p *lineProgress) Note(line string) { fmt.Fprintln(p.w, line) }
 
 func (p *lineProgress) Finish() {}

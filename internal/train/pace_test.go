@@ -1,4 +1,4 @@
-package arena
+package train
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func TestPacerFollowsPace(t *testing.T) {
 	for _, c := range cases {
 		budget := 10 * time.Second
 		p := pacer{budget: budget}
-		planned, step := unplanned, 0
+		planned, step := Unplanned, 0
 		var used time.Duration
 		var firstPlan int
 		for step < planned && used < budget {
@@ -76,7 +76,7 @@ func TestPacerFollowsPace(t *testing.T) {
 func TestLineProgressReplanned(t *testing.T) {
 	var buf bytes.Buffer
 	p := &lineProgress{w: &buf}
-	p.Start("m", unplanned, 0)
+	p.Start("m", Unplanned, 0)
 	for step := 1; step <= 1000; step++ {
 		switch step {
 		case 10:

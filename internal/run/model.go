@@ -1,0 +1,108 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/internal/safetensors"
+)
+
+// SaveTrainer writes the checkpoint of tr at st.Step: its weights, its
+// optimizer state and st (see Save).
+func (d *Dir) SaveTrainer(tr *model.Trainer[float32], st State, keep int) error {
+	wb, err := tr.Model.WeightsFile().Bytes()
+	if err != nil {
+		return err
+	}
+	ob, err := tr.OptimFile().Bytes()
+	if err != nil {
+		return err
+	}
+	return d.Save(st, []CkptFile{{WeightsName, wb}, {OptimName, ob}}, keep)
+}
+
+// Restore loads the checkpoint at step into tr (built from this run's
+// config) and returns its state.
+func (d *Dir) Restore(tr *model.Trainer[float32], step int) (State, error) {
+	st, err := d.ReadState(step)
+	if err != nil {
+		return st, err
+	}
+	dir := d.CkptPath(step)
+	wf, err := safetensors.ReadFile(filepath.Join(dir, WeightsName))
+	if err != nil {
+		return st, fmt.Errorf("run: %w", err)
+	}
+	if err := tr.Model.LoadWeights(wf); err != nil {
+		return st, fmt.Errorf("run: %s: %w", filepath.Join(dir, WeightsName), err)
+	}
+	of, err := safetensors.ReadFile(filepath.Join(dir, OptimName))
+	if err != nil {
+		return st, fmt.Errorf("run: %w", err)
+	}
+	if err := tr.LoadOptim(of); err != nil {
+		return st, fmt.Errorf("run: %s: %w", filepath.Join(dir, OptimName), err)
+	}
+	if tr.Opt.Step != st.Step {
+		return st, fmt.Errorf("run: %s: optimizer step %d, state step %d", dir, tr.Opt.Step, st.Step)
+	}
+	return st, nil
+}
+
+// ModelFiles returns the config and weights files of a model directory:
+// for a run directory, config.json and the newest checkpoint's weights
+// (step ≥ 0 picks that checkpoint instead); for an exported model,
+// config.json and weights.safetensors beside it.
+func ModelFiles(path string, step int) (config, weights string, err error) {
+	config = filepath.Join(path, ConfigName)
+	if _, err := os.Stat(filepath.Join(path, InfoName)); errors.Is(err, os.ErrNotExist) {
+		if step >= 0 {
+			return "", "", fmt.Errorf("run: %s is an exported model, it has no checkpoint %d", path, step)
+		}
+		return config, filepath.Join(path, WeightsName), nil
+	}
+	d, err := Open(path)
+	if err != nil {
+		return "", "", err
+	}
+	if step < 0 {
+		if step, err = d.Latest(); err != nil {
+			return "", "", err
+		}
+		if step < 0 {
+			return "", "", fmt.Errorf("run: %s has no complete checkpoint yet", path)
+		}
+	} else if _, err := os.Stat(d.CkptPath(step)); err != nil {
+		steps, _ := d.Checkpoints()
+		return "", "", fmt.Errorf("run: %s has no checkpoint %d (it has %v)", path, step, steps)
+	}
+	return config, filepath.Join(d.CkptPath(step), WeightsName), nil
+}
+
+// LoadModel builds the model stored at path, a run directory or an
+// exported model (ModelFiles), with its weights loaded.
+func LoadModel(path string, step int) (*model.Model[float32], error) {
+	cfgPath, wPath, err := ModelFiles(path, step)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := model.LoadConfig(cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	m, err := model.New[float32](cfg)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := safetensors.ReadFile(wPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.LoadWeights(wf); err != nil {
+		return nil, fmt.Errorf("%s: %w", wPath, err)
+	}
+	return m, nil
+}

@@ -1,0 +1,379 @@
+// Package run reads and writes tokenmix run directories, format 1, the one
+// layout every command that trains writes and every reader loads
+// (docs/model.md, "Run directory"):
+//
+//	DIR/config.json                      resolved model config, with "train"
+//	DIR/run.json                         Info: format, task, label names, version, created
+//	DIR/metrics.jsonl                    one object per logged step
+//	DIR/ckpt/<step>/weights.safetensors  weights only, float32, the contract's names
+//	DIR/ckpt/<step>/optim.safetensors    AdamW m and v
+//	DIR/ckpt/<step>/state.json           State: step, data position, timing, version
+//
+// A checkpoint is written into DIR/ckpt/.tmp-<step>/, every file fsynced,
+// then renamed to DIR/ckpt/<step>/ and the parent fsynced: a directory
+// named by a step is always complete, and nothing is renamed over one.
+// Readers take the highest step and ignore .tmp-* directories, which the
+// next save removes.
+package run
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tokenmix/tokenmix/internal/version"
+)
+
+// Format is the run directory format this package writes and reads.
+const Format = 1
+
+// File names inside a run directory and a checkpoint.
+const (
+	ConfigName  = "config.json"
+	InfoName    = "run.json"
+	MetricsName = "metrics.jsonl"
+	CkptDir     = "ckpt"
+	WeightsName = "weights.safetensors"
+	OptimName   = "optim.safetensors"
+	StateName   = "state.json"
+	tmpPrefix   = ".tmp-"
+)
+
+// Info is run.json.
+type Info struct {
+	Format int `json:"format"`
+	// Task is the model's task: "lm" or "classify".
+	Task string `json:"task"`
+	// LabelNames names the classes of a classifier, index by index; nil
+	// when the classes have no names (and for lm).
+	LabelNames []string `json:"label_names"`
+	// Version is the build that created the run (internal/version).
+	Version string `json:"version"`
+	// Created is the creation time, RFC 3339.
+	Created string `json:"created"`
+}
+
+// State is a checkpoint's state.json: what resuming needs besides the
+// weights and the optimizer.
+type State struct {
+	// Step is the number of updates done.
+	Step int `json:"step"`
+	// PlannedSteps is the run's planned number of updates (the
+	// learning-rate schedule's length) when the checkpoint was written.
+	PlannedSteps int `json:"planned_steps"`
+	// Data is the batch source's position and RNG state, as the source
+	// spells it; null when the step alone determines it.
+	Data json.RawMessage `json:"data"`
+	// Tokens trained on, training time (steps only) and wall time so far.
+	Tokens       int64   `json:"tokens"`
+	TrainSeconds float64 `json:"train_s"`
+	WallSeconds  float64 `json:"wall_s"`
+	// Version is the build that wrote the checkpoint.
+	Version string `json:"version"`
+}
+
+// Dir is an open run directory.
+type Dir struct {
+	Path   string
+	Config []byte // config.json as written
+	Info   Info
+}
+
+// Create makes path a new run directory holding config (the resolved model
+// config JSON) and run.json for info, whose Format, Version and Created it
+// fills in. It fails if path already holds a run.
+func Create(path string, config []byte, info Info) (*Dir, error) {
+	if _, err := os.Stat(filepath.Join(path, InfoName)); err == nil {
+		return nil, fmt.Errorf("%s already holds a run", path)
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, err
+	}
+	info.Format, info.Version = Format, version.Get().String()
+	info.Created = time.Now().UTC().Format(time.RFC3339)
+	ib, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	// config.json first: a directory with run.json is a complete run.
+	if err := writeFileSync(filepath.Join(path, ConfigName), config); err != nil {
+		return nil, err
+	}
+	if err := writeFileSync(filepath.Join(path, InfoName), append(ib, '\n')); err != nil {
+		return nil, err
+	}
+	return &Dir{Path: path, Config: config, Info: info}, syncDir(path)
+}
+
+// Open reads the run directory at path. It returns an error naming the file
+// when config.json or run.json is missing or malformed, or the format is
+// not Format.
+func Open(path string) (*Dir, error) {
+	d := &Dir{Path: path}
+	ib, err := os.ReadFile(filepath.Join(path, InfoName))
+	if err != nil {
+		return nil, fmt.Errorf("run: %w (not a run directory?)", err)
+	}
+	if err := json.Unmarshal(ib, &d.Info); err != nil {
+		return nil, fmt.Errorf("run: %s: %v", filepath.Join(path, InfoName), err)
+	}
+	if d.Info.Format != Format {
+		return nil, fmt.Errorf("run: %s: format %d, this build reads format %d", filepath.Join(path, InfoName), d.Info.Format, Format)
+	}
+	if d.Config, err = os.ReadFile(filepath.Join(path, ConfigName)); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	return d, nil
+}
+
+// CkptPath is the directory of the checkpoint at step.
+func (d *Dir) CkptPath(step int) string {
+	return filepath.Join(d.Path, CkptDir, fmt.Sprintf("%08d", step))
+}
+
+// Checkpoints returns the steps of the complete checkpoints, ascending.
+func (d *Dir) Checkpoints() ([]int, error) {
+	es, err := os.ReadDir(filepath.Join(d.Path, CkptDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var steps []int
+	for _, e := range es {
+		if n, err := strconv.Atoi(e.Name()); err == nil && e.IsDir() && n >= 0 {
+			steps = append(steps, n)
+		}
+	}
+	slices.Sort(steps)
+	return steps, nil
+}
+
+// Latest returns the step of the newest complete checkpoint, or -1 when
+// there is none.
+func (d *Dir) Latest() (int, error) {
+	steps, err := d.Checkpoints()
+	if err != nil || len(steps) == 0 {
+		return -1, err
+	}
+	return steps[len(steps)-1], nil
+}
+
+// ReadState reads state.json of the checkpoint at step.
+func (d *Dir) ReadState(step int) (State, error) {
+	var st State
+	p := filepath.Join(d.CkptPath(step), StateName)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return st, fmt.Errorf("run: %w", err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("run: %s: %v", p, err)
+	}
+	if st.Step != step {
+		return st, fmt.Errorf("run: %s: step %d in a checkpoint named %d", p, st.Step, step)
+	}
+	return st, nil
+}
+
+// CkptFile is one file of a checkpoint.
+type CkptFile struct {
+	Name string
+	Data []byte
+}
+
+// afterFile, when set by a test, runs after each checkpoint file is
+// written; an error it returns stops the save there.
+var afterFile func(name string) error
+
+// Save writes the checkpoint of st.Step: files plus state.json (with
+// st.Version filled in), atomically as the package doc describes. It then
+// keeps only the newest keep complete checkpoints (keep ≥ 1) and removes
+// leftover .tmp-* directories. A checkpoint already at st.Step is left as
+// it is and Save only prunes.
+func (d *Dir) Save(st State, files []CkptFile, keep int) error {
+	root := filepath.Join(d.Path, CkptDir)
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	final := d.CkptPath(st.Step)
+	if _, err := os.Stat(final); err == nil {
+		return d.prune(keep)
+	}
+	tmp := filepath.Join(root, tmpPrefix+filepath.Base(final))
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return err
+	}
+	st.Version = version.Get().String()
+	sb, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	for _, f := range append(files, CkptFile{StateName, append(sb, '\n')}) {
+		if err := writeFileSync(filepath.Join(tmp, f.Name), f.Data); err != nil {
+			return err
+		}
+		if afterFile != nil {
+			if err := afterFile(f.Name); err != nil {
+				return err
+			}
+		}
+	}
+	if err := syncDir(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return err
+	}
+	if err := syncDir(root); err != nil {
+		return err
+	}
+	return d.prune(keep)
+}
+
+// prune removes all but the newest keep checkpoints, and every .tmp-*.
+func (d *Dir) prune(keep int) error {
+	root := filepath.Join(d.Path, CkptDir)
+	es, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, e := range es {
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	steps, err := d.Checkpoints()
+	if err != nil {
+		return err
+	}
+	for len(steps) > max(keep, 1) {
+		if err := os.RemoveAll(d.CkptPath(steps[0])); err != nil {
+			return err
+		}
+		steps = steps[1:]
+	}
+	return syncDir(root)
+}
+
+// AppendMetrics appends one JSON object per value to metrics.jsonl.
+func (d *Dir) AppendMetrics(recs ...any) error {
+	f, err := os.OpenFile(filepath.Join(d.Path, MetricsName), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, r := range recs {
+		if err := enc.Encode(r); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// Metrics reads metrics.jsonl (nil when there is none).
+func (d *Dir) Metrics() ([]map[string]any, error) {
+	lines, err := d.metricLines()
+	var out []map[string]any
+	for _, l := range lines {
+		var m map[string]any
+		json.Unmarshal(l.raw, &m)
+		out = append(out, m)
+	}
+	return out, err
+}
+
+// TrimMetrics drops the metrics lines of steps after step: a run resumed
+// from the checkpoint at step logs those steps again.
+func (d *Dir) TrimMetrics(step int) error {
+	lines, err := d.metricLines()
+	if err != nil || lines == nil {
+		return err
+	}
+	var b []byte
+	for _, l := range lines {
+		if l.step <= step {
+			b = append(append(b, l.raw...), '\n')
+		}
+	}
+	p := filepath.Join(d.Path, MetricsName)
+	if err := writeFileSync(p+".tmp", b); err != nil {
+		return err
+	}
+	return os.Rename(p+".tmp", p)
+}
+
+type metricLine struct {
+	step int
+	raw  []byte
+}
+
+// metricLines reads metrics.jsonl, checking that every line is an object
+// with a "step".
+func (d *Dir) metricLines() ([]metricLine, error) {
+	p := filepath.Join(d.Path, MetricsName)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []metricLine
+	for i, line := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var m struct {
+			Step *int `json:"step"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil || m.Step == nil {
+			return out, fmt.Errorf("run: %s line %d: want an object with a step (%v)", p, i+1, err)
+		}
+		out = append(out, metricLine{*m.Step, []byte(line)})
+	}
+	return out, nil
+}
+
+// writeFileSync writes data to path and fsyncs it.
+func writeFileSync(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// syncDir fsyncs a directory, so the names created or renamed in it last.
+func syncDir(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,195 @@
+// Package train is tokenmix's one training loop. `tokenmix train` and every
+// arena run call Run: batches from a Source, model.Trainer steps (forward,
+// backward, clipping, AdamW on the warmup + cosine schedule), a step or
+// training-time budget, metrics lines, evaluation, progress, and
+// checkpoints in a run directory (package run) that resume bit for bit.
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/internal/run"
+)
+
+// ErrInterrupted is returned by Run when its context was cancelled: the
+// current step finished and a checkpoint was saved, so Run with the same
+// run directory resumes.
+var ErrInterrupted = errors.New("interrupted")
+
+// Source yields the training batches in a reproducible order.
+type Source interface {
+	// Next fills b with the next training batch.
+	Next(b *data.Batch)
+	// State returns the source's position and RNG state after the batches
+	// drawn so far, for a checkpoint; nil when the step alone determines it.
+	State() (json.RawMessage, error)
+	// Restore positions the source for a run resumed after step updates,
+	// from what State returned then.
+	Restore(step int, state json.RawMessage) error
+}
+
+// Options configure Run.
+type Options struct {
+	// Steps is the planned number of updates. With Duration, it is the
+	// plan until the pace is known (0 for none).
+	Steps int
+	// Duration, when positive, is a training-time budget: the planned
+	// number of updates, and with it the learning-rate schedule, follow the
+	// pace (see pacer), and training stops when the time is spent.
+	Duration time.Duration
+	// Eval returns the validation metrics merged into the metrics line of
+	// an evaluation step (every train.eval_every steps, and the last);
+	// nil: none. Metrics lines are written every train.log_every steps,
+	// at evaluation steps and at the last step.
+	Eval func() (map[string]any, error)
+	// Extra returns more fields for every metrics line; nil: none.
+	Extra func() map[string]any
+	// Progress reports the steps (nil: nothing); Name labels them.
+	Progress Progress
+	Name     string
+}
+
+// Result summarises a finished Run.
+type Result struct {
+	Steps, Planned int
+	Tokens         int64
+	TrainSeconds   float64 // in steps only, across resumptions
+	WallSeconds    float64 // across resumptions
+	Resumed        bool    // Run continued from a checkpoint
+	LastEval       map[string]any
+}
+
+// Run trains tr on the batches of src until the budget of o is spent,
+// writing metrics lines and checkpoints (train.checkpoint_every, and at the
+// end) to d, keeping train.keep_checkpoints of them. If d holds a
+// checkpoint, Run first restores it into tr and src and drops the metrics
+// lines logged after it; tr must be freshly built (and initialised) from
+// d's config. A cancelled ctx stops Run after the current step with a
+// checkpoint and ErrInterrupted. A non-finite loss is an error naming the
+// step.
+func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source, o Options) (Result, error) {
+	tc := tr.Model.Config.Train
+	start := time.Now()
+	res := Result{Planned: o.Steps}
+	if o.Duration > 0 && res.Planned == 0 {
+		res.Planned = Unplanned
+	}
+	prog := o.Progress
+	if prog == nil {
+		prog = quiet{}
+	}
+	var st run.State
+	latest, err := d.Latest()
+	if err != nil {
+		return res, err
+	}
+	if latest >= 0 {
+		if st, err = d.Restore(tr, latest); err != nil {
+			return res, err
+		}
+		if err := src.Restore(st.Step, st.Data); err != nil {
+			return res, fmt.Errorf("resume: data position: %w", err)
+		}
+		if err := d.TrimMetrics(st.Step); err != nil {
+			return res, err
+		}
+		res.Planned, res.Resumed = st.PlannedSteps, true
+	}
+	res.Steps, res.Tokens, res.TrainSeconds = st.Step, st.Tokens, st.TrainSeconds
+	tr.Sched.Steps = res.Planned
+	deadline := time.Duration(math.MaxInt64)
+	if o.Duration > 0 {
+		deadline = o.Duration
+	}
+	trainTime := time.Duration(st.TrainSeconds * float64(time.Second))
+	wall := func() float64 { return st.WallSeconds + time.Since(start).Seconds() }
+	save := func() error {
+		ds, err := src.State()
+		if err != nil {
+			return err
+		}
+		next := run.State{Step: res.Steps, PlannedSteps: res.Planned, Data: ds, Tokens: res.Tokens,
+			TrainSeconds: trainTime.Seconds(), WallSeconds: wall()}
+		return d.SaveTrainer(tr, next, tc.KeepCheckpoints)
+	}
+	pace := pacer{budget: o.Duration}
+	var b data.Batch
+	var lossSum float64
+	var lossN int
+	prog.Start(o.Name, res.Planned, res.Steps)
+	for res.Steps < res.Planned && trainTime < deadline {
+		if ctx.Err() != nil {
+			prog.Finish()
+			res.TrainSeconds, res.WallSeconds = trainTime.Seconds(), wall()
+			if err := save(); err != nil {
+				return res, err
+			}
+			return res, ErrInterrupted
+		}
+		t0 := time.Now()
+		src.Next(&b)
+		s, err := tr.Step(b.Tokens, b.Targets, b.B, b.T)
+		if err != nil {
+			return res, err
+		}
+		if math.IsNaN(s.Loss) || math.IsInf(s.Loss, 0) {
+			prog.Finish()
+			return res, fmt.Errorf("diverged: loss %v at step %d", s.Loss, res.Steps+1)
+		}
+		dt := time.Since(t0)
+		trainTime += dt
+		res.Steps = tr.Opt.Step
+		res.Tokens += int64(b.B * b.T)
+		lossSum += s.Loss
+		lossN++
+		if o.Duration > 0 {
+			if n := pace.plan(res.Steps, dt, trainTime); n > 0 && n != res.Planned {
+				res.Planned, tr.Sched.Steps = n, n
+				prog.SetTotal(n)
+			}
+		}
+		tps := float64(res.Tokens) / trainTime.Seconds()
+		last := res.Steps == res.Planned || trainTime >= deadline
+		eval := o.Eval != nil && tc.EvalEvery > 0 && (res.Steps%tc.EvalEvery == 0 || last)
+		if res.Steps%tc.LogEvery == 0 || last || eval {
+			// loss is the mean over the steps since the previous line.
+			rec := map[string]any{"step": res.Steps, "loss": lossSum / float64(lossN), "lr": s.LR, "grad_norm": s.GradNorm,
+				"tokens": res.Tokens, "tokens_per_s": tps, "elapsed_s": wall()}
+			lossSum, lossN = 0, 0
+			if eval {
+				ev, err := o.Eval()
+				if err != nil {
+					return res, err
+				}
+				for k, v := range ev {
+					rec[k] = v
+				}
+				res.LastEval = ev
+			}
+			if o.Extra != nil {
+				for k, v := range o.Extra() {
+					rec[k] = v
+				}
+			}
+			if err := d.AppendMetrics(rec); err != nil {
+				return res, err
+			}
+		}
+		prog.Update(res.Steps, s.Loss, tps)
+		if tc.CheckpointEvery > 0 && res.Steps%tc.CheckpointEvery == 0 && !last {
+			if err := save(); err != nil {
+				return res, err
+			}
+		}
+	}
+	prog.Finish()
+	res.TrainSeconds, res.WallSeconds = trainTime.Seconds(), wall()
+	return res, save()
+}
