@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokenmix/tokenmix/internal/run"
+	"github.com/tokenmix/tokenmix/internal/safetensors"
 	"github.com/tokenmix/tokenmix/mixer/registry"
 )
 
@@ -199,11 +201,7 @@ func TestCLIMixers(t *testing.T) {
 		t.Fatalf("mixers --json: exit %d: %s", r.code, r.stderr)
 	}
 	got := map[string]mixerInfo{}
-	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		var in mixerInfo
-		if err := json.Unmarshal([]byte(line), &in); err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
+	for _, in := range jsonLines[mixerInfo](t, r.stdout) {
 		got[in.Name] = in
 	}
 	all := registry.All()
@@ -260,10 +258,9 @@ func TestCLIPresets(t *testing.T) {
 		t.Fatalf("presets --json: exit %d: %s", r.code, r.stderr)
 	}
 	names := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-		var p presetInfo
-		if err := json.Unmarshal([]byte(line), &p); err != nil || p.Task == "" || p.Time == "" || p.Description == "" {
-			t.Errorf("%q: %+v %v", line, p, err)
+	for _, p := range jsonLines[presetInfo](t, r.stdout) {
+		if p.Task == "" || p.Time == "" || p.Description == "" {
+			t.Errorf("preset %+v", p)
 		}
 		names[p.Name] = true
 	}
@@ -341,14 +338,7 @@ func TestCLITrainSignals(t *testing.T) {
 			t.Fatal(err)
 		}
 		kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
-		metrics := filepath.Join(dir, out, "metrics.jsonl")
-		for {
-			b, _ := os.ReadFile(metrics)
-			if bytes.Count(b, []byte("\n")) >= c.after {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitLines(filepath.Join(dir, out, "metrics.jsonl"), c.after)
 		cmd.Process.Signal(c.sig)
 		cmd.Wait()
 		kill.Stop()
@@ -380,6 +370,30 @@ func TestCLITrainSignals(t *testing.T) {
 				t.Errorf("%v: metrics line %d is step %d", c.sig, i+1, m.Step)
 				break
 			}
+		}
+	}
+}
+
+// jsonLines decodes each line of stdout as a T.
+func jsonLines[T any](t *testing.T, stdout string) []T {
+	t.Helper()
+	var out []T
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var v T
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// waitLines returns once the file at path has n lines (a training run's
+// metrics.jsonl: n steps logged), or after a minute.
+func waitLines(path string, n int) {
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if b, _ := os.ReadFile(path); bytes.Count(b, []byte("\n")) >= n {
+			return
 		}
 	}
 }
@@ -421,14 +435,7 @@ func TestCLIArenaSignal(t *testing.T) {
 	kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
 	defer kill.Stop()
 	// Signal once the worker has logged its tenth step.
-	metrics := filepath.Join(dir, "out", "runs", "aft_simple", "metrics.jsonl")
-	for {
-		b, _ := os.ReadFile(metrics)
-		if bytes.Count(b, []byte("\n")) >= 10 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitLines(filepath.Join(dir, "out", "runs", "aft_simple", "metrics.jsonl"), 10)
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 	if got := cmd.ProcessState.ExitCode(); got != 143 || strings.Count(stderr.String(), "tokenmix:") != 1 ||
@@ -444,5 +451,48 @@ func TestCLIArenaSignal(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, "out", "runs", "aft_simple", "result.json"))
 	if json.Unmarshal(b, &res); r.code != 0 || res.Steps != 20000 {
 		t.Errorf("resumed arena: exit %d, %d steps (stopped at %d)\n%s", r.code, res.Steps, steps[0], r.stderr)
+	}
+}
+
+// TestCLIRunDirectories: a train run and an arena run are the same kind of
+// directory. run.LoadModel loads both; grad reads DIR/config.json with a
+// checkpoint's weights; export writes a model that loads too.
+func TestCLIRunDirectories(t *testing.T) {
+	dir := t.TempDir()
+	text := bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog\n"), 100)
+	os.WriteFile(filepath.Join(dir, "t.txt"), text, 0o644)
+	os.WriteFile(filepath.Join(dir, "c.json"), []byte(trainCfg), 0o644)
+	if r := tokenmix(t, dir, "train", "--config", "c.json", "--data", "t.txt", "--out", "trained"); r.code != 0 {
+		t.Fatalf("train: exit %d\n%s", r.code, r.stderr)
+	}
+	preset := strings.NewReplacer(`"lr": 1e30`, `"lr": 1e-3`, `"budget": "4"`, `"budget": "8"`).Replace(failingPreset)
+	os.WriteFile(filepath.Join(dir, "p.json"), []byte(preset), 0o644)
+	if r := tokenmix(t, dir, "arena", "--preset", "p.json", "--out", "arena"); r.code != 0 {
+		t.Fatalf("arena: exit %d\n%s", r.code, r.stderr)
+	}
+	batch := safetensors.New()
+	batch.SetI32("tokens", []int{2, 8}, []int32{1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 4, 5, 6, 7, 1, 2})
+	batch.SetI32("targets", []int{2, 8}, []int32{2, 3, 4, 5, 6, 7, 1, 2, 3, 4, 5, 6, 7, 1, 2, 3})
+	if err := batch.WriteFile(filepath.Join(dir, "b.safetensors")); err != nil {
+		t.Fatal(err)
+	}
+	for _, rd := range []string{"trained", filepath.Join("arena", "runs", "aft_simple")} {
+		path := filepath.Join(dir, rd)
+		if _, err := run.LoadModel(path, -1); err != nil {
+			t.Errorf("%s: LoadModel: %v", rd, err)
+		}
+		steps := checkpoints(t, path)
+		w := filepath.Join(rd, "ckpt", fmt.Sprintf("%08d", steps[len(steps)-1]), "weights.safetensors")
+		r := tokenmix(t, dir, "grad", "--config", filepath.Join(rd, "config.json"), "--weights", w, "--batch", "b.safetensors", "--out", "g.safetensors")
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "loss ") {
+			t.Errorf("%s: grad: exit %d\n%s%s", rd, r.code, r.stdout, r.stderr)
+		}
+		exported := filepath.Join(dir, strings.ReplaceAll(rd, "/", "-")+".model")
+		if r := tokenmix(t, dir, "export", "--run", rd, "--out", exported, "--dtype", "bf16"); r.code != 0 {
+			t.Errorf("%s: export: exit %d\n%s", rd, r.code, r.stderr)
+		}
+		if _, err := run.LoadModel(exported, -1); err != nil {
+			t.Errorf("%s: exported model: %v", rd, err)
+		}
 	}
 }

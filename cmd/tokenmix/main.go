@@ -59,6 +59,8 @@ func commands() map[string]command {
 			"draw attention connectivity (or, with --weights, a model's attention weights on an input) per layer and head as a PNG", runPattern, false},
 		"init": {"--config C --out W.safetensors [--seed N]",
 			"write freshly initialised weights for a config", runInit, false},
+		"export": {"--run DIR --out MODEL [--dtype f32|bf16] [--step N]",
+			"write a run's config and weights, without optimizer state, as a model directory", runExport, false},
 		"grad": {"--config C --weights W --batch B --out O [--float64]",
 			"one forward and backward: logits, loss and every gradient", runGrad, false},
 		"train": {"--config C --data PATH --out DIR [--resume]",

@@ -142,8 +142,7 @@ func patternInput(text, path string) ([]int32, error) {
 // mixer on that layer's input LN1(x) as captured by Model.MixerInput. The
 // mixer kind must implement pattern.Weights (full, strided, fixed, entmax,
 // topk); an input containing pad_id is refused because the weights are
-// computed without padding. Tensors named optim.* (the optimiser state in
-// an arena checkpoint) are ignored.
+// computed without padding.
 func weightMaps(cfg *model.Config, wf *safetensors.File, tokens []int32, layer int) ([][]pattern.Map, error) {
 	T := len(tokens)
 	if layer >= cfg.NLayers {
@@ -158,11 +157,6 @@ func weightMaps(cfg *model.Config, wf *safetensors.File, tokens []int32, layer i
 	}
 	if _, ok := m.Mixer(0).(pattern.Weights); !ok {
 		return nil, fmt.Errorf("pattern: kind %q does not report attention weights (supported: full, strided, fixed, entmax, topk)", cfg.Kind().Name)
-	}
-	for n := range wf.Tensors { // an arena checkpoint also holds the optimiser state
-		if strings.HasPrefix(n, "optim.") {
-			delete(wf.Tensors, n)
-		}
 	}
 	if err := m.LoadWeights(wf); err != nil {
 		return nil, err

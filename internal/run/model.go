@@ -106,3 +106,56 @@ func LoadModel(path string, step int) (*model.Model[float32], error) {
 	}
 	return m, nil
 }
+
+// Export writes the model stored at src (a run directory's checkpoint at
+// step, −1 for the newest, or an exported model) to the new directory dst:
+// config.json and weights.safetensors only, in float32 or, with bf16, each
+// weight rounded to bfloat16. dst is written under a temporary name and
+// renamed, so it is complete or absent; Export fails if dst exists.
+func Export(src string, step int, dst string, bf16 bool) error {
+	if _, err := os.Stat(dst); err == nil {
+		return fmt.Errorf("export: %s already exists", dst)
+	}
+	cfgPath, _, err := ModelFiles(src, step)
+	if err != nil {
+		return err
+	}
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return err
+	}
+	m, err := LoadModel(src, step)
+	if err != nil {
+		return err
+	}
+	wf := m.WeightsFile()
+	if bf16 {
+		wf = safetensors.New()
+		for i, s := range m.Specs {
+			wf.SetBF16(s.Name, s.Shape, m.ParamAt(i))
+		}
+	}
+	wb, err := wf.Bytes()
+	if err != nil {
+		return err
+	}
+	tmp := dst + tmpPrefix + "export"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []CkptFile{{ConfigName, cfg}, {WeightsName, wb}} {
+		if err := writeFileSync(filepath.Join(tmp, f.Name), f.Data); err != nil {
+			return err
+		}
+	}
+	if err := syncDir(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dst))
+}

@@ -70,6 +70,10 @@ type State struct {
 	// Data is the batch source's position and RNG state, as the source
 	// spells it; null when the step alone determines it.
 	Data json.RawMessage `json:"data"`
+	// LossSum and LossSteps accumulate the training loss of the steps since
+	// the last metrics line, whose mean the next line reports.
+	LossSum   float64 `json:"loss_sum"`
+	LossSteps int     `json:"loss_steps"`
 	// Tokens trained on, training time (steps only) and wall time so far.
 	Tokens       int64   `json:"tokens"`
 	TrainSeconds float64 `json:"train_s"`

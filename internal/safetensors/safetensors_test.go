@@ -87,6 +87,38 @@ func TestHalfConversions(t *testing.T) {
 	}
 }
 
+// TestSetBF16 checks the rounding of float32 to bfloat16: exact values stay,
+// halfway cases go to the even neighbour, larger or smaller ones to the
+// nearer, NaN stays NaN.
+func TestSetBF16(t *testing.T) {
+	one := math.Float32frombits(0x3f800000)
+	for _, c := range []struct {
+		in   float32
+		want uint16
+	}{
+		{1.5, 0x3fc0},
+		{-2, 0xc000},
+		{float32(math.Inf(-1)), 0xff80},
+		{math.Float32frombits(0x3f808000), 0x3f80}, // halfway, 0x3f80 is even
+		{math.Float32frombits(0x3f818000), 0x3f82}, // halfway, 0x3f82 is even
+		{math.Float32frombits(0x3f808001), 0x3f81}, // above halfway
+		{math.Float32frombits(0x3f807fff), 0x3f80}, // below halfway
+		{math.Float32frombits(0x7f7fffff), 0x7f80}, // max float32 rounds to +Inf
+		{one, 0x3f80},
+	} {
+		f := New()
+		f.SetBF16("x", []int{1}, []float32{c.in})
+		if got := binary.LittleEndian.Uint16(f.Tensors["x"].Data); got != c.want {
+			t.Errorf("bf16(%#08x) = %#04x, want %#04x", math.Float32bits(c.in), got, c.want)
+		}
+	}
+	f := New()
+	f.SetBF16("nan", []int{1}, []float32{float32(math.NaN())})
+	if v, _, _ := f.F32("nan"); !math.IsNaN(float64(v[0])) {
+		t.Errorf("NaN became %v", v[0])
+	}
+}
+
 // file builds a raw safetensors file from a header string and data bytes.
 func file(hdr string, data []byte) []byte {
 	b := make([]byte, 8)

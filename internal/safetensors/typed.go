@@ -26,6 +26,27 @@ func (f *File) SetF64(name string, shape []int, data []float64) {
 	f.set(name, F64, shape, b)
 }
 
+// SetBF16 stores data as a BF16 tensor, each value rounded to the nearest
+// bfloat16 (ties to even; NaN stays NaN). Panics as SetF32.
+func (f *File) SetBF16(name string, shape []int, data []float32) {
+	b := make([]byte, 2*len(data))
+	for i, v := range data {
+		binary.LittleEndian.PutUint16(b[2*i:], bf16(v))
+	}
+	f.set(name, BF16, shape, b)
+}
+
+// bf16 rounds v to the nearest bfloat16, ties to even: the top 16 bits of
+// v's float32 encoding after adding half an ulp of the result.
+func bf16(v float32) uint16 {
+	u := math.Float32bits(v)
+	if v != v {
+		return uint16(u>>16) | 0x40 // a quiet NaN, whatever the payload
+	}
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}
+
 // SetI32 stores data as an I32 tensor. Panics as SetF32.
 func (f *File) SetI32(name string, shape []int, data []int32) {
 	b := make([]byte, 4*len(data))

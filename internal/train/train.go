@@ -110,19 +110,18 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 	}
 	trainTime := time.Duration(st.TrainSeconds * float64(time.Second))
 	wall := func() float64 { return st.WallSeconds + time.Since(start).Seconds() }
+	lossSum, lossN := st.LossSum, st.LossSteps
 	save := func() error {
 		ds, err := src.State()
 		if err != nil {
 			return err
 		}
 		next := run.State{Step: res.Steps, PlannedSteps: res.Planned, Data: ds, Tokens: res.Tokens,
-			TrainSeconds: trainTime.Seconds(), WallSeconds: wall()}
+			TrainSeconds: trainTime.Seconds(), WallSeconds: wall(), LossSum: lossSum, LossSteps: lossN}
 		return d.SaveTrainer(tr, next, tc.KeepCheckpoints)
 	}
 	pace := pacer{budget: o.Duration}
 	var b data.Batch
-	var lossSum float64
-	var lossN int
 	prog.Start(o.Name, res.Planned, res.Steps)
 	for res.Steps < res.Planned && trainTime < deadline {
 		if ctx.Err() != nil {

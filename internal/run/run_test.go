@@ -1,0 +1,317 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/internal/safetensors"
+)
+
+const tinyConfig = `{"vocab_size": 32, "d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "max_len": 8,
+ "causal": true, "task": "lm", "mixer": {"kind": "full"}, "train": {"steps": 10, "seed": 1}}`
+
+// newRun creates a run directory with a freshly initialised trainer.
+func newRun(t *testing.T, path string) (*Dir, *model.Trainer[float32]) {
+	t.Helper()
+	cfg, err := model.ParseConfig([]byte(tinyConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.New[float32](cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Init(1)
+	d, err := Create(path, []byte(tinyConfig), Info{Task: "lm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, model.NewTrainer(m)
+}
+
+// save writes the checkpoint of step with weights that depend on the step.
+func save(t *testing.T, d *Dir, tr *model.Trainer[float32], step, keep int) error {
+	t.Helper()
+	for i := range tr.Model.Params {
+		tr.Model.Params[i] = float32(step) + float32(i)/1000
+	}
+	tr.Opt.Step = step
+	return d.SaveTrainer(tr, State{Step: step, PlannedSteps: 10}, keep)
+}
+
+// firstParam is the first weight of the model stored at path (step −1:
+// newest), or an error.
+func firstParam(path string, step int) (float32, error) {
+	m, err := LoadModel(path, step)
+	if err != nil {
+		return 0, err
+	}
+	return m.Params[0], nil
+}
+
+func TestCreateOpen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	d, _ := newRun(t, dir)
+	o, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Info.Format != Format || o.Info.Task != "lm" || o.Info.Version == "" || o.Info.Created == "" || string(o.Config) != tinyConfig {
+		t.Errorf("opened %+v", o.Info)
+	}
+	if _, err := Create(dir, []byte(tinyConfig), Info{}); err == nil {
+		t.Error("Create over an existing run: no error")
+	}
+	if s, err := d.Latest(); s != -1 || err != nil {
+		t.Errorf("Latest of a new run: %d, %v", s, err)
+	}
+	if _, err := LoadModel(dir, -1); err == nil || !strings.Contains(err.Error(), "no complete checkpoint") {
+		t.Errorf("LoadModel without a checkpoint: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, InfoName), []byte(`{"format": 2}`), 0o644)
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "format 2") {
+		t.Errorf("format 2: %v", err)
+	}
+	if _, err := Open(t.TempDir()); err == nil || !strings.Contains(err.Error(), InfoName) {
+		t.Errorf("Open of an empty directory: %v", err)
+	}
+}
+
+// TestKeepCheckpoints: keep K leaves exactly the newest K.
+func TestKeepCheckpoints(t *testing.T) {
+	for _, keep := range []int{1, 2, 3} {
+		d, tr := newRun(t, t.TempDir())
+		for step := 1; step <= 6; step++ {
+			if err := save(t, d, tr, step, keep); err != nil {
+				t.Fatal(err)
+			}
+		}
+		steps, err := d.Checkpoints()
+		want := []int{4, 5, 6}[3-keep:]
+		if err != nil || !slices.Equal(steps, want) {
+			t.Errorf("keep %d: checkpoints %v (%v), want %v", keep, steps, err, want)
+		}
+		for _, s := range steps {
+			st, err := d.ReadState(s)
+			if err != nil || st.Step != s || st.Version == "" {
+				t.Errorf("keep %d: state of %d: %+v, %v", keep, s, st, err)
+			}
+		}
+	}
+}
+
+// TestSaveStoppedAfterFirstFile: a save that stops after its first file
+// leaves the previous checkpoint the newest and loadable; the .tmp-*
+// directory is ignored, then removed by the next save.
+func TestSaveStoppedAfterFirstFile(t *testing.T) {
+	dir := t.TempDir()
+	d, tr := newRun(t, dir)
+	if err := save(t, d, tr, 10, 2); err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("stopped")
+	afterFile = func(name string) error {
+		if name == WeightsName {
+			return stop
+		}
+		return nil
+	}
+	err := save(t, d, tr, 20, 2)
+	afterFile = nil
+	if !errors.Is(err, stop) {
+		t.Fatalf("interrupted save: %v", err)
+	}
+	tmp := filepath.Join(dir, CkptDir, ".tmp-00000020")
+	if _, err := os.Stat(filepath.Join(tmp, WeightsName)); err != nil {
+		t.Fatalf("the interrupted save left no partial checkpoint: %v", err)
+	}
+	if s, err := d.Latest(); s != 10 || err != nil {
+		t.Errorf("Latest after an interrupted save: %d, %v", s, err)
+	}
+	if p, err := firstParam(dir, -1); err != nil || p != 10 {
+		t.Errorf("the previous checkpoint loads as %v, %v", p, err)
+	}
+	// Restoring a trainer works too.
+	if st, err := d.Restore(tr, 10); err != nil || st.Step != 10 || tr.Opt.Step != 10 {
+		t.Errorf("Restore(10): %+v, %v", st, err)
+	}
+	if err := save(t, d, tr, 30, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("%s not cleaned up: %v", tmp, err)
+	}
+	if steps, _ := d.Checkpoints(); !slices.Equal(steps, []int{10, 30}) {
+		t.Errorf("checkpoints %v, want [10 30]", steps)
+	}
+}
+
+// TestSaveReadOnly: a save into a directory this process may not write
+// fails with an error naming the path, and the previous checkpoint stays
+// loadable. As root, permissions do not apply, so the save runs in a child
+// process with the unprivileged uid 65534.
+func TestSaveReadOnly(t *testing.T) {
+	if dir := os.Getenv("TOKENMIX_READONLY_RUN"); dir != "" {
+		// The child: save step 20 and print the error.
+		d, err := Open(dir)
+		if err != nil {
+			fmt.Println("open:", err)
+			return
+		}
+		cfg, _ := model.ParseConfig(d.Config)
+		m, _ := model.New[float32](cfg)
+		fmt.Println("save:", save(t, d, model.NewTrainer(m), 20, 2))
+		return
+	}
+	top := t.TempDir()
+	dir := filepath.Join(top, "r")
+	d, tr := newRun(t, dir)
+	if err := save(t, d, tr, 10, 2); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(dir, CkptDir)
+	if err := os.Chmod(ckpt, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(ckpt, 0o755)
+	var msg string
+	if os.Geteuid() != 0 {
+		err := save(t, d, tr, 20, 2)
+		if err == nil {
+			t.Fatal("save into a read-only directory: no error")
+		}
+		msg = err.Error()
+	} else {
+		msg = saveAsNobody(t, top, dir)
+	}
+	t.Logf("save into a read-only directory: %s", msg)
+	if !strings.Contains(msg, ckpt) || !strings.Contains(msg, "permission denied") {
+		t.Errorf("save into a read-only directory: %q, want the path %s and the reason", msg, ckpt)
+	}
+	if p, err := firstParam(dir, -1); err != nil || p != 10 {
+		t.Errorf("the previous checkpoint loads as %v, %v", p, err)
+	}
+}
+
+// saveAsNobody runs TestSaveReadOnly's child side as uid 65534 on the run
+// in dir and returns what it printed.
+func saveAsNobody(t *testing.T, top, dir string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The child needs a binary and directories it may read.
+	bin := filepath.Join(top, "run.test")
+	src, err := os.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(dst, src)
+	src.Close()
+	dst.Close()
+	for p := dir; ; p = filepath.Dir(p) {
+		os.Chmod(p, 0o755)
+		if p == filepath.Dir(top) || p == "/" {
+			break
+		}
+	}
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			os.Chmod(p, 0o644)
+		}
+		return nil
+	})
+	cmd := exec.Command(bin, "-test.run=^TestSaveReadOnly$")
+	cmd.Env = append(os.Environ(), "TOKENMIX_READONLY_RUN="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child as uid 65534: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if msg, ok := strings.CutPrefix(line, "save: "); ok {
+			return msg
+		}
+	}
+	t.Fatalf("child printed no save result:\n%s", out)
+	return ""
+}
+
+func TestExport(t *testing.T) {
+	top := t.TempDir()
+	dir := filepath.Join(top, "r")
+	d, tr := newRun(t, dir)
+	if err := save(t, d, tr, 10, 2); err != nil {
+		t.Fatal(err)
+	}
+	tr.Model.Params[0] = 1.00390625 // halfway between two bfloat16 values: rounds to 1
+	tr.Model.Params[1] = -3.0e-5
+	tr.Opt.Step = 11
+	if err := d.SaveTrainer(tr, State{Step: 11}, 2); err != nil {
+		t.Fatal(err)
+	}
+	f32, bf := filepath.Join(top, "f32"), filepath.Join(top, "bf16")
+	if err := Export(dir, -1, f32, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := Export(dir, -1, bf, true); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := os.ReadDir(f32); len(es) != 2 {
+		t.Errorf("export holds %d files, want config.json and weights.safetensors", len(es))
+	}
+	a, err := LoadModel(f32, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.Params, tr.Model.Params) {
+		t.Error("f32 export differs from the checkpoint")
+	}
+	b, err := LoadModel(bf, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range tr.Model.Params {
+		if d := math.Abs(float64(b.Params[i] - v)); d > math.Abs(float64(v))/256 {
+			t.Errorf("bf16 weight %d: %v for %v", i, b.Params[i], v)
+			break
+		}
+	}
+	if b.Params[0] != 1 {
+		t.Errorf("bf16 of 1.00390625 = %v, want 1 (ties to even)", b.Params[0])
+	}
+	wf, _ := safetensors.ReadFile(filepath.Join(bf, WeightsName))
+	for n, ten := range wf.Tensors {
+		if ten.DType != safetensors.BF16 {
+			t.Errorf("%s: dtype %s", n, ten.DType)
+		}
+	}
+	// An earlier checkpoint, and refusals.
+	old := filepath.Join(top, "old")
+	if err := Export(dir, 10, old, false); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := firstParam(old, -1); p != 10 {
+		t.Errorf("export of step 10: first weight %v", p)
+	}
+	if err := Export(dir, -1, f32, false); err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Errorf("export over an existing directory: %v", err)
+	}
+	if err := Export(dir, 7, filepath.Join(top, "x"), false); err == nil || !strings.Contains(err.Error(), "no checkpoint 7") {
+		t.Errorf("export of a missing step: %v", err)
+	}
+}
