@@ -36,6 +36,11 @@ type Model[F kernels.Float] struct {
 	// inspection (tokenmix pattern --weights); nil costs nothing.
 	MixerInput func(layer int, x []F)
 
+	// Cancel, when not nil, is called by Forward before every block; an
+	// error it returns stops the forward there, which returns that error
+	// (and leaves nothing for Backward).
+	Cancel func() error
+
 	mixers []mixer.Mixer[F]
 	w, g   params[F]
 
@@ -234,15 +239,30 @@ func (m *Model[F]) Forward(tokens, targets []int32, B, T int) (float64, error) {
 	}
 	p, D := &m.plan, c.DModel
 	embeddingForward(m.act(p.res[0]), tokens, m.w.embed, m.w.pos, B, T, D)
+	var err error
 	if c.Reversible {
-		m.revForward()
+		err = m.revForward()
 	} else {
-		for i := 0; i < c.NLayers; i++ {
-			m.blockForward(i)
+		for i := 0; i < c.NLayers && err == nil; i++ {
+			if err = m.cancelled(); err == nil {
+				m.blockForward(i)
+			}
 		}
+	}
+	if err != nil {
+		m.targets = nil
+		return 0, err
 	}
 	m.loss = m.headForward()
 	return m.loss, nil
+}
+
+// cancelled returns Cancel's verdict, or nil without one.
+func (m *Model[F]) cancelled() error {
+	if m.Cancel == nil {
+		return nil
+	}
+	return m.Cancel()
 }
 
 // blockForward runs block i from res[i] to res[i+1], saving its internals.

@@ -76,11 +76,14 @@ func (r *revSpans) addGrads(p *Plan, c *Config, add func(slab, name string, coun
 
 // revForward runs the reversible blocks from the embeddings in res[0] and
 // writes LN_f's input (x1+x2)/2 to res[n_layers].
-func (m *Model[F]) revForward() {
+func (m *Model[F]) revForward() error {
 	c, p := m.Config, &m.plan
 	x1, x2 := m.act(p.res[0]), m.act(p.rev.x2)
 	copy(x2, x1)
 	for i := 0; i < c.NLayers; i++ {
+		if err := m.cancelled(); err != nil {
+			return err
+		}
 		if c.revKeep {
 			copy(m.act(p.rev.in1[i]), x1)
 			copy(m.act(p.rev.in2[i]), x2)
@@ -94,6 +97,7 @@ func (m *Model[F]) revForward() {
 			mean[k] = (x1[k] + x2[k]) / 2
 		}
 	})
+	return nil
 }
 
 // revBackward accumulates the gradient of the last forward's loss into

@@ -1,10 +1,12 @@
 package run
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/safetensors"
@@ -128,12 +130,19 @@ func Export(src string, step int, dst string, bf16 bool) error {
 	if err != nil {
 		return err
 	}
+	labels, step, err := modelMeta(src, step)
+	if err != nil {
+		return err
+	}
 	wf := m.WeightsFile()
 	if bf16 {
 		wf = safetensors.New()
 		for i, s := range m.Specs {
 			wf.SetBF16(s.Name, s.Shape, m.ParamAt(i))
 		}
+	}
+	if err := setExportedMeta(wf, labels, step); err != nil {
+		return err
 	}
 	wb, err := wf.Bytes()
 	if err != nil {
@@ -158,4 +167,61 @@ func Export(src string, step int, dst string, bf16 bool) error {
 		return err
 	}
 	return syncDir(filepath.Dir(dst))
+}
+
+// Metadata keys of an exported model's weights.safetensors: what run.json
+// and the checkpoint's name say in a run directory.
+const (
+	metaLabels = "tokenmix.label_names" // JSON array of strings
+	metaStep   = "tokenmix.step"        // decimal
+)
+
+// modelMeta returns the label names and the checkpoint step of the model
+// at path (step −1: the newest), a run directory or an exported model.
+func modelMeta(path string, step int) ([]string, int, error) {
+	d, err := Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		wf, err := safetensors.ReadFile(filepath.Join(path, WeightsName))
+		if err != nil {
+			return nil, 0, err
+		}
+		return ExportedMeta(wf)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if step < 0 {
+		if step, err = d.Latest(); err != nil {
+			return nil, 0, err
+		}
+	}
+	return d.Info.LabelNames, step, nil
+}
+
+func setExportedMeta(wf *safetensors.File, labels []string, step int) error {
+	if labels != nil {
+		b, err := json.Marshal(labels)
+		if err != nil {
+			return err
+		}
+		wf.Metadata[metaLabels] = string(b)
+	}
+	wf.Metadata[metaStep] = strconv.Itoa(step)
+	return nil
+}
+
+// ExportedMeta reads the label names (nil when absent) and the training
+// step (0 when absent) that Export stores in an exported model's weights.
+func ExportedMeta(wf *safetensors.File) (labels []string, step int, err error) {
+	if s, ok := wf.Metadata[metaLabels]; ok {
+		if err := json.Unmarshal([]byte(s), &labels); err != nil {
+			return nil, 0, fmt.Errorf("metadata %s: %v", metaLabels, err)
+		}
+	}
+	if s, ok := wf.Metadata[metaStep]; ok {
+		if step, err = strconv.Atoi(s); err != nil || step < 0 {
+			return nil, 0, fmt.Errorf("metadata %s: %q is not a step", metaStep, s)
+		}
+	}
+	return labels, step, nil
 }

@@ -1,0 +1,256 @@
+package tokenmix
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// Logits holds a call's logits in fresh memory: Shape is [N, n_classes]
+// for a classifier and [N, T, vocab_size] for an lm, N the number of
+// sequences and T the longest one's length; an lm's positions past a
+// sequence's end hold NaN. Data is row-major.
+type Logits struct {
+	Shape []int
+	Data  []float32
+}
+
+// Prediction is a classifier's answer for one sequence.
+type Prediction struct {
+	Label int       `json:"label"` // the most probable class
+	Name  string    `json:"name"`  // its name (the index in decimal without names)
+	Probs []float32 `json:"probs"` // softmax over the classes
+}
+
+// Score is a causal lm's score of one sequence of n tokens: LogProbs[t−1]
+// is log p(token t | tokens before t) for t = 1…n−1 (position 0 has no
+// context), in nats; Nats is minus their sum and BitsPerToken that over
+// (n−1)·ln 2.
+type Score struct {
+	LogProbs     []float32 `json:"log_probs"`
+	Nats         float64   `json:"nats"`
+	BitsPerToken float64   `json:"bits_per_token"`
+}
+
+// maxBatchTokens caps the B·T of one forward, so a large call runs as
+// several batches of bounded memory.
+const maxBatchTokens = 16384
+
+// Logits runs the model on seqs and returns its logits. It returns an error
+// naming the sequence for an empty sequence, one longer than max_len or a
+// token outside the vocabulary, and ctx.Err() when ctx is cancelled
+// (checked between layers).
+func (m *Model) Logits(ctx context.Context, seqs [][]int32) (*Logits, error) {
+	c := m.cfg
+	var out *Logits
+	if c.Task == "classify" {
+		out = &Logits{Shape: []int{len(seqs), c.NClasses}, Data: make([]float32, len(seqs)*c.NClasses)}
+	} else {
+		T := 0
+		for _, s := range seqs {
+			T = max(T, len(s))
+		}
+		out = &Logits{Shape: []int{len(seqs), T, c.VocabSize}, Data: make([]float32, len(seqs)*T*c.VocabSize)}
+		for i := range out.Data {
+			out.Data[i] = float32(math.NaN())
+		}
+	}
+	row := len(out.Data) / max(len(seqs), 1)
+	err := m.forEach(ctx, seqs, func(i int, logits []float32) {
+		copy(out.Data[i*row:], logits)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Classify returns each sequence's most probable class and the class
+// probabilities. It needs a classifier (task "classify"); other errors as
+// Logits.
+func (m *Model) Classify(ctx context.Context, seqs [][]int32) ([]Prediction, error) {
+	if m.cfg.Task != "classify" {
+		return nil, fmt.Errorf("tokenmix: Classify needs a classifier (task \"classify\"), this model's task is %q", m.cfg.Task)
+	}
+	preds := make([]Prediction, len(seqs))
+	err := m.forEach(ctx, seqs, func(i int, logits []float32) {
+		p := Prediction{Probs: softmax(logits)}
+		for k, v := range p.Probs {
+			if v > p.Probs[p.Label] {
+				p.Label = k
+			}
+		}
+		p.Name = m.labelName(p.Label)
+		preds[i] = p
+	})
+	if err != nil {
+		return nil, err
+	}
+	return preds, nil
+}
+
+// Score returns the log-probability the model gives each token of each
+// sequence after the first. It needs a causal lm, and sequences of at
+// least 2 tokens; other errors as Logits.
+func (m *Model) Score(ctx context.Context, seqs [][]int32) ([]Score, error) {
+	if m.cfg.Task != "lm" || !m.cfg.Causal {
+		return nil, fmt.Errorf("tokenmix: Score needs a causal lm (task \"lm\", causal true), this model's task is %q, causal %v", m.cfg.Task, m.cfg.Causal)
+	}
+	for i, s := range seqs {
+		if len(s) == 1 {
+			return nil, fmt.Errorf("tokenmix: sequence %d: 1 token, Score needs at least 2 (position 0 has no context)", i)
+		}
+	}
+	V := m.cfg.VocabSize
+	scores := make([]Score, len(seqs))
+	err := m.forEach(ctx, seqs, func(i int, logits []float32) {
+		s := seqs[i]
+		sc := Score{LogProbs: make([]float32, len(s)-1)}
+		for t := 1; t < len(s); t++ {
+			lp := logSoftmaxAt(logits[(t-1)*V:t*V], int(s[t]))
+			sc.LogProbs[t-1] = float32(lp)
+			sc.Nats -= lp
+		}
+		sc.BitsPerToken = sc.Nats / float64(len(s)-1) / math.Ln2
+		scores[i] = sc
+	})
+	if err != nil {
+		return nil, err
+	}
+	return scores, nil
+}
+
+func (m *Model) labelName(k int) string {
+	if k < len(m.cfg.LabelNames) {
+		return m.cfg.LabelNames[k]
+	}
+	return strconv.Itoa(k)
+}
+
+// check validates every sequence before any work is done.
+func (m *Model) check(seqs [][]int32) error {
+	c := m.cfg
+	if len(seqs) == 0 {
+		return fmt.Errorf("tokenmix: no sequences")
+	}
+	for i, s := range seqs {
+		if len(s) == 0 {
+			return fmt.Errorf("tokenmix: sequence %d is empty", i)
+		}
+		if len(s) > c.MaxLen {
+			return fmt.Errorf("tokenmix: sequence %d has %d tokens, longer than max_len %d", i, len(s), c.MaxLen)
+		}
+		for t, v := range s {
+			if v < 0 || int(v) >= c.VocabSize {
+				return fmt.Errorf("tokenmix: sequence %d, position %d: token %d outside the vocabulary [0, %d)", i, t, v, c.VocabSize)
+			}
+		}
+	}
+	return nil
+}
+
+// forEach runs the model on seqs in batches and calls fn with each
+// sequence's logits: [n_classes] for a classifier, [len, vocab_size] for an
+// lm (a view into the model's buffer, valid during the call only).
+//
+// Sequences run sorted by length, in batches of at most maxBatchTokens
+// tokens. Where padding cannot change a sequence's result, sequences of
+// different lengths share a batch: a causal lm pads at the end (no
+// position sees a later one), a model with pad_id and a kind that honours
+// key padding pads with pad_id (excluded as keys and from the pooling).
+// Otherwise a batch holds sequences of one length.
+func (m *Model) forEach(ctx context.Context, seqs [][]int32, fn func(i int, logits []float32)) error {
+	if err := m.check(seqs); err != nil {
+		return err
+	}
+	c, net := m.cfg, m.net
+	pad, canPad := int32(0), c.Causal && c.Task == "lm"
+	if !canPad && c.PadID != nil && net.Config.Kind().KeyPadding {
+		pad, canPad = int32(*c.PadID), true
+	}
+	order := make([]int, len(seqs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(seqs[a]) - len(seqs[b]) })
+	var tokens []int32
+	for lo := 0; lo < len(order); {
+		// The batch is order[lo:hi], padded to the longest, len(seqs[order[hi-1]]).
+		hi := lo + 1
+		for hi < len(order) {
+			T := len(seqs[order[hi]])
+			if (!canPad && T != len(seqs[order[lo]])) || (hi+1-lo)*T > maxBatchTokens {
+				break
+			}
+			hi++
+		}
+		B, T := hi-lo, len(seqs[order[hi-1]])
+		tokens = slices.Grow(tokens[:0], B*T)[:B*T]
+		for b, i := range order[lo:hi] {
+			row := tokens[b*T : (b+1)*T]
+			n := copy(row, seqs[i])
+			for t := n; t < T; t++ {
+				row[t] = pad
+			}
+		}
+		emit := func(b int, logits []float32) {
+			i := order[lo+b]
+			if c.Task == "lm" {
+				logits = logits[:len(seqs[i])*c.VocabSize]
+			}
+			fn(i, logits)
+		}
+		if err := m.run(ctx, tokens, B, T, emit); err != nil {
+			return err
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// run forwards one batch [B,T] and calls fn with row b's logits.
+func (m *Model) run(ctx context.Context, tokens []int32, B, T int, fn func(b int, logits []float32)) error {
+	release, err := m.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	net := m.net
+	net.Cancel = ctx.Err
+	defer func() { net.Cancel = nil }()
+	if _, err := net.Forward(tokens, nil, B, T); err != nil {
+		return err
+	}
+	logits := net.Logits()
+	row := len(logits) / B
+	for b := 0; b < B; b++ {
+		fn(b, logits[b*row:(b+1)*row])
+	}
+	return nil
+}
+
+// softmax returns the softmax of x, computed in float64.
+func softmax(x []float32) []float32 {
+	mx := slices.Max(x)
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(float64(v - mx))
+	}
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = float32(math.Exp(float64(v-mx)) / sum)
+	}
+	return out
+}
+
+// logSoftmaxAt returns log softmax(x)[k], computed in float64.
+func logSoftmaxAt(x []float32, k int) float64 {
+	mx := slices.Max(x)
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(float64(v - mx))
+	}
+	return float64(x[k]-mx) - math.Log(sum)
+}

@@ -1,0 +1,192 @@
+package tokenmix
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/internal/parallel"
+	"github.com/tokenmix/tokenmix/internal/run"
+	"github.com/tokenmix/tokenmix/internal/safetensors"
+)
+
+// Model is a trained model loaded for inference. A Model is safe for
+// concurrent use by many goroutines: its weights are loaded once and read
+// only, and its calls share its threads (see Load).
+type Model struct {
+	cfg     Config
+	threads int
+	net     *model.Model[float32] // weights plus the one workspace
+}
+
+// Config is a model's resolved configuration (config.json), as Model.Config
+// returns it.
+type Config struct {
+	VocabSize, DModel, NHeads, NLayers, DFF, MaxLen int
+	Causal                                          bool
+	// Task is "lm" (a next-token model) or "classify".
+	Task string
+	// NClasses is the number of classes of a classifier (0 for lm).
+	NClasses int
+	// PadID is the padding token, or nil.
+	PadID *int
+	// Mixer is the token mixer's kind ("full", "fnet", …).
+	Mixer string
+	// LabelNames names a classifier's classes in index order; nil when the
+	// run has no names (Prediction.Name is then the index in decimal).
+	LabelNames []string
+	// Step is the training step of the loaded checkpoint (0 when unknown).
+	Step int
+	// JSON is config.json as stored with the model.
+	JSON json.RawMessage
+}
+
+// Option configures Load.
+type Option func(*options) error
+
+type options struct {
+	threads int
+	step    int
+}
+
+// WithThreads sets the number of threads this model's calls use (default:
+// GOMAXPROCS, or TOKENMIX_THREADS when set). It returns an error from Load
+// when n < 1.
+func WithThreads(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("tokenmix: WithThreads(%d): want at least 1", n)
+		}
+		o.threads = n
+		return nil
+	}
+}
+
+// WithCheckpoint loads the checkpoint of a run at step instead of the
+// newest. Load returns an error when the run has no such checkpoint or dir
+// is an exported model.
+func WithCheckpoint(step int) Option {
+	return func(o *options) error {
+		if step < 0 {
+			return fmt.Errorf("tokenmix: WithCheckpoint(%d): want a step ≥ 0", step)
+		}
+		o.step = step
+		return nil
+	}
+}
+
+// Load loads the model in dir: a run directory (its newest complete
+// checkpoint, or WithCheckpoint's) as `tokenmix train` and the arena write
+// it, or a model directory written by `tokenmix export` (config.json and
+// weights.safetensors).
+//
+// Calls on the loaded model run one at a time per process, each on all of
+// the model's threads; concurrent calls wait their turn (a cancelled
+// context ends the wait). A model whose mixer draws random numbers (LSH's
+// rotations) draws them from the run's seed and the checkpoint's step, so
+// a loaded model is deterministic.
+func Load(dir string, opts ...Option) (*Model, error) {
+	o := options{threads: parallel.Threads(), step: -1}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	cfgPath, wPath, err := run.ModelFiles(dir, o.step)
+	if err != nil {
+		return nil, fmt.Errorf("tokenmix: %w", err)
+	}
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return nil, fmt.Errorf("tokenmix: %w", err)
+	}
+	mc, err := model.ParseConfig(raw)
+	if err != nil {
+		return nil, fmt.Errorf("tokenmix: %s: %w", cfgPath, err)
+	}
+	net, err := model.New[float32](mc)
+	if err != nil {
+		return nil, fmt.Errorf("tokenmix: %s: %w", cfgPath, err)
+	}
+	wf, err := safetensors.ReadFile(wPath)
+	if err != nil {
+		return nil, fmt.Errorf("tokenmix: %w", err)
+	}
+	if err := net.LoadWeights(wf); err != nil {
+		return nil, fmt.Errorf("tokenmix: %s: %w", wPath, err)
+	}
+	m := &Model{threads: o.threads, net: net, cfg: Config{
+		VocabSize: mc.VocabSize, DModel: mc.DModel, NHeads: mc.NHeads, NLayers: mc.NLayers, DFF: mc.DFF,
+		MaxLen: mc.MaxLen, Causal: mc.Causal, Task: mc.Task, NClasses: mc.NClasses, PadID: mc.PadID,
+		Mixer: mc.Kind().Name, JSON: raw,
+	}}
+	// Label names and the step: run.json and the checkpoint's directory
+	// name for a run, the weights' metadata for an exported model.
+	if d, err := run.Open(dir); err == nil {
+		m.cfg.LabelNames = d.Info.LabelNames
+		m.cfg.Step, _ = strconv.Atoi(filepath.Base(filepath.Dir(wPath)))
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("tokenmix: %w", err)
+	} else {
+		m.cfg.LabelNames, m.cfg.Step, err = run.ExportedMeta(wf)
+		if err != nil {
+			return nil, fmt.Errorf("tokenmix: %s: %w", wPath, err)
+		}
+	}
+	if n := len(m.cfg.LabelNames); n > 0 && n != mc.NClasses {
+		return nil, fmt.Errorf("tokenmix: %s: %d label names for n_classes %d", dir, n, mc.NClasses)
+	}
+	if mc.Train != nil {
+		net.Seed = mc.Train.Seed
+	}
+	net.Step = m.cfg.Step
+	return m, nil
+}
+
+// Config returns the model's resolved configuration, a copy.
+func (m *Model) Config() Config {
+	c := m.cfg
+	if c.PadID != nil {
+		p := *c.PadID
+		c.PadID = &p
+	}
+	c.LabelNames = append([]string(nil), c.LabelNames...)
+	c.JSON = append(json.RawMessage(nil), c.JSON...)
+	return c
+}
+
+// Encode returns the bytes of text as token ids 0–255, the byte-level
+// vocabulary tokenmix trains on text with. A model that pads needs its
+// pad_id outside 0–255 for text input (vocab_size ≥ 257); otherwise a byte
+// equal to pad_id is read as padding.
+func (m *Model) Encode(text string) []int32 {
+	ids := make([]int32, len(text))
+	for i := 0; i < len(text); i++ {
+		ids[i] = int32(text[i])
+	}
+	return ids
+}
+
+// passes admits one forward at a time per process: each runs on its
+// model's threads (the thread count is process-wide), and concurrent calls
+// share the cores in turn instead of each taking all of them.
+var passes = make(chan struct{}, 1)
+
+// acquire waits for the pass slot or ctx, and sets the thread count.
+func (m *Model) acquire(ctx context.Context) (release func(), err error) {
+	select {
+	case passes <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	old := parallel.SetThreads(m.threads)
+	return func() {
+		parallel.SetThreads(old)
+		<-passes
+	}, nil
+}
