@@ -57,8 +57,8 @@ type result struct {
 	stdout, stderr string
 }
 
-// tokenmix runs the binary in dir (a temporary directory when empty).
-func tokenmix(t *testing.T, dir string, args ...string) result {
+// cli runs the tokenmix binary in dir (a temporary directory when empty).
+func cli(t *testing.T, dir string, args ...string) result {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
@@ -89,7 +89,7 @@ func commandNames() [][]string {
 
 func TestCLIHelp(t *testing.T) {
 	for _, args := range [][]string{nil, {"-h"}, {"--help"}, {"help"}} {
-		r := tokenmix(t, "", args...)
+		r := cli(t, "", args...)
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "usage: tokenmix [--threads N] <command>") || r.stderr != "" {
 			t.Errorf("tokenmix %q: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
 		}
@@ -101,13 +101,13 @@ func TestCLIHelp(t *testing.T) {
 			append(append([]string{}, name...), "--help"),
 			append([]string{"help"}, name...),
 		} {
-			r := tokenmix(t, "", args...)
+			r := cli(t, "", args...)
 			if r.code != 0 || !strings.HasPrefix(r.stdout, want) || r.stderr != "" {
 				t.Errorf("tokenmix %q: exit %d, stderr %q, stdout:\n%s", args, r.code, r.stderr, r.stdout)
 			}
 		}
 	}
-	if r := tokenmix(t, "", "help", "nosuch"); r.code != 2 || r.stdout != "" {
+	if r := cli(t, "", "help", "nosuch"); r.code != 2 || r.stdout != "" {
 		t.Errorf("help nosuch: exit %d, stdout %q", r.code, r.stdout)
 	}
 }
@@ -129,7 +129,7 @@ func TestCLIUsageErrors(t *testing.T) {
 			want = "unknown benchmark"
 		}
 		dir := t.TempDir()
-		checkUsageError(t, tokenmix(t, dir, args...), args, want)
+		checkUsageError(t, cli(t, dir, args...), args, want)
 		if es, _ := os.ReadDir(dir); len(es) > 0 {
 			t.Errorf("tokenmix %q wrote %d files", args, len(es))
 		}
@@ -153,7 +153,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"bench", "scaling", "--min-len", "0"}, "--min-len"},
 	} {
 		dir := t.TempDir()
-		checkUsageError(t, tokenmix(t, dir, c.args...), c.args, c.want)
+		checkUsageError(t, cli(t, dir, c.args...), c.args, c.want)
 		if es, _ := os.ReadDir(dir); len(es) > 0 {
 			t.Errorf("tokenmix %q wrote %d files", c.args, len(es))
 		}
@@ -165,7 +165,7 @@ func TestCLIUsageErrors(t *testing.T) {
 func TestCLIArenaUnknownMixer(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"arena", "--mixers", "full,nosuch", "--out", "out"}
-	checkUsageError(t, tokenmix(t, dir, args...), args, `"nosuch"`)
+	checkUsageError(t, cli(t, dir, args...), args, `"nosuch"`)
 	if es, _ := os.ReadDir(dir); len(es) > 0 {
 		t.Errorf("arena with an unknown mixer wrote %s", es[0].Name())
 	}
@@ -184,7 +184,7 @@ const failingPreset = `{
 func TestCLIArenaFailedMixer(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "p.json"), []byte(failingPreset), 0o644)
-	r := tokenmix(t, dir, "arena", "--preset", "p.json", "--out", "out", "--json")
+	r := cli(t, dir, "arena", "--preset", "p.json", "--out", "out", "--json")
 	if r.code != 1 || !strings.Contains(r.stderr, "1 mixer run(s) failed: aft_simple") {
 		t.Errorf("arena with a diverging mixer: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
@@ -196,7 +196,7 @@ func TestCLIArenaFailedMixer(t *testing.T) {
 }
 
 func TestCLIMixers(t *testing.T) {
-	r := tokenmix(t, "", "mixers", "--json")
+	r := cli(t, "", "mixers", "--json")
 	if r.code != 0 {
 		t.Fatalf("mixers --json: exit %d: %s", r.code, r.stderr)
 	}
@@ -247,13 +247,13 @@ func TestCLIMixers(t *testing.T) {
 	if n := len(got["aft_simple"].Options); n != 0 {
 		t.Errorf("aft_simple lists %d options, has none", n)
 	}
-	if r := tokenmix(t, "", "mixers"); r.code != 0 || !strings.Contains(r.stdout, `"mixer": {"kind": "strided", "block": <integer>}`) {
+	if r := cli(t, "", "mixers"); r.code != 0 || !strings.Contains(r.stdout, `"mixer": {"kind": "strided", "block": <integer>}`) {
 		t.Errorf("mixers: exit %d, stdout:\n%s", r.code, r.stdout)
 	}
 }
 
 func TestCLIPresets(t *testing.T) {
-	r := tokenmix(t, "", "presets", "--json")
+	r := cli(t, "", "presets", "--json")
 	if r.code != 0 {
 		t.Fatalf("presets --json: exit %d: %s", r.code, r.stderr)
 	}
@@ -272,7 +272,7 @@ func TestCLIPresets(t *testing.T) {
 }
 
 func TestCLIVersion(t *testing.T) {
-	r := tokenmix(t, "", "version", "--json")
+	r := cli(t, "", "version", "--json")
 	var v struct{ Module, Version, Revision, Go string }
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v.Module != "github.com/tokenmix/tokenmix" || v.Version == "" || v.Go != runtime.Version() {
 		t.Fatalf("version --json: exit %d, %q", r.code, r.stdout)
@@ -283,7 +283,7 @@ func TestCLIVersion(t *testing.T) {
 	} else if want := strings.TrimSpace(string(head)); v.Revision != want {
 		t.Errorf("version: revision %q, want %q", v.Revision, want)
 	}
-	r = tokenmix(t, "", "version")
+	r = cli(t, "", "version")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "github.com/tokenmix/tokenmix "+v.Version+"\n") {
 		t.Errorf("version: exit %d, %q", r.code, r.stdout)
 	}
@@ -317,7 +317,7 @@ func TestCLITrainSignals(t *testing.T) {
 		}
 		return b
 	}
-	if r := tokenmix(t, dir, "train", "--config", "c.json", "--data", "t.txt", "--out", "ref"); r.code != 0 {
+	if r := cli(t, dir, "train", "--config", "c.json", "--data", "t.txt", "--out", "ref"); r.code != 0 {
 		t.Fatalf("uninterrupted train: exit %d\n%s", r.code, r.stderr)
 	}
 	for _, c := range []struct {
@@ -353,7 +353,7 @@ func TestCLITrainSignals(t *testing.T) {
 			t.Errorf("%v after step %d: checkpoints %v, want one at the step reached, before 400", c.sig, c.after, steps)
 		}
 		t.Logf("%v after step %d: checkpoints %v", c.sig, c.after, steps)
-		r := tokenmix(t, dir, "train", "--resume", "--data", "t.txt", "--out", out)
+		r := cli(t, dir, "train", "--resume", "--data", "t.txt", "--out", out)
 		if r.code != 0 {
 			t.Fatalf("%v: resume: exit %d\n%s", c.sig, r.code, r.stderr)
 		}
@@ -446,7 +446,7 @@ func TestCLIArenaSignal(t *testing.T) {
 	if len(steps) != 1 || steps[0] < 10 || steps[0] >= 20000 {
 		t.Fatalf("the worker's checkpoints: %v", steps)
 	}
-	r := tokenmix(t, dir, args...)
+	r := cli(t, dir, args...)
 	var res struct{ Steps int }
 	b, _ := os.ReadFile(filepath.Join(dir, "out", "runs", "aft_simple", "result.json"))
 	if json.Unmarshal(b, &res); r.code != 0 || res.Steps != 20000 {
@@ -462,12 +462,12 @@ func TestCLIRunDirectories(t *testing.T) {
 	text := bytes.Repeat([]byte("the quick brown fox jumps over the lazy dog\n"), 100)
 	os.WriteFile(filepath.Join(dir, "t.txt"), text, 0o644)
 	os.WriteFile(filepath.Join(dir, "c.json"), []byte(trainCfg), 0o644)
-	if r := tokenmix(t, dir, "train", "--config", "c.json", "--data", "t.txt", "--out", "trained"); r.code != 0 {
+	if r := cli(t, dir, "train", "--config", "c.json", "--data", "t.txt", "--out", "trained"); r.code != 0 {
 		t.Fatalf("train: exit %d\n%s", r.code, r.stderr)
 	}
 	preset := strings.NewReplacer(`"lr": 1e30`, `"lr": 1e-3`, `"budget": "4"`, `"budget": "8"`).Replace(failingPreset)
 	os.WriteFile(filepath.Join(dir, "p.json"), []byte(preset), 0o644)
-	if r := tokenmix(t, dir, "arena", "--preset", "p.json", "--out", "arena"); r.code != 0 {
+	if r := cli(t, dir, "arena", "--preset", "p.json", "--out", "arena"); r.code != 0 {
 		t.Fatalf("arena: exit %d\n%s", r.code, r.stderr)
 	}
 	batch := safetensors.New()
@@ -483,12 +483,12 @@ func TestCLIRunDirectories(t *testing.T) {
 		}
 		steps := checkpoints(t, path)
 		w := filepath.Join(rd, "ckpt", fmt.Sprintf("%08d", steps[len(steps)-1]), "weights.safetensors")
-		r := tokenmix(t, dir, "grad", "--config", filepath.Join(rd, "config.json"), "--weights", w, "--batch", "b.safetensors", "--out", "g.safetensors")
+		r := cli(t, dir, "grad", "--config", filepath.Join(rd, "config.json"), "--weights", w, "--batch", "b.safetensors", "--out", "g.safetensors")
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "loss ") {
 			t.Errorf("%s: grad: exit %d\n%s%s", rd, r.code, r.stdout, r.stderr)
 		}
 		exported := filepath.Join(dir, strings.ReplaceAll(rd, "/", "-")+".model")
-		if r := tokenmix(t, dir, "export", "--run", rd, "--out", exported, "--dtype", "bf16"); r.code != 0 {
+		if r := cli(t, dir, "export", "--run", rd, "--out", exported, "--dtype", "bf16"); r.code != 0 {
 			t.Errorf("%s: export: exit %d\n%s", rd, r.code, r.stderr)
 		}
 		if _, err := run.LoadModel(exported, -1); err != nil {

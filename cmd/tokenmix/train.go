@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/tokenmix/tokenmix/internal/data"
@@ -18,15 +20,17 @@ import (
 )
 
 // runTrain is `tokenmix train`: a byte-level language model on a text file
-// or directory, with a progress line, metrics and resumable checkpoints in
+// or directory (task "lm"), or a classifier on JSONL lines (task
+// "classify"), with a progress line, metrics and resumable checkpoints in
 // the run directory --out (package run; train.Run is the loop).
 func runTrain(ctx context.Context, args []string) error {
 	fs := newFlags("train")
 	cfgPath := fs.String("config", "", "model config JSON; its \"train\" object sets the run (defaults otherwise)")
-	dataPath := fs.String("data", "", "text file or directory (byte-level LM, vocab_size ≥ 256)")
+	dataPath := fs.String("data", "", "lm: a text file or directory (bytes; vocab_size ≥ 256); classify: JSONL lines {\"text\"|\"tokens\": …, \"label\": …}")
+	valPath := fs.String("val", "", "classify: JSONL validation lines (default: hold out --val-frac of --data)")
 	out := fs.String("out", "", "run directory")
 	resume := fs.Bool("resume", false, "continue the run in --out from its newest checkpoint")
-	valFrac := fs.Float64("val-frac", 0.05, "fraction of the text kept for validation")
+	valFrac := fs.Float64("val-frac", 0.05, "fraction of the data kept for validation")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -69,44 +73,75 @@ func runTrain(ctx context.Context, args []string) error {
 			cfg.Train = model.DefaultTrainConfig(cfg)
 		}
 	}
-	if cfg.Task != "lm" || cfg.VocabSize < 256 {
-		return fmt.Errorf("train: byte-level text needs task \"lm\" and vocab_size ≥ 256")
+	if *valPath != "" && cfg.Task != "classify" {
+		return usageErr("train: --val applies to a classifier (task \"classify\"), not task %q", cfg.Task)
 	}
 	tc := cfg.Train
-	corpus, err := data.LoadText(*dataPath, *valFrac, tc.SeqLen)
-	if err != nil {
-		return err
-	}
 	m, err := model.New[float32](cfg)
 	if err != nil {
 		return err
 	}
-	if d == nil {
-		cb, _ := json.MarshalIndent(cfg, "", "  ")
-		cb = append(cb, '\n')
-		if d, err = run.Create(*out, cb, run.Info{Task: cfg.Task}); err != nil {
+	prog := train.NewProgress(os.Stderr)
+	var src train.Source
+	var eval func() (map[string]any, error)
+	var labels []string
+	switch cfg.Task {
+	case "lm":
+		if cfg.VocabSize < 256 {
+			return fmt.Errorf("train: byte-level text needs vocab_size ≥ 256, the config has %d", cfg.VocabSize)
+		}
+		corpus, err := data.LoadText(*dataPath, *valFrac, tc.SeqLen)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "%s", cb)
-	}
-	m.Init(tc.Seed)
-	tr := model.NewTrainer(m)
-	fmt.Fprintf(os.Stderr, "%d parameters; %d training and %d validation bytes; %d steps\n",
-		m.NumParams(), len(corpus.Train), len(corpus.Val), tc.Steps)
-	prog := train.NewProgress(os.Stderr)
-	src := train.NewTextSource(corpus.Train, tc.BatchSize, tc.SeqLen, tc.Seed)
-	res, err := train.Run(ctx, d, tr, src, train.Options{
-		Steps: tc.Steps, Progress: prog, Name: "train",
-		Eval: func() (map[string]any, error) {
-			vl, err := evalText(tr, corpus.Val, tc.BatchSize, tc.SeqLen, tc.EvalBatches, tc.Seed)
+		fmt.Fprintf(os.Stderr, "%d parameters; %d training and %d validation bytes; %d steps\n",
+			m.NumParams(), len(corpus.Train), len(corpus.Val), tc.Steps)
+		src = train.NewTextSource(corpus.Train, tc.BatchSize, tc.SeqLen, tc.Seed)
+		eval = func() (map[string]any, error) {
+			vl, err := evalText(m, corpus.Val, tc.BatchSize, tc.SeqLen, tc.EvalBatches, tc.Seed)
 			if err != nil {
 				return nil, err
 			}
-			prog.Note(fmt.Sprintf("step %d: validation loss %.4f (%.3f bits/byte)", tr.Opt.Step, vl, vl/math.Ln2))
-			if s := mixerStatsLine(m, cfg.NLayers); s != "" {
+			prog.Note(fmt.Sprintf("step %d: validation loss %.4f (%.3f bits/byte)", m.Step+1, vl, vl/math.Ln2))
+			return map[string]any{"val_loss": vl, "val_bits_per_byte": vl / math.Ln2}, nil
+		}
+	case "classify":
+		task, err := labeledTask(cfg, *dataPath, *valPath, *valFrac)
+		if err != nil {
+			return err
+		}
+		labels = task.Info().LabelNames
+		fmt.Fprintf(os.Stderr, "%d parameters; %d training and %d validation inputs, %d classes; %d steps\n",
+			m.NumParams(), task.Len(data.Train), task.Len(data.Val), len(labels), tc.Steps)
+		src = train.TaskSource{L: data.NewLoader(task, data.Train, tc.BatchSize, true, tc.Seed, 0)}
+		eval = func() (map[string]any, error) {
+			vl, acc := train.Evaluate(m, task, data.Val, tc.BatchSize, 0, 0)
+			prog.Note(fmt.Sprintf("step %d: validation loss %.4f, accuracy %.2f%%", m.Step+1, vl, 100*acc))
+			return map[string]any{"val_loss": vl, "val_accuracy": acc}, nil
+		}
+	default:
+		return fmt.Errorf("train: task %q: want \"lm\" (text) or \"classify\" (JSONL)", cfg.Task)
+	}
+	if d == nil {
+		cb, _ := json.MarshalIndent(cfg, "", "  ")
+		cb = append(cb, '\n')
+		if d, err = run.Create(*out, cb, run.Info{Task: cfg.Task, LabelNames: labels}); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%s", cb)
+	} else if !slices.Equal(d.Info.LabelNames, labels) {
+		return fmt.Errorf("train --resume: the data's labels %q differ from the run's %q", labels, d.Info.LabelNames)
+	}
+	m.Init(tc.Seed)
+	tr := model.NewTrainer(m)
+	res, err := train.Run(ctx, d, tr, src, train.Options{
+		Steps: tc.Steps, Progress: prog, Name: "train",
+		Eval: func() (map[string]any, error) {
+			ev, err := eval()
+			if s := mixerStatsLine(m, cfg.NLayers); s != "" && err == nil {
 				prog.Note("  mixer: " + s)
 			}
-			return map[string]any{"val_loss": vl, "val_bits_per_byte": vl / math.Ln2}, nil
+			return ev, err
 		},
 		Extra: func() map[string]any { return withMixerStats(map[string]any{}, m, cfg.NLayers) },
 	})
@@ -136,17 +171,41 @@ func runTrain(ctx context.Context, args []string) error {
 
 // evalText is the mean loss over n fixed validation windows (the same
 // windows at every evaluation, drawn from seed).
-func evalText(tr *model.Trainer[float32], val []byte, B, T, n int, seed uint64) (float64, error) {
+func evalText(m *model.Model[float32], val []byte, B, T, n int, seed uint64) (float64, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x76616c))
 	tokens, targets := make([]int32, B*T), make([]int32, B*T)
 	var sum float64
 	for i := 0; i < n; i++ {
 		data.TextBatch(tokens, targets, val, B, T, rng)
-		l, err := tr.Eval(tokens, targets, B, T)
+		l, err := m.Forward(tokens, targets, B, T)
 		if err != nil {
 			return 0, err
 		}
 		sum += l
 	}
 	return sum / float64(n), nil
+}
+
+// labeledTask reads a classifier's JSONL training (and validation) lines
+// for cfg: n_classes must equal the number of distinct training labels.
+func labeledTask(cfg *model.Config, trainPath, valPath string, valFrac float64) (*data.Labeled, error) {
+	recs, err := data.ReadRecords(trainPath, true, false)
+	if err != nil {
+		return nil, err
+	}
+	var val []data.Record
+	if valPath != "" {
+		if val, err = data.ReadRecords(valPath, true, false); err != nil {
+			return nil, err
+		}
+	}
+	names := data.LabelNames(recs)
+	if len(names) != cfg.NClasses {
+		return nil, fmt.Errorf("train: %s has %d distinct labels (%s), the config's n_classes is %d", trainPath, len(names), strings.Join(names, ", "), cfg.NClasses)
+	}
+	lim := data.Limits{Vocab: cfg.VocabSize, MaxLen: cfg.MaxLen, PadID: -1}
+	if cfg.PadID != nil {
+		lim.PadID = *cfg.PadID
+	}
+	return data.NewLabeled(recs, val, names, lim, valFrac, cfg.Train.Seed)
 }

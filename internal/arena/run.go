@@ -79,7 +79,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	r, err := train.Run(ctx, d, tr, train.TaskSource{L: loader}, train.Options{
 		Steps: j.budget.Steps, Duration: j.budget.Duration, Progress: j.prog, Name: j.kind,
 		Eval: func() (map[string]any, error) {
-			vl, vm := evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+			vl, vm := train.Evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
 			return map[string]any{"val_loss": vl, valKey: vm}, nil
 		},
 	})
@@ -110,13 +110,13 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		}
 	}
 	if math.IsNaN(res.Val) {
-		_, res.Val = evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+		_, res.Val = train.Evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
 	}
 	limit := 0
 	if j.preset.TestExamples > 0 {
 		limit = (j.preset.TestExamples + tc.BatchSize - 1) / tc.BatchSize
 	}
-	res.TestLoss, res.Test = evaluate(m, j.task, data.Test, tc.BatchSize, limit, j.preset.Bucket)
+	res.TestLoss, res.Test = train.Evaluate(m, j.task, data.Test, tc.BatchSize, limit, j.preset.Bucket)
 	res.Status = StatusDone
 	res.WallSeconds = r.WallSeconds + time.Since(start).Seconds()
 	return res, nil
@@ -143,53 +143,4 @@ func joinNote(a, b string) string {
 		return b
 	}
 	return a + "; " + b
-}
-
-// evaluate returns the mean cross-entropy (nats per target) and the task
-// metric over the first maxBatches batches of split s (0 = all of it).
-// bucket > 1 visits a whole split in order of length (less padding); a
-// capped evaluation always takes the first examples by index.
-func evaluate(m *model.Model[float32], task data.Task, s data.Split, batch, maxBatches, bucket int) (loss, metric float64) {
-	info := task.Info()
-	l := data.NewLoader(task, s, batch, false, 0, 0)
-	if maxBatches == 0 {
-		l.Bucket(bucket)
-	}
-	var b data.Batch
-	var sum float64
-	var n, correct int
-	for k := 0; (maxBatches == 0 || k < maxBatches) && l.Next(&b); k++ {
-		ls, err := m.Forward(b.Tokens, b.Targets, b.B, b.T)
-		if err != nil {
-			panic(err) // the training batches passed the same checks
-		}
-		nt := b.NumTargets()
-		sum += ls * float64(nt)
-		n += nt
-		logits := m.Logits()
-		V := len(logits) / len(b.Targets)
-		for i, t := range b.Targets {
-			if t >= 0 && argmax(logits[i*V:(i+1)*V]) == int(t) {
-				correct++
-			}
-		}
-	}
-	if n == 0 {
-		return 0, 0
-	}
-	loss = sum / float64(n)
-	if info.Metric == data.BitsPerByte {
-		return loss, loss / math.Ln2
-	}
-	return loss, float64(correct) / float64(n)
-}
-
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/tokenmix/tokenmix"
+	"github.com/tokenmix/tokenmix/internal/data"
+)
+
+// predictChunk is how many input lines one model call takes.
+const predictChunk = 256
+
+// runPredict is `tokenmix predict`: one result object per input line, in
+// order: a Prediction for a classifier, a Score for a causal lm.
+func runPredict(ctx context.Context, args []string) error {
+	fs := newFlags("predict")
+	dir := fs.String("run", "", "run directory or exported model")
+	input := fs.String("input", "", "input file: JSONL lines {\"text\": …} or {\"tokens\": […]} (other fields ignored), or plain text lines (default: stdin)")
+	step := fs.Int("checkpoint", -1, "the checkpoint of the run to use (default: the newest)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" || fs.NArg() > 0 {
+		return wantUsage(fs)
+	}
+	m, err := loadModel(*dir, *step)
+	if err != nil {
+		return err
+	}
+	recs, err := readInputs(*input, false)
+	if err != nil {
+		return err
+	}
+	if err := checkInputs(m, recs); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	for lo := 0; lo < len(recs); lo += predictChunk {
+		seqs := recordSeqs(recs[lo:min(lo+predictChunk, len(recs))])
+		var out []any
+		if m.Config().Task == "classify" {
+			preds, err := m.Classify(ctx, seqs)
+			if err != nil {
+				return err
+			}
+			for _, p := range preds {
+				out = append(out, p)
+			}
+		} else {
+			scores, err := m.Score(ctx, seqs)
+			if err != nil {
+				return err
+			}
+			for _, s := range scores {
+				out = append(out, s)
+			}
+		}
+		for _, o := range out {
+			if err := enc.Encode(o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// loadModel loads a run or exported model for predict and eval.
+func loadModel(dir string, step int) (*tokenmix.Model, error) {
+	var opts []tokenmix.Option
+	if step >= 0 {
+		opts = append(opts, tokenmix.WithCheckpoint(step))
+	}
+	return tokenmix.Load(dir, opts...)
+}
+
+// readInputs reads JSONL or plain text lines from path, or stdin when path
+// is empty; labelled asks for a "label" on every line (and JSONL only).
+func readInputs(path string, labelled bool) ([]data.Record, error) {
+	if path != "" {
+		return data.ReadRecords(path, labelled, !labelled)
+	}
+	var r io.Reader = os.Stdin
+	return data.ParseRecords(r, "stdin", labelled, !labelled)
+}
+
+// checkInputs checks every record against the model's limits, naming the
+// line of the first that does not fit.
+func checkInputs(m *tokenmix.Model, recs []data.Record) error {
+	c := m.Config()
+	lim := data.Limits{Vocab: c.VocabSize, MaxLen: c.MaxLen, PadID: -1}
+	if c.PadID != nil {
+		lim.PadID = *c.PadID
+	}
+	for _, r := range recs {
+		if err := lim.Check(r); err != nil {
+			return err
+		}
+		if c.Task == "lm" && len(r.Tokens) < 2 {
+			return fmt.Errorf("%s: 1 token: scoring needs at least 2 (position 0 has no context)", r.Where)
+		}
+	}
+	return nil
+}
+
+func recordSeqs(recs []data.Record) [][]int32 {
+	seqs := make([][]int32, len(recs))
+	for i, r := range recs {
+		seqs[i] = r.Tokens
+	}
+	return seqs
+}

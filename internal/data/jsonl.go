@@ -1,0 +1,265 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Record is one input line of a JSONL file: {"text": "..."} or
+// {"tokens": [3, 17, …]}, with "label" (a string, or an integer used as a
+// name) where the file is labelled. Other fields are ignored.
+type Record struct {
+	Tokens []int32
+	Text   bool   // the tokens are the bytes of "text"
+	Label  string // "" when the line has no label
+	Where  string // "file:line", for messages
+}
+
+// ReadRecords reads the JSONL file at path. A line that is not a JSON
+// object with exactly one of "text" (a string) and "tokens" (an array of
+// integers), or whose "label" is neither a string nor an integer, is an
+// error naming the file, the line and what is wrong; so is an empty input
+// and, with wantLabel, a line without a label. Blank lines are skipped.
+// With plain, a line that does not start with "{" is a text input (one
+// per line, without its newline).
+func ReadRecords(path string, wantLabel, plain bool) ([]Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseRecords(f, path, wantLabel, plain)
+}
+
+// ParseRecords is ReadRecords on r, with name in messages.
+func ParseRecords(r io.Reader, name string, wantLabel, plain bool) ([]Record, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	var out []Record
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		where := fmt.Sprintf("%s:%d", name, n)
+		if plain && !bytes.HasPrefix(bytes.TrimSpace(line), []byte("{")) {
+			out = append(out, Record{Tokens: bytesToIDs(line), Text: true, Where: where})
+			continue
+		}
+		rec, err := parseRecord(line, wantLabel)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
+		rec.Where = where
+		out = append(out, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no input lines", name)
+	}
+	return out, nil
+}
+
+func parseRecord(line []byte, wantLabel bool) (Record, error) {
+	var rec Record
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		return rec, fmt.Errorf("not a JSON object: %v", err)
+	}
+	text, hasText := m["text"]
+	toks, hasToks := m["tokens"]
+	switch {
+	case hasText && hasToks:
+		return rec, fmt.Errorf(`both "text" and "tokens": want one of them`)
+	case hasText:
+		var s string
+		if err := json.Unmarshal(text, &s); err != nil {
+			return rec, fmt.Errorf(`"text": want a string, got %s`, clip(text))
+		}
+		rec.Tokens, rec.Text = bytesToIDs([]byte(s)), true
+	case hasToks:
+		if err := json.Unmarshal(toks, &rec.Tokens); err != nil {
+			return rec, fmt.Errorf(`"tokens": want an array of integers, got %s`, clip(toks))
+		}
+	default:
+		return rec, fmt.Errorf(`want "text" (a string) or "tokens" (an array of integers)`)
+	}
+	if len(rec.Tokens) == 0 {
+		return rec, fmt.Errorf("empty input")
+	}
+	l, ok := m["label"]
+	switch {
+	case !ok && wantLabel:
+		return rec, fmt.Errorf(`no "label"`)
+	case !ok:
+	default:
+		var s string
+		var n json.Number
+		d := json.NewDecoder(bytes.NewReader(l))
+		d.UseNumber()
+		if json.Unmarshal(l, &s) == nil {
+			rec.Label = s
+		} else if d.Decode(&n) == nil && isInt(n.String()) {
+			rec.Label = n.String()
+		} else {
+			return rec, fmt.Errorf(`"label": want a string or an integer, got %s`, clip(l))
+		}
+		if rec.Label == "" {
+			return rec, fmt.Errorf(`"label" is empty`)
+		}
+	}
+	return rec, nil
+}
+
+func isInt(s string) bool {
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil
+}
+
+func bytesToIDs(b []byte) []int32 {
+	ids := make([]int32, len(b))
+	for i, c := range b {
+		ids[i] = int32(c)
+	}
+	return ids
+}
+
+// clip shortens a JSON value for a message.
+func clip(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:37]) + "..."
+	}
+	return string(b)
+}
+
+// LabelNames returns the distinct labels of recs in index order: sorted,
+// numerically when every label is an integer.
+func LabelNames(recs []Record) []string {
+	seen := map[string]bool{}
+	var names []string
+	numeric := true
+	for _, r := range recs {
+		if !seen[r.Label] {
+			seen[r.Label] = true
+			names = append(names, r.Label)
+			numeric = numeric && isInt(r.Label)
+		}
+	}
+	if numeric {
+		sort.Slice(names, func(i, j int) bool {
+			a, _ := strconv.ParseInt(names[i], 10, 64)
+			b, _ := strconv.ParseInt(names[j], 10, 64)
+			return a < b
+		})
+	} else {
+		sort.Strings(names)
+	}
+	return names
+}
+
+// Limits are what a model accepts: tokens below Vocab, at most MaxLen of
+// them, and PadID (−1: none) never inside a text's byte range.
+type Limits struct {
+	Vocab, MaxLen, PadID int
+}
+
+// Check returns an error naming r's line when r does not fit l.
+func (l Limits) Check(r Record) error {
+	if len(r.Tokens) > l.MaxLen {
+		return fmt.Errorf("%s: %d tokens, longer than max_len %d", r.Where, len(r.Tokens), l.MaxLen)
+	}
+	for _, v := range r.Tokens {
+		if v < 0 || int(v) >= l.Vocab {
+			return fmt.Errorf("%s: token %d outside the vocabulary [0, %d)", r.Where, v, l.Vocab)
+		}
+	}
+	if r.Text && l.PadID >= 0 && l.PadID < 256 {
+		return fmt.Errorf("%s: text input needs a pad_id outside the byte range 0–255 (so vocab_size ≥ 257); the config's pad_id is %d", r.Where, l.PadID)
+	}
+	return nil
+}
+
+// Labeled is a classification task built from JSONL records: train and
+// validation splits (Test is the validation split).
+type Labeled struct {
+	info   Info
+	tokens [2][][]int32
+	labels [2][]int32
+}
+
+// NewLabeled builds the task of train and val records with the class names
+// names (LabelNames of the training records, typically). With val nil, it
+// holds out the last valFrac of the training records (at least one) after
+// a shuffle drawn from seed. Records must fit lim; a label not in names,
+// and inputs of different lengths without a pad_id, are errors.
+func NewLabeled(train, val []Record, names []string, lim Limits, valFrac float64, seed uint64) (*Labeled, error) {
+	if val == nil {
+		train = slices.Clone(train)
+		rand.New(rand.NewPCG(seed, 0x6a736f6e6c)).Shuffle(len(train), func(i, j int) { train[i], train[j] = train[j], train[i] })
+		n := max(1, int(valFrac*float64(len(train))+0.5))
+		if n >= len(train) {
+			return nil, fmt.Errorf("data: %d labelled lines are too few to hold out %d for validation", len(train), n)
+		}
+		train, val = train[:len(train)-n], train[len(train)-n:]
+	}
+	index := map[string]int32{}
+	for i, n := range names {
+		index[n] = int32(i)
+	}
+	l := &Labeled{info: Info{Name: "jsonl", Mode: Classify, Vocab: lim.Vocab, Classes: len(names),
+		PadID: lim.PadID, Metric: Accuracy, LabelNames: names}}
+	minLen := lim.MaxLen
+	for s, recs := range [][]Record{train, val} {
+		for _, r := range recs {
+			if err := lim.Check(r); err != nil {
+				return nil, err
+			}
+			k, ok := index[r.Label]
+			if !ok {
+				return nil, fmt.Errorf("%s: label %q is not one of the training labels (%s)", r.Where, r.Label, strings.Join(names, ", "))
+			}
+			l.tokens[s] = append(l.tokens[s], r.Tokens)
+			l.labels[s] = append(l.labels[s], k)
+			l.info.MaxLen = max(l.info.MaxLen, len(r.Tokens))
+			minLen = min(minLen, len(r.Tokens))
+		}
+	}
+	if minLen != l.info.MaxLen && lim.PadID < 0 {
+		return nil, fmt.Errorf("data: inputs have %d to %d tokens: different lengths need a pad_id in the config (outside 0–255 for text, so vocab_size ≥ 257)", minLen, l.info.MaxLen)
+	}
+	return l, nil
+}
+
+// Info implements Task.
+func (l *Labeled) Info() Info { return l.info }
+
+func (l *Labeled) split(s Split) int {
+	if s == Train {
+		return 0
+	}
+	return 1
+}
+
+// Len implements Task.
+func (l *Labeled) Len(s Split) int { return len(l.tokens[l.split(s)]) }
+
+// ExampleLen implements Task.
+func (l *Labeled) ExampleLen(s Split, i int) int { return len(l.tokens[l.split(s)][i]) }
+
+// Example implements Task.
+func (l *Labeled) Example(tokens, targets []int32, s Split, i int) {
+	k := l.split(s)
+	copy(tokens, l.tokens[k][i])
+	targets[0] = l.labels[k][i]
+}
