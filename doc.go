@@ -1,6 +1,27 @@
-// Package tokenmix is the Go API for using models trained with tokenmix.
+// Package tokenmix is the Go API for using models trained with tokenmix:
+// load a run directory (or an exported model), then classify, score or
+// read the logits of token sequences.
 //
-// It has no exported identifiers yet. Models are trained, compared and
-// inspected with the command tokenmix (cmd/tokenmix); package mixer defines
-// the token-mixer interface and package mixer/registry lists the kinds.
+//	m, err := tokenmix.Load("run")                  // newest checkpoint of a run
+//	preds, err := m.Classify(ctx, [][]int32{m.Encode("claim your free prize")})
+//	fmt.Println(preds[0].Name, preds[0].Probs)      // label name and class probabilities
+//
+// Text is bytes: Encode maps each byte to its id 0–255. Classify needs a
+// classifier (task "classify"), Score a causal language model; Logits
+// works for both. Every call validates its input first: an empty sequence,
+// one longer than max_len, a token outside the vocabulary or the wrong
+// task is an error naming the sequence and the limit, never a panic.
+// Results come in fresh memory and do not depend on how sequences are
+// batched (to within 1e-6).
+//
+// A Model is safe for concurrent use by many goroutines. Its weights are
+// loaded once; calls run one forward pass at a time per process on the
+// model's threads (WithThreads), so concurrent callers share the cores
+// instead of each claiming all of them, and a cancelled context ends a
+// call between layers.
+//
+// Models are trained with the command tokenmix (cmd/tokenmix): `tokenmix
+// train` on text (a byte-level lm) or on JSONL lines with labels (a
+// classifier). Package mixer defines the token-mixer interface and package
+// mixer/registry lists the kinds.
 package tokenmix

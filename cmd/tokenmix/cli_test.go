@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	stdctx "context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokenmix/tokenmix"
 	"github.com/tokenmix/tokenmix/internal/run"
 	"github.com/tokenmix/tokenmix/internal/safetensors"
 	"github.com/tokenmix/tokenmix/mixer/registry"
@@ -494,5 +497,105 @@ func TestCLIRunDirectories(t *testing.T) {
 		if _, err := run.LoadModel(exported, -1); err != nil {
 			t.Errorf("%s: exported model: %v", rd, err)
 		}
+	}
+}
+
+// TestCLIEvalMatchesScore: eval's bits per byte on a text longer than one
+// window equals the mean over the same windows of the API's Score, taking
+// each byte from the window that scores it.
+func TestCLIEvalMatchesScore(t *testing.T) {
+	fox, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "fox"))
+	dir := t.TempDir()
+	text := "the quick brown fox jumps over the lazy dog. the lazy dog sleeps. a quick brown dog jumps over the fox, and the fox runs."
+	os.WriteFile(filepath.Join(dir, "t.txt"), []byte(text), 0o644)
+	const context = 16
+	r := cli(t, dir, "eval", "--run", fox, "--data", "t.txt", "--context", strconv.Itoa(context), "--json")
+	var ev struct {
+		Inputs, Windows int
+		BitsPerByte     float64 `json:"bits_per_byte"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &ev); r.code != 0 || err != nil {
+		t.Fatalf("eval: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+	}
+	m, err := tokenmix.Load(fox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	W := m.Config().MaxLen - 1 // predictions per window
+	S := W - context
+	ids := m.Encode(text)
+	var nats float64
+	for p := 1; p < len(ids); p++ { // the byte at p, predicted from the bytes before it
+		lo := 0
+		if p > W {
+			lo = (p - W + S - 1) / S * S // the first window whose predictions reach p
+		}
+		sc, err := m.Score(stdctx.Background(), [][]int32{ids[lo:min(lo+W+1, len(ids))]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lo > 0 && p-1-lo < context {
+			t.Fatalf("byte %d scored with %d bytes of context", p, p-1-lo)
+		}
+		nats -= float64(sc[0].LogProbs[p-1-lo])
+	}
+	want := nats / float64(len(ids)-1) / math.Ln2
+	if ev.Inputs != len(ids)-1 || ev.Windows < 2 || math.Abs(ev.BitsPerByte-want) > 1e-6*want {
+		t.Errorf("eval: %d bytes in %d windows, %.9f bits per byte; Score: %d bytes, %.9f", ev.Inputs, ev.Windows, ev.BitsPerByte, len(ids)-1, want)
+	}
+}
+
+// TestCLIDataErrors: train, predict and eval name the file, the line and the
+// problem of bad input, and write nothing.
+func TestCLIDataErrors(t *testing.T) {
+	cls := `{"vocab_size": 260, "d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "max_len": 8, "pad_id": 256,
+	 "task": "classify", "n_classes": 2, "mixer": {"kind": "full"}, "train": {"steps": 2}}`
+	good := "{\"text\": \"ab\", \"label\": \"x\"}\n{\"text\": \"cd\", \"label\": \"y\"}\n{\"text\": \"e\", \"label\": \"x\"}\n"
+	for _, c := range []struct {
+		name, cfg, data, want string
+	}{
+		{"malformed line", cls, good + "{\"text\": \"ab\", \"label\": \"x\"\n", "d.jsonl:4: not a JSON object"},
+		{"field type", cls, good + "{\"text\": [1], \"label\": \"x\"}\n", `d.jsonl:4: "text": want a string, got [1]`},
+		{"label type", cls, good + "{\"text\": \"a\", \"label\": {}}\n", `d.jsonl:4: "label": want a string or an integer`},
+		{"no label", cls, good + "{\"tokens\": [1]}\n", `d.jsonl:4: no "label"`},
+		{"out of vocabulary", cls, good + "{\"tokens\": [1, 999], \"label\": \"x\"}\n", "d.jsonl:4: token 999 outside the vocabulary [0, 260)"},
+		{"too long", cls, good + "{\"text\": \"abcdefghi\", \"label\": \"y\"}\n", "d.jsonl:4: 9 tokens, longer than max_len 8"},
+		{"empty", cls, good + "{\"text\": \"\", \"label\": \"y\"}\n", "d.jsonl:4: empty input"},
+		{"pad_id in the byte range", strings.Replace(cls, `"pad_id": 256`, `"pad_id": 32`, 1), good, "d.jsonl:1: text input needs a pad_id outside the byte range 0–255"},
+		{"classes", strings.Replace(cls, `"n_classes": 2`, `"n_classes": 3`, 1), good, "d.jsonl has 2 distinct labels (x, y), the config's n_classes is 3"},
+		{"wrong task for --val", strings.Replace(strings.Replace(cls, `"classify", "n_classes": 2`, `"lm", "causal": true`, 1), `"pad_id": 256,`, "", 1), good, "--val applies to a classifier"},
+	} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "c.json"), []byte(c.cfg), 0o644)
+		os.WriteFile(filepath.Join(dir, "d.jsonl"), []byte(c.data), 0o644)
+		r := cli(t, dir, "train", "--config", "c.json", "--data", "d.jsonl", "--val", "d.jsonl", "--out", "run")
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: exit %d, stderr %q, want %q", c.name, r.code, r.stderr, c.want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "run")); err == nil {
+			t.Errorf("%s: the failed train wrote its run directory", c.name)
+		}
+	}
+	// predict and eval on the example classifier.
+	spam, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "spam"))
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("free cash\n"+strings.Repeat("x", 65)+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "l.jsonl"), []byte("{\"text\": \"free cash\", \"label\": \"eggs\"}\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"predict", "--run", spam, "--input", "in.txt"}, "in.txt:2: 65 tokens, longer than max_len 64"},
+		{[]string{"eval", "--run", spam, "--data", "l.jsonl"}, `l.jsonl:1: label "eggs" is not one of the model's classes`},
+		{[]string{"eval", "--run", spam, "--data", "in.txt"}, "in.txt:1: not a JSON object"},
+		{[]string{"predict", "--run", dir}, "config.json"},
+	} {
+		if r := cli(t, dir, c.args...); r.code != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	r := cli(t, dir, "predict", "--run", spam, "--input", filepath.Join(dir, "l.jsonl"))
+	if r.code != 0 || !strings.Contains(r.stdout, `"name":"spam"`) {
+		t.Errorf("predict: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
 }

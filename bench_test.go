@@ -1,0 +1,108 @@
+package tokenmix
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// benchCfg is a classifier of about 13M parameters (52 MB of weights), so
+// a copy of the weights per goroutine would show in the peak RSS.
+const benchCfg = `{"vocab_size": 260, "d_model": 512, "n_heads": 8, "n_layers": 4, "d_ff": 2048, "max_len": 128, "pad_id": 256,
+ "task": "classify", "n_classes": 4, "mixer": {"kind": "full"}, "train": {}}`
+
+// BenchmarkClassify measures Classify on one Model from 1, 4 and 16
+// goroutines, each call 8 sequences of 64–128 tokens: sequences/s and the
+// peak RSS (VmHWM) of a process that did only this. Each measurement runs
+// in a fresh child process (the benchmark binary itself, through
+// TestClassifyChild) so that its peak RSS is its own.
+func BenchmarkClassify(b *testing.B) {
+	dir := tinyRun(b, benchCfg, nil)
+	for _, g := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestClassifyChild$", "-test.bench=^$", "-test.v")
+			cmd.Env = append(os.Environ(), "TOKENMIX_CLASSIFY_CHILD="+fmt.Sprintf("%s,%d,%d", dir, g, b.N))
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				b.Fatalf("child: %v\n%s", err, out)
+			}
+			var r struct {
+				Seconds float64
+				Seqs    int
+				PeakRSS int64
+			}
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.HasPrefix(line, "{") {
+					json.Unmarshal([]byte(line), &r)
+				}
+			}
+			b.ReportMetric(float64(r.Seqs)/r.Seconds, "seqs/s")
+			b.ReportMetric(float64(r.PeakRSS)/(1<<20), "peak-RSS-MiB")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// TestClassifyChild is BenchmarkClassify's child: with
+// TOKENMIX_CLASSIFY_CHILD=dir,goroutines,calls it loads the model in dir
+// and runs that many Classify calls spread over the goroutines, then prints
+// the time, the sequences classified and the peak RSS as JSON. Without the
+// variable it does nothing.
+func TestClassifyChild(t *testing.T) {
+	env := os.Getenv("TOKENMIX_CLASSIFY_CHILD")
+	if env == "" {
+		return
+	}
+	f := strings.Split(env, ",")
+	g, _ := strconv.Atoi(f[1])
+	calls, _ := strconv.Atoi(f[2])
+	m, err := Load(f[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := randomSeqs(8, 64, 256, 1)
+	for i, s := range seqs { // 65 to 128 tokens
+		seqs[i] = append(make([]int32, 64), s...)
+	}
+	if _, err := m.Classify(context.Background(), seqs); err != nil { // warm-up: slabs sized
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := w; c < calls; c += g {
+				if _, err := m.Classify(context.Background(), seqs); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	r, _ := json.Marshal(map[string]any{"seconds": time.Since(start).Seconds(), "seqs": calls * len(seqs), "peakrss": peakRSS()})
+	fmt.Println(string(r))
+}
+
+// peakRSS is VmHWM from /proc/self/status in bytes, or 0.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
