@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tokenmix/tokenmix"
+	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/run"
 	"github.com/tokenmix/tokenmix/internal/safetensors"
 	"github.com/tokenmix/tokenmix/mixer/registry"
@@ -598,4 +599,21 @@ func TestCLIDataErrors(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"name":"spam"`) {
 		t.Errorf("predict: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
+}
+
+// TestCLIDataExport writes ListOps' validation split as JSONL and reads it
+// back as training lines.
+func TestCLIDataExport(t *testing.T) {
+	dir := t.TempDir()
+	if r := cli(t, dir, "data", "export", "--task", "listops", "--split", "val", "--out", "v.jsonl"); r.code != 0 {
+		t.Fatalf("data export: exit %d\n%s", r.code, r.stderr)
+	}
+	recs, err := data.ReadRecords(filepath.Join(dir, "v.jsonl"), true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := data.LabelNames(recs); len(recs) != 2000 || len(names) != 10 || names[9] != "9" {
+		t.Errorf("%d lines, labels %v", len(recs), names)
+	}
+	checkUsageError(t, cli(t, dir, "data", "export", "--task", "gosrc"), []string{"gosrc"}, "classification tasks")
 }

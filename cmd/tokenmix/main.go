@@ -63,6 +63,8 @@ func commands() map[string]command {
 			"classify or score input lines (JSONL or plain text) with a trained model, one JSON result per line", runPredict, false},
 		"eval": {"--run DIR --data F [--context N] [--json]",
 			"a classifier's loss and accuracy on labelled JSONL, or a causal lm's bits per byte on a text", runEval, false},
+		"data": {"export --task fmnist|listops [--split train|val|test] [--data-dir DIR] [--out F]",
+			"write a built-in classification task's split as JSONL, the format tokenmix train reads", runData, false},
 		"export": {"--run DIR --out MODEL [--dtype f32|bf16] [--step N]",
 			"write a run's config and weights, without optimizer state, as a model directory", runExport, false},
 		"grad": {"--config C --weights W --batch B --out O [--float64]",
