@@ -34,7 +34,7 @@ func Describe(k Kind) []OptionSpec {
 		c.Causal = !k.Bidirectional
 		recs[i] = &recorder{failed: map[string]bool{}}
 		c.Opts = NewOptions(k.Name, nil)
-		c.Opts.rec = recs[i]
+		c.Opts.o.Observe, c.Opts.o.Failed = recs[i].note, recs[i].fail
 		if k.New64 != nil {
 			k.New64(c)
 		}
@@ -91,26 +91,17 @@ func (r *recorder) find(key string) *OptionSpec {
 	return nil
 }
 
-// note records that the constructor read key as want with default *dst
-// (dst a pointer), or only asked whether key is present (want "").
-func (r *recorder) note(key, want string, dst any) {
-	if r == nil {
-		return
-	}
+// note records that the constructor read key as typ with default def, or
+// only asked whether key is present (typ "").
+func (r *recorder) note(key, typ string, def any) {
 	s := r.find(key)
 	if s == nil {
 		r.specs = append(r.specs, OptionSpec{Key: key})
 		s = &r.specs[len(r.specs)-1]
 	}
-	if want == "" || s.Type != "" {
-		return
+	if typ != "" && s.Type == "" {
+		s.Type, s.Default = typ, def
 	}
-	s.Type = map[string]string{"an integer": "integer", "a number": "number", "true or false": "boolean", "a string": "string"}[want]
-	s.Default = reflect.ValueOf(dst).Elem().Interface()
 }
 
-func (r *recorder) fail(key string) {
-	if r != nil {
-		r.failed[key] = true
-	}
-}
+func (r *recorder) fail(key string) { r.failed[key] = true }

@@ -40,6 +40,9 @@ func twoMixers(t *testing.T) []string {
 
 func tinyPreset(t *testing.T, mixers []string, budget string) *Preset {
 	t.Helper()
+	if mixers == nil {
+		mixers = []string{} // every registered kind; null is an error
+	}
 	mj, _ := json.Marshal(mixers)
 	p, err := ParsePreset([]byte(`{
 		"task": {"name": "recall", "len": 16, "pairs": 3, "keys": 8, "values": 4, "train": 200, "val": 16, "test": 32},

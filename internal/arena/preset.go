@@ -1,7 +1,6 @@
 package arena
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/tokenmix/tokenmix/internal/configs"
 	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/internal/strict"
 	"github.com/tokenmix/tokenmix/mixer/registry"
 )
 
@@ -122,14 +122,17 @@ func LoadPreset(name string) (*Preset, error) {
 
 // ParsePreset parses a preset strictly.
 func ParsePreset(b []byte) (*Preset, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
 	p := &Preset{}
-	if err := d.Decode(p); err != nil {
+	if err := strict.Struct("", b, p); err != nil {
 		return nil, err
 	}
-	if len(p.Task) == 0 || len(p.Model) == 0 || p.Budget == "" {
-		return nil, fmt.Errorf("\"task\", \"model\" and \"budget\" are required")
+	for _, r := range []struct {
+		key string
+		ok  bool
+	}{{"task", len(p.Task) > 0}, {"model", len(p.Model) > 0}, {"budget", p.Budget != ""}} {
+		if !r.ok {
+			return nil, fmt.Errorf("%s: required", r.key)
+		}
 	}
 	if _, err := ParseBudget(p.Budget); err != nil {
 		return nil, err
@@ -224,15 +227,11 @@ func (p *Preset) SetLen(n int) error {
 	}
 }
 
-// decodeStrict decodes the JSON object m into dst, rejecting unknown keys.
+// decodeStrict decodes the JSON object m into dst (strict.Struct), naming
+// keys as prefix.key.
 func decodeStrict(prefix string, m map[string]json.RawMessage, dst any) error {
 	b, _ := json.Marshal(m)
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(dst); err != nil {
-		return fmt.Errorf("%s: %v", prefix, err)
-	}
-	return nil
+	return strict.Struct(prefix+".", b, dst)
 }
 
 // BuildTask constructs the preset's task.

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"sort"
-	"strings"
 
+	"github.com/tokenmix/tokenmix/internal/strict"
 	"github.com/tokenmix/tokenmix/mixer"
 	"github.com/tokenmix/tokenmix/mixer/registry"
 )
@@ -113,45 +111,45 @@ func ParseConfig(data []byte) (*Config, error) {
 // ParseConfigWith is ParseConfig with another mixer lookup (tests use it to
 // plug in test-only mixers).
 func ParseConfigWith(data []byte, lookup func(string) (mixer.Kind, error)) (*Config, error) {
-	p, err := newParser("", data)
+	p, err := strict.Parse("", data)
 	if err != nil {
 		return nil, err
 	}
+	p.Hint = "docs/model.md lists the keys"
 	c := &Config{}
-	p.intReq("vocab_size", &c.VocabSize)
-	p.intReq("d_model", &c.DModel)
-	p.intReq("n_heads", &c.NHeads)
-	p.intReq("n_layers", &c.NLayers)
-	p.intReq("d_ff", &c.DFF)
-	p.intReq("max_len", &c.MaxLen)
-	p.bool("causal", &c.Causal)
-	if !p.str("task", &c.Task) {
-		p.fail("task", "required")
+	p.IntRequired("vocab_size", &c.VocabSize)
+	p.IntRequired("d_model", &c.DModel)
+	p.IntRequired("n_heads", &c.NHeads)
+	p.IntRequired("n_layers", &c.NLayers)
+	p.IntRequired("d_ff", &c.DFF)
+	p.IntRequired("max_len", &c.MaxLen)
+	p.Bool("causal", &c.Causal)
+	if !p.String("task", &c.Task) {
+		p.Fail("task", "required")
 	}
-	p.int("n_classes", &c.NClasses)
-	if p.has("pad_id") {
-		var v int
-		p.int("pad_id", &v)
-		c.PadID = &v
+	p.Int("n_classes", &c.NClasses)
+	var pad int
+	if p.Int("pad_id", &pad) {
+		c.PadID = &pad
 	}
-	p.str("pool", &c.Pool)
-	p.bool("reversible", &c.Reversible)
-	p.bool("checkpoint", &c.Checkpoint)
+	p.String("pool", &c.Pool)
+	p.Bool("reversible", &c.Reversible)
+	p.Bool("checkpoint", &c.Checkpoint)
 	c.FFChunks = 1
-	p.int("ff_chunks", &c.FFChunks)
+	p.Int("ff_chunks", &c.FFChunks)
 	var mixRaw json.RawMessage
-	if !p.object("mixer", &mixRaw) {
-		p.fail("mixer", "required")
+	if !p.Object("mixer", &mixRaw) {
+		p.Fail("mixer", "required")
 	}
-	if p.has("train") {
-		var tr json.RawMessage
-		p.object("train", &tr)
-		if p.err == nil {
-			c.Train, p.err = parseTrain(tr)
-		}
-	}
-	if err := p.finish(); err != nil {
+	var tr json.RawMessage
+	hasTrain := p.Object("train", &tr)
+	if err := p.Err(); err != nil {
 		return nil, err
+	}
+	if hasTrain {
+		if c.Train, err = parseTrain(tr); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -248,31 +246,32 @@ func (c *Config) MixerConfig(i int) mixer.Config {
 }
 
 func parseTrain(data []byte) (*TrainConfig, error) {
-	p, err := newParser("train.", data)
+	p, err := strict.Parse("train.", data)
 	if err != nil {
 		return nil, err
 	}
+	p.Hint = "docs/model.md lists the keys"
 	t := &TrainConfig{BatchSize: 8, Steps: 1000, LR: 3e-4, GradClip: 1, Beta1: 0.9, Beta2: 0.999,
 		Eps: 1e-8, LogEvery: 10, EvalEvery: 100, EvalBatches: 4, KeepCheckpoints: 2}
-	p.int("batch_size", &t.BatchSize)
-	p.int("seq_len", &t.SeqLen)
-	p.int("steps", &t.Steps)
-	p.float("lr", &t.LR)
-	p.float("min_lr", &t.MinLR)
-	p.int("warmup", &t.Warmup)
-	p.float("weight_decay", &t.WeightDecay)
-	p.float("grad_clip", &t.GradClip)
-	p.float("beta1", &t.Beta1)
-	p.float("beta2", &t.Beta2)
-	p.float("eps", &t.Eps)
+	p.Int("batch_size", &t.BatchSize)
+	p.Int("seq_len", &t.SeqLen)
+	p.Int("steps", &t.Steps)
+	p.Float("lr", &t.LR)
+	p.Float("min_lr", &t.MinLR)
+	p.Int("warmup", &t.Warmup)
+	p.Float("weight_decay", &t.WeightDecay)
+	p.Float("grad_clip", &t.GradClip)
+	p.Float("beta1", &t.Beta1)
+	p.Float("beta2", &t.Beta2)
+	p.Float("eps", &t.Eps)
 	var seed int64
-	p.int64("seed", &seed)
-	p.int("log_every", &t.LogEvery)
-	p.int("eval_every", &t.EvalEvery)
-	p.int("eval_batches", &t.EvalBatches)
-	p.int("checkpoint_every", &t.CheckpointEvery)
-	p.int("keep_checkpoints", &t.KeepCheckpoints)
-	if err := p.finish(); err != nil {
+	p.Int64("seed", &seed)
+	p.Int("log_every", &t.LogEvery)
+	p.Int("eval_every", &t.EvalEvery)
+	p.Int("eval_batches", &t.EvalBatches)
+	p.Int("checkpoint_every", &t.CheckpointEvery)
+	p.Int("keep_checkpoints", &t.KeepCheckpoints)
+	if err := p.Err(); err != nil {
 		return nil, err
 	}
 	t.Seed = uint64(seed)
@@ -313,96 +312,6 @@ func parseTrain(data []byte) (*TrainConfig, error) {
 		return nil, fmt.Errorf("train.keep_checkpoints: must be ≥ 1")
 	}
 	return t, nil
-}
-
-// parser reads a JSON object strictly: type errors name the key, and finish
-// reports keys nobody asked for.
-type parser struct {
-	prefix string
-	raw    map[string]json.RawMessage
-	used   map[string]bool
-	err    error
-}
-
-func newParser(prefix string, data []byte) (*parser, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var raw map[string]json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("config: %s%v", strings.TrimSuffix(prefix, ".")+map[bool]string{true: ": ", false: ""}[prefix != ""], err)
-	}
-	if raw == nil {
-		return nil, fmt.Errorf("config: %swant a JSON object", prefix)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("config: trailing data after the JSON object")
-	}
-	return &parser{prefix: prefix, raw: raw, used: map[string]bool{}}, nil
-}
-
-func (p *parser) has(key string) bool { _, ok := p.raw[key]; return ok }
-
-func (p *parser) fail(key, format string, args ...any) {
-	if p.err == nil {
-		p.err = fmt.Errorf("%s%s: %s", p.prefix, key, fmt.Sprintf(format, args...))
-	}
-}
-
-func (p *parser) get(key string, dst any, want string) bool {
-	p.used[key] = true
-	r, ok := p.raw[key]
-	if !ok {
-		return false
-	}
-	if string(r) == "null" {
-		p.fail(key, "want %s, got null", want)
-		return true
-	}
-	if err := json.Unmarshal(r, dst); err != nil {
-		p.fail(key, "want %s, got %s", want, r)
-	}
-	return true
-}
-
-func (p *parser) int(key string, dst *int) bool     { return p.get(key, dst, "an integer") }
-func (p *parser) int64(key string, dst *int64) bool { return p.get(key, dst, "an integer") }
-func (p *parser) float(key string, dst *float64) bool {
-	return p.get(key, dst, "a number")
-}
-func (p *parser) bool(key string, dst *bool) bool  { return p.get(key, dst, "true or false") }
-func (p *parser) str(key string, dst *string) bool { return p.get(key, dst, "a string") }
-func (p *parser) object(key string, dst *json.RawMessage) bool {
-	p.used[key] = true
-	r, ok := p.raw[key]
-	if ok {
-		if len(r) == 0 || r[0] != '{' {
-			p.fail(key, "want a JSON object, got %s", r)
-		}
-		*dst = r
-	}
-	return ok
-}
-
-func (p *parser) intReq(key string, dst *int) {
-	if !p.int(key, dst) {
-		p.fail(key, "required")
-	}
-}
-
-func (p *parser) finish() error {
-	if p.err != nil {
-		return p.err
-	}
-	var unknown []string
-	for k := range p.raw {
-		if !p.used[k] {
-			unknown = append(unknown, p.prefix+k)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return fmt.Errorf("%s: unknown key (known keys are listed in docs/model.md)", strings.Join(unknown, ", "))
-	}
-	return nil
 }
 
 // MarshalJSON writes the resolved config (defaults filled in) with the keys

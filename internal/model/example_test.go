@@ -15,7 +15,7 @@ func ExampleParseConfig() {
 	fmt.Println(err)
 	// Output:
 	// n_heads: must divide d_model (96 % 5 ≠ 0)
-	// mixer: unknown option(s) window for kind "full"
+	// mixer.window: unknown key (kind full; tokenmix mixers lists each kind's options)
 }
 
 func ExampleModel() {
