@@ -3,16 +3,11 @@ package tokenmix
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/run"
-	"github.com/tokenmix/tokenmix/internal/safetensors"
 )
 
 // Model is a trained model loaded for inference. A Model is safe for
@@ -97,50 +92,20 @@ func Load(dir string, opts ...Option) (*Model, error) {
 			return nil, err
 		}
 	}
-	cfgPath, wPath, err := run.ModelFiles(dir, o.step)
+	st, err := run.Read(dir, o.step)
 	if err != nil {
 		return nil, fmt.Errorf("tokenmix: %w", err)
 	}
-	raw, err := os.ReadFile(cfgPath)
+	net, err := st.Model()
 	if err != nil {
 		return nil, fmt.Errorf("tokenmix: %w", err)
 	}
-	mc, err := model.ParseConfig(raw)
-	if err != nil {
-		return nil, fmt.Errorf("tokenmix: %s: %w", cfgPath, err)
-	}
-	net, err := model.New[float32](mc)
-	if err != nil {
-		return nil, fmt.Errorf("tokenmix: %s: %w", cfgPath, err)
-	}
-	wf, err := safetensors.ReadFile(wPath)
-	if err != nil {
-		return nil, fmt.Errorf("tokenmix: %w", err)
-	}
-	if err := net.LoadWeights(wf); err != nil {
-		return nil, fmt.Errorf("tokenmix: %s: %w", wPath, err)
-	}
+	mc := net.Config
 	m := &Model{threads: o.threads, net: net, cfg: Config{
 		VocabSize: mc.VocabSize, DModel: mc.DModel, NHeads: mc.NHeads, NLayers: mc.NLayers, DFF: mc.DFF,
 		MaxLen: mc.MaxLen, Causal: mc.Causal, Task: mc.Task, NClasses: mc.NClasses, PadID: mc.PadID,
-		Mixer: mc.Kind().Name, JSON: raw,
+		Mixer: mc.Kind().Name, JSON: st.Config, LabelNames: st.Labels, Step: st.Step,
 	}}
-	// Label names and the step: run.json and the checkpoint's directory
-	// name for a run, the weights' metadata for an exported model.
-	if d, err := run.Open(dir); err == nil {
-		m.cfg.LabelNames = d.Info.LabelNames
-		m.cfg.Step, _ = strconv.Atoi(filepath.Base(filepath.Dir(wPath)))
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("tokenmix: %w", err)
-	} else {
-		m.cfg.LabelNames, m.cfg.Step, err = run.ExportedMeta(wf)
-		if err != nil {
-			return nil, fmt.Errorf("tokenmix: %s: %w", wPath, err)
-		}
-	}
-	if n := len(m.cfg.LabelNames); n > 0 && n != mc.NClasses {
-		return nil, fmt.Errorf("tokenmix: %s: %d label names for n_classes %d", dir, n, mc.NClasses)
-	}
 	if mc.Train != nil {
 		net.Seed = mc.Train.Seed
 	}

@@ -599,6 +599,12 @@ func TestCLIDataErrors(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"name":"spam"`) {
 		t.Errorf("predict: exit %d, %q %q", r.code, r.stdout, r.stderr)
 	}
+	// An accuracy of 0 is printed, not left out.
+	os.WriteFile(filepath.Join(dir, "wrong.jsonl"), []byte("{\"text\": \"free cash prize\", \"label\": \"ham\"}\n"), 0o644)
+	r = cli(t, dir, "eval", "--run", spam, "--data", "wrong.jsonl", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"accuracy":0`) {
+		t.Errorf("eval with every answer wrong: exit %d, %q %q", r.code, r.stdout, r.stderr)
+	}
 }
 
 // TestCLIDataExport writes ListOps' validation split as JSONL and reads it

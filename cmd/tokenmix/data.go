@@ -61,6 +61,9 @@ func runData(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	if w != os.Stdout {
+		defer w.Close() // also on an error; the success path closes it below
+	}
 	bw := bufio.NewWriter(w)
 	info := t.Info()
 	tokens, target := make([]int32, info.MaxLen+1), make([]int32, 1)
@@ -83,6 +86,9 @@ func runData(ctx context.Context, args []string) error {
 	err = bw.Flush()
 	if w != os.Stdout {
 		err = errors.Join(err, w.Close())
+	}
+	if err != nil && *out != "" {
+		os.Remove(*out) // no partial file
 	}
 	if err == nil && *out != "" {
 		fmt.Fprintf(os.Stderr, "wrote %d %s lines of %s to %s\n", t.Len(s), *split, *task, *out)

@@ -16,9 +16,9 @@ type evalResult struct {
 	// (lm); Windows the number of windows scored (lm).
 	Inputs      int     `json:"inputs"`
 	Windows     int     `json:"windows,omitempty"`
-	Loss        float64 `json:"loss"` // mean cross-entropy, nats
-	Accuracy    float64 `json:"accuracy,omitempty"`
-	BitsPerByte float64 `json:"bits_per_byte,omitempty"`
+	Loss        float64  `json:"loss"`               // mean cross-entropy, nats
+	Accuracy    *float64 `json:"accuracy,omitempty"` // classify
+	BitsPerByte float64  `json:"bits_per_byte,omitempty"`
 }
 
 // runEval is `tokenmix eval`: a classifier's loss and accuracy on labelled
@@ -56,7 +56,7 @@ func runEval(ctx context.Context, args []string) error {
 		return printJSON(r)
 	}
 	if m.Config().Task == "classify" {
-		fmt.Printf("%d inputs: loss %.4f, accuracy %.2f%%\n", r.Inputs, r.Loss, 100*r.Accuracy)
+		fmt.Printf("%d inputs: loss %.4f, accuracy %.2f%%\n", r.Inputs, r.Loss, 100**r.Accuracy)
 	} else {
 		fmt.Printf("%d bytes in %d windows: %.4f bits per byte (loss %.4f nats)\n", r.Inputs, r.Windows, r.BitsPerByte, r.Loss)
 	}
@@ -92,19 +92,33 @@ func evalClassify(ctx context.Context, m *tokenmix.Model, path string) (evalResu
 		}
 		want[i] = k
 	}
-	preds, err := m.Classify(ctx, recordSeqs(recs))
+	lg, err := m.Logits(ctx, recordSeqs(recs))
 	if err != nil {
 		return evalResult{}, err
 	}
 	r := evalResult{Inputs: len(recs)}
-	for i, p := range preds {
-		r.Loss -= math.Log(float64(p.Probs[want[i]]))
-		if p.Label == want[i] {
-			r.Accuracy++
+	var correct int
+	C := lg.Shape[1]
+	for i, k := range want {
+		row := lg.Data[i*C : (i+1)*C]
+		best, mx := 0, row[0]
+		for j, v := range row {
+			if v > mx {
+				best, mx = j, v
+			}
+		}
+		var sum float64 // log-softmax in float64: no underflow to log(0)
+		for _, v := range row {
+			sum += math.Exp(float64(v - mx))
+		}
+		r.Loss -= float64(row[k]-mx) - math.Log(sum)
+		if best == k {
+			correct++
 		}
 	}
 	r.Loss /= float64(len(recs))
-	r.Accuracy /= float64(len(recs))
+	acc := float64(correct) / float64(len(recs))
+	r.Accuracy = &acc
 	return r, nil
 }
 

@@ -14,7 +14,7 @@ func runExport(ctx context.Context, args []string) error {
 	src := fs.String("run", "", "run directory (or an exported model)")
 	out := fs.String("out", "", "new directory for config.json and weights.safetensors")
 	dtype := fs.String("dtype", "f32", "weight type: f32, or bf16 (half the size, each weight rounded to bfloat16)")
-	step := fs.Int("step", -1, "the checkpoint to export (default: the newest)")
+	step := fs.Int("checkpoint", -1, "the checkpoint of the run to export (default: the newest)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -65,12 +65,12 @@ func commands() map[string]command {
 			"a classifier's loss and accuracy on labelled JSONL, or a causal lm's bits per byte on a text", runEval, false},
 		"data": {"export --task fmnist|listops [--split train|val|test] [--data-dir DIR] [--out F]",
 			"write a built-in classification task's split as JSONL, the format tokenmix train reads", runData, false},
-		"export": {"--run DIR --out MODEL [--dtype f32|bf16] [--step N]",
+		"export": {"--run DIR --out MODEL [--dtype f32|bf16] [--checkpoint N]",
 			"write a run's config and weights, without optimizer state, as a model directory", runExport, false},
 		"grad": {"--config C --weights W --batch B --out O [--float64]",
 			"one forward and backward: logits, loss and every gradient", runGrad, false},
-		"train": {"--config C --data PATH --out DIR [--resume]",
-			"train a byte-level language model on text, with resumable checkpoints", runTrain, true},
+		"train": {"--config C --data PATH [--val V] --out DIR [--resume] [--val-frac F] [--json]",
+			"train a byte-level language model on text, or a classifier on JSONL, with resumable checkpoints", runTrain, true},
 		"mixers": {"[--json]",
 			"list every mixer kind: paper, capabilities, options", runMixers, false},
 		"presets": {"[--json]",
@@ -175,7 +175,7 @@ func notifyContext() (context.Context, <-chan os.Signal, func()) {
 		got <- s
 		cancel()
 	}()
-	return ctx, got, func() { signal.Stop(in); cancel() }
+	return ctx, got, func() { signal.Stop(in); close(in); cancel() }
 }
 
 // received returns the signal on c, if one arrived.

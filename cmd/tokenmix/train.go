@@ -115,7 +115,10 @@ func runTrain(ctx context.Context, args []string) error {
 			m.NumParams(), task.Len(data.Train), task.Len(data.Val), len(labels), tc.Steps)
 		src = train.TaskSource{L: data.NewLoader(task, data.Train, tc.BatchSize, true, tc.Seed, 0)}
 		eval = func() (map[string]any, error) {
-			vl, acc := train.Evaluate(m, task, data.Val, tc.BatchSize, 0, 0)
+			vl, acc, err := train.Evaluate(m, task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+			if err != nil {
+				return nil, err
+			}
 			prog.Note(fmt.Sprintf("step %d: validation loss %.4f, accuracy %.2f%%", m.Step+1, vl, 100*acc))
 			return map[string]any{"val_loss": vl, "val_accuracy": acc}, nil
 		}

@@ -79,8 +79,8 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	r, err := train.Run(ctx, d, tr, train.TaskSource{L: loader}, train.Options{
 		Steps: j.budget.Steps, Duration: j.budget.Duration, Progress: j.prog, Name: j.kind,
 		Eval: func() (map[string]any, error) {
-			vl, vm := train.Evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
-			return map[string]any{"val_loss": vl, valKey: vm}, nil
+			vl, vm, err := train.Evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+			return map[string]any{"val_loss": vl, valKey: vm}, err
 		},
 	})
 	if err != nil {
@@ -110,13 +110,17 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		}
 	}
 	if math.IsNaN(res.Val) {
-		_, res.Val = train.Evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+		if _, res.Val, err = train.Evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0); err != nil {
+			return res, err
+		}
 	}
 	limit := 0
 	if j.preset.TestExamples > 0 {
 		limit = (j.preset.TestExamples + tc.BatchSize - 1) / tc.BatchSize
 	}
-	res.TestLoss, res.Test = train.Evaluate(m, j.task, data.Test, tc.BatchSize, limit, j.preset.Bucket)
+	if res.TestLoss, res.Test, err = train.Evaluate(m, j.task, data.Test, tc.BatchSize, limit, j.preset.Bucket); err != nil {
+		return res, err
+	}
 	res.Status = StatusDone
 	res.WallSeconds = r.WallSeconds + time.Since(start).Seconds()
 	return res, nil

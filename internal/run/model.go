@@ -54,96 +54,129 @@ func (d *Dir) Restore(tr *model.Trainer[float32], step int) (State, error) {
 	return st, nil
 }
 
-// ModelFiles returns the config and weights files of a model directory:
-// for a run directory, config.json and the newest checkpoint's weights
-// (step ≥ 0 picks that checkpoint instead); for an exported model,
-// config.json and weights.safetensors beside it.
-func ModelFiles(path string, step int) (config, weights string, err error) {
-	config = filepath.Join(path, ConfigName)
-	if _, err := os.Stat(filepath.Join(path, InfoName)); errors.Is(err, os.ErrNotExist) {
-		if step >= 0 {
-			return "", "", fmt.Errorf("run: %s is an exported model, it has no checkpoint %d", path, step)
-		}
-		return config, filepath.Join(path, WeightsName), nil
-	}
-	d, err := Open(path)
-	if err != nil {
-		return "", "", err
-	}
-	if step < 0 {
-		if step, err = d.Latest(); err != nil {
-			return "", "", err
-		}
-		if step < 0 {
-			return "", "", fmt.Errorf("run: %s has no complete checkpoint yet", path)
-		}
-	} else if _, err := os.Stat(d.CkptPath(step)); err != nil {
-		steps, _ := d.Checkpoints()
-		return "", "", fmt.Errorf("run: %s has no checkpoint %d (it has %v)", path, step, steps)
-	}
-	return config, filepath.Join(d.CkptPath(step), WeightsName), nil
+// Stored is a model as a directory holds it: a run directory's checkpoint,
+// or an exported model.
+type Stored struct {
+	Config      []byte // config.json as written
+	ConfigPath  string
+	Weights     *safetensors.File
+	WeightsPath string
+	// Labels names a classifier's classes (run.json, or the exported
+	// weights' metadata); nil when unnamed.
+	Labels []string
+	// Step is the training step of the weights (0 when unknown).
+	Step int
 }
 
-// LoadModel builds the model stored at path, a run directory or an
-// exported model (ModelFiles), with its weights loaded.
-func LoadModel(path string, step int) (*model.Model[float32], error) {
-	cfgPath, wPath, err := ModelFiles(path, step)
-	if err != nil {
+// Read reads the model stored at path: for a run directory, config.json
+// and the weights of the checkpoint at step (−1: the newest complete one);
+// for an exported model, config.json and weights.safetensors beside it
+// (step must be −1). The step is resolved once, so a run that saves
+// meanwhile cannot mix two checkpoints.
+func Read(path string, step int) (*Stored, error) {
+	s := &Stored{ConfigPath: filepath.Join(path, ConfigName)}
+	d, err := Open(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if step >= 0 {
+			return nil, fmt.Errorf("run: %s is an exported model, it has no checkpoint %d", path, step)
+		}
+		s.WeightsPath = filepath.Join(path, WeightsName)
+	case err != nil:
 		return nil, err
+	default:
+		if step < 0 {
+			if step, err = d.Latest(); err != nil {
+				return nil, err
+			}
+			if step < 0 {
+				return nil, fmt.Errorf("run: %s has no complete checkpoint yet", path)
+			}
+		}
+		s.WeightsPath = filepath.Join(d.CkptPath(step), WeightsName)
+		s.Labels, s.Step = d.Info.LabelNames, step
 	}
-	cfg, err := model.LoadConfig(cfgPath)
+	if s.Config, err = os.ReadFile(s.ConfigPath); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	s.Weights, err = safetensors.ReadFile(s.WeightsPath)
+	if errors.Is(err, os.ErrNotExist) && d != nil {
+		steps, _ := d.Checkpoints()
+		return nil, fmt.Errorf("run: %s has no checkpoint %d (it has %v)", path, step, steps)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	if d == nil {
+		if s.Labels, s.Step, err = exportedMeta(s.Weights); err != nil {
+			return nil, fmt.Errorf("run: %s: %w", s.WeightsPath, err)
+		}
+	}
+	return s, nil
+}
+
+// Model builds the stored model with its weights.
+func (s *Stored) Model() (*model.Model[float32], error) {
+	cfg, err := model.ParseConfig(s.Config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.ConfigPath, err)
 	}
 	m, err := model.New[float32](cfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", s.ConfigPath, err)
 	}
-	wf, err := safetensors.ReadFile(wPath)
-	if err != nil {
-		return nil, err
+	if err := m.LoadWeights(s.Weights); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.WeightsPath, err)
 	}
-	if err := m.LoadWeights(wf); err != nil {
-		return nil, fmt.Errorf("%s: %w", wPath, err)
+	if n := len(s.Labels); n > 0 && n != cfg.NClasses {
+		return nil, fmt.Errorf("%s: %d label names for n_classes %d", s.ConfigPath, n, cfg.NClasses)
 	}
 	return m, nil
 }
 
-// Export writes the model stored at src (a run directory's checkpoint at
-// step, −1 for the newest, or an exported model) to the new directory dst:
-// config.json and weights.safetensors only, in float32 or, with bf16, each
-// weight rounded to bfloat16. dst is written under a temporary name and
+// LoadModel reads (Read) and builds (Stored.Model) the model at path.
+func LoadModel(path string, step int) (*model.Model[float32], error) {
+	s, err := Read(path, step)
+	if err != nil {
+		return nil, err
+	}
+	return s.Model()
+}
+
+// Export writes the model stored at src (Read: a run directory's
+// checkpoint at step, −1 for the newest, or an exported model) to the new
+// directory dst: config.json and weights.safetensors only, in float32 or,
+// with bf16, each weight rounded to bfloat16, with the label names and the
+// step in the weights' metadata. dst is written under a temporary name and
 // renamed, so it is complete or absent; Export fails if dst exists.
 func Export(src string, step int, dst string, bf16 bool) error {
+	dst = filepath.Clean(dst)
 	if _, err := os.Stat(dst); err == nil {
 		return fmt.Errorf("export: %s already exists", dst)
 	}
-	cfgPath, _, err := ModelFiles(src, step)
+	s, err := Read(src, step)
 	if err != nil {
 		return err
 	}
-	cfg, err := os.ReadFile(cfgPath)
-	if err != nil {
-		return err
-	}
-	m, err := LoadModel(src, step)
-	if err != nil {
-		return err
-	}
-	labels, step, err := modelMeta(src, step)
+	m, err := s.Model()
 	if err != nil {
 		return err
 	}
 	wf := m.WeightsFile()
 	if bf16 {
 		wf = safetensors.New()
-		for i, s := range m.Specs {
-			wf.SetBF16(s.Name, s.Shape, m.ParamAt(i))
+		for i, sp := range m.Specs {
+			wf.SetBF16(sp.Name, sp.Shape, m.ParamAt(i))
 		}
 	}
-	if err := setExportedMeta(wf, labels, step); err != nil {
-		return err
+	if s.Labels != nil {
+		b, err := json.Marshal(s.Labels)
+		if err != nil {
+			return err
+		}
+		wf.Metadata[metaLabels] = string(b)
 	}
+	wf.Metadata[metaStep] = strconv.Itoa(s.Step)
 	wb, err := wf.Bytes()
 	if err != nil {
 		return err
@@ -155,7 +188,7 @@ func Export(src string, step int, dst string, bf16 bool) error {
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
-	for _, f := range []CkptFile{{ConfigName, cfg}, {WeightsName, wb}} {
+	for _, f := range []CkptFile{{ConfigName, s.Config}, {WeightsName, wb}} {
 		if err := writeFileSync(filepath.Join(tmp, f.Name), f.Data); err != nil {
 			return err
 		}
@@ -176,43 +209,9 @@ const (
 	metaStep   = "tokenmix.step"        // decimal
 )
 
-// modelMeta returns the label names and the checkpoint step of the model
-// at path (step −1: the newest), a run directory or an exported model.
-func modelMeta(path string, step int) ([]string, int, error) {
-	d, err := Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		wf, err := safetensors.ReadFile(filepath.Join(path, WeightsName))
-		if err != nil {
-			return nil, 0, err
-		}
-		return ExportedMeta(wf)
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	if step < 0 {
-		if step, err = d.Latest(); err != nil {
-			return nil, 0, err
-		}
-	}
-	return d.Info.LabelNames, step, nil
-}
-
-func setExportedMeta(wf *safetensors.File, labels []string, step int) error {
-	if labels != nil {
-		b, err := json.Marshal(labels)
-		if err != nil {
-			return err
-		}
-		wf.Metadata[metaLabels] = string(b)
-	}
-	wf.Metadata[metaStep] = strconv.Itoa(step)
-	return nil
-}
-
-// ExportedMeta reads the label names (nil when absent) and the training
+// exportedMeta reads the label names (nil when absent) and the training
 // step (0 when absent) that Export stores in an exported model's weights.
-func ExportedMeta(wf *safetensors.File) (labels []string, step int, err error) {
+func exportedMeta(wf *safetensors.File) (labels []string, step int, err error) {
 	if s, ok := wf.Metadata[metaLabels]; ok {
 		if err := json.Unmarshal([]byte(s), &labels); err != nil {
 			return nil, 0, fmt.Errorf("metadata %s: %v", metaLabels, err)

@@ -105,11 +105,16 @@ func Create(path string, config []byte, info Info) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	// config.json first: a directory with run.json is a complete run.
+	// config.json first, then run.json under a temporary name renamed into
+	// place: a directory with run.json is a complete run.
 	if err := writeFileSync(filepath.Join(path, ConfigName), config); err != nil {
 		return nil, err
 	}
-	if err := writeFileSync(filepath.Join(path, InfoName), append(ib, '\n')); err != nil {
+	tmp := filepath.Join(path, tmpPrefix+InfoName)
+	if err := writeFileSync(tmp, append(ib, '\n')); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, filepath.Join(path, InfoName)); err != nil {
 		return nil, err
 	}
 	return &Dir{Path: path, Config: config, Info: info}, syncDir(path)
@@ -211,6 +216,10 @@ func (d *Dir) Save(st State, files []CkptFile, keep int) error {
 	if _, err := os.Stat(final); err == nil {
 		return d.prune(keep)
 	}
+	// The metrics lines up to this step outlive a crash with it.
+	if err := syncFile(filepath.Join(d.Path, MetricsName)); err != nil {
+		return err
+	}
 	tmp := filepath.Join(root, tmpPrefix+filepath.Base(final))
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
@@ -264,7 +273,14 @@ func (d *Dir) prune(keep int) error {
 		return err
 	}
 	for len(steps) > max(keep, 1) {
-		if err := os.RemoveAll(d.CkptPath(steps[0])); err != nil {
+		// Renamed first: a step-named directory is always complete, even
+		// if the removal stops half-way.
+		old := d.CkptPath(steps[0])
+		gone := filepath.Join(root, tmpPrefix+"old-"+filepath.Base(old))
+		if err := os.Rename(old, gone); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(gone); err != nil {
 			return err
 		}
 		steps = steps[1:]
@@ -317,7 +333,10 @@ func (d *Dir) TrimMetrics(step int) error {
 	if err := writeFileSync(p+".tmp", b); err != nil {
 		return err
 	}
-	return os.Rename(p+".tmp", p)
+	if err := os.Rename(p+".tmp", p); err != nil {
+		return err
+	}
+	return syncDir(d.Path)
 }
 
 type metricLine struct {
@@ -337,7 +356,8 @@ func (d *Dir) metricLines() ([]metricLine, error) {
 		return nil, err
 	}
 	var out []metricLine
-	for i, line := range strings.Split(string(b), "\n") {
+	lines := strings.Split(string(b), "\n")
+	for i, line := range lines {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
@@ -345,6 +365,9 @@ func (d *Dir) metricLines() ([]metricLine, error) {
 			Step *int `json:"step"`
 		}
 		if err := json.Unmarshal([]byte(line), &m); err != nil || m.Step == nil {
+			if i == len(lines)-1 {
+				break // a last line cut off by a crash while it was written
+			}
 			return out, fmt.Errorf("run: %s line %d: want an object with a step (%v)", p, i+1, err)
 		}
 		out = append(out, metricLine{*m.Step, []byte(line)})
@@ -367,6 +390,22 @@ func writeFileSync(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// syncFile fsyncs the file at path if it exists.
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // syncDir fsyncs a directory, so the names created or renamed in it last.

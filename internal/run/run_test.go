@@ -308,6 +308,9 @@ func TestExport(t *testing.T) {
 	if p, _ := firstParam(old, -1); p != 10 {
 		t.Errorf("export of step 10: first weight %v", p)
 	}
+	if err := Export(dir, -1, filepath.Join(top, "slash")+"/", false); err != nil {
+		t.Errorf("export to a path with a trailing slash: %v", err)
+	}
 	if err := Export(dir, -1, f32, false); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Errorf("export over an existing directory: %v", err)
 	}

@@ -10,8 +10,9 @@ import (
 // Evaluate returns the mean cross-entropy (nats per target) and the task
 // metric over the first maxBatches batches of split s (0 = all of it).
 // bucket > 1 visits a whole split in order of length (less padding); a
-// capped evaluation always takes the first examples by index.
-func Evaluate(m *model.Model[float32], task data.Task, s data.Split, batch, maxBatches, bucket int) (loss, metric float64) {
+// capped evaluation always takes the first examples by index. A batch the
+// model refuses is an error.
+func Evaluate(m *model.Model[float32], task data.Task, s data.Split, batch, maxBatches, bucket int) (loss, metric float64, err error) {
 	info := task.Info()
 	l := data.NewLoader(task, s, batch, false, 0, 0)
 	if maxBatches == 0 {
@@ -23,7 +24,7 @@ func Evaluate(m *model.Model[float32], task data.Task, s data.Split, batch, maxB
 	for k := 0; (maxBatches == 0 || k < maxBatches) && l.Next(&b); k++ {
 		ls, err := m.Forward(b.Tokens, b.Targets, b.B, b.T)
 		if err != nil {
-			panic(err) // the training batches passed the same checks
+			return 0, 0, err
 		}
 		nt := b.NumTargets()
 		sum += ls * float64(nt)
@@ -37,13 +38,13 @@ func Evaluate(m *model.Model[float32], task data.Task, s data.Split, batch, maxB
 		}
 	}
 	if n == 0 {
-		return 0, 0
+		return 0, 0, nil
 	}
 	loss = sum / float64(n)
 	if info.Metric == data.BitsPerByte {
-		return loss, loss / math.Ln2
+		return loss, loss / math.Ln2, nil
 	}
-	return loss, float64(correct) / float64(n)
+	return loss, float64(correct) / float64(n), nil
 }
 
 func argmax(x []float32) int {

@@ -73,7 +73,8 @@ type Result struct {
 // lines logged after it; tr must be freshly built (and initialised) from
 // d's config. A cancelled ctx stops Run after the current step with a
 // checkpoint and ErrInterrupted. A non-finite loss is an error naming the
-// step.
+// step. The metrics lines logged after the checkpoint resumed from (all of
+// them without one) are dropped first.
 func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source, o Options) (Result, error) {
 	tc := tr.Model.Config.Train
 	start := time.Now()
@@ -97,10 +98,12 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 		if err := src.Restore(st.Step, st.Data); err != nil {
 			return res, fmt.Errorf("resume: data position: %w", err)
 		}
-		if err := d.TrimMetrics(st.Step); err != nil {
-			return res, err
-		}
 		res.Planned, res.Resumed = st.PlannedSteps, true
+	}
+	// Lines logged after the checkpoint (or, without one, at all) are
+	// logged again.
+	if err := d.TrimMetrics(st.Step); err != nil {
+		return res, err
 	}
 	res.Steps, res.Tokens, res.TrainSeconds = st.Step, st.Tokens, st.TrainSeconds
 	tr.Sched.Steps = res.Planned

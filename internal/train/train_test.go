@@ -3,6 +3,8 @@ package train
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -55,6 +57,28 @@ func TestRunKeepCheckpoints(t *testing.T) {
 		if want := []int{5, 6, 7}[3-keep:]; err != nil || !slices.Equal(steps, want) {
 			t.Errorf("keep_checkpoints %d: %v (%v), want %v", keep, steps, err, want)
 		}
+	}
+}
+
+// TestRunDropsLinesAfterCheckpoint: lines a killed run logged after its
+// last checkpoint (or with none at all), a last one cut off included, are
+// dropped when it resumes.
+func TestRunDropsLinesAfterCheckpoint(t *testing.T) {
+	d, tr, src := setup(t, 2, 0)
+	os.WriteFile(filepath.Join(d.Path, run.MetricsName), []byte("{\"step\": 1}\n{\"step\": 2}\n{\"st"), 0o644)
+	if _, err := Run(context.Background(), d, tr, src, Options{Steps: 7}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := d.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []float64
+	for _, l := range m {
+		steps = append(steps, l["step"].(float64))
+	}
+	if !slices.Equal(steps, []float64{2, 4, 6, 7}) {
+		t.Errorf("metrics steps %v, want [2 4 6 7] (log_every 2)", steps)
 	}
 }
 
