@@ -157,17 +157,17 @@ func (m *Model) check(seqs [][]int32) error {
 //
 // Sequences run sorted by length, in batches of at most maxBatchTokens
 // tokens. Where padding cannot change a sequence's result, sequences of
-// different lengths share a batch: a causal lm pads at the end (no
-// position sees a later one), a model with pad_id and a kind that honours
-// key padding pads with pad_id (excluded as keys and from the pooling).
-// Otherwise a batch holds sequences of one length.
+// different lengths share a batch (mixer.Kind.PadInvariant): a causal lm
+// pads at the end (no position sees a later one), a model with pad_id and
+// a kind that honours key padding pads with pad_id (excluded as keys and
+// from the pooling). Otherwise a batch holds sequences of one length.
 func (m *Model) forEach(ctx context.Context, seqs [][]int32, fn func(i int, logits []float32)) error {
 	if err := m.check(seqs); err != nil {
 		return err
 	}
-	c, net := m.cfg, m.net
-	pad, canPad := int32(0), c.Causal && c.Task == "lm"
-	if !canPad && c.PadID != nil && net.Config.Kind().KeyPadding {
+	c, k := m.cfg, m.net.Config.Kind()
+	pad, canPad := int32(0), c.Causal && c.Task == "lm" && k.PadInvariant
+	if !canPad && c.PadID != nil && k.KeyPadding && k.PadInvariant {
 		pad, canPad = int32(*c.PadID), true
 	}
 	order := make([]int, len(seqs))

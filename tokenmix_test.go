@@ -49,6 +49,14 @@ const (
 	 "causal": true, "task": "lm", "mixer": {"kind": "full"}, "train": {"seed": 4}}`
 	fnetCfg = `{"vocab_size": 256, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 40,
 	 "task": "classify", "n_classes": 2, "mixer": {"kind": "fnet"}, "train": {}}`
+	lshLMCfg = `{"vocab_size": 256, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 40,
+	 "causal": true, "task": "lm", "mixer": {"kind": "lsh", "bucket_size": 4, "n_hashes": 2}, "train": {}}`
+	lshClsCfg = `{"vocab_size": 260, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 40, "pad_id": 256,
+	 "task": "classify", "n_classes": 2, "mixer": {"kind": "lsh", "bucket_size": 4, "n_hashes": 2}, "train": {}}`
+	stridedCfg = `{"vocab_size": 260, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 40, "pad_id": 256,
+	 "task": "classify", "n_classes": 2, "mixer": {"kind": "strided", "block": 4}, "train": {}}`
+	convCfg = `{"vocab_size": 256, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 40,
+	 "causal": true, "task": "lm", "mixer": {"kind": "aft_conv", "window": 5}, "train": {}}`
 )
 
 // randomSeqs returns n sequences of lengths 1…maxLen with tokens below
@@ -105,12 +113,12 @@ func TestLogitsEqualForward(t *testing.T) {
 }
 
 // TestBatchingInvariance: a call on many sequences of different lengths
-// gives each the result it gets alone, within 1e-6, for a padding
-// classifier, a causal lm and a kind without key padding (grouped by
-// length).
+// gives each the result it gets alone, within 1e-6, for padding
+// classifiers, causal lms, a kind without key padding (FNet) and one whose
+// results depend on the padded length (LSH), both grouped by length.
 func TestBatchingInvariance(t *testing.T) {
 	ctx := context.Background()
-	for _, cfg := range []string{clsCfg, lmCfg, fnetCfg} {
+	for _, cfg := range []string{clsCfg, lmCfg, fnetCfg, lshLMCfg, lshClsCfg, stridedCfg, convCfg} {
 		m, err := Load(tinyRun(t, cfg, nil))
 		if err != nil {
 			t.Fatal(err)

@@ -34,22 +34,6 @@ func kinds(causal bool) []kindCase {
 	}
 }
 
-func TestConformance(t *testing.T) {
-	for _, causal := range []bool{false, true} {
-		for _, kc := range kinds(causal) {
-			name := fmt.Sprintf("causal=%v", causal)
-			c := cfg(kc.kind.Name, 6, 2, 140, causal, kc.opts)
-			mixertest.Run(t, kc.kind, []mixertest.Case{
-				{Name: name, Cfg: c, B: 2, T: 7},
-				{Name: name + "-pad", Cfg: c, B: 2, T: 9, Pad: true},
-				{Name: name + "-T1", Cfg: c, B: 1, T: 1},
-				// Three 64-row blocks: the cross-block scans.
-				{Name: name + "-blocks", Cfg: c, B: 2, T: 140, Pad: true, Samples: 12},
-			})
-		}
-	}
-}
-
 func TestFloat32Agrees(t *testing.T) {
 	for _, causal := range []bool{false, true} {
 		for _, kc := range kinds(causal) {

@@ -20,9 +20,11 @@ func Kind() mixer.Kind {
 		Causal:        true,
 		Bidirectional: true,
 		KeyPadding:    true,
+		PadInvariant:  true,
 		Paper:         "Correia, Niculae, Martins 2019, Adaptively Sparse Transformers (EMNLP)",
 		New32:         func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
 		New64:         func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
+		Tests:         tests(),
 	}
 }
 

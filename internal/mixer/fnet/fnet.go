@@ -30,6 +30,7 @@ func Kind() mixer.Kind {
 		Paper:         "Lee-Thorp et al. 2021, FNet: Mixing Tokens with Fourier Transforms",
 		New32:         func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
 		New64:         func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
+		Tests:         tests(),
 	}
 }
 

@@ -35,18 +35,6 @@ func setOrder[F kernels.Float](f *FNet[F], o string) {
 	}
 }
 
-func TestConformance(t *testing.T) {
-	var cases []mixertest.Case
-	for _, m := range []string{"fft", "gemm", ""} {
-		cases = append(cases,
-			mixertest.Case{Name: "bidir-" + m, Cfg: cfg(8, m), B: 2, T: 6},
-			mixertest.Case{Name: "odd-" + m, Cfg: cfg(7, m), B: 1, T: 5},
-			mixertest.Case{Name: "prime-" + m, Cfg: cfg(17, m), B: 2, T: 19},
-		)
-	}
-	mixertest.Run(t, Kind(), cases)
-}
-
 func TestFloat32Agrees(t *testing.T) {
 	for _, m := range []string{"fft", "gemm"} {
 		mixertest.Float32Agrees(t, Kind(), mixertest.Case{Name: m, Cfg: cfg(24, m), B: 2, T: 33}, 1e-5)

@@ -32,25 +32,14 @@ func smallTile(tile int) mixer.Kind {
 	return k
 }
 
-func cases() []mixertest.Case {
-	cfg := func(causal bool, o map[string]any) mixer.Config {
-		return mixer.Config{D: 8, Heads: 2, MaxLen: 16, Causal: causal, NLayers: 1, Opts: mixer.OptionsOf("full", o)}
-	}
-	alibi := map[string]any{"alibi": true}
-	return []mixertest.Case{
-		{Name: "causal", Cfg: cfg(true, nil), B: 2, T: 9},
-		{Name: "causal-pad", Cfg: cfg(true, nil), B: 2, T: 9, Pad: true},
-		{Name: "bidir", Cfg: cfg(false, nil), B: 2, T: 7},
-		{Name: "bidir-pad", Cfg: cfg(false, nil), B: 2, T: 7, Pad: true},
-		{Name: "causal-pad-alibi", Cfg: cfg(true, alibi), B: 2, T: 9, Pad: true},
-		{Name: "bidir-pad-alibi", Cfg: cfg(false, alibi), B: 2, T: 7, Pad: true},
-	}
-}
+// cases are the kind's declared conformance cases (the registry's suite
+// runs them with the default tiles).
+func cases() []mixertest.Case { return mixertest.Cases(Kind()) }
 
+// TestConformance runs the declared cases with 4×4 score tiles, so the
+// short sequences span several tiles.
 func TestConformance(t *testing.T) {
 	mixertest.Run(t, smallTile(4), cases())
-	mixertest.Run(t, Kind(), cases()[:2])
-	mixertest.Run(t, Kind(), cases()[4:])
 }
 
 func TestFloat32Agrees(t *testing.T) {

@@ -18,6 +18,7 @@ func Kind() mixer.Kind {
 		Paper: "Kitaev, Kaiser, Levskaya 2020, Reformer: The Efficient Transformer (LSH attention)",
 		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
 		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
+		Tests: tests(),
 	}
 }
 

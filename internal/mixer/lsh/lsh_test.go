@@ -17,22 +17,9 @@ func cfg(causal bool, bs, nh int) mixer.Config {
 		Opts: mixer.OptionsOf("lsh", map[string]any{"bucket_size": bs, "n_hashes": nh})}
 }
 
-// cases cover causal and bidirectional attention, padding, several rounds,
-// T not a multiple of 2·bucket_size, and bucket_size > T.
-func cases() []mixertest.Case {
-	return []mixertest.Case{
-		{Name: "causal", Cfg: cfg(true, 4, 3), B: 2, T: 16},
-		{Name: "causal-pad", Cfg: cfg(true, 4, 3), B: 2, T: 16, Pad: true},
-		{Name: "bidir", Cfg: cfg(false, 4, 3), B: 2, T: 16},
-		{Name: "bidir-pad", Cfg: cfg(false, 3, 2), B: 2, T: 13, Pad: true},
-		{Name: "causal-1round-odd", Cfg: cfg(true, 2, 1), B: 1, T: 11, Pad: true},
-		{Name: "bucket>T", Cfg: cfg(false, 16, 2), B: 2, T: 7},
-	}
-}
-
-func TestConformance(t *testing.T) {
-	mixertest.Run(t, Kind(), cases())
-}
+// cases are the kind's declared conformance cases (the registry's suite
+// runs them); the tests here reuse them.
+func cases() []mixertest.Case { return mixertest.Cases(Kind()) }
 
 func TestFloat32Agrees(t *testing.T) {
 	for _, path := range kernels.Paths() {

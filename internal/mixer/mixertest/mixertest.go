@@ -46,6 +46,41 @@ func Run(t *testing.T, k mixer.Kind, cases []Case) {
 	}
 }
 
+// Cases converts a kind's declared tests (mixer.Kind.Tests) into cases.
+func Cases(k mixer.Kind) []Case {
+	var out []Case
+	for _, tc := range k.Tests {
+		out = append(out, Case{Name: tc.Name, Cfg: tc.Config(k.Name), B: tc.B, T: tc.T, Pad: tc.Pad,
+			Tol: tc.Tol, Setup: tc.Setup, Samples: tc.Samples})
+	}
+	return out
+}
+
+// RunKind runs the suite on every test case kind k declares, and checks
+// that they cover each masking mode the kind supports, and padding when it
+// has KeyPadding. A kind without tests fails.
+func RunKind(t *testing.T, k mixer.Kind) {
+	t.Helper()
+	var causal, bidir, pad bool
+	for _, tc := range k.Tests {
+		causal = causal || tc.Causal
+		bidir = bidir || !tc.Causal
+		pad = pad || tc.Pad
+		if tc.Causal && !k.Causal || !tc.Causal && !k.Bidirectional || tc.Pad && !k.KeyPadding {
+			t.Errorf("%s: test %s uses a capability the kind does not declare", k.Name, tc.Name)
+		}
+	}
+	switch {
+	case len(k.Tests) == 0:
+		t.Errorf("%s: no test cases: declare them in Kind.Tests", k.Name)
+	case k.Causal && !causal, k.Bidirectional && !bidir:
+		t.Errorf("%s: the test cases do not cover every masking mode the kind supports", k.Name)
+	case k.KeyPadding && !pad:
+		t.Errorf("%s: the kind honours key padding but no test case pads", k.Name)
+	}
+	Run(t, k, Cases(k))
+}
+
 type inst struct {
 	m      mixer.Mixer[float64]
 	specs  []mixer.ParamSpec

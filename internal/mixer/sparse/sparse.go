@@ -19,10 +19,11 @@ func Fixed() mixer.Kind { return kind("fixed", true) }
 func kind(name string, fixed bool) mixer.Kind {
 	return mixer.Kind{
 		Name:   name,
-		Causal: true, Bidirectional: true, KeyPadding: true,
+		Causal: true, Bidirectional: true, KeyPadding: true, PadInvariant: true,
 		Paper: paper,
 		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c, fixed) },
 		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c, fixed) },
+		Tests: tests(fixed),
 	}
 }
 

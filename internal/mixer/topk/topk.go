@@ -19,9 +19,11 @@ func Kind() mixer.Kind {
 		Causal:        true,
 		Bidirectional: true,
 		KeyPadding:    true,
+		PadInvariant:  true,
 		Paper:         "Zhao et al. 2019, Explicit Sparse Transformer: Concentrated Attention Through Explicit Selection",
 		New32:         func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
 		New64:         func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
+		Tests:         tests(),
 	}
 }
 

@@ -143,61 +143,6 @@ func cfg(d, h int, causal bool, k int) mixer.Config {
 	return mixer.Config{D: d, Heads: h, MaxLen: 64, Causal: causal, NLayers: 1, Opts: mixer.OptionsOf("topk", map[string]any{"k": k})}
 }
 
-// suitePad is the padding mask mixertest builds for B, T.
-func suitePad(B, T int) []bool {
-	pad := make([]bool, B*T)
-	for b := 0; b < B; b++ {
-		for j := T - 1 - b; j < T; j++ {
-			if j > 0 {
-				pad[b*T+j] = true
-			}
-		}
-		if T > 3 {
-			pad[b*T+T/2] = true
-		}
-	}
-	return pad
-}
-
-// gap returns the smallest difference between the k-th and (k+1)-th
-// largest allowed scores of any row of the naive twin, with and without the
-// suite's padding: when it is large, the perturbations of finite
-// differences cannot flip a top-k set.
-func gap(w [][]float64, x []float64, c mixer.Config, B, T, k int) float64 {
-	g := math.Inf(1)
-	out := make([]float64, B*T*c.D)
-	for _, pad := range [][]bool{nil, suitePad(B, T)} {
-		entmax.NaiveForward(out, x, w, c.D, c.Heads, c.Causal, mixer.Pass{B: B, T: T, Pad: pad}, func(z []float64, h int) {
-			var s []float64
-			for _, v := range z {
-				if !math.IsInf(v, -1) {
-					s = append(s, v)
-				}
-			}
-			sort.Sort(sort.Reverse(sort.Float64Slice(s)))
-			if len(s) > k {
-				g = min(g, s[k-1]-s[k])
-			}
-		})
-	}
-	return g
-}
-
-func withGap(c mixer.Config, B, T, k int) func(w [][]float64, x []float64) {
-	return func(w [][]float64, x []float64) {
-		rng := rand.New(rand.NewPCG(5, 6))
-		for try := 0; try < 500; try++ {
-			if gap(w, x, c, B, T, k) > 1e-3 {
-				return
-			}
-			for i := range x {
-				x[i] = rng.NormFloat64()
-			}
-		}
-		panic("topk test: no input with margins found")
-	}
-}
-
 func TestConformance(t *testing.T) {
 	for _, causal := range []bool{true, false} {
 		for _, k := range []int{1, 3, 40} {
