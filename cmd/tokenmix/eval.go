@@ -14,8 +14,8 @@ import (
 type evalResult struct {
 	// Inputs is the number of labelled inputs (classify) or scored bytes
 	// (lm); Windows the number of windows scored (lm).
-	Inputs      int     `json:"inputs"`
-	Windows     int     `json:"windows,omitempty"`
+	Inputs      int      `json:"inputs"`
+	Windows     int      `json:"windows,omitempty"`
 	Loss        float64  `json:"loss"`               // mean cross-entropy, nats
 	Accuracy    *float64 `json:"accuracy,omitempty"` // classify
 	BitsPerByte float64  `json:"bits_per_byte,omitempty"`
