@@ -14,6 +14,10 @@ type Kind struct {
 	// causal masking), so sequences of different lengths may share a
 	// padded batch. LSH's bucket chunks depend on the padded length: false.
 	PadInvariant bool
+	// Decode says the kind's mixers implement Decoder (causal kinds only):
+	// the conformance suite then checks that decoding position by position
+	// and in chunks equals Forward.
+	Decode bool
 	// Paper is the citation shown by `tokenmix mixers` and in the docs.
 	Paper string
 	New32 func(Config) (Mixer[float32], error)

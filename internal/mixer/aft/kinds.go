@@ -21,7 +21,7 @@ func ConvKind() mixer.Kind { return kind("aft_conv", "AFT-conv") }
 func kind(name, variant string) mixer.Kind {
 	return mixer.Kind{
 		Name:   name,
-		Causal: true, Bidirectional: true, KeyPadding: true, PadInvariant: true,
+		Causal: true, Bidirectional: true, KeyPadding: true, PadInvariant: true, Decode: true,
 		Paper: "Zhai et al. 2021, An Attention Free Transformer (" + variant + ")",
 		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](name, c) },
 		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](name, c) },

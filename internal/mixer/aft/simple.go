@@ -12,7 +12,7 @@ import (
 func SimpleKind() mixer.Kind {
 	return mixer.Kind{
 		Name:   "aft_simple",
-		Causal: true, Bidirectional: true, KeyPadding: true, PadInvariant: true,
+		Causal: true, Bidirectional: true, KeyPadding: true, PadInvariant: true, Decode: true,
 		Paper: "Zhai et al. 2021, An Attention Free Transformer (AFT-simple)",
 		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32]("aft_simple", c) },
 		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64]("aft_simple", c) },

@@ -48,6 +48,9 @@ type Attention[F kernels.Float] struct {
 	// Slopes, when set (one per head), add the ALiBi position bias
 	// −Slopes[h]·|i−j| to the scaled scores of head h (see ALiBiSlopes).
 	Slopes []float64
+	// Causal says the pattern never lets a query see a later key; Decode
+	// needs it.
+	Causal bool
 	w, g   [][]F // q.weight, q.bias, k.…, v.…, o.…
 	btab   []F   // biasTable's cache, for lengths up to bT
 	bT     int

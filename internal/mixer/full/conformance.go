@@ -11,6 +11,7 @@ func tests() []mixer.TestCase {
 		{Name: "causal-pad", D: 8, Heads: 2, Causal: true, B: 2, T: 9, Pad: true},
 		{Name: "bidir", D: 8, Heads: 2, B: 2, T: 7},
 		{Name: "bidir-pad", D: 8, Heads: 2, B: 2, T: 7, Pad: true},
+		{Name: "causal-alibi", D: 8, Heads: 2, Causal: true, B: 2, T: 9, Opts: alibi},
 		{Name: "causal-pad-alibi", D: 8, Heads: 2, Causal: true, B: 2, T: 9, Pad: true, Opts: alibi},
 		{Name: "bidir-pad-alibi", D: 8, Heads: 2, B: 2, T: 7, Pad: true, Opts: alibi},
 	}

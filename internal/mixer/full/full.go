@@ -12,7 +12,7 @@ import (
 func Kind() mixer.Kind {
 	return mixer.Kind{
 		Name:   "full",
-		Causal: true, Bidirectional: true, KeyPadding: true, PadInvariant: true,
+		Causal: true, Bidirectional: true, KeyPadding: true, PadInvariant: true, Decode: true,
 		Paper: "Vaswani et al. 2017, Attention Is All You Need (memory-efficient exact kernel: Rabe & Staats 2021; Dao 2023)",
 		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
 		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
@@ -31,7 +31,7 @@ func New[F kernels.Float](c mixer.Config) (*attn.Attention[F], error) {
 	}
 	a, err := attn.New[F](c.D, c.Heads, &Pattern{Causal: c.Causal})
 	if err == nil {
-		a.Tiles, a.Slopes = Tiles, slopes
+		a.Tiles, a.Slopes, a.Causal = Tiles, slopes, c.Causal
 	}
 	return a, err
 }

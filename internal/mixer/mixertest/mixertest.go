@@ -79,6 +79,59 @@ func RunKind(t *testing.T, k mixer.Kind) {
 		t.Errorf("%s: the kind honours key padding but no test case pads", k.Name)
 	}
 	Run(t, k, Cases(k))
+	if k.Decode {
+		for _, c := range Cases(k) {
+			if c.Cfg.Causal && !c.Pad {
+				t.Run(fmt.Sprintf("%s/%s/decode", k.Name, c.Name), func(t *testing.T) { Decode(t, k, c, 1e-12) })
+			}
+		}
+	}
+}
+
+// Decode checks a causal case of a kind with Decode: feeding each sequence
+// position by position, and in uneven chunks (1, 2, 3, … positions), gives
+// the outputs of Forward on the whole batch within per-tensor
+// max|a−b|/max|b| ≤ tol, and the state reports every position.
+func Decode(t *testing.T, k mixer.Kind, c Case, tol float64) {
+	t.Helper()
+	in := build(t, k, c, false)
+	dec, ok := in.m.(mixer.Decoder[float64])
+	if !ok {
+		t.Fatalf("%s sets Decode but its mixer does not implement mixer.Decoder", k.Name)
+	}
+	want := in.forward(in.x)
+	D, T := c.Cfg.D, c.T
+	for _, chunked := range []bool{false, true} {
+		got := make([]float64, len(want))
+		for b := range c.B {
+			st := dec.NewState(T)
+			for pos, n := 0, 1; pos < T; pos += n {
+				if chunked {
+					n = min(n+1, T-pos)
+				} else {
+					n = 1
+				}
+				rows := in.x[(b*T+pos)*D : (b*T+pos+n)*D]
+				if err := dec.Decode(got[(b*T+pos)*D:(b*T+pos+n)*D], rows, st, n); err != nil {
+					t.Fatal(err)
+				}
+				if st.Len() != pos+n {
+					t.Fatalf("state length %d after %d positions", st.Len(), pos+n)
+				}
+			}
+			if err := dec.Decode(make([]float64, D), in.x[:D], st, 1); err == nil {
+				t.Errorf("decoding past the state's max length: no error")
+			}
+		}
+		var d, m float64
+		for i := range want {
+			d = math.Max(d, math.Abs(got[i]-want[i]))
+			m = math.Max(m, math.Abs(want[i]))
+		}
+		if d > tol*m {
+			t.Errorf("decoding (chunked %v) differs from forward by %.3g (relative %.3g > %g)", chunked, d, d/m, tol)
+		}
+	}
 }
 
 type inst struct {

@@ -19,7 +19,7 @@ func Fixed() mixer.Kind { return kind("fixed", true) }
 func kind(name string, fixed bool) mixer.Kind {
 	return mixer.Kind{
 		Name:   name,
-		Causal: true, Bidirectional: true, KeyPadding: true, PadInvariant: true,
+		Causal: true, Bidirectional: true, KeyPadding: true, PadInvariant: true, Decode: true,
 		Paper: paper,
 		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c, fixed) },
 		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c, fixed) },
@@ -87,7 +87,7 @@ func New[F kernels.Float](c mixer.Config, fixed bool) (*attn.Attention[F], error
 	}
 	a, err := attn.New[F](c.D, c.Heads, p)
 	if err == nil {
-		a.Tiles, a.Slopes = Tiles, p.Slopes
+		a.Tiles, a.Slopes, a.Causal = Tiles, p.Slopes, c.Causal
 		if !fixed {
 			a.Stride = p.L // strided keys i, i−l, …: residue-class copies
 		}

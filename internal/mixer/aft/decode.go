@@ -1,0 +1,145 @@
+package aft
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/mixer"
+)
+
+// decodeState is one causal sequence's AFT decoding state: per channel the
+// running sums of exp(K)⊙V and exp(K) relative to their running maximum m
+// (the w ≡ 0 part, O(D) whatever the length), and the K and V rows the
+// position bias still reaches: none for aft_simple, the last S for
+// aft_local and aft_conv (a ring), all of them for aft_full.
+type decodeState[F kernels.Float] struct {
+	n, max        int
+	m, num, den   []float64 // [D]
+	k, v          []F       // [keep, D] rows, position j at row j % keep
+	keep          int       // rows kept (0, S, or max)
+	q, kn, vn, ys []F       // [rows, D] work rows of one Decode call
+}
+
+func (s *decodeState[F]) Len() int { return s.n }
+
+func (s *decodeState[F]) Bytes() int64 {
+	var z F
+	f := int64(unsafe.Sizeof(z))
+	return 8*int64(len(s.m)+len(s.num)+len(s.den)) + f*int64(cap(s.k)+cap(s.v)+cap(s.q)+cap(s.kn)+cap(s.vn)+cap(s.ys))
+}
+
+// NewState returns the empty decoding state of a causal sequence of at
+// most maxLen positions.
+func (a *AFT[F]) NewState(maxLen int) mixer.State {
+	D := a.D
+	s := &decodeState[F]{max: maxLen, m: make([]float64, D), num: make([]float64, D), den: make([]float64, D)}
+	for c := range s.m {
+		s.m[c] = math.Inf(-1)
+	}
+	switch a.v {
+	case vLocal, vConv:
+		s.keep = a.S
+	case vFull:
+		s.keep = maxLen
+	}
+	s.k, s.v = make([]F, s.keep*D), make([]F, s.keep*D)
+	return s
+}
+
+// Decode implements mixer.Decoder for causal AFT: out [n,D] for the next n
+// positions' inputs x [n,D]. Each position costs O(D) for aft_simple,
+// O(S·D) for aft_local and aft_conv and O(t·D) for aft_full.
+func (a *AFT[F]) Decode(out, x []F, st mixer.State, n int) error {
+	s, ok := st.(*decodeState[F])
+	if !ok {
+		return fmt.Errorf("aft: a decoding state of another mixer")
+	}
+	if !a.Causal {
+		return fmt.Errorf("aft: decoding needs a causal mixer")
+	}
+	if s.n+n > s.max {
+		return fmt.Errorf("aft: %d positions exceed the state's %d", s.n+n, s.max)
+	}
+	D := a.D
+	for _, b := range []*[]F{&s.q, &s.kn, &s.vn, &s.ys} {
+		if cap(*b) < n*D {
+			*b = make([]F, n*D)
+		}
+		*b = (*b)[:n*D]
+	}
+	kernels.Linear(s.q, x, a.w[0], a.w[1], n, D, D)
+	sigmoid(s.q)
+	kernels.Linear(s.kn, x, a.w[2], a.w[3], n, D, D)
+	kernels.Linear(s.vn, x, a.w[4], a.w[5], n, D, D)
+	bias, _ := a.bias()
+	for r := range n {
+		t := s.n + r
+		k, v := s.kn[r*D:(r+1)*D], s.vn[r*D:(r+1)*D]
+		if s.keep > 0 {
+			copy(s.k[(t%s.keep)*D:], k)
+			copy(s.v[(t%s.keep)*D:], v)
+		}
+		// The w ≡ 0 sums take position t with the running-max rule.
+		for c := range D {
+			kc := float64(k[c])
+			if kc > s.m[c] {
+				f := math.Exp(s.m[c] - kc)
+				s.num[c] *= f
+				s.den[c] *= f
+				s.m[c] = kc
+			}
+			e := math.Exp(kc - s.m[c])
+			s.num[c] += e * float64(v[c])
+			s.den[c] += e
+		}
+		lo := t - s.keep + 1 // the positions the bias reaches: (t−keep, t]
+		if a.v == vFull {
+			lo = 0
+		}
+		y := s.ys[r*D : (r+1)*D]
+		for c := range D {
+			// num = Σ_j exp(K_j)·V_j + Σ_{j in reach} (exp(K_j + w_tj) − exp(K_j))·V_j,
+			// every term shifted by M, the largest exponent.
+			mx := s.m[c]
+			for j := max(lo, 0); j <= t && s.keep > 0; j++ {
+				mx = math.Max(mx, float64(s.k[(j%s.keep)*D+c])+a.biasAt(bias, t, j, c))
+			}
+			f := math.Exp(s.m[c] - mx)
+			num, den := f*s.num[c], f*s.den[c]
+			for j := max(lo, 0); j <= t && s.keep > 0; j++ {
+				kj, vj := float64(s.k[(j%s.keep)*D+c]), float64(s.v[(j%s.keep)*D+c])
+				w := a.biasAt(bias, t, j, c)
+				if w == 0 {
+					continue
+				}
+				d := math.Exp(kj+w-mx) - math.Exp(kj-mx)
+				num += d * vj
+				den += d
+			}
+			y[c] = s.q[r*D+c] * F(num/den)
+		}
+	}
+	kernels.Linear(out[:n*D], s.ys, a.w[6], a.w[7], n, D, D)
+	s.n += n
+	return nil
+}
+
+// biasAt is w[t,j] of channel c for a causal key j ≤ t (0 beyond the
+// window, and for aft_simple).
+func (a *AFT[F]) biasAt(bias []F, t, j, c int) float64 {
+	switch a.v {
+	case vFull:
+		return float64(bias[t*a.MaxLen+j])
+	case vLocal:
+		if t-j < a.S {
+			return float64(bias[t*a.MaxLen+j])
+		}
+	case vConv:
+		if o := t - j; o < a.S {
+			return float64(bias[(c/a.Dh)*a.S+o])
+		}
+	}
+	return 0
+}

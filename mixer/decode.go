@@ -1,0 +1,27 @@
+package mixer
+
+import "github.com/tokenmix/tokenmix/internal/kernels"
+
+// Decoder is implemented by causal mixers that run incrementally, for
+// generation: a State holds what the positions so far leave behind (a
+// key–value cache, running sums), and Decode maps the inputs of the next
+// positions to their outputs, equal to what Forward computes for those
+// positions of the whole sequence. A kind whose mixers implement it sets
+// Kind.Decode.
+type Decoder[F kernels.Float] interface {
+	// NewState returns the empty state of a sequence of at most maxLen
+	// positions.
+	NewState(maxLen int) State
+	// Decode writes out [n,D] for the inputs x [n,D] of the n positions
+	// after those st holds, and adds them to st. It returns an error, and
+	// leaves st unchanged, when st would exceed its maxLen.
+	Decode(out, x []F, st State, n int) error
+}
+
+// State is one sequence's decoding state.
+type State interface {
+	// Len is the number of positions decoded so far.
+	Len() int
+	// Bytes is the memory the state holds.
+	Bytes() int64
+}
