@@ -1,0 +1,122 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/mixer"
+)
+
+// Decoding is one sequence's incremental decoding state: a mixer state per
+// block (mixer.Decoder) and the position reached. It is not safe for
+// concurrent use; each sequence has its own.
+type Decoding[F kernels.Float] struct {
+	states []mixer.State
+	n, max int
+	// Work rows of one Decode call, grown as needed.
+	x, x2, ln, tmp, h, g, mean, rstd []F
+}
+
+// Len is the number of positions decoded so far.
+func (d *Decoding[F]) Len() int { return d.n }
+
+// Bytes is the memory of the mixers' states.
+func (d *Decoding[F]) Bytes() int64 {
+	var b int64
+	for _, s := range d.states {
+		b += s.Bytes()
+	}
+	return b
+}
+
+// CanDecode reports whether the model decodes incrementally: a causal lm
+// whose mixer kind implements mixer.Decoder.
+func (m *Model[F]) CanDecode() error {
+	c := m.Config
+	if c.Task != "lm" || !c.Causal {
+		return fmt.Errorf("model: decoding needs a causal lm (task %q, causal %v)", c.Task, c.Causal)
+	}
+	if _, ok := m.mixers[0].(mixer.Decoder[F]); !ok || !c.kind.Decode {
+		return fmt.Errorf("model: mixer kind %q does not decode incrementally", c.kind.Name)
+	}
+	return nil
+}
+
+// NewDecoding returns the empty state of a sequence of at most maxLen ≤
+// max_len positions, or CanDecode's error.
+func (m *Model[F]) NewDecoding(maxLen int) (*Decoding[F], error) {
+	if err := m.CanDecode(); err != nil {
+		return nil, err
+	}
+	if maxLen < 1 || maxLen > m.Config.MaxLen {
+		return nil, fmt.Errorf("model: decoding length %d outside [1, max_len=%d]", maxLen, m.Config.MaxLen)
+	}
+	d := &Decoding[F]{max: maxLen}
+	for _, mx := range m.mixers {
+		d.states = append(d.states, mx.(mixer.Decoder[F]).NewState(maxLen))
+	}
+	return d, nil
+}
+
+// Decode runs the model on the next len(tokens) positions of d's sequence
+// and writes their logits to logits [len(tokens), vocab_size]: the logits a
+// full Forward of the whole sequence gives at those positions. Tokens must
+// lie in the vocabulary and the sequence within d's length; these errors
+// are found before d changes.
+func (m *Model[F]) Decode(d *Decoding[F], tokens []int32, logits []F) error {
+	c := m.Config
+	n, D, H, V := len(tokens), c.DModel, c.DFF, c.VocabSize
+	switch {
+	case n == 0:
+		return fmt.Errorf("model: no tokens to decode")
+	case d.n+n > d.max:
+		return fmt.Errorf("model: %d positions exceed the decoding length %d", d.n+n, d.max)
+	case len(logits) < n*V:
+		return fmt.Errorf("model: %d logits for %d positions of vocab_size %d", len(logits), n, V)
+	}
+	for i, v := range tokens {
+		if v < 0 || int(v) >= V {
+			return fmt.Errorf("model: token %d at position %d outside [0, vocab_size=%d)", v, d.n+i, V)
+		}
+	}
+	for _, b := range []*[]F{&d.x, &d.x2, &d.ln, &d.tmp} {
+		*b = growTo(*b, n*D)
+	}
+	d.h, d.g = growTo(d.h, n*H), growTo(d.g, n*H)
+	d.mean, d.rstd = growTo(d.mean, n), growTo(d.rstd, n)
+	x := d.x
+	embeddingForward(x, tokens, m.w.embed, m.w.pos[d.n*D:], 1, n, D)
+	x2 := x
+	if c.Reversible {
+		x2 = d.x2
+		copy(x2, x)
+	}
+	for i := range c.NLayers {
+		bw := &m.w.blocks[i]
+		// x1 += mixer(LN1(x2)); x2 += FF(LN2(x1)), with x1 = x2 = x unless
+		// the blocks are reversible.
+		layerNormForward(d.ln, d.mean, d.rstd, x2, bw.ln1w, bw.ln1b, n, D)
+		if err := m.mixers[i].(mixer.Decoder[F]).Decode(d.tmp, d.ln, d.states[i], n); err != nil {
+			return fmt.Errorf("model: block %d: %w", i, err)
+		}
+		addTo(x, d.tmp)
+		layerNormForward(d.ln, d.mean, d.rstd, x, bw.ln2w, bw.ln2b, n, D)
+		ffForward(x2, d.h, d.g, d.ln, bw.fc1w, bw.fc1b, bw.fc2w, bw.fc2b, n, D, H)
+	}
+	if c.Reversible {
+		for k := range x {
+			x[k] = (x[k] + x2[k]) / 2
+		}
+	}
+	layerNormForward(d.ln, d.mean, d.rstd, x, m.w.lnfw, m.w.lnfb, n, D)
+	linearForward(logits[:n*V], d.ln, m.w.headw, m.w.headb, n, D, V, false)
+	d.n += n
+	return nil
+}
+
+func growTo[F kernels.Float](b []F, n int) []F {
+	if cap(b) < n {
+		return make([]F, n)
+	}
+	return b[:n]
+}
