@@ -623,3 +623,22 @@ func TestCLIDataExport(t *testing.T) {
 	}
 	checkUsageError(t, cli(t, dir, "data", "export", "--task", "gosrc"), []string{"gosrc"}, "classification tasks")
 }
+
+// TestCLIGenerate continues a prompt with the example lm, greedily, with a
+// stop sequence, and as JSON.
+func TestCLIGenerate(t *testing.T) {
+	fox, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "fox"))
+	r := cli(t, "", "generate", "--run", fox, "--prompt", "the quick", "--temperature", "0", "--max-tokens", "30", "--stop", "lazy")
+	if r.code != 0 || r.stdout != " brown fox jumps over the \n" {
+		t.Errorf("generate: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = cli(t, "", "generate", "--run", fox, "--prompt", "the", "--temperature", "0", "--max-tokens", "3", "--json")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 4 || !strings.HasPrefix(lines[0], `{"id":32,"log_prob":`) || !strings.Contains(lines[3], `"finish_reason":"length"`) {
+		t.Errorf("generate --json: exit %d, stdout %q", r.code, r.stdout)
+	}
+	spam, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "spam"))
+	if r := cli(t, "", "generate", "--run", spam, "--prompt", "x"); r.code != 1 || !strings.Contains(r.stderr, "streams need a causal lm") {
+		t.Errorf("generate with a classifier: exit %d, %q", r.code, r.stderr)
+	}
+}

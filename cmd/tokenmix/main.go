@@ -67,6 +67,8 @@ func commands() map[string]command {
 			"write a built-in classification task's split as JSONL, the format tokenmix train reads", runData, false},
 		"export": {"--run DIR --out MODEL [--dtype f32|bf16] [--checkpoint N]",
 			"write a run's config and weights, without optimizer state, as a model directory", runExport, false},
+		"generate": {"--run DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--stop TEXT] [--json]",
+			"continue a prompt with a causal byte-level lm, writing the bytes as they come", runGenerate, true},
 		"grad": {"--config C --weights W --batch B --out O [--float64]",
 			"one forward and backward: logits, loss and every gradient", runGrad, false},
 		"train": {"--config C --data PATH [--val V] --out DIR [--resume] [--val-frac F] [--json]",

@@ -1,0 +1,336 @@
+package tokenmix
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+
+	"github.com/tokenmix/tokenmix/internal/model"
+)
+
+// StreamOptions configure a Stream.
+type StreamOptions struct {
+	// MaxTokens bounds the stream's length, prompt included (0: max_len).
+	MaxTokens int
+	// CacheBytes bounds the memory of the stream's decoding state (0: no
+	// bound); an Append that takes the state past it returns an error and
+	// the stream refuses further tokens.
+	CacheBytes int64
+}
+
+// Stream is one sequence being decoded by a causal lm: each Append feeds
+// the next tokens and returns the logits of the last one. A model whose
+// mixer kind decodes incrementally (mixer.Kind.Decode) keeps a state per
+// stream (a key–value cache, running sums), so a token costs what the
+// mixer's recurrence allows; otherwise every Append runs the whole prefix
+// again. A Stream is not safe for concurrent use; many streams may share one
+// Model.
+type Stream struct {
+	m          *Model
+	dec        *model.Decoding[float32]
+	tokens     []int32
+	max        int
+	cacheBytes int64
+	err        error // sticky: the stream is unusable
+	logits     []float32
+}
+
+// NewStream starts a stream. It needs a causal lm (task "lm", causal true).
+func (m *Model) NewStream(o StreamOptions) (*Stream, error) {
+	c := m.cfg
+	if c.Task != "lm" || !c.Causal {
+		return nil, fmt.Errorf("tokenmix: streams need a causal lm (task \"lm\", causal true), this model's task is %q, causal %v", c.Task, c.Causal)
+	}
+	if o.MaxTokens < 0 || o.MaxTokens > c.MaxLen {
+		return nil, fmt.Errorf("tokenmix: StreamOptions.MaxTokens %d outside [0, max_len=%d]", o.MaxTokens, c.MaxLen)
+	}
+	if o.MaxTokens == 0 {
+		o.MaxTokens = c.MaxLen
+	}
+	if o.CacheBytes < 0 {
+		return nil, fmt.Errorf("tokenmix: StreamOptions.CacheBytes %d is negative", o.CacheBytes)
+	}
+	s := &Stream{m: m, max: o.MaxTokens, cacheBytes: o.CacheBytes}
+	if m.net.CanDecode() == nil {
+		var err error
+		if s.dec, err = m.net.NewDecoding(o.MaxTokens); err != nil {
+			return nil, fmt.Errorf("tokenmix: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Len is the number of tokens the stream holds.
+func (s *Stream) Len() int { return len(s.tokens) }
+
+// CacheBytes is the memory of the stream's decoding state.
+func (s *Stream) CacheBytes() int64 {
+	if s.dec == nil {
+		return 0
+	}
+	return s.dec.Bytes()
+}
+
+// Append feeds tokens (a prompt, or the next token) and returns the logits
+// of the last one, [vocab_size] in fresh memory. It returns an error for no
+// tokens, a token outside the vocabulary, a stream longer than its
+// MaxTokens, a state past CacheBytes, or a cancelled ctx.
+func (s *Stream) Append(ctx context.Context, tokens ...int32) ([]float32, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	c := s.m.cfg
+	switch {
+	case len(tokens) == 0:
+		return nil, fmt.Errorf("tokenmix: Append with no tokens")
+	case len(s.tokens)+len(tokens) > s.max:
+		return nil, fmt.Errorf("tokenmix: the stream would hold %d tokens, more than its %d", len(s.tokens)+len(tokens), s.max)
+	}
+	for i, v := range tokens {
+		if v < 0 || int(v) >= c.VocabSize {
+			return nil, fmt.Errorf("tokenmix: token %d at position %d outside the vocabulary [0, %d)", v, len(s.tokens)+i, c.VocabSize)
+		}
+	}
+	release, err := s.m.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	V := c.VocabSize
+	if s.dec != nil {
+		s.logits = slices.Grow(s.logits[:0], len(tokens)*V)[:len(tokens)*V]
+		if err := s.m.net.Decode(s.dec, tokens, s.logits); err != nil {
+			return nil, fmt.Errorf("tokenmix: %w", err)
+		}
+		s.tokens = append(s.tokens, tokens...)
+		if s.cacheBytes > 0 && s.dec.Bytes() > s.cacheBytes {
+			s.err = fmt.Errorf("tokenmix: the stream's state holds %d bytes, more than its CacheBytes %d", s.dec.Bytes(), s.cacheBytes)
+			return nil, s.err
+		}
+		return slices.Clone(s.logits[(len(tokens)-1)*V:]), nil
+	}
+	// No incremental state: run the whole prefix.
+	all := append(slices.Clone(s.tokens), tokens...)
+	net := s.m.net
+	net.Cancel = ctx.Err
+	defer func() { net.Cancel = nil }()
+	if _, err := net.Forward(all, nil, 1, len(all)); err != nil {
+		return nil, err
+	}
+	s.tokens = all
+	return slices.Clone(net.Logits()[(len(all)-1)*V:]), nil
+}
+
+// GenerateOptions configure Generate.
+type GenerateOptions struct {
+	// MaxTokens is the most tokens to generate (0: until max_len).
+	MaxTokens int
+	// Temperature 0 picks the most probable token (greedy); otherwise
+	// tokens are drawn from softmax(logits/Temperature), restricted to the
+	// TopK most probable (0: all) and to the smallest set of most probable
+	// tokens whose probability reaches TopP (0 or 1: all).
+	Temperature, TopP float64
+	TopK              int
+	// Seed seeds the draws: the same seed, binary, thread count and kernel
+	// path give the same tokens.
+	Seed uint64
+	// Stop ends generation when the output ends with one of these token
+	// sequences, which is not included in it.
+	Stop [][]int32
+	// OnToken, when set, receives each output token as soon as it is
+	// known not to begin a stop sequence; an error it returns ends
+	// Generate with that error.
+	OnToken func(Token) error
+}
+
+// Token is one generated token and its log-probability under the model
+// (before temperature, top-k and top-p).
+type Token struct {
+	ID      int32   `json:"id"`
+	LogProb float32 `json:"log_prob"`
+}
+
+// Result is what Generate produced. FinishReason is "stop" (a stop
+// sequence), "length" (MaxTokens) or "max_len" (the model's max_len).
+type Result struct {
+	Tokens       []int32   `json:"tokens"`
+	LogProbs     []float32 `json:"log_probs"`
+	FinishReason string    `json:"finish_reason"`
+}
+
+// Generate continues prompt with a causal lm. It returns an error for an
+// empty or invalid prompt (as Stream.Append), invalid options, or a
+// cancelled ctx.
+func (m *Model) Generate(ctx context.Context, prompt []int32, o GenerateOptions) (*Result, error) {
+	switch {
+	case len(prompt) == 0:
+		return nil, fmt.Errorf("tokenmix: Generate needs a prompt of at least one token")
+	case o.MaxTokens < 0 || o.TopK < 0:
+		return nil, fmt.Errorf("tokenmix: GenerateOptions: MaxTokens %d and TopK %d must be ≥ 0", o.MaxTokens, o.TopK)
+	case o.Temperature < 0 || math.IsNaN(o.Temperature) || o.TopP < 0 || o.TopP > 1 || math.IsNaN(o.TopP):
+		return nil, fmt.Errorf("tokenmix: GenerateOptions: Temperature %v must be ≥ 0 and TopP %v in [0, 1]", o.Temperature, o.TopP)
+	case len(prompt) >= m.cfg.MaxLen:
+		return nil, fmt.Errorf("tokenmix: a prompt of %d tokens leaves no room below max_len %d", len(prompt), m.cfg.MaxLen)
+	}
+	for i, s := range o.Stop {
+		if len(s) == 0 {
+			return nil, fmt.Errorf("tokenmix: GenerateOptions.Stop[%d] is empty", i)
+		}
+	}
+	s, err := m.NewStream(StreamOptions{})
+	if err != nil {
+		return nil, err
+	}
+	logits, err := s.Append(ctx, prompt...)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 0x67656e))
+	res := &Result{}
+	emitted := 0
+	emit := func(upto int) error {
+		for ; emitted < upto; emitted++ {
+			if o.OnToken != nil {
+				if err := o.OnToken(Token{res.Tokens[emitted], res.LogProbs[emitted]}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for {
+		id, lp := sample(logits, o, rng)
+		res.Tokens, res.LogProbs = append(res.Tokens, id), append(res.LogProbs, lp)
+		if n := stopAt(res.Tokens, o.Stop); n >= 0 {
+			res.Tokens, res.LogProbs, res.FinishReason = res.Tokens[:n], res.LogProbs[:n], "stop"
+			return res, emit(len(res.Tokens))
+		}
+		// Hold back a tail that may still become a stop sequence.
+		if err := emit(len(res.Tokens) - pendingStop(res.Tokens, o.Stop)); err != nil {
+			return nil, err
+		}
+		switch {
+		case o.MaxTokens > 0 && len(res.Tokens) == o.MaxTokens:
+			res.FinishReason = "length"
+		case s.Len()+1 == m.cfg.MaxLen: // prompt and output fill max_len
+			res.FinishReason = "max_len"
+		}
+		if res.FinishReason != "" {
+			return res, emit(len(res.Tokens))
+		}
+		if logits, err = s.Append(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// stopAt returns the length of out without the stop sequence it ends with,
+// or −1.
+func stopAt(out []int32, stops [][]int32) int {
+	for _, st := range stops {
+		if len(out) >= len(st) && slices.Equal(out[len(out)-len(st):], st) {
+			return len(out) - len(st)
+		}
+	}
+	return -1
+}
+
+// pendingStop returns the length of the longest tail of out that is a
+// proper prefix of a stop sequence.
+func pendingStop(out []int32, stops [][]int32) int {
+	best := 0
+	for _, st := range stops {
+		for n := min(len(st)-1, len(out)); n > best; n-- {
+			if slices.Equal(out[len(out)-n:], st[:n]) {
+				best = n
+				break
+			}
+		}
+	}
+	return best
+}
+
+// sample draws the next token from logits as o says, and returns it with
+// its log-probability under softmax(logits).
+func sample(logits []float32, o GenerateOptions, rng *rand.Rand) (int32, float32) {
+	mx := slices.Max(logits)
+	var z float64
+	for _, v := range logits {
+		z += math.Exp(float64(v - mx))
+	}
+	logProb := func(i int) float32 { return float32(float64(logits[i]-mx) - math.Log(z)) }
+	if o.Temperature == 0 {
+		best := 0
+		for i, v := range logits {
+			if v > logits[best] {
+				best = i
+			}
+		}
+		return int32(best), logProb(best)
+	}
+	type cand struct {
+		i int
+		p float64
+	}
+	cs := make([]cand, len(logits))
+	var sum float64
+	for i, v := range logits {
+		cs[i] = cand{i, math.Exp(float64(v-mx) / o.Temperature)}
+		sum += cs[i].p
+	}
+	sort.SliceStable(cs, func(a, b int) bool { return cs[a].p > cs[b].p })
+	for i := range cs {
+		cs[i].p /= sum
+	}
+	keep := len(cs)
+	if o.TopK > 0 {
+		keep = min(keep, o.TopK)
+	}
+	if o.TopP > 0 && o.TopP < 1 {
+		var cum float64
+		for i := range keep {
+			cum += cs[i].p
+			if cum >= o.TopP {
+				keep = i + 1
+				break
+			}
+		}
+	}
+	cs = cs[:keep]
+	var mass float64
+	for _, c := range cs {
+		mass += c.p
+	}
+	u := rng.Float64() * mass
+	for _, c := range cs {
+		if u -= c.p; u < 0 {
+			return int32(c.i), logProb(c.i)
+		}
+	}
+	last := cs[len(cs)-1].i
+	return int32(last), logProb(last)
+}
+
+// StepStreams appends next[i] to streams[i] for every i and returns each
+// stream's new logits, as Append would one by one. The streams run one
+// after another under one turn of the model; it returns the first error,
+// with the streams before it already stepped.
+func (m *Model) StepStreams(ctx context.Context, streams []*Stream, next []int32) ([][]float32, error) {
+	if len(streams) != len(next) {
+		return nil, fmt.Errorf("tokenmix: StepStreams: %d streams and %d tokens", len(streams), len(next))
+	}
+	out := make([][]float32, len(streams))
+	for i, s := range streams {
+		if s.m != m {
+			return nil, fmt.Errorf("tokenmix: StepStreams: stream %d belongs to another model", i)
+		}
+		var err error
+		if out[i], err = s.Append(ctx, next[i]); err != nil {
+			return nil, fmt.Errorf("tokenmix: stream %d: %w", i, err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,211 @@
+package tokenmix
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestStreamEqualsLogits: a stream's logits after each Append equal those
+// of the whole prefix, for a model that decodes incrementally and one that
+// runs the prefix again (LSH).
+func TestStreamEqualsLogits(t *testing.T) {
+	ctx := context.Background()
+	for _, cfg := range []string{lmCfg, convCfg, lshLMCfg} {
+		m, err := Load(tinyRun(t, cfg, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := m.NewStream(StreamOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := m.Encode("abracadabra, said the cat")
+		for pos, n := 0, 1; pos < len(text); pos, n = pos+n, n%3+1 {
+			n = min(n, len(text)-pos)
+			got, err := s.Append(ctx, text[pos:pos+n]...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, err := m.Logits(ctx, [][]int32{text[:pos+n]})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := all.Data[(pos+n-1)*256 : (pos+n)*256]
+			if r := maxRel(got, want); r > 1e-5 {
+				t.Fatalf("%s: after %d tokens the stream's logits differ by %.3g", m.Config().Mixer, pos+n, r)
+			}
+		}
+		if m.Config().Mixer == "full" && s.CacheBytes() == 0 {
+			t.Error("a KV-cache stream reports no state bytes")
+		}
+	}
+}
+
+// TestGenerateGreedy: at temperature 0 each token is the argmax of a full
+// forward pass over the prefix; top-k 1 at any temperature is the same.
+func TestGenerateGreedy(t *testing.T) {
+	ctx := context.Background()
+	m, err := Load(tinyRun(t, lmCfg, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := m.Encode("once upon")
+	res, err := m.Generate(ctx, prompt, GenerateOptions{MaxTokens: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tokens) != 12 || res.FinishReason != "length" {
+		t.Fatalf("%d tokens, finish %q", len(res.Tokens), res.FinishReason)
+	}
+	seq := slices.Clone(prompt)
+	for i, tok := range res.Tokens {
+		lg, err := m.Logits(ctx, [][]int32{seq})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := lg.Data[(len(seq)-1)*256 : len(seq)*256]
+		best := 0
+		for j, v := range row {
+			if v > row[best] {
+				best = j
+			}
+		}
+		sorted := slices.Clone(row)
+		slices.Sort(sorted)
+		if int(tok) != best && sorted[255]-sorted[254] > 1e-5 {
+			t.Errorf("token %d: %d, argmax %d", i, tok, best)
+		}
+		if want := logSoftmaxAt(row, int(tok)); math.Abs(float64(res.LogProbs[i])-want) > 1e-4 {
+			t.Errorf("token %d: log-prob %v, want %v", i, res.LogProbs[i], want)
+		}
+		seq = append(seq, tok)
+	}
+	k1, err := m.Generate(ctx, prompt, GenerateOptions{MaxTokens: 12, Temperature: 1.7, TopK: 1, Seed: 9})
+	if err != nil || !slices.Equal(k1.Tokens, res.Tokens) {
+		t.Errorf("top-k 1: %v, %v; greedy %v", k1.Tokens, err, res.Tokens)
+	}
+}
+
+// TestGenerateSampling: the same seed repeats the same tokens, another seed
+// differs, and max_len ends generation.
+func TestGenerateSampling(t *testing.T) {
+	ctx := context.Background()
+	m, err := Load(tinyRun(t, lmCfg, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := GenerateOptions{MaxTokens: 20, Temperature: 1, TopP: 0.95, Seed: 1}
+	a, _ := m.Generate(ctx, []int32{1, 2}, o)
+	b, _ := m.Generate(ctx, []int32{1, 2}, o)
+	o.Seed = 2
+	c, _ := m.Generate(ctx, []int32{1, 2}, o)
+	if !slices.Equal(a.Tokens, b.Tokens) || slices.Equal(a.Tokens, c.Tokens) {
+		t.Errorf("seed 1 twice: %v, %v; seed 2: %v", a.Tokens, b.Tokens, c.Tokens)
+	}
+	long, err := m.Generate(ctx, []int32{1, 2, 3}, GenerateOptions{})
+	if err != nil || long.FinishReason != "max_len" || len(long.Tokens) != 40-3 {
+		t.Errorf("until max_len: %d tokens, %q, %v", len(long.Tokens), long.FinishReason, err)
+	}
+}
+
+// TestTopP: on a known distribution top-p keeps the smallest set of most
+// probable tokens whose mass reaches p, in proportion.
+func TestTopP(t *testing.T) {
+	probs := []float64{0.05, 0.5, 0.15, 0.3}
+	logits := make([]float32, len(probs))
+	for i, p := range probs {
+		logits[i] = float32(math.Log(p))
+	}
+	for _, c := range []struct {
+		p    float64
+		want []float64 // expected frequency per token
+	}{
+		{0.5, []float64{0, 1, 0, 0}},
+		{0.7, []float64{0, 0.5 / 0.8, 0, 0.3 / 0.8}},
+		{0.9, []float64{0, 0.5 / 0.95, 0.15 / 0.95, 0.3 / 0.95}},
+		{1, probs},
+	} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		n := make([]float64, 4)
+		const draws = 20000
+		for range draws {
+			id, _ := sample(logits, GenerateOptions{Temperature: 1, TopP: c.p}, rng)
+			n[id]++
+		}
+		for i := range n {
+			if math.Abs(n[i]/draws-c.want[i]) > 0.015 {
+				t.Errorf("top-p %v: token %d drawn %.3f of the time, want %.3f", c.p, i, n[i]/draws, c.want[i])
+			}
+		}
+	}
+}
+
+// TestGenerateStop: a stop sequence ends the output and is not part of it,
+// nor of what OnToken saw.
+func TestGenerateStop(t *testing.T) {
+	ctx := context.Background()
+	m, err := Load(tinyRun(t, lmCfg, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, err := m.Generate(ctx, []int32{5}, GenerateOptions{MaxTokens: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := free.Tokens[3:5] // stops at its first occurrence, at or before 3
+	first := 0
+	for first+2 <= len(free.Tokens) && !slices.Equal(free.Tokens[first:first+2], stop) {
+		first++
+	}
+	var seen []int32
+	res, err := m.Generate(ctx, []int32{5}, GenerateOptions{MaxTokens: 10, Stop: [][]int32{{99, 98, 97}, stop},
+		OnToken: func(tk Token) error { seen = append(seen, tk.ID); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FinishReason != "stop" || !slices.Equal(res.Tokens, free.Tokens[:first]) || !slices.Equal(seen, res.Tokens) {
+		t.Errorf("stop %v: %v (%s), OnToken saw %v; free run %v", stop, res.Tokens, res.FinishReason, seen, free.Tokens)
+	}
+	boom := errors.New("boom")
+	if _, err := m.Generate(ctx, []int32{5}, GenerateOptions{MaxTokens: 3, OnToken: func(Token) error { return boom }}); !errors.Is(err, boom) {
+		t.Errorf("OnToken's error: %v", err)
+	}
+}
+
+func TestStreamErrors(t *testing.T) {
+	ctx := context.Background()
+	cls, _ := Load(tinyRun(t, clsCfg, nil))
+	lm, _ := Load(tinyRun(t, lmCfg, nil))
+	s, _ := lm.NewStream(StreamOptions{MaxTokens: 4})
+	small, _ := lm.NewStream(StreamOptions{CacheBytes: 100})
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"classifier", func() error { _, err := cls.NewStream(StreamOptions{}); return err }(), "streams need a causal lm"},
+		{"max tokens", func() error { _, err := lm.NewStream(StreamOptions{MaxTokens: 41}); return err }(), "MaxTokens 41 outside [0, max_len=40]"},
+		{"no tokens", func() error { _, err := s.Append(ctx); return err }(), "Append with no tokens"},
+		{"vocabulary", func() error { _, err := s.Append(ctx, 1, 300); return err }(), "token 300 at position 1 outside the vocabulary"},
+		{"too long", func() error { _, err := s.Append(ctx, 1, 2, 3, 4, 5); return err }(), "more than its 4"},
+		{"cache", func() error { _, err := small.Append(ctx, 1, 2, 3); return err }(), "more than its CacheBytes 100"},
+		{"cache sticks", func() error { _, err := small.Append(ctx, 1); return err }(), "more than its CacheBytes 100"},
+		{"cancelled", func() error { _, err := s.Append(cancelled, 1); return err }(), "context canceled"},
+		{"empty prompt", func() error { _, err := lm.Generate(ctx, nil, GenerateOptions{}); return err }(), "prompt of at least one token"},
+		{"temperature", func() error { _, err := lm.Generate(ctx, []int32{1}, GenerateOptions{Temperature: -1}); return err }(), "Temperature -1"},
+		{"top-p", func() error { _, err := lm.Generate(ctx, []int32{1}, GenerateOptions{TopP: 2}); return err }(), "TopP 2"},
+		{"empty stop", func() error { _, err := lm.Generate(ctx, []int32{1}, GenerateOptions{Stop: [][]int32{{}}}); return err }(), "Stop[0] is empty"},
+		{"full prompt", func() error { _, err := lm.Generate(ctx, make([]int32, 40), GenerateOptions{}); return err }(), "leaves no room"},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, c.err, c.want)
+		}
+	}
+}
