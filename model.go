@@ -144,6 +144,9 @@ var passes = make(chan struct{}, 1)
 
 // acquire waits for the pass slot or ctx, and sets the thread count.
 func (m *Model) acquire(ctx context.Context) (release func(), err error) {
+	if err := ctx.Err(); err != nil { // before the select, which picks at random among ready cases
+		return nil, err
+	}
 	select {
 	case passes <- struct{}{}:
 	case <-ctx.Done():
