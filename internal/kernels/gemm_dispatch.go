@@ -18,6 +18,10 @@ const gemmSerialFlops = 48 * 48 * 48
 // place, so no thread repeats another's packing; with row blocks every
 // thread packs all of op(B).
 func gemm32(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if !transA && transB && m <= gemvRows {
+		gemv32NT(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
 	nt := parallel.Threads()
 	if nt == 1 || m*n*k < gemmSerialFlops {
 		gemm32ST(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -82,4 +86,29 @@ func alignedFloats(n int) []float32 {
 	s := make([]float32, n+16)
 	off := int((64 - uintptr(unsafe.Pointer(&s[0]))&63) & 63 / 4)
 	return s[off : off+n : off+n]
+}
+
+// gemvRows is the most rows of A that gemv32NT handles: below it, packing
+// B (a whole weight matrix for one token in decoding) costs more than the
+// product.
+const gemvRows = 4
+
+// gemv32NT computes C = alpha·A·Bᵀ + beta·C for a few rows of A without
+// packing: each C[i,j] is one dot product of contiguous rows of A and B
+// (dot32, AVX-512 or AVX2 where the CPU has it), in parallel over the
+// columns. With beta = 0, C is not read.
+func gemv32NT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	grain := max(16, (1<<15)/max(k*m, 1))
+	parallel.For(n, grain, func(_, lo, hi int) {
+		for j := lo; j < hi; j++ {
+			bj := b[j*ldb : j*ldb+k]
+			for i := range m {
+				v := alpha * dot32(a[i*lda:i*lda+k], bj)
+				if beta != 0 {
+					v += beta * c[i*ldc+j]
+				}
+				c[i*ldc+j] = v
+			}
+		}
+	})
 }

@@ -18,15 +18,18 @@ var gemmCases = []gemmCase{
 	{1, 1, 1, 0},
 	{7, 13, 5, 0},
 	{65, 129, 33, 3},
-	{6, 64, 4, 0},    // exactly one AVX-512 tile
-	{12, 128, 17, 1}, // whole tiles, odd k
-	{100, 17, 0, 2},  // k = 0: C = beta·C
-	{0, 5, 3, 0},     // empty C
-	{7, 300, 20, 5},  // short and wide: split over columns
-	{13, 70, 700, 1}, // several k blocks
-	{7, 600, 256, 0}, // several column blocks of packed B
-	{50, 33, 64, 16}, // m, n not multiples of the tiles
-	{3, 1000, 2, 0},  // tiny k
+	{6, 64, 4, 0},     // exactly one AVX-512 tile
+	{12, 128, 17, 1},  // whole tiles, odd k
+	{100, 17, 0, 2},   // k = 0: C = beta·C
+	{0, 5, 3, 0},      // empty C
+	{7, 300, 20, 5},   // short and wide: split over columns
+	{13, 70, 700, 1},  // several k blocks
+	{7, 600, 256, 0},  // several column blocks of packed B
+	{50, 33, 64, 16},  // m, n not multiples of the tiles
+	{3, 1000, 2, 0},   // tiny k
+	{1, 1000, 256, 0}, // one row: the unpacked dot-product path (NT)
+	{2, 300, 257, 3},
+	{4, 65, 600, 0},
 }
 
 var gemmScalars = []struct{ alpha, beta float32 }{

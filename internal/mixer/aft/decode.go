@@ -19,15 +19,16 @@ type decodeState[F kernels.Float] struct {
 	m, num, den   []float64 // [D]
 	k, v          []F       // [keep, D] rows, position j at row j % keep
 	keep          int       // rows kept (0, S, or max)
-	q, kn, vn, ys []F       // [rows, D] work rows of one Decode call
+	q, kn, vn, ys []F       // [rows, D]: work of one Decode call
 }
 
 func (s *decodeState[F]) Len() int { return s.n }
 
+// Bytes is the state's memory: the running sums and the kept rows (not
+// the work rows of the last Decode call).
 func (s *decodeState[F]) Bytes() int64 {
 	var z F
-	f := int64(unsafe.Sizeof(z))
-	return 8*int64(len(s.m)+len(s.num)+len(s.den)) + f*int64(cap(s.k)+cap(s.v)+cap(s.q)+cap(s.kn)+cap(s.vn)+cap(s.ys))
+	return 8*int64(len(s.m)+len(s.num)+len(s.den)) + int64(unsafe.Sizeof(z))*int64(cap(s.k)+cap(s.v))
 }
 
 // NewState returns the empty decoding state of a causal sequence of at

@@ -9,30 +9,54 @@ import (
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
-// kvState is one causal sequence's key–value cache.
+// KeyLister is implemented by patterns that list a causal query's allowed
+// keys, so decoding visits only those (O(l + t/l) for strided) instead of
+// asking Allow about every earlier position.
+type KeyLister interface {
+	// CausalKeys appends to dst the keys j ≤ i that query i of head h may
+	// attend to, ascending, and returns it.
+	CausalKeys(h, i int, dst []int) []int
+}
+
+// kvState is one causal sequence's key–value cache, per head: k[h] and
+// v[h] hold [positions, Dh] rows.
 type kvState[F kernels.Float] struct {
-	n, max   int
-	k, v     []F // [n, D], grown as positions arrive
-	q, o, sc []F // work: [rows, D], [rows, D], scores [max]
+	n, max int
+	k, v   [][]F
+	// Work of one Decode call (not counted in Bytes).
+	q, kn, vn, o, sc []F
+	keys             []int
 }
 
 func (s *kvState[F]) Len() int { return s.n }
 
+// Bytes is the cache's memory: the keys and values held.
 func (s *kvState[F]) Bytes() int64 {
 	var z F
-	return int64(unsafe.Sizeof(z)) * int64(cap(s.k)+cap(s.v)+cap(s.q)+cap(s.o)+cap(s.sc))
+	var n int
+	for h := range s.k {
+		n += cap(s.k[h]) + cap(s.v[h])
+	}
+	return int64(unsafe.Sizeof(z)) * int64(n)
 }
 
 // NewState returns an empty key–value cache for a causal sequence of at
 // most maxLen positions.
 func (a *Attention[F]) NewState(maxLen int) mixer.State {
-	return &kvState[F]{max: maxLen}
+	return &kvState[F]{max: maxLen, k: make([][]F, a.H), v: make([][]F, a.H)}
+}
+
+func grow[F kernels.Float](b []F, n int) []F {
+	if cap(b) < n {
+		return make([]F, n)
+	}
+	return b[:n]
 }
 
 // Decode implements mixer.Decoder for a causal pattern: out [n,D] for the
-// next n positions' inputs x [n,D]. Position t reads the cached keys and
-// values of the positions its pattern allows (Pattern.Allow), so it costs
-// O(t) pattern checks and O(allowed·D) arithmetic.
+// next n positions' inputs x [n,D]. Position t visits the cached keys and
+// values its pattern allows (KeyLister, or Allow on every earlier
+// position), O(allowed·D) arithmetic.
 func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
 	s, ok := st.(*kvState[F])
 	if !ok {
@@ -45,62 +69,47 @@ func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
 		return fmt.Errorf("attn: %d positions exceed the state's %d", s.n+n, s.max)
 	}
 	D, H, Dh := a.D, a.H, a.Dh
-	grow := func(b *[]F, m int) {
-		if cap(*b) < m {
-			nb := make([]F, m, max(m, 2*cap(*b)))
-			copy(nb, *b)
-			*b = nb
-		}
-		*b = (*b)[:m]
-	}
-	grow(&s.k, (s.n+n)*D)
-	grow(&s.v, (s.n+n)*D)
-	grow(&s.q, n*D)
-	grow(&s.o, n*D)
-	grow(&s.sc, s.n+n)
+	s.q, s.kn, s.vn, s.o = grow(s.q, n*D), grow(s.kn, n*D), grow(s.vn, n*D), grow(s.o, n*D)
+	s.sc = grow(s.sc, s.n+n)
 	kernels.Linear(s.q, x, a.w[0], a.w[1], n, D, D)
-	kernels.Linear(s.k[s.n*D:], x, a.w[2], a.w[3], n, D, D)
-	kernels.Linear(s.v[s.n*D:], x, a.w[4], a.w[5], n, D, D)
+	kernels.Linear(s.kn, x, a.w[2], a.w[3], n, D, D)
+	kernels.Linear(s.vn, x, a.w[4], a.w[5], n, D, D)
+	for h := range H {
+		for r := range n {
+			s.k[h] = append(s.k[h], s.kn[r*D+h*Dh:r*D+(h+1)*Dh]...)
+			s.v[h] = append(s.v[h], s.vn[r*D+h*Dh:r*D+(h+1)*Dh]...)
+		}
+	}
+	lister, _ := a.Pat.(KeyLister)
 	scale := 1 / math.Sqrt(float64(Dh))
 	for r := range n {
 		i := s.n + r
 		for h := range H {
+			s.keys = s.keys[:0]
+			if lister != nil {
+				s.keys = lister.CausalKeys(h, i, s.keys)
+			} else {
+				for j := 0; j <= i; j++ {
+					if a.Pat.Allow(h, s.max, i, j) {
+						s.keys = append(s.keys, j)
+					}
+				}
+			}
 			q := s.q[r*D+h*Dh : r*D+(h+1)*Dh]
-			mx := math.Inf(-1)
-			for j := 0; j <= i; j++ {
-				if !a.Pat.Allow(h, s.max, i, j) {
-					s.sc[j] = F(math.Inf(-1))
-					continue
-				}
-				k := s.k[j*D+h*Dh : j*D+(h+1)*Dh]
-				var dot F
-				for c := range Dh {
-					dot += q[c] * k[c]
-				}
-				v := float64(dot) * scale
+			sc := s.sc[:len(s.keys)]
+			kh, vh := s.k[h], s.v[h]
+			for m, j := range s.keys {
+				v := float64(kernels.Dot(q, kh[j*Dh:(j+1)*Dh])) * scale
 				if a.Slopes != nil {
 					v -= a.Slopes[h] * float64(i-j)
 				}
-				s.sc[j] = F(v)
-				mx = math.Max(mx, float64(s.sc[j]))
+				sc[m] = F(v)
 			}
-			var sum float64
-			for j := 0; j <= i; j++ {
-				e := math.Exp(float64(s.sc[j]) - mx) // exp(−Inf) = 0 for a disallowed key
-				s.sc[j] = F(e)
-				sum += e
-			}
+			sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
 			o := s.o[r*D+h*Dh : r*D+(h+1)*Dh]
 			clear(o)
-			for j := 0; j <= i; j++ {
-				p := s.sc[j] / F(sum)
-				if p == 0 {
-					continue
-				}
-				v := s.v[j*D+h*Dh : j*D+(h+1)*Dh]
-				for c := range Dh {
-					o[c] += p * v[c]
-				}
+			for m, j := range s.keys {
+				kernels.Axpy(o, sc[m]/sum, vh[j*Dh:(j+1)*Dh])
 			}
 		}
 	}

@@ -65,6 +65,14 @@ type Pattern struct {
 // Allow reports whether query i may attend to key j.
 func (p *Pattern) Allow(h, T, i, j int) bool { return !p.Causal || j <= i }
 
+// CausalKeys appends 0…i (attn.KeyLister).
+func (p *Pattern) CausalKeys(h, i int, dst []int) []int {
+	for j := 0; j <= i; j++ {
+		dst = append(dst, j)
+	}
+	return dst
+}
+
 // Layout returns the dense tiled layout (the same for every head).
 func (p *Pattern) Layout(h, T int, t attn.Tiles) *attn.Layout {
 	p.mu.Lock()

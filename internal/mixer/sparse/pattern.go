@@ -100,6 +100,37 @@ func (p *Pattern) Allow(h, T, i, j int) bool {
 	return p.a1(i, j) || p.a2(i, j)
 }
 
+// CausalKeys appends the keys j ≤ i that query i of head h may attend to,
+// ascending (attn.KeyLister): the query itself, its set A1 (the last L+1
+// positions for strided, its own block for fixed) and A2 (every L-th
+// position back for strided, each block's last C positions for fixed). It
+// visits O(L + i/L) positions for strided, O(L + C·i/L) for fixed.
+func (p *Pattern) CausalKeys(h, i int, dst []int) []int {
+	s := p.set(h)
+	lo1 := max(i-p.L, 0) // A1 of strided: i−L … i
+	if p.Fixed {
+		lo1 = i / p.L * p.L
+	}
+	for j := 0; j < lo1 && s != setA1; j++ { // A2 below A1's range
+		if p.Fixed {
+			if j%p.L < p.L-p.C { // jump to this block's summary
+				j = j/p.L*p.L + p.L - p.C - 1
+				continue
+			}
+		} else if (i-j)%p.L != 0 {
+			j += (i-j)%p.L - 1 // jump to the next position ≡ i (mod L)
+			continue
+		}
+		dst = append(dst, j)
+	}
+	for j := lo1; j <= i; j++ {
+		if j == i || s != setA2 || p.a2(i, j) {
+			dst = append(dst, j)
+		}
+	}
+	return dst
+}
+
 // Layout returns head h's block layout at length T (cached).
 func (p *Pattern) Layout(h, T int, t attn.Tiles) *attn.Layout {
 	s := p.set(h)

@@ -2,6 +2,7 @@ package sparse
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -371,4 +372,36 @@ func (o *oneThread) Backward(dx, scr, dout, act, x []float32, p mixer.Pass) {
 	old := parallel.SetThreads(1)
 	defer parallel.SetThreads(old)
 	o.Mixer.Backward(dx, scr, dout, act, x, p)
+}
+
+// TestCausalKeys: the listed keys are exactly the allowed ones, for every
+// set, stride, summary size and query.
+func TestCausalKeys(t *testing.T) {
+	for _, fixed := range []bool{false, true} {
+		for _, comb := range []string{Heads, Merge, Interleave} {
+			for _, l := range []int{1, 2, 3, 5, 8} {
+				for c := 1; c <= l; c++ {
+					if !fixed && c > 1 {
+						break
+					}
+					for layer := range 2 {
+						p := &Pattern{Fixed: fixed, L: l, C: c, Causal: true, Combine: comb, Heads: 4, Layer: layer}
+						for h := range 4 {
+							for i := range 40 {
+								var want []int
+								for j := 0; j <= i; j++ {
+									if p.Allow(h, 64, i, j) {
+										want = append(want, j)
+									}
+								}
+								if got := p.CausalKeys(h, i, nil); !slices.Equal(got, want) {
+									t.Fatalf("%+v head %d query %d: keys %v, want %v", p, h, i, got, want)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
 }

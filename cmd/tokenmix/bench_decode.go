@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/tokenmix/tokenmix"
+	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/internal/parallel"
+)
+
+// decodePoint is one line of `tokenmix bench decode --json`.
+type decodePoint struct {
+	Pos        int     `json:"pos"`
+	MsPerToken float64 `json:"ms_per_token"`
+	StateBytes int64   `json:"state_bytes"`
+}
+
+// runBenchDecode is `tokenmix bench decode`: prefill speed, time to the
+// first token and the latency of one more token at positions 256, 1024 and
+// 4096 (those below max_len) of one stream, with its state's bytes.
+func runBenchDecode(ctx context.Context, args []string) error {
+	fs := newFlags("bench decode")
+	dir := fs.String("run", "", "run directory or exported model (a causal lm)")
+	cfgPath := fs.String("config", "", "or a model config (random weights)")
+	reps := fs.Int("reps", 16, "tokens timed at each position (median reported)")
+	asJSON := fs.Bool("json", false, "print one JSON object per position")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if (*dir == "") == (*cfgPath == "") || *reps < 1 || fs.NArg() > 0 {
+		return wantUsage(fs)
+	}
+	if *cfgPath != "" {
+		tmp, err := os.MkdirTemp("", "tokenmix-decode")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		if err := randomModel(*cfgPath, tmp); err != nil {
+			return err
+		}
+		*dir = tmp
+	}
+	m, err := tokenmix.Load(*dir)
+	if err != nil {
+		return err
+	}
+	c := m.Config()
+	s, err := m.NewStream(tokenmix.StreamOptions{})
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	next := func(n int) []int32 {
+		t := make([]int32, n)
+		for i := range t {
+			t[i] = int32(rng.IntN(c.VocabSize))
+		}
+		return t
+	}
+	// Prefill: the first 256 positions (or fewer) in one Append.
+	pre := min(256, c.MaxLen-*reps-1)
+	if pre < 1 {
+		return usageErr("bench decode: max_len %d leaves no room for --reps %d", c.MaxLen, *reps)
+	}
+	t0 := time.Now()
+	if _, err := s.Append(ctx, next(pre)...); err != nil {
+		return err
+	}
+	ttft := time.Since(t0)
+	if !*asJSON {
+		fmt.Printf("decode: %s, d=%d, %d layers, %d thread(s); prefill %d tokens in %.1f ms (%.0f tokens/s, the time to the first token)\n",
+			c.Mixer, c.DModel, c.NLayers, parallel.Threads(), pre, ms(ttft), float64(pre)/ttft.Seconds())
+	}
+	for _, pos := range []int{256, 1024, 4096} {
+		if pos+*reps > c.MaxLen {
+			break
+		}
+		if n := pos - s.Len(); n > 0 {
+			if _, err := s.Append(ctx, next(n)...); err != nil {
+				return err
+			}
+		}
+		times := make([]float64, *reps)
+		for i := range times {
+			tok := next(1)
+			t := time.Now()
+			if _, err := s.Append(ctx, tok...); err != nil {
+				return err
+			}
+			times[i] = ms(time.Since(t))
+		}
+		slices.Sort(times)
+		p := decodePoint{Pos: pos, MsPerToken: times[len(times)/2], StateBytes: s.CacheBytes()}
+		if *asJSON {
+			if err := printJSON(p); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Printf("position %5d: %.3f ms per token, state %s\n", p.Pos, p.MsPerToken, mib(p.StateBytes))
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// randomModel writes a model directory (config.json, weights.safetensors)
+// with freshly initialised weights for the config at path.
+func randomModel(path, dir string) error {
+	cfg, err := model.LoadConfig(path)
+	if err != nil {
+		return err
+	}
+	m, err := model.New[float32](cfg)
+	if err != nil {
+		return err
+	}
+	m.Init(1)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+		return err
+	}
+	return m.WeightsFile().WriteFile(filepath.Join(dir, "weights.safetensors"))
+}
