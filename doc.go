@@ -20,6 +20,12 @@
 // instead of each claiming all of them, and a cancelled context ends a
 // call between layers.
 //
+// A causal lm also generates: NewStream keeps one sequence's decoding
+// state (a key–value cache for attention, running sums for AFT: constant
+// time per token for aft_simple; kinds without a state run the prefix
+// again), and Generate samples from it with temperature, top-k, top-p, a
+// seed and stop sequences.
+//
 // Models are trained with the command tokenmix (cmd/tokenmix): `tokenmix
 // train` on text (a byte-level lm) or on JSONL lines with labels (a
 // classifier). Package mixer defines the token-mixer interface and package
