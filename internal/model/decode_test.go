@@ -16,7 +16,7 @@ import (
 // for plain, reversible, checkpointed and chunked-feed-forward models.
 func TestDecodeEqualsForward(t *testing.T) {
 	for _, mix := range []string{`{"kind": "full"}`, `{"kind": "full", "alibi": true}`, `{"kind": "aft_simple"}`,
-		`{"kind": "aft_conv", "window": 4}`, `{"kind": "strided", "block": 3}`} {
+		`{"kind": "aft_conv", "window": 4}`, `{"kind": "strided", "block": 3}`, `{"kind": "topk", "k": 4}`, `{"kind": "entmax", "alpha": 1.5}`} {
 		for _, extra := range []string{"", `, "reversible": true`, `, "checkpoint": true`, `, "ff_chunks": 3`} {
 			js := fmt.Sprintf(`{"vocab_size": 17, "d_model": 8, "n_heads": 2, "n_layers": 2, "d_ff": 16, "max_len": 24,
 				"causal": true, "task": "lm", "mixer": %s%s}`, mix, extra)

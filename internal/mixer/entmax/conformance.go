@@ -18,5 +18,9 @@ func tests() []mixer.TestCase {
 			out = append(out, mixer.TestCase{Name: name, D: 12, Heads: 3, MaxLen: 64, Causal: causal, Opts: o, B: 2, T: 37, Pad: true})
 		}
 	}
+	// Without padding, so the suite also checks decoding.
+	for _, o := range []map[string]any{{"alpha": 1.5}, {"alpha": 1.3, "learn_alpha": true}} {
+		out = append(out, mixer.TestCase{Name: fmt.Sprintf("alpha=%v/causal/nopad", o["alpha"]), D: 12, Heads: 3, MaxLen: 64, Causal: true, Opts: o, B: 2, T: 37})
+	}
 	return out
 }

@@ -21,6 +21,7 @@ func Kind() mixer.Kind {
 		Bidirectional: true,
 		KeyPadding:    true,
 		PadInvariant:  true,
+		Decode:        true,
 		Paper:         "Correia, Niculae, Martins 2019, Adaptively Sparse Transformers (EMNLP)",
 		New32:         func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
 		New64:         func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },

@@ -27,7 +27,10 @@ func tests() []mixer.TestCase {
 			out = append(out, c)
 		}
 	}
-	return out
+	// Without padding, so the suite also checks decoding.
+	c := mixer.TestCase{Name: "k=3/causal/nopad", D: 12, Heads: 3, MaxLen: 64, Causal: true, Opts: map[string]any{"k": 3}, B: 1, T: 37}
+	c.Setup = withGap(c.Config("topk"), c.B, c.T, 3)
+	return append(out, c)
 }
 
 // suitePad is the padding mask mixertest builds for B, T.

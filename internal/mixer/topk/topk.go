@@ -20,6 +20,7 @@ func Kind() mixer.Kind {
 		Bidirectional: true,
 		KeyPadding:    true,
 		PadInvariant:  true,
+		Decode:        true,
 		Paper:         "Zhao et al. 2019, Explicit Sparse Transformer: Concentrated Attention Through Explicit Selection",
 		New32:         func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
 		New64:         func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
@@ -102,7 +103,7 @@ func Row[F kernels.Float](z, tmp []F, k int) (theta, lse float64, kept int) {
 	tmp = tmp[:len(z)]
 	ninf := F(math.Inf(-1))
 	var th, mx F
-	if k <= heapMaxK {
+	if k <= heapMaxK && k <= len(z) {
 		var full bool
 		th, mx, full = kthLargestHeap(z, tmp[:k])
 		if !full { // at most k allowed: keep them all
