@@ -18,11 +18,13 @@ type KeyLister interface {
 	CausalKeys(h, i int, dst []int) []int
 }
 
-// kvState is one causal sequence's key–value cache, per head: k[h] and
-// v[h] hold [positions, Dh] rows.
+// kvState is one causal sequence's key–value cache, per head: k[h] holds
+// the keys as [positions, Dh] rows, vt[h] the values transposed, [Dh, cap]
+// (row c holds channel c of every position), so that a query over all
+// earlier keys is two matrix–vector products: K·q, then Vᵀ·p.
 type kvState[F kernels.Float] struct {
-	n, max int
-	k, v   [][]F
+	n, max, cap int
+	k, vt       [][]F
 	// Work of one Decode call (not counted in Bytes).
 	q, kn, vn, o, sc []F
 	keys             []int
@@ -35,7 +37,7 @@ func (s *kvState[F]) Bytes() int64 {
 	var z F
 	var n int
 	for h := range s.k {
-		n += cap(s.k[h]) + cap(s.v[h])
+		n += cap(s.k[h]) + cap(s.vt[h])
 	}
 	return int64(unsafe.Sizeof(z)) * int64(n)
 }
@@ -43,7 +45,7 @@ func (s *kvState[F]) Bytes() int64 {
 // NewState returns an empty key–value cache for a causal sequence of at
 // most maxLen positions.
 func (a *Attention[F]) NewState(maxLen int) mixer.State {
-	return &kvState[F]{max: maxLen, k: make([][]F, a.H), v: make([][]F, a.H)}
+	return &kvState[F]{max: maxLen, k: make([][]F, a.H), vt: make([][]F, a.H)}
 }
 
 func grow[F kernels.Float](b []F, n int) []F {
@@ -74,10 +76,23 @@ func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
 	kernels.Linear(s.q, x, a.w[0], a.w[1], n, D, D)
 	kernels.Linear(s.kn, x, a.w[2], a.w[3], n, D, D)
 	kernels.Linear(s.vn, x, a.w[4], a.w[5], n, D, D)
+	if s.n+n > s.cap { // grow the transposed values, doubling
+		c := min(max(2*s.cap, s.n+n, 64), s.max)
+		for h := range H {
+			vt := make([]F, Dh*c)
+			for ch := 0; ch < Dh && s.n > 0; ch++ {
+				copy(vt[ch*c:ch*c+s.n], s.vt[h][ch*s.cap:ch*s.cap+s.n])
+			}
+			s.vt[h] = vt
+		}
+		s.cap = c
+	}
 	for h := range H {
 		for r := range n {
 			s.k[h] = append(s.k[h], s.kn[r*D+h*Dh:r*D+(h+1)*Dh]...)
-			s.v[h] = append(s.v[h], s.vn[r*D+h*Dh:r*D+(h+1)*Dh]...)
+			for ch := range Dh {
+				s.vt[h][ch*s.cap+s.n+r] = s.vn[r*D+h*Dh+ch]
+			}
 		}
 	}
 	lister, _ := a.Pat.(KeyLister)
@@ -96,8 +111,19 @@ func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
 				}
 			}
 			q := s.q[r*D+h*Dh : r*D+(h+1)*Dh]
+			kh, vt := s.k[h], s.vt[h]
+			o := s.o[r*D+h*Dh : r*D+(h+1)*Dh]
+			if len(s.keys) == i+1 && a.Slopes == nil {
+				// Every earlier key: scores = K·q, o = Vᵀ·p.
+				sc := s.sc[:i+1]
+				kernels.Gemm(false, true, 1, i+1, Dh, F(scale), q, Dh, kh, Dh, 0, sc, i+1)
+				sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
+				for c := range o {
+					o[c] = kernels.Dot(sc, vt[c*s.cap:c*s.cap+i+1]) / sum
+				}
+				continue
+			}
 			sc := s.sc[:len(s.keys)]
-			kh, vh := s.k[h], s.v[h]
 			for m, j := range s.keys {
 				v := float64(kernels.Dot(q, kh[j*Dh:(j+1)*Dh])) * scale
 				if a.Slopes != nil {
@@ -106,10 +132,12 @@ func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
 				sc[m] = F(v)
 			}
 			sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
-			o := s.o[r*D+h*Dh : r*D+(h+1)*Dh]
 			clear(o)
 			for m, j := range s.keys {
-				kernels.Axpy(o, sc[m]/sum, vh[j*Dh:(j+1)*Dh])
+				p := sc[m] / sum
+				for c := range o {
+					o[c] += p * vt[c*s.cap+j]
+				}
 			}
 		}
 	}
