@@ -19,12 +19,15 @@ type KeyLister interface {
 }
 
 // kvState is one causal sequence's key–value cache, per head: k[h] holds
-// the keys as [positions, Dh] rows, vt[h] the values transposed, [Dh, cap]
-// (row c holds channel c of every position), so that a query over all
-// earlier keys is two matrix–vector products: K·q, then Vᵀ·p.
+// the keys as [positions, Dh] rows. A dense pattern (every query sees every
+// earlier key) keeps the values transposed in vt[h], [Dh, cap] (row c holds
+// channel c of every position), so that a query is two matrix–vector
+// products, K·q then Vᵀ·p; a sparse one keeps them as rows in v[h], read
+// at the few allowed positions.
 type kvState[F kernels.Float] struct {
 	n, max, cap int
-	k, vt       [][]F
+	dense       bool
+	k, v, vt    [][]F
 	// Work of one Decode call (not counted in Bytes).
 	q, kn, vn, o, sc []F
 	keys             []int
@@ -37,7 +40,7 @@ func (s *kvState[F]) Bytes() int64 {
 	var z F
 	var n int
 	for h := range s.k {
-		n += cap(s.k[h]) + cap(s.vt[h])
+		n += cap(s.k[h]) + cap(s.v[h]) + cap(s.vt[h])
 	}
 	return int64(unsafe.Sizeof(z)) * int64(n)
 }
@@ -45,7 +48,15 @@ func (s *kvState[F]) Bytes() int64 {
 // NewState returns an empty key–value cache for a causal sequence of at
 // most maxLen positions.
 func (a *Attention[F]) NewState(maxLen int) mixer.State {
-	return &kvState[F]{max: maxLen, k: make([][]F, a.H), vt: make([][]F, a.H)}
+	s := &kvState[F]{max: maxLen, k: make([][]F, a.H), v: make([][]F, a.H), vt: make([][]F, a.H)}
+	// Dense when the pattern lists every earlier key for a probe query of
+	// each head.
+	lister, ok := a.Pat.(KeyLister)
+	s.dense = ok && a.Slopes == nil
+	for h, i := 0, min(maxLen, 64)-1; h < a.H && s.dense; h++ {
+		s.dense = len(lister.CausalKeys(h, i, nil)) == i+1
+	}
+	return s
 }
 
 func grow[F kernels.Float](b []F, n int) []F {
@@ -76,7 +87,7 @@ func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
 	kernels.Linear(s.q, x, a.w[0], a.w[1], n, D, D)
 	kernels.Linear(s.kn, x, a.w[2], a.w[3], n, D, D)
 	kernels.Linear(s.vn, x, a.w[4], a.w[5], n, D, D)
-	if s.n+n > s.cap { // grow the transposed values, doubling
+	if s.dense && s.n+n > s.cap { // grow the transposed values, doubling
 		c := min(max(2*s.cap, s.n+n, 64), s.max)
 		for h := range H {
 			vt := make([]F, Dh*c)
@@ -90,6 +101,10 @@ func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
 	for h := range H {
 		for r := range n {
 			s.k[h] = append(s.k[h], s.kn[r*D+h*Dh:r*D+(h+1)*Dh]...)
+			if !s.dense {
+				s.v[h] = append(s.v[h], s.vn[r*D+h*Dh:r*D+(h+1)*Dh]...)
+				continue
+			}
 			for ch := range Dh {
 				s.vt[h][ch*s.cap+s.n+r] = s.vn[r*D+h*Dh+ch]
 			}
@@ -111,9 +126,9 @@ func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
 				}
 			}
 			q := s.q[r*D+h*Dh : r*D+(h+1)*Dh]
-			kh, vt := s.k[h], s.vt[h]
+			kh, vh, vt := s.k[h], s.v[h], s.vt[h]
 			o := s.o[r*D+h*Dh : r*D+(h+1)*Dh]
-			if len(s.keys) == i+1 && a.Slopes == nil {
+			if s.dense {
 				// Every earlier key: scores = K·q, o = Vᵀ·p.
 				sc := s.sc[:i+1]
 				kernels.Gemm(false, true, 1, i+1, Dh, F(scale), q, Dh, kh, Dh, 0, sc, i+1)
@@ -134,10 +149,7 @@ func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
 			sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
 			clear(o)
 			for m, j := range s.keys {
-				p := sc[m] / sum
-				for c := range o {
-					o[c] += p * vt[c*s.cap+j]
-				}
+				kernels.Axpy(o, sc[m]/sum, vh[j*Dh:(j+1)*Dh])
 			}
 		}
 	}
