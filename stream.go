@@ -315,21 +315,64 @@ func sample(logits []float32, o GenerateOptions, rng *rand.Rand) (int32, float32
 }
 
 // StepStreams appends next[i] to streams[i] for every i and returns each
-// stream's new logits, as Append would one by one. The streams run one
-// after another under one turn of the model; it returns the first error,
-// with the streams before it already stepped.
+// stream's new logits, as Append would one by one (within 1e-6). When the
+// model decodes incrementally, the step is one pass over the weights for
+// all the streams (model.DecodeBatch); otherwise the streams run one after
+// another. Errors (a stream twice, of another model, full, past its
+// CacheBytes, a token outside the vocabulary) are found before any stream
+// changes, except a CacheBytes excess, found after the step.
 func (m *Model) StepStreams(ctx context.Context, streams []*Stream, next []int32) ([][]float32, error) {
 	if len(streams) != len(next) {
 		return nil, fmt.Errorf("tokenmix: StepStreams: %d streams and %d tokens", len(streams), len(next))
 	}
-	out := make([][]float32, len(streams))
+	seen := map[*Stream]bool{}
+	incremental := true
 	for i, s := range streams {
-		if s.m != m {
+		switch {
+		case s.m != m:
 			return nil, fmt.Errorf("tokenmix: StepStreams: stream %d belongs to another model", i)
+		case seen[s]:
+			return nil, fmt.Errorf("tokenmix: StepStreams: stream %d appears twice", i)
+		case s.err != nil:
+			return nil, fmt.Errorf("tokenmix: stream %d: %w", i, s.err)
+		case len(s.tokens)+1 > s.max:
+			return nil, fmt.Errorf("tokenmix: stream %d holds %d tokens, its most", i, len(s.tokens))
+		case next[i] < 0 || int(next[i]) >= m.cfg.VocabSize:
+			return nil, fmt.Errorf("tokenmix: stream %d: token %d outside the vocabulary [0, %d)", i, next[i], m.cfg.VocabSize)
 		}
-		var err error
-		if out[i], err = s.Append(ctx, next[i]); err != nil {
-			return nil, fmt.Errorf("tokenmix: stream %d: %w", i, err)
+		seen[s] = true
+		incremental = incremental && s.dec != nil
+	}
+	out := make([][]float32, len(streams))
+	if !incremental {
+		for i, s := range streams {
+			var err error
+			if out[i], err = s.Append(ctx, next[i]); err != nil {
+				return nil, fmt.Errorf("tokenmix: stream %d: %w", i, err)
+			}
+		}
+		return out, nil
+	}
+	release, err := m.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	ds := make([]*model.Decoding[float32], len(streams))
+	for i, s := range streams {
+		ds[i] = s.dec
+	}
+	V := m.cfg.VocabSize
+	logits := make([]float32, len(streams)*V)
+	if err := m.net.DecodeBatch(ds, next, logits); err != nil {
+		return nil, fmt.Errorf("tokenmix: %w", err)
+	}
+	for i, s := range streams {
+		s.tokens = append(s.tokens, next[i])
+		out[i] = logits[i*V : (i+1)*V : (i+1)*V]
+		if s.cacheBytes > 0 && s.dec.Bytes() > s.cacheBytes {
+			s.err = fmt.Errorf("tokenmix: the stream's state holds %d bytes, more than its CacheBytes %d", s.dec.Bytes(), s.cacheBytes)
+			return nil, fmt.Errorf("tokenmix: stream %d: %w", i, s.err)
 		}
 	}
 	return out, nil

@@ -209,3 +209,47 @@ func TestStreamErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestStepStreams: stepping streams together equals appending to each
+// alone, within 1e-6, for a kind that decodes in batches, one that decodes
+// one stream at a time (entmax) and one without a state (LSH).
+func TestStepStreams(t *testing.T) {
+	ctx := context.Background()
+	entmaxCfg := strings.Replace(lmCfg, `{"kind": "full"}`, `{"kind": "entmax"}`, 1)
+	for _, cfg := range []string{lmCfg, convCfg, entmaxCfg, lshLMCfg} {
+		m, err := Load(tinyRun(t, cfg, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var together, alone []*Stream
+		for i := range 4 {
+			prompt := m.Encode(strings.Repeat("ab", i+1))
+			for _, l := range []*[]*Stream{&together, &alone} {
+				s, _ := m.NewStream(StreamOptions{})
+				if _, err := s.Append(ctx, prompt...); err != nil {
+					t.Fatal(err)
+				}
+				*l = append(*l, s)
+			}
+		}
+		for step := range 3 {
+			next := []int32{int32(10 + step), 20, 30, int32(40 + step)}
+			got, err := m.StepStreams(ctx, together, next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range alone {
+				want, err := s.Append(ctx, next[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r := maxRel(got[i], want); r > 1e-6 {
+					t.Errorf("%s: step %d stream %d differs by %.3g", m.Config().Mixer, step, i, r)
+				}
+			}
+		}
+		if _, err := m.StepStreams(ctx, []*Stream{together[0], together[0]}, []int32{1, 2}); err == nil || !strings.Contains(err.Error(), "twice") {
+			t.Errorf("a stream twice: %v", err)
+		}
+	}
+}

@@ -25,3 +25,11 @@ type State interface {
 	// Bytes is the memory the state holds.
 	Bytes() int64
 }
+
+// BatchDecoder is implemented by decoders that also step many sequences at
+// once: row i of x [len(states), D] is the next position of states[i], and
+// out [len(states), D] gets its output. The projections then read their
+// weights once for all the sequences.
+type BatchDecoder[F kernels.Float] interface {
+	DecodeBatch(out, x []F, states []State) error
+}

@@ -29,11 +29,12 @@ func runBenchDecode(ctx context.Context, args []string) error {
 	dir := fs.String("run", "", "run directory or exported model (a causal lm)")
 	cfgPath := fs.String("config", "", "or a model config (random weights)")
 	reps := fs.Int("reps", 16, "tokens timed at each position (median reported)")
+	streams := fs.Int("streams", 16, "also time StepStreams over this many streams at position 256 (0: skip)")
 	asJSON := fs.Bool("json", false, "print one JSON object per position")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if (*dir == "") == (*cfgPath == "") || *reps < 1 || fs.NArg() > 0 {
+	if (*dir == "") == (*cfgPath == "") || *reps < 1 || *streams < 0 || fs.NArg() > 0 {
 		return wantUsage(fs)
 	}
 	if *cfgPath != "" {
@@ -106,6 +107,33 @@ func runBenchDecode(ctx context.Context, args []string) error {
 		}
 		fmt.Printf("position %5d: %.3f ms per token, state %s\n", p.Pos, p.MsPerToken, mib(p.StateBytes))
 	}
+	if *streams == 0 || 256+*reps > c.MaxLen {
+		return nil
+	}
+	// StepStreams: every stream at position 256, stepped together.
+	ss := make([]*tokenmix.Stream, *streams)
+	for i := range ss {
+		if ss[i], err = m.NewStream(tokenmix.StreamOptions{}); err != nil {
+			return err
+		}
+		if _, err := ss[i].Append(ctx, next(256)...); err != nil {
+			return err
+		}
+	}
+	times := make([]float64, *reps)
+	for i := range times {
+		t := time.Now()
+		if _, err := m.StepStreams(ctx, ss, next(*streams)); err != nil {
+			return err
+		}
+		times[i] = ms(time.Since(t))
+	}
+	slices.Sort(times)
+	perStep := times[len(times)/2]
+	if *asJSON {
+		return printJSON(map[string]any{"streams": *streams, "pos": 256, "ms_per_step": perStep, "tokens_per_s": float64(*streams) / perStep * 1000})
+	}
+	fmt.Printf("%d streams at position 256, stepped together: %.3f ms per step, %.0f tokens/s\n", *streams, perStep, float64(*streams)/perStep*1000)
 	return nil
 }
 

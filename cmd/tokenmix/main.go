@@ -86,8 +86,8 @@ func commands() map[string]command {
 // its own file bench_<name>.go.
 func benchCommands() map[string]command {
 	return map[string]command{
-		"decode": {"--run DIR | --config C [--reps N] [--json]",
-			"one stream's prefill speed and per-token latency at positions 256, 1024 and 4096, with its state's bytes", runBenchDecode, false},
+		"decode": {"--run DIR | --config C [--reps N] [--streams N] [--json]",
+			"one stream's prefill speed and per-token latency at positions 256, 1024 and 4096, with its state's bytes; StepStreams' tokens/s", runBenchDecode, false},
 		"gemm": {"[--threads-list 1,2] [--trans NN] [--path P] [--reps N] [--clock wall|cpu] [--json]",
 			"float32 GEMM GFLOP/s on the benchmark shapes, against the measured FMA peak", runBenchGemm, false},
 		"peak": {"[--threads-list 1,2] [--reps N] [--clock wall|cpu] [--json]",

@@ -84,33 +84,103 @@ func (m *Model[F]) Decode(d *Decoding[F], tokens []int32, logits []F) error {
 	}
 	d.h, d.g = growTo(d.h, n*H), growTo(d.g, n*H)
 	d.mean, d.rstd = growTo(d.mean, n), growTo(d.rstd, n)
-	x := d.x
-	embeddingForward(x, tokens, m.w.embed, m.w.pos[d.n*D:], 1, n, D)
-	x2 := x
-	if c.Reversible {
-		x2 = d.x2
+	embeddingForward(d.x, tokens, m.w.embed, m.w.pos[d.n*D:], 1, n, D)
+	step := func(i int, out, x []F) error {
+		return m.mixers[i].(mixer.Decoder[F]).Decode(out, x, d.states[i], n)
+	}
+	if err := m.decodeBlocks(step, d.x, d.x2, d.ln, d.tmp, d.h, d.g, d.mean, d.rstd, logits, n); err != nil {
+		return err
+	}
+	d.n += n
+	return nil
+}
+
+// DecodeBatch decodes one next token for each of several sequences:
+// tokens[i] is the next token of ds[i], and row i of logits
+// [len(ds), vocab_size] gets its logits, as Decode would give them one by
+// one. The projections and feed-forwards then read their weights once for
+// all sequences (mixer.BatchDecoder; a kind without it is stepped
+// sequence by sequence). Errors are found before any state changes.
+func (m *Model[F]) DecodeBatch(ds []*Decoding[F], tokens []int32, logits []F) error {
+	c := m.Config
+	n, D, H, V := len(ds), c.DModel, c.DFF, c.VocabSize
+	switch {
+	case n == 0 || len(tokens) != n:
+		return fmt.Errorf("model: DecodeBatch with %d sequences and %d tokens", n, len(tokens))
+	case len(logits) < n*V:
+		return fmt.Errorf("model: %d logits for %d sequences of vocab_size %d", len(logits), n, V)
+	}
+	seen := map[*Decoding[F]]bool{}
+	for i, d := range ds {
+		switch {
+		case seen[d]:
+			return fmt.Errorf("model: sequence %d appears twice in DecodeBatch", i)
+		case d.n+1 > d.max:
+			return fmt.Errorf("model: sequence %d: %d positions exceed its decoding length %d", i, d.n+1, d.max)
+		case tokens[i] < 0 || int(tokens[i]) >= V:
+			return fmt.Errorf("model: sequence %d: token %d outside [0, vocab_size=%d)", i, tokens[i], V)
+		}
+		seen[d] = true
+	}
+	if _, ok := m.mixers[0].(mixer.BatchDecoder[F]); !ok {
+		for i, d := range ds {
+			if err := m.Decode(d, tokens[i:i+1], logits[i*V:(i+1)*V]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	x, x2, ln, tmp := make([]F, n*D), make([]F, n*D), make([]F, n*D), make([]F, n*D)
+	h, g, mean, rstd := make([]F, n*H), make([]F, n*H), make([]F, n), make([]F, n)
+	for i, d := range ds {
+		embeddingForward(x[i*D:(i+1)*D], tokens[i:i+1], m.w.embed, m.w.pos[d.n*D:], 1, 1, D)
+	}
+	states := make([]mixer.State, n)
+	step := func(layer int, out, in []F) error {
+		for i, d := range ds {
+			states[i] = d.states[layer]
+		}
+		return m.mixers[layer].(mixer.BatchDecoder[F]).DecodeBatch(out, in, states)
+	}
+	if err := m.decodeBlocks(step, x, x2, ln, tmp, h, g, mean, rstd, logits, n); err != nil {
+		return err
+	}
+	for _, d := range ds {
+		d.n++
+	}
+	return nil
+}
+
+// decodeBlocks runs the blocks, the final LayerNorm and the head on the n
+// embedded rows x: step(i, out, in) is block i's mixer on the LN1 rows in.
+// x2, ln, tmp [n,D], h, g [n,d_ff] and mean, rstd [n] are workspace.
+func (m *Model[F]) decodeBlocks(step func(i int, out, in []F) error, x, x2, ln, tmp, h, g, mean, rstd, logits []F, n int) error {
+	c := m.Config
+	D, H, V := c.DModel, c.DFF, c.VocabSize
+	if !c.Reversible {
+		x2 = x
+	} else {
 		copy(x2, x)
 	}
 	for i := range c.NLayers {
 		bw := &m.w.blocks[i]
 		// x1 += mixer(LN1(x2)); x2 += FF(LN2(x1)), with x1 = x2 = x unless
 		// the blocks are reversible.
-		layerNormForward(d.ln, d.mean, d.rstd, x2, bw.ln1w, bw.ln1b, n, D)
-		if err := m.mixers[i].(mixer.Decoder[F]).Decode(d.tmp, d.ln, d.states[i], n); err != nil {
+		layerNormForward(ln, mean, rstd, x2, bw.ln1w, bw.ln1b, n, D)
+		if err := step(i, tmp, ln); err != nil {
 			return fmt.Errorf("model: block %d: %w", i, err)
 		}
-		addTo(x, d.tmp)
-		layerNormForward(d.ln, d.mean, d.rstd, x, bw.ln2w, bw.ln2b, n, D)
-		ffForward(x2, d.h, d.g, d.ln, bw.fc1w, bw.fc1b, bw.fc2w, bw.fc2b, n, D, H)
+		addTo(x, tmp)
+		layerNormForward(ln, mean, rstd, x, bw.ln2w, bw.ln2b, n, D)
+		ffForward(x2, h, g, ln, bw.fc1w, bw.fc1b, bw.fc2w, bw.fc2b, n, D, H)
 	}
 	if c.Reversible {
 		for k := range x {
 			x[k] = (x[k] + x2[k]) / 2
 		}
 	}
-	layerNormForward(d.ln, d.mean, d.rstd, x, m.w.lnfw, m.w.lnfb, n, D)
-	linearForward(logits[:n*V], d.ln, m.w.headw, m.w.headb, n, D, V, false)
-	d.n += n
+	layerNormForward(ln, mean, rstd, x, m.w.lnfw, m.w.lnfb, n, D)
+	linearForward(logits[:n*V], ln, m.w.headw, m.w.headb, n, D, V, false)
 	return nil
 }
 

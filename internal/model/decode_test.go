@@ -96,3 +96,70 @@ func TestDecodeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeBatch: stepping several sequences at once (after prompts of
+// different lengths) equals stepping each alone.
+func TestDecodeBatch(t *testing.T) {
+	for _, mix := range []string{`{"kind": "full"}`, `{"kind": "strided", "block": 3}`, `{"kind": "aft_conv", "window": 4}`, `{"kind": "entmax"}`} {
+		for _, extra := range []string{"", `, "reversible": true`} {
+			c, err := ParseConfig([]byte(fmt.Sprintf(`{"vocab_size": 17, "d_model": 8, "n_heads": 2, "n_layers": 2, "d_ff": 16, "max_len": 24,
+				"causal": true, "task": "lm", "mixer": %s%s}`, mix, extra)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Run(mix+extra, func(t *testing.T) { checkDecodeBatch[float64](t, c, 1e-12) })
+		}
+	}
+}
+
+func checkDecodeBatch[F kernels.Float](t *testing.T, c *Config, tol float64) {
+	m, err := New[F](c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Init(5)
+	rng := rand.New(rand.NewPCG(6, 6))
+	const n = 5
+	V := c.VocabSize
+	var single, batch []*Decoding[F]
+	for i := range n {
+		prompt := make([]int32, 1+i*3)
+		for j := range prompt {
+			prompt[j] = int32(rng.IntN(V))
+		}
+		for _, list := range []*[]*Decoding[F]{&single, &batch} {
+			d, err := m.NewDecoding(24)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Decode(d, prompt, make([]F, len(prompt)*V)); err != nil {
+				t.Fatal(err)
+			}
+			*list = append(*list, d)
+		}
+	}
+	for step := range 4 {
+		next := make([]int32, n)
+		for i := range next {
+			next[i] = int32(rng.IntN(V))
+		}
+		got := make([]F, n*V)
+		if err := m.DecodeBatch(batch, next, got); err != nil {
+			t.Fatal(err)
+		}
+		for i, d := range single {
+			want := make([]F, V)
+			if err := m.Decode(d, next[i:i+1], want); err != nil {
+				t.Fatal(err)
+			}
+			for j := range want {
+				if math.Abs(float64(got[i*V+j]-want[j])) > tol*(1+math.Abs(float64(want[j]))) {
+					t.Fatalf("step %d sequence %d: batched logit %d is %v, alone %v", step, i, j, got[i*V+j], want[j])
+				}
+			}
+		}
+	}
+	if err := m.DecodeBatch([]*Decoding[F]{batch[0], batch[0]}, []int32{1, 2}, make([]F, 2*V)); err == nil {
+		t.Error("DecodeBatch with one sequence twice: no error")
+	}
+}

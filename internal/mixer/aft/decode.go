@@ -3,6 +3,7 @@ package aft
 import (
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
@@ -15,11 +16,10 @@ import (
 // position bias still reaches: none for aft_simple, the last S for
 // aft_local and aft_conv (a ring), all of them for aft_full.
 type decodeState[F kernels.Float] struct {
-	n, max        int
-	m, num, den   []float64 // [D]
-	k, v          []F       // [keep, D] rows, position j at row j % keep
-	keep          int       // rows kept (0, S, or max)
-	q, kn, vn, ys []F       // [rows, D]: work of one Decode call
+	n, max      int
+	m, num, den []float64 // [D]
+	k, v        []F       // [keep, D] rows, position j at row j % keep
+	keep        int       // rows kept (0, S, or max)
 }
 
 func (s *decodeState[F]) Len() int { return s.n }
@@ -57,27 +57,69 @@ func (a *AFT[F]) Decode(out, x []F, st mixer.State, n int) error {
 	if !ok {
 		return fmt.Errorf("aft: a decoding state of another mixer")
 	}
-	if !a.Causal {
-		return fmt.Errorf("aft: decoding needs a causal mixer")
-	}
 	if s.n+n > s.max {
 		return fmt.Errorf("aft: %d positions exceed the state's %d", s.n+n, s.max)
 	}
-	D := a.D
-	for _, b := range []*[]F{&s.q, &s.kn, &s.vn, &s.ys} {
+	states := make([]*decodeState[F], n)
+	for i := range states {
+		states[i] = s
+	}
+	return a.decodeRows(out, x, states)
+}
+
+// DecodeBatch implements mixer.BatchDecoder: one next position for each of
+// several sequences, with the projections over all of them at once.
+func (a *AFT[F]) DecodeBatch(out, x []F, states []mixer.State) error {
+	ss := make([]*decodeState[F], len(states))
+	for i, st := range states {
+		s, ok := st.(*decodeState[F])
+		if !ok {
+			return fmt.Errorf("aft: a decoding state of another mixer")
+		}
+		for _, o := range ss[:i] {
+			if o == s {
+				return fmt.Errorf("aft: DecodeBatch with one state twice")
+			}
+		}
+		if s.n+1 > s.max {
+			return fmt.Errorf("aft: sequence %d: %d positions exceed the state's %d", i, s.n+1, s.max)
+		}
+		ss[i] = s
+	}
+	return a.decodeRows(out, x, ss)
+}
+
+// decodeWork is one decodeRows call's workspace.
+type decodeWork[F kernels.Float] struct{ q, k, v, y []F }
+
+var decodePool sync.Pool
+
+// decodeRows decodes row r of x as the next position of states[r] (one
+// state may take several consecutive rows).
+func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
+	if !a.Causal {
+		return fmt.Errorf("aft: decoding needs a causal mixer")
+	}
+	n, D := len(states), a.D
+	w, ok := decodePool.Get().(*decodeWork[F])
+	if !ok {
+		w = &decodeWork[F]{}
+	}
+	defer decodePool.Put(w)
+	for _, b := range []*[]F{&w.q, &w.k, &w.v, &w.y} {
 		if cap(*b) < n*D {
 			*b = make([]F, n*D)
 		}
 		*b = (*b)[:n*D]
 	}
-	kernels.Linear(s.q, x, a.w[0], a.w[1], n, D, D)
-	sigmoid(s.q)
-	kernels.Linear(s.kn, x, a.w[2], a.w[3], n, D, D)
-	kernels.Linear(s.vn, x, a.w[4], a.w[5], n, D, D)
+	kernels.Linear(w.q, x, a.w[0], a.w[1], n, D, D)
+	sigmoid(w.q)
+	kernels.Linear(w.k, x, a.w[2], a.w[3], n, D, D)
+	kernels.Linear(w.v, x, a.w[4], a.w[5], n, D, D)
 	bias, _ := a.bias()
-	for r := range n {
-		t := s.n + r
-		k, v := s.kn[r*D:(r+1)*D], s.vn[r*D:(r+1)*D]
+	for r, s := range states {
+		t := s.n
+		k, v := w.k[r*D:(r+1)*D], w.v[r*D:(r+1)*D]
 		if s.keep > 0 {
 			copy(s.k[(t%s.keep)*D:], k)
 			copy(s.v[(t%s.keep)*D:], v)
@@ -99,7 +141,7 @@ func (a *AFT[F]) Decode(out, x []F, st mixer.State, n int) error {
 		if a.v == vFull {
 			lo = 0
 		}
-		y := s.ys[r*D : (r+1)*D]
+		y := w.y[r*D : (r+1)*D]
 		for c := range D {
 			// num = Σ_j exp(K_j)·V_j + Σ_{j in reach} (exp(K_j + w_tj) − exp(K_j))·V_j,
 			// every term shifted by M, the largest exponent.
@@ -111,19 +153,19 @@ func (a *AFT[F]) Decode(out, x []F, st mixer.State, n int) error {
 			num, den := f*s.num[c], f*s.den[c]
 			for j := max(lo, 0); j <= t && s.keep > 0; j++ {
 				kj, vj := float64(s.k[(j%s.keep)*D+c]), float64(s.v[(j%s.keep)*D+c])
-				w := a.biasAt(bias, t, j, c)
-				if w == 0 {
+				wt := a.biasAt(bias, t, j, c)
+				if wt == 0 {
 					continue
 				}
-				d := math.Exp(kj+w-mx) - math.Exp(kj-mx)
+				d := math.Exp(kj+wt-mx) - math.Exp(kj-mx)
 				num += d * vj
 				den += d
 			}
-			y[c] = s.q[r*D+c] * F(num/den)
+			y[c] = w.q[r*D+c] * F(num/den)
 		}
+		s.n++
 	}
-	kernels.Linear(out[:n*D], s.ys, a.w[6], a.w[7], n, D, D)
-	s.n += n
+	kernels.Linear(out[:n*D], w.y, a.w[6], a.w[7], n, D, D)
 	return nil
 }
 

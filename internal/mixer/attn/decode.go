@@ -3,6 +3,7 @@ package attn
 import (
 	"fmt"
 	"math"
+	"sync"
 	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
@@ -28,9 +29,6 @@ type kvState[F kernels.Float] struct {
 	n, max, cap int
 	dense       bool
 	k, v, vt    [][]F
-	// Work of one Decode call (not counted in Bytes).
-	q, kn, vn, o, sc []F
-	keys             []int
 }
 
 func (s *kvState[F]) Len() int { return s.n }
@@ -59,6 +57,22 @@ func (a *Attention[F]) NewState(maxLen int) mixer.State {
 	return s
 }
 
+// decodeWork is one Decode call's workspace; a pool keeps concurrent calls
+// (on different sequences) apart.
+type decodeWork[F kernels.Float] struct {
+	q, k, v, o, sc []F
+	keys           []int
+}
+
+var decodePool sync.Pool
+
+func getWork[F kernels.Float]() *decodeWork[F] {
+	if w, ok := decodePool.Get().(*decodeWork[F]); ok {
+		return w
+	}
+	return &decodeWork[F]{}
+}
+
 func grow[F kernels.Float](b []F, n int) []F {
 	if cap(b) < n {
 		return make([]F, n)
@@ -75,20 +89,103 @@ func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
 	if !ok {
 		return fmt.Errorf("attn: a decoding state of another mixer")
 	}
-	if !a.Causal {
-		return fmt.Errorf("attn: decoding needs a causal pattern")
-	}
 	if s.n+n > s.max {
 		return fmt.Errorf("attn: %d positions exceed the state's %d", s.n+n, s.max)
 	}
-	D, H, Dh := a.D, a.H, a.Dh
-	s.q, s.kn, s.vn, s.o = grow(s.q, n*D), grow(s.kn, n*D), grow(s.vn, n*D), grow(s.o, n*D)
-	s.sc = grow(s.sc, s.n+n)
-	kernels.Linear(s.q, x, a.w[0], a.w[1], n, D, D)
-	kernels.Linear(s.kn, x, a.w[2], a.w[3], n, D, D)
-	kernels.Linear(s.vn, x, a.w[4], a.w[5], n, D, D)
-	if s.dense && s.n+n > s.cap { // grow the transposed values, doubling
-		c := min(max(2*s.cap, s.n+n, 64), s.max)
+	states := make([]*kvState[F], n)
+	for i := range states {
+		states[i] = s
+	}
+	return a.decodeRows(out, x, states)
+}
+
+// DecodeBatch implements mixer.BatchDecoder: one next position for each of
+// several sequences, with the projections over all of them at once.
+func (a *Attention[F]) DecodeBatch(out, x []F, states []mixer.State) error {
+	ss := make([]*kvState[F], len(states))
+	for i, st := range states {
+		s, ok := st.(*kvState[F])
+		if !ok {
+			return fmt.Errorf("attn: a decoding state of another mixer")
+		}
+		for _, o := range ss[:i] {
+			if o == s {
+				return fmt.Errorf("attn: DecodeBatch with one state twice")
+			}
+		}
+		if s.n+1 > s.max {
+			return fmt.Errorf("attn: sequence %d: %d positions exceed the state's %d", i, s.n+1, s.max)
+		}
+		ss[i] = s
+	}
+	return a.decodeRows(out, x, ss)
+}
+
+// decodeRows decodes row r of x as the next position of states[r] (one
+// state may take several consecutive rows).
+func (a *Attention[F]) decodeRows(out, x []F, states []*kvState[F]) error {
+	if !a.Causal {
+		return fmt.Errorf("attn: decoding needs a causal pattern")
+	}
+	n, D, H, Dh := len(states), a.D, a.H, a.Dh
+	w := getWork[F]()
+	defer decodePool.Put(w)
+	w.q, w.k, w.v, w.o = grow(w.q, n*D), grow(w.k, n*D), grow(w.v, n*D), grow(w.o, n*D)
+	kernels.Linear(w.q, x, a.w[0], a.w[1], n, D, D)
+	kernels.Linear(w.k, x, a.w[2], a.w[3], n, D, D)
+	kernels.Linear(w.v, x, a.w[4], a.w[5], n, D, D)
+	lister, _ := a.Pat.(KeyLister)
+	scale := 1 / math.Sqrt(float64(Dh))
+	for r, s := range states {
+		i := s.n // this row's position
+		s.append(w.k[r*D:(r+1)*D], w.v[r*D:(r+1)*D], H, Dh)
+		w.sc = grow(w.sc, i+1)
+		for h := range H {
+			q := w.q[r*D+h*Dh : r*D+(h+1)*Dh]
+			o := w.o[r*D+h*Dh : r*D+(h+1)*Dh]
+			kh := s.k[h]
+			if s.dense {
+				// Every earlier key: scores = K·q, o = Vᵀ·p.
+				sc := w.sc[:i+1]
+				kernels.Gemm(false, true, 1, i+1, Dh, F(scale), q, Dh, kh, Dh, 0, sc, i+1)
+				sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
+				kernels.Scale(sc, 1/sum)
+				kernels.Gemm(false, true, 1, Dh, i+1, 1, sc, i+1, s.vt[h], s.cap, 0, o, Dh)
+				continue
+			}
+			w.keys = w.keys[:0]
+			if lister != nil {
+				w.keys = lister.CausalKeys(h, i, w.keys)
+			} else {
+				for j := 0; j <= i; j++ {
+					if a.Pat.Allow(h, s.max, i, j) {
+						w.keys = append(w.keys, j)
+					}
+				}
+			}
+			sc := w.sc[:len(w.keys)]
+			for m, j := range w.keys {
+				v := float64(kernels.Dot(q, kh[j*Dh:(j+1)*Dh])) * scale
+				if a.Slopes != nil {
+					v -= a.Slopes[h] * float64(i-j)
+				}
+				sc[m] = F(v)
+			}
+			sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
+			clear(o)
+			for m, j := range w.keys {
+				kernels.Axpy(o, sc[m]/sum, s.v[h][j*Dh:(j+1)*Dh])
+			}
+		}
+	}
+	kernels.Linear(out[:n*D], w.o, a.w[6], a.w[7], n, D, D)
+	return nil
+}
+
+// append adds one position's key and value rows [D] to the cache.
+func (s *kvState[F]) append(k, v []F, H, Dh int) {
+	if s.dense && s.n+1 > s.cap { // grow the transposed values, doubling
+		c := min(max(2*s.cap, 64), s.max)
 		for h := range H {
 			vt := make([]F, Dh*c)
 			for ch := 0; ch < Dh && s.n > 0; ch++ {
@@ -99,61 +196,14 @@ func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
 		s.cap = c
 	}
 	for h := range H {
-		for r := range n {
-			s.k[h] = append(s.k[h], s.kn[r*D+h*Dh:r*D+(h+1)*Dh]...)
-			if !s.dense {
-				s.v[h] = append(s.v[h], s.vn[r*D+h*Dh:r*D+(h+1)*Dh]...)
-				continue
-			}
-			for ch := range Dh {
-				s.vt[h][ch*s.cap+s.n+r] = s.vn[r*D+h*Dh+ch]
-			}
+		s.k[h] = append(s.k[h], k[h*Dh:(h+1)*Dh]...)
+		if !s.dense {
+			s.v[h] = append(s.v[h], v[h*Dh:(h+1)*Dh]...)
+			continue
+		}
+		for ch := range Dh {
+			s.vt[h][ch*s.cap+s.n] = v[h*Dh+ch]
 		}
 	}
-	lister, _ := a.Pat.(KeyLister)
-	scale := 1 / math.Sqrt(float64(Dh))
-	for r := range n {
-		i := s.n + r
-		for h := range H {
-			s.keys = s.keys[:0]
-			if lister != nil {
-				s.keys = lister.CausalKeys(h, i, s.keys)
-			} else {
-				for j := 0; j <= i; j++ {
-					if a.Pat.Allow(h, s.max, i, j) {
-						s.keys = append(s.keys, j)
-					}
-				}
-			}
-			q := s.q[r*D+h*Dh : r*D+(h+1)*Dh]
-			kh, vh, vt := s.k[h], s.v[h], s.vt[h]
-			o := s.o[r*D+h*Dh : r*D+(h+1)*Dh]
-			if s.dense {
-				// Every earlier key: scores = K·q, o = Vᵀ·p.
-				sc := s.sc[:i+1]
-				kernels.Gemm(false, true, 1, i+1, Dh, F(scale), q, Dh, kh, Dh, 0, sc, i+1)
-				sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
-				for c := range o {
-					o[c] = kernels.Dot(sc, vt[c*s.cap:c*s.cap+i+1]) / sum
-				}
-				continue
-			}
-			sc := s.sc[:len(s.keys)]
-			for m, j := range s.keys {
-				v := float64(kernels.Dot(q, kh[j*Dh:(j+1)*Dh])) * scale
-				if a.Slopes != nil {
-					v -= a.Slopes[h] * float64(i-j)
-				}
-				sc[m] = F(v)
-			}
-			sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
-			clear(o)
-			for m, j := range s.keys {
-				kernels.Axpy(o, sc[m]/sum, vh[j*Dh:(j+1)*Dh])
-			}
-		}
-	}
-	kernels.Linear(out[:n*D], s.o, a.w[6], a.w[7], n, D, D)
-	s.n += n
-	return nil
+	s.n++
 }
