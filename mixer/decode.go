@@ -10,8 +10,10 @@ import "github.com/tokenmix/tokenmix/internal/kernels"
 // Kind.Decode.
 type Decoder[F kernels.Float] interface {
 	// NewState returns the empty state of a sequence of at most maxLen
-	// positions.
-	NewState(maxLen int) State
+	// positions, decoded as Forward would compute it over maxLen positions
+	// with Pass.Seed seed (for kinds whose windows depend on the length or
+	// draw random numbers, such as LSH).
+	NewState(maxLen int, seed uint64) State
 	// Decode writes out [n,D] for the inputs x [n,D] of the n positions
 	// after those st holds, and adds them to st. It returns an error, and
 	// leaves st unchanged, when st would exceed its maxLen.

@@ -52,8 +52,8 @@ func (m *Model[F]) NewDecoding(maxLen int) (*Decoding[F], error) {
 		return nil, fmt.Errorf("model: decoding length %d outside [1, max_len=%d]", maxLen, m.Config.MaxLen)
 	}
 	d := &Decoding[F]{max: maxLen}
-	for _, mx := range m.mixers {
-		d.states = append(d.states, mx.(mixer.Decoder[F]).NewState(maxLen))
+	for i, mx := range m.mixers {
+		d.states = append(d.states, mx.(mixer.Decoder[F]).NewState(maxLen, PassSeed(m.Seed, m.Step, i)))
 	}
 	return d, nil
 }

@@ -16,7 +16,8 @@ import (
 // for plain, reversible, checkpointed and chunked-feed-forward models.
 func TestDecodeEqualsForward(t *testing.T) {
 	for _, mix := range []string{`{"kind": "full"}`, `{"kind": "full", "alibi": true}`, `{"kind": "aft_simple"}`,
-		`{"kind": "aft_conv", "window": 4}`, `{"kind": "strided", "block": 3}`, `{"kind": "topk", "k": 4}`, `{"kind": "entmax", "alpha": 1.5}`} {
+		`{"kind": "aft_conv", "window": 4}`, `{"kind": "strided", "block": 3}`, `{"kind": "topk", "k": 4}`, `{"kind": "entmax", "alpha": 1.5}`,
+		`{"kind": "lsh", "bucket_size": 2, "n_hashes": 3}`} {
 		for _, extra := range []string{"", `, "reversible": true`, `, "checkpoint": true`, `, "ff_chunks": 3`} {
 			js := fmt.Sprintf(`{"vocab_size": 17, "d_model": 8, "n_heads": 2, "n_layers": 2, "d_ff": 16, "max_len": 24,
 				"causal": true, "task": "lm", "mixer": %s%s}`, mix, extra)
@@ -84,9 +85,9 @@ func TestDecodeErrors(t *testing.T) {
 	for _, c := range []struct{ js, want string }{
 		{`"causal": false, "task": "lm", "mixer": {"kind": "full"}`, "needs a causal lm"},
 		{`"causal": true, "task": "classify", "n_classes": 2, "mixer": {"kind": "full"}`, "needs a causal lm"},
-		{`"causal": true, "task": "lm", "mixer": {"kind": "lsh"}`, `"lsh" does not decode`},
+		{`"causal": true, "task": "lm", "mixer": {"kind": "cummean"}`, `"cummean" does not decode`},
 	} {
-		cfg, err := ParseConfig([]byte(`{"vocab_size": 17, "d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "max_len": 24, ` + c.js + `}`))
+		cfg, err := ParseConfigWith([]byte(`{"vocab_size": 17, "d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "max_len": 24, `+c.js+`}`), testLookup)
 		if err != nil {
 			t.Fatal(err)
 		}

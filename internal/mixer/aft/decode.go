@@ -33,7 +33,7 @@ func (s *decodeState[F]) Bytes() int64 {
 
 // NewState returns the empty decoding state of a causal sequence of at
 // most maxLen positions.
-func (a *AFT[F]) NewState(maxLen int) mixer.State {
+func (a *AFT[F]) NewState(maxLen int, _ uint64) mixer.State {
 	D := a.D
 	s := &decodeState[F]{max: maxLen, m: make([]float64, D), num: make([]float64, D), den: make([]float64, D)}
 	for c := range s.m {

@@ -45,7 +45,7 @@ func (s *kvState[F]) Bytes() int64 {
 
 // NewState returns an empty key–value cache for a causal sequence of at
 // most maxLen positions.
-func (a *Attention[F]) NewState(maxLen int) mixer.State {
+func (a *Attention[F]) NewState(maxLen int, _ uint64) mixer.State {
 	s := &kvState[F]{max: maxLen, k: make([][]F, a.H), v: make([][]F, a.H), vt: make([][]F, a.H)}
 	// Dense when the pattern lists every earlier key for a probe query of
 	// each head.

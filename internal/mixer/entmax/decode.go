@@ -31,7 +31,7 @@ func (s *kvState[F]) Bytes() int64 {
 
 // NewState returns an empty key–value cache for a causal sequence of at
 // most maxLen positions.
-func (a *Attention[F]) NewState(maxLen int) mixer.State {
+func (a *Attention[F]) NewState(maxLen int, _ uint64) mixer.State {
 	return &kvState[F]{max: maxLen, k: make([][]F, a.H), v: make([][]F, a.H)}
 }
 

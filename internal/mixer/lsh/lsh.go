@@ -14,7 +14,7 @@ import (
 func Kind() mixer.Kind {
 	return mixer.Kind{
 		Name:   "lsh",
-		Causal: true, Bidirectional: true, KeyPadding: true,
+		Causal: true, Bidirectional: true, KeyPadding: true, Decode: true,
 		Paper: "Kitaev, Kaiser, Levskaya 2020, Reformer: The Efficient Transformer (LSH attention)",
 		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
 		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },

@@ -104,7 +104,7 @@ func Decode(t *testing.T, k mixer.Kind, c Case, tol float64) {
 	for _, chunked := range []bool{false, true} {
 		got := make([]float64, len(want))
 		for b := range c.B {
-			st := dec.NewState(T)
+			st := dec.NewState(T, in.p.Seed)
 			for pos, n := 0, 1; pos < T; pos += n {
 				if chunked {
 					n = min(n+1, T-pos)
