@@ -21,10 +21,11 @@
 // call between layers.
 //
 // A causal lm also generates: NewStream keeps one sequence's decoding
-// state (a key–value cache for attention, running sums for AFT: constant
-// time per token for aft_simple; kinds without a state run the prefix
-// again), and Generate samples from it with temperature, top-k, top-p, a
-// seed and stop sequences.
+// state (a key–value cache for attention, per-bucket caches for LSH,
+// running sums for AFT: constant time per token for aft_simple), Generate
+// samples from it with temperature, top-k, top-p, a seed and stop
+// sequences, and StepStreams steps many streams in one pass over the
+// weights.
 //
 // Models are trained with the command tokenmix (cmd/tokenmix): `tokenmix
 // train` on text (a byte-level lm) or on JSONL lines with labels (a

@@ -22,12 +22,13 @@ type StreamOptions struct {
 }
 
 // Stream is one sequence being decoded by a causal lm: each Append feeds
-// the next tokens and returns the logits of the last one. A model whose
-// mixer kind decodes incrementally (mixer.Kind.Decode) keeps a state per
-// stream (a key–value cache, running sums), so a token costs what the
-// mixer's recurrence allows; otherwise every Append runs the whole prefix
-// again. A Stream is not safe for concurrent use; many streams may share one
-// Model.
+// the next tokens and returns the logits of the last one, those a forward
+// pass over MaxTokens positions gives there. A model whose mixer kind
+// decodes incrementally (mixer.Kind.Decode: every built-in causal kind)
+// keeps a state per stream (a key–value cache, per-bucket caches, running
+// sums), so a token costs what the mixer's recurrence allows; a kind
+// without it runs the whole prefix on every Append. A Stream is not safe
+// for concurrent use; many streams may share one Model.
 type Stream struct {
 	m          *Model
 	dec        *model.Decoding[float32]
