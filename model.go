@@ -37,6 +37,9 @@ type Config struct {
 	LabelNames []string
 	// Step is the training step of the loaded checkpoint (0 when unknown).
 	Step int
+	// SeqLen is the training window (train.seq_len), 0 when the config has
+	// no train object: positions beyond it were never trained.
+	SeqLen int
 	// JSON is config.json as stored with the model.
 	JSON json.RawMessage
 }
@@ -107,6 +110,7 @@ func Load(dir string, opts ...Option) (*Model, error) {
 		Mixer: mc.Kind().Name, JSON: st.Config, LabelNames: st.Labels, Step: st.Step,
 	}}
 	if mc.Train != nil {
+		m.cfg.SeqLen = mc.Train.SeqLen
 		net.Seed = mc.Train.Seed
 	}
 	net.Step = m.cfg.Step

@@ -522,7 +522,7 @@ func TestCLIEvalMatchesScore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	W := m.Config().MaxLen - 1 // predictions per window
+	W := min(m.Config().MaxLen-1, m.Config().SeqLen) // predictions per window
 	S := W - context
 	ids := m.Encode(text)
 	var nats float64

@@ -28,7 +28,7 @@ func runEval(ctx context.Context, args []string) error {
 	dir := fs.String("run", "", "run directory or exported model")
 	path := fs.String("data", "", "classify: JSONL lines with \"label\"; lm: a text file")
 	step := fs.Int("checkpoint", -1, "the checkpoint of the run to use (default: the newest)")
-	ctxLen := fs.Int("context", -1, "lm: bytes of context every scored byte has at least: windows of max_len−1 bytes step by max_len−1−context (default: three quarters of the window)")
+	ctxLen := fs.Int("context", -1, "lm: bytes of context every scored byte has at least: windows of W bytes (the training seq_len, at most max_len−1) step by W−context (default: three quarters of the window)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -123,17 +123,22 @@ func evalClassify(ctx context.Context, m *tokenmix.Model, path string) (evalResu
 }
 
 // scoreText scores every byte of text after the first with a causal lm:
-// windows of W = max_len−1 bytes (plus the byte each last predicts) that
-// step by S = W−context; the first window scores all its bytes, each later
+// windows of W bytes (plus the byte each last predicts) that step by
+// S = W−context, W the training window (train.seq_len) or max_len−1, the
+// smaller; the first window scores all its bytes, each later
 // one only its last S, so every byte is scored once with at least context
 // bytes before it (the arena's sliding-window evaluation).
 func scoreText(ctx context.Context, m *tokenmix.Model, text []byte, context int) (evalResult, error) {
-	W := m.Config().MaxLen - 1
+	c := m.Config()
+	W := c.MaxLen - 1
+	if c.SeqLen > 0 {
+		W = min(W, c.SeqLen)
+	}
 	if context < 0 {
 		context = 3 * W / 4
 	}
 	if W < 1 || context >= W {
-		return evalResult{}, fmt.Errorf("eval: --context %d must be below the window of max_len−1 = %d bytes", context, W)
+		return evalResult{}, fmt.Errorf("eval: --context %d must be below the window of %d bytes", context, W)
 	}
 	if len(text) < 2 {
 		return evalResult{}, fmt.Errorf("eval: the text has %d bytes; scoring needs at least 2", len(text))
