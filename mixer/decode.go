@@ -1,6 +1,10 @@
 package mixer
 
-import "github.com/tokenmix/tokenmix/internal/kernels"
+import (
+	"fmt"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+)
 
 // Decoder is implemented by causal mixers that run incrementally, for
 // generation: a State holds what the positions so far leave behind (a
@@ -34,4 +38,29 @@ type State interface {
 // weights once for all the sequences.
 type BatchDecoder[F kernels.Float] interface {
 	DecodeBatch(out, x []F, states []State) error
+}
+
+// BatchStates returns the states of a DecodeBatch call as their concrete
+// type S. It returns an error naming the state that is of another type or
+// appears twice, or that cannot take one more position (Len() ≥ max(s)).
+func BatchStates[S interface {
+	State
+	comparable
+}](states []State, max func(S) int) ([]S, error) {
+	out := make([]S, len(states))
+	seen := map[S]bool{}
+	for i, st := range states {
+		s, ok := st.(S)
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("mixer: state %d is a decoding state of another mixer", i)
+		case seen[s]:
+			return nil, fmt.Errorf("mixer: state %d appears twice in DecodeBatch", i)
+		case s.Len()+1 > max(s):
+			return nil, fmt.Errorf("mixer: state %d: %d positions exceed its %d", i, s.Len()+1, max(s))
+		}
+		seen[s] = true
+		out[i] = s
+	}
+	return out, nil
 }

@@ -394,22 +394,17 @@ func writeFileSync(path string, data []byte) error {
 
 // syncFile fsyncs the file at path if it exists.
 func syncFile(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	err := syncPath(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
-	}
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
 	}
 	return err
 }
 
 // syncDir fsyncs a directory, so the names created or renamed in it last.
-func syncDir(path string) error {
+func syncDir(path string) error { return syncPath(path) }
+
+func syncPath(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err

@@ -70,21 +70,9 @@ func (a *AFT[F]) Decode(out, x []F, st mixer.State, n int) error {
 // DecodeBatch implements mixer.BatchDecoder: one next position for each of
 // several sequences, with the projections over all of them at once.
 func (a *AFT[F]) DecodeBatch(out, x []F, states []mixer.State) error {
-	ss := make([]*decodeState[F], len(states))
-	for i, st := range states {
-		s, ok := st.(*decodeState[F])
-		if !ok {
-			return fmt.Errorf("aft: a decoding state of another mixer")
-		}
-		for _, o := range ss[:i] {
-			if o == s {
-				return fmt.Errorf("aft: DecodeBatch with one state twice")
-			}
-		}
-		if s.n+1 > s.max {
-			return fmt.Errorf("aft: sequence %d: %d positions exceed the state's %d", i, s.n+1, s.max)
-		}
-		ss[i] = s
+	ss, err := mixer.BatchStates(states, func(s *decodeState[F]) int { return s.max })
+	if err != nil {
+		return err
 	}
 	return a.decodeRows(out, x, ss)
 }

@@ -102,21 +102,9 @@ func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
 // DecodeBatch implements mixer.BatchDecoder: one next position for each of
 // several sequences, with the projections over all of them at once.
 func (a *Attention[F]) DecodeBatch(out, x []F, states []mixer.State) error {
-	ss := make([]*kvState[F], len(states))
-	for i, st := range states {
-		s, ok := st.(*kvState[F])
-		if !ok {
-			return fmt.Errorf("attn: a decoding state of another mixer")
-		}
-		for _, o := range ss[:i] {
-			if o == s {
-				return fmt.Errorf("attn: DecodeBatch with one state twice")
-			}
-		}
-		if s.n+1 > s.max {
-			return fmt.Errorf("attn: sequence %d: %d positions exceed the state's %d", i, s.n+1, s.max)
-		}
-		ss[i] = s
+	ss, err := mixer.BatchStates(states, func(s *kvState[F]) int { return s.max })
+	if err != nil {
+		return err
 	}
 	return a.decodeRows(out, x, ss)
 }

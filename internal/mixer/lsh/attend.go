@@ -13,21 +13,24 @@ func (w *work[F]) load(qk []F, b, h int) {
 	m := w.m
 	T, D, dh := w.t, m.d, m.dh
 	for t := 0; t < T; t++ {
-		src := qk[(b*T+t)*D+h*dh:][:dh]
-		var ss float64
-		for _, x := range src {
-			ss += float64(x) * float64(x)
-		}
-		var rn F
-		if ss > 0 {
-			rn = F(1 / math.Sqrt(ss))
-		}
-		w.rn[t] = rn
-		k := w.k[t*dh : (t+1)*dh]
-		for d, x := range src {
-			k[d] = x * rn
-		}
+		w.rn[t] = unitKey(w.k[t*dh:(t+1)*dh], qk[(b*T+t)*D+h*dh:][:dh])
 	}
+}
+
+// unitKey writes k = s/‖s‖ (zero for a zero s) and returns 1/‖s‖ (or 0).
+func unitKey[F kernels.Float](k, s []F) F {
+	var ss float64
+	for _, x := range s {
+		ss += float64(x) * float64(x)
+	}
+	var rn F
+	if ss > 0 {
+		rn = F(1 / math.Sqrt(ss))
+	}
+	for d, x := range s {
+		k[d] = x * rn
+	}
+	return rn
 }
 
 // gather copies rows toks of src (row t at off+t·stride, dh wide) into dst

@@ -3,6 +3,7 @@ package lsh
 import (
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
@@ -90,19 +91,9 @@ func (m *LSH[F]) Decode(out, x []F, st mixer.State, n int) error {
 		i := s.n
 		qk := s.qk[row*D : (row+1)*D]
 		// The unit keys and the value of position i join the state.
+		s.k = slices.Grow(s.k, D)[:len(s.k)+D]
 		for h := range H {
-			src := qk[h*dh : (h+1)*dh]
-			var ss float64
-			for _, v := range src {
-				ss += float64(v) * float64(v)
-			}
-			var rn F
-			if ss > 0 {
-				rn = F(1 / math.Sqrt(ss))
-			}
-			for _, v := range src {
-				s.k = append(s.k, v*rn)
-			}
+			unitKey(s.k[i*D+h*dh:i*D+(h+1)*dh], qk[h*dh:(h+1)*dh])
 		}
 		s.v = append(s.v, s.vn[row*D:(row+1)*D]...)
 		for len(s.mark) < i+1 {
