@@ -42,11 +42,11 @@ type BatchDecoder[F kernels.Float] interface {
 
 // BatchStates returns the states of a DecodeBatch call as their concrete
 // type S. It returns an error naming the state that is of another type or
-// appears twice, or that cannot take one more position (Len() ≥ max(s)).
+// appears twice, or that cannot take one more position (Len() ≥ limit(s)).
 func BatchStates[S interface {
 	State
 	comparable
-}](states []State, max func(S) int) ([]S, error) {
+}](states []State, limit func(S) int) ([]S, error) {
 	out := make([]S, len(states))
 	seen := map[S]bool{}
 	for i, st := range states {
@@ -56,8 +56,8 @@ func BatchStates[S interface {
 			return nil, fmt.Errorf("mixer: state %d is a decoding state of another mixer", i)
 		case seen[s]:
 			return nil, fmt.Errorf("mixer: state %d appears twice in DecodeBatch", i)
-		case s.Len()+1 > max(s):
-			return nil, fmt.Errorf("mixer: state %d: %d positions exceed its %d", i, s.Len()+1, max(s))
+		case s.Len()+1 > limit(s):
+			return nil, fmt.Errorf("mixer: state %d: %d positions exceed its %d", i, s.Len()+1, limit(s))
 		}
 		seen[s] = true
 		out[i] = s
