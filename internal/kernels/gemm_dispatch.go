@@ -91,7 +91,7 @@ func alignedFloats(n int) []float32 {
 // gemvRows is the most rows of A that gemv32NT handles: below it, packing
 // B (a whole weight matrix for one token in decoding) costs more than the
 // product.
-const gemvRows = 4
+const gemvRows = 16
 
 // gemv32NT computes C = alpha·A·Bᵀ + beta·C for a few rows of A without
 // packing: each C[i,j] is one dot product of contiguous rows of A and B

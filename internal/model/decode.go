@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/mixer"
@@ -130,8 +131,17 @@ func (m *Model[F]) DecodeBatch(ds []*Decoding[F], tokens []int32, logits []F) er
 		}
 		return nil
 	}
-	x, x2, ln, tmp := make([]F, n*D), make([]F, n*D), make([]F, n*D), make([]F, n*D)
-	h, g, mean, rstd := make([]F, n*H), make([]F, n*H), make([]F, n), make([]F, n)
+	w, ok := batchPool.Get().(*Decoding[F]) // its work rows only
+	if !ok {
+		w = &Decoding[F]{}
+	}
+	defer batchPool.Put(w)
+	for _, b := range []*[]F{&w.x, &w.x2, &w.ln, &w.tmp} {
+		*b = growTo(*b, n*D)
+	}
+	w.h, w.g = growTo(w.h, n*H), growTo(w.g, n*H)
+	w.mean, w.rstd = growTo(w.mean, n), growTo(w.rstd, n)
+	x, x2, ln, tmp, h, g, mean, rstd := w.x, w.x2, w.ln, w.tmp, w.h, w.g, w.mean, w.rstd
 	for i, d := range ds {
 		embeddingForward(x[i*D:(i+1)*D], tokens[i:i+1], m.w.embed, m.w.pos[d.n*D:], 1, 1, D)
 	}
@@ -150,6 +160,9 @@ func (m *Model[F]) DecodeBatch(ds []*Decoding[F], tokens []int32, logits []F) er
 	}
 	return nil
 }
+
+// batchPool recycles DecodeBatch's work rows.
+var batchPool sync.Pool
 
 // decodeBlocks runs the blocks, the final LayerNorm and the head on the n
 // embedded rows x: step(i, out, in) is block i's mixer on the LN1 rows in.
