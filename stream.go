@@ -22,13 +22,15 @@ type StreamOptions struct {
 }
 
 // Stream is one sequence being decoded by a causal lm: each Append feeds
-// the next tokens and returns the logits of the last one, those a forward
-// pass over MaxTokens positions gives there. A model whose mixer kind
-// decodes incrementally (mixer.Kind.Decode: every built-in causal kind)
-// keeps a state per stream (a key–value cache, per-bucket caches, running
-// sums), so a token costs what the mixer's recurrence allows; a kind
-// without it runs the whole prefix on every Append. A Stream is not safe
-// for concurrent use; many streams may share one Model.
+// the next tokens and returns the logits of the last one. A model whose
+// mixer kind decodes incrementally (mixer.Kind.Decode: every built-in causal
+// kind) keeps a state per stream (a key–value cache, per-bucket caches,
+// running sums), so a token costs what the mixer's recurrence allows, and
+// the logits are those a forward pass over MaxTokens positions gives there
+// (the same as over the prefix, but for LSH, whose buckets follow the
+// length). A model without such a state (a kind added without Decode, or a
+// causal lm with pad_id) runs the whole prefix on every Append. A Stream is
+// not safe for concurrent use; many streams may share one Model.
 type Stream struct {
 	m          *Model
 	dec        *model.Decoding[float32]
@@ -64,6 +66,16 @@ func (m *Model) NewStream(o StreamOptions) (*Stream, error) {
 	return s, nil
 }
 
+// checkCache makes the stream unusable, with an error, once its state is
+// past CacheBytes.
+func (s *Stream) checkCache() error {
+	if s.cacheBytes > 0 && s.dec.Bytes() > s.cacheBytes {
+		s.err = fmt.Errorf("tokenmix: the stream's state holds %d bytes, more than its CacheBytes %d", s.dec.Bytes(), s.cacheBytes)
+		return s.err
+	}
+	return nil
+}
+
 // Len is the number of tokens the stream holds.
 func (s *Stream) Len() int { return len(s.tokens) }
 
@@ -78,7 +90,8 @@ func (s *Stream) CacheBytes() int64 {
 // Append feeds tokens (a prompt, or the next token) and returns the logits
 // of the last one, [vocab_size] in fresh memory. It returns an error for no
 // tokens, a token outside the vocabulary, a stream longer than its
-// MaxTokens, a state past CacheBytes, or a cancelled ctx.
+// MaxTokens, a state past CacheBytes (the stream then refuses more), or a
+// ctx cancelled before the call runs.
 func (s *Stream) Append(ctx context.Context, tokens ...int32) ([]float32, error) {
 	if s.err != nil {
 		return nil, s.err
@@ -104,14 +117,20 @@ func (s *Stream) Append(ctx context.Context, tokens ...int32) ([]float32, error)
 	if s.dec != nil {
 		s.logits = slices.Grow(s.logits[:0], len(tokens)*V)[:len(tokens)*V]
 		if err := s.m.net.Decode(s.dec, tokens, s.logits); err != nil {
+			if s.dec.Broken() {
+				s.err = fmt.Errorf("tokenmix: %w", err)
+			}
 			return nil, fmt.Errorf("tokenmix: %w", err)
 		}
 		s.tokens = append(s.tokens, tokens...)
-		if s.cacheBytes > 0 && s.dec.Bytes() > s.cacheBytes {
-			s.err = fmt.Errorf("tokenmix: the stream's state holds %d bytes, more than its CacheBytes %d", s.dec.Bytes(), s.cacheBytes)
-			return nil, s.err
+		if err := s.checkCache(); err != nil {
+			return nil, err
 		}
-		return slices.Clone(s.logits[(len(tokens)-1)*V:]), nil
+		last := slices.Clone(s.logits[(len(tokens)-1)*V:])
+		if len(tokens) > 1 {
+			s.logits = nil // a prompt's logits are not kept for the stream's life
+		}
+		return last, nil
 	}
 	// No incremental state: run the whole prefix.
 	all := append(slices.Clone(s.tokens), tokens...)
@@ -207,7 +226,10 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, o GenerateOptions)
 		res.Tokens, res.LogProbs = append(res.Tokens, id), append(res.LogProbs, lp)
 		if n := stopAt(res.Tokens, o.Stop); n >= 0 {
 			res.Tokens, res.LogProbs, res.FinishReason = res.Tokens[:n], res.LogProbs[:n], "stop"
-			return res, emit(len(res.Tokens))
+			if err := emit(len(res.Tokens)); err != nil {
+				return nil, err
+			}
+			return res, nil
 		}
 		// Hold back a tail that may still become a stop sequence.
 		if err := emit(len(res.Tokens) - pendingStop(res.Tokens, o.Stop)); err != nil {
@@ -220,7 +242,10 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, o GenerateOptions)
 			res.FinishReason = "max_len"
 		}
 		if res.FinishReason != "" {
-			return res, emit(len(res.Tokens))
+			if err := emit(len(res.Tokens)); err != nil {
+				return nil, err
+			}
+			return res, nil
 		}
 		if logits, err = s.Append(ctx, id); err != nil {
 			return nil, err
@@ -228,15 +253,16 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, o GenerateOptions)
 	}
 }
 
-// stopAt returns the length of out without the stop sequence it ends with,
-// or −1.
+// stopAt returns the length of out without the longest stop sequence it
+// ends with, or −1.
 func stopAt(out []int32, stops [][]int32) int {
+	n := -1
 	for _, st := range stops {
-		if len(out) >= len(st) && slices.Equal(out[len(out)-len(st):], st) {
-			return len(out) - len(st)
+		if len(out) >= len(st) && slices.Equal(out[len(out)-len(st):], st) && (n < 0 || len(out)-len(st) < n) {
+			n = len(out) - len(st)
 		}
 	}
-	return -1
+	return n
 }
 
 // pendingStop returns the length of the longest tail of out that is a
@@ -368,13 +394,16 @@ func (m *Model) StepStreams(ctx context.Context, streams []*Stream, next []int32
 	if err := m.net.DecodeBatch(ds, next, logits); err != nil {
 		return nil, fmt.Errorf("tokenmix: %w", err)
 	}
+	var first error
 	for i, s := range streams {
 		s.tokens = append(s.tokens, next[i])
 		out[i] = logits[i*V : (i+1)*V : (i+1)*V]
-		if s.cacheBytes > 0 && s.dec.Bytes() > s.cacheBytes {
-			s.err = fmt.Errorf("tokenmix: the stream's state holds %d bytes, more than its CacheBytes %d", s.dec.Bytes(), s.cacheBytes)
-			return nil, fmt.Errorf("tokenmix: stream %d: %w", i, s.err)
+		if err := s.checkCache(); err != nil && first == nil {
+			first = fmt.Errorf("stream %d: %w", i, err)
 		}
+	}
+	if first != nil {
+		return nil, first
 	}
 	return out, nil
 }

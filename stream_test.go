@@ -213,7 +213,7 @@ func TestStreamErrors(t *testing.T) {
 
 // TestStepStreams: stepping streams together equals appending to each
 // alone, within 1e-6, for a kind that decodes in batches, one that decodes
-// one stream at a time (entmax) and one without a state (LSH).
+// one stream at a time (entmax) and LSH, whose state has no batched step.
 func TestStepStreams(t *testing.T) {
 	ctx := context.Background()
 	entmaxCfg := strings.Replace(lmCfg, `{"kind": "full"}`, `{"kind": "entmax"}`, 1)
@@ -251,6 +251,44 @@ func TestStepStreams(t *testing.T) {
 		}
 		if _, err := m.StepStreams(ctx, []*Stream{together[0], together[0]}, []int32{1, 2}); err == nil || !strings.Contains(err.Error(), "twice") {
 			t.Errorf("a stream twice: %v", err)
+		}
+	}
+}
+
+// TestStopLongest: when the output ends with two stop sequences, the
+// longer is left out.
+func TestStopLongest(t *testing.T) {
+	out := []int32{1, 2, 3}
+	for _, stops := range [][][]int32{{{3}, {2, 3}}, {{2, 3}, {3}}} {
+		if n := stopAt(out, stops); n != 1 {
+			t.Errorf("stops %v: output cut at %d, want 1", stops, n)
+		}
+	}
+	if n := stopAt(out, [][]int32{{4}, {1, 3}}); n != -1 {
+		t.Errorf("no stop matches: %d", n)
+	}
+}
+
+// TestPadIDStream: a causal lm with pad_id streams through its prefix (the
+// decoders do not exclude pad keys as Forward does), and still equals a
+// forward pass at every position, pad tokens fed included.
+func TestPadIDStream(t *testing.T) {
+	cfg := strings.Replace(lmCfg, `"vocab_size": 256`, `"vocab_size": 257, "pad_id": 256`, 1)
+	m, err := Load(tinyRun(t, cfg, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	text := []int32{5, 256, 7, 8, 256, 9}
+	all, _ := m.Logits(ctx, [][]int32{text})
+	s, _ := m.NewStream(StreamOptions{})
+	for pos, tok := range text {
+		got, err := s.Append(ctx, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := maxRel(got, all.Data[pos*257:(pos+1)*257]); r > 1e-6 {
+			t.Fatalf("position %d differs by %.3g", pos, r)
 		}
 	}
 }

@@ -14,9 +14,14 @@ import (
 type Decoding[F kernels.Float] struct {
 	states []mixer.State
 	n, max int
+	broken bool // a mixer failed half-way: the states disagree
 	// Work rows of one Decode call, grown as needed.
 	x, x2, ln, tmp, h, g, mean, rstd []F
 }
+
+// Broken reports that a Decode failed after some blocks' states had moved
+// on; the decoding cannot continue.
+func (d *Decoding[F]) Broken() bool { return d.broken }
 
 // Len is the number of positions decoded so far.
 func (d *Decoding[F]) Len() int { return d.n }
@@ -40,6 +45,10 @@ func (m *Model[F]) CanDecode() error {
 	if _, ok := m.mixers[0].(mixer.Decoder[F]); !ok || !c.kind.Decode {
 		return fmt.Errorf("model: mixer kind %q does not decode incrementally", c.kind.Name)
 	}
+	if c.PadID != nil {
+		// Forward excludes pad tokens as keys; the decoders do not.
+		return fmt.Errorf("model: a causal lm with pad_id does not decode incrementally")
+	}
 	return nil
 }
 
@@ -61,13 +70,15 @@ func (m *Model[F]) NewDecoding(maxLen int) (*Decoding[F], error) {
 
 // Decode runs the model on the next len(tokens) positions of d's sequence
 // and writes their logits to logits [len(tokens), vocab_size]: the logits a
-// full Forward of the whole sequence gives at those positions. Tokens must
-// lie in the vocabulary and the sequence within d's length; these errors
-// are found before d changes.
+// Forward over d's length gives at those positions. Tokens must lie in the
+// vocabulary and the sequence within d's length; these errors are found
+// before d changes. A mixer failing half-way breaks d (Broken).
 func (m *Model[F]) Decode(d *Decoding[F], tokens []int32, logits []F) error {
 	c := m.Config
 	n, D, H, V := len(tokens), c.DModel, c.DFF, c.VocabSize
 	switch {
+	case d.broken:
+		return fmt.Errorf("model: this decoding failed earlier and cannot continue")
 	case n == 0:
 		return fmt.Errorf("model: no tokens to decode")
 	case d.n+n > d.max:
@@ -90,9 +101,13 @@ func (m *Model[F]) Decode(d *Decoding[F], tokens []int32, logits []F) error {
 		return m.mixers[i].(mixer.Decoder[F]).Decode(out, x, d.states[i], n)
 	}
 	if err := m.decodeBlocks(step, d.x, d.x2, d.ln, d.tmp, d.h, d.g, d.mean, d.rstd, logits, n); err != nil {
+		d.broken = true
 		return err
 	}
 	d.n += n
+	if n > 64 { // a prompt's work rows are not kept for the sequence's life
+		d.x, d.x2, d.ln, d.tmp, d.h, d.g, d.mean, d.rstd = nil, nil, nil, nil, nil, nil, nil, nil
+	}
 	return nil
 }
 
@@ -153,6 +168,9 @@ func (m *Model[F]) DecodeBatch(ds []*Decoding[F], tokens []int32, logits []F) er
 		return m.mixers[layer].(mixer.BatchDecoder[F]).DecodeBatch(out, in, states)
 	}
 	if err := m.decodeBlocks(step, x, x2, ln, tmp, h, g, mean, rstd, logits, n); err != nil {
+		for _, d := range ds {
+			d.broken = true
+		}
 		return err
 	}
 	for _, d := range ds {

@@ -28,6 +28,18 @@ func tests(name string) []mixer.TestCase {
 		one.Name, one.B, one.T = c.Name+"-T1", 1, 1
 		blocks.Name, blocks.T, blocks.Pad, blocks.Samples = c.Name+"-blocks", 140, true, 12
 		out = append(out, c, pad, one, blocks)
+		if name != "aft_simple" {
+			// A strongly negative bias (the same everywhere, so the
+			// output should not change): no cancellation in the window.
+			neg := c
+			neg.Name = c.Name + "-negbias"
+			neg.Setup = func(w [][]float64, _ []float64) {
+				for i := range w[8] {
+					w[8][i] = -40
+				}
+			}
+			out = append(out, neg)
+		}
 	}
 	return out
 }

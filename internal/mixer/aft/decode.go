@@ -10,11 +10,12 @@ import (
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
-// decodeState is one causal sequence's AFT decoding state: per channel the
-// running sums of exp(K)⊙V and exp(K) relative to their running maximum m
-// (the w ≡ 0 part, O(D) whatever the length), and the K and V rows the
-// position bias still reaches: none for aft_simple, the last S for
-// aft_local and aft_conv (a ring), all of them for aft_full.
+// decodeState is one causal sequence's AFT decoding state: the K and V
+// rows the position bias still reaches (none for aft_simple, the last S for
+// aft_local and aft_conv in a ring, all of them for aft_full) and, per
+// channel, the running sums of exp(K)⊙V and exp(K) of the positions beyond
+// its reach (w = 0 there) relative to their running maximum m: O(D)
+// whatever the length.
 type decodeState[F kernels.Float] struct {
 	n, max      int
 	m, num, den []float64 // [D]
@@ -108,46 +109,37 @@ func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
 	for r, s := range states {
 		t := s.n
 		k, v := w.k[r*D:(r+1)*D], w.v[r*D:(r+1)*D]
+		switch {
+		case s.keep == 0: // aft_simple: position t goes straight into the sums
+			s.addToSums(k, v)
+		case a.v != vFull && t >= s.keep:
+			// Position t−keep leaves the bias's reach (its weight is 0 from
+			// now on) and joins the sums; its ring row takes position t.
+			row := (t % s.keep) * D
+			s.addToSums(s.k[row:row+D], s.v[row:row+D])
+		}
 		if s.keep > 0 {
 			copy(s.k[(t%s.keep)*D:], k)
 			copy(s.v[(t%s.keep)*D:], v)
 		}
-		// The w ≡ 0 sums take position t with the running-max rule.
-		for c := range D {
-			kc := float64(k[c])
-			if kc > s.m[c] {
-				f := math.Exp(s.m[c] - kc)
-				s.num[c] *= f
-				s.den[c] *= f
-				s.m[c] = kc
-			}
-			e := math.Exp(kc - s.m[c])
-			s.num[c] += e * float64(v[c])
-			s.den[c] += e
-		}
-		lo := t - s.keep + 1 // the positions the bias reaches: (t−keep, t]
-		if a.v == vFull {
-			lo = 0
+		lo := max(t-s.keep+1, 0) // the positions the bias reaches: (t−keep, t]
+		if s.keep == 0 {
+			lo = t + 1
 		}
 		y := w.y[r*D : (r+1)*D]
 		for c := range D {
-			// num = Σ_j exp(K_j)·V_j + Σ_{j in reach} (exp(K_j + w_tj) − exp(K_j))·V_j,
-			// every term shifted by M, the largest exponent.
+			// num = Σ_{j out of reach} exp(K_j)·V_j + Σ_{j in reach} exp(K_j + w_tj)·V_j,
+			// every term shifted by M, the largest exponent; den likewise.
 			mx := s.m[c]
-			for j := max(lo, 0); j <= t && s.keep > 0; j++ {
+			for j := lo; j <= t; j++ {
 				mx = math.Max(mx, float64(s.k[(j%s.keep)*D+c])+a.biasAt(bias, t, j, c))
 			}
-			f := math.Exp(s.m[c] - mx)
+			f := math.Exp(s.m[c] - mx) // 0 while the sums are empty (m = −Inf)
 			num, den := f*s.num[c], f*s.den[c]
-			for j := max(lo, 0); j <= t && s.keep > 0; j++ {
-				kj, vj := float64(s.k[(j%s.keep)*D+c]), float64(s.v[(j%s.keep)*D+c])
-				wt := a.biasAt(bias, t, j, c)
-				if wt == 0 {
-					continue
-				}
-				d := math.Exp(kj+wt-mx) - math.Exp(kj-mx)
-				num += d * vj
-				den += d
+			for j := lo; j <= t; j++ {
+				e := math.Exp(float64(s.k[(j%s.keep)*D+c]) + a.biasAt(bias, t, j, c) - mx)
+				num += e * float64(s.v[(j%s.keep)*D+c])
+				den += e
 			}
 			y[c] = w.q[r*D+c] * F(num/den)
 		}
@@ -155,6 +147,23 @@ func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
 	}
 	kernels.Linear(out[:n*D], w.y, a.w[6], a.w[7], n, D, D)
 	return nil
+}
+
+// addToSums adds a position's exp(K)⊙V and exp(K) to the running sums,
+// with the running-maximum rule.
+func (s *decodeState[F]) addToSums(k, v []F) {
+	for c := range k {
+		kc := float64(k[c])
+		if kc > s.m[c] {
+			f := math.Exp(s.m[c] - kc)
+			s.num[c] *= f
+			s.den[c] *= f
+			s.m[c] = kc
+		}
+		e := math.Exp(kc - s.m[c])
+		s.num[c] += e * float64(v[c])
+		s.den[c] += e
+	}
 }
 
 // biasAt is w[t,j] of channel c for a causal key j ≤ t (0 beyond the

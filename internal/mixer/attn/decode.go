@@ -10,6 +10,11 @@ import (
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
+// Denser is implemented by patterns that may let every query see every
+// earlier key; Dense reports whether this one does (full attention). A
+// dense pattern's decoding state keeps its values transposed.
+type Denser interface{ Dense() bool }
+
 // KeyLister is implemented by patterns that list a causal query's allowed
 // keys, so decoding visits only those (O(l + t/l) for strided) instead of
 // asking Allow about every earlier position.
@@ -47,13 +52,8 @@ func (s *kvState[F]) Bytes() int64 {
 // most maxLen positions.
 func (a *Attention[F]) NewState(maxLen int, _ uint64) mixer.State {
 	s := &kvState[F]{max: maxLen, k: make([][]F, a.H), v: make([][]F, a.H), vt: make([][]F, a.H)}
-	// Dense when the pattern lists every earlier key for a probe query of
-	// each head.
-	lister, ok := a.Pat.(KeyLister)
-	s.dense = ok && a.Slopes == nil
-	for h, i := 0, min(maxLen, 64)-1; h < a.H && s.dense; h++ {
-		s.dense = len(lister.CausalKeys(h, i, nil)) == i+1
-	}
+	d, ok := a.Pat.(Denser)
+	s.dense = ok && d.Dense() && a.Slopes == nil
 	return s
 }
 

@@ -117,6 +117,12 @@ func (m *Mixer[F]) setAlpha() {
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
 // Forward is Attention.Forward with α-entmax rows.
+// Decode implements mixer.Decoder with the current α (learned or not).
+func (m *Mixer[F]) Decode(out, x []F, st mixer.State, n int) error {
+	m.setAlpha()
+	return m.Attention.Decode(out, x, st, n)
+}
+
 func (m *Mixer[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	m.setAlpha()
 	m.Attention.Forward(out, act, scratch, x, p)

@@ -65,6 +65,9 @@ type Pattern struct {
 // Allow reports whether query i may attend to key j.
 func (p *Pattern) Allow(h, T, i, j int) bool { return !p.Causal || j <= i }
 
+// Dense reports that every query may see every earlier key (attn.Denser).
+func (p *Pattern) Dense() bool { return true }
+
 // CausalKeys appends 0…i (attn.KeyLister).
 func (p *Pattern) CausalKeys(h, i int, dst []int) []int {
 	for j := 0; j <= i; j++ {

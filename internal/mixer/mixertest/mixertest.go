@@ -80,10 +80,15 @@ func RunKind(t *testing.T, k mixer.Kind) {
 	}
 	Run(t, k, Cases(k))
 	if k.Decode {
+		n := 0
 		for _, c := range Cases(k) {
 			if c.Cfg.Causal && !c.Pad {
+				n++
 				t.Run(fmt.Sprintf("%s/%s/decode", k.Name, c.Name), func(t *testing.T) { Decode(t, k, c, 1e-12) })
 			}
+		}
+		if n == 0 {
+			t.Errorf("%s sets Decode but declares no causal case without padding to check it on", k.Name)
 		}
 	}
 }
