@@ -79,7 +79,10 @@ func (a *AFT[F]) DecodeBatch(out, x []F, states []mixer.State) error {
 }
 
 // decodeWork is one decodeRows call's workspace.
-type decodeWork[F kernels.Float] struct{ q, k, v, y []F }
+type decodeWork[F kernels.Float] struct {
+	q, k, v, y, e []F
+	mx, num, den  []float64
+}
 
 var decodePool sync.Pool
 
@@ -100,6 +103,9 @@ func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
 			*b = make([]F, n*D)
 		}
 		*b = (*b)[:n*D]
+	}
+	if len(w.e) != D {
+		w.e, w.mx, w.num, w.den = make([]F, D), make([]float64, D), make([]float64, D), make([]float64, D)
 	}
 	kernels.Linear(w.q, x, a.w[0], a.w[1], n, D, D)
 	sigmoid(w.q)
@@ -126,22 +132,37 @@ func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
 		if s.keep == 0 {
 			lo = t + 1
 		}
+		// num = Σ_{j out of reach} exp(K_j)·V_j + Σ_{j in reach} exp(K_j + w_tj)·V_j,
+		// every term shifted per channel by M, the largest exponent; den
+		// likewise. The window's exponentials run over whole rows.
+		mx, num, den, e := w.mx, w.num, w.den, w.e
+		copy(mx, s.m)
+		for j := lo; j <= t; j++ {
+			kj := s.k[(j%s.keep)*D : (j%s.keep+1)*D]
+			a.biasRow(e, bias, t, j)
+			for c := range D {
+				mx[c] = math.Max(mx[c], float64(kj[c]+e[c]))
+			}
+		}
+		for c := range D {
+			f := math.Exp(s.m[c] - mx[c]) // 0 while the sums are empty (m = −Inf)
+			num[c], den[c] = f*s.num[c], f*s.den[c]
+		}
+		for j := lo; j <= t; j++ {
+			kj, vj := s.k[(j%s.keep)*D:(j%s.keep+1)*D], s.v[(j%s.keep)*D:(j%s.keep+1)*D]
+			a.biasRow(e, bias, t, j)
+			for c := range D {
+				e[c] = kj[c] + e[c] - F(mx[c])
+			}
+			kernels.Exp(e, e)
+			for c, ec := range e {
+				num[c] += float64(ec) * float64(vj[c])
+				den[c] += float64(ec)
+			}
+		}
 		y := w.y[r*D : (r+1)*D]
 		for c := range D {
-			// num = Σ_{j out of reach} exp(K_j)·V_j + Σ_{j in reach} exp(K_j + w_tj)·V_j,
-			// every term shifted by M, the largest exponent; den likewise.
-			mx := s.m[c]
-			for j := lo; j <= t; j++ {
-				mx = math.Max(mx, float64(s.k[(j%s.keep)*D+c])+a.biasAt(bias, t, j, c))
-			}
-			f := math.Exp(s.m[c] - mx) // 0 while the sums are empty (m = −Inf)
-			num, den := f*s.num[c], f*s.den[c]
-			for j := lo; j <= t; j++ {
-				e := math.Exp(float64(s.k[(j%s.keep)*D+c]) + a.biasAt(bias, t, j, c) - mx)
-				num += e * float64(s.v[(j%s.keep)*D+c])
-				den += e
-			}
-			y[c] = w.q[r*D+c] * F(num/den)
+			y[c] = w.q[r*D+c] * F(num[c]/den[c])
 		}
 		s.n++
 	}
@@ -166,20 +187,23 @@ func (s *decodeState[F]) addToSums(k, v []F) {
 	}
 }
 
-// biasAt is w[t,j] of channel c for a causal key j ≤ t (0 beyond the
-// window, and for aft_simple).
-func (a *AFT[F]) biasAt(bias []F, t, j, c int) float64 {
+// biasRow writes w[t,j] of every channel into dst [D] for a causal key
+// j ≤ t in the bias's reach.
+func (a *AFT[F]) biasRow(dst, bias []F, t, j int) {
 	switch a.v {
-	case vFull:
-		return float64(bias[t*a.MaxLen+j])
-	case vLocal:
-		if t-j < a.S {
-			return float64(bias[t*a.MaxLen+j])
+	case vFull, vLocal:
+		b := bias[t*a.MaxLen+j]
+		for c := range dst {
+			dst[c] = b
 		}
 	case vConv:
-		if o := t - j; o < a.S {
-			return float64(bias[(c/a.Dh)*a.S+o])
+		for h := range a.H {
+			b := bias[h*a.S+t-j]
+			for c := h * a.Dh; c < (h+1)*a.Dh; c++ {
+				dst[c] = b
+			}
 		}
+	default:
+		clear(dst)
 	}
-	return 0
 }
