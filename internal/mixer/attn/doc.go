@@ -1,6 +1,8 @@
-// Package attn holds tokenmix's memory-efficient exact attention kernels,
-// shared by full attention (mixer/full) and the Sparse Transformer
-// (mixer/sparse).
+// Package attn holds tokenmix's attention engines: the memory-efficient
+// exact softmax kernels (Attention) shared by full attention (mixer/full)
+// and the Sparse Transformer (mixer/sparse), and the row-rule engine
+// (RuleAttention, rule.go) on which α-entmax (mixer/entmax) and top-k
+// (mixer/topk) apply their Rule to the scores.
 //
 // Attention per head, with scale = 1/√Dh and A(i) the keys query i may see
 // (the head's Pattern minus padded keys):

@@ -1,8 +1,8 @@
 // Package entmax is α-entmax attention (kind "entmax"): multi-head attention
 // whose softmax is replaced by a sparse distribution, with an optional
 // learned α per head, from Correia, Niculae and Martins, "Adaptively Sparse
-// Transformers" (EMNLP 2019). It also holds the sparse-attention engine
-// (Attention, Rule) that mixer/topk reuses.
+// Transformers" (EMNLP 2019): the α-entmax Rule and row kernels on top of
+// the sparse-attention engine attn.RuleAttention, which topk shares.
 //
 // # Turning it on
 //

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/mixer/attn"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -53,7 +54,7 @@ func ParseOptions(o mixer.Options) (Options, error) {
 
 // Mixer is α-entmax attention. It implements mixer.Mixer and mixer.Stats.
 type Mixer[F kernels.Float] struct {
-	*Attention[F]
+	*attn.RuleAttention[F]
 	opt    Options
 	rule   *rule[F]
 	wa, ga []F // alpha_raw [H] and its gradient, when learned
@@ -68,11 +69,11 @@ func New[F kernels.Float](cfg mixer.Config) (*Mixer[F], error) {
 		return nil, err
 	}
 	r := &rule[F]{alpha: make([]float64, cfg.Heads), mt: make([]Method, cfg.Heads), learned: opt.Learn}
-	a, err := NewAttention[F](cfg, r, SupportCap)
+	a, err := attn.NewRuleAttention[F](cfg, r, SupportCap)
 	if err != nil {
 		return nil, err
 	}
-	m := &Mixer[F]{Attention: a, opt: opt, rule: r, dalpha: make([]float64, cfg.Heads)}
+	m := &Mixer[F]{RuleAttention: a, opt: opt, rule: r, dalpha: make([]float64, cfg.Heads)}
 	m.setAlpha()
 	return m, nil
 }
@@ -80,7 +81,7 @@ func New[F kernels.Float](cfg mixer.Config) (*Mixer[F], error) {
 // Params lists q, k, v, o and, with learn_alpha, alpha_raw [H] initialised
 // to logit(alpha − 1) so that α starts at the configured value.
 func (m *Mixer[F]) Params() []mixer.ParamSpec {
-	ps := m.Attention.Params()
+	ps := m.RuleAttention.Params()
 	if m.opt.Learn {
 		a := m.opt.Alpha - 1
 		ps = append(ps, mixer.ParamSpec{Name: "alpha_raw", Shape: []int{m.H}, Init: mixer.InitConst,
@@ -91,7 +92,7 @@ func (m *Mixer[F]) Params() []mixer.ParamSpec {
 
 // Bind takes the storage of every tensor of Params, in order.
 func (m *Mixer[F]) Bind(w, g [][]F) {
-	m.Attention.Bind(w, g)
+	m.RuleAttention.Bind(w, g)
 	if m.opt.Learn {
 		m.wa, m.ga = w[8], g[8]
 	}
@@ -120,12 +121,12 @@ func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 // Decode implements mixer.Decoder with the current α (learned or not).
 func (m *Mixer[F]) Decode(out, x []F, st mixer.State, n int) error {
 	m.setAlpha()
-	return m.Attention.Decode(out, x, st, n)
+	return m.RuleAttention.Decode(out, x, st, n)
 }
 
 func (m *Mixer[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	m.setAlpha()
-	m.Attention.Forward(out, act, scratch, x, p)
+	m.RuleAttention.Forward(out, act, scratch, x, p)
 }
 
 // Backward is Attention.Backward; with learn_alpha it also accumulates
@@ -133,7 +134,7 @@ func (m *Mixer[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 func (m *Mixer[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	m.setAlpha()
 	if !m.opt.Learn {
-		m.Attention.Backward(dx, scratch, dout, act, x, p)
+		m.RuleAttention.Backward(dx, scratch, dout, act, x, p)
 		return
 	}
 	clear(m.dalpha)
@@ -147,7 +148,7 @@ func (m *Mixer[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 // AttentionWeights is Attention.AttentionWeights with the current α.
 func (m *Mixer[F]) AttentionWeights(x []float64, T int) [][]float64 {
 	m.setAlpha()
-	return m.Attention.AttentionWeights(x, T)
+	return m.RuleAttention.AttentionWeights(x, T)
 }
 
 // Stats reports "zeros/h{h}", the mean fraction of exact zeros per query

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
-	"github.com/tokenmix/tokenmix/internal/mixer/entmax"
+	"github.com/tokenmix/tokenmix/internal/mixer/attn"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -57,7 +57,7 @@ func gap(w [][]float64, x []float64, c mixer.Config, B, T, k int) float64 {
 	g := math.Inf(1)
 	out := make([]float64, B*T*c.D)
 	for _, pad := range [][]bool{nil, suitePad(B, T)} {
-		entmax.NaiveForward(out, x, w, c.D, c.Heads, c.Causal, mixer.Pass{B: B, T: T, Pad: pad}, func(z []float64, h int) {
+		attn.NaiveRuleForward(out, x, w, c.D, c.Heads, c.Causal, mixer.Pass{B: B, T: T, Pad: pad}, func(z []float64, h int) {
 			var s []float64
 			for _, v := range z {
 				if !math.IsInf(v, -1) {

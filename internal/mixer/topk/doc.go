@@ -30,8 +30,8 @@
 // θ_i comes from an O(n) selection per row, never a sort: a k-entry
 // min-heap scan for k ≤ 64 (n comparisons with the heap's root, about
 // k·ln(n/k) replacements for random order) and quickselect with a three-way
-// partition otherwise. The layer runs on the row-block engine of package
-// entmax (entmax.Attention) with C = 2k support entries per row: each block
+// partition otherwise. The layer runs on the row-block engine
+// attn.RuleAttention (shared with entmax) with C = 2k support entries per row: each block
 // of 64 query rows costs one score GEMM and the selection; the kept
 // (index, p) pairs go into act, y_i = Σ_{j∈K(i)} p_ij v_j is gathered, and
 // backward is O(T·k·Dh) with nothing recomputed. A row block whose ties keep

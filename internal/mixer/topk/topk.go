@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
-	"github.com/tokenmix/tokenmix/internal/mixer/entmax"
+	"github.com/tokenmix/tokenmix/internal/mixer/attn"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -30,7 +30,7 @@ func Kind() mixer.Kind {
 
 // Mixer is top-k attention. It implements mixer.Mixer and mixer.Stats.
 type Mixer[F kernels.Float] struct {
-	*entmax.Attention[F]
+	*attn.RuleAttention[F]
 	K int
 }
 
@@ -46,11 +46,11 @@ func New[F kernels.Float](cfg mixer.Config) (*Mixer[F], error) {
 	}
 	// Ties at the k-th value keep more than k entries; a block whose rows
 	// keep more than 2k on average falls back to dense mode.
-	a, err := entmax.NewAttention[F](cfg, rule[F]{k: k}, 2*k)
+	a, err := attn.NewRuleAttention[F](cfg, rule[F]{k: k}, 2*k)
 	if err != nil {
 		return nil, err
 	}
-	return &Mixer[F]{Attention: a, K: k}, nil
+	return &Mixer[F]{RuleAttention: a, K: k}, nil
 }
 
 // Stats reports "zeros/h{h}", the mean fraction of exact zeros among the

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
-	"github.com/tokenmix/tokenmix/internal/mixer/entmax"
+	"github.com/tokenmix/tokenmix/internal/mixer/attn"
 	"github.com/tokenmix/tokenmix/internal/mixer/mixertest"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/plot/pattern"
@@ -187,7 +187,7 @@ func TestNaiveTwin(t *testing.T) {
 					if cp > 0 {
 						m.Cap = cp
 					}
-					m.Rows = []int{entmax.RowBlock, 8, 13}[threads-1]
+					m.Rows = []int{attn.RowBlock, 8, 13}[threads-1]
 					var w, g [][]float64
 					for _, s := range m.Params() {
 						w = append(w, randVec(rng, s.Size(), 0.3))
@@ -203,7 +203,7 @@ func TestNaiveTwin(t *testing.T) {
 						row = func(z []float64, h int) { softmax(z) } // full attention
 					}
 					want := make([]float64, B*T*D)
-					entmax.NaiveForward(want, x, w, D, H, causal, p, row)
+					attn.NaiveRuleForward(want, x, w, D, H, causal, p, row)
 					var d float64
 					for i := range out {
 						d = max(d, math.Abs(out[i]-want[i]))

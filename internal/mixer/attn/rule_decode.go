@@ -1,4 +1,4 @@
-package entmax
+package attn
 
 import (
 	"fmt"
@@ -9,18 +9,18 @@ import (
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
-// kvState is one causal sequence's key–value cache, per head.
-type kvState[F kernels.Float] struct {
+// ruleKV is one causal sequence's key–value cache, per head.
+type ruleKV[F kernels.Float] struct {
 	n, max int
 	k, v   [][]F // [H][positions·Dh]
 	// Work of one Decode call (not counted in Bytes).
 	q, kn, vn, o, z, tmp []F
 }
 
-func (s *kvState[F]) Len() int { return s.n }
+func (s *ruleKV[F]) Len() int { return s.n }
 
 // Bytes is the cache's memory: the keys and values held.
-func (s *kvState[F]) Bytes() int64 {
+func (s *ruleKV[F]) Bytes() int64 {
 	var z F
 	var n int
 	for h := range s.k {
@@ -31,23 +31,16 @@ func (s *kvState[F]) Bytes() int64 {
 
 // NewState returns an empty key–value cache for a causal sequence of at
 // most maxLen positions.
-func (a *Attention[F]) NewState(maxLen int, _ uint64) mixer.State {
-	return &kvState[F]{max: maxLen, k: make([][]F, a.H), v: make([][]F, a.H)}
-}
-
-func grow[F kernels.Float](b []F, n int) []F {
-	if cap(b) < n {
-		return make([]F, n)
-	}
-	return b[:n]
+func (a *RuleAttention[F]) NewState(maxLen int, _ uint64) mixer.State {
+	return &ruleKV[F]{max: maxLen, k: make([][]F, a.H), v: make([][]F, a.H)}
 }
 
 // Decode implements mixer.Decoder for causal attention under the layer's
 // Rule: position t scores every cached key, the rule (α-entmax, top-k)
 // turns the row into probabilities, and y = Σ p_j·v_j over its support.
 // O(t·D) per position.
-func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
-	s, ok := st.(*kvState[F])
+func (a *RuleAttention[F]) Decode(out, x []F, st mixer.State, n int) error {
+	s, ok := st.(*ruleKV[F])
 	if !ok {
 		return fmt.Errorf("entmax: a decoding state of another mixer")
 	}

@@ -1,4 +1,4 @@
-package entmax
+package attn
 
 import (
 	"fmt"
@@ -60,7 +60,7 @@ type Rule[F kernels.Float] interface {
 //   - dense mode otherwise: y = P·v by GEMM, and Backward recomputes the
 //     block's scores from q, k and the saved row statistics (as
 //     FlashAttention does), so act stays O(T·(D + H·C)) whatever the support.
-type Attention[F kernels.Float] struct {
+type RuleAttention[F kernels.Float] struct {
 	D, H, Dh int
 	Causal   bool
 	// Cap is C, the support entries per row that act plans for.
@@ -78,9 +78,9 @@ type Attention[F kernels.Float] struct {
 	zeros []float64
 }
 
-// NewAttention returns an Attention for cfg with rule and C = capacity
+// NewRuleAttention returns an Attention for cfg with rule and C = capacity
 // support entries per row. It returns an error if cfg's sizes are invalid.
-func NewAttention[F kernels.Float](cfg mixer.Config, rule Rule[F], capacity int) (*Attention[F], error) {
+func NewRuleAttention[F kernels.Float](cfg mixer.Config, rule Rule[F], capacity int) (*RuleAttention[F], error) {
 	switch {
 	case cfg.D <= 0 || cfg.Heads <= 0:
 		return nil, fmt.Errorf("mixer: d_model and n_heads must be positive")
@@ -91,13 +91,13 @@ func NewAttention[F kernels.Float](cfg mixer.Config, rule Rule[F], capacity int)
 	case capacity < 1:
 		return nil, fmt.Errorf("mixer: support capacity must be positive")
 	}
-	return &Attention[F]{D: cfg.D, H: cfg.Heads, Dh: cfg.D / cfg.Heads, Causal: cfg.Causal,
+	return &RuleAttention[F]{D: cfg.D, H: cfg.Heads, Dh: cfg.D / cfg.Heads, Causal: cfg.Causal,
 		Cap: capacity, Rows: RowBlock, rule: rule, zeros: make([]float64, cfg.Heads)}, nil
 }
 
 // Params lists q, k, v and o (weight [D,D] and bias [D] each); o is a
 // residual projection.
-func (a *Attention[F]) Params() []mixer.ParamSpec {
+func (a *RuleAttention[F]) Params() []mixer.ParamSpec {
 	var ps []mixer.ParamSpec
 	for _, n := range []string{"q", "k", "v"} {
 		ps = append(ps, mixer.Linear(n, a.D, a.D, false)...)
@@ -107,7 +107,7 @@ func (a *Attention[F]) Params() []mixer.ParamSpec {
 
 // Bind takes the storage of the eight tensors of Params, in order. It
 // panics if fewer are given.
-func (a *Attention[F]) Bind(w, g [][]F) {
+func (a *RuleAttention[F]) Bind(w, g [][]F) {
 	a.wq, a.bq, a.wk, a.bk, a.wv, a.bv, a.wo, a.bo = w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]
 	a.gq, a.gbq, a.gk, a.gbk, a.gv, a.gbv, a.gwo, a.gbo = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
 }
@@ -115,7 +115,7 @@ func (a *Attention[F]) Bind(w, g [][]F) {
 // ZeroFrac returns, per head, the mean fraction of exact zeros among the
 // allowed keys of a query row in the last Forward (rows without allowed
 // keys are skipped). The slice is owned by a.
-func (a *Attention[F]) ZeroFrac() []float64 { return a.zeros }
+func (a *RuleAttention[F]) ZeroFrac() []float64 { return a.zeros }
 
 // geom is the act and scratch layout of one call.
 type geom struct {
@@ -128,7 +128,7 @@ type geom struct {
 	scratch         int
 }
 
-func (a *Attention[F]) geom(b, t int) geom {
+func (a *RuleAttention[F]) geom(b, t int) geom {
 	g := geom{B: b, T: t, R: min(a.Rows, t), n: b * t * a.D}
 	if g.R < 1 {
 		g.R = 1
@@ -151,14 +151,14 @@ func (a *Attention[F]) geom(b, t int) geom {
 // ActSize is 4·B·T·D (q, k, v and the head outputs y) + 4·B·H·T row
 // statistics + B·H·⌈T/R⌉ block flags + 2·B·H·⌈T/R⌉·R·C support entries:
 // O(T·(D + H·C)), never T².
-func (a *Attention[F]) ActSize(b, t int) int { return a.geom(b, t).act }
+func (a *RuleAttention[F]) ActSize(b, t int) int { return a.geom(b, t).act }
 
 // ScratchSize is 6·B·T·D + Threads()·(2·R·T + T + 4·T·Dh). It depends on
 // parallel.Threads() at the time of the call; Forward and Backward panic if
 // the scratch they get is too small for the current thread count.
-func (a *Attention[F]) ScratchSize(b, t int) int { return a.geom(b, t).scratch }
+func (a *RuleAttention[F]) ScratchSize(b, t int) int { return a.geom(b, t).scratch }
 
-func (a *Attention[F]) check(g geom, out, act, scratch, x []F, p mixer.Pass) {
+func (a *RuleAttention[F]) check(g geom, out, act, scratch, x []F, p mixer.Pass) {
 	if p.B < 1 || p.T < 1 {
 		panic("entmax: pass with B or T < 1")
 	}
@@ -181,7 +181,7 @@ func zigzag(u, nrb int) int {
 
 // Forward writes out [B,T,D] = o(concat_heads(P·v)) and fills act.
 // It panics if a buffer is smaller than ActSize/ScratchSize ask.
-func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
+func (a *RuleAttention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	g := a.geom(p.B, p.T)
 	a.check(g, out, act, scratch, x, p)
 	D, BT := a.D, p.B*p.T
@@ -191,7 +191,7 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	kernels.Linear(v, x, a.wv, a.bv, BT, D, D)
 
 	kt := scratch[4*g.n : 5*g.n]
-	transposeHeads(kt, k, p.B, p.T, a.D, a.H)
+	transposeHeadsRule(kt, k, p.B, p.T, a.D, a.H)
 	nt := parallel.Threads()
 	acc := make([]float64, 2*nt*a.H) // per worker and head: Σ zero fraction, rows
 	units := p.B * a.H * g.nrb
@@ -222,7 +222,7 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 // head h of sequence b, with disallowed keys set to −Inf, and returns the
 // number of allowed keys of every row in nallow (may be nil). kt holds kᵀ
 // per head, [B,H,Dh,T], so that the GEMM packs contiguous rows.
-func (a *Attention[F]) scores(S, q, kt []F, p mixer.Pass, b, h, r0, nr, nk int, nallow []int) {
+func (a *RuleAttention[F]) scores(S, q, kt []F, p mixer.Pass, b, h, r0, nr, nk int, nallow []int) {
 	D, T, Dh := a.D, p.T, a.Dh
 	scale := F(1 / math.Sqrt(float64(Dh)))
 	kernels.GemmST(false, false, nr, nk, Dh, scale, q[(b*T+r0)*D+h*Dh:], D, kt[(b*a.H+h)*Dh*T:], T, 0, S, nk)
@@ -253,7 +253,7 @@ func (a *Attention[F]) scores(S, q, kt []F, p mixer.Pass, b, h, r0, nr, nk int, 
 	}
 }
 
-func (a *Attention[F]) forwardBlock(g geom, act, wk []F, acc []float64, q, kt, v, y []F, p mixer.Pass, b, h, rb int) {
+func (a *RuleAttention[F]) forwardBlock(g geom, act, wk []F, acc []float64, q, kt, v, y []F, p mixer.Pass, b, h, rb int) {
 	D, T, Dh, R := a.D, p.T, a.Dh, g.R
 	r0 := rb * R
 	nr := min(R, T-r0)
@@ -311,13 +311,13 @@ func (a *Attention[F]) forwardBlock(g geom, act, wk []F, acc []float64, q, kt, v
 
 // Backward accumulates into dx and the projection gradients. It panics as
 // Forward.
-func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
+func (a *RuleAttention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	a.BackwardAlpha(dx, scratch, dout, act, x, p, nil)
 }
 
 // BackwardAlpha is Backward that also accumulates ∂L/∂α_h, as the Rule
 // reports it, into dalpha [H] when dalpha is not nil.
-func (a *Attention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.Pass, dalpha []float64) {
+func (a *RuleAttention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.Pass, dalpha []float64) {
 	g := a.geom(p.B, p.T)
 	a.check(g, dout, act, scratch, x, p)
 	if len(dx) < g.n {
@@ -332,8 +332,8 @@ func (a *Attention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.Pass
 	kernels.LinearGrad(a.gwo, a.gbo, dout, y, BT, D, D)
 
 	kt, vt := scratch[4*g.n:5*g.n], scratch[5*g.n:6*g.n]
-	transposeHeads(kt, k, p.B, T, D, a.H)
-	transposeHeads(vt, v, p.B, T, D, a.H)
+	transposeHeadsRule(kt, k, p.B, T, D, a.H)
+	transposeHeadsRule(vt, v, p.B, T, D, a.H)
 	nt := parallel.Threads()
 	da := make([]float64, nt*a.H)
 	// Each worker's first and last (b,h) may be shared with a neighbour:
@@ -400,7 +400,7 @@ func (a *Attention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.Pass
 // backwardBlock accumulates the gradients of one row block: dq rows into dq
 // (stride D) and dk, dv of the head's keys into dkT, dvT (stride ld). It
 // returns the block's ∂L/∂α_h.
-func (a *Attention[F]) backwardBlock(g geom, act, wk []F, q, k, v, kt, vt, dq, dkT, dvT []F, ld int, dy []F, p mixer.Pass, b, h, rb int) float64 {
+func (a *RuleAttention[F]) backwardBlock(g geom, act, wk []F, q, k, v, kt, vt, dq, dkT, dvT []F, ld int, dy []F, p mixer.Pass, b, h, rb int) float64 {
 	D, T, Dh, R := a.D, p.T, a.Dh, g.R
 	r0 := rb * R
 	nr := min(R, T-r0)
@@ -460,7 +460,7 @@ func (a *Attention[F]) backwardBlock(g geom, act, wk []F, q, k, v, kt, vt, dq, d
 }
 
 // transposeHeads sets xt [B,H,Dh,T] to the per-head transpose of x [B,T,D].
-func transposeHeads[F kernels.Float](xt, x []F, B, T, D, H int) {
+func transposeHeadsRule[F kernels.Float](xt, x []F, B, T, D, H int) {
 	Dh := D / H
 	parallel.For(B*H, 1, func(_, lo, hi int) {
 		for bh := lo; bh < hi; bh++ {
@@ -480,7 +480,7 @@ func transposeHeads[F kernels.Float](xt, x []F, B, T, D, H int) {
 // P (query rows, key columns) of a forward pass on x [1,T,D] with the bound
 // parameters, no padding: the heat maps of `tokenmix pattern`
 // (plot/pattern.Weights). It allocates; it is for inspection, not training.
-func (a *Attention[F]) AttentionWeights(x []float64, T int) [][]float64 {
+func (a *RuleAttention[F]) AttentionWeights(x []float64, T int) [][]float64 {
 	D, H := a.D, a.H
 	p := mixer.Pass{B: 1, T: T}
 	xf := make([]F, T*D)
@@ -490,7 +490,7 @@ func (a *Attention[F]) AttentionWeights(x []float64, T int) [][]float64 {
 	q, k, kt := make([]F, T*D), make([]F, T*D), make([]F, T*D)
 	kernels.Linear(q, xf, a.wq, a.bq, T, D, D)
 	kernels.Linear(k, xf, a.wk, a.bk, T, D, D)
-	transposeHeads(kt, k, 1, T, D, H)
+	transposeHeadsRule(kt, k, 1, T, D, H)
 	R := min(a.Rows, T)
 	S, tmp := make([]F, R*T), make([]F, T)
 	out := make([][]float64, H)

@@ -1,4 +1,4 @@
-package entmax
+package attn
 
 import (
 	"math"
@@ -6,14 +6,14 @@ import (
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
-// NaiveForward is the dense test twin of a sparse attention layer, in
+// NaiveRuleForward is the dense test twin of a sparse attention layer, in
 // float64: it materialises every T×T score matrix, masks it, applies row to
 // each query row of head h (row gets the scores with −Inf for disallowed keys
 // and must replace them by probabilities) and writes
 // out [B,T,D] = o(concat_heads(P·v)). w holds q, k, v, o weights and biases
-// as in Attention.Params. It also returns P [B,H,T,T]. NaiveForward panics if
+// as in Attention.Params. It also returns P [B,H,T,T]. NaiveRuleForward panics if
 // a slice is too short.
-func NaiveForward(out, x []float64, w [][]float64, D, H int, causal bool, p mixer.Pass, row func(z []float64, h int)) []float64 {
+func NaiveRuleForward(out, x []float64, w [][]float64, D, H int, causal bool, p mixer.Pass, row func(z []float64, h int)) []float64 {
 	B, T, Dh := p.B, p.T, D/H
 	lin := func(wt, bs []float64) []float64 {
 		y := make([]float64, B*T*D)
