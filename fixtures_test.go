@@ -38,7 +38,7 @@ func TestExampleModels(t *testing.T) {
 	} {
 		m, err := tokenmix.Load(c.dir)
 		if err != nil {
-			t.Fatalf("%v (regenerate with go test -run TestExampleModels -update)", err)
+			t.Fatalf("%v (regenerate: go test . -run TestExampleModels -args -update)", err)
 		}
 		if cfg := m.Config(); cfg.Task != c.task || strings.Join(cfg.LabelNames, " ") != c.labels || cfg.Step == 0 {
 			t.Errorf("%s: task %s, labels %q, step %d", c.dir, cfg.Task, cfg.LabelNames, cfg.Step)
