@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tokenmix/tokenmix/internal/bench"
 )
 
 // benchCfg is a classifier of about 13M parameters (52 MB of weights), so
@@ -88,21 +90,7 @@ func TestClassifyChild(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	r, _ := json.Marshal(map[string]any{"seconds": time.Since(start).Seconds(), "seqs": calls * len(seqs), "peakrss": peakRSS()})
+	rss, _ := bench.PeakRSS() // 0 where /proc is unavailable
+	r, _ := json.Marshal(map[string]any{"seconds": time.Since(start).Seconds(), "seqs": calls * len(seqs), "peakrss": rss})
 	fmt.Println(string(r))
-}
-
-// peakRSS is VmHWM from /proc/self/status in bytes, or 0.
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }

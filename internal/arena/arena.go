@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tokenmix/tokenmix/internal/bench"
 	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/train"
@@ -349,28 +350,9 @@ func Worker(ctx context.Context, out, kind string, stderr io.Writer) error {
 	if err != nil {
 		res.Mixer, res.Status, res.Note = kind, StatusFailed, joinNote(jf.Note, err.Error())
 	}
-	res.PeakBytes = PeakRSS()
-	res.WallSeconds += build // train counts its own wall time, across resumptions
+	res.PeakBytes, _ = bench.PeakRSS() // 0 where /proc is unavailable
+	res.WallSeconds += build           // train counts its own wall time, across resumptions
 	return writeJSON(filepath.Join(dir, "result.json"), res)
-}
-
-// PeakRSS returns the process's peak resident set size (VmHWM from
-// /proc/self/status) in bytes, or 0 where that is unavailable.
-func PeakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(rest)
-			if len(f) >= 1 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb << 10
-			}
-		}
-	}
-	return 0
 }
 
 func summary(r Result) string {
