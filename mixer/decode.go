@@ -64,3 +64,24 @@ func BatchStates[S interface {
 	}
 	return out, nil
 }
+
+// RepeatState is BatchStates for Decode's n positions of one sequence: st
+// as its concrete type S, n times, or an error when it is of another type
+// or cannot take n more positions.
+func RepeatState[S interface {
+	State
+	comparable
+}](st State, n int, limit func(S) int) ([]S, error) {
+	s, ok := st.(S)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("mixer: a decoding state of another mixer")
+	case s.Len()+n > limit(s):
+		return nil, fmt.Errorf("mixer: %d positions exceed the state's %d", s.Len()+n, limit(s))
+	}
+	out := make([]S, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out, nil
+}

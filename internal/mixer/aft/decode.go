@@ -54,16 +54,9 @@ func (a *AFT[F]) NewState(maxLen int, _ uint64) mixer.State {
 // positions' inputs x [n,D]. Each position costs O(D) for aft_simple,
 // O(S·D) for aft_local and aft_conv and O(t·D) for aft_full.
 func (a *AFT[F]) Decode(out, x []F, st mixer.State, n int) error {
-	s, ok := st.(*decodeState[F])
-	if !ok {
-		return fmt.Errorf("aft: a decoding state of another mixer")
-	}
-	if s.n+n > s.max {
-		return fmt.Errorf("aft: %d positions exceed the state's %d", s.n+n, s.max)
-	}
-	states := make([]*decodeState[F], n)
-	for i := range states {
-		states[i] = s
+	states, err := mixer.RepeatState(st, n, func(s *decodeState[F]) int { return s.max })
+	if err != nil {
+		return err
 	}
 	return a.decodeRows(out, x, states)
 }

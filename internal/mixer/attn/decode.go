@@ -85,16 +85,9 @@ func grow[F kernels.Float](b []F, n int) []F {
 // values its pattern allows (KeyLister, or Allow on every earlier
 // position), O(allowed·D) arithmetic.
 func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
-	s, ok := st.(*kvState[F])
-	if !ok {
-		return fmt.Errorf("attn: a decoding state of another mixer")
-	}
-	if s.n+n > s.max {
-		return fmt.Errorf("attn: %d positions exceed the state's %d", s.n+n, s.max)
-	}
-	states := make([]*kvState[F], n)
-	for i := range states {
-		states[i] = s
+	states, err := mixer.RepeatState(st, n, func(s *kvState[F]) int { return s.max })
+	if err != nil {
+		return err
 	}
 	return a.decodeRows(out, x, states)
 }
