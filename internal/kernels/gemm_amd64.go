@@ -85,3 +85,27 @@ func gemmTiles(w *gemmWork, p Path, ta bool, mc, cols, kc int, a []float32, ao, 
 		}
 	}
 }
+
+// dotNT computes columns 0..n&^3 of C = alpha·A·Bᵀ + beta·C for the m rows
+// of A with the AVX-512 dot-tile kernels, both operands read in place, and
+// returns how many columns it computed (0 off the AVX-512 path; the caller
+// computes the rest). Columns go in chunks of dotChunk tiles, and every
+// chunk serves all the rows while its rows of B are in cache.
+func dotNT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) int {
+	tiles := n / dotNR
+	if path != PathAVX512 || tiles == 0 || k == 0 {
+		return 0
+	}
+	_ = a[(m-1)*lda+k-1]
+	_ = b[(tiles*dotNR-1)*ldb+k-1]
+	_ = c[(m-1)*ldc+tiles*dotNR-1]
+	kv, tail := k/16, uint64(1)<<(k%16)-1
+	for j0 := 0; j0 < tiles; j0 += dotChunk {
+		nt := min(dotChunk, tiles-j0)
+		for r0 := 0; r0 < m; r0 += dotMR {
+			mr := min(dotMR, m-r0)
+			dot512[mr-1](kv, &a[r0*lda], lda, &b[j0*dotNR*ldb], ldb, &c[r0*ldc+j0*dotNR], ldc, alpha, beta, tail, nt)
+		}
+	}
+	return tiles * dotNR
+}

@@ -22,3 +22,8 @@ func packBT(p Path, dst []float32, pw int, b []float32, ldb, q0, kc, j0, cols in
 
 // packATFull packs nothing: the Go path does not use micro-panels of A.
 func packATFull(dst, a []float32, lda, pc, kc, ic, mc, rs int) int { return 0 }
+
+// dotNT computes nothing: the caller's dot-product loop does all columns.
+func dotNT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) int {
+	return 0
+}

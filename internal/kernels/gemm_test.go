@@ -30,6 +30,10 @@ var gemmCases = []gemmCase{
 	{1, 1000, 256, 0}, // one row: the unpacked dot-product path (NT)
 	{2, 300, 257, 3},
 	{4, 65, 600, 0},
+	{16, 36, 256, 0}, // NT without packing: four whole 4×4 dot-tile row blocks
+	{5, 19, 31, 2},   // a 1-row block, a 15-float k tail, 3 columns past the tiles
+	{15, 9, 16, 1},   // k one whole vector, a 3-row block
+	{11, 40, 7, 0},   // k below one vector: only the masked tail
 }
 
 var gemmScalars = []struct{ alpha, beta float32 }{

@@ -67,6 +67,16 @@ func main() {
 		tab512.WriteString("\t},\n")
 		tab256.WriteString("},\n")
 	}
+	dsig := "(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, tiles int)"
+	var tabDot bytes.Buffer
+	for mr := 1; mr <= dotMR; mr++ {
+		name := fmt.Sprintf("sdotNTK512m%d", mr)
+		dotKernel(&s, name, mr)
+		fmt.Fprintf(&g, "//go:noescape\nfunc %s%s\n\n", name, dsig)
+		fmt.Fprintf(&tabDot, "%s, ", name)
+	}
+	fmt.Fprintf(&g, "// dotKernel is the signature of the generated dot-product tile kernels.\ntype dotKernel func%s\n\n", dsig)
+	fmt.Fprintf(&g, "// dot512[mr-1] computes mr×%d tiles of A·Bᵀ with AVX-512.\nvar dot512 = [%d]dotKernel{%s}\n\n", dotNR, dotMR, tabDot.String())
 	fmt.Fprintf(&g, "// microKernel is the signature of every generated GEMM micro-kernel.\ntype microKernel func%s\n\n", sig)
 	fmt.Fprintf(&g, "// kern512[t][mr-1][nv-1] computes an mr×16nv tile with AVX-512; t=1\n// reads A transposed (op(A)[r][p] at a[p·lda+r]).\nvar kern512 = [2][6][4]microKernel{\n%s}\n\n", tab512.String())
 	fmt.Fprintf(&g, "// kern256[t][mr-1] computes an mr×16 tile with AVX2+FMA; t as kern512.\nvar kern256 = [2][6]microKernel{\n%s}\n", tab256.String())
@@ -329,4 +339,168 @@ func kernel(w *bytes.Buffer, name string, mr, nv int, z, ta bool) {
 	p("JNE %s_tile", name)
 	p("VZEROUPPER")
 	p("RET")
+}
+
+const (
+	dotMR = 4 // rows of A per dot tile
+	dotNR = 4 // rows of B (columns of C) per dot tile
+)
+
+// dotKernel emits one dot-product tile kernel: C[r][j] = alpha·Σ_p
+// A[r][p]·B[j][p] + beta·C[r][j] for mr ≤ 4 rows of A and 4 rows of B, both
+// read in place (no packing), over tiles consecutive 4-row blocks of B and
+// 4-column blocks of C. k counts whole 16-float vectors; a non-zero tail
+// mask adds one masked vector after them. Registers: AX/R11 A rows 0 and 3,
+// R8 lda in bytes, BX/R12 B rows 0 and 3, R13/DI rows 8 and 11 (prefetch),
+// R9 ldb in bytes, DX/DI C rows 0 and 3, R10 ldc in bytes, CX the k counter, SI scratch. Z0–Z15 hold the
+// 4×4 accumulators (acc(r, j) = Z(4j+r)), Z16–Z19 A, Z20–Z23 B, Z24–Z31
+// the reduction.
+//
+// The 16 accumulators are summed into one register in four steps of
+// shuffles and adds, 12 shuffles and 6 adds in all instead of 16 separate
+// horizontal sums: after the first two steps, register j holds in its
+// 128-bit block r the four partial sums of acc(r, j); the last two steps
+// leave the total of acc(r, j) in block r, element j, so block r is row r
+// of C's tile.
+func dotKernel(w *bytes.Buffer, name string, mr int) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, "\t"+format+"\n", args...) }
+	acc := func(r, j int) string { return fmt.Sprintf("Z%d", 4*j+r) }
+	row := func(r int, b0, b3, stride string) string {
+		switch r {
+		case 0:
+			return fmt.Sprintf("(%s)", b0)
+		case 3:
+			return fmt.Sprintf("(%s)", b3)
+		}
+		return fmt.Sprintf("(%s)(%s*%d)", b0, stride, r)
+	}
+	fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, tiles int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
+	p("MOVQ lda+16(FP), R8")
+	p("SHLQ $2, R8")
+	p("MOVQ ldb+32(FP), R9")
+	p("SHLQ $2, R9")
+	p("MOVQ ldc+48(FP), R10")
+	p("SHLQ $2, R10")
+	p("MOVQ tail+64(FP), SI")
+	p("KMOVW SI, K1")
+	fmt.Fprintf(w, "%s_tile:\n", name)
+	p("MOVQ k+0(FP), CX")
+	p("MOVQ a+8(FP), AX")
+	if mr > 3 {
+		p("LEAQ (AX)(R8*2), R11")
+		p("ADDQ R8, R11")
+	}
+	p("MOVQ b+24(FP), BX")
+	p("LEAQ (BX)(R9*2), R12")
+	p("ADDQ R9, R12")
+	// R13, DI: rows 8 and 11 of B, two tiles ahead (prefetched).
+	p("LEAQ (BX)(R9*8), R13")
+	p("LEAQ (R13)(R9*2), DI")
+	p("ADDQ R9, DI")
+	for i := 0; i < 16; i++ {
+		p("VPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	step := func(load string) {
+		for r := 0; r < mr; r++ {
+			p("VMOVUPS%s %s, %sZ%d", load, row(r, "AX", "R11", "R8"), mask(load), 16+r)
+		}
+		for j := 0; j < dotNR; j++ {
+			p("VMOVUPS%s %s, %sZ%d", load, row(j, "BX", "R12", "R9"), mask(load), 20+j)
+			for r := 0; r < mr; r++ {
+				p("VFMADD231PS Z%d, Z%d, %s", 20+j, 16+r, acc(r, j))
+			}
+		}
+	}
+	adv := func() {
+		p("ADDQ $64, AX")
+		if mr > 3 {
+			p("ADDQ $64, R11")
+		}
+		p("ADDQ $64, BX")
+		p("ADDQ $64, R12")
+		p("ADDQ $64, R13")
+		p("ADDQ $64, DI")
+	}
+	p("TESTQ CX, CX")
+	p("JE %s_tail", name)
+	fmt.Fprintf(w, "%s_loop:\n", name)
+	// The rows of B two tiles ahead (rows 8–11), towards L1 while this tile
+	// computes: one tile ahead is too short a distance to hide L3.
+	p("PREFETCHT0 (R13)")
+	p("PREFETCHT0 (R13)(R9*1)")
+	p("PREFETCHT0 (R13)(R9*2)")
+	p("PREFETCHT0 (DI)")
+	step("")
+	adv()
+	p("DECQ CX")
+	p("JNE %s_loop", name)
+	fmt.Fprintf(w, "%s_tail:\n", name)
+	p("KORTESTW K1, K1")
+	p("JE %s_reduce", name)
+	step(".Z")
+	fmt.Fprintf(w, "%s_reduce:\n", name)
+	// Steps 1 and 2: column j's four accumulators into Z(4j), block r
+	// holding row r's four partial sums.
+	for j := 0; j < dotNR; j++ {
+		for _, pr := range [][2]int{{0, 1}, {2, 3}} {
+			x, y := acc(pr[0], j), acc(pr[1], j)
+			p("VSHUFF64X2 $0x44, %s, %s, Z24", y, x)
+			p("VSHUFF64X2 $0xEE, %s, %s, Z25", y, x)
+			p("VADDPS Z25, Z24, %s", x)
+		}
+		x, y := acc(0, j), acc(2, j)
+		p("VSHUFF64X2 $0x88, %s, %s, Z24", y, x)
+		p("VSHUFF64X2 $0xDD, %s, %s, Z25", y, x)
+		p("VADDPS Z25, Z24, %s", x)
+	}
+	// Steps 3 and 4: within each block, the totals of columns 0–3.
+	p("VSHUFPS $0x44, Z4, Z0, Z24")
+	p("VSHUFPS $0xEE, Z4, Z0, Z25")
+	p("VADDPS Z25, Z24, Z26")
+	p("VSHUFPS $0x44, Z12, Z8, Z24")
+	p("VSHUFPS $0xEE, Z12, Z8, Z25")
+	p("VADDPS Z25, Z24, Z27")
+	p("VSHUFPS $0x88, Z27, Z26, Z24")
+	p("VSHUFPS $0xDD, Z27, Z26, Z25")
+	p("VADDPS Z25, Z24, Z28")
+	p("VBROADCASTSS alpha+56(FP), Z29")
+	p("VMULPS Z29, Z28, Z28")
+	p("MOVQ c+40(FP), DX")
+	if mr > 3 {
+		p("LEAQ (DX)(R10*2), DI")
+		p("ADDQ R10, DI")
+	}
+	p("MOVL beta+60(FP), SI")
+	p("SHLL $1, SI") // drop the sign bit: ±0 both mean "do not read C"
+	p("JEQ %s_beta0", name)
+	p("VBROADCASTSS beta+60(FP), X30")
+	for r := 0; r < mr; r++ {
+		p("VEXTRACTF32X4 $%d, Z28, X31", r)
+		p("VFMADD231PS %s, X30, X31", row(r, "DX", "DI", "R10"))
+		p("VMOVUPS X31, %s", row(r, "DX", "DI", "R10"))
+	}
+	p("JMP %s_next", name)
+	fmt.Fprintf(w, "%s_beta0:\n", name)
+	for r := 0; r < mr; r++ {
+		p("VEXTRACTF32X4 $%d, Z28, X31", r)
+		p("VMOVUPS X31, %s", row(r, "DX", "DI", "R10"))
+	}
+	fmt.Fprintf(w, "%s_next:\n", name)
+	p("MOVQ R9, SI")
+	p("SHLQ $2, SI")
+	p("ADDQ SI, b+24(FP)")
+	p("ADDQ $16, c+40(FP)")
+	p("DECQ tiles+72(FP)")
+	p("JNE %s_tile", name)
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// mask is the opmask operand prefix of a masked (".Z") load.
+func mask(load string) string {
+	if load == "" {
+		return ""
+	}
+	return "K1, "
 }
