@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -71,16 +72,24 @@ func (a *AFT[F]) DecodeBatch(out, x []F, states []mixer.State) error {
 	return a.decodeRows(out, x, ss)
 }
 
-// decodeWork is one decodeRows call's workspace.
+// decodeWork is one decodeRows call's workspace: the projected rows, and
+// one scratch per worker of the rows' parallel loop.
 type decodeWork[F kernels.Float] struct {
-	q, k, v, y, e []F
-	mx, num, den  []float64
+	q, k, v, y []F
+	scratch    []rowScratch[F]
+}
+
+// rowScratch is one worker's scratch for one row's sums.
+type rowScratch[F kernels.Float] struct {
+	e, wmx       []F
+	mx, num, den []float64
 }
 
 var decodePool sync.Pool
 
 // decodeRows decodes row r of x as the next position of states[r] (one
-// state may take several consecutive rows).
+// state may take several consecutive rows, decoded in order; distinct
+// states are decoded in parallel).
 func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
 	if !a.Causal {
 		return fmt.Errorf("aft: decoding needs a causal mixer")
@@ -97,106 +106,137 @@ func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
 		}
 		*b = (*b)[:n*D]
 	}
-	if len(w.e) != D {
-		w.e, w.mx, w.num, w.den = make([]F, D), make([]float64, D), make([]float64, D), make([]float64, D)
+	for len(w.scratch) < parallel.Threads() {
+		w.scratch = append(w.scratch, rowScratch[F]{})
+	}
+	for i := range w.scratch {
+		if sc := &w.scratch[i]; len(sc.e) != D {
+			*sc = rowScratch[F]{e: make([]F, D), wmx: make([]F, D), mx: make([]float64, D), num: make([]float64, D), den: make([]float64, D)}
+		}
 	}
 	kernels.Linear(w.q, x, a.w[0], a.w[1], n, D, D)
 	sigmoid(w.q)
 	kernels.Linear(w.k, x, a.w[2], a.w[3], n, D, D)
 	kernels.Linear(w.v, x, a.w[4], a.w[5], n, D, D)
 	bias, _ := a.bias()
-	for r, s := range states {
-		t := s.n
-		k, v := w.k[r*D:(r+1)*D], w.v[r*D:(r+1)*D]
-		switch {
-		case s.keep == 0: // aft_simple: position t goes straight into the sums
-			s.addToSums(k, v)
-		case a.v != vFull && t >= s.keep:
-			// Position t−keep leaves the bias's reach (its weight is 0 from
-			// now on) and joins the sums; its ring row takes position t.
-			row := (t % s.keep) * D
-			s.addToSums(s.k[row:row+D], s.v[row:row+D])
+	rows := func(worker, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			a.decodeRow(w.y[r*D:(r+1)*D], w.q[r*D:(r+1)*D], w.k[r*D:(r+1)*D], w.v[r*D:(r+1)*D], bias, states[r], &w.scratch[worker])
 		}
-		if s.keep > 0 {
-			copy(s.k[(t%s.keep)*D:], k)
-			copy(s.v[(t%s.keep)*D:], v)
-		}
-		lo := max(t-s.keep+1, 0) // the positions the bias reaches: (t−keep, t]
-		if s.keep == 0 {
-			lo = t + 1
-		}
-		// num = Σ_{j out of reach} exp(K_j)·V_j + Σ_{j in reach} exp(K_j + w_tj)·V_j,
-		// every term shifted per channel by M, the largest exponent; den
-		// likewise. The window's exponentials run over whole rows.
-		mx, num, den, e := w.mx, w.num, w.den, w.e
-		copy(mx, s.m)
-		for j := lo; j <= t; j++ {
-			kj := s.k[(j%s.keep)*D : (j%s.keep+1)*D]
-			a.biasRow(e, bias, t, j)
-			for c := range D {
-				mx[c] = math.Max(mx[c], float64(kj[c]+e[c]))
-			}
-		}
-		for c := range D {
-			f := math.Exp(s.m[c] - mx[c]) // 0 while the sums are empty (m = −Inf)
-			num[c], den[c] = f*s.num[c], f*s.den[c]
-		}
-		for j := lo; j <= t; j++ {
-			kj, vj := s.k[(j%s.keep)*D:(j%s.keep+1)*D], s.v[(j%s.keep)*D:(j%s.keep+1)*D]
-			a.biasRow(e, bias, t, j)
-			for c := range D {
-				e[c] = kj[c] + e[c] - F(mx[c])
-			}
-			kernels.Exp(e, e)
-			for c, ec := range e {
-				num[c] += float64(ec) * float64(vj[c])
-				den[c] += float64(ec)
-			}
-		}
-		y := w.y[r*D : (r+1)*D]
-		for c := range D {
-			y[c] = w.q[r*D+c] * F(num[c]/den[c])
-		}
-		s.n++
+	}
+	if n > 1 && states[0] == states[1] {
+		rows(0, 0, n) // one sequence's consecutive positions
+	} else {
+		parallel.For(n, 1, rows)
 	}
 	kernels.Linear(out[:n*D], w.y, a.w[6], a.w[7], n, D, D)
 	return nil
 }
 
-// addToSums adds a position's exp(K)⊙V and exp(K) to the running sums,
-// with the running-maximum rule.
-func (s *decodeState[F]) addToSums(k, v []F) {
-	for c := range k {
-		kc := float64(k[c])
-		if kc > s.m[c] {
-			f := math.Exp(s.m[c] - kc)
-			s.num[c] *= f
-			s.den[c] *= f
-			s.m[c] = kc
+// decodeRow decodes the next position of s from its projected rows q
+// (gated), k and v, and writes the output row y [D].
+func (a *AFT[F]) decodeRow(y, q, k, v, bias []F, s *decodeState[F], sc *rowScratch[F]) {
+	D, t := a.D, s.n
+	switch {
+	case s.keep == 0: // aft_simple: position t goes straight into the sums
+		s.addToSums(k, v, sc.e)
+	case a.v != vFull && t >= s.keep:
+		// Position t−keep leaves the bias's reach (its weight is 0 from
+		// now on) and joins the sums; its ring row takes position t.
+		row := (t % s.keep) * D
+		s.addToSums(s.k[row:row+D], s.v[row:row+D], sc.e)
+	}
+	if s.keep > 0 {
+		copy(s.k[(t%s.keep)*D:], k)
+		copy(s.v[(t%s.keep)*D:], v)
+	}
+	lo := max(t-s.keep+1, 0) // the positions the bias reaches: (t−keep, t]
+	if s.keep == 0 {
+		lo = t + 1
+	}
+	// num = Σ_{j out of reach} exp(K_j)·V_j + Σ_{j in reach} exp(K_j + w_tj)·V_j,
+	// every term shifted per channel by M, the largest exponent; den
+	// likewise. The window's exponentials run over whole rows.
+	mx, num, den, e, wmx := sc.mx, sc.num, sc.den, sc.e, sc.wmx
+	H, Dh := a.H, a.Dh
+	if lo <= t {
+		// The window's largest exponent per channel, in F.
+		for c := range wmx {
+			wmx[c] = F(math.Inf(-1))
 		}
-		e := math.Exp(kc - s.m[c])
+		for j := lo; j <= t; j++ {
+			kj := s.k[(j%s.keep)*D : (j%s.keep+1)*D]
+			for h := range H {
+				b, kh, mh := a.biasAt(bias, h, t, j), kj[h*Dh:(h+1)*Dh], wmx[h*Dh:(h+1)*Dh]
+				for c, kc := range kh {
+					mh[c] = max(mh[c], kc+b)
+				}
+			}
+		}
+	}
+	for c := range D {
+		mx[c] = s.m[c]
+		if lo <= t {
+			mx[c] = max(mx[c], float64(wmx[c]))
+			wmx[c] = F(mx[c])
+		}
+		f := 1.0 // the sums' own maximum (always so for aft_simple)
+		if s.m[c] != mx[c] {
+			f = math.Exp(s.m[c] - mx[c]) // 0 while the sums are empty (m = −Inf)
+		}
+		num[c], den[c] = f*s.num[c], f*s.den[c]
+	}
+	for j := lo; j <= t; j++ {
+		kj, vj := s.k[(j%s.keep)*D:(j%s.keep+1)*D], s.v[(j%s.keep)*D:(j%s.keep+1)*D]
+		for h := range H {
+			b, kh, mh, eh := a.biasAt(bias, h, t, j), kj[h*Dh:(h+1)*Dh], wmx[h*Dh:(h+1)*Dh], e[h*Dh:(h+1)*Dh]
+			for c, kc := range kh {
+				eh[c] = kc + b - mh[c]
+			}
+		}
+		kernels.Exp(e, e)
+		for c, ec := range e {
+			num[c] += float64(ec) * float64(vj[c])
+			den[c] += float64(ec)
+		}
+	}
+	for c := range D {
+		y[c] = q[c] * F(num[c]/den[c])
+	}
+	s.n++
+}
+
+// addToSums adds one position's key and value rows [D] to the running
+// sums, moving a channel's maximum up when its key exceeds it. d [D] is
+// scratch: the exponents, min(k−m, m−k) ≤ 0, go through one vector Exp.
+func (s *decodeState[F]) addToSums(k, v, d []F) {
+	for c, kc := range k {
+		if m := s.m[c]; float64(kc) > m {
+			d[c] = F(m - float64(kc)) // −Inf while the sums are empty
+		} else {
+			d[c] = F(float64(kc) - m)
+		}
+	}
+	kernels.Exp(d, d)
+	for c, kc := range k {
+		e := float64(d[c])
+		if float64(kc) > s.m[c] { // rescale the sums to the new maximum kc
+			s.num[c] = s.num[c]*e + float64(v[c])
+			s.den[c] = s.den[c]*e + 1
+			s.m[c] = float64(kc)
+			continue
+		}
 		s.num[c] += e * float64(v[c])
 		s.den[c] += e
 	}
 }
 
-// biasRow writes w[t,j] of every channel into dst [D] for a causal key
-// j ≤ t in the bias's reach.
-func (a *AFT[F]) biasRow(dst, bias []F, t, j int) {
-	switch a.v {
-	case vFull, vLocal:
-		b := bias[t*a.MaxLen+j]
-		for c := range dst {
-			dst[c] = b
-		}
-	case vConv:
-		for h := range a.H {
-			b := bias[h*a.S+t-j]
-			for c := h * a.Dh; c < (h+1)*a.Dh; c++ {
-				dst[c] = b
-			}
-		}
-	default:
-		clear(dst)
+// biasAt is w[t,j] of head h's channels for a causal key j ≤ t in the
+// bias's reach: one value per head (aft_conv) or for all heads (aft_full,
+// aft_local).
+func (a *AFT[F]) biasAt(bias []F, h, t, j int) F {
+	if a.v == vConv {
+		return bias[h*a.S+t-j]
 	}
+	return bias[t*a.MaxLen+j]
 }
