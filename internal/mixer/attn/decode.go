@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -57,11 +58,20 @@ func (a *Attention[F]) NewState(maxLen int, _ uint64) mixer.State {
 	return s
 }
 
-// decodeWork is one Decode call's workspace; a pool keeps concurrent calls
-// (on different sequences) apart.
+// decodeWork is one decodeRows call's workspace; a pool keeps concurrent
+// calls (on different sequences) apart. pos[r] is row r's position; heads
+// has one scratch per worker of the (row, head) loop.
 type decodeWork[F kernels.Float] struct {
-	q, k, v, o, sc []F
-	keys           []int
+	q, k, v, o []F
+	pos        []int
+	heads      []headScratch[F]
+}
+
+// headScratch is one worker's scratch for one query head: its scores and
+// allowed keys.
+type headScratch[F kernels.Float] struct {
+	sc   []F
+	keys []int
 }
 
 var decodePool sync.Pool
@@ -103,7 +113,9 @@ func (a *Attention[F]) DecodeBatch(out, x []F, states []mixer.State) error {
 }
 
 // decodeRows decodes row r of x as the next position of states[r] (one
-// state may take several consecutive rows).
+// state may take several consecutive rows). The rows' keys and values join
+// their caches first, in order; then every (row, head) pair attends in
+// parallel, each reading its cache up to its own position.
 func (a *Attention[F]) decodeRows(out, x []F, states []*kvState[F]) error {
 	if !a.Causal {
 		return fmt.Errorf("attn: decoding needs a causal pattern")
@@ -112,55 +124,72 @@ func (a *Attention[F]) decodeRows(out, x []F, states []*kvState[F]) error {
 	w := getWork[F]()
 	defer decodePool.Put(w)
 	w.q, w.k, w.v, w.o = grow(w.q, n*D), grow(w.k, n*D), grow(w.v, n*D), grow(w.o, n*D)
+	if cap(w.pos) < n {
+		w.pos = make([]int, n)
+	}
+	w.pos = w.pos[:n]
+	for len(w.heads) < parallel.Threads() {
+		w.heads = append(w.heads, headScratch[F]{})
+	}
 	kernels.Linear(w.q, x, a.w[0], a.w[1], n, D, D)
 	kernels.Linear(w.k, x, a.w[2], a.w[3], n, D, D)
 	kernels.Linear(w.v, x, a.w[4], a.w[5], n, D, D)
-	lister, _ := a.Pat.(KeyLister)
-	scale := 1 / math.Sqrt(float64(Dh))
 	for r, s := range states {
-		i := s.n // this row's position
+		w.pos[r] = s.n
 		s.append(w.k[r*D:(r+1)*D], w.v[r*D:(r+1)*D], H, Dh)
-		w.sc = grow(w.sc, i+1)
-		for h := range H {
-			q := w.q[r*D+h*Dh : r*D+(h+1)*Dh]
-			o := w.o[r*D+h*Dh : r*D+(h+1)*Dh]
-			kh := s.k[h]
-			if s.dense {
-				// Every earlier key: scores = K·q, o = Vᵀ·p.
-				sc := w.sc[:i+1]
-				kernels.Gemm(false, true, 1, i+1, Dh, F(scale), q, Dh, kh, Dh, 0, sc, i+1)
-				sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
-				kernels.Scale(sc, 1/sum)
-				kernels.Gemm(false, true, 1, Dh, i+1, 1, sc, i+1, s.vt[h], s.cap, 0, o, Dh)
-				continue
-			}
-			w.keys = w.keys[:0]
-			if lister != nil {
-				w.keys = lister.CausalKeys(h, i, w.keys)
-			} else {
-				for j := 0; j <= i; j++ {
-					if a.Pat.Allow(h, s.max, i, j) {
-						w.keys = append(w.keys, j)
-					}
-				}
-			}
-			sc := w.sc[:len(w.keys)]
-			for m, j := range w.keys {
-				v := float64(kernels.Dot(q, kh[j*Dh:(j+1)*Dh])) * scale
-				if a.Slopes != nil {
-					v -= a.Slopes[h] * float64(i-j)
-				}
-				sc[m] = F(v)
-			}
-			sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
-			clear(o)
-			for m, j := range w.keys {
-				kernels.Axpy(o, sc[m]/sum, s.v[h][j*Dh:(j+1)*Dh])
+	}
+	parallel.For(n*H, 1, func(worker, lo, hi int) {
+		hs := &w.heads[worker]
+		for u := lo; u < hi; u++ {
+			r, h := u/H, u%H
+			a.decodeHead(w.o[r*D+h*Dh:r*D+(h+1)*Dh], w.q[r*D+h*Dh:r*D+(h+1)*Dh], states[r], w.pos[r], h, hs)
+		}
+	})
+	kernels.Linear(out[:n*D], w.o, a.w[6], a.w[7], n, D, D)
+	return nil
+}
+
+// decodeHead writes head h's output o [Dh] for query q [Dh] at position i
+// of the sequence whose cache s holds positions 0..i (and maybe later
+// ones, not read), on the calling goroutine.
+func (a *Attention[F]) decodeHead(o, q []F, s *kvState[F], i, h int, hs *headScratch[F]) {
+	Dh := a.Dh
+	scale := 1 / math.Sqrt(float64(Dh))
+	kh := s.k[h]
+	if s.dense {
+		// Every earlier key: scores = K·q, o = Vᵀ·p.
+		hs.sc = grow(hs.sc, i+1)
+		sc := hs.sc
+		kernels.GemmST(false, true, 1, i+1, Dh, F(scale), q, Dh, kh, Dh, 0, sc, i+1)
+		sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
+		kernels.Scale(sc, 1/sum)
+		kernels.GemmST(false, true, 1, Dh, i+1, 1, sc, i+1, s.vt[h], s.cap, 0, o, Dh)
+		return
+	}
+	hs.keys = hs.keys[:0]
+	if lister, ok := a.Pat.(KeyLister); ok {
+		hs.keys = lister.CausalKeys(h, i, hs.keys)
+	} else {
+		for j := 0; j <= i; j++ {
+			if a.Pat.Allow(h, s.max, i, j) {
+				hs.keys = append(hs.keys, j)
 			}
 		}
 	}
-	kernels.Linear(out[:n*D], w.o, a.w[6], a.w[7], n, D, D)
-	return nil
+	hs.sc = grow(hs.sc, len(hs.keys))
+	sc := hs.sc
+	for m, j := range hs.keys {
+		v := float64(kernels.Dot(q, kh[j*Dh:(j+1)*Dh])) * scale
+		if a.Slopes != nil {
+			v -= a.Slopes[h] * float64(i-j)
+		}
+		sc[m] = F(v)
+	}
+	sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
+	clear(o)
+	for m, j := range hs.keys {
+		kernels.Axpy(o, sc[m]/sum, s.v[h][j*Dh:(j+1)*Dh])
+	}
 }
 
 // append adds one position's key and value rows [D] to the cache.
