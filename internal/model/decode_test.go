@@ -102,9 +102,12 @@ func TestDecodeErrors(t *testing.T) {
 }
 
 // TestDecodeBatch: stepping several sequences at once (after prompts of
-// different lengths) equals stepping each alone.
+// different lengths) equals stepping each alone, for every kind that
+// decodes (lsh steps its sequences one by one).
 func TestDecodeBatch(t *testing.T) {
-	for _, mix := range []string{`{"kind": "full"}`, `{"kind": "strided", "block": 3}`, `{"kind": "aft_conv", "window": 4}`, `{"kind": "entmax"}`} {
+	for _, mix := range []string{`{"kind": "full"}`, `{"kind": "strided", "block": 3}`, `{"kind": "fixed", "block": 4, "summary": 1}`,
+		`{"kind": "aft_simple"}`, `{"kind": "aft_local", "window": 4}`, `{"kind": "aft_conv", "window": 4}`, `{"kind": "aft_full"}`,
+		`{"kind": "entmax"}`, `{"kind": "topk", "k": 3}`, `{"kind": "lsh", "bucket_size": 4}`} {
 		for _, extra := range []string{"", `, "reversible": true`} {
 			c, err := ParseConfig([]byte(fmt.Sprintf(`{"vocab_size": 17, "d_model": 8, "n_heads": 2, "n_layers": 2, "d_ff": 16, "max_len": 24,
 				"causal": true, "task": "lm", "mixer": %s%s}`, mix, extra)))

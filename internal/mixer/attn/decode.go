@@ -67,11 +67,11 @@ type decodeWork[F kernels.Float] struct {
 	heads      []headScratch[F]
 }
 
-// headScratch is one worker's scratch for one query head: its scores and
-// allowed keys.
+// headScratch is one worker's scratch for one query head: its scores, the
+// rule's workspace and the allowed keys.
 type headScratch[F kernels.Float] struct {
-	sc   []F
-	keys []int
+	sc, tmp []F
+	keys    []int
 }
 
 var decodePool sync.Pool
@@ -112,41 +112,48 @@ func (a *Attention[F]) DecodeBatch(out, x []F, states []mixer.State) error {
 	return a.decodeRows(out, x, ss)
 }
 
-// decodeRows decodes row r of x as the next position of states[r] (one
-// state may take several consecutive rows). The rows' keys and values join
-// their caches first, in order; then every (row, head) pair attends in
-// parallel, each reading its cache up to its own position.
 func (a *Attention[F]) decodeRows(out, x []F, states []*kvState[F]) error {
 	if !a.Causal {
 		return fmt.Errorf("attn: decoding needs a causal pattern")
 	}
-	n, D, H, Dh := len(states), a.D, a.H, a.Dh
-	w := getWork[F]()
-	defer decodePool.Put(w)
-	w.q, w.k, w.v, w.o = grow(w.q, n*D), grow(w.k, n*D), grow(w.v, n*D), grow(w.o, n*D)
-	if cap(w.pos) < n {
-		w.pos = make([]int, n)
+	w := (*[8][]F)(a.w[:8])
+	decodeRows(out, x, states, a.D, a.H, w, a.decodeHead)
+	return nil
+}
+
+// decodeRows is the decoding step of every attention engine: row r of x
+// is the next position of states[r] (one state may take several
+// consecutive rows). w holds the query, key, value and output projections
+// (weight, bias) [D,D], [D] in that order. The rows' keys and values join
+// their caches first, in order; then every (row, head) pair attends in
+// parallel through head, each reading its cache up to its own position.
+func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], D, H int, w *[8][]F, head func(o, q []F, s *kvState[F], i, h int, hs *headScratch[F])) {
+	n, Dh := len(states), D/H
+	wk := getWork[F]()
+	defer decodePool.Put(wk)
+	wk.q, wk.k, wk.v, wk.o = grow(wk.q, n*D), grow(wk.k, n*D), grow(wk.v, n*D), grow(wk.o, n*D)
+	if cap(wk.pos) < n {
+		wk.pos = make([]int, n)
 	}
-	w.pos = w.pos[:n]
-	for len(w.heads) < parallel.Threads() {
-		w.heads = append(w.heads, headScratch[F]{})
+	wk.pos = wk.pos[:n]
+	for len(wk.heads) < parallel.Threads() {
+		wk.heads = append(wk.heads, headScratch[F]{})
 	}
-	kernels.Linear(w.q, x, a.w[0], a.w[1], n, D, D)
-	kernels.Linear(w.k, x, a.w[2], a.w[3], n, D, D)
-	kernels.Linear(w.v, x, a.w[4], a.w[5], n, D, D)
+	kernels.Linear(wk.q, x, w[0], w[1], n, D, D)
+	kernels.Linear(wk.k, x, w[2], w[3], n, D, D)
+	kernels.Linear(wk.v, x, w[4], w[5], n, D, D)
 	for r, s := range states {
-		w.pos[r] = s.n
-		s.append(w.k[r*D:(r+1)*D], w.v[r*D:(r+1)*D], H, Dh)
+		wk.pos[r] = s.n
+		s.append(wk.k[r*D:(r+1)*D], wk.v[r*D:(r+1)*D], H, Dh)
 	}
 	parallel.For(n*H, 1, func(worker, lo, hi int) {
-		hs := &w.heads[worker]
+		hs := &wk.heads[worker]
 		for u := lo; u < hi; u++ {
 			r, h := u/H, u%H
-			a.decodeHead(w.o[r*D+h*Dh:r*D+(h+1)*Dh], w.q[r*D+h*Dh:r*D+(h+1)*Dh], states[r], w.pos[r], h, hs)
+			head(wk.o[r*D+h*Dh:r*D+(h+1)*Dh], wk.q[r*D+h*Dh:r*D+(h+1)*Dh], states[r], wk.pos[r], h, hs)
 		}
 	})
-	kernels.Linear(out[:n*D], w.o, a.w[6], a.w[7], n, D, D)
-	return nil
+	kernels.Linear(out[:n*D], wk.o, w[6], w[7], n, D, D)
 }
 
 // decodeHead writes head h's output o [Dh] for query q [Dh] at position i
