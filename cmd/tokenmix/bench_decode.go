@@ -29,7 +29,7 @@ func runBenchDecode(ctx context.Context, args []string) error {
 	dir := fs.String("run", "", "run directory or exported model (a causal lm)")
 	cfgPath := fs.String("config", "", "or a model config (random weights)")
 	reps := fs.Int("reps", 16, "tokens timed at each position (median reported)")
-	streams := fs.Int("streams", 16, "also time StepStreams over this many streams at position 256 (0: skip)")
+	streams := fs.Int("streams", 16, "also time StepStreams over this many streams at position 256, in turn with one stream alone (0: skip)")
 	asJSON := fs.Bool("json", false, "print one JSON object per position")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -110,8 +110,10 @@ func runBenchDecode(ctx context.Context, args []string) error {
 	if *streams == 0 || 256+*reps > c.MaxLen {
 		return nil
 	}
-	// StepStreams: every stream at position 256, stepped together.
-	ss := make([]*tokenmix.Stream, *streams)
+	// StepStreams: every stream at position 256, stepped together, timed
+	// step by step in turn with one more stream at position 256 stepped
+	// alone, so that the ratio compares the two under the same load.
+	ss := make([]*tokenmix.Stream, *streams+1)
 	for i := range ss {
 		if ss[i], err = m.NewStream(tokenmix.StreamOptions{}); err != nil {
 			return err
@@ -120,20 +122,30 @@ func runBenchDecode(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	times := make([]float64, *reps)
-	for i := range times {
+	alone, together := ss[0], ss[1:]
+	tAlone, tTogether := make([]float64, *reps), make([]float64, *reps)
+	for i := range *reps {
 		t := time.Now()
-		if _, err := m.StepStreams(ctx, ss, next(*streams)); err != nil {
+		if _, err := alone.Append(ctx, next(1)...); err != nil {
 			return err
 		}
-		times[i] = ms(time.Since(t))
+		tAlone[i] = ms(time.Since(t))
+		t = time.Now()
+		if _, err := m.StepStreams(ctx, together, next(*streams)); err != nil {
+			return err
+		}
+		tTogether[i] = ms(time.Since(t))
 	}
-	slices.Sort(times)
-	perStep := times[len(times)/2]
+	slices.Sort(tAlone)
+	slices.Sort(tTogether)
+	one, perStep := tAlone[*reps/2], tTogether[*reps/2]
+	speedup := float64(*streams) * one / perStep
 	if *asJSON {
-		return printJSON(map[string]any{"streams": *streams, "pos": 256, "ms_per_step": perStep, "tokens_per_s": float64(*streams) / perStep * 1000})
+		return printJSON(map[string]any{"streams": *streams, "pos": 256, "ms_per_step": perStep, "tokens_per_s": float64(*streams) / perStep * 1000,
+			"one_stream_ms_per_token": one, "speedup": speedup})
 	}
-	fmt.Printf("%d streams at position 256, stepped together: %.3f ms per step, %.0f tokens/s\n", *streams, perStep, float64(*streams)/perStep*1000)
+	fmt.Printf("%d streams at position 256, stepped together: %.3f ms per step, %.0f tokens/s, %.2f× one stream's (%.3f ms per token, timed in turn)\n",
+		*streams, perStep, float64(*streams)/perStep*1000, speedup, one)
 	return nil
 }
 

@@ -89,8 +89,8 @@ func gemmTiles(w *gemmWork, p Path, ta bool, mc, cols, kc int, a []float32, ao, 
 // dotNT computes columns 0..n&^3 of C = alpha·A·Bᵀ + beta·C for the m rows
 // of A with the AVX-512 dot-tile kernels, both operands read in place, and
 // returns how many columns it computed (0 off the AVX-512 path; the caller
-// computes the rest). Columns go in chunks of dotChunk tiles, and every
-// chunk serves all the rows while its rows of B are in cache.
+// computes the rest). One kernel call takes one tile (4 rows) of B down all
+// the rows of A, so each tile of B is read from memory once.
 func dotNT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) int {
 	tiles := n / dotNR
 	if path != PathAVX512 || tiles == 0 || k == 0 {
@@ -100,11 +100,13 @@ func dotNT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb in
 	_ = b[(tiles*dotNR-1)*ldb+k-1]
 	_ = c[(m-1)*ldc+tiles*dotNR-1]
 	kv, tail := k/16, uint64(1)<<(k%16)-1
-	for j0 := 0; j0 < tiles; j0 += dotChunk {
-		nt := min(dotChunk, tiles-j0)
-		for r0 := 0; r0 < m; r0 += dotMR {
-			mr := min(dotMR, m-r0)
-			dot512[mr-1](kv, &a[r0*lda], lda, &b[j0*dotNR*ldb], ldb, &c[r0*ldc+j0*dotNR], ldc, alpha, beta, tail, nt)
+	full, rest := m/dotMR, m%dotMR
+	for j := 0; j < tiles*dotNR; j += dotNR {
+		if full > 0 {
+			dot512[dotMR-1](kv, &a[0], lda, &b[j*ldb], ldb, &c[j], ldc, alpha, beta, tail, full)
+		}
+		if rest > 0 {
+			dot512[rest-1](kv, &a[full*dotMR*lda], lda, &b[j*ldb], ldb, &c[full*dotMR*ldc+j], ldc, alpha, beta, tail, 1)
 		}
 	}
 	return tiles * dotNR

@@ -15998,7 +15998,7 @@ sgemmTK256m6_next:
 	VZEROUPPER
 	RET
 
-// func sdotNTK512m1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, tiles int)
+// func sdotNTK512m1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)
 TEXT ·sdotNTK512m1(SB), NOSPLIT, $0-80
 	MOVQ lda+16(FP), R8
 	SHLQ $2, R8
@@ -16008,7 +16008,7 @@ TEXT ·sdotNTK512m1(SB), NOSPLIT, $0-80
 	SHLQ $2, R10
 	MOVQ tail+64(FP), SI
 	KMOVW SI, K1
-sdotNTK512m1_tile:
+sdotNTK512m1_block:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+24(FP), BX
@@ -16129,16 +16129,18 @@ sdotNTK512m1_beta0:
 	VEXTRACTF32X4 $0, Z28, X31
 	VMOVUPS X31, (DX)
 sdotNTK512m1_next:
-	MOVQ R9, SI
+	MOVQ R8, SI
 	SHLQ $2, SI
-	ADDQ SI, b+24(FP)
-	ADDQ $16, c+40(FP)
-	DECQ tiles+72(FP)
-	JNE sdotNTK512m1_tile
+	ADDQ SI, a+8(FP)
+	MOVQ R10, SI
+	SHLQ $2, SI
+	ADDQ SI, c+40(FP)
+	DECQ blocks+72(FP)
+	JNE sdotNTK512m1_block
 	VZEROUPPER
 	RET
 
-// func sdotNTK512m2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, tiles int)
+// func sdotNTK512m2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)
 TEXT ·sdotNTK512m2(SB), NOSPLIT, $0-80
 	MOVQ lda+16(FP), R8
 	SHLQ $2, R8
@@ -16148,7 +16150,7 @@ TEXT ·sdotNTK512m2(SB), NOSPLIT, $0-80
 	SHLQ $2, R10
 	MOVQ tail+64(FP), SI
 	KMOVW SI, K1
-sdotNTK512m2_tile:
+sdotNTK512m2_block:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+24(FP), BX
@@ -16284,16 +16286,18 @@ sdotNTK512m2_beta0:
 	VEXTRACTF32X4 $1, Z28, X31
 	VMOVUPS X31, (DX)(R10*1)
 sdotNTK512m2_next:
-	MOVQ R9, SI
+	MOVQ R8, SI
 	SHLQ $2, SI
-	ADDQ SI, b+24(FP)
-	ADDQ $16, c+40(FP)
-	DECQ tiles+72(FP)
-	JNE sdotNTK512m2_tile
+	ADDQ SI, a+8(FP)
+	MOVQ R10, SI
+	SHLQ $2, SI
+	ADDQ SI, c+40(FP)
+	DECQ blocks+72(FP)
+	JNE sdotNTK512m2_block
 	VZEROUPPER
 	RET
 
-// func sdotNTK512m3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, tiles int)
+// func sdotNTK512m3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)
 TEXT ·sdotNTK512m3(SB), NOSPLIT, $0-80
 	MOVQ lda+16(FP), R8
 	SHLQ $2, R8
@@ -16303,7 +16307,7 @@ TEXT ·sdotNTK512m3(SB), NOSPLIT, $0-80
 	SHLQ $2, R10
 	MOVQ tail+64(FP), SI
 	KMOVW SI, K1
-sdotNTK512m3_tile:
+sdotNTK512m3_block:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+24(FP), BX
@@ -16454,16 +16458,18 @@ sdotNTK512m3_beta0:
 	VEXTRACTF32X4 $2, Z28, X31
 	VMOVUPS X31, (DX)(R10*2)
 sdotNTK512m3_next:
-	MOVQ R9, SI
+	MOVQ R8, SI
 	SHLQ $2, SI
-	ADDQ SI, b+24(FP)
-	ADDQ $16, c+40(FP)
-	DECQ tiles+72(FP)
-	JNE sdotNTK512m3_tile
+	ADDQ SI, a+8(FP)
+	MOVQ R10, SI
+	SHLQ $2, SI
+	ADDQ SI, c+40(FP)
+	DECQ blocks+72(FP)
+	JNE sdotNTK512m3_block
 	VZEROUPPER
 	RET
 
-// func sdotNTK512m4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, tiles int)
+// func sdotNTK512m4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)
 TEXT ·sdotNTK512m4(SB), NOSPLIT, $0-80
 	MOVQ lda+16(FP), R8
 	SHLQ $2, R8
@@ -16473,7 +16479,7 @@ TEXT ·sdotNTK512m4(SB), NOSPLIT, $0-80
 	SHLQ $2, R10
 	MOVQ tail+64(FP), SI
 	KMOVW SI, K1
-sdotNTK512m4_tile:
+sdotNTK512m4_block:
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), AX
 	LEAQ (AX)(R8*2), R11
@@ -16644,11 +16650,13 @@ sdotNTK512m4_beta0:
 	VEXTRACTF32X4 $3, Z28, X31
 	VMOVUPS X31, (DI)
 sdotNTK512m4_next:
-	MOVQ R9, SI
+	MOVQ R8, SI
 	SHLQ $2, SI
-	ADDQ SI, b+24(FP)
-	ADDQ $16, c+40(FP)
-	DECQ tiles+72(FP)
-	JNE sdotNTK512m4_tile
+	ADDQ SI, a+8(FP)
+	MOVQ R10, SI
+	SHLQ $2, SI
+	ADDQ SI, c+40(FP)
+	DECQ blocks+72(FP)
+	JNE sdotNTK512m4_block
 	VZEROUPPER
 	RET

@@ -123,11 +123,6 @@ func gemvNT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb i
 	}
 }
 
-// dotChunk is the number of 4-column tiles dotNT computes for all rows
-// before moving on: 16 rows of B, 16 KiB at k = 256. (Blocking k as well
-// measured no faster at k = 1024.)
-const dotChunk = 4
-
 const (
 	dotMR = 4 // rows of A per dot tile
 	dotNR = 4 // rows of B (columns of C) per dot tile

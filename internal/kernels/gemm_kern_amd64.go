@@ -185,21 +185,21 @@ func sgemmTK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int,
 func sgemmTK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
 
 //go:noescape
-func sdotNTK512m1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, tiles int)
+func sdotNTK512m1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)
 
 //go:noescape
-func sdotNTK512m2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, tiles int)
+func sdotNTK512m2(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)
 
 //go:noescape
-func sdotNTK512m3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, tiles int)
+func sdotNTK512m3(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)
 
 //go:noescape
-func sdotNTK512m4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, tiles int)
+func sdotNTK512m4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)
 
 // dotKernel is the signature of the generated dot-product tile kernels.
-type dotKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, tiles int)
+type dotKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)
 
-// dot512[mr-1] computes mr×4 tiles of A·Bᵀ with AVX-512.
+// dot512[mr-1] computes mr×4 tiles of A·Bᵀ down one tile of B with AVX-512.
 var dot512 = [4]dotKernel{sdotNTK512m1, sdotNTK512m2, sdotNTK512m3, sdotNTK512m4}
 
 // microKernel is the signature of every generated GEMM micro-kernel.

@@ -67,7 +67,7 @@ func main() {
 		tab512.WriteString("\t},\n")
 		tab256.WriteString("},\n")
 	}
-	dsig := "(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, tiles int)"
+	dsig := "(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)"
 	var tabDot bytes.Buffer
 	for mr := 1; mr <= dotMR; mr++ {
 		name := fmt.Sprintf("sdotNTK512m%d", mr)
@@ -76,7 +76,7 @@ func main() {
 		fmt.Fprintf(&tabDot, "%s, ", name)
 	}
 	fmt.Fprintf(&g, "// dotKernel is the signature of the generated dot-product tile kernels.\ntype dotKernel func%s\n\n", dsig)
-	fmt.Fprintf(&g, "// dot512[mr-1] computes mr×%d tiles of A·Bᵀ with AVX-512.\nvar dot512 = [%d]dotKernel{%s}\n\n", dotNR, dotMR, tabDot.String())
+	fmt.Fprintf(&g, "// dot512[mr-1] computes mr×%d tiles of A·Bᵀ down one tile of B with AVX-512.\nvar dot512 = [%d]dotKernel{%s}\n\n", dotNR, dotMR, tabDot.String())
 	fmt.Fprintf(&g, "// microKernel is the signature of every generated GEMM micro-kernel.\ntype microKernel func%s\n\n", sig)
 	fmt.Fprintf(&g, "// kern512[t][mr-1][nv-1] computes an mr×16nv tile with AVX-512; t=1\n// reads A transposed (op(A)[r][p] at a[p·lda+r]).\nvar kern512 = [2][6][4]microKernel{\n%s}\n\n", tab512.String())
 	fmt.Fprintf(&g, "// kern256[t][mr-1] computes an mr×16 tile with AVX2+FMA; t as kern512.\nvar kern256 = [2][6]microKernel{\n%s}\n", tab256.String())
@@ -347,14 +347,15 @@ const (
 )
 
 // dotKernel emits one dot-product tile kernel: C[r][j] = alpha·Σ_p
-// A[r][p]·B[j][p] + beta·C[r][j] for mr ≤ 4 rows of A and 4 rows of B, both
-// read in place (no packing), over tiles consecutive 4-row blocks of B and
-// 4-column blocks of C. k counts whole 16-float vectors; a non-zero tail
-// mask adds one masked vector after them. Registers: AX/R11 A rows 0 and 3,
-// R8 lda in bytes, BX/R12 B rows 0 and 3, R13/DI rows 8 and 11 (prefetch),
-// R9 ldb in bytes, DX/DI C rows 0 and 3, R10 ldc in bytes, CX the k counter, SI scratch. Z0–Z15 hold the
-// 4×4 accumulators (acc(r, j) = Z(4j+r)), Z16–Z19 A, Z20–Z23 B, Z24–Z31
-// the reduction.
+// A[r][p]·B[j][p] + beta·C[r][j] for 4 rows of B and mr ≤ 4 rows of A, both
+// read in place (no packing), over blocks consecutive mr-row blocks of A
+// and C (4 rows apart: every block but the last has mr = 4) that share the
+// tile of B, which stays in L1 meanwhile. k counts whole 16-float vectors;
+// a non-zero tail mask adds one masked vector after them. Registers: AX/R11
+// A rows 0 and 3, R8 lda in bytes, BX/R12 B rows 0 and 3, R13/DI rows 8 and
+// 11 (prefetch), R9 ldb in bytes, DX/DI C rows 0 and 3, R10 ldc in bytes,
+// CX the k counter, SI scratch. Z0–Z15 hold the 4×4 accumulators
+// (acc(r, j) = Z(4j+r)), Z16–Z19 A, Z20–Z23 B, Z24–Z31 the reduction.
 //
 // The 16 accumulators are summed into one register in four steps of
 // shuffles and adds, 12 shuffles and 6 adds in all instead of 16 separate
@@ -374,7 +375,7 @@ func dotKernel(w *bytes.Buffer, name string, mr int) {
 		}
 		return fmt.Sprintf("(%s)(%s*%d)", b0, stride, r)
 	}
-	fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, tiles int)\n", name)
+	fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)\n", name)
 	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
 	p("MOVQ lda+16(FP), R8")
 	p("SHLQ $2, R8")
@@ -384,7 +385,7 @@ func dotKernel(w *bytes.Buffer, name string, mr int) {
 	p("SHLQ $2, R10")
 	p("MOVQ tail+64(FP), SI")
 	p("KMOVW SI, K1")
-	fmt.Fprintf(w, "%s_tile:\n", name)
+	fmt.Fprintf(w, "%s_block:\n", name)
 	p("MOVQ k+0(FP), CX")
 	p("MOVQ a+8(FP), AX")
 	if mr > 3 {
@@ -426,7 +427,7 @@ func dotKernel(w *bytes.Buffer, name string, mr int) {
 	p("JE %s_tail", name)
 	fmt.Fprintf(w, "%s_loop:\n", name)
 	// The rows of B two tiles ahead (rows 8–11), towards L1 while this tile
-	// computes: one tile ahead is too short a distance to hide L3.
+	// computes (the caller walks the tiles in order).
 	p("PREFETCHT0 (R13)")
 	p("PREFETCHT0 (R13)(R9*1)")
 	p("PREFETCHT0 (R13)(R9*2)")
@@ -487,12 +488,14 @@ func dotKernel(w *bytes.Buffer, name string, mr int) {
 		p("VMOVUPS X31, %s", row(r, "DX", "DI", "R10"))
 	}
 	fmt.Fprintf(w, "%s_next:\n", name)
-	p("MOVQ R9, SI")
+	p("MOVQ R8, SI")
 	p("SHLQ $2, SI")
-	p("ADDQ SI, b+24(FP)")
-	p("ADDQ $16, c+40(FP)")
-	p("DECQ tiles+72(FP)")
-	p("JNE %s_tile", name)
+	p("ADDQ SI, a+8(FP)")
+	p("MOVQ R10, SI")
+	p("SHLQ $2, SI")
+	p("ADDQ SI, c+40(FP)")
+	p("DECQ blocks+72(FP)")
+	p("JNE %s_block", name)
 	p("VZEROUPPER")
 	p("RET")
 }
