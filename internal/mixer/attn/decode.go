@@ -83,6 +83,13 @@ func getWork[F kernels.Float]() *decodeWork[F] {
 	return &decodeWork[F]{}
 }
 
+// regrow returns b's contents in a slice of capacity n ≥ len(b).
+func regrow[F kernels.Float](b []F, n int) []F {
+	nb := make([]F, len(b), n)
+	copy(nb, b)
+	return nb
+}
+
 func grow[F kernels.Float](b []F, n int) []F {
 	if cap(b) < n {
 		return make([]F, n)
@@ -185,12 +192,20 @@ func (a *Attention[F]) decodeHead(o, q []F, s *kvState[F], i, h int, hs *headScr
 	}
 	hs.sc = grow(hs.sc, len(hs.keys))
 	sc := hs.sc
-	for m, j := range hs.keys {
-		v := float64(kernels.Dot(q, kh[j*Dh:(j+1)*Dh])) * scale
-		if a.Slopes != nil {
-			v -= a.Slopes[h] * float64(i-j)
+	// Scores by runs of consecutive keys (a pattern's local block is one):
+	// one K·q product per run.
+	for m0 := 0; m0 < len(hs.keys); {
+		j0, m1 := hs.keys[m0], m0+1
+		for m1 < len(hs.keys) && hs.keys[m1] == j0+m1-m0 {
+			m1++
 		}
-		sc[m] = F(v)
+		kernels.GemmST(false, true, 1, m1-m0, Dh, F(scale), q, Dh, kh[j0*Dh:], Dh, 0, sc[m0:m1], m1-m0)
+		m0 = m1
+	}
+	if a.Slopes != nil {
+		for m, j := range hs.keys {
+			sc[m] = F(float64(sc[m]) - a.Slopes[h]*float64(i-j))
+		}
 	}
 	sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
 	clear(o)
@@ -199,12 +214,19 @@ func (a *Attention[F]) decodeHead(o, q []F, s *kvState[F], i, h int, hs *headScr
 	}
 }
 
-// append adds one position's key and value rows [D] to the cache.
+// append adds one position's key and value rows [D] to the cache. The
+// cache grows by doubling its positions (up to its length), so a sequence
+// copies each row about once over its life.
 func (s *kvState[F]) append(k, v []F, H, Dh int) {
-	if s.dense && s.n+1 > s.cap { // grow the transposed values, doubling
+	if s.n+1 > s.cap {
 		c := min(max(2*s.cap, 64), s.max)
 		for h := range H {
-			vt := make([]F, Dh*c)
+			s.k[h] = regrow(s.k[h], Dh*c)
+			if !s.dense {
+				s.v[h] = regrow(s.v[h], Dh*c)
+				continue
+			}
+			vt := make([]F, Dh*c) // the transposed values: channel rows of c positions
 			for ch := 0; ch < Dh && s.n > 0; ch++ {
 				copy(vt[ch*c:ch*c+s.n], s.vt[h][ch*s.cap:ch*s.cap+s.n])
 			}
