@@ -167,10 +167,13 @@ type GenerateOptions struct {
 }
 
 // Token is one generated token and its log-probability under the model
-// (before temperature, top-k and top-p).
+// (before temperature, top-k and top-p), with the token the model found
+// most probable at that step and its log-probability.
 type Token struct {
-	ID      int32   `json:"id"`
-	LogProb float32 `json:"log_prob"`
+	ID         int32   `json:"id"`
+	LogProb    float32 `json:"log_prob"`
+	TopID      int32   `json:"top_id"`
+	TopLogProb float32 `json:"top_log_prob"`
 }
 
 // Result is what Generate produced. FinishReason is "stop" (a stop
@@ -185,6 +188,46 @@ type Result struct {
 // empty or invalid prompt (as Stream.Append), invalid options, or a
 // cancelled ctx.
 func (m *Model) Generate(ctx context.Context, prompt []int32, o GenerateOptions) (*Result, error) {
+	g, err := m.StartGeneration(ctx, prompt, o)
+	if err != nil {
+		return nil, err
+	}
+	gs := []*Generation{g}
+	for !g.Done() {
+		if err := m.StepGenerations(ctx, gs); err != nil {
+			return nil, err
+		}
+	}
+	if g.err != nil {
+		return nil, g.err
+	}
+	return &g.res, nil
+}
+
+// Generation is one Generate taken a token at a time, so that a caller
+// (a server) can step many of them together: StartGeneration feeds the
+// prompt, and each StepGenerations draws every unfinished generation's
+// next token and feeds it to its stream, all streams in one pass over the
+// weights. A generation draws the same tokens, from the same logits, as
+// Generate with the same prompt and options. A Generation is not safe
+// for concurrent use.
+type Generation struct {
+	s       *Stream
+	o       GenerateOptions
+	rng     *rand.Rand
+	res     Result
+	emitted int
+	logits  []float32
+	err     error
+	// The most probable token at each step, and its log-probability.
+	top   []int32
+	topLP []float32
+}
+
+// StartGeneration checks prompt and o as Generate does, starts a stream and
+// feeds it the prompt; the first token is drawn by the first
+// StepGenerations.
+func (m *Model) StartGeneration(ctx context.Context, prompt []int32, o GenerateOptions) (*Generation, error) {
 	switch {
 	case len(prompt) == 0:
 		return nil, fmt.Errorf("tokenmix: Generate needs a prompt of at least one token")
@@ -208,49 +251,95 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, o GenerateOptions)
 	if err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(o.Seed, 0x67656e))
-	res := &Result{}
-	emitted := 0
-	emit := func(upto int) error {
-		for ; emitted < upto; emitted++ {
-			if o.OnToken != nil {
-				if err := o.OnToken(Token{res.Tokens[emitted], res.LogProbs[emitted]}); err != nil {
-					return err
-				}
-			}
+	return &Generation{s: s, o: o, rng: rand.New(rand.NewPCG(o.Seed, 0x67656e)), logits: logits}, nil
+}
+
+// Done reports whether the generation has finished: Result holds its
+// tokens and finish reason, or Err its OnToken's error.
+func (g *Generation) Done() bool { return g.res.FinishReason != "" || g.err != nil }
+
+// Result returns the tokens drawn so far; once Done, the whole result.
+// The Result is the generation's own: it changes with later steps.
+func (g *Generation) Result() *Result { return &g.res }
+
+// Err is the error that ended the generation (its OnToken's), or nil.
+func (g *Generation) Err() error { return g.err }
+
+// StepGenerations advances every unfinished generation of gens by one
+// token: each draws its next token (passing it to OnToken once it cannot
+// begin a stop sequence, and finishing on a stop sequence, MaxTokens or
+// max_len), and those that go on feed it to their streams through one
+// StepStreams. An OnToken error ends that generation only (see Err). The
+// error returned is StepStreams' (a cancelled ctx); the generations are
+// then unusable.
+func (m *Model) StepGenerations(ctx context.Context, gens []*Generation) error {
+	var streams []*Stream
+	var next []int32
+	var fed []*Generation
+	for _, g := range gens {
+		if g.s.m != m {
+			return fmt.Errorf("tokenmix: StepGenerations: a generation of another model")
 		}
+		if g.Done() {
+			continue
+		}
+		if id, ok := g.draw(); ok {
+			streams, next, fed = append(streams, g.s), append(next, id), append(fed, g)
+		}
+	}
+	if len(fed) == 0 {
 		return nil
 	}
-	for {
-		id, lp := sample(logits, o, rng)
-		res.Tokens, res.LogProbs = append(res.Tokens, id), append(res.LogProbs, lp)
-		if n := stopAt(res.Tokens, o.Stop); n >= 0 {
-			res.Tokens, res.LogProbs, res.FinishReason = res.Tokens[:n], res.LogProbs[:n], "stop"
-			if err := emit(len(res.Tokens)); err != nil {
-				return nil, err
-			}
-			return res, nil
-		}
-		// Hold back a tail that may still become a stop sequence.
-		if err := emit(len(res.Tokens) - pendingStop(res.Tokens, o.Stop)); err != nil {
-			return nil, err
-		}
-		switch {
-		case o.MaxTokens > 0 && len(res.Tokens) == o.MaxTokens:
-			res.FinishReason = "length"
-		case s.Len()+1 == m.cfg.MaxLen: // prompt and output fill max_len
-			res.FinishReason = "max_len"
-		}
-		if res.FinishReason != "" {
-			if err := emit(len(res.Tokens)); err != nil {
-				return nil, err
-			}
-			return res, nil
-		}
-		if logits, err = s.Append(ctx, id); err != nil {
-			return nil, err
+	logits, err := m.StepStreams(ctx, streams, next)
+	if err != nil {
+		return err
+	}
+	for i, g := range fed {
+		g.logits = logits[i]
+	}
+	return nil
+}
+
+// draw draws the next token from the generation's logits and reports
+// whether the generation goes on with it.
+func (g *Generation) draw() (int32, bool) {
+	o, res := &g.o, &g.res
+	id, lp, top, topLP := sample(g.logits, *o, g.rng)
+	res.Tokens, res.LogProbs = append(res.Tokens, id), append(res.LogProbs, lp)
+	g.top, g.topLP = append(g.top, top), append(g.topLP, topLP)
+	if n := stopAt(res.Tokens, o.Stop); n >= 0 {
+		res.Tokens, res.LogProbs, res.FinishReason = res.Tokens[:n], res.LogProbs[:n], "stop"
+		g.emit(len(res.Tokens))
+		return 0, false
+	}
+	// Hold back a tail that may still become a stop sequence.
+	if !g.emit(len(res.Tokens) - pendingStop(res.Tokens, o.Stop)) {
+		return 0, false
+	}
+	switch {
+	case o.MaxTokens > 0 && len(res.Tokens) == o.MaxTokens:
+		res.FinishReason = "length"
+	case g.s.Len()+1 == g.s.m.cfg.MaxLen: // prompt and output fill max_len
+		res.FinishReason = "max_len"
+	}
+	if res.FinishReason != "" {
+		g.emit(len(res.Tokens))
+		return 0, false
+	}
+	return id, true
+}
+
+// emit passes the tokens before upto not yet passed to OnToken, and
+// reports false when OnToken fails (the generation then ends with its
+// error).
+func (g *Generation) emit(upto int) bool {
+	for ; g.emitted < upto && g.err == nil; g.emitted++ {
+		if g.o.OnToken != nil {
+			i := g.emitted
+			g.err = g.o.OnToken(Token{g.res.Tokens[i], g.res.LogProbs[i], g.top[i], g.topLP[i]})
 		}
 	}
+	return g.err == nil
 }
 
 // stopAt returns the length of out without the longest stop sequence it
@@ -280,9 +369,10 @@ func pendingStop(out []int32, stops [][]int32) int {
 	return best
 }
 
-// sample draws the next token from logits as o says, and returns it with
-// its log-probability under softmax(logits).
-func sample(logits []float32, o GenerateOptions, rng *rand.Rand) (int32, float32) {
+// sample draws the next token from logits as o says, and returns it and
+// the most probable token, each with its log-probability under
+// softmax(logits).
+func sample(logits []float32, o GenerateOptions, rng *rand.Rand) (id int32, lp float32, top int32, topLP float32) {
 	mx := slices.Max(logits)
 	var z float64
 	for _, v := range logits {
@@ -296,7 +386,7 @@ func sample(logits []float32, o GenerateOptions, rng *rand.Rand) (int32, float32
 				best = i
 			}
 		}
-		return int32(best), logProb(best)
+		return int32(best), logProb(best), int32(best), logProb(best)
 	}
 	type cand struct {
 		i int
@@ -309,6 +399,7 @@ func sample(logits []float32, o GenerateOptions, rng *rand.Rand) (int32, float32
 		sum += cs[i].p
 	}
 	sort.SliceStable(cs, func(a, b int) bool { return cs[a].p > cs[b].p })
+	top, topLP = int32(cs[0].i), logProb(cs[0].i)
 	for i := range cs {
 		cs[i].p /= sum
 	}
@@ -334,11 +425,11 @@ func sample(logits []float32, o GenerateOptions, rng *rand.Rand) (int32, float32
 	u := rng.Float64() * mass
 	for _, c := range cs {
 		if u -= c.p; u < 0 {
-			return int32(c.i), logProb(c.i)
+			return int32(c.i), logProb(c.i), top, topLP
 		}
 	}
 	last := cs[len(cs)-1].i
-	return int32(last), logProb(last)
+	return int32(last), logProb(last), top, topLP
 }
 
 // StepStreams appends next[i] to streams[i] for every i and returns each

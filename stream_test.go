@@ -135,7 +135,7 @@ func TestTopP(t *testing.T) {
 		n := make([]float64, 4)
 		const draws = 20000
 		for range draws {
-			id, _ := sample(logits, GenerateOptions{Temperature: 1, TopP: c.p}, rng)
+			id, _, _, _ := sample(logits, GenerateOptions{Temperature: 1, TopP: c.p}, rng)
 			n[id]++
 		}
 		for i := range n {
@@ -289,6 +289,86 @@ func TestPadIDStream(t *testing.T) {
 		}
 		if r := maxRel(got, all.Data[pos*257:(pos+1)*257]); r > 1e-6 {
 			t.Fatalf("position %d differs by %.3g", pos, r)
+		}
+	}
+}
+
+// TestStepGenerations: generations stepped together draw the tokens that
+// Generate draws alone with the same prompt and options, pass OnToken the
+// same tokens, and an OnToken error ends only its own generation.
+func TestStepGenerations(t *testing.T) {
+	ctx := context.Background()
+	for _, cfg := range []string{lmCfg, convCfg, lshLMCfg} {
+		m, err := Load(tinyRun(t, cfg, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := []GenerateOptions{
+			{MaxTokens: 9},
+			{MaxTokens: 12, Temperature: 0.8, Seed: 3},
+			{MaxTokens: 15, Temperature: 1.2, TopP: 0.9, TopK: 20, Seed: 4},
+			{Temperature: 1, Seed: 5, Stop: [][]int32{{'e'}, {'a', 'b'}}},
+			{MaxTokens: 7, Temperature: 1, Seed: 6},
+		}
+		prompts := []string{"once", "the cat sat", "a", "abracadabra", "x y"}
+		boom := errors.New("boom")
+		gens := make([]*Generation, len(opts))
+		seen := make([][]Token, len(opts))
+		for i, o := range opts {
+			if i == 4 {
+				o.OnToken = func(tk Token) error {
+					if seen[i] = append(seen[i], tk); len(seen[i]) == 3 {
+						return boom
+					}
+					return nil
+				}
+			} else {
+				o.OnToken = func(tk Token) error { seen[i] = append(seen[i], tk); return nil }
+			}
+			if gens[i], err = m.StartGeneration(ctx, m.Encode(prompts[i]), o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for steps := 0; ; steps++ {
+			done := true
+			for _, g := range gens {
+				done = done && g.Done()
+			}
+			if done {
+				break
+			}
+			if steps > m.Config().MaxLen {
+				t.Fatalf("%s: generations still running after %d steps", m.Config().Mixer, steps)
+			}
+			if err := m.StepGenerations(ctx, gens); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, o := range opts {
+			if i == 4 {
+				if !errors.Is(gens[i].Err(), boom) || len(seen[i]) != 3 {
+					t.Errorf("%s: OnToken's error: %v after %d tokens", m.Config().Mixer, gens[i].Err(), len(seen[i]))
+				}
+				continue
+			}
+			var alone []Token
+			o.OnToken = func(tk Token) error { alone = append(alone, tk); return nil }
+			want, err := m.Generate(ctx, m.Encode(prompts[i]), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := gens[i].Result()
+			if gens[i].Err() != nil || !slices.Equal(got.Tokens, want.Tokens) || got.FinishReason != want.FinishReason || !slices.Equal(seen[i], alone) {
+				t.Errorf("%s, generation %d: together %v (%s, %v), alone %v (%s)", m.Config().Mixer, i, got.Tokens, got.FinishReason, gens[i].Err(), want.Tokens, want.FinishReason)
+			}
+			if r := maxRel(got.LogProbs, want.LogProbs); r > 1e-5 {
+				t.Errorf("%s, generation %d: log-probabilities differ by %.3g", m.Config().Mixer, i, r)
+			}
+			for _, tk := range seen[i] {
+				if tk.TopLogProb < tk.LogProb {
+					t.Errorf("%s, generation %d: the most probable token's log-probability %v is below the drawn one's %v", m.Config().Mixer, i, tk.TopLogProb, tk.LogProb)
+				}
+			}
 		}
 	}
 }
