@@ -16,8 +16,10 @@
 //	                        unknown mixer or preset name)
 //	runtime error           one message on stderr, exit 1
 //	SIGINT, SIGTERM         train and arena stop at the end of the current
-//	                        step, save, and exit 130 or 143; a second signal
-//	                        exits at once. Other commands exit at once.
+//	                        step, save, and exit 130 or 143; serve drains
+//	                        (new requests 503, in-flight ones finish) and
+//	                        exits 0; a second signal exits at once. Other
+//	                        commands exit at once.
 //	progress                stderr; plain lines when stderr is not a terminal
 //	results                 stdout; --json prints one object per line
 package main
@@ -46,39 +48,43 @@ type command struct {
 	// graceful commands watch ctx: a first SIGINT or SIGTERM asks them to
 	// stop cleanly. Other commands die at once on a signal.
 	graceful bool
+	// drains marks serve: a signal is its normal end, exit 0.
+	drains bool
 }
 
 // commands is the one list of subcommands.
 func commands() map[string]command {
 	return map[string]command{
 		"arena": {"[--task T | --preset P] [--mixers a,b] [--budget B] [--out DIR] [flags]",
-			"train every mixer side by side on a task: table, JSON, CSV and plots", runArena, true},
+			"train every mixer side by side on a task: table, JSON, CSV and plots", runArena, true, false},
 		"bench": {"<" + strings.Join(sortedNames(benchCommands()), "|") + "> [flags]",
-			"measure kernels, mixers and training steps", runBench, false},
+			"measure kernels, mixers and training steps", runBench, false, false},
 		"pattern": {"--config C --out P.png [--len T] [--grid W --query Q] | --config C --weights W --text S|--tokens-file F --out P.png [--layer L]",
-			"draw attention connectivity (or, with --weights, a model's attention weights on an input) per layer and head as a PNG", runPattern, false},
+			"draw attention connectivity (or, with --weights, a model's attention weights on an input) per layer and head as a PNG", runPattern, false, false},
 		"init": {"--config C --out W.safetensors [--seed N]",
-			"write freshly initialised weights for a config", runInit, false},
+			"write freshly initialised weights for a config", runInit, false, false},
 		"predict": {"--run DIR [--input F] [--checkpoint N]",
-			"classify or score input lines (JSONL or plain text) with a trained model, one JSON result per line", runPredict, false},
+			"classify or score input lines (JSONL or plain text) with a trained model, one JSON result per line", runPredict, false, false},
 		"eval": {"--run DIR --data F [--context N] [--json]",
-			"a classifier's loss and accuracy on labelled JSONL, or a causal lm's bits per byte on a text", runEval, false},
+			"a classifier's loss and accuracy on labelled JSONL, or a causal lm's bits per byte on a text", runEval, false, false},
 		"data": {"export --task fmnist|listops [--split train|val|test] [--data-dir DIR] [--out F]",
-			"write a built-in classification task's split as JSONL, the format tokenmix train reads", runData, false},
+			"write a built-in classification task's split as JSONL, the format tokenmix train reads", runData, false, false},
 		"export": {"--run DIR --out MODEL [--dtype f32|bf16] [--checkpoint N]",
-			"write a run's config and weights, without optimizer state, as a model directory", runExport, false},
+			"write a run's config and weights, without optimizer state, as a model directory", runExport, false, false},
 		"generate": {"--run DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S] [--stop TEXT] [--json]",
-			"continue a prompt with a causal byte-level lm, writing the bytes as they come", runGenerate, true},
+			"continue a prompt with a causal byte-level lm, writing the bytes as they come", runGenerate, true, false},
 		"grad": {"--config C --weights W --batch B --out O [--float64]",
-			"one forward and backward: logits, loss and every gradient", runGrad, false},
+			"one forward and backward: logits, loss and every gradient", runGrad, false, false},
 		"train": {"--config C --data PATH [--val V] --out DIR [--resume] [--val-frac F] [--json]",
-			"train a byte-level language model on text, or a classifier on JSONL, with resumable checkpoints", runTrain, true},
+			"train a byte-level language model on text, or a classifier on JSONL, with resumable checkpoints", runTrain, true, false},
 		"mixers": {"[--json]",
-			"list every mixer kind: paper, capabilities, options", runMixers, false},
+			"list every mixer kind: paper, capabilities, options", runMixers, false, false},
 		"presets": {"[--json]",
-			"list the built-in arena presets", runPresets, false},
+			"list the built-in arena presets", runPresets, false, false},
+		"serve": {"--run NAME=DIR [--run NAME=DIR …] [--addr 127.0.0.1:8080] [--token-file F] [flags]",
+			"serve models over HTTP: classify, score and OpenAI-style completions, batched, with metrics", runServe, true, true},
 		"version": {"[--json]",
-			"print the module version and VCS revision", runVersion, false},
+			"print the module version and VCS revision", runVersion, false, false},
 	}
 }
 
@@ -87,17 +93,17 @@ func commands() map[string]command {
 func benchCommands() map[string]command {
 	return map[string]command{
 		"decode": {"--run DIR | --config C [--reps N] [--streams N] [--json]",
-			"one stream's prefill speed and per-token latency at positions 256, 1024 and 4096, with its state's bytes; StepStreams' tokens/s", runBenchDecode, false},
+			"one stream's prefill speed and per-token latency at positions 256, 1024 and 4096, with its state's bytes; StepStreams' tokens/s", runBenchDecode, false, false},
 		"gemm": {"[--threads-list 1,2] [--trans NN] [--path P] [--reps N] [--clock wall|cpu] [--json]",
-			"float32 GEMM GFLOP/s on the benchmark shapes, against the measured FMA peak", runBenchGemm, false},
+			"float32 GEMM GFLOP/s on the benchmark shapes, against the measured FMA peak", runBenchGemm, false, false},
 		"peak": {"[--threads-list 1,2] [--reps N] [--clock wall|cpu] [--json]",
-			"the FMA peak of this CPU per thread count", runBenchPeak, false},
+			"the FMA peak of this CPU per thread count", runBenchPeak, false, false},
 		"scaling": {"[--mixers a,b] [--min-len N] [--max-len N] [--mem-budget 4GiB] [--out DIR] [flags]",
-			"time and memory of every mixer over doubling sequence lengths, with plots", runBenchScaling, false},
+			"time and memory of every mixer over doubling sequence lengths, with plots", runBenchScaling, false, false},
 		"mixer": {"--config C --len T [--batch B] [--reps N] [--json]",
-			"forward and backward time of one mixer layer, planned bytes and peak RSS", runBenchMixer, false},
+			"forward and backward time of one mixer layer, planned bytes and peak RSS", runBenchMixer, false, false},
 		"train": {"--config C --len T [--batch B] [--reps N] [--plan] [--json]",
-			"time of a full training step, tokens/s, planned bytes and peak RSS", runBenchTrain, false},
+			"time of a full training step, tokens/s, planned bytes and peak RSS", runBenchTrain, false, false},
 	}
 }
 
@@ -152,7 +158,7 @@ func execute(args []string) int {
 	default:
 		code = 1
 	}
-	if s := received(sig); s != nil {
+	if s := received(sig); s != nil && !(cmd.drains && code == 0) {
 		code = 128 + int(s.(syscall.Signal))
 	}
 	if code != 0 && err != nil && err != context.Canceled {

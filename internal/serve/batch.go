@@ -1,0 +1,204 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/tokenmix/tokenmix"
+)
+
+// served is one model being served: its admission slots, its batcher's
+// queue and, for a causal lm, its generation scheduler's queue.
+type served struct {
+	s    *Server
+	name string
+	m    *tokenmix.Model
+	cfg  tokenmix.Config
+	// slots holds one token per admitted request (waiting or running).
+	slots chan struct{}
+	jobs  chan *batchJob
+	gens  chan *genJob
+	quit  chan struct{}
+}
+
+func newServed(s *Server, name string, m *tokenmix.Model) *served {
+	return &served{s: s, name: name, m: m, cfg: m.Config(),
+		slots: make(chan struct{}, s.cfg.Queue),
+		jobs:  make(chan *batchJob, s.cfg.Queue),
+		gens:  make(chan *genJob, s.cfg.Queue),
+		quit:  make(chan struct{})}
+}
+
+// start starts the model's batcher and, for a causal lm, its scheduler.
+func (sv *served) start() {
+	sv.s.workers.Add(1)
+	go sv.batcher()
+	if sv.generates() {
+		sv.s.workers.Add(1)
+		go sv.scheduler()
+	}
+}
+
+func (sv *served) generates() bool { return sv.cfg.Task == "lm" && sv.cfg.Causal }
+
+func (sv *served) kindName() string {
+	if sv.cfg.Task == "lm" {
+		if sv.cfg.Causal {
+			return "causal lm"
+		}
+		return "bidirectional lm"
+	}
+	return "classifier"
+}
+
+// maxInput is the most tokens one input may have, and its description for
+// errors.
+func (sv *served) maxInput(capTokens int) (int, string) {
+	if capTokens > 0 && capTokens < sv.cfg.MaxLen {
+		return capTokens, fmt.Sprintf("the cap of %d tokens per input (--max-input-tokens)", capTokens)
+	}
+	return sv.cfg.MaxLen, fmt.Sprintf("model %q's max_len %d", sv.name, sv.cfg.MaxLen)
+}
+
+// admit takes one of the model's slots, or answers 429 when all are taken.
+func (sv *served) admit() (release func(), err error) {
+	select {
+	case sv.slots <- struct{}{}:
+		return func() { <-sv.slots }, nil
+	default:
+		sv.s.met.reject(sv.name, "queue_full")
+		return nil, &httpError{http.StatusTooManyRequests, "rate_limit_error",
+			fmt.Sprintf("model %q has %d requests waiting or running, its most (--queue): retry later", sv.name, cap(sv.slots))}
+	}
+}
+
+// batchJob is one classify or score request waiting for its batch.
+type batchJob struct {
+	ctx  context.Context
+	seqs [][]int32
+	done chan batchResult // cap 1
+}
+
+type batchResult struct {
+	results any // []tokenmix.Prediction or []tokenmix.Score
+	err     error
+}
+
+// batch submits seqs to the model's batcher and waits for their results.
+func (sv *served) batch(ctx context.Context, seqs [][]int32) (any, error) {
+	j := &batchJob{ctx: ctx, seqs: seqs, done: make(chan batchResult, 1)}
+	select { // cannot block long: the slots bound the queue
+	case sv.jobs <- j:
+	case <-ctx.Done():
+		return nil, ctxError(ctx)
+	}
+	select {
+	case r := <-j.done:
+		return r.results, r.err
+	case <-ctx.Done():
+		return nil, ctxError(ctx)
+	}
+}
+
+// ctxError answers a request whose context ended: the timeout, or the
+// client gone (the answer is then never read).
+func ctxError(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), errTimeout) {
+		return &httpError{http.StatusGatewayTimeout, "timeout_error", "the request took longer than its timeout (--timeout)"}
+	}
+	return &httpError{http.StatusServiceUnavailable, "unavailable_error", "the request was cancelled"}
+}
+
+var errTimeout = errors.New("request timeout")
+
+// contextWithTimeout is the request's context with the server's timeout,
+// whose cause tells a timeout from a client gone.
+func contextWithTimeout(r *http.Request, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(r.Context(), d, errTimeout)
+}
+
+// batcher gathers concurrent classify or score requests: the first opens
+// a window of BatchWindow, and the batch runs when it closes or holds
+// MaxBatch sequences, as one call of the API.
+func (sv *served) batcher() {
+	defer sv.s.workers.Done()
+	cfg := sv.s.cfg
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var carry *batchJob // a job that did not fit the last batch
+	for {
+		var batch []*batchJob
+		n := 0
+		if carry != nil {
+			batch, n, carry = []*batchJob{carry}, len(carry.seqs), nil
+		} else {
+			select {
+			case j := <-sv.jobs:
+				batch, n = []*batchJob{j}, len(j.seqs)
+			case <-sv.quit:
+				return
+			}
+		}
+		timer.Reset(cfg.BatchWindow)
+	gather:
+		for n < cfg.MaxBatch {
+			select {
+			case j := <-sv.jobs:
+				if n+len(j.seqs) > cfg.MaxBatch {
+					carry = j
+					break gather
+				}
+				batch, n = append(batch, j), n+len(j.seqs)
+			case <-timer.C:
+				break gather
+			case <-sv.quit:
+				timer.Stop()
+				for _, j := range batch {
+					j.done <- batchResult{err: &httpError{http.StatusServiceUnavailable, "unavailable_error", "the server is shutting down"}}
+				}
+				return
+			}
+		}
+		timer.Stop()
+		sv.run(batch)
+	}
+}
+
+// run runs one batch: the sequences of the jobs still waiting, in one call.
+func (sv *served) run(batch []*batchJob) {
+	var live []*batchJob
+	var seqs [][]int32
+	for _, j := range batch {
+		if j.ctx.Err() == nil {
+			live, seqs = append(live, j), append(seqs, j.seqs...)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	sv.s.met.batchSize.WithLabelValues(sv.name).Observe(float64(len(seqs)))
+	var preds []tokenmix.Prediction
+	var scores []tokenmix.Score
+	var err error
+	if sv.cfg.Task == "classify" {
+		preds, err = sv.m.Classify(sv.s.base, seqs)
+	} else {
+		scores, err = sv.m.Score(sv.s.base, seqs)
+	}
+	off := 0
+	for _, j := range live {
+		n := len(j.seqs)
+		switch {
+		case err != nil:
+			j.done <- batchResult{err: err}
+		case preds != nil:
+			j.done <- batchResult{results: preds[off : off+n]}
+		default:
+			j.done <- batchResult{results: scores[off : off+n]}
+		}
+		off += n
+	}
+}
