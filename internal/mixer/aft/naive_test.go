@@ -8,8 +8,8 @@ import (
 )
 
 // naive is the O(T²·D) twin of AFT[float64]: the direct formula of the
-// package doc, with w written out from the definitions (not from the
-// band geometry), and its gradient by the chain rule term by term. It shares
+// package doc, with w written out from its table of definitions (not from
+// the band geometry), and its gradient by the chain rule term by term. It shares
 // only the parameter slices with the layer under test.
 type naive struct {
 	a *AFT[float64]

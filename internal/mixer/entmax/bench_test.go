@@ -8,8 +8,7 @@ import (
 )
 
 // benchLayer times forward+backward of one float32 mixer layer at d=256,
-// 4 heads, B=1, causal (the benchmark shape) with GPT-2-sized
-// random weights.
+// 4 heads, B=1, causal, with GPT-2-sized random weights.
 func benchLayer(b *testing.B, m mixer.Mixer[float32], T int) {
 	const B, D = 1, 256
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -11,13 +11,10 @@ import (
 )
 
 // GemmMaxT is the longest sequence for which "method":"auto" uses the
-// DFT-as-GEMM path; longer sequences use the FFT. It is 0: since the FFT
-// path's channel DFT became a GEMM and its time transforms vectorised, it is
-// faster at every length measured at d=256 (2 threads, AVX-512, `go test
-// -run X -bench Forward ./mixer/fnet/`, wall time per forward: T=8 20 µs vs
-// 28 µs, T=16 21 vs 42, T=32 43 vs 63, T=64 61 vs 95, T=128 105 vs 238,
-// T=256 178 vs 422; measured before the time-first order, which made the FFT
-// path faster still). The GEMM path stays available as "method":"gemm".
+// DFT-as-GEMM path; longer sequences use the FFT. It is 0, so "auto" always
+// uses the FFT path, which is faster even for the shortest sequences (its
+// channel DFT is a GEMM too, and its time transforms are vectorised). The
+// GEMM path stays available as "method":"gemm".
 const GemmMaxT = 0
 
 // Kind returns the registry entry of the "fnet" mixer.
@@ -229,24 +226,19 @@ func (f *FNet[F]) applyGemm(dst, scratch, src []F, B, T int, acc bool) {
 // is vectorised.
 const colBlock = 16
 
-// ChannelGemmMaxD is the widest model dimension whose channel DFT is done as
-// GEMMs of the folded rows against cached cos/sin columns (2·T·(D/2+1)·D
-// flops, vectorised) rather than as real FFTs of pairs of rows (scalar
-// butterflies). Measured at T=2048 (forward, 2 threads): GEMM 2.0× faster
-// at D=256, 1.2× at D=512, 0.8× at D=1024.
+// ChannelGemmMaxD is the widest model dimension whose channel DFT the
+// channel-first order does as GEMMs of the folded rows against cached
+// cos/sin columns (2·T·(D/2+1)·D flops, vectorised) rather than as real
+// FFTs of pairs of rows (O(T·D·log D) flops, scalar butterflies): the GEMM
+// wins up to D=512 and loses at D=1024.
 const ChannelGemmMaxD = 512
 
 // TimeFirstMaxD is the widest model dimension for which the FFT path
 // transforms time first (applyTimeFirst) rather than channels first. Its
 // channel GEMMs do half the flops of the channel-first ones, so it wins
 // wherever channel-first uses a GEMM (D ≤ ChannelGemmMaxD) and at D=768
-// against the channel FFTs, but loses at D=1024 and D=2048. Time-first ÷
-// channel-first CPU time, one thread, float32, forward (backward), quiet
-// machine: d=256 T=8 0.97 (0.96), T=16 0.87 (0.87), T=32 0.80 (0.79),
-// T=64 0.74 (0.73), T=256 0.68 (0.66), T=1023 0.92 (0.92), T=1024 0.67
-// (0.68), T=4096 0.68 (0.69), T=16384 0.69 (0.75); T=2048 d=512 0.64
-// (0.65), d=768 0.80 (0.82), d=1024 1.14 (1.13); T=512 d=2048 2.23 (2.22)
-// (`go test -run X -bench OrderAB ./mixer/fnet/` with TOKENMIX_THREADS=1).
+// against the channel FFTs, but its T·D²/2 flops lose to the O(T·D·log D)
+// channel FFTs from D=1024 on. BenchmarkOrderAB compares the two orders.
 const TimeFirstMaxD = 768
 
 // applyFFT: the channel DFT of every row into the half spectrum

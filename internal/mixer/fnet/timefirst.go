@@ -51,9 +51,8 @@ func halfTrigFor[F kernels.Float](D int) *halfTrig[F] {
 // rowPrefetch is how many row pairs ahead the output pass prefetches the
 // rows t and T−t of y it reads next and the rows of dst it writes or adds
 // to: they are whole rows, so at long T a new 4 KiB page starts every few
-// rows, where hardware prefetchers stop. At T=16384, d=256, 2 threads it took the
-// accumulating (backward) pass from 5.7 to 4.7 ms and the forward from 5.0
-// to 4.9 ms; T=1024 was unchanged (A/B in one process, 15 rounds).
+// rows, where hardware prefetchers stop. It matters most for the
+// accumulating backward, which reads dst as well as writing it.
 var rowPrefetch = 4
 
 // tfWorkerSize is one thread's work space in the time-first path: the

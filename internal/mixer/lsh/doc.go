@@ -123,13 +123,10 @@
 //     keeping the forward's buckets; here it is left as a known, rare
 //     effect (not observed in the float32 12-layer tests at initialisation).
 //
-// # Speed (shared 2-core machine, ratios only)
+// # Speed
 //
 // scripts/bench_lsh.py and the Benchmark* functions in lsh_test.go time one
-// float32 layer forward+backward at D=256, 4 heads, B=1, causal, defaults.
-// Measured during development under heavy load from other processes
-// (single runs, so ±30%): at T=8192 lsh took about half the CPU time of
-// the tiled full-attention kernel (0.76 s vs 1.47 s of CPU per pass in
-// pprof), and lsh's T=8192 / T=2048 time ratio was about 3.2. At T=2048
-// full attention is about as fast or faster.
+// float32 layer forward+backward at D=256, 4 heads, B=1, causal, default
+// options, against full attention at T=2048 and T=8192; docs/performance.md
+// records the results.
 package lsh

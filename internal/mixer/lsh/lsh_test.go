@@ -182,7 +182,7 @@ func TestSeedAndLayer(t *testing.T) {
 	}
 }
 
-// TestDominantKey is the accuracy check: with n_hashes=8 and
+// TestDominantKey is the accuracy check: with n_hashes=8 and
 // bucket_size=32, on inputs where every query has one dominant key (tokens
 // come in pairs sharing a direction; a token does not attend to itself), the
 // LSH output matches dense shared-QK attention within 5% relative error
@@ -279,7 +279,7 @@ func TestMemoryLinear(t *testing.T) {
 }
 
 // benchFwdBwd times one float32 forward+backward of kind k at D=256, 4
-// heads, B=1, causal (the speed setting).
+// heads, B=1, causal.
 func benchFwdBwd(b *testing.B, k mixer.Kind, opts map[string]any, T int) {
 	const B, D = 1, 256
 	c := mixer.Config{D: D, Heads: 4, MaxLen: T, Causal: true, NLayers: 1, Opts: mixer.OptionsOf(k.Name, opts)}

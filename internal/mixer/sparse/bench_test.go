@@ -8,8 +8,9 @@ import (
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
-// The speed shape: d=256, 4 heads, B=1, causal; strided l=64, fixed
-// l=64 c=8, combine=heads. Each iteration is one forward plus backward.
+// benchCfg is the benchmarks' shape: d=256, 4 heads, B=1, causal; strided
+// l=64, fixed l=64 c=8, combine=heads. Each iteration is one forward plus
+// backward.
 func benchCfg(kind string, opts map[string]any) mixer.Config {
 	return mixer.Config{D: 256, Heads: 4, MaxLen: 1 << 16, Causal: true, NLayers: 1, Opts: mixer.OptionsOf(kind, opts)}
 }
