@@ -6,14 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -640,5 +644,95 @@ func TestCLIGenerate(t *testing.T) {
 	spam, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "spam"))
 	if r := cli(t, "", "generate", "--run", spam, "--prompt", "x"); r.code != 1 || !strings.Contains(r.stderr, "streams need a causal lm") {
 		t.Errorf("generate with a classifier: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// TestCLIServeSignal: SIGTERM or SIGINT while clients stream completions
+// drains the server: every stream it had begun ends with [DONE], and the
+// process exits 0.
+func TestCLIServeSignal(t *testing.T) {
+	fox, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "fox"))
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		cmd := exec.Command(binary, "serve", "--run", "fox="+fox, "--addr", addr)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+		client := &http.Client{Transport: &http.Transport{}}
+		for i := 0; ; i++ {
+			resp, err := client.Get("http://" + addr + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					break
+				}
+			}
+			if i == 200 {
+				t.Fatalf("the server did not become ready: %v\n%s", err, stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		var mu sync.Mutex
+		var ok, refused, unavailable int
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for c := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					body := fmt.Sprintf(`{"model": "fox", "prompt": "the %d", "max_tokens": 50, "seed": %d, "stream": true}`, c, i)
+					resp, err := client.Post("http://"+addr+"/v1/completions", "application/json", strings.NewReader(body))
+					if err != nil {
+						mu.Lock()
+						refused++
+						mu.Unlock()
+						time.Sleep(5 * time.Millisecond)
+						continue
+					}
+					b, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					mu.Lock()
+					switch {
+					case resp.StatusCode == 503:
+						unavailable++
+					case resp.StatusCode != 200:
+						t.Errorf("status %d: %s", resp.StatusCode, b)
+					case err != nil || !strings.HasSuffix(string(b), "data: [DONE]\n\n"):
+						t.Errorf("a stream cut short (%v): %q", err, b)
+					default:
+						ok++
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		time.Sleep(300 * time.Millisecond)
+		cmd.Process.Signal(sig)
+		cmd.Wait()
+		kill.Stop()
+		close(stop)
+		wg.Wait()
+		client.CloseIdleConnections()
+		if code := cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(stderr.String(), "draining") {
+			t.Errorf("%v: exit %d\n%s", sig, code, stderr.String())
+		}
+		if ok == 0 {
+			t.Errorf("%v: no stream was served", sig)
+		}
+		t.Logf("%v: %d streams finished, %d answered 503, %d refused after the listener closed", sig, ok, unavailable, refused)
 	}
 }
