@@ -42,8 +42,9 @@
 //   - SoftmaxRows (row maximum subtracted), on the calling goroutine;
 //   - LayerNormForward/Backward, GeluForward/Backward (tanh form, computed
 //     as x·σ(2u)), Add, AddTo and AdamW, which split inputs of 32K elements
-//     or more across parallel.Threads() goroutines, with results that do not
-//     depend on the thread count.
+//     or more (8K for AdamW, which weighs an element as 4) across
+//     parallel.Threads() goroutines, with results that do not depend on the
+//     thread count.
 //
 // The float32 exp reduces x = n·ln2 + r with a Cody–Waite split of ln2,
 // evaluates a degree-6 minimax polynomial on |r| ≤ ln2/2 and builds 2ⁿ from
@@ -52,9 +53,9 @@
 // [-87.33, 88.72]; the tested bound is ExpMaxRelErr = 4e-7). Below that
 // range results underflow gradually to 0, above it they are +Inf, and NaN
 // stays NaN. BenchmarkExp32 against BenchmarkMathExp gives the speed-up per
-// element (about 23× on AVX-512 and 2× in pure Go, measured on a shared
-// machine). Accumulations (Sum, Dot, ExpSub, LayerNorm statistics) run in float32
-// vector lanes, so their last bits depend on the path.
+// element (figures in docs/performance.md). Accumulations (Sum, Dot,
+// ExpSub, LayerNorm statistics) run in float32 vector lanes, so their last
+// bits depend on the path.
 //
 // Shape letters: N rows, C channels, M/N/K GEMM dimensions.
 package kernels

@@ -361,8 +361,8 @@ func AddTo[F Float](dst, a []F) {
 //	p -= lr·( m/(1−β1^step) / (√(v/(1−β2^step)) + eps) + wd·p )
 //
 // The float32 version computes in float32 with bias corrections folded into
-// reciprocals, and splits large inputs across parallel.Threads() goroutines. AdamW panics if grads, m or v is shorter
-// than params.
+// reciprocals, and splits large inputs across parallel.Threads()
+// goroutines. AdamW panics if grads, m or v is shorter than params.
 func AdamW[F Float](params, grads, m, v []F, lr, beta1, beta2, eps, wd float64, step int) {
 	grads, m, v = grads[:len(params)], m[:len(params)], v[:len(params)]
 	bc1 := 1 - math.Pow(beta1, float64(step))

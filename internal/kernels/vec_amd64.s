@@ -485,7 +485,7 @@ done:
 	RET
 
 // func geluBackVecAVX2(dinp, inp, dout *float32, n int)
-// x is clamped to [XMin, XMax] first (GELU' is 0 or 1 there in float32);
+// x is clamped to [XMin, XMax] first (beyond it GELU' is 0 or 1 in float32);
 // s = 1/(1+eᵗ); dinp += dout·(s + eᵗs²·x·(K1 + K2·x²)).
 TEXT ·geluBackVecAVX2(SB), NOSPLIT, $0-32
 	MOVQ dinp+0(FP), DI
@@ -620,7 +620,7 @@ done:
 	RET
 
 // func lnBackDotsVecAVX2(dy, x, w *float32, n int, m, s float32) (sd, sdx float32)
-// sd = Σ g·w, sdx = Σ g·w·(x−m)·s
+// sd = Σ dy·w, sdx = Σ dy·w·(x−m)·s
 TEXT ·lnBackDotsVecAVX2(SB), NOSPLIT, $0-48
 	MOVQ dy+0(FP), SI
 	MOVQ x+8(FP), DI
@@ -664,7 +664,7 @@ done:
 	RET
 
 // func lnBackDxVecAVX2(dx, dy, x, w *float32, n int, m, s, sd, sdx float32)
-// dx += s·(g·w − sd − (x−m)·s·sdx)
+// dx += s·(dy·w − sd − (x−m)·s·sdx)
 TEXT ·lnBackDxVecAVX2(SB), NOSPLIT, $0-56
 	MOVQ dx+0(FP), DI
 	MOVQ dy+8(FP), SI
@@ -699,7 +699,7 @@ done:
 	RET
 
 // func lnBackWVecAVX2(dw, db, dy, x *float32, n int, m, s float32)
-// db += g; dw += g·(x−m)·s
+// db += dy; dw += dy·(x−m)·s
 TEXT ·lnBackWVecAVX2(SB), NOSPLIT, $0-48
 	MOVQ dw+0(FP), DI
 	MOVQ db+8(FP), SI
@@ -1268,7 +1268,7 @@ done:
 	RET
 
 // func geluBackVecAVX512(dinp, inp, dout *float32, n int)
-// x is clamped to [XMin, XMax] first (GELU' is 0 or 1 there in float32);
+// x is clamped to [XMin, XMax] first (beyond it GELU' is 0 or 1 in float32);
 // s = 1/(1+eᵗ); dinp += dout·(s + eᵗs²·x·(K1 + K2·x²)).
 TEXT ·geluBackVecAVX512(SB), NOSPLIT, $0-32
 	MOVQ dinp+0(FP), DI
@@ -1405,7 +1405,7 @@ done:
 	RET
 
 // func lnBackDotsVecAVX512(dy, x, w *float32, n int, m, s float32) (sd, sdx float32)
-// sd = Σ g·w, sdx = Σ g·w·(x−m)·s
+// sd = Σ dy·w, sdx = Σ dy·w·(x−m)·s
 TEXT ·lnBackDotsVecAVX512(SB), NOSPLIT, $0-48
 	MOVQ dy+0(FP), SI
 	MOVQ x+8(FP), DI
@@ -1453,7 +1453,7 @@ done:
 	RET
 
 // func lnBackDxVecAVX512(dx, dy, x, w *float32, n int, m, s, sd, sdx float32)
-// dx += s·(g·w − sd − (x−m)·s·sdx)
+// dx += s·(dy·w − sd − (x−m)·s·sdx)
 TEXT ·lnBackDxVecAVX512(SB), NOSPLIT, $0-56
 	MOVQ dx+0(FP), DI
 	MOVQ dy+8(FP), SI
@@ -1488,7 +1488,7 @@ done:
 	RET
 
 // func lnBackWVecAVX512(dw, db, dy, x *float32, n int, m, s float32)
-// db += g; dw += g·(x−m)·s
+// db += dy; dw += dy·(x−m)·s
 TEXT ·lnBackWVecAVX512(SB), NOSPLIT, $0-48
 	MOVQ dw+0(FP), DI
 	MOVQ db+8(FP), SI

@@ -429,8 +429,8 @@ func BenchmarkAdamW(b *testing.B) {
 }
 
 // TestSmallAddsDoNotAllocate guards the per-row calls that mixers make in hot
-// loops: a heap allocation per call once cost tens of MB of garbage per
-// training step (and peak RSS through GC headroom).
+// loops: with a heap allocation per call they would produce tens of MB of
+// garbage per training step (and raise peak RSS through GC headroom).
 func TestSmallAddsDoNotAllocate(t *testing.T) {
 	a := make([]float32, 256)
 	b := make([]float32, 256)

@@ -88,12 +88,11 @@ func TestTransformBatchMatchesNaive(t *testing.T) {
 }
 
 // TestRealPlanMatchesNaive checks RealPlan.Batch (strided rows, several
-// widths) against the real part of the naive DFT, in float64 and in float32
-// on every kernels path.
-// TestRealPlanMatchesNaive checks RealPlan.Batch against the naive DFT,
-// with the radix-4 split of the half-length transform at its default
-// threshold and forced wherever it applies (n/2 = 32, 128 and 500 =
-// 4·125, whose quarters run radix-5 passes).
+// widths, also in place) against the real part of the naive DFT, in float64
+// and in float32 on every kernels path, with the radix-4 split of the
+// half-length transform at its default threshold and forced wherever it
+// applies (n/2 = 32, 128 and 500 = 4·125, whose quarters run radix-5
+// passes).
 func TestRealPlanMatchesNaive(t *testing.T) {
 	for _, forceQuarters := range []bool{false, true} {
 		if forceQuarters {

@@ -8,18 +8,15 @@ import (
 
 // fourStepMinNW is the smallest n·w (complex elements per batch) for which
 // TransformBatch and RealPlan.Batch take the cache-blocked four-step path
-// when the plan has one. It is off (math.MaxInt): on the 2-vCPU AVX-512
-// EPYC (Zen 5 class, 1 MiB L2) this was tuned on, the plain Stockham passes
-// run from L2/L3 at nearly the speed of the blocked ones, and the
-// four-step's extra gather, twiddle and scatter passes cost more than the
-// blocking saves. CPU time, float32, w=16, four-step ÷ plain, with one
-// and with two threads (`go test -run X -bench 'RealBatchAB|^BenchmarkBatch$'
-// ./kernels/fft/`, with and without TOKENMIX_THREADS=1, shared machine):
-// TransformBatch n=2048 1.25, 4096 1.06–1.08, 8192 0.90 (the plain run's
-// odd pass count costs it a copy back), 16384 1.31–1.38, 65536 1.77–1.81;
-// FNet's time pass (RealPlan, d=256) T=4096 1.06–1.21, T=8192 1.00–1.01,
-// T=16384 1.02. Set it (e.g. to 1<<16) on a machine where
-// BenchmarkRealBatchAB shows a gain. Tests lower it to force the path.
+// when the plan has one. It is off (math.MaxInt): with a 1 MiB L2 per core
+// the plain Stockham passes run from L2/L3 at nearly the speed of the
+// blocked ones, and the four-step's extra gather, twiddle and scatter
+// passes cost more than the blocking saves, except at lengths whose odd
+// pass count costs the plain run a copy back. To retune, compare the paths
+// with `go test -run X -bench 'RealBatchAB|^BenchmarkBatch$'
+// ./internal/kernels/fft/`, with and without TOKENMIX_THREADS=1, and set it
+// (e.g. to 1<<16) where the four-step shows a gain. Tests lower it to force
+// the path.
 var fourStepMinNW = math.MaxInt
 
 // slabFloats is the target width, in elements, of one column slab of the

@@ -214,7 +214,7 @@ func BenchmarkBatch(b *testing.B) {
 }
 
 // BenchmarkRealBatchAB alternates variants of FNet's time pass at d=256
-// (as benchReal: plain or four-step path, column blocks of 16, 32 or 64)
+// (as benchReal: plain and four-step path, column blocks of 16)
 // iteration by iteration, so that all see the same load on a shared
 // machine, and reports the median CPU time of each and its ratio to
 // plain/16.

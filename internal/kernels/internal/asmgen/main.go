@@ -1,6 +1,7 @@
-// Command asmgen writes the float32 GEMM micro-kernels of package kernels:
-// gemm_amd64.s (Go assembly) and gemm_kern_amd64.go (their declarations and
-// dispatch tables). Run it with `go generate ./kernels/`.
+// Command asmgen writes the float32 GEMM micro-kernels of package kernels
+// and its dot-product tile kernels: gemm_amd64.s (Go assembly) and
+// gemm_kern_amd64.go (their declarations and dispatch tables). Run it with
+// `go generate -run asmgen` in internal/kernels.
 //
 // Design. One call of a micro-kernel computes `tiles` vertically adjacent
 // mr×(16·nv) tiles of C that share a packed panel of B (kc rows of 16·nv
@@ -13,8 +14,8 @@
 //
 // AVX-512: mr ≤ 6 rows × nv ≤ 4 ZMM columns (6×64 at full size), so up to 24
 // ZMM accumulators, 4 ZMM for the B row and 4 for broadcasts of A. A is
-// broadcast with an explicit VBROADCASTSS (an earlier prototype on Zen 5
-// measured it 10–15% faster than the {1to16} memory-operand FMA). The rows of A and C are addressed as
+// broadcast with an explicit VBROADCASTSS, which ran faster on Zen 5 than
+// the {1to16} memory-operand FMA. The rows of A and C are addressed as
 // base+{0,1,2}·stride from two bases (rows 0–2 and 3–5), so 6 rows need only
 // 4 registers. Partial columns use opmasks K1–K4 built from the mask
 // argument: masked loads and stores never touch memory outside the tile.

@@ -290,7 +290,7 @@ done:
 	VZEROUPPER
 	RET`, `
 // func geluBackVec{S}(dinp, inp, dout *float32, n int)
-// x is clamped to [XMin, XMax] first (GELU' is 0 or 1 there in float32);
+// x is clamped to [XMin, XMax] first (beyond it GELU' is 0 or 1 in float32);
 // s = 1/(1+eᵗ); dinp += dout·(s + eᵗs²·x·(K1 + K2·x²)).
 TEXT ·geluBackVec{S}(SB), NOSPLIT, $0-32
 	MOVQ dinp+0(FP), DI
@@ -393,7 +393,7 @@ done:
 	VZEROUPPER
 	RET`, `
 // func lnBackDotsVec{S}(dy, x, w *float32, n int, m, s float32) (sd, sdx float32)
-// sd = Σ g·w, sdx = Σ g·w·(x−m)·s
+// sd = Σ dy·w, sdx = Σ dy·w·(x−m)·s
 TEXT ·lnBackDotsVec{S}(SB), NOSPLIT, $0-48
 	MOVQ dy+0(FP), SI
 	MOVQ x+8(FP), DI
@@ -426,7 +426,7 @@ done:
 	VZEROUPPER
 	RET`, `
 // func lnBackDxVec{S}(dx, dy, x, w *float32, n int, m, s, sd, sdx float32)
-// dx += s·(g·w − sd − (x−m)·s·sdx)
+// dx += s·(dy·w − sd − (x−m)·s·sdx)
 TEXT ·lnBackDxVec{S}(SB), NOSPLIT, $0-56
 	MOVQ dx+0(FP), DI
 	MOVQ dy+8(FP), SI
@@ -460,7 +460,7 @@ done:
 	VZEROUPPER
 	RET`, `
 // func lnBackWVec{S}(dw, db, dy, x *float32, n int, m, s float32)
-// db += g; dw += g·(x−m)·s
+// db += dy; dw += dy·(x−m)·s
 TEXT ·lnBackWVec{S}(SB), NOSPLIT, $0-48
 	MOVQ dw+0(FP), DI
 	MOVQ db+8(FP), SI

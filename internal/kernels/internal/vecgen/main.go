@@ -1,5 +1,8 @@
 // Command vecgen writes vec_amd64.s, the AVX2+FMA and AVX-512 assembly of
-// the float32 row kernels (exp, softmax helpers, GELU, LayerNorm rows, add).
+// the float32 row kernels (exp, the softmax and attention row helpers, GELU,
+// LayerNorm rows, add and AdamW), and vecasm_amd64.go, their Go
+// declarations and the asmVec.*Raw methods that pick the AVX-512 or AVX2
+// version.
 //
 // Each kernel is written once below with vector registers V0…V15; vecgen
 // emits it twice, with Y registers (8 lanes, AVX2) and Z registers (16
@@ -8,7 +11,8 @@
 // read from the Go table vecTab (one 64-byte row per constant), indexed by
 // the names in tab, which must match the order in vec_amd64.go.
 //
-// Usage (from kernels/): go run ./internal/vecgen
+// Usage, from internal/kernels: go generate -run vecgen (the directive in
+// vec_amd64.go runs go run ./internal/vecgen).
 package main
 
 import (

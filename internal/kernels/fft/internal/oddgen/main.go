@@ -1,6 +1,7 @@
 // Command oddgen writes fft_odd_amd64.s: the AVX-512 Stockham butterflies
-// for the odd primes 5 and 7, twins of radixN (internal/kernels/fft/fft.go). Run it
-// with `go generate ./kernels/fft` (from asm_amd64.go).
+// for the odd primes 5 and 7, twins of radixN (internal/kernels/fft/fft.go).
+// Run it with `go generate ./internal/kernels/fft/` (the directive is in
+// asm_amd64.go).
 //
 // Per k and per 16 lanes q, with h = (p−1)/2: x_0 and the pairs a_j =
 // x_j + x_{p−j}, b_j = x_j − x_{p−j} (j = 1…h) stay in registers;
