@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 
 	"github.com/tokenmix/tokenmix/internal/model"
 )
@@ -398,8 +397,27 @@ func sample(logits []float32, o GenerateOptions, rng *rand.Rand) (id int32, lp f
 		cs[i] = cand{i, math.Exp(float64(v-mx) / o.Temperature)}
 		sum += cs[i].p
 	}
-	sort.SliceStable(cs, func(a, b int) bool { return cs[a].p > cs[b].p })
-	top, topLP = int32(cs[0].i), logProb(cs[0].i)
+	if (o.TopK > 0 && o.TopK < len(cs)) || (o.TopP > 0 && o.TopP < 1) {
+		// Truncation keeps the most probable: sort them first, ties in
+		// index order. Without it, the draw walks the tokens in index
+		// order, O(V).
+		slices.SortFunc(cs, func(a, b cand) int {
+			switch {
+			case a.p > b.p:
+				return -1
+			case a.p < b.p:
+				return 1
+			}
+			return a.i - b.i
+		})
+	}
+	best := 0
+	for k, c := range cs {
+		if c.p > cs[best].p || c.p == cs[best].p && c.i < cs[best].i {
+			best = k
+		}
+	}
+	top, topLP = int32(cs[best].i), logProb(cs[best].i)
 	for i := range cs {
 		cs[i].p /= sum
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/tokenmix/tokenmix"
@@ -19,9 +20,13 @@ type served struct {
 	cfg  tokenmix.Config
 	// slots holds one token per admitted request (waiting or running).
 	slots chan struct{}
-	jobs  chan *batchJob
-	gens  chan *genJob
-	quit  chan struct{}
+	// batching counts the classify or score requests admitted and not yet
+	// answered: the batcher waits for more only while some are on their
+	// way to it.
+	batching atomic.Int32
+	jobs     chan *batchJob
+	gens     chan *genJob
+	quit     chan struct{}
 }
 
 func newServed(s *Server, name string, m *tokenmix.Model) *served {
@@ -89,6 +94,8 @@ type batchResult struct {
 
 // batch submits seqs to the model's batcher and waits for their results.
 func (sv *served) batch(ctx context.Context, seqs [][]int32) (any, error) {
+	sv.batching.Add(1)
+	defer sv.batching.Add(-1)
 	j := &batchJob{ctx: ctx, seqs: seqs, done: make(chan batchResult, 1)}
 	select { // cannot block long: the slots bound the queue
 	case sv.jobs <- j:
@@ -121,8 +128,9 @@ func contextWithTimeout(r *http.Request, d time.Duration) (context.Context, cont
 }
 
 // batcher gathers concurrent classify or score requests: the first opens
-// a window of BatchWindow, and the batch runs when it closes or holds
-// MaxBatch sequences, as one call of the API.
+// a window of BatchWindow, and the batch runs when it closes, when it
+// holds MaxBatch sequences, or as soon as no other admitted request is on
+// its way (a lone request does not wait), as one call of the API.
 func (sv *served) batcher() {
 	defer sv.s.workers.Done()
 	cfg := sv.s.cfg
@@ -144,7 +152,7 @@ func (sv *served) batcher() {
 		}
 		timer.Reset(cfg.BatchWindow)
 	gather:
-		for n < cfg.MaxBatch {
+		for n < cfg.MaxBatch && int(sv.batching.Load()) > len(batch) {
 			select {
 			case j := <-sv.jobs:
 				if n+len(j.seqs) > cfg.MaxBatch {

@@ -294,6 +294,8 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, head complet
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	_ = rc.Flush() // the client learns at once that the request was admitted
+	// send writes one event, and flushes unless more are waiting (they
+	// go out together).
 	send := func(v any) bool {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -303,7 +305,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, head complet
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
 			return false
 		}
-		return rc.Flush() == nil
+		return len(events) > 0 || rc.Flush() == nil
 	}
 	pending := make([][]byte, n) // bytes held back until they form whole UTF-8 characters
 	for left := n; left > 0; {
