@@ -215,11 +215,12 @@ func (a *Attention[F]) decodeHead(o, q []F, s *kvState[F], i, h int, hs *headScr
 }
 
 // append adds one position's key and value rows [D] to the cache. The
-// cache grows by doubling its positions (up to its length), so a sequence
-// copies each row about once over its life.
+// cache grows by a quarter of its positions (at least 64, at most to its
+// length): at most a quarter of it is unused, and a sequence copies each
+// row about four times over its life.
 func (s *kvState[F]) append(k, v []F, H, Dh int) {
 	if s.n+1 > s.cap {
-		c := min(max(2*s.cap, 64), s.max)
+		c := min(s.cap+max(s.cap/4, 64), s.max)
 		for h := range H {
 			s.k[h] = regrow(s.k[h], Dh*c)
 			if !s.dense {
