@@ -22,8 +22,9 @@ type decodePoint struct {
 }
 
 // runBenchDecode is `tokenmix bench decode`: prefill speed, time to the
-// first token and the latency of one more token at positions 256, 1024 and
-// 4096 (those below max_len) of one stream, with its state's bytes.
+// first token, and the latency of one more token at positions 256, 1024
+// and 4096 (those below max_len), one stream at each, stepped in turn,
+// with its state's bytes.
 func runBenchDecode(ctx context.Context, args []string) error {
 	fs := newFlags("bench decode")
 	dir := fs.String("run", "", "run directory or exported model (a causal lm)")
@@ -79,26 +80,42 @@ func runBenchDecode(ctx context.Context, args []string) error {
 		fmt.Printf("decode: %s, d=%d, %d layers, %d thread(s); prefill %d tokens in %.1f ms (%.0f tokens/s, the time to the first token)\n",
 			c.Mixer, c.DModel, c.NLayers, parallel.Threads(), pre, ms(ttft), float64(pre)/ttft.Seconds())
 	}
+	// One stream per position, each brought there by Appends of at most
+	// 1024 tokens, then stepped one token at a time in turn, so that the
+	// positions' latencies are measured under the same load.
+	var points []int
+	var at []*tokenmix.Stream
 	for _, pos := range []int{256, 1024, 4096} {
 		if pos+*reps > c.MaxLen {
 			break
 		}
-		if n := pos - s.Len(); n > 0 {
-			if _, err := s.Append(ctx, next(n)...); err != nil {
+		ps := s
+		if len(at) > 0 {
+			if ps, err = m.NewStream(tokenmix.StreamOptions{}); err != nil {
 				return err
 			}
 		}
-		times := make([]float64, *reps)
-		for i := range times {
+		for ps.Len() < pos {
+			if _, err := ps.Append(ctx, next(min(1024, pos-ps.Len()))...); err != nil {
+				return err
+			}
+		}
+		points, at = append(points, pos), append(at, ps)
+	}
+	times := make([][]float64, len(at))
+	for range *reps {
+		for k, ps := range at {
 			tok := next(1)
 			t := time.Now()
-			if _, err := s.Append(ctx, tok...); err != nil {
+			if _, err := ps.Append(ctx, tok...); err != nil {
 				return err
 			}
-			times[i] = ms(time.Since(t))
+			times[k] = append(times[k], ms(time.Since(t)))
 		}
-		slices.Sort(times)
-		p := decodePoint{Pos: pos, MsPerToken: times[len(times)/2], StateBytes: s.CacheBytes()}
+	}
+	for k, pos := range points {
+		slices.Sort(times[k])
+		p := decodePoint{Pos: pos, MsPerToken: times[k][len(times[k])/2], StateBytes: at[k].CacheBytes()}
 		if *asJSON {
 			if err := printJSON(p); err != nil {
 				return err
@@ -107,6 +124,7 @@ func runBenchDecode(ctx context.Context, args []string) error {
 		}
 		fmt.Printf("position %5d: %.3f ms per token, state %s\n", p.Pos, p.MsPerToken, mib(p.StateBytes))
 	}
+	at = nil
 	if *streams == 0 || 256+*reps > c.MaxLen {
 		return nil
 	}
