@@ -22,7 +22,8 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	threadsList := fs.String("threads-list", "1,2", "comma-separated thread counts")
 	reps := fs.Int("reps", 7, "timed samples per measurement (median reported)")
 	transList := fs.String("trans", "NN", "comma-separated transposes: NN, NT, TN, TT")
-	pathName := fs.String("path", "", "force a kernel path: go, avx2, avx512 (default: best)")
+	pathName := fs.String("path", "", "force a kernel path: go, avx2, avx512 for f32; go, avx512bf16 for bf16 (default: best)")
+	dtype := fs.String("dtype", "f32", "f32, or bf16: the bf16 GEMM on packed operands, each shape against f32 in the same run")
 	clock := fs.String("clock", "wall", "wall, or cpu: one thread timed by its CPU time (robust on a busy machine)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -38,12 +39,32 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	if *reps < 1 {
 		return usageErr("bench gemm: --reps must be positive")
 	}
-	if *pathName != "" {
-		p, err := parsePath(*pathName)
-		if err != nil {
-			return usageErr("bench gemm: %v", err)
+	switch *dtype {
+	case "f32":
+		if *pathName != "" {
+			p, err := parsePath(*pathName)
+			if err != nil {
+				return usageErr("bench gemm: %v", err)
+			}
+			defer kernels.SetPath(kernels.SetPath(p))
 		}
-		defer kernels.SetPath(kernels.SetPath(p))
+	case "bf16":
+		if cpu {
+			return usageErr("bench gemm: --dtype bf16 measures wall time only")
+		}
+		if *pathName == "amx" {
+			return usageErr("bench gemm: tokenmix has no AMX path yet (this CPU's bf16 paths: %v)", kernels.BF16Paths())
+		}
+		if *pathName != "" {
+			old, err := kernels.SetBF16Path(*pathName)
+			if err != nil {
+				return usageErr("bench gemm: %v", err)
+			}
+			defer kernels.SetBF16Path(old)
+		}
+		return benchGemmBF16(ctx, threads, strings.Split(*transList, ","), *reps, *asJSON)
+	default:
+		return usageErr("bench gemm: --dtype: want f32 or bf16, got %q", *dtype)
 	}
 	peaks := map[int]float64{}
 	if !*asJSON {
@@ -83,6 +104,50 @@ func runBenchGemm(ctx context.Context, args []string) error {
 					frac = fmt.Sprintf("%.0f%%", 100*r.GFLOPS/p)
 				}
 				fmt.Printf("%5d %5d %5d %5s %7d %9.1f %7s\n", s.M, s.N, s.K, r.Trans, t, r.GFLOPS, frac)
+			}
+		}
+	}
+	return nil
+}
+
+// benchGemmBF16 is `bench gemm --dtype bf16`: each shape's bf16 GFLOP/s
+// and, in the same run, the f32 GEMM's on the same shape and threads.
+func benchGemmBF16(ctx context.Context, threads []int, trans []string, reps int, asJSON bool) error {
+	enc := json.NewEncoder(os.Stdout)
+	if !asJSON {
+		fmt.Printf("bf16 GEMM (packed operands), bf16 path %s, against the f32 GEMM (path %v), median of %d samples\n", kernels.BF16Path(), kernels.CurrentPath(), reps)
+		for _, t := range threads {
+			if g, ok := bench.PeakBF16(t, reps); ok {
+				fmt.Printf("measured bf16 dot-product peak, %d thread(s): %.1f GFLOP/s\n", t, g)
+			}
+		}
+		fmt.Printf("\n%5s %5s %5s %5s %7s %10s %9s %8s\n", "M", "N", "K", "trans", "threads", "bf16 GF/s", "f32 GF/s", "bf16÷f32")
+	}
+	for _, tr := range trans {
+		tr = strings.TrimSpace(tr)
+		for _, s := range bench.GemmShapes {
+			for _, t := range threads {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				rb, err := bench.GemmBF16(s, tr, t, reps)
+				if err != nil {
+					return usageErr("bench gemm: %v", err)
+				}
+				rf, err := bench.Gemm(s, tr, t, reps)
+				if err != nil {
+					return usageErr("bench gemm: %v", err)
+				}
+				if asJSON {
+					if err := enc.Encode(rb); err != nil {
+						return err
+					}
+					if err := enc.Encode(rf); err != nil {
+						return err
+					}
+					continue
+				}
+				fmt.Printf("%5d %5d %5d %5s %7d %10.1f %9.1f %7.2f×\n", s.M, s.N, s.K, tr, t, rb.GFLOPS, rf.GFLOPS, rb.GFLOPS/rf.GFLOPS)
 			}
 		}
 	}
@@ -132,6 +197,22 @@ func runBenchPeak(ctx context.Context, args []string) error {
 			continue
 		}
 		fmt.Printf("%s FMA peak, %d thread(s): %.1f GFLOP/s\n", isa, t, g)
+	}
+	for _, t := range threads {
+		if cpu {
+			break
+		}
+		g, ok := bench.PeakBF16(t, *reps)
+		if !ok {
+			break
+		}
+		if *asJSON {
+			if err := enc.Encode(bench.Result{Op: "peak_bf16", ISA: "avx512bf16", Threads: t, GFLOPS: g}); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Printf("avx512bf16 dot-product peak, %d thread(s): %.1f GFLOP/s\n", t, g)
 	}
 	return nil
 }

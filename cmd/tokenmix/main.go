@@ -94,10 +94,10 @@ func benchCommands() map[string]command {
 	return map[string]command{
 		"decode": {"--run DIR | --config C [--reps N] [--streams N] [--json]",
 			"one stream's prefill speed and per-token latency at positions 256, 1024 and 4096, with its state's bytes; StepStreams' tokens/s", runBenchDecode, false, false},
-		"gemm": {"[--threads-list 1,2] [--trans NN] [--path P] [--reps N] [--clock wall|cpu] [--json]",
-			"float32 GEMM GFLOP/s on the benchmark shapes, against the measured FMA peak", runBenchGemm, false, false},
+		"gemm": {"[--threads-list 1,2] [--trans NN] [--dtype f32|bf16] [--path P] [--reps N] [--clock wall|cpu] [--json]",
+			"GEMM GFLOP/s on the benchmark shapes: float32 against the measured FMA peak, or bf16 against float32", runBenchGemm, false, false},
 		"peak": {"[--threads-list 1,2] [--reps N] [--clock wall|cpu] [--json]",
-			"the FMA peak of this CPU per thread count", runBenchPeak, false, false},
+			"the FMA peak of this CPU per thread count, and the bf16 dot-product peak where it has one", runBenchPeak, false, false},
 		"scaling": {"[--mixers a,b] [--min-len N] [--max-len N] [--mem-budget 4GiB] [--out DIR] [flags]",
 			"time and memory of every mixer over doubling sequence lengths, with plots", runBenchScaling, false, false},
 		"serve": {"--run DIR | --config C [--run … | --config …] [--clients 1,8,64] [--streams 1,16] [--duration D] [--idle D] [--json]",

@@ -75,6 +75,46 @@ func GemmCPU(s Shape, trans string, reps int) (Result, error) {
 		GFLOPS: 2 * float64(s.M) * float64(s.N) * float64(s.K) / sec / 1e9}, nil
 }
 
+// GemmBF16 measures kernels.GemmBF16 (alpha=1, beta=0) on s with op(A)
+// and op(B) packed once from random float32 operands of the transposes
+// trans (packing is not timed: the GEMM takes packed operands), on threads
+// threads and the current bf16 path, and returns the median GFLOP/s of
+// reps samples.
+func GemmBF16(s Shape, trans string, threads, reps int) (Result, error) {
+	var transA, transB bool
+	switch trans {
+	case "NN":
+	case "NT":
+		transB = true
+	case "TN":
+		transA = true
+	case "TT":
+		transA, transB = true, true
+	default:
+		return Result{}, fmt.Errorf("bench: unknown transpose %q (want NN, NT, TN or TT)", trans)
+	}
+	if reps < 1 {
+		return Result{}, repsErr(reps)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	a, b, c := randFloats(rng, s.M*s.K), randFloats(rng, s.K*s.N), make([]float32, s.M*s.N)
+	lda, ldb := s.K, s.N
+	if transA {
+		lda = s.M
+	}
+	if transB {
+		ldb = s.K
+	}
+	var pa kernels.BF16A
+	var pb kernels.BF16B
+	kernels.PackBF16A(&pa, transA, s.M, s.K, a, lda)
+	kernels.PackBF16B(&pb, transB, s.K, s.N, b, ldb)
+	defer parallel.SetThreads(parallel.SetThreads(threads))
+	sec := median(func() { kernels.GemmBF16(1, &pa, &pb, 0, c, s.N) }, reps)
+	return Result{Op: "gemm_bf16", M: s.M, N: s.N, K: s.K, Trans: trans, ISA: kernels.BF16Path(), Threads: threads,
+		GFLOPS: 2 * float64(s.M) * float64(s.N) * float64(s.K) / sec / 1e9}, nil
+}
+
 // gemmRunner allocates random operands for s and returns a function that
 // runs one product (GemmST when st).
 func gemmRunner(s Shape, trans string, st bool) (func(), error) {

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"runtime"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
 	"sort"
 	"sync"
 	"time"
@@ -23,9 +25,15 @@ func Peak(threads, reps int) (gflops float64, isa string, ok bool) {
 	if threads < 1 || reps < 1 {
 		return 0, isa, false
 	}
+	return loopRate(loop, flopsPerIter, threads, reps), isa, true
+}
+
+// loopRate runs loop(peakIters) on threads locked OS threads at once, reps
+// times after a warm-up, and returns the median GFLOP/s.
+func loopRate(loop func(int), flopsPerIter float64, threads, reps int) float64 {
 	sample := func() {
 		var wg sync.WaitGroup
-		for t := 0; t < threads; t++ {
+		for range threads {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -43,8 +51,7 @@ func Peak(threads, reps int) (gflops float64, isa string, ok bool) {
 		sample()
 		ts[r] = time.Since(t0).Seconds()
 	}
-	sec := medianOf(ts)
-	return float64(threads) * peakIters * flopsPerIter / sec / 1e9, isa, true
+	return float64(threads) * peakIters * flopsPerIter / medianOf(ts) / 1e9
 }
 
 func medianOf(ts []float64) float64 {
@@ -67,4 +74,15 @@ func PeakCPU(reps int) (gflops float64, isa string, ok bool) {
 		return 0, isa, false
 	}
 	return peakIters * flopsPerIter / sec / 1e9, isa, true
+}
+
+// PeakBF16 is Peak for the AVX512-BF16 dot-product instruction
+// (VDPBF16PS, 64 flops: 32 bf16 products summed into 16 float32 lanes);
+// ok is false where the CPU lacks it.
+func PeakBF16(threads, reps int) (gflops float64, ok bool) {
+	loop, flopsPerIter, ok := kernels.BF16PeakLoop()
+	if !ok || threads < 1 || reps < 1 {
+		return 0, false
+	}
+	return loopRate(loop, flopsPerIter, threads, reps), true
 }

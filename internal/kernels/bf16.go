@@ -1,0 +1,282 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/tokenmix/tokenmix/internal/parallel"
+)
+
+// BF16 is a bfloat16 value: the top 16 bits of a float32 (sign, 8 exponent
+// bits, 7 mantissa bits).
+type BF16 uint16
+
+// ToBF16 converts src to bf16, rounding to nearest even (subnormals
+// included); a NaN stays a NaN (quiet), infinities stay infinite, and
+// values that round past the largest bf16 become infinite. It panics if
+// len(dst) < len(src).
+func ToBF16(dst []BF16, src []float32) {
+	dst = dst[:len(src)]
+	n := 0
+	if path == PathAVX512 && hasBF16Conv() {
+		if n = len(src) &^ 15; n > 0 {
+			toBF16AVX512(&dst[0], &src[0], n)
+		}
+	}
+	for i := n; i < len(src); i++ {
+		dst[i] = bf16Of(src[i])
+	}
+}
+
+// FromBF16 converts src to float32 (exactly). It panics if len(dst) <
+// len(src).
+func FromBF16(dst []float32, src []BF16) {
+	dst = dst[:len(src)]
+	n := 0
+	if path == PathAVX512 && hasBF16Conv() {
+		if n = len(src) &^ 15; n > 0 {
+			fromBF16AVX512(&dst[0], &src[0], n)
+		}
+	}
+	for i := n; i < len(src); i++ {
+		dst[i] = src[i].Float32()
+	}
+}
+
+// bf16Of rounds x to bf16, to nearest even.
+func bf16Of(x float32) BF16 {
+	b := math.Float32bits(x)
+	if b&0x7FFFFFFF > 0x7F800000 { // NaN: keep the top bits, set the quiet bit
+		return BF16(b>>16 | 0x40)
+	}
+	return BF16((b + 0x7FFF + (b >> 16 & 1)) >> 16)
+}
+
+// Float32 is b as a float32 (exact).
+func (b BF16) Float32() float32 { return math.Float32frombits(uint32(b) << 16) }
+
+// bf16Path is the bf16 GEMM path in use: "avx512bf16" or "go".
+var bf16Path = bf16Best
+
+// BF16Paths lists the bf16 GEMM paths this CPU can run, slowest first.
+func BF16Paths() []string {
+	if bf16Best == "go" {
+		return []string{"go"}
+	}
+	return []string{"go", bf16Best}
+}
+
+// SetBF16Path forces the bf16 GEMM onto a path of BF16Paths and returns
+// the previous one (a test and benchmark hook, not safe while kernels
+// run).
+func SetBF16Path(name string) (string, error) {
+	for _, p := range BF16Paths() {
+		if p == name {
+			old := bf16Path
+			bf16Path = name
+			return old, nil
+		}
+	}
+	return "", fmt.Errorf("kernels: bf16 path %q: this CPU has %v", name, BF16Paths())
+}
+
+// BF16PeakLoop returns the AVX512-BF16 peak loop (iterations of
+// independent VDPBF16PS on registers) and its flops per iteration, for
+// `tokenmix bench peak`; ok is false without AVX512-BF16.
+func BF16PeakLoop() (loop func(iters int), flopsPerIter float64, ok bool) {
+	if bf16Best != "avx512bf16" {
+		return nil, 0, false
+	}
+	return bf16PeakLoop, bf16PeakFlops, true
+}
+
+// BF16Path is the bf16 GEMM path in use.
+func BF16Path() string { return bf16Path }
+
+// bf16Panel is the columns per packed panel of B (four ZMM of pairs).
+const bf16Panel = 64
+
+// BF16A is op(A) [M, K] packed for GemmBF16: M rows of bf16, each K values
+// padded with zeros to an even count and stored Stride apart (a pair is
+// one 32-bit unit of the dot-product instructions).
+type BF16A struct {
+	M, K, Stride int
+	Data         []BF16
+}
+
+// BF16B is op(B) [K, N] packed for GemmBF16 in the VNNI pair layout, by
+// panels of 64 columns: panel p holds columns 64p…64p+63 as ⌈K/2⌉ rows of
+// 64 pairs (B[2q][j], B[2q+1][j]), zero beyond K and N.
+type BF16B struct {
+	K, N  int
+	Data  []BF16
+	pairs int // ⌈K/2⌉
+}
+
+// bf16Stride is the row stride of packed A for k values: even, and not a
+// multiple of 2 KiB of bf16 (4 KiB), whose rows would share an L1 set.
+func bf16Stride(k int) int {
+	s := (k + 1) &^ 1
+	if s%2048 == 0 {
+		s += 32
+	}
+	return s
+}
+
+// PackBF16A converts op(A) (A [m, k] row-major with stride lda, or its
+// transpose A [k, m] when transA) to bf16 rows in dst, reusing dst.Data
+// when it is large enough.
+func PackBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int) {
+	if m < 0 || k < 0 {
+		panic("kernels: negative bf16 pack shape")
+	}
+	st := bf16Stride(k)
+	if cap(dst.Data) < m*st {
+		dst.Data = make([]BF16, m*st)
+	}
+	*dst = BF16A{M: m, K: k, Stride: st, Data: dst.Data[:m*st]}
+	parallel.For(m, 16, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			row := dst.Data[i*st : (i+1)*st]
+			if transA {
+				for q := range k {
+					row[q] = bf16Of(a[q*lda+i])
+				}
+			} else {
+				ToBF16(row[:k], a[i*lda:i*lda+k])
+			}
+			clear(row[k:])
+		}
+	})
+}
+
+// PackBF16B converts op(B) (B [k, n] row-major with stride ldb, or its
+// transpose B [n, k] when transB) to the pair layout of BF16B in dst,
+// reusing dst.Data when it is large enough.
+func PackBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int) {
+	if k < 0 || n < 0 {
+		panic("kernels: negative bf16 pack shape")
+	}
+	pairs, panels := (k+1)/2, (n+bf16Panel-1)/bf16Panel
+	size := panels * pairs * 2 * bf16Panel
+	if cap(dst.Data) < size {
+		dst.Data = make([]BF16, size)
+	}
+	*dst = BF16B{K: k, N: n, pairs: pairs, Data: dst.Data[:size]}
+	at := func(q, j int) float32 {
+		if q >= k || j >= n {
+			return 0
+		}
+		if transB {
+			return b[j*ldb+q]
+		}
+		return b[q*ldb+j]
+	}
+	parallel.For(panels, 1, func(_, lo, hi int) {
+		for pn := lo; pn < hi; pn++ {
+			panel := dst.Data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
+			for q := range pairs {
+				row := panel[q*2*bf16Panel : (q+1)*2*bf16Panel]
+				for c := range bf16Panel {
+					j := pn*bf16Panel + c
+					row[2*c], row[2*c+1] = bf16Of(at(2*q, j)), bf16Of(at(2*q+1, j))
+				}
+			}
+		}
+	})
+}
+
+// GemmBF16 computes C = alpha·A·B + beta·C for packed bf16 operands, A
+// [m, k] and B [k, n], with products and sums in float32; C [m, n] has row
+// stride ldc. With beta = 0, C is not read; beta = 1 accumulates (the
+// backward's use). It runs on the AVX512-BF16 kernels where the CPU has
+// them (BF16Path), else on the pure-Go twin, in parallel over panels of
+// columns or blocks of rows.
+// GemmBF16 panics if the shapes disagree or C is too short.
+func GemmBF16(alpha float32, a *BF16A, b *BF16B, beta float32, c []float32, ldc int) {
+	m, n, k := a.M, b.N, a.K
+	if b.K != k {
+		panic(fmt.Sprintf("kernels: GemmBF16 with A [%d, %d] and B [%d, %d]", m, k, b.K, n))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if ldc < n || len(c) < (m-1)*ldc+n {
+		panic("kernels: GemmBF16: C too short for its shape and stride")
+	}
+	if k == 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	asm := bf16Path == "avx512bf16"
+	panels := (n + bf16Panel - 1) / bf16Panel
+	nt := parallel.Threads()
+	rowTiles := (m + gemmMR - 1) / gemmMR
+	if nt == 1 || m*n*k < gemmSerialFlops {
+		bf16Block(asm, a, b, 0, m, 0, panels, alpha, beta, c, ldc)
+		return
+	}
+	// Split the panels when they share out evenly, else the rows.
+	if panels%nt == 0 || panels >= 4*nt || panels >= rowTiles {
+		parallel.For(panels, 1, func(_, lo, hi int) {
+			bf16Block(asm, a, b, 0, m, lo, hi, alpha, beta, c, ldc)
+		})
+		return
+	}
+	parallel.For(rowTiles, 1, func(_, lo, hi int) {
+		bf16Block(asm, a, b, lo*gemmMR, min(hi*gemmMR, m), 0, panels, alpha, beta, c, ldc)
+	})
+}
+
+// bf16Block computes rows r0…r1 of C for panels p0…p1 of B.
+func bf16Block(asm bool, a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
+	pairs, n := b.pairs, b.N
+	for pn := p0; pn < p1; pn++ {
+		bp := b.Data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
+		j0 := pn * bf16Panel
+		cols := min(bf16Panel, n-j0)
+		if !asm {
+			bf16TileGo(a, bp, pairs, r0, r1, cols, alpha, beta, c[j0:], ldc)
+			continue
+		}
+		mask := ^uint64(0)
+		if cols < bf16Panel {
+			mask = 1<<cols - 1
+		}
+		rows := r1 - r0
+		full, rest := rows/gemmMR, rows%gemmMR
+		lda := a.Stride / 2 // in pairs
+		if full > 0 {
+			bf16K512[gemmMR-1](pairs, &a.Data[r0*a.Stride], lda, &bp[0], &c[r0*ldc+j0], ldc, alpha, beta, mask, full, gemmMR*lda)
+		}
+		if rest > 0 {
+			r := r0 + full*gemmMR
+			bf16K512[rest-1](pairs, &a.Data[r*a.Stride], lda, &bp[0], &c[r*ldc+j0], ldc, alpha, beta, mask, 1, 0)
+		}
+	}
+}
+
+// bf16TileGo is the pure-Go twin of the AVX512-BF16 kernels: rows r0…r1
+// of C against one packed panel bp, cols of its columns.
+func bf16TileGo(a *BF16A, bp []BF16, pairs, r0, r1, cols int, alpha, beta float32, c []float32, ldc int) {
+	var acc [bf16Panel]float32
+	for i := r0; i < r1; i++ {
+		clear(acc[:])
+		row := a.Data[i*a.Stride:]
+		for q := range pairs {
+			a0, a1 := row[2*q].Float32(), row[2*q+1].Float32()
+			br := bp[q*2*bf16Panel : (q+1)*2*bf16Panel]
+			for j := range cols {
+				acc[j] += a0*br[2*j].Float32() + a1*br[2*j+1].Float32()
+			}
+		}
+		ci := c[i*ldc : i*ldc+cols]
+		for j := range ci {
+			v := alpha * acc[j]
+			if beta != 0 {
+				v += beta * ci[j]
+			}
+			ci[j] = v
+		}
+	}
+}

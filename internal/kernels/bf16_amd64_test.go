@@ -1,0 +1,39 @@
+package kernels
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestDPBF16Encoding: each encoding of VDPBF16PS that the generator emits
+// (registers from every bank in each operand) computes
+// acc + a[2i]·b[2i] + a[2i+1]·b[2i+1] per lane.
+func TestDPBF16Encoding(t *testing.T) {
+	if bf16Best != "avx512bf16" {
+		t.Skip("no AVX512-BF16 on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var acc, a, b, want [3][16]float32
+	pair := func() (float32, BF16, BF16) {
+		x, y := bf16Of(float32(rng.NormFloat64())), bf16Of(float32(rng.NormFloat64()))
+		return math.Float32frombits(uint32(y)<<16 | uint32(x)), x, y
+	}
+	for i := range 3 {
+		for l := range 16 {
+			acc[i][l] = float32(rng.NormFloat64())
+			var a0, a1, b0, b1 BF16
+			a[i][l], a0, a1 = pair()
+			b[i][l], b0, b1 = pair()
+			want[i][l] = float32(float64(acc[i][l]) + float64(a0.Float32())*float64(b0.Float32()) + float64(a1.Float32())*float64(b1.Float32()))
+		}
+	}
+	dpbf16Check(&acc, &a, &b)
+	for i := range 3 {
+		for l := range 16 {
+			if d := math.Abs(float64(acc[i][l] - want[i][l])); d > 1e-6*(1+math.Abs(float64(want[i][l]))) {
+				t.Errorf("registers %v, lane %d: %v, want %v", dpCheckRegs[i], l, acc[i][l], want[i][l])
+			}
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// refBF16 rounds x to bf16 to nearest even by comparing the two
+// neighbouring bf16 values in float64.
+func refBF16(x float32) BF16 {
+	b := math.Float32bits(x)
+	if x != x {
+		return BF16(b>>16 | 0x40)
+	}
+	lo := b &^ 0xFFFF
+	if lo == b {
+		return BF16(b >> 16)
+	}
+	hi := lo + 0x10000 // the next bf16 away from zero (may be ±Inf)
+	dl := math.Abs(float64(x) - float64(math.Float32frombits(lo)))
+	dh := math.Abs(float64(math.Float32frombits(hi)) - float64(x))
+	if hi&0x7FFFFFFF == 0x7F800000 { // Inf: its distance is the next step's
+		dh = math.Abs(math.Ldexp(1, 128) - math.Abs(float64(x)))
+	}
+	switch {
+	case dl < dh:
+		return BF16(lo >> 16)
+	case dh < dl:
+		return BF16(hi >> 16)
+	case lo>>16&1 == 0: // a tie: to the even one
+		return BF16(lo >> 16)
+	}
+	return BF16(hi >> 16)
+}
+
+// bf16Patterns are float32 bit patterns of every class: zeros, subnormals,
+// normals, ties (even and odd kept bit), neighbours of ties, the largest
+// finite values (which round to Inf or not), infinities and NaNs
+// (signalling, quiet, with payload only in the dropped bits).
+func bf16Patterns() []uint32 {
+	ps := []uint32{
+		0, 0x80000000, // ±0
+		1, 0x8000, 0x8001, 0x18000, 0x7FFF, 0x10000, 0x807FFFFF, 0x007FFFFF, 0x00408000, 0x00418000, // subnormals
+		0x3F800000, 0x3F808000, 0x3F818000, 0x3F807FFF, 0x3F808001, 0xBF808000, 0xBF818000, // 1 and ties
+		0x7F7F7FFF, 0x7F7F8000, 0x7F7FFFFF, 0x7F7EFFFF, 0xFF7F8000, // near the largest finite
+		0x7F800000, 0xFF800000, // ±Inf
+		0x7F800001, 0x7F80FFFF, 0x7FC00000, 0xFFC00001, 0x7FBF0000, 0xFF810000, // NaNs
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 4096 {
+		ps = append(ps, rng.Uint32())
+	}
+	for i := uint64(0); i < 1<<32; i += 65537 * 13 { // a sweep over every exponent
+		ps = append(ps, uint32(i))
+	}
+	return ps
+}
+
+// TestBF16Conversions: ToBF16 rounds every class of float32 to nearest
+// even (NaN stays NaN) on every path, and FromBF16 is exact: every bf16
+// survives the round trip.
+func TestBF16Conversions(t *testing.T) {
+	ps := bf16Patterns()
+	src := make([]float32, len(ps))
+	for i, p := range ps {
+		src[i] = math.Float32frombits(p)
+	}
+	for _, p := range Paths() {
+		old := SetPath(p)
+		got := make([]BF16, len(src))
+		ToBF16(got, src)
+		for i, x := range src {
+			want := refBF16(x)
+			isNaN := func(b BF16) bool { return b&0x7F80 == 0x7F80 && b&0x7F != 0 }
+			if got[i] != want && !(isNaN(got[i]) && isNaN(want)) {
+				t.Errorf("%v: ToBF16(%#08x) = %#04x, want %#04x", p, ps[i], got[i], want)
+			}
+			if bf16Of(x) != got[i] {
+				t.Errorf("%v: the Go twin gives %#04x for %#08x, the path %#04x", p, bf16Of(x), ps[i], got[i])
+			}
+		}
+		all := make([]BF16, 1<<16)
+		for i := range all {
+			all[i] = BF16(i)
+		}
+		f := make([]float32, len(all))
+		FromBF16(f, all)
+		back := make([]BF16, len(all))
+		ToBF16(back, f)
+		for i, b := range all {
+			if math.Float32bits(f[i]) != uint32(b)<<16 {
+				t.Fatalf("%v: FromBF16(%#04x) = %#08x", p, b, math.Float32bits(f[i]))
+			}
+			if back[i] != b && !(f[i] != f[i] && back[i]&0x7F80 == 0x7F80) {
+				t.Fatalf("%v: round trip of %#04x gives %#04x", p, b, back[i])
+			}
+		}
+		SetPath(old)
+	}
+}
+
+// TestGemmBF16: on every bf16 path, GemmBF16 of packed op(A) and op(B)
+// matches a float64 product of the same bf16 values within float32
+// accumulation error, for odd shapes, every transpose, and beta 0 (C not
+// read), 1 and otherwise; C's padding is untouched.
+func TestGemmBF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	shapes := []gemmCase{
+		{1, 1, 1, 0}, {7, 13, 5, 0}, {65, 129, 33, 3}, {6, 64, 4, 0}, {13, 70, 700, 1},
+		{50, 33, 64, 16}, {2, 300, 257, 3}, {100, 17, 3, 0}, {130, 200, 129, 2}, {3, 65, 2048, 0}, {0, 5, 3, 0}, {4, 9, 0, 0},
+	}
+	for _, bp := range BF16Paths() {
+		old, _ := SetBF16Path(bp)
+		for _, tc := range shapes {
+			for _, tr := range []string{"NN", "NT", "TN", "TT"} {
+				for _, sc := range gemmScalars {
+					ta, tb := tr[0] == 'T', tr[1] == 'T'
+					a, lda, b, ldb, c, ldc := gemmOperands(rng, tc, ta, tb, sc.beta == 0)
+					var pa BF16A
+					var pb BF16B
+					PackBF16A(&pa, ta, tc.m, tc.k, a, lda)
+					PackBF16B(&pb, tb, tc.k, tc.n, b, ldb)
+					// The float64 reference reads the same bf16 values.
+					round := func(x []float32) []float32 {
+						r := make([]float32, len(x))
+						for i, v := range x {
+							r[i] = bf16Of(v).Float32()
+						}
+						return r
+					}
+					want, bound := gemmWant(tc, ta, tb, sc.alpha, sc.beta, round(a), lda, round(b), ldb, c, ldc)
+					GemmBF16(sc.alpha, &pa, &pb, sc.beta, c, ldc)
+					checkC(t, fmt.Sprintf("%s %v %s alpha %v beta %v", bp, tc, tr, sc.alpha, sc.beta), tc, c, want, bound, ldc)
+				}
+			}
+		}
+		SetBF16Path(old)
+	}
+}
+
+func BenchmarkGemmBF16(b *testing.B) {
+	for _, s := range [][3]int{{512, 512, 512}, {4096, 1024, 256}} {
+		m, n, k := s[0], s[1], s[2]
+		a := make([]float32, m*k)
+		w := make([]float32, k*n)
+		for i := range a {
+			a[i] = float32(i%13) * 0.1
+		}
+		for i := range w {
+			w[i] = float32(i%7) * 0.1
+		}
+		var pa BF16A
+		var pb BF16B
+		PackBF16A(&pa, false, m, k, a, k)
+		PackBF16B(&pb, false, k, n, w, n)
+		c := make([]float32, m*n)
+		for _, bp := range BF16Paths() {
+			b.Run(fmt.Sprintf("%s/%dx%dx%d", bp, m, n, k), func(b *testing.B) {
+				old, _ := SetBF16Path(bp)
+				defer SetBF16Path(old)
+				for range b.N {
+					GemmBF16(1, &pa, &pb, 0, c, n)
+				}
+				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
