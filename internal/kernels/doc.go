@@ -30,6 +30,25 @@
 // generate); PathGo runs the same driver with a Go micro-kernel, and RefGemm
 // is the oracle.
 //
+// A product of at most 16 rows by a transposed B (a weight matrix applied
+// to a few decoding streams) is not packed: gemvNT computes 4×4 tiles of
+// dot products with both operands read in place, the 16 accumulators
+// summed by a tree of shuffles, one tile of B taken down all the rows
+// while it is in L1.
+//
+// # bf16 GEMM
+//
+// GemmBF16 takes operands packed once in bfloat16 (BF16A: rows, K padded
+// to even; BF16B: the VNNI pair layout, panels of 64 columns whose rows are
+// 64 pairs (B[2q][j], B[2q+1][j])) and accumulates in float32. Its AVX-512
+// micro-kernels are the float32 ones with VDPBF16PS (each float32 lane adds
+// the products of one pair of A and one pair of B) in place of the FMA, a
+// k step being a pair; Go's assembler has no mnemonic for it, so asmgen
+// emits its EVEX bytes, and a test runs each encoding. bf16TileGo is the
+// pure-Go twin; BF16Path chooses between them (AVX512-BF16 where the CPU
+// has it). ToBF16 rounds to nearest even with integer vector arithmetic,
+// subnormals included, NaN kept a NaN; FromBF16 is exact.
+//
 // # Vector kernels
 //
 // Besides GEMM, the float32 kernels run AVX-512 or AVX2+FMA assembly,
