@@ -81,17 +81,9 @@ func GemmCPU(s Shape, trans string, reps int) (Result, error) {
 // threads and the current bf16 path, and returns the median GFLOP/s of
 // reps samples.
 func GemmBF16(s Shape, trans string, threads, reps int) (Result, error) {
-	var transA, transB bool
-	switch trans {
-	case "NN":
-	case "NT":
-		transB = true
-	case "TN":
-		transA = true
-	case "TT":
-		transA, transB = true, true
-	default:
-		return Result{}, fmt.Errorf("bench: unknown transpose %q (want NN, NT, TN or TT)", trans)
+	transA, transB, err := parseTrans(trans)
+	if err != nil {
+		return Result{}, err
 	}
 	if reps < 1 {
 		return Result{}, repsErr(reps)
@@ -118,17 +110,9 @@ func GemmBF16(s Shape, trans string, threads, reps int) (Result, error) {
 // gemmRunner allocates random operands for s and returns a function that
 // runs one product (GemmST when st).
 func gemmRunner(s Shape, trans string, st bool) (func(), error) {
-	var transA, transB bool
-	switch trans {
-	case "NN":
-	case "NT":
-		transB = true
-	case "TN":
-		transA = true
-	case "TT":
-		transA, transB = true, true
-	default:
-		return nil, fmt.Errorf("bench: unknown transpose %q (want NN, NT, TN or TT)", trans)
+	transA, transB, err := parseTrans(trans)
+	if err != nil {
+		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	a, b, c := randFloats(rng, s.M*s.K), randFloats(rng, s.K*s.N), make([]float32, s.M*s.N)
@@ -146,6 +130,22 @@ func gemmRunner(s Shape, trans string, st bool) (func(), error) {
 	return func() {
 		gemm(transA, transB, s.M, s.N, s.K, 1, a, lda, b, ldb, 0, c, s.N)
 	}, nil
+}
+
+// parseTrans reads "NN", "NT", "TN" or "TT" as (transA, transB).
+func parseTrans(trans string) (transA, transB bool, err error) {
+	switch trans {
+	case "NN":
+	case "NT":
+		transB = true
+	case "TN":
+		transA = true
+	case "TT":
+		transA, transB = true, true
+	default:
+		err = fmt.Errorf("bench: unknown transpose %q (want NN, NT, TN or TT)", trans)
+	}
+	return transA, transB, err
 }
 
 func repsErr(reps int) error {
