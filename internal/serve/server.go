@@ -110,8 +110,10 @@ type Server struct {
 
 	base     context.Context // cancelled when Shutdown's deadline passes
 	cancel   context.CancelFunc
-	draining atomic.Bool
-	inflight sync.WaitGroup // requests past the drain check
+	draining atomic.Bool // set under mu
+	mu       sync.Mutex
+	inflight int            // requests past the drain check, under mu
+	idle     chan struct{}  // closed when inflight reaches 0 while draining
 	workers  sync.WaitGroup // batchers and schedulers
 	stopOnce sync.Once
 	// stepHook, when set (by tests), runs before each generation step.
@@ -208,16 +210,23 @@ func (s *Server) Run() error {
 // listeners and connections and stops the batchers and schedulers. It
 // returns ctx's error if the deadline cut requests short.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
 	s.draining.Store(true)
-	done := make(chan struct{})
-	go func() { s.inflight.Wait(); close(done) }()
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+		if s.inflight == 0 {
+			close(s.idle)
+		}
+	}
+	idle := s.idle
+	s.mu.Unlock()
 	var cut error
 	select {
-	case <-done:
+	case <-idle:
 	case <-ctx.Done():
 		cut = ctx.Err()
 		s.cancel() // ends the work of the requests still running
-		<-done
+		<-idle
 	}
 	err := s.http.Close()
 	s.stop()
@@ -333,23 +342,42 @@ func (s *Server) handler() http.Handler {
 			return
 		}
 		if !rt.open {
-			if s.draining.Load() {
+			if !s.enter() {
 				s.met.reject("", "draining")
 				rec.Header().Set("Connection", "close")
 				rec.Header().Set("Retry-After", "1")
 				writeError(rec, http.StatusServiceUnavailable, "unavailable_error", "the server is shutting down")
 				return
 			}
+			defer s.leave()
 			if !s.authorized(r) {
 				rec.Header().Set("WWW-Authenticate", `Bearer realm="tokenmix"`)
 				writeError(rec, http.StatusUnauthorized, "authentication_error", "a valid bearer token is required (Authorization: Bearer …)")
 				return
 			}
-			s.inflight.Add(1)
-			defer s.inflight.Done()
 		}
 		rt.h(rec, r)
 	})
+}
+
+// enter counts a request in flight, or reports false while draining.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining.Load() {
+		return false
+	}
+	s.inflight++
+	return true
+}
+
+// leave ends a request counted by enter.
+func (s *Server) leave() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight--; s.inflight == 0 && s.idle != nil {
+		close(s.idle)
+	}
 }
 
 // authorized reports whether r carries the server's token (always, when
