@@ -25,7 +25,9 @@
 // running sums for AFT: constant time per token for aft_simple), Generate
 // samples from it with temperature, top-k, top-p, a seed and stop
 // sequences, and StepStreams steps many streams in one pass over the
-// weights.
+// weights. StartGeneration and StepGenerations take Generate a token at a
+// time, so that a server steps many generations together and draws the
+// tokens Generate would (`tokenmix serve` does).
 //
 // Models are trained with the command tokenmix (cmd/tokenmix): `tokenmix
 // train` on text (a byte-level lm) or on JSONL lines with labels (a
