@@ -32,11 +32,15 @@ func runTrain(ctx context.Context, args []string) error {
 	resume := fs.Bool("resume", false, "continue the run in --out from its newest checkpoint")
 	valFrac := fs.Float64("val-frac", 0.05, "fraction of the data kept for validation")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	skipNonFinite := fs.Int("skip-nonfinite", 0, "pass over up to N steps whose loss or gradient is NaN or infinite (each a metrics line) before stopping on one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dataPath == "" || *out == "" || (*cfgPath == "" && !*resume) || fs.NArg() > 0 {
 		return wantUsage(fs)
+	}
+	if *skipNonFinite < 0 {
+		return usageErr("train: --skip-nonfinite must be ≥ 0")
 	}
 	var cfg *model.Config
 	var d *run.Dir
@@ -138,7 +142,7 @@ func runTrain(ctx context.Context, args []string) error {
 	m.Init(tc.Seed)
 	tr := model.NewTrainer(m)
 	res, err := train.Run(ctx, d, tr, src, train.Options{
-		Steps: tc.Steps, Progress: prog, Name: "train",
+		Steps: tc.Steps, Progress: prog, Name: "train", SkipNonFinite: *skipNonFinite,
 		Eval: func() (map[string]any, error) {
 			ev, err := eval()
 			if s := mixerStatsLine(m, cfg.NLayers); s != "" && err == nil {

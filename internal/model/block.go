@@ -1,6 +1,10 @@
 package model
 
-import "github.com/tokenmix/tokenmix/internal/kernels"
+import (
+	"fmt"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+)
 
 // The per-block functions below are the seam between the residual wiring
 // (standard pre-LN here; reversible blocks later) and the two branches of a
@@ -23,9 +27,15 @@ func (m *Model[F]) blockMixerForward(i int, out, res, x []F) {
 	if m.MixerInput != nil {
 		m.MixerInput(i, ln1)
 	}
+	if m.inspect != nil {
+		m.inspect(fmt.Sprintf("blocks.%d.ln1: output", i), ln1)
+	}
 	tmp := m.grad(p.dln) // the mixer output; dln is free during forward
 	mx := m.mixers[i]
 	mx.Forward(tmp, m.act(a.mixAct)[:mx.ActSize(p.B, p.T)], m.grad(p.mixScr)[:mx.ScratchSize(p.B, p.T)], ln1, m.pass(i))
+	if m.inspect != nil {
+		m.inspect(fmt.Sprintf("blocks.%d.mixer: output", i), tmp)
+	}
 	addRows(out, res, tmp)
 }
 
@@ -39,8 +49,16 @@ func (m *Model[F]) blockMixerBackward(i int, dx, dout, x []F) {
 	clear(dln)
 	mx := m.mixers[i]
 	mx.Backward(dln, m.grad(p.mixScr)[:mx.ScratchSize(p.B, p.T)], dout, m.act(a.mixAct)[:mx.ActSize(p.B, p.T)], m.act(a.ln1), m.pass(i))
+	if m.inspect != nil {
+		m.inspect(fmt.Sprintf("blocks.%d.mixer backward: input gradient", i), dln)
+		m.inspectGrads(fmt.Sprintf("blocks.%d.mixer.", i))
+	}
 	bw, bg := &m.w.blocks[i], &m.g.blocks[i]
 	layerNormBackward(dx, bg.ln1w, bg.ln1b, dln, x, bw.ln1w, m.act(a.ln1Mean), m.act(a.ln1Rstd), N, D)
+	if m.inspect != nil {
+		m.inspectGrads(fmt.Sprintf("blocks.%d.ln1.", i))
+		m.inspect(fmt.Sprintf("blocks.%d.ln1 backward: input gradient", i), dx)
+	}
 }
 
 // ffSave computes and saves block i's LN2 output and statistics from x and,
@@ -55,6 +73,13 @@ func (m *Model[F]) ffSave(i int, x []F) {
 	if c.FFChunks == 1 {
 		fc1GeluForward(m.act(a.fch), m.act(a.fcg), ln2, bw.fc1w, bw.fc1b, N, D, H)
 	}
+	if m.inspect != nil {
+		m.inspect(fmt.Sprintf("blocks.%d.ln2: output", i), ln2)
+		if c.FFChunks == 1 {
+			m.inspect(fmt.Sprintf("blocks.%d.ff.fc1: output", i), m.act(a.fch))
+			m.inspect(fmt.Sprintf("blocks.%d.ff.gelu: output", i), m.act(a.fcg))
+		}
+	}
 }
 
 // blockFFForward sets out = res + FF_i(LN2_i(x)). With ff_chunks > 1 the
@@ -67,6 +92,9 @@ func (m *Model[F]) blockFFForward(i int, out, res, x []F) {
 	bw := &m.w.blocks[i]
 	m.ffSave(i, x)
 	copy(out, res)
+	if m.inspect != nil {
+		defer m.inspect(fmt.Sprintf("blocks.%d.ff.fc2: output (with the residual)", i), out)
+	}
 	if c.FFChunks == 1 {
 		linearForward(out, m.act(a.fcg), bw.fc2w, bw.fc2b, N, H, D, true)
 		return
@@ -104,7 +132,15 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 				dout[lo*D:(lo+r)*D], in, h, g, bw.fc1w, bw.fc2w, r, D, H)
 		}
 	}
+	if m.inspect != nil {
+		m.inspectGrads(fmt.Sprintf("blocks.%d.ff.fc2.", i), fmt.Sprintf("blocks.%d.ff.fc1.", i))
+		m.inspect(fmt.Sprintf("blocks.%d.ff backward: input gradient", i), dln)
+	}
 	layerNormBackward(dx, bg.ln2w, bg.ln2b, dln, x, bw.ln2w, m.act(a.ln2Mean), m.act(a.ln2Rstd), N, D)
+	if m.inspect != nil {
+		m.inspectGrads(fmt.Sprintf("blocks.%d.ln2.", i))
+		m.inspect(fmt.Sprintf("blocks.%d.ln2 backward: input gradient", i), dx)
+	}
 }
 
 // blockRecompute rebuilds block i's internals from its saved input res[i]

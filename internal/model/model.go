@@ -41,6 +41,10 @@ type Model[F kernels.Float] struct {
 	// (and leaves nothing for Backward).
 	Cancel func() error
 
+	// inspect, set only by Diagnose, sees every layer's output and every
+	// gradient by name as they are computed.
+	inspect func(name string, x []F)
+
 	mixers []mixer.Mixer[F]
 	w, g   params[F]
 
@@ -239,6 +243,9 @@ func (m *Model[F]) Forward(tokens, targets []int32, B, T int) (float64, error) {
 	}
 	p, D := &m.plan, c.DModel
 	embeddingForward(m.act(p.res[0]), tokens, m.w.embed, m.w.pos, B, T, D)
+	if m.inspect != nil {
+		m.inspect("embedding: output", m.act(p.res[0]))
+	}
 	var err error
 	if c.Reversible {
 		err = m.revForward()
@@ -290,6 +297,10 @@ func (m *Model[F]) headForward() float64 {
 	} else {
 		linearForward(logits, lnf, m.w.headw, m.w.headb, N, D, V, false)
 	}
+	if m.inspect != nil {
+		m.inspect("ln_f: output", lnf)
+		m.inspect("head: logits", logits)
+	}
 	if m.targets == nil {
 		m.nTargets = 0
 		return 0
@@ -322,6 +333,7 @@ func (m *Model[F]) Backward() {
 		m.blockMixerBackward(i, dres, dres, m.act(p.res[i]))
 	}
 	embeddingBackward(m.g.embed, m.g.pos, dres, m.tokens, p.B, p.T, c.DModel)
+	m.inspectGrads("embed.", "pos.")
 }
 
 // headBackward writes the gradient of the loss with respect to res[L]
@@ -347,4 +359,9 @@ func (m *Model[F]) headBackward(dres []F) {
 		}
 	}
 	layerNormBackward(dres, m.g.lnfw, m.g.lnfb, dln, m.act(p.res[c.NLayers]), m.w.lnfw, m.act(p.lnfMean), m.act(p.lnfRstd), N, D)
+	if m.inspect != nil {
+		m.inspect("head backward: logits gradient", dlogits)
+		m.inspectGrads("head.", "ln_f.")
+		m.inspect("ln_f backward: input gradient", dres)
+	}
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
@@ -24,6 +25,9 @@ type StepStats struct {
 	Loss     float64 // loss before the update
 	GradNorm float64 // global gradient norm before clipping
 	LR       float64 // learning rate of the update
+	// NonFinite says the loss or the gradient norm was NaN or infinite:
+	// the step made no update (Model.Diagnose names the first bad tensor).
+	NonFinite bool
 }
 
 // NewTrainer returns a trainer for m with fresh optimiser state. Parameters
@@ -62,6 +66,11 @@ func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) 
 	m.Backward()
 	norm := optim.ClipGradNorm(m.Grads, t.Clip)
 	lr := t.Sched.At(t.Opt.Step)
+	if finite := !math.IsNaN(loss) && !math.IsInf(loss, 0) && !math.IsNaN(norm) && !math.IsInf(norm, 0); !finite {
+		// No update: the parameters, the optimizer state and its step
+		// count stay those before the batch.
+		return StepStats{Loss: loss, GradNorm: norm, LR: lr, NonFinite: true}, nil
+	}
 	t.Opt.Update(m.Params, m.Grads, lr)
 	return StepStats{Loss: loss, GradNorm: norm, LR: lr}, nil
 }

@@ -44,6 +44,10 @@ type Options struct {
 	// number of updates, and with it the learning-rate schedule, follow the
 	// pace (see pacer), and training stops when the time is spent.
 	Duration time.Duration
+	// SkipNonFinite is how many steps with a non-finite loss or gradient
+	// norm Run skips (no update; the batch is passed over and the skip is
+	// a metrics line) before it stops on one.
+	SkipNonFinite int
 	// Eval returns the validation metrics merged into the metrics line of
 	// an evaluation step (every train.eval_every steps, and the last);
 	// nil: none. Metrics lines are written every train.log_every steps,
@@ -72,8 +76,10 @@ type Result struct {
 // checkpoint, Run first restores it into tr and src and drops the metrics
 // lines logged after it; tr must be freshly built (and initialised) from
 // d's config. A cancelled ctx stops Run after the current step with a
-// checkpoint and ErrInterrupted. A non-finite loss is an error naming the
-// step. The metrics lines logged after the checkpoint resumed from (all of
+// checkpoint and ErrInterrupted. A step whose loss or gradient norm is not
+// finite updates nothing; past Options.SkipNonFinite of them, Run stops
+// with ErrNonFinite naming the step, the first non-finite tensor
+// (Model.Diagnose) and the batch's data position, without saving. The metrics lines logged after the checkpoint resumed from (all of
 // them without one) are dropped first.
 func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source, o Options) (Result, error) {
 	tc := tr.Model.Config.Train
@@ -114,6 +120,7 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 	trainTime := time.Duration(st.TrainSeconds * float64(time.Second))
 	wall := func() float64 { return st.WallSeconds + time.Since(start).Seconds() }
 	lossSum, lossN := st.LossSum, st.LossSteps
+	skipped := 0
 	save := func() error {
 		ds, err := src.State()
 		if err != nil {
@@ -136,14 +143,34 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 			return res, ErrInterrupted
 		}
 		t0 := time.Now()
+		pos, err := src.State() // the data position of this step's batch
+		if err != nil {
+			return res, err
+		}
 		src.Next(&b)
 		s, err := tr.Step(b.Tokens, b.Targets, b.B, b.T)
 		if err != nil {
 			return res, err
 		}
-		if math.IsNaN(s.Loss) || math.IsInf(s.Loss, 0) {
+		if s.NonFinite {
+			what := fmt.Sprintf("loss %v, gradient norm %v", s.Loss, s.GradNorm)
+			where := dataPosition(res.Steps, pos)
+			if skipped < o.SkipNonFinite {
+				skipped++
+				if err := d.AppendMetrics(map[string]any{"step": res.Steps, "skipped_nonfinite": skipped,
+					"nonfinite": what, "data": where}); err != nil {
+					return res, err
+				}
+				prog.Note(fmt.Sprintf("skipped step %d: %s (%s)", res.Steps+1, what, where))
+				continue
+			}
 			prog.Finish()
-			return res, fmt.Errorf("diverged: loss %v at step %d", s.Loss, res.Steps+1)
+			first, err := tr.Model.Diagnose(b.Tokens, b.Targets, b.B, b.T)
+			if err != nil {
+				return res, err
+			}
+			return res, fmt.Errorf("%w at step %d (%s): first non-finite value in %s; data: %s; the run stops with its last checkpoint untouched (--skip-nonfinite N passes over such steps)",
+				ErrNonFinite, res.Steps+1, what, first, where)
 		}
 		dt := time.Since(t0)
 		trainTime += dt
@@ -194,4 +221,17 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 	prog.Finish()
 	res.TrainSeconds, res.WallSeconds = trainTime.Seconds(), wall()
 	return res, save()
+}
+
+// ErrNonFinite is the error of a run stopped by a non-finite loss or
+// gradient norm.
+var ErrNonFinite = errors.New("non-finite values")
+
+// dataPosition describes the position of the batch of step step+1 for a
+// source whose State before it was pos.
+func dataPosition(step int, pos json.RawMessage) string {
+	if pos == nil {
+		return fmt.Sprintf("the batch of step %d", step+1)
+	}
+	return fmt.Sprintf("the batch of step %d, drawn from source state %s", step+1, pos)
 }
