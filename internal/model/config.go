@@ -77,6 +77,19 @@ type TrainConfig struct {
 	KeepCheckpoints int
 }
 
+// Limits of a config, so that a corrupt or hostile config is an error at
+// parse time rather than a hang or an allocation beyond any machine.
+const (
+	// MaxLayers bounds n_layers (ParseConfig builds every block's mixer).
+	MaxLayers = 1 << 14
+	// MaxHeads bounds n_heads (mixers keep per-head state).
+	MaxHeads = 1 << 16
+	// MaxParams bounds the parameter count, the mixers' included (2^36,
+	// about 69 billion: 1.1 TB of float32 parameters, gradients and AdamW
+	// moments).
+	MaxParams = 1 << 36
+)
+
 // Kind returns the resolved mixer kind.
 func (c *Config) Kind() mixer.Kind { return c.kind }
 
@@ -218,7 +231,59 @@ func (c *Config) validate() error {
 	if c.Reversible && c.Checkpoint {
 		return fmt.Errorf("checkpoint: not with reversible (reversible blocks already recompute in backward)")
 	}
+	if c.NLayers > MaxLayers {
+		return fmt.Errorf("n_layers: must be ≤ %d, got %d", MaxLayers, c.NLayers)
+	}
+	if c.NHeads > MaxHeads {
+		return fmt.Errorf("n_heads: must be ≤ %d, got %d", MaxHeads, c.NHeads)
+	}
+	if c.denseParams() > MaxParams {
+		return fmt.Errorf("config: more than %d parameters without the mixers' (vocab_size, max_len, d_model, d_ff, n_layers or n_classes too large)", MaxParams)
+	}
 	return nil
+}
+
+// The parameter counts below saturate at MaxParams+1, so that they cannot
+// overflow whatever the config's sizes.
+
+// countMul is a·b (a, b ≥ 0), saturated.
+func countMul(a, b int) int {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if a < 0 || b < 0 || a > (MaxParams+1)/b {
+		return MaxParams + 1
+	}
+	return min(a*b, MaxParams+1)
+}
+
+// countAdd is a+b (a, b ≥ 0), saturated.
+func countAdd(a, b int) int {
+	if a < 0 || b < 0 || a > MaxParams+1-b {
+		return MaxParams + 1
+	}
+	return min(a+b, MaxParams+1)
+}
+
+// denseParams counts the parameters other than the mixers' (see
+// paramSpecs), saturated.
+func (c *Config) denseParams() int {
+	D := c.DModel
+	n := countAdd(countMul(c.VocabSize, D), countMul(c.MaxLen, D))
+	block := countAdd(countMul(5, D), countMul(countMul(2, D), c.DFF))
+	block = countAdd(block, c.DFF)
+	n = countAdd(n, countMul(c.NLayers, block))
+	n = countAdd(n, countMul(2, D))
+	return countAdd(n, countMul(c.HeadOut(), countAdd(D, 1)))
+}
+
+// specParams is the size of a parameter spec, saturated.
+func specParams(s mixer.ParamSpec) int {
+	n := 1
+	for _, d := range s.Shape {
+		n = countMul(n, d)
+	}
+	return n
 }
 
 // checkMixer checks the kind's capabilities and builds the mixer of every
@@ -231,9 +296,17 @@ func (c *Config) checkMixer() error {
 	if !c.Causal && !k.Bidirectional {
 		return fmt.Errorf("causal: mixer kind %q is causal-only; set \"causal\": true", k.Name)
 	}
+	n := c.denseParams()
 	for i := 0; i < c.NLayers; i++ {
-		if _, err := k.New64(c.MixerConfig(i)); err != nil {
+		m, err := k.New64(c.MixerConfig(i))
+		if err != nil {
 			return err
+		}
+		for _, s := range m.Params() {
+			n = countAdd(n, specParams(s))
+		}
+		if n > MaxParams {
+			return fmt.Errorf("mixer: more than %d parameters in all with the %s mixers' (their options or max_len, d_model or n_layers too large)", MaxParams, k.Name)
 		}
 	}
 	return c.Mixer.Err()

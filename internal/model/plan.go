@@ -93,9 +93,12 @@ func fmtBytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// ffRows is the number of rows of one feed-forward chunk.
+// ffRows is the number of rows of one feed-forward chunk (at least one
+// row per chunk: ff_chunks beyond the row count, however large, does not
+// overflow).
 func ffRows(c *Config, bt int) int {
-	return (bt + c.FFChunks - 1) / c.FFChunks
+	k := min(c.FFChunks, max(bt, 1))
+	return (bt + k - 1) / k
 }
 
 // newPlan computes the memory plan for config c with the given mixers

@@ -36,13 +36,20 @@ type AFT[F kernels.Float] struct {
 	w, g [][]F // q.weight, q.bias, k.…, v.…, o.…, then pos_bias or rel_bias
 }
 
+// maxWindow bounds the window option, so that no size derived from it
+// overflows.
+const maxWindow = 1 << 30
+
 func newAFT[F kernels.Float](v variant, c mixer.Config) (*AFT[F], error) {
 	a := &AFT[F]{v: v, D: c.D, H: 1, MaxLen: c.MaxLen, Causal: c.Causal}
 	switch v {
 	case vLocal:
 		a.S = c.Opts.Int("window", 32)
-		if a.S < 1 {
+		switch {
+		case a.S < 1:
 			c.Opts.Fail("window", "want ≥ 1, got %d", a.S)
+		case a.S > maxWindow:
+			c.Opts.Fail("window", "want ≤ %d, got %d", maxWindow, a.S)
 		}
 	case vConv:
 		a.S = c.Opts.Int("window", 31)
@@ -50,6 +57,8 @@ func newAFT[F kernels.Float](v variant, c mixer.Config) (*AFT[F], error) {
 		switch {
 		case a.S < 1:
 			c.Opts.Fail("window", "want ≥ 1, got %d", a.S)
+		case a.S > maxWindow:
+			c.Opts.Fail("window", "want ≤ %d, got %d", maxWindow, a.S)
 		case !c.Causal && a.S%2 == 0:
 			c.Opts.Fail("window", "must be odd when bidirectional (centred kernel), got %d", a.S)
 		case a.H < 1 || c.D%a.H != 0:
@@ -64,6 +73,11 @@ func newAFT[F kernels.Float](v variant, c mixer.Config) (*AFT[F], error) {
 	}
 	if (v == vFull || v == vLocal) && c.MaxLen < 1 {
 		return nil, fmt.Errorf("mixer: %s needs max_len ≥ 1 for pos_bias, got %d", variantNames[v], c.MaxLen)
+	}
+	if v == vLocal {
+		// T ≤ max_len: a wider window is the same band, and would only
+		// make the work space grow with it.
+		a.S = min(a.S, c.MaxLen)
 	}
 	a.Dh = a.D / a.H
 	return a, nil

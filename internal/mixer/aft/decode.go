@@ -43,7 +43,7 @@ func (a *AFT[F]) NewState(maxLen int, _ uint64) mixer.State {
 	}
 	switch a.v {
 	case vLocal, vConv:
-		s.keep = a.S
+		s.keep = min(a.S, max(maxLen, 1)) // positions are < maxLen: no older ones
 	case vFull:
 		s.keep = maxLen
 	}
