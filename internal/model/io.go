@@ -28,46 +28,50 @@ func putTensor[F kernels.Float](f *safetensors.File, name string, shape []int, v
 	}
 }
 
-// getTensor reads tensor name of f into dst, checking its shape.
-func getTensor[F kernels.Float](dst []F, f *safetensors.File, name string, shape []int) error {
-	t, ok := f.Tensors[name]
-	if !ok {
+// readTensor fills dst with tensor name of src, which must have shape
+// shape.
+func readTensor[F kernels.Float](dst []F, src safetensors.Source, name string, shape []int) error {
+	_, sh, ok := src.Info(name)
+	switch {
+	case !ok:
 		return fmt.Errorf("weights: missing tensor %q", name)
-	}
-	if !slices.Equal(t.Shape, shape) {
-		return fmt.Errorf("weights: tensor %q has shape %v, want %v", name, t.Shape, shape)
+	case !slices.Equal(sh, shape):
+		return fmt.Errorf("weights: tensor %q has shape %v, want %v", name, sh, shape)
 	}
 	switch d := any(dst).(type) {
 	case []float32:
-		v, _, err := f.F32(name)
-		if err != nil {
-			return err
-		}
-		copy(d, v)
+		return src.ReadFloats32(name, d)
 	case []float64:
-		v, _, err := f.F64(name)
-		if err != nil {
-			return err
-		}
-		copy(d, v)
+		return src.ReadFloats64(name, d)
 	}
 	return nil
 }
 
-// LoadWeights sets every parameter from the tensor of the same name in f.
-// Missing tensors, shape mismatches and tensors the model does not have are
-// errors; F32, F64, F16 and BF16 tensors are accepted.
-func (m *Model[F]) LoadWeights(f *safetensors.File) error {
+// LoadWeights sets every parameter from the tensor of the same name in
+// src (a File in memory, or a Reader streaming from disk straight into the
+// parameters). Missing tensors, shape mismatches and tensors the model does
+// not have are errors, found before any parameter changes; F32, F64, F16
+// and BF16 tensors are accepted.
+func (m *Model[F]) LoadWeights(src safetensors.Source) error {
 	want := map[string]bool{}
-	for i, s := range m.Specs {
+	for _, s := range m.Specs {
 		want[s.Name] = true
-		if err := getTensor(m.ParamAt(i), f, s.Name, s.Shape); err != nil {
-			return err
+		_, shape, ok := src.Info(s.Name)
+		switch {
+		case !ok:
+			return fmt.Errorf("weights: missing tensor %q", s.Name)
+		case !slices.Equal(shape, s.Shape):
+			return fmt.Errorf("weights: tensor %q has shape %v, want %v", s.Name, shape, s.Shape)
 		}
 	}
-	for _, n := range f.Names() {
+	for _, n := range src.Names() {
 		if !want[n] {
 			return fmt.Errorf("weights: unexpected tensor %q (not a parameter of this config)", n)
+		}
+	}
+	for i, s := range m.Specs {
+		if err := readTensor(m.ParamAt(i), src, s.Name, s.Shape); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -107,25 +107,26 @@ func (t *Trainer[F]) OptimFile() *safetensors.File {
 	return f
 }
 
-// LoadOptim restores the optimizer state written by OptimFile. It returns
-// an error naming the tensor that is missing or misshapen, or when the
-// file's step is not a non-negative integer.
-func (t *Trainer[F]) LoadOptim(f *safetensors.File) error {
+// LoadOptim restores the optimizer state written by OptimFile, from src
+// (a File, or a Reader streaming it) and its metadata. It returns an error
+// naming the tensor that is missing or misshapen, or when the metadata's
+// step is not a non-negative integer.
+func (t *Trainer[F]) LoadOptim(src safetensors.Source, meta map[string]string) error {
 	m := t.Model
-	step, err := strconv.Atoi(f.Metadata["step"])
+	step, err := strconv.Atoi(meta["step"])
 	if err != nil || step < 0 {
-		return fmt.Errorf("optimizer state: metadata step %q is not a step count", f.Metadata["step"])
+		return fmt.Errorf("optimizer state: metadata step %q is not a step count", meta["step"])
 	}
 	for i, s := range m.Specs {
 		lo, hi := m.Offsets[i], m.Offsets[i]+s.Size()
-		if err := getTensor(t.Opt.M[lo:hi], f, "m."+s.Name, s.Shape); err != nil {
+		if err := readTensor(t.Opt.M[lo:hi], src, "m."+s.Name, s.Shape); err != nil {
 			return fmt.Errorf("optimizer state: %w", err)
 		}
-		if err := getTensor(t.Opt.V[lo:hi], f, "v."+s.Name, s.Shape); err != nil {
+		if err := readTensor(t.Opt.V[lo:hi], src, "v."+s.Name, s.Shape); err != nil {
 			return fmt.Errorf("optimizer state: %w", err)
 		}
 	}
-	if n := len(f.Tensors); n != 2*len(m.Specs) {
+	if n := len(src.Names()); n != 2*len(m.Specs) {
 		return fmt.Errorf("optimizer state: %d tensors, want %d (m and v of every parameter)", n, 2*len(m.Specs))
 	}
 	t.Opt.Step = step

@@ -131,14 +131,14 @@ func TestResume(t *testing.T) {
 	if err := second.Model.LoadWeights(wf); err != nil {
 		t.Fatal(err)
 	}
-	if err := second.LoadOptim(of); err != nil {
+	if err := second.LoadOptim(of, of.Metadata); err != nil {
 		t.Fatal(err)
 	}
 	if second.Opt.Step != 2 {
 		t.Errorf("restored optimizer step %d, want 2", second.Opt.Step)
 	}
 	delete(of.Tensors, "v."+second.Model.Specs[0].Name)
-	if err := second.LoadOptim(of); err == nil || !strings.Contains(err.Error(), second.Model.Specs[0].Name) {
+	if err := second.LoadOptim(of, of.Metadata); err == nil || !strings.Contains(err.Error(), second.Model.Specs[0].Name) {
 		t.Errorf("optimizer file without a tensor: %v", err)
 	}
 	for _, b := range batches[2:] {

@@ -34,19 +34,23 @@ func (d *Dir) Restore(tr *model.Trainer[float32], step int) (State, error) {
 		return st, err
 	}
 	dir := d.CkptPath(step)
-	wf, err := safetensors.ReadFile(filepath.Join(dir, WeightsName))
-	if err != nil {
-		return st, fmt.Errorf("run: %w", err)
-	}
-	if err := tr.Model.LoadWeights(wf); err != nil {
-		return st, fmt.Errorf("run: %s: %w", filepath.Join(dir, WeightsName), err)
-	}
-	of, err := safetensors.ReadFile(filepath.Join(dir, OptimName))
-	if err != nil {
-		return st, fmt.Errorf("run: %w", err)
-	}
-	if err := tr.LoadOptim(of); err != nil {
-		return st, fmt.Errorf("run: %s: %w", filepath.Join(dir, OptimName), err)
+	for _, f := range []struct {
+		name string
+		load func(*safetensors.Reader) error
+	}{
+		{WeightsName, func(r *safetensors.Reader) error { return tr.Model.LoadWeights(r) }},
+		{OptimName, func(r *safetensors.Reader) error { return tr.LoadOptim(r, r.Metadata) }},
+	} {
+		// Streamed straight into the parameters and moments.
+		r, err := safetensors.OpenReader(filepath.Join(dir, f.name))
+		if err != nil {
+			return st, fmt.Errorf("run: %w", err)
+		}
+		err = f.load(r)
+		r.Close()
+		if err != nil {
+			return st, fmt.Errorf("run: %s: %w", filepath.Join(dir, f.name), err)
+		}
 	}
 	if tr.Opt.Step != st.Step {
 		return st, fmt.Errorf("run: %s: optimizer step %d, state step %d", dir, tr.Opt.Step, st.Step)
@@ -59,8 +63,7 @@ func (d *Dir) Restore(tr *model.Trainer[float32], step int) (State, error) {
 type Stored struct {
 	Config      []byte // config.json as written
 	ConfigPath  string
-	Weights     *safetensors.File
-	WeightsPath string
+	WeightsPath string // validated by Read, streamed into the model by Model
 	// Labels names a classifier's classes (run.json, or the exported
 	// weights' metadata); nil when unnamed.
 	Labels []string
@@ -99,7 +102,8 @@ func Read(path string, step int) (*Stored, error) {
 	if s.Config, err = os.ReadFile(s.ConfigPath); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
-	s.Weights, err = safetensors.ReadFile(s.WeightsPath)
+	// The header is validated now; the tensors are read by Model.
+	wr, err := safetensors.OpenReader(s.WeightsPath)
 	if errors.Is(err, os.ErrNotExist) && d != nil {
 		steps, _ := d.Checkpoints()
 		return nil, fmt.Errorf("run: %s has no checkpoint %d (it has %v)", path, step, steps)
@@ -107,8 +111,9 @@ func Read(path string, step int) (*Stored, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
+	defer wr.Close()
 	if d == nil {
-		if s.Labels, s.Step, err = exportedMeta(s.Weights); err != nil {
+		if s.Labels, s.Step, err = exportedMeta(wr.Metadata); err != nil {
 			return nil, fmt.Errorf("run: %s: %w", s.WeightsPath, err)
 		}
 	}
@@ -125,7 +130,12 @@ func (s *Stored) Model() (*model.Model[float32], error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.ConfigPath, err)
 	}
-	if err := m.LoadWeights(s.Weights); err != nil {
+	wr, err := safetensors.OpenReader(s.WeightsPath)
+	if err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	defer wr.Close()
+	if err := m.LoadWeights(wr); err != nil {
 		return nil, fmt.Errorf("%s: %w", s.WeightsPath, err)
 	}
 	if n := len(s.Labels); n > 0 && n != cfg.NClasses {
@@ -211,13 +221,13 @@ const (
 
 // exportedMeta reads the label names (nil when absent) and the training
 // step (0 when absent) that Export stores in an exported model's weights.
-func exportedMeta(wf *safetensors.File) (labels []string, step int, err error) {
-	if s, ok := wf.Metadata[metaLabels]; ok {
+func exportedMeta(meta map[string]string) (labels []string, step int, err error) {
+	if s, ok := meta[metaLabels]; ok {
 		if err := json.Unmarshal([]byte(s), &labels); err != nil {
 			return nil, 0, fmt.Errorf("metadata %s: %v", metaLabels, err)
 		}
 	}
-	if s, ok := wf.Metadata[metaStep]; ok {
+	if s, ok := meta[metaStep]; ok {
 		if step, err = strconv.Atoi(s); err != nil || step < 0 {
 			return nil, 0, fmt.Errorf("metadata %s: %q is not a step", metaStep, s)
 		}

@@ -126,16 +126,32 @@ func Parse(b []byte) (*File, error) {
 	if uint64(len(b)-8) < n {
 		return nil, fmt.Errorf("safetensors: header length %d beyond end of file (%d bytes)", n, len(b))
 	}
-	hdr := b[8 : 8+n]
 	data := b[8+n:]
+	meta, entries, err := parseHeader(b[8:8+n], int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	f := &File{Tensors: map[string]Tensor{}, Metadata: meta}
+	for name, e := range entries {
+		lo, hi := e.DataOffsets[0], e.DataOffsets[1]
+		f.Tensors[name] = Tensor{DType: e.DType, Shape: e.Shape, Data: data[lo:hi:hi]}
+	}
+	return f, nil
+}
+
+// parseHeader validates a header against a data section of dataLen bytes:
+// known dtypes, shapes whose sizes match their offsets, tensors that tile
+// the data section exactly (no overlap, gap or trailing byte), metadata
+// mapping strings to strings. It reads no tensor data.
+func parseHeader(hdr []byte, dataLen int64) (map[string]string, map[string]entry, error) {
 	if len(bytes.TrimSpace(hdr)) == 0 || bytes.TrimSpace(hdr)[0] != '{' {
-		return nil, fmt.Errorf("safetensors: header is not a JSON object")
+		return nil, nil, fmt.Errorf("safetensors: header is not a JSON object")
 	}
 	raw, err := decodeObject(hdr)
 	if err != nil {
-		return nil, fmt.Errorf("safetensors: header: %v", err)
+		return nil, nil, fmt.Errorf("safetensors: header: %v", err)
 	}
-	f := New()
+	meta, entries := map[string]string{}, map[string]entry{}
 	type span struct {
 		lo, hi int64
 		name   string
@@ -143,8 +159,8 @@ func Parse(b []byte) (*File, error) {
 	var spans []span
 	for name, v := range raw {
 		if name == "__metadata__" {
-			if err := json.Unmarshal(v, &f.Metadata); err != nil {
-				return nil, fmt.Errorf("safetensors: __metadata__ must map strings to strings: %v", err)
+			if err := json.Unmarshal(v, &meta); err != nil {
+				return nil, nil, fmt.Errorf("safetensors: __metadata__ must map strings to strings: %v", err)
 			}
 			continue
 		}
@@ -152,33 +168,33 @@ func Parse(b []byte) (*File, error) {
 		dec := json.NewDecoder(bytes.NewReader(v))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("safetensors: tensor %q: %v", name, err)
+			return nil, nil, fmt.Errorf("safetensors: tensor %q: %v", name, err)
 		}
 		sz := e.DType.Size()
 		if sz == 0 {
-			return nil, fmt.Errorf("safetensors: tensor %q: unknown dtype %q", name, e.DType)
+			return nil, nil, fmt.Errorf("safetensors: tensor %q: unknown dtype %q", name, e.DType)
 		}
 		if e.Shape == nil {
-			return nil, fmt.Errorf("safetensors: tensor %q: missing shape", name)
+			return nil, nil, fmt.Errorf("safetensors: tensor %q: missing shape", name)
 		}
 		numel := int64(1)
 		for _, d := range e.Shape {
 			if d < 0 {
-				return nil, fmt.Errorf("safetensors: tensor %q: negative dimension in shape %v", name, e.Shape)
+				return nil, nil, fmt.Errorf("safetensors: tensor %q: negative dimension in shape %v", name, e.Shape)
 			}
 			if d > 0 && numel > math.MaxInt64/int64(d) {
-				return nil, fmt.Errorf("safetensors: tensor %q: shape %v overflows", name, e.Shape)
+				return nil, nil, fmt.Errorf("safetensors: tensor %q: shape %v overflows", name, e.Shape)
 			}
 			numel *= int64(d)
 		}
 		lo, hi := e.DataOffsets[0], e.DataOffsets[1]
-		if lo < 0 || hi < lo || hi > int64(len(data)) {
-			return nil, fmt.Errorf("safetensors: tensor %q: data_offsets [%d,%d] outside data section of %d bytes", name, lo, hi, len(data))
+		if lo < 0 || hi < lo || hi > dataLen {
+			return nil, nil, fmt.Errorf("safetensors: tensor %q: data_offsets [%d,%d] outside data section of %d bytes", name, lo, hi, dataLen)
 		}
 		if numel > math.MaxInt64/int64(sz) || hi-lo != numel*int64(sz) {
-			return nil, fmt.Errorf("safetensors: tensor %q: %d bytes for %s shape %v (want %d)", name, hi-lo, e.DType, e.Shape, numel*int64(sz))
+			return nil, nil, fmt.Errorf("safetensors: tensor %q: %d bytes for %s shape %v (want %d)", name, hi-lo, e.DType, e.Shape, numel*int64(sz))
 		}
-		f.Tensors[name] = Tensor{DType: e.DType, Shape: e.Shape, Data: data[lo:hi:hi]}
+		entries[name] = e
 		spans = append(spans, span{lo, hi, name})
 	}
 	sort.Slice(spans, func(i, j int) bool {
@@ -190,17 +206,17 @@ func Parse(b []byte) (*File, error) {
 	var at int64
 	for _, s := range spans {
 		if s.lo < at {
-			return nil, fmt.Errorf("safetensors: tensor %q overlaps the previous tensor", s.name)
+			return nil, nil, fmt.Errorf("safetensors: tensor %q overlaps the previous tensor", s.name)
 		}
 		if s.lo > at {
-			return nil, fmt.Errorf("safetensors: gap in data section before tensor %q (bytes %d to %d)", s.name, at, s.lo)
+			return nil, nil, fmt.Errorf("safetensors: gap in data section before tensor %q (bytes %d to %d)", s.name, at, s.lo)
 		}
 		at = s.hi
 	}
-	if at != int64(len(data)) {
-		return nil, fmt.Errorf("safetensors: %d trailing bytes after the last tensor", int64(len(data))-at)
+	if at != dataLen {
+		return nil, nil, fmt.Errorf("safetensors: %d trailing bytes after the last tensor", dataLen-at)
 	}
-	return f, nil
+	return meta, entries, nil
 }
 
 // decodeObject decodes a JSON object into its raw members, rejecting

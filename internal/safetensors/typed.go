@@ -82,54 +82,25 @@ func (f *File) F32(name string) ([]float32, []int, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	n := t.Numel()
-	out := make([]float32, n)
-	switch t.DType {
-	case F32:
-		for i := range out {
-			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(t.Data[4*i:]))
-		}
-	case F64:
-		for i := range out {
-			out[i] = float32(math.Float64frombits(binary.LittleEndian.Uint64(t.Data[8*i:])))
-		}
-	case BF16:
-		for i := range out {
-			out[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(t.Data[2*i:])) << 16)
-		}
-	case F16:
-		for i := range out {
-			out[i] = half(binary.LittleEndian.Uint16(t.Data[2*i:]))
-		}
-	default:
-		return nil, nil, fmt.Errorf("safetensors: tensor %q has dtype %s, want a float type", name, t.DType)
+	out := make([]float32, t.Numel())
+	if err := decodeFloats(out, name, t.DType, len(out), t.Data); err != nil {
+		return nil, nil, err
 	}
 	return out, t.Shape, nil
 }
 
 // F64 returns tensor name as float64 values and its shape. F32, F16 and
-// BF16 tensors are converted exactly; other dtypes are an error.
+// BF16 tensors are converted; other dtypes are an error.
 func (f *File) F64(name string) ([]float64, []int, error) {
 	t, err := f.get(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	if t.DType == F64 {
-		out := make([]float64, t.Numel())
-		for i := range out {
-			out[i] = math.Float64frombits(binary.LittleEndian.Uint64(t.Data[8*i:]))
-		}
-		return out, t.Shape, nil
-	}
-	v, shape, err := f.F32(name)
-	if err != nil {
+	out := make([]float64, t.Numel())
+	if err := decodeFloats(out, name, t.DType, len(out), t.Data); err != nil {
 		return nil, nil, err
 	}
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	return out, shape, nil
+	return out, t.Shape, nil
 }
 
 // I32 returns tensor name as int32 values and its shape. I64 tensors are
