@@ -20,6 +20,15 @@ type Config struct {
 	Opts Options
 }
 
+// CheckHeads is the one check of the model dimensions that every
+// multi-head mixer shares: d_model a positive multiple of n_heads.
+func CheckHeads(d, heads int) error {
+	if d <= 0 || heads <= 0 || d%heads != 0 {
+		return fmt.Errorf("mixer: d_model %d must be a positive multiple of n_heads %d", d, heads)
+	}
+	return nil
+}
+
 // Options holds a mixer's JSON options and reads them strictly: every getter
 // records the key as read; a null, a wrong type or a value a constructor
 // rejects (Fail) is an error naming the key ("mixer.block: …"), and Err

@@ -1,7 +1,6 @@
 package attn
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
@@ -100,8 +99,8 @@ func ALiBiOption(o *mixer.Options, heads int) []float64 {
 // New returns attention over pat with d channels and h heads. New returns an
 // error if d or h is not positive or h does not divide d.
 func New[F kernels.Float](d, h int, pat Pattern) (*Attention[F], error) {
-	if d <= 0 || h <= 0 || d%h != 0 {
-		return nil, fmt.Errorf("mixer: d_model %d must be a positive multiple of n_heads %d", d, h)
+	if err := mixer.CheckHeads(d, h); err != nil {
+		return nil, err
 	}
 	return &Attention[F]{D: d, H: h, Dh: d / h, Pat: pat, Tiles: DefaultTiles}, nil
 }

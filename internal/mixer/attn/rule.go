@@ -81,11 +81,10 @@ type RuleAttention[F kernels.Float] struct {
 // NewRuleAttention returns an Attention for cfg with rule and C = capacity
 // support entries per row. It returns an error if cfg's sizes are invalid.
 func NewRuleAttention[F kernels.Float](cfg mixer.Config, rule Rule[F], capacity int) (*RuleAttention[F], error) {
+	if err := mixer.CheckHeads(cfg.D, cfg.Heads); err != nil {
+		return nil, err
+	}
 	switch {
-	case cfg.D <= 0 || cfg.Heads <= 0:
-		return nil, fmt.Errorf("mixer: d_model and n_heads must be positive")
-	case cfg.D%cfg.Heads != 0:
-		return nil, fmt.Errorf("mixer: d_model %d not divisible by n_heads %d", cfg.D, cfg.Heads)
 	case cfg.MaxLen <= 0 || cfg.MaxLen >= maxIndex:
 		return nil, fmt.Errorf("mixer: max_len must be in [1, %d)", maxIndex)
 	case capacity < 1:

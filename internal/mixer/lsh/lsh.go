@@ -61,8 +61,8 @@ func New[F kernels.Float](cfg mixer.Config) (*LSH[F], error) {
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
-	if cfg.D <= 0 || cfg.Heads <= 0 || cfg.D%cfg.Heads != 0 {
-		return nil, fmt.Errorf("lsh: D=%d must be a positive multiple of heads=%d", cfg.D, cfg.Heads)
+	if err := mixer.CheckHeads(cfg.D, cfg.Heads); err != nil {
+		return nil, err
 	}
 	if cfg.MaxLen > math.MaxInt32 {
 		return nil, fmt.Errorf("lsh: max_len %d too large", cfg.MaxLen)
