@@ -85,4 +85,6 @@
 //	"mixer": {"kind": "aft_conv", "window": 7, "heads": 4}
 //
 // Each works with "causal": true or false and with pad_id (key padding).
+// A window is at most 2^30; aft_local's window beyond max_len is the same
+// band as max_len.
 package aft
