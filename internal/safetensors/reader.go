@@ -110,9 +110,12 @@ func newReader(f *os.File, path string) (*Reader, error) {
 func (r *Reader) Close() error { return r.f.Close() }
 
 // Names implements Source.
-func (r *Reader) Names() []string {
-	names := make([]string, 0, len(r.entries))
-	for n := range r.entries {
+func (r *Reader) Names() []string { return sortedNames(r.entries) }
+
+// sortedNames returns the keys of m in sorted order.
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
 		names = append(names, n)
 	}
 	sort.Strings(names)

@@ -76,14 +76,7 @@ func New() *File {
 }
 
 // Names returns the tensor names in sorted order.
-func (f *File) Names() []string {
-	names := make([]string, 0, len(f.Tensors))
-	for n := range f.Tensors {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (f *File) Names() []string { return sortedNames(f.Tensors) }
 
 type entry struct {
 	DType       DType    `json:"dtype"`

@@ -488,32 +488,31 @@ func nextText(held []byte, id int32) (string, []byte) {
 	if id < 0 || id > 255 {
 		return flushText(held) + "\uFFFD", nil
 	}
-	held = append(held, byte(id))
 	var b strings.Builder
-	for len(held) > 0 && utf8.FullRune(held) {
-		r, size := utf8.DecodeRune(held)
-		if r == utf8.RuneError && size == 1 {
-			b.WriteString("\uFFFD")
-		} else {
-			b.Write(held[:size])
-		}
-		held = held[size:]
-	}
-	return b.String(), bytes.Clone(held)
+	rest := decodeText(&b, append(held, byte(id)), false)
+	return b.String(), bytes.Clone(rest)
 }
 
 // flushText is the text of bytes held back at the end: each is U+FFFD
 // unless they form valid characters.
 func flushText(held []byte) string {
 	var b strings.Builder
-	for len(held) > 0 {
-		r, size := utf8.DecodeRune(held)
+	decodeText(&b, held, true)
+	return b.String()
+}
+
+// decodeText writes the characters of p to b, each byte that is not part
+// of valid UTF-8 as U+FFFD, and returns the tail it leaves: a character
+// not yet complete, unless final.
+func decodeText(b *strings.Builder, p []byte, final bool) []byte {
+	for len(p) > 0 && (final || utf8.FullRune(p)) {
+		r, size := utf8.DecodeRune(p)
 		if r == utf8.RuneError && size == 1 {
 			b.WriteString("\uFFFD")
 		} else {
-			b.Write(held[:size])
+			b.Write(p[:size])
 		}
-		held = held[size:]
+		p = p[size:]
 	}
-	return b.String()
+	return p
 }
