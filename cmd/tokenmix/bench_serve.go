@@ -55,7 +55,7 @@ func runBenchServe(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	clients, err1 := parseInts(*clientsFlag)
+	clientCounts, err1 := parseInts(*clientsFlag)
 	streams, err2 := parseInts(*streamsFlag)
 	if len(runs)+len(cfgs) == 0 || fs.NArg() > 0 || err1 != nil || err2 != nil || *dur <= 0 || *inLen < 1 || *maxTokens < 1 || *idle < 0 {
 		return wantUsage(fs)
@@ -114,16 +114,17 @@ func runBenchServe(ctx context.Context, args []string) error {
 	// request's sequences per pass).
 	if clsName != "" {
 		m := models[clsName]
-		text := make([]int32, min(*inLen, m.Config().MaxLen))
+		n, vocab := min(*inLen, m.Config().MaxLen), min(256, m.Config().VocabSize)
 		for _, batching := range []bool{true, false} {
 			cfg := serve.Config{Queue: 256}
 			if !batching {
 				cfg.MaxBatch = 1
 			}
-			for _, n := range clients {
-				p, err := benchLoad(ctx, cfg, models, n, *dur, func(c *http.Client, url string, rng *rand.Rand) (int, int, error) {
+			for _, clients := range clientCounts {
+				p, err := benchLoad(ctx, cfg, models, clients, *dur, func(c *http.Client, url string, rng *rand.Rand) (int, int, error) {
+					text := make([]int32, n) // one per request: the clients run concurrently
 					for i := range text {
-						text[i] = int32(rng.IntN(min(256, m.Config().VocabSize)))
+						text[i] = int32(rng.IntN(vocab))
 					}
 					body, _ := json.Marshal(map[string]any{"model": clsName, "tokens": [][]int32{text}})
 					return post(c, url+"/v1/classify", body)
