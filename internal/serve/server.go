@@ -228,7 +228,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.cancel() // ends the work of the requests still running
 		<-idle
 	}
-	err := s.http.Close()
+	// The handlers have returned; net/http still ends their responses
+	// (a stream's last chunk) before the connections go idle and close.
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		err = s.http.Close()
+	}
 	s.stop()
 	if cut != nil {
 		return cut
