@@ -157,15 +157,10 @@ func runBenchServe(ctx context.Context, args []string) error {
 		}
 	}
 	if *idle > 0 {
-		s, err := serve.New(serve.Config{Addr: "127.0.0.1:0"}, models)
+		s, _, err := startServer(serve.Config{}, models)
 		if err != nil {
 			return err
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return err
-		}
-		go s.Serve(l)
 		time.Sleep(200 * time.Millisecond) // past any start-up work
 		c0, t0 := cpuTime(), time.Now()
 		time.Sleep(*idle)
@@ -183,18 +178,11 @@ func runBenchServe(ctx context.Context, args []string) error {
 // 200s and the tokens their streams carried.
 func benchLoad(ctx context.Context, cfg serve.Config, models map[string]*tokenmix.Model, n int, d time.Duration,
 	do func(c *http.Client, url string, rng *rand.Rand) (code, tokens int, err error)) (servePoint, error) {
-	cfg.Addr = "127.0.0.1:0"
-	s, err := serve.New(cfg, models)
+	s, url, err := startServer(cfg, models)
 	if err != nil {
 		return servePoint{}, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return servePoint{}, err
-	}
-	go s.Serve(l)
 	defer s.Shutdown(context.Background())
-	url := "http://" + l.Addr().String()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
 	defer client.CloseIdleConnections()
 	var mu sync.Mutex
@@ -247,6 +235,22 @@ func benchLoad(ctx context.Context, cfg serve.Config, models map[string]*tokenmi
 		p.P50Ms, p.P99Ms = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
 	}
 	return p, nil
+}
+
+// startServer serves models under cfg on a free loopback port and returns
+// the server and its URL.
+func startServer(cfg serve.Config, models map[string]*tokenmix.Model) (*serve.Server, string, error) {
+	cfg.Addr = "127.0.0.1:0"
+	s, err := serve.New(cfg, models)
+	if err != nil {
+		return nil, "", err
+	}
+	l, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, "", err
+	}
+	go s.Serve(l)
+	return s, "http://" + l.Addr().String(), nil
 }
 
 // post sends a JSON body and reads the whole response; for a stream of
