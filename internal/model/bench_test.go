@@ -60,3 +60,59 @@ func BenchmarkTrainStepFmnistFNet(b *testing.B) {
 	benchStep(b, `{"vocab_size": 256, "d_model": 64, "n_heads": 4, "n_layers": 2, "d_ff": 128,
 		"max_len": 784, "causal": false, "task": "classify", "n_classes": 10, "mixer": {"kind": "fnet"}, "train": {}}`, 784, 16, 1)
 }
+
+// benchDecode times decoding steps of the decode benchmark model
+// (scripts/decode_aft_simple_d256.json with mixer kind) for n sequences
+// stepped together (DecodeBatch; Decode for n = 1), from position 256.
+// The sequences start again from their prompts when they fill max_len.
+func benchDecode(b *testing.B, kind string, n int) {
+	cfg, err := ParseConfig([]byte(`{"vocab_size": 256, "d_model": 256, "n_heads": 4, "n_layers": 4, "d_ff": 1024,
+		"max_len": 8192, "causal": true, "task": "lm", "mixer": {"kind": "` + kind + `"}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := New[float32](cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.Init(1)
+	ds := make([]*Decoding[float32], n)
+	prompt := make([]int32, 256)
+	for i := range prompt {
+		prompt[i] = int32(i)
+	}
+	start := func() {
+		for i := range ds {
+			if ds[i], err = m.NewDecoding(cfg.MaxLen); err != nil {
+				b.Fatal(err)
+			}
+			if err := m.Decode(ds[i], prompt, make([]float32, len(prompt)*cfg.VocabSize)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	start()
+	next, logits := make([]int32, n), make([]float32, n*cfg.VocabSize)
+	b.SetBytes(int64(n)) // "MB/s" reads as millions of tokens per second
+	b.ResetTimer()
+	for range b.N {
+		if ds[0].Len() == cfg.MaxLen {
+			b.StopTimer()
+			start()
+			b.StartTimer()
+		}
+		if n == 1 {
+			err = m.Decode(ds[0], next, logits)
+		} else {
+			err = m.DecodeBatch(ds, next, logits)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeAFTSimple1(b *testing.B)  { benchDecode(b, "aft_simple", 1) }
+func BenchmarkDecodeAFTSimple16(b *testing.B) { benchDecode(b, "aft_simple", 16) }
+func BenchmarkDecodeFull1(b *testing.B)       { benchDecode(b, "full", 1) }
+func BenchmarkDecodeFull16(b *testing.B)      { benchDecode(b, "full", 16) }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -156,22 +157,39 @@ func (m *Model[F]) DecodeBatch(ds []*Decoding[F], tokens []int32, logits []F) er
 	}
 	w.h, w.g = growTo(w.h, n*H), growTo(w.g, n*H)
 	w.mean, w.rstd = growTo(w.mean, n), growTo(w.rstd, n)
-	x, x2, ln, tmp, h, g, mean, rstd := w.x, w.x2, w.ln, w.tmp, w.h, w.g, w.mean, w.rstd
-	for i, d := range ds {
-		embeddingForward(x[i*D:(i+1)*D], tokens[i:i+1], m.w.embed, m.w.pos[d.n*D:], 1, 1, D)
-	}
-	states := make([]mixer.State, n)
-	step := func(layer int, out, in []F) error {
-		for i, d := range ds {
-			states[i] = d.states[layer]
+	// The sequences are independent: each thread takes a share of them
+	// through every block, and the kernels inside run serially (a nested
+	// parallel.For), so a step has one fork and one join instead of
+	// several per block.
+	var (
+		errMu sync.Mutex
+		errs  []error
+	)
+	parallel.For(n, 1, func(_, lo, hi int) {
+		rows := func(b []F, width int) []F { return b[lo*width : hi*width] }
+		x := rows(w.x, D)
+		for i := lo; i < hi; i++ {
+			embeddingForward(w.x[i*D:(i+1)*D], tokens[i:i+1], m.w.embed, m.w.pos[ds[i].n*D:], 1, 1, D)
 		}
-		return m.mixers[layer].(mixer.BatchDecoder[F]).DecodeBatch(out, in, states)
-	}
-	if err := m.decodeBlocks(step, x, x2, ln, tmp, h, g, mean, rstd, logits, n); err != nil {
+		states := make([]mixer.State, hi-lo)
+		step := func(layer int, out, in []F) error {
+			for i, d := range ds[lo:hi] {
+				states[i] = d.states[layer]
+			}
+			return m.mixers[layer].(mixer.BatchDecoder[F]).DecodeBatch(out, in, states)
+		}
+		if err := m.decodeBlocks(step, x, rows(w.x2, D), rows(w.ln, D), rows(w.tmp, D), rows(w.h, H), rows(w.g, H),
+			rows(w.mean, 1), rows(w.rstd, 1), rows(logits[:n*V], V), hi-lo); err != nil {
+			errMu.Lock()
+			errs = append(errs, err)
+			errMu.Unlock()
+		}
+	})
+	if len(errs) > 0 {
 		for _, d := range ds {
 			d.broken = true
 		}
-		return err
+		return errs[0]
 	}
 	for _, d := range ds {
 		d.n++

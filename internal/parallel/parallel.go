@@ -4,7 +4,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 	"sync/atomic"
 )
 
@@ -38,9 +37,12 @@ func SetThreads(n int) int {
 // among the concurrent calls, so callers may index per-worker scratch with it.
 // Chunks are multiples of grain (the last may be shorter); grain < 1 means 1.
 // With one chunk fn runs on the calling goroutine. Chunks run on a pool of
-// long-lived workers that spin briefly between calls (see spinFor); a For
-// nested inside another, or running concurrently with one, starts
-// goroutines of its own instead.
+// long-lived workers that spin briefly between calls (see spinFor). A For
+// nested inside another, or running concurrently with one, finds the
+// threads taken and runs fn(0, 0, n) on the calling goroutine: the outer
+// call already keeps them busy, and more goroutines than threads would only
+// contend. So a caller may split independent work coarsely with For (as
+// decoding does with its sequences) and leave the kernels inside serial.
 func For(n, grain int, fn func(worker, lo, hi int)) {
 	if n <= 0 {
 		return
@@ -53,25 +55,9 @@ func For(n, grain int, fn func(worker, lo, hi int)) {
 	if nt > units {
 		nt = units
 	}
-	if nt <= 1 {
+	if nt <= 1 || !runPool(n, grain, nt, units, fn) {
 		fn(0, 0, n)
-		return
 	}
-	if runPool(n, grain, nt, units, fn) {
-		return
-	}
-	var wg sync.WaitGroup
-	wg.Add(nt - 1)
-	for w := 1; w < nt; w++ {
-		lo, hi := split(units, nt, w, grain, n)
-		go func() {
-			defer wg.Done()
-			fn(w, lo, hi)
-		}()
-	}
-	lo, hi := split(units, nt, 0, grain, n)
-	fn(0, lo, hi)
-	wg.Wait()
 }
 
 // split returns worker w's element range when units grain-sized units are

@@ -64,7 +64,7 @@ func TestForPoolStress(t *testing.T) {
 			time.Sleep(2 * spinFor) // let the workers park
 		}
 	}
-	// Nested: the inner For finds the pool busy and spawns goroutines.
+	// Nested: the inner For finds the pool busy and runs serially.
 	For(4, 1, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			run(10)
@@ -82,6 +82,22 @@ func TestForPoolStress(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestForNested: a For inside a pool chunk runs its whole range in one call
+// on the chunk's goroutine, as worker 0.
+func TestForNested(t *testing.T) {
+	old := SetThreads(2)
+	defer SetThreads(old)
+	var calls [2][]([3]int)
+	For(2, 1, func(w, _, _ int) {
+		For(10, 1, func(iw, lo, hi int) { calls[w] = append(calls[w], [3]int{iw, lo, hi}) })
+	})
+	for w, c := range calls {
+		if len(c) != 1 || c[0] != [3]int{0, 0, 10} {
+			t.Errorf("outer chunk %d: inner calls %v, want one call [0 0 10]", w, c)
+		}
+	}
 }
 
 func BenchmarkForkJoin(b *testing.B) {

@@ -109,8 +109,7 @@ func (wk *worker) loop() {
 }
 
 // pool is the process's set of workers. One For at a time owns it; a For
-// that finds it busy (nested, or from another goroutine) starts goroutines
-// of its own instead.
+// that finds it busy (nested, or from another goroutine) runs serially.
 var pool struct {
 	mu      sync.Mutex
 	workers []*worker

@@ -137,23 +137,23 @@ func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
 // (gated), k and v, and writes the output row y [D].
 func (a *AFT[F]) decodeRow(y, q, k, v, bias []F, s *decodeState[F], sc *rowScratch[F]) {
 	D, t := a.D, s.n
-	switch {
-	case s.keep == 0: // aft_simple: position t goes straight into the sums
+	if s.keep == 0 { // aft_simple: position t goes straight into the sums
 		s.addToSums(k, v, sc.e)
-	case a.v != vFull && t >= s.keep:
+		for c, qc := range q {
+			y[c] = qc * F(s.num[c]/s.den[c])
+		}
+		s.n++
+		return
+	}
+	if a.v != vFull && t >= s.keep {
 		// Position t−keep leaves the bias's reach (its weight is 0 from
 		// now on) and joins the sums; its ring row takes position t.
 		row := (t % s.keep) * D
 		s.addToSums(s.k[row:row+D], s.v[row:row+D], sc.e)
 	}
-	if s.keep > 0 {
-		copy(s.k[(t%s.keep)*D:], k)
-		copy(s.v[(t%s.keep)*D:], v)
-	}
+	copy(s.k[(t%s.keep)*D:], k)
+	copy(s.v[(t%s.keep)*D:], v)
 	lo := max(t-s.keep+1, 0) // the positions the bias reaches: (t−keep, t]
-	if s.keep == 0 {
-		lo = t + 1
-	}
 	// num = Σ_{j out of reach} exp(K_j)·V_j + Σ_{j in reach} exp(K_j + w_tj)·V_j,
 	// every term shifted per channel by M, the largest exponent; den
 	// likewise. The window's exponentials run over whole rows.
@@ -210,24 +210,22 @@ func (a *AFT[F]) decodeRow(y, q, k, v, bias []F, s *decodeState[F], sc *rowScrat
 // sums, moving a channel's maximum up when its key exceeds it. d [D] is
 // scratch: the exponents, min(k−m, m−k) ≤ 0, go through one vector Exp.
 func (s *decodeState[F]) addToSums(k, v, d []F) {
+	m, num, den := s.m[:len(k)], s.num[:len(k)], s.den[:len(k)]
+	v, d = v[:len(k)], d[:len(k)]
 	for c, kc := range k {
-		if m := s.m[c]; float64(kc) > m {
-			d[c] = F(m - float64(kc)) // −Inf while the sums are empty
-		} else {
-			d[c] = F(float64(kc) - m)
-		}
+		d[c] = F(-math.Abs(float64(kc) - m[c])) // −Inf while the sums are empty
 	}
 	kernels.Exp(d, d)
 	for c, kc := range k {
-		e := float64(d[c])
-		if float64(kc) > s.m[c] { // rescale the sums to the new maximum kc
-			s.num[c] = s.num[c]*e + float64(v[c])
-			s.den[c] = s.den[c]*e + 1
-			s.m[c] = float64(kc)
+		e, vc := float64(d[c]), float64(v[c])
+		if float64(kc) > m[c] { // rescale the sums to the new maximum kc
+			num[c] = num[c]*e + vc
+			den[c] = den[c]*e + 1
+			m[c] = float64(kc)
 			continue
 		}
-		s.num[c] += e * float64(v[c])
-		s.den[c] += e
+		num[c] += e * vc
+		den[c] += e
 	}
 }
 
