@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/mixer/proj"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 )
@@ -33,15 +34,24 @@ type AFT[F kernels.Float] struct {
 	MaxLen int
 	Causal bool
 
-	w, g [][]F // q.weight, q.bias, k.…, v.…, o.…, then pos_bias or rel_bias
+	proj   proj.Set[F] // q, k, v, o
+	pb, gb []F         // pos_bias or rel_bias and its gradient (nil for aft_simple)
 }
+
+// The projections' indices in proj.
+const (
+	pq = iota
+	pk
+	pv
+	po
+)
 
 // maxWindow bounds the window option, so that no size derived from it
 // overflows.
 const maxWindow = 1 << 30
 
 func newAFT[F kernels.Float](v variant, c mixer.Config) (*AFT[F], error) {
-	a := &AFT[F]{v: v, D: c.D, H: 1, MaxLen: c.MaxLen, Causal: c.Causal}
+	a := &AFT[F]{v: v, D: c.D, H: 1, MaxLen: c.MaxLen, Causal: c.Causal, proj: proj.New[F](c.D, "q", "k", "v", "o")}
 	switch v {
 	case vLocal:
 		a.S = c.Opts.Int("window", 32)
@@ -87,10 +97,7 @@ func newAFT[F kernels.Float](v variant, c mixer.Config) (*AFT[F], error) {
 // stream), then pos_bias [MaxLen,MaxLen] (aft_full, aft_local) or
 // rel_bias [H,S] (aft_conv), zero-initialised and excluded from weight decay.
 func (a *AFT[F]) Params() []mixer.ParamSpec {
-	var ps []mixer.ParamSpec
-	for _, n := range []string{"q", "k", "v", "o"} {
-		ps = append(ps, mixer.Linear(n, a.D, a.D, n == "o")...)
-	}
+	ps := a.proj.Params()
 	switch a.v {
 	case vFull, vLocal:
 		ps = append(ps, mixer.ParamSpec{Name: "pos_bias", Shape: []int{a.MaxLen, a.MaxLen}, Init: mixer.InitZeros, NoDecay: true})
@@ -101,16 +108,16 @@ func (a *AFT[F]) Params() []mixer.ParamSpec {
 }
 
 // Bind stores the parameter and gradient slices (in Params order).
-func (a *AFT[F]) Bind(w, g [][]F) { a.w, a.g = w, g }
+func (a *AFT[F]) Bind(w, g [][]F) {
+	w, g = a.proj.Bind(w, g)
+	if len(w) > 0 {
+		a.pb, a.gb = w[0], g[0]
+	}
+}
 
 // bias returns the positional parameter (nil for aft_simple) and its
 // gradient.
-func (a *AFT[F]) bias() (w, g []F) {
-	if len(a.w) > 8 {
-		return a.w[8], a.g[8]
-	}
-	return nil, nil
-}
+func (a *AFT[F]) bias() (w, g []F) { return a.pb, a.gb }
 
 // act is the activation layout: sq = σ(Q), v = V, r = R (the ratio), den
 // (its denominator), y = σ(Q)⊙R [B,T,D] each; then per kind:
@@ -179,17 +186,17 @@ func (a *AFT[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	N, D := p.B*p.T, a.D
 	s := a.split(act, p.B, p.T)
 	x = x[:N*D]
-	kernels.Linear(s.sq, x, a.w[0], a.w[1], N, D, D)
+	a.proj.Forward(pq, s.sq, x, N)
 	sigmoid(s.sq)
 	k := scratch[:N*D]
-	kernels.Linear(k, x, a.w[2], a.w[3], N, D, D)
-	kernels.Linear(s.v, x, a.w[4], a.w[5], N, D, D)
+	a.proj.Forward(pk, k, x, N)
+	a.proj.Forward(pv, s.v, x, N)
 	if a.v == vSimple {
 		a.simpleForward(s, k, scratch[N*D:], p)
 	} else {
 		a.bandForward(s, k, scratch[N*D:], p)
 	}
-	kernels.Linear(out[:N*D], s.y, a.w[6], a.w[7], N, D, D)
+	a.proj.Forward(po, out, s.y, N)
 }
 
 // Backward accumulates dx and the parameter gradients given dout and the
@@ -199,8 +206,7 @@ func (a *AFT[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	s := a.split(act, p.B, p.T)
 	x, dout = x[:N*D], dout[:N*D]
 	dy, dq, dv := scratch[:N*D], scratch[N*D:2*N*D], scratch[2*N*D:3*N*D]
-	kernels.LinearGrad(a.g[6], a.g[7], dout, s.y, N, D, D)
-	kernels.Gemm(false, false, N, D, D, 1, dout, D, a.w[6], D, 0, dy, D)
+	a.proj.Backward(po, dy, dout, s.y, N, true)
 	// dq = dY⊙R⊙σ'(Q), the same for every kind.
 	parallel.For(N, 64, func(_, lo, hi int) {
 		for i := lo * D; i < hi*D; i++ {
@@ -215,10 +221,9 @@ func (a *AFT[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 		a.bandBackward(dy, dv, s, scratch[3*N*D:], p)
 	}
 	dk := dy
-	for i, dz := range [][]F{dq, dk, dv} {
-		kernels.Gemm(false, false, N, D, D, 1, dz, D, a.w[2*i], D, 1, dx[:N*D], D)
-		kernels.LinearGrad(a.g[2*i], a.g[2*i+1], dz, x, N, D, D)
-	}
+	a.proj.Backward(pq, dx, dq, x, N, false)
+	a.proj.Backward(pk, dx, dk, x, N, false)
+	a.proj.Backward(pv, dx, dv, x, N, false)
 }
 
 // sigmoid replaces x with 1/(1+exp(−x)).

@@ -114,10 +114,10 @@ func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
 			*sc = rowScratch[F]{e: make([]F, D), wmx: make([]F, D), mx: make([]float64, D), num: make([]float64, D), den: make([]float64, D)}
 		}
 	}
-	kernels.Linear(w.q, x, a.w[0], a.w[1], n, D, D)
+	a.proj.Forward(pq, w.q, x, n)
 	sigmoid(w.q)
-	kernels.Linear(w.k, x, a.w[2], a.w[3], n, D, D)
-	kernels.Linear(w.v, x, a.w[4], a.w[5], n, D, D)
+	a.proj.Forward(pk, w.k, x, n)
+	a.proj.Forward(pv, w.v, x, n)
 	bias, _ := a.bias()
 	rows := func(worker, lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -129,7 +129,7 @@ func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
 	} else {
 		parallel.For(n, 1, rows)
 	}
-	kernels.Linear(out[:n*D], w.y, a.w[6], a.w[7], n, D, D)
+	a.proj.Forward(po, out, w.y, n)
 	return nil
 }
 

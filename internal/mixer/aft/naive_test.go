@@ -50,6 +50,7 @@ func (n naive) allowed(p mixer.Pass, b, t, u int) bool {
 // dx and the bound gradient slices.
 func (n naive) run(x []float64, p mixer.Pass, dout, dx []float64) []float64 {
 	a := n.a
+	pw, pg := a.proj.Bound() // q, k, v, o weights and biases
 	T, D, N := p.T, a.D, p.B*p.T
 	lin := func(w, b []float64) []float64 {
 		y := make([]float64, N*D)
@@ -61,7 +62,7 @@ func (n naive) run(x []float64, p mixer.Pass, dout, dx []float64) []float64 {
 		}
 		return y
 	}
-	q, k, v := lin(a.w[0], a.w[1]), lin(a.w[2], a.w[3]), lin(a.w[4], a.w[5])
+	q, k, v := lin(pw[0], pw[1]), lin(pw[2], pw[3]), lin(pw[4], pw[5])
 	sq := make([]float64, N*D)
 	for i := range q {
 		sq[i] = 1 / (1 + math.Exp(-q[i]))
@@ -102,24 +103,24 @@ func (n naive) run(x []float64, p mixer.Pass, dout, dx []float64) []float64 {
 		y[i] = sq[i] * r[i]
 	}
 	out := make([]float64, N*D)
-	kernels.RefGemm(false, true, N, D, D, 1, y, D, a.w[6], D, 0, out, D)
+	kernels.RefGemm(false, true, N, D, D, 1, y, D, pw[6], D, 0, out, D)
 	for i := 0; i < N; i++ {
 		for c := 0; c < D; c++ {
-			out[i*D+c] += a.w[7][c]
+			out[i*D+c] += pw[7][c]
 		}
 	}
 	if dout == nil {
 		return out
 	}
 	// Output linear.
-	kernels.RefGemm(true, false, D, D, N, 1, dout, D, y, D, 1, a.g[6], D)
+	kernels.RefGemm(true, false, D, D, N, 1, dout, D, y, D, 1, pg[6], D)
 	for i := 0; i < N; i++ {
 		for c := 0; c < D; c++ {
-			a.g[7][c] += dout[i*D+c]
+			pg[7][c] += dout[i*D+c]
 		}
 	}
 	dy := make([]float64, N*D)
-	kernels.RefGemm(false, false, N, D, D, 1, dout, D, a.w[6], D, 0, dy, D)
+	kernels.RefGemm(false, false, N, D, D, 1, dout, D, pw[6], D, 0, dy, D)
 	dq, dk, dv := make([]float64, N*D), make([]float64, N*D), make([]float64, N*D)
 	_, gbias := a.bias()
 	for b := 0; b < p.B; b++ {
@@ -153,11 +154,11 @@ func (n naive) run(x []float64, p mixer.Pass, dout, dx []float64) []float64 {
 		}
 	}
 	for i, dz := range [][]float64{dq, dk, dv} {
-		kernels.RefGemm(false, false, N, D, D, 1, dz, D, a.w[2*i], D, 1, dx, D)
-		kernels.RefGemm(true, false, D, D, N, 1, dz, D, x, D, 1, a.g[2*i], D)
+		kernels.RefGemm(false, false, N, D, D, 1, dz, D, pw[2*i], D, 1, dx, D)
+		kernels.RefGemm(true, false, D, D, N, 1, dz, D, x, D, 1, pg[2*i], D)
 		for j := 0; j < N; j++ {
 			for c := 0; c < D; c++ {
-				a.g[2*i+1][c] += dz[j*D+c]
+				pg[2*i+1][c] += dz[j*D+c]
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/mixer/proj"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 )
@@ -123,19 +124,19 @@ func (a *Attention[F]) decodeRows(out, x []F, states []*kvState[F]) error {
 	if !a.Causal {
 		return fmt.Errorf("attn: decoding needs a causal pattern")
 	}
-	w := (*[8][]F)(a.w[:8])
-	decodeRows(out, x, states, a.D, a.H, w, a.decodeHead)
+	decodeRows(out, x, states, a.H, &a.proj, a.decodeHead)
 	return nil
 }
 
 // decodeRows is the decoding step of every attention engine: row r of x
 // is the next position of states[r] (one state may take several
-// consecutive rows). w holds the query, key, value and output projections
-// (weight, bias) [D,D], [D] in that order. The rows' keys and values join
+// consecutive rows). ps holds the query, key, value and output
+// projections, in that order. The rows' keys and values join
 // their caches first, in order; then every (row, head) pair attends in
 // parallel through head, each reading its cache up to its own position.
-func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], D, H int, w *[8][]F, head func(o, q []F, s *kvState[F], i, h int, hs *headScratch[F])) {
-	n, Dh := len(states), D/H
+func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], H int, ps *proj.Set[F], head func(o, q []F, s *kvState[F], i, h int, hs *headScratch[F])) {
+	n, D := len(states), ps.D
+	Dh := D / H
 	wk := getWork[F]()
 	defer decodePool.Put(wk)
 	wk.q, wk.k, wk.v, wk.o = grow(wk.q, n*D), grow(wk.k, n*D), grow(wk.v, n*D), grow(wk.o, n*D)
@@ -146,9 +147,9 @@ func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], D, H int, w *
 	for len(wk.heads) < parallel.Threads() {
 		wk.heads = append(wk.heads, headScratch[F]{})
 	}
-	kernels.Linear(wk.q, x, w[0], w[1], n, D, D)
-	kernels.Linear(wk.k, x, w[2], w[3], n, D, D)
-	kernels.Linear(wk.v, x, w[4], w[5], n, D, D)
+	ps.Forward(pq, wk.q, x, n)
+	ps.Forward(pk, wk.k, x, n)
+	ps.Forward(pv, wk.v, x, n)
 	for r, s := range states {
 		wk.pos[r] = s.n
 		s.append(wk.k[r*D:(r+1)*D], wk.v[r*D:(r+1)*D], H, Dh)
@@ -160,7 +161,7 @@ func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], D, H int, w *
 			head(wk.o[r*D+h*Dh:r*D+(h+1)*Dh], wk.q[r*D+h*Dh:r*D+(h+1)*Dh], states[r], wk.pos[r], h, hs)
 		}
 	})
-	kernels.Linear(out[:n*D], wk.o, w[6], w[7], n, D, D)
+	ps.Forward(po, out, wk.o, n)
 }
 
 // decodeHead writes head h's output o [Dh] for query q [Dh] at position i

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/mixer/proj"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 )
@@ -50,10 +51,18 @@ type Attention[F kernels.Float] struct {
 	// Causal says the pattern never lets a query see a later key; Decode
 	// needs it.
 	Causal bool
-	w, g   [][]F // q.weight, q.bias, k.…, v.…, o.…
-	btab   []F   // biasTable's cache, for lengths up to bT
+	proj   proj.Set[F] // q, k, v, o
+	btab   []F         // biasTable's cache, for lengths up to bT
 	bT     int
 }
+
+// The projections' indices in proj: the attention kinds' q, k, v, o.
+const (
+	pq = iota
+	pk
+	pv
+	po
+)
 
 // biasTable returns the ALiBi bias by offset for lengths up to n =
 // a.bT ≥ T, [H, 2n−1] with row h, element u = −Slopes[h]·|u − (n−1)|, so
@@ -102,20 +111,14 @@ func New[F kernels.Float](d, h int, pat Pattern) (*Attention[F], error) {
 	if err := mixer.CheckHeads(d, h); err != nil {
 		return nil, err
 	}
-	return &Attention[F]{D: d, H: h, Dh: d / h, Pat: pat, Tiles: DefaultTiles}, nil
+	return &Attention[F]{D: d, H: h, Dh: d / h, Pat: pat, Tiles: DefaultTiles, proj: proj.New[F](d, "q", "k", "v", "o")}, nil
 }
 
 // Params returns q, k, v, o linears d→d; o projects into the residual stream.
-func (a *Attention[F]) Params() []mixer.ParamSpec {
-	var ps []mixer.ParamSpec
-	for _, n := range []string{"q", "k", "v", "o"} {
-		ps = append(ps, mixer.Linear(n, a.D, a.D, n == "o")...)
-	}
-	return ps
-}
+func (a *Attention[F]) Params() []mixer.ParamSpec { return a.proj.Params() }
 
 // Bind stores the parameter and gradient slices (in Params order).
-func (a *Attention[F]) Bind(w, g [][]F) { a.w, a.g = w, g }
+func (a *Attention[F]) Bind(w, g [][]F) { a.proj.Bind(w, g) }
 
 // ActSize is q, k, v and the pre-projection output [B,T,D] each, plus the
 // per-row log-sum-exp [B,H,T].
@@ -183,33 +186,30 @@ func (a *Attention[F]) acts(act []F, p mixer.Pass) (q, k, v, o, lse []F) {
 
 // Forward writes out [B,T,D] from x [B,T,D].
 func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
-	N, D := p.B*p.T, a.D
+	N := p.B * p.T
 	q, k, v, o, lse := a.acts(act, p)
-	kernels.Linear(q, x, a.w[0], a.w[1], N, D, D)
-	kernels.Linear(k, x, a.w[2], a.w[3], N, D, D)
-	kernels.Linear(v, x, a.w[4], a.w[5], N, D, D)
+	a.proj.Forward(pq, q, x, N)
+	a.proj.Forward(pk, k, x, N)
+	a.proj.Forward(pv, v, x, N)
 	_, _, ks, l, work := a.split(scratch, k, v, p)
 	forward(o, lse, l, ks, work, q, a.layouts(p.T), a.dims(p), p, a.Tiles)
-	kernels.Linear(out, o, a.w[6], a.w[7], N, D, D)
+	a.proj.Forward(po, out, o, N)
 }
 
 // Backward accumulates into dx [B,T,D] and the parameter gradients.
 func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
-	N, D := p.B*p.T, a.D
+	N := p.B * p.T
 	q, k, v, o, lse := a.acts(act, p)
 	do, dq, ks, drow, work := a.split(scratch, k, v, p)
 	dk, dv := ks.dk, ks.dv
-	// out = o·Woᵀ + bo
-	kernels.Gemm(false, false, N, D, D, 1, dout, D, a.w[6], D, 0, do, D)
-	kernels.LinearGrad(a.g[6], a.g[7], dout, o, N, D, D)
+	a.proj.Backward(po, do, dout, o, N, true)
 	pclear(dq)
 	pclear(dk)
 	pclear(dv)
 	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), a.dims(p), p, a.Tiles)
-	for i, dy := range [][]F{dq, dk, dv} {
-		kernels.Gemm(false, false, N, D, D, 1, dy, D, a.w[2*i], D, 1, dx, D)
-		kernels.LinearGrad(a.g[2*i], a.g[2*i+1], dy, x, N, D, D)
-	}
+	a.proj.Backward(pq, dx, dq, x, N, false)
+	a.proj.Backward(pk, dx, dk, x, N, false)
+	a.proj.Backward(pv, dx, dv, x, N, false)
 }
 
 // pclear zeroes x using every thread (the kernels accumulate into large

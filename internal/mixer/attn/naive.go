@@ -9,9 +9,12 @@ import (
 
 // Naive is the masked-dense twin of Attention: it materialises every T×T
 // score matrix, masks it with Pattern.Allow and the padding, and keeps the
-// probabilities for backward. It is the test oracle (O(T²) memory).
+// probabilities for backward. It is the test oracle (O(T²) memory); its
+// projections are plain loops too (naiveLinear), independent of package
+// proj.
 type Naive[F kernels.Float] struct {
 	*Attention[F]
+	w, g [][]F // q.weight, q.bias, k.…, v.…, o.…
 }
 
 // NewNaive returns the naive twin with the same parameters as New.
@@ -20,7 +23,30 @@ func NewNaive[F kernels.Float](d, h int, pat Pattern) (*Naive[F], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Naive[F]{a}, nil
+	return &Naive[F]{Attention: a}, nil
+}
+
+// Bind stores the parameter and gradient slices (in Params order).
+func (n *Naive[F]) Bind(w, g [][]F) { n.w, n.g = w, g }
+
+// naiveLinear writes y [N,D] = x·Wᵀ + b by the reference triple loop.
+func naiveLinear[F kernels.Float](y, x, w, b []F, N, D int) {
+	for r := range N {
+		copy(y[r*D:(r+1)*D], b)
+	}
+	kernels.RefGemm(false, true, N, D, D, 1, x, D, w, D, 1, y, D)
+}
+
+// naiveLinearBack is naiveLinear's backward: dw += dyᵀ·x, db += Σ dy and
+// dx = dy·W + beta·dx, by the reference loops.
+func naiveLinearBack[F kernels.Float](dx, dw, db, dy, x, w []F, N, D int, beta F) {
+	kernels.RefGemm(true, false, D, D, N, 1, dy, D, x, D, 1, dw, D)
+	for r := range N {
+		for c := range D {
+			db[c] += dy[r*D+c]
+		}
+	}
+	kernels.RefGemm(false, false, N, D, D, 1, dy, D, w, D, beta, dx, D)
 }
 
 // ActSize is q, k, v, o [B,T,D] and the probabilities [B,H,T,T].
@@ -35,9 +61,9 @@ func (n *Naive[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	N := B * T
 	q, k, v, o := act[:N*D], act[N*D:2*N*D], act[2*N*D:3*N*D], act[3*N*D:4*N*D]
 	P := act[4*N*D : 4*N*D+B*H*T*T]
-	kernels.Linear(q, x, n.w[0], n.w[1], N, D, D)
-	kernels.Linear(k, x, n.w[2], n.w[3], N, D, D)
-	kernels.Linear(v, x, n.w[4], n.w[5], N, D, D)
+	naiveLinear(q, x, n.w[0], n.w[1], N, D)
+	naiveLinear(k, x, n.w[2], n.w[3], N, D)
+	naiveLinear(v, x, n.w[4], n.w[5], N, D)
 	scale := F(1 / math.Sqrt(float64(Dh)))
 	ninf := F(math.Inf(-1))
 	for b := 0; b < B; b++ {
@@ -71,7 +97,7 @@ func (n *Naive[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 			}
 		}
 	}
-	kernels.Linear(out, o, n.w[6], n.w[7], N, D, D)
+	naiveLinear(out, o, n.w[6], n.w[7], N, D)
 }
 
 // Backward accumulates into dx [B,T,D] and the parameter gradients.
@@ -82,8 +108,7 @@ func (n *Naive[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	P := act[4*N*D : 4*N*D+B*H*T*T]
 	do, dq, dk, dv := scratch[:N*D], scratch[N*D:2*N*D], scratch[2*N*D:3*N*D], scratch[3*N*D:4*N*D]
 	dp := scratch[4*N*D : 4*N*D+T]
-	kernels.Gemm(false, false, N, D, D, 1, dout, D, n.w[6], D, 0, do, D)
-	kernels.LinearGrad(n.g[6], n.g[7], dout, o, N, D, D)
+	naiveLinearBack(do, n.g[6], n.g[7], dout, o, n.w[6], N, D, 0)
 	clear(dq)
 	clear(dk)
 	clear(dv)
@@ -120,7 +145,6 @@ func (n *Naive[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 		}
 	}
 	for i, dy := range [][]F{dq, dk, dv} {
-		kernels.Gemm(false, false, N, D, D, 1, dy, D, n.w[2*i], D, 1, dx, D)
-		kernels.LinearGrad(n.g[2*i], n.g[2*i+1], dy, x, N, D, D)
+		naiveLinearBack(dx, n.g[2*i], n.g[2*i+1], dy, x, n.w[2*i], N, D, 1)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/mixer/proj"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 )
@@ -69,9 +70,7 @@ type RuleAttention[F kernels.Float] struct {
 	// small blocks so that short sequences span several).
 	Rows int
 	rule Rule[F]
-
-	wq, bq, wk, bk, wv, bv, wo, bo      []F
-	gq, gbq, gk, gbk, gv, gbv, gwo, gbo []F
+	proj proj.Set[F] // q, k, v, o
 
 	// zeros[h] is the mean fraction of exact zeros among the allowed keys
 	// of a query row of head h in the last Forward.
@@ -91,25 +90,17 @@ func NewRuleAttention[F kernels.Float](cfg mixer.Config, rule Rule[F], capacity 
 		return nil, fmt.Errorf("mixer: support capacity must be positive")
 	}
 	return &RuleAttention[F]{D: cfg.D, H: cfg.Heads, Dh: cfg.D / cfg.Heads, Causal: cfg.Causal,
-		Cap: capacity, Rows: RowBlock, rule: rule, zeros: make([]float64, cfg.Heads)}, nil
+		Cap: capacity, Rows: RowBlock, rule: rule, proj: proj.New[F](cfg.D, "q", "k", "v", "o"),
+		zeros: make([]float64, cfg.Heads)}, nil
 }
 
 // Params lists q, k, v and o (weight [D,D] and bias [D] each); o is a
 // residual projection.
-func (a *RuleAttention[F]) Params() []mixer.ParamSpec {
-	var ps []mixer.ParamSpec
-	for _, n := range []string{"q", "k", "v"} {
-		ps = append(ps, mixer.Linear(n, a.D, a.D, false)...)
-	}
-	return append(ps, mixer.Linear("o", a.D, a.D, true)...)
-}
+func (a *RuleAttention[F]) Params() []mixer.ParamSpec { return a.proj.Params() }
 
 // Bind takes the storage of the eight tensors of Params, in order. It
 // panics if fewer are given.
-func (a *RuleAttention[F]) Bind(w, g [][]F) {
-	a.wq, a.bq, a.wk, a.bk, a.wv, a.bv, a.wo, a.bo = w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]
-	a.gq, a.gbq, a.gk, a.gbk, a.gv, a.gbv, a.gwo, a.gbo = g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7]
-}
+func (a *RuleAttention[F]) Bind(w, g [][]F) { a.proj.Bind(w, g) }
 
 // ZeroFrac returns, per head, the mean fraction of exact zeros among the
 // allowed keys of a query row in the last Forward (rows without allowed
@@ -183,11 +174,11 @@ func zigzag(u, nrb int) int {
 func (a *RuleAttention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	g := a.geom(p.B, p.T)
 	a.check(g, out, act, scratch, x, p)
-	D, BT := a.D, p.B*p.T
+	BT := p.B * p.T
 	q, k, v, y := act[:g.n], act[g.n:2*g.n], act[2*g.n:3*g.n], act[3*g.n:4*g.n]
-	kernels.Linear(q, x, a.wq, a.bq, BT, D, D)
-	kernels.Linear(k, x, a.wk, a.bk, BT, D, D)
-	kernels.Linear(v, x, a.wv, a.bv, BT, D, D)
+	a.proj.Forward(pq, q, x, BT)
+	a.proj.Forward(pk, k, x, BT)
+	a.proj.Forward(pv, v, x, BT)
 
 	kt := scratch[4*g.n : 5*g.n]
 	transposeHeadsRule(kt, k, p.B, p.T, a.D, a.H)
@@ -214,7 +205,7 @@ func (a *RuleAttention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 			a.zeros[h] = s / n
 		}
 	}
-	kernels.Linear(out, y, a.wo, a.bo, BT, D, D)
+	a.proj.Forward(po, out, y, BT)
 }
 
 // scores writes the nr×nk block S = q_blk·kᵀ/√Dh for rows [r0, r0+nr) of
@@ -326,9 +317,7 @@ func (a *RuleAttention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.
 	q, k, v, y := act[:g.n], act[g.n:2*g.n], act[2*g.n:3*g.n], act[3*g.n:4*g.n]
 	dq, dk, dv, dy := scratch[:g.n], scratch[g.n:2*g.n], scratch[2*g.n:3*g.n], scratch[3*g.n:4*g.n]
 	clear(scratch[:3*g.n])
-	// dy = dout·Wo; dWo += doutᵀ·y; dbo += Σ dout.
-	kernels.Gemm(false, false, BT, D, D, 1, dout, D, a.wo, D, 0, dy, D)
-	kernels.LinearGrad(a.gwo, a.gbo, dout, y, BT, D, D)
+	a.proj.Backward(po, dy, dout, y, BT, true)
 
 	kt, vt := scratch[4*g.n:5*g.n], scratch[5*g.n:6*g.n]
 	transposeHeadsRule(kt, k, p.B, T, D, a.H)
@@ -389,11 +378,9 @@ func (a *RuleAttention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.
 			}
 		}
 	}
-	for i, d := range [][]F{dq, dk, dv} {
-		wt := [][]F{a.wq, a.wk, a.wv}[i]
-		kernels.LinearGrad([][]F{a.gq, a.gk, a.gv}[i], [][]F{a.gbq, a.gbk, a.gbv}[i], d, x, BT, D, D)
-		kernels.Gemm(false, false, BT, D, D, 1, d, D, wt, D, 1, dx, D)
-	}
+	a.proj.Backward(pq, dx, dq, x, BT, false)
+	a.proj.Backward(pk, dx, dk, x, BT, false)
+	a.proj.Backward(pv, dx, dv, x, BT, false)
 }
 
 // backwardBlock accumulates the gradients of one row block: dq rows into dq
@@ -487,8 +474,8 @@ func (a *RuleAttention[F]) AttentionWeights(x []float64, T int) [][]float64 {
 		xf[i] = F(x[i])
 	}
 	q, k, kt := make([]F, T*D), make([]F, T*D), make([]F, T*D)
-	kernels.Linear(q, xf, a.wq, a.bq, T, D, D)
-	kernels.Linear(k, xf, a.wk, a.bk, T, D, D)
+	a.proj.Forward(pq, q, xf, T)
+	a.proj.Forward(pk, k, xf, T)
 	transposeHeadsRule(kt, k, 1, T, D, H)
 	R := min(a.Rows, T)
 	S, tmp := make([]F, R*T), make([]F, T)

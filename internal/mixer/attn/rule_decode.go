@@ -40,8 +40,7 @@ func (a *RuleAttention[F]) decodeRows(out, x []F, states []*kvState[F]) error {
 	if !a.Causal {
 		return fmt.Errorf("attn: decoding needs a causal mixer")
 	}
-	w := [8][]F{a.wq, a.bq, a.wk, a.bk, a.wv, a.bv, a.wo, a.bo}
-	decodeRows(out, x, states, a.D, a.H, &w, a.decodeHead)
+	decodeRows(out, x, states, a.H, &a.proj, a.decodeHead)
 	return nil
 }
 

@@ -10,7 +10,8 @@ import "github.com/tokenmix/tokenmix/mixer"
 // inspection, not training. It panics if len(x) < T·D or the parameters are
 // not bound.
 func (a *Attention[F]) AttentionWeights(x []float64, T int) [][]float64 {
-	n := &Naive[F]{a}
+	n := &Naive[F]{Attention: a}
+	n.w, n.g = a.proj.Bound()
 	D := a.D
 	xf := make([]F, T*D)
 	for i := range xf {

@@ -85,8 +85,8 @@ func (m *LSH[F]) Decode(out, x []F, st mixer.State, n int) error {
 	}
 	s.qk, s.vn, s.att = grow(s.qk, n*D), grow(s.vn, n*D), grow(s.att, n*D)
 	s.proj = grow(s.proj, half)
-	kernels.Linear(s.qk, x, m.w[0], m.w[1], n, D, D)
-	kernels.Linear(s.vn, x, m.w[2], m.w[3], n, D, D)
+	m.proj.Forward(pqk, s.qk, x, n)
+	m.proj.Forward(pv, s.vn, x, n)
 	for row := range n {
 		i := s.n
 		qk := s.qk[row*D : (row+1)*D]
@@ -148,6 +148,6 @@ func (m *LSH[F]) Decode(out, x []F, st mixer.State, n int) error {
 		}
 		s.n++
 	}
-	kernels.Linear(out[:n*D], s.att, m.w[4], m.w[5], n, D, D)
+	m.proj.Forward(po, out, s.att, n)
 	return nil
 }

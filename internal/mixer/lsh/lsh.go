@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/mixer/proj"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 )
@@ -39,10 +40,17 @@ type LSH[F kernels.Float] struct {
 	nHashes    int
 	causal     bool
 	layer      int
-	scale      F         // 1/√dh
-	logN       []float64 // logN[k] = log k, k ≤ R
-	w, g       [][]F
+	scale      F           // 1/√dh
+	logN       []float64   // logN[k] = log k, k ≤ R
+	proj       proj.Set[F] // qk, v, o
 }
+
+// The projections' indices in proj.
+const (
+	pqk = iota
+	pv
+	po
+)
 
 // New returns an LSH mixer for cfg. Options: bucket_size (int ≥ 2, default
 // 64) and n_hashes (int in [1,64], default 4). It returns an error if D is
@@ -70,6 +78,7 @@ func New[F kernels.Float](cfg mixer.Config) (*LSH[F], error) {
 	m := &LSH[F]{
 		d: cfg.D, h: cfg.Heads, dh: cfg.D / cfg.Heads,
 		bucketSize: bs, nHashes: nh, causal: cfg.Causal, layer: cfg.Layer,
+		proj: proj.New[F](cfg.D, "qk", "v", "o"),
 	}
 	m.scale = F(1 / math.Sqrt(float64(m.dh)))
 	m.logN = make([]float64, nh+1)
@@ -81,13 +90,7 @@ func New[F kernels.Float](cfg mixer.Config) (*LSH[F], error) {
 
 // Params lists qk, v and o (weight [D,D], bias [D] each); o is a residual
 // projection.
-func (m *LSH[F]) Params() []mixer.ParamSpec {
-	var ps []mixer.ParamSpec
-	ps = append(ps, mixer.Linear("qk", m.d, m.d, false)...)
-	ps = append(ps, mixer.Linear("v", m.d, m.d, false)...)
-	ps = append(ps, mixer.Linear("o", m.d, m.d, true)...)
-	return ps
-}
+func (m *LSH[F]) Params() []mixer.ParamSpec { return m.proj.Params() }
 
 // Bind sets the parameter and gradient storage. Bind panics if w or g does
 // not have one slice per Params entry.
@@ -95,7 +98,7 @@ func (m *LSH[F]) Bind(w, g [][]F) {
 	if len(w) != 6 || len(g) != 6 {
 		panic("lsh: Bind wants 6 parameter and 6 gradient slices")
 	}
-	m.w, m.g = w, g
+	m.proj.Bind(w, g)
 }
 
 // NBuckets is the number of hash buckets for sequence length t:
@@ -127,12 +130,12 @@ func (m *LSH[F]) acts(act []F, b, t int) (qk, v, att, lse []F) {
 func (m *LSH[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	n := p.B * p.T
 	qk, v, att, lse := m.acts(act, p.B, p.T)
-	kernels.Linear(qk, x, m.w[0], m.w[1], n, m.d, m.d)
-	kernels.Linear(v, x, m.w[2], m.w[3], n, m.d, m.d)
+	m.proj.Forward(pqk, qk, x, n)
+	m.proj.Forward(pv, v, x, n)
 	m.each(scratch[3*n*m.d:], p, func(w *work[F], b, h int) {
 		w.forward(att, lse, qk, v, b, h, p)
 	})
-	kernels.Linear(out, att, m.w[4], m.w[5], n, m.d, m.d)
+	m.proj.Forward(po, out, att, n)
 }
 
 // Backward accumulates into dx and the parameter gradients. It recomputes the
@@ -143,17 +146,12 @@ func (m *LSH[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	D := m.d
 	qk, v, att, lse := m.acts(act, p.B, p.T)
 	dqk, dv, datt := scratch[:n*D], scratch[n*D:2*n*D], scratch[2*n*D:3*n*D]
-	// o: out = att·Woᵀ + bo.
-	kernels.Gemm(false, false, n, D, D, 1, dout, D, m.w[4], D, 0, datt, D)
-	kernels.LinearGrad(m.g[4], m.g[5], dout, att, n, D, D)
+	m.proj.Backward(po, datt, dout, att, n, true)
 	m.each(scratch[3*n*D:], p, func(w *work[F], b, h int) {
 		w.backward(dqk, dv, datt, att, lse, qk, v, b, h, p)
 	})
-	// qk and v: y = x·Wᵀ + b.
-	kernels.Gemm(false, false, n, D, D, 1, dqk, D, m.w[0], D, 1, dx, D)
-	kernels.Gemm(false, false, n, D, D, 1, dv, D, m.w[2], D, 1, dx, D)
-	kernels.LinearGrad(m.g[0], m.g[1], dqk, x, n, D, D)
-	kernels.LinearGrad(m.g[2], m.g[3], dv, x, n, D, D)
+	m.proj.Backward(pqk, dx, dqk, x, n, false)
+	m.proj.Backward(pv, dx, dv, x, n, false)
 }
 
 // each runs fn for every (batch, head) item, spreading the items over the

@@ -146,8 +146,9 @@ func TestTwin(t *testing.T) {
 						scale = math.Max(scale, math.Abs(v))
 					}
 				}
+				_, mg := m.proj.Bound()
 				for i, s := range m.Params() {
-					if e := maxRel(m.g[i], wg[i], 1e-5*scale); e > 1e-10 {
+					if e := maxRel(mg[i], wg[i], 1e-5*scale); e > 1e-10 {
 						t.Errorf("grad %s: max rel err %.3g", s.Name, e)
 					}
 				}
@@ -176,7 +177,7 @@ func TestSeedAndLayer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m2.Bind(m.w, m.g)
+	m2.Bind(m.proj.Bound())
 	if maxRel(run(m2, 1), a) == 0 {
 		t.Error("layers 0 and 1 draw the same rotations")
 	}

@@ -1,0 +1,84 @@
+// Package proj is the linear projections of the attention-like mixers
+// (full and sparse attention, entmax and top-k attention, LSH attention and
+// the four AFT kinds): the maps y = x·Wᵀ + b, D→D, that turn a block's
+// input into queries, keys and values, and the mixed rows back into the
+// residual stream. A kind owns only its mixing core; Set owns the
+// projections' parameters by name, their forward and their accumulating
+// backward, for every kind alike.
+//
+// The naive twins of the kinds (attn.Naive, the AFT and LSH twins in the
+// tests) keep their own plain-loop projections, so that they stay an
+// independent oracle for this code too.
+package proj
+
+import (
+	"fmt"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/mixer"
+)
+
+// Set is a mixer's projections, in order: the input projections (q, k, v;
+// LSH's shared qk and v) and last the output projection o.
+type Set[F kernels.Float] struct {
+	D     int
+	Names []string
+	w, g  [][]F // weight [D,D], bias [D] of each name, in Names order
+}
+
+// New returns the projections named names (the last one the output
+// projection, o) of d channels.
+func New[F kernels.Float](d int, names ...string) Set[F] {
+	return Set[F]{D: d, Names: names}
+}
+
+// Params lists a weight [D,D] and a bias [D] per name, as mixer.Linear
+// names them ("q.weight", "q.bias", …); the output projection is
+// initialised as a residual projection.
+func (s *Set[F]) Params() []mixer.ParamSpec {
+	var ps []mixer.ParamSpec
+	for i, n := range s.Names {
+		ps = append(ps, mixer.Linear(n, s.D, s.D, i == len(s.Names)-1)...)
+	}
+	return ps
+}
+
+// Bind takes the projections' storage from the front of the mixer's
+// parameters and gradients (Params order) and returns the rest. It panics
+// when fewer are given.
+func (s *Set[F]) Bind(w, g [][]F) (restW, restG [][]F) {
+	n := 2 * len(s.Names)
+	if len(w) < n || len(g) < n {
+		panic(fmt.Sprintf("proj: Bind wants at least %d parameter and gradient slices, got %d and %d", n, len(w), len(g)))
+	}
+	s.w, s.g = w[:n], g[:n]
+	return w[n:], g[n:]
+}
+
+// Bound returns the storage Bind took: weight and bias of each projection,
+// and their gradients.
+func (s *Set[F]) Bound() (w, g [][]F) { return s.w, s.g }
+
+// Out is the index of the output projection.
+func (s *Set[F]) Out() int { return len(s.Names) - 1 }
+
+// Weights returns projection i's weight [D,D] and bias [D].
+func (s *Set[F]) Weights(i int) (w, b []F) { return s.w[2*i], s.w[2*i+1] }
+
+// Forward writes y [n,D] = x·W_iᵀ + b_i for the n rows x [n,D].
+func (s *Set[F]) Forward(i int, y, x []F, n int) {
+	kernels.Linear(y[:n*s.D], x[:n*s.D], s.w[2*i], s.w[2*i+1], n, s.D, s.D)
+}
+
+// Backward is Forward's backward: it adds dyᵀ·x to W_i's gradient and the
+// column sums of dy to b_i's, and adds dy·W_i to dx (or writes it there,
+// with set). Every product has n rows of D.
+func (s *Set[F]) Backward(i int, dx, dy, x []F, n int, set bool) {
+	D := s.D
+	kernels.LinearGrad(s.g[2*i], s.g[2*i+1], dy[:n*D], x[:n*D], n, D, D)
+	var beta F = 1
+	if set {
+		beta = 0
+	}
+	kernels.Gemm(false, false, n, D, D, 1, dy, D, s.w[2*i], D, beta, dx, D)
+}

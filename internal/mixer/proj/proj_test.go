@@ -1,0 +1,132 @@
+package proj
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tokenmix/tokenmix/mixer"
+)
+
+// set returns projections q, v, o of d channels bound to random float64
+// weights, and the weights and zeroed gradients.
+func set(d int, rng *rand.Rand) (Set[float64], [][]float64, [][]float64) {
+	s := New[float64](d, "q", "v", "o")
+	var w, g [][]float64
+	for _, p := range s.Params() {
+		n := 1
+		for _, k := range p.Shape {
+			n *= k
+		}
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = rng.NormFloat64()
+		}
+		w, g = append(w, v), append(g, make([]float64, n))
+	}
+	rw, rg := s.Bind(append(w, []float64{7}), append(g, []float64{0}))
+	if len(rw) != 1 || rw[0][0] != 7 || len(rg) != 1 {
+		panic("Bind did not return the rest")
+	}
+	return s, w, g
+}
+
+func randVec(rng *rand.Rand, n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = rng.NormFloat64()
+	}
+	return v
+}
+
+// TestParams: weight and bias per name, in order, o a residual projection.
+func TestParams(t *testing.T) {
+	s := New[float32](6, "qk", "v", "o")
+	var got []string
+	for _, p := range s.Params() {
+		got = append(got, p.Name)
+		if p.Name == "o.weight" && p.Init != mixer.InitResidual {
+			t.Errorf("o.weight init %v, want InitResidual", p.Init)
+		}
+	}
+	want := []string{"qk.weight", "qk.bias", "v.weight", "v.bias", "o.weight", "o.bias"}
+	if len(got) != len(want) {
+		t.Fatalf("params %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("params %v, want %v", got, want)
+		}
+	}
+}
+
+// TestForward: y = x·Wᵀ + b, against a plain loop.
+func TestForward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	const d, n = 5, 3
+	s, w, _ := set(d, rng)
+	x := randVec(rng, n*d)
+	y := make([]float64, n*d)
+	s.Forward(1, y, x, n)
+	for r := range n {
+		for o := range d {
+			want := w[3][o]
+			for i := range d {
+				want += x[r*d+i] * w[2][o*d+i]
+			}
+			if math.Abs(y[r*d+o]-want) > 1e-12 {
+				t.Fatalf("y[%d,%d] = %v, want %v", r, o, y[r*d+o], want)
+			}
+		}
+	}
+}
+
+// TestBackward: the gradients of L = Σ dy ⊙ Forward(x) with respect to x,
+// the weight and the bias, against central finite differences; set
+// overwrites dx and !set adds to it.
+func TestBackward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2))
+	const d, n, i = 4, 3, 2 // projection i: o
+	s, w, g := set(d, rng)
+	x, dy := randVec(rng, n*d), randVec(rng, n*d)
+	loss := func() float64 {
+		y := make([]float64, n*d)
+		s.Forward(i, y, x, n)
+		var l float64
+		for k := range y {
+			l += y[k] * dy[k]
+		}
+		return l
+	}
+	dx := randVec(rng, n*d)
+	before := append([]float64(nil), dx...)
+	s.Backward(i, dx, dy, x, n, false)
+	set := make([]float64, n*d)
+	s.Backward(i, set, dy, x, n, true)
+	for k := range dx {
+		if math.Abs(dx[k]-before[k]-set[k]) > 1e-12 {
+			t.Fatalf("dx[%d]: added %v, set %v", k, dx[k]-before[k], set[k])
+		}
+	}
+	// The two calls accumulated the weight gradients twice.
+	const h = 1e-6
+	for _, c := range []struct {
+		name string
+		v    []float64
+		grad []float64
+		div  float64
+	}{{"x", x, set, 1}, {"o.weight", w[2*i], g[2*i], 2}, {"o.bias", w[2*i+1], g[2*i+1], 2}} {
+		for k := range c.v {
+			old := c.v[k]
+			c.v[k] = old + h
+			lp := loss()
+			c.v[k] = old - h
+			lm := loss()
+			c.v[k] = old
+			fd := (lp - lm) / (2 * h)
+			if got := c.grad[k] / c.div; math.Abs(got-fd) > 1e-6*(1+math.Abs(fd)) {
+				t.Errorf("%s[%d]: gradient %v, finite difference %v", c.name, k, got, fd)
+			}
+		}
+	}
+}
