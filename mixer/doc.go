@@ -10,6 +10,13 @@
 // into the parameter gradients.
 //
 // The implementations live in the module's internal/mixer packages (full,
-// sparse, entmax, topk, lsh, aft, fnet); the one explicit list of them is
-// package mixer/registry. Describe lists the options a kind accepts.
+// sparse, entmax, topk, lsh, aft, fnet), each of the same shape: Kinds()
+// returns its registry entries (one Kind per mixer kind it defines), and
+// New[F](Config) builds the mixer of Config.Opts.Kind, returning the
+// package's engine (attn.Attention for full and sparse, which differ only in
+// their Pattern; entmax.Attention and topk.Attention on the shared row-rule
+// engine attn.RuleAttention; lsh.LSH, aft.AFT, fnet.FNet). The attention-like
+// kinds share their q/k/v/o projections (package proj). The one explicit
+// list of kinds is package mixer/registry. Describe lists the options a
+// kind accepts.
 package mixer

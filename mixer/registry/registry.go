@@ -1,7 +1,8 @@
 // Package registry is the one explicit list of tokenmix's token mixers.
 //
-// A built-in mixer joins by adding one entry to builtins; the model, the
-// CLI, the conformance suite and the arena all find it here. A program adds
+// A built-in mixer joins through its package's Kinds(), listed once in
+// builtins; the model, the CLI, the conformance suite and the arena all find
+// it here. A program adds
 // its own kinds with Add, once, before it builds models; there are no
 // init() side effects.
 package registry
@@ -22,21 +23,14 @@ import (
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
-// builtins lists tokenmix's own kinds, in a fixed order.
+// builtins lists tokenmix's own kinds, package by package, in a fixed
+// order.
 func builtins() []mixer.Kind {
-	return []mixer.Kind{
-		full.Kind(),
-		lsh.Kind(),
-		sparse.Strided(),
-		sparse.Fixed(),
-		entmax.Kind(),
-		topk.Kind(),
-		aft.FullKind(),
-		aft.SimpleKind(),
-		aft.LocalKind(),
-		aft.ConvKind(),
-		fnet.Kind(),
+	var ks []mixer.Kind
+	for _, pkg := range [][]mixer.Kind{full.Kinds(), lsh.Kinds(), sparse.Kinds(), entmax.Kinds(), topk.Kinds(), aft.Kinds(), fnet.Kinds()} {
+		ks = append(ks, pkg...)
 	}
+	return ks
 }
 
 var (

@@ -27,10 +27,10 @@ func kinds(causal bool) []kindCase {
 		conv = map[string]any{"window": 2, "heads": 3}
 	}
 	return []kindCase{
-		{SimpleKind(), nil},
-		{FullKind(), nil},
-		{LocalKind(), map[string]any{"window": 2}},
-		{ConvKind(), conv},
+		{Kinds()[1], nil},
+		{Kinds()[0], nil},
+		{Kinds()[2], map[string]any{"window": 2}},
+		{Kinds()[3], conv},
 	}
 }
 
@@ -47,11 +47,11 @@ func TestFloat32Agrees(t *testing.T) {
 // and a second layer sharing the parameters but not the gradients.
 func build(t *testing.T, name string, c mixer.Config, biasScale float64, seed uint64) (*AFT[float64], *AFT[float64], [][]float64, [][]float64) {
 	t.Helper()
-	a, err := New[float64](name, c)
+	a, err := New[float64](c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := New[float64](name, c)
+	b, _ := New[float64](c)
 	rng := rand.New(rand.NewPCG(seed, 11))
 	var w, g1, g2 [][]float64
 	for i, s := range a.Params() {
@@ -205,15 +205,15 @@ func TestConfigErrors(t *testing.T) {
 		{"aft_conv", false, map[string]any{"heads": 0}, "mixer.heads"},
 		{"aft_conv", true, map[string]any{"window": 3, "stride": 1}, "stride"},
 	} {
-		_, err := New[float32](tc.name, cfg(tc.name, 8, 2, 16, tc.causal, tc.opts))
+		_, err := New[float32](cfg(tc.name, 8, 2, 16, tc.causal, tc.opts))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %v: error %v, want one naming %q", tc.name, tc.opts, err, tc.want)
 		}
 	}
-	if _, err := New[float32]("aft_conv", cfg("aft_conv", 8, 2, 16, true, map[string]any{"window": 4})); err != nil {
+	if _, err := New[float32](cfg("aft_conv", 8, 2, 16, true, map[string]any{"window": 4})); err != nil {
 		t.Errorf("causal aft_conv with an even window: %v", err)
 	}
-	if _, err := New[float32]("aft_nope", cfg("aft_nope", 8, 2, 16, false, nil)); err == nil {
+	if _, err := New[float32](cfg("aft_nope", 8, 2, 16, false, nil)); err == nil {
 		t.Error("unknown AFT kind accepted")
 	}
 }
@@ -224,7 +224,7 @@ func TestConfigErrors(t *testing.T) {
 func TestFloat32ExtremeFinite(t *testing.T) {
 	for _, causal := range []bool{false, true} {
 		for _, kc := range kinds(causal) {
-			a, err := New[float32](kc.kind.Name, cfg(kc.kind.Name, 6, 2, 100, causal, kc.opts))
+			a, err := New[float32](cfg(kc.kind.Name, 6, 2, 100, causal, kc.opts))
 			if err != nil {
 				t.Fatal(err)
 			}

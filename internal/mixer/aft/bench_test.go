@@ -62,12 +62,12 @@ func BenchmarkMixers(b *testing.B) {
 			k    mixer.Kind
 			opts map[string]any
 		}{
-			{full.Kind(), nil},
-			{SimpleKind(), nil},
-			{LocalKind(), map[string]any{"window": 32}},
-			{ConvKind(), map[string]any{"window": 31}},
-			{fnet.Kind(), nil},
-			{FullKind(), nil},
+			{full.Kinds()[0], nil},
+			{Kinds()[1], nil},
+			{Kinds()[2], map[string]any{"window": 32}},
+			{Kinds()[3], map[string]any{"window": 31}},
+			{fnet.Kinds()[0], nil},
+			{Kinds()[0], nil},
 		} {
 			if T > 4096 && (c.k.Name == "full" || c.k.Name == "aft_full") {
 				continue // quadratic: extrapolate from T=4096

@@ -8,18 +8,6 @@ import (
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
-// SimpleKind returns the registry entry of "aft_simple" (w ≡ 0).
-func SimpleKind() mixer.Kind {
-	return mixer.Kind{
-		Name:   "aft_simple",
-		Causal: true, Bidirectional: true, KeyPadding: true, PadInvariant: true, Decode: true,
-		Paper: "Zhai et al. 2021, An Attention Free Transformer (AFT-simple)",
-		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32]("aft_simple", c) },
-		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64]("aft_simple", c) },
-		Tests: tests("aft_simple"),
-	}
-}
-
 // simpleForward computes R and Y for w ≡ 0 in O(T·D), streaming whole rows
 // in parallel over (sequence, row block of blockT). Per channel it is a
 // softmax of K over the allowed positions (bidirectional) or running sums of

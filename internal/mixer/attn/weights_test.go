@@ -22,9 +22,9 @@ func TestAttentionWeights(t *testing.T) {
 		opts   map[string]any
 		causal bool
 	}{
-		{full.Kind(), nil, true},
-		{full.Kind(), nil, false},
-		{sparse.Strided(), map[string]any{"block": 4, "combine": "heads"}, true},
+		{full.Kinds()[0], nil, true},
+		{full.Kinds()[0], nil, false},
+		{sparse.Kinds()[0], map[string]any{"block": 4, "combine": "heads"}, true},
 	} {
 		c := mixer.Config{D: D, Heads: H, MaxLen: T, Causal: tc.causal, NLayers: 1, Opts: mixer.OptionsOf(tc.kind.Name, tc.opts)}
 		m, err := tc.kind.New64(c)

@@ -13,10 +13,11 @@ import (
 // plans for. Row blocks whose mean support is larger run in dense mode.
 const SupportCap = 64
 
-// Kind returns the "entmax" mixer kind: options alpha (float ≥ 1, default
-// 1.5) and learn_alpha (bool, default false; then 1 < alpha < 2).
-func Kind() mixer.Kind {
-	return mixer.Kind{
+// Kinds returns the package's registry entries: α-entmax attention
+// ("entmax"), with options alpha (float ≥ 1, default 1.5) and learn_alpha
+// (bool, default false; then 1 < alpha < 2).
+func Kinds() []mixer.Kind {
+	return []mixer.Kind{{
 		Name:          "entmax",
 		Causal:        true,
 		Bidirectional: true,
@@ -27,7 +28,7 @@ func Kind() mixer.Kind {
 		New32:         func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
 		New64:         func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
 		Tests:         tests(),
-	}
+	}}
 }
 
 // Options are the validated options of an entmax mixer.
@@ -52,8 +53,8 @@ func ParseOptions(o mixer.Options) (Options, error) {
 	return op, nil
 }
 
-// Mixer is α-entmax attention. It implements mixer.Mixer and mixer.Stats.
-type Mixer[F kernels.Float] struct {
+// Attention is α-entmax attention. It implements mixer.Mixer and mixer.Stats.
+type Attention[F kernels.Float] struct {
 	*attn.RuleAttention[F]
 	opt    Options
 	rule   *rule[F]
@@ -63,7 +64,7 @@ type Mixer[F kernels.Float] struct {
 
 // New returns an entmax mixer for cfg, or an error naming the first invalid
 // option or size.
-func New[F kernels.Float](cfg mixer.Config) (*Mixer[F], error) {
+func New[F kernels.Float](cfg mixer.Config) (*Attention[F], error) {
 	opt, err := ParseOptions(cfg.Opts)
 	if err != nil {
 		return nil, err
@@ -73,14 +74,14 @@ func New[F kernels.Float](cfg mixer.Config) (*Mixer[F], error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Mixer[F]{RuleAttention: a, opt: opt, rule: r, dalpha: make([]float64, cfg.Heads)}
+	m := &Attention[F]{RuleAttention: a, opt: opt, rule: r, dalpha: make([]float64, cfg.Heads)}
 	m.setAlpha()
 	return m, nil
 }
 
 // Params lists q, k, v, o and, with learn_alpha, alpha_raw [H] initialised
 // to logit(alpha − 1) so that α starts at the configured value.
-func (m *Mixer[F]) Params() []mixer.ParamSpec {
+func (m *Attention[F]) Params() []mixer.ParamSpec {
 	ps := m.RuleAttention.Params()
 	if m.opt.Learn {
 		a := m.opt.Alpha - 1
@@ -91,7 +92,7 @@ func (m *Mixer[F]) Params() []mixer.ParamSpec {
 }
 
 // Bind takes the storage of every tensor of Params, in order.
-func (m *Mixer[F]) Bind(w, g [][]F) {
+func (m *Attention[F]) Bind(w, g [][]F) {
 	m.RuleAttention.Bind(w, g)
 	if m.opt.Learn {
 		m.wa, m.ga = w[8], g[8]
@@ -99,12 +100,12 @@ func (m *Mixer[F]) Bind(w, g [][]F) {
 }
 
 // Alpha returns α_h of every head (1 + sigmoid(alpha_raw_h) when learned).
-func (m *Mixer[F]) Alpha() []float64 {
+func (m *Attention[F]) Alpha() []float64 {
 	m.setAlpha()
 	return append([]float64(nil), m.rule.alpha...)
 }
 
-func (m *Mixer[F]) setAlpha() {
+func (m *Attention[F]) setAlpha() {
 	for h := range m.rule.alpha {
 		a := m.opt.Alpha
 		if m.opt.Learn && m.wa != nil {
@@ -119,19 +120,19 @@ func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
 // Forward is Attention.Forward with α-entmax rows.
 // Decode implements mixer.Decoder with the current α (learned or not).
-func (m *Mixer[F]) Decode(out, x []F, st mixer.State, n int) error {
+func (m *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
 	m.setAlpha()
 	return m.RuleAttention.Decode(out, x, st, n)
 }
 
-func (m *Mixer[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
+func (m *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	m.setAlpha()
 	m.RuleAttention.Forward(out, act, scratch, x, p)
 }
 
 // Backward is Attention.Backward; with learn_alpha it also accumulates
 // ∂L/∂alpha_raw_h = ∂L/∂α_h · σ'(alpha_raw_h), σ' = (α_h−1)(2−α_h).
-func (m *Mixer[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
+func (m *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	m.setAlpha()
 	if !m.opt.Learn {
 		m.RuleAttention.Backward(dx, scratch, dout, act, x, p)
@@ -146,14 +147,14 @@ func (m *Mixer[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 }
 
 // AttentionWeights is Attention.AttentionWeights with the current α.
-func (m *Mixer[F]) AttentionWeights(x []float64, T int) [][]float64 {
+func (m *Attention[F]) AttentionWeights(x []float64, T int) [][]float64 {
 	m.setAlpha()
 	return m.RuleAttention.AttentionWeights(x, T)
 }
 
 // Stats reports "zeros/h{h}", the mean fraction of exact zeros per query
 // row of head h in the last Forward, and with learn_alpha "alpha/h{h}".
-func (m *Mixer[F]) Stats() map[string]float64 {
+func (m *Attention[F]) Stats() map[string]float64 {
 	s := map[string]float64{}
 	for h, z := range m.ZeroFrac() {
 		s[fmt.Sprintf("zeros/h%d", h)] = z

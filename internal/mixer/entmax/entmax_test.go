@@ -17,7 +17,7 @@ import (
 // almost every row block to dense mode, so both modes are exercised) and
 // row blocks of 8 queries, so that short sequences span several blocks.
 func kindCap(c int) mixer.Kind {
-	k := Kind()
+	k := Kinds()[0]
 	k.New32 = func(cfg mixer.Config) (mixer.Mixer[float32], error) {
 		m, err := New[float32](cfg)
 		if err == nil && c > 0 {

@@ -17,9 +17,9 @@ import (
 // GEMM path stays available as "method":"gemm".
 const GemmMaxT = 0
 
-// Kind returns the registry entry of the "fnet" mixer.
-func Kind() mixer.Kind {
-	return mixer.Kind{
+// Kinds returns the package's registry entries: FNet ("fnet").
+func Kinds() []mixer.Kind {
+	return []mixer.Kind{{
 		Name:          "fnet",
 		Causal:        false,
 		Bidirectional: true,
@@ -28,7 +28,7 @@ func Kind() mixer.Kind {
 		New32:         func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
 		New64:         func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
 		Tests:         tests(),
-	}
+	}}
 }
 
 // Method selects FNet's kernel.

@@ -8,16 +8,16 @@ import (
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
-// Kind is the registry entry of full attention ("full").
-func Kind() mixer.Kind {
-	return mixer.Kind{
+// Kinds returns the package's registry entries: full attention ("full").
+func Kinds() []mixer.Kind {
+	return []mixer.Kind{{
 		Name:   "full",
 		Causal: true, Bidirectional: true, KeyPadding: true, PadInvariant: true, Decode: true,
 		Paper: "Vaswani et al. 2017, Attention Is All You Need (memory-efficient exact kernel: Rabe & Staats 2021; Dao 2023)",
 		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
 		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
 		Tests: tests(),
-	}
+	}}
 }
 
 // New returns full attention for config c. Its one option is "alibi"

@@ -14,7 +14,7 @@ import (
 // smallTile is the kind with (tile+1)×tile blocks, so short test sequences span
 // several tiles and T = 7, 9 are not multiples of the tile.
 func smallTile(tile int) mixer.Kind {
-	k := Kind()
+	k := Kinds()[0]
 	k.New32 = func(c mixer.Config) (mixer.Mixer[float32], error) {
 		a, err := New[float32](c)
 		if err == nil {
@@ -34,7 +34,7 @@ func smallTile(tile int) mixer.Kind {
 
 // cases are the kind's declared conformance cases (the registry's suite
 // runs them with the default tiles).
-func cases() []mixertest.Case { return mixertest.Cases(Kind()) }
+func cases() []mixertest.Case { return mixertest.Cases(Kinds()[0]) }
 
 // TestConformance runs the declared cases with 4×4 score tiles, so the
 // short sequences span several tiles.
@@ -48,14 +48,14 @@ func TestFloat32Agrees(t *testing.T) {
 		for _, c := range cases() {
 			mixertest.Float32Agrees(t, smallTile(4), c, 5e-4)
 		}
-		mixertest.Float32Agrees(t, Kind(), cases()[1], 5e-4)
-		mixertest.Float32Agrees(t, Kind(), cases()[5], 5e-4)
+		mixertest.Float32Agrees(t, Kinds()[0], cases()[1], 5e-4)
+		mixertest.Float32Agrees(t, Kinds()[0], cases()[5], 5e-4)
 		kernels.SetPath(old)
 	}
 }
 
 func TestNaiveConformance(t *testing.T) {
-	k := Kind()
+	k := Kinds()[0]
 	k.Name = "full-naive"
 	k.New64 = func(c mixer.Config) (mixer.Mixer[float64], error) { return NewNaive[float64](c) }
 	mixertest.Run(t, k, cases())

@@ -11,16 +11,17 @@ import (
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
-// Kind is the registry entry of Reformer's LSH attention ("lsh").
-func Kind() mixer.Kind {
-	return mixer.Kind{
+// Kinds returns the package's registry entries: Reformer's LSH attention
+// ("lsh").
+func Kinds() []mixer.Kind {
+	return []mixer.Kind{{
 		Name:   "lsh",
 		Causal: true, Bidirectional: true, KeyPadding: true, Decode: true,
 		Paper: "Kitaev, Kaiser, Levskaya 2020, Reformer: The Efficient Transformer (LSH attention)",
 		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
 		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
 		Tests: tests(),
-	}
+	}}
 }
 
 // Defaults of the options.

@@ -20,29 +20,33 @@ var (
 	fixedOpts   = map[string]any{"block": 64, "summary": 8, "combine": "heads"}
 )
 
-func BenchmarkFull1024(b *testing.B) { attntest.Bench(b, full.Kind(), benchCfg("full", nil), 1, 1024) }
-func BenchmarkFull4096(b *testing.B) { attntest.Bench(b, full.Kind(), benchCfg("full", nil), 1, 4096) }
+func BenchmarkFull1024(b *testing.B) {
+	attntest.Bench(b, full.Kinds()[0], benchCfg("full", nil), 1, 1024)
+}
+func BenchmarkFull4096(b *testing.B) {
+	attntest.Bench(b, full.Kinds()[0], benchCfg("full", nil), 1, 4096)
+}
 func BenchmarkStrided1024(b *testing.B) {
-	attntest.Bench(b, Strided(), benchCfg("strided", stridedOpts), 1, 1024)
+	attntest.Bench(b, Kinds()[0], benchCfg("strided", stridedOpts), 1, 1024)
 }
 func BenchmarkStrided4096(b *testing.B) {
-	attntest.Bench(b, Strided(), benchCfg("strided", stridedOpts), 1, 4096)
+	attntest.Bench(b, Kinds()[0], benchCfg("strided", stridedOpts), 1, 4096)
 }
 func BenchmarkFixed1024(b *testing.B) {
-	attntest.Bench(b, Fixed(), benchCfg("fixed", fixedOpts), 1, 1024)
+	attntest.Bench(b, Kinds()[1], benchCfg("fixed", fixedOpts), 1, 1024)
 }
 func BenchmarkFixed4096(b *testing.B) {
-	attntest.Bench(b, Fixed(), benchCfg("fixed", fixedOpts), 1, 4096)
+	attntest.Bench(b, Kinds()[1], benchCfg("fixed", fixedOpts), 1, 4096)
 }
 
 // The long-sequence entries take minutes for full attention; run them with
 // -bench 16384 -benchtime 1x on an idle machine.
 func BenchmarkFull16384(b *testing.B) {
-	attntest.Bench(b, full.Kind(), benchCfg("full", nil), 1, 16384)
+	attntest.Bench(b, full.Kinds()[0], benchCfg("full", nil), 1, 16384)
 }
 func BenchmarkStrided16384(b *testing.B) {
-	attntest.Bench(b, Strided(), benchCfg("strided", stridedOpts), 1, 16384)
+	attntest.Bench(b, Kinds()[0], benchCfg("strided", stridedOpts), 1, 16384)
 }
 func BenchmarkFixed16384(b *testing.B) {
-	attntest.Bench(b, Fixed(), benchCfg("fixed", fixedOpts), 1, 16384)
+	attntest.Bench(b, Kinds()[1], benchCfg("fixed", fixedOpts), 1, 16384)
 }

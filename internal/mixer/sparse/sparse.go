@@ -10,20 +10,18 @@ import (
 
 const paper = "Child, Gray, Radford & Sutskever 2019, Generating Long Sequences with Sparse Transformers"
 
-// Strided is the registry entry of the strided pattern ("strided").
-func Strided() mixer.Kind { return kind("strided", false) }
+// Kinds returns the registry entries of the package: the strided pattern
+// ("strided") and the fixed one ("fixed").
+func Kinds() []mixer.Kind { return []mixer.Kind{kind("strided"), kind("fixed")} }
 
-// Fixed is the registry entry of the fixed pattern ("fixed").
-func Fixed() mixer.Kind { return kind("fixed", true) }
-
-func kind(name string, fixed bool) mixer.Kind {
+func kind(name string) mixer.Kind {
 	return mixer.Kind{
 		Name:   name,
 		Causal: true, Bidirectional: true, KeyPadding: true, PadInvariant: true, Decode: true,
 		Paper: paper,
-		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c, fixed) },
-		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c, fixed) },
-		Tests: tests(fixed),
+		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
+		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
+		Tests: tests(name == "fixed"),
 	}
 }
 
@@ -34,12 +32,16 @@ const (
 	Interleave = "interleave" // even layers use A1, odd layers A2
 )
 
-// Options reads and validates the options of kind fixed (fixed = true) or
-// strided from c: block (l ≥ 1, required), summary (c, 1 ≤ c ≤ l, required
-// for fixed, an error for strided) and combine (default "merge"). It
-// returns an error naming the key.
-func Options(c mixer.Config, fixed bool) (*Pattern, error) {
+// Options reads and validates the options of c's kind (c.Opts.Kind,
+// "strided" or "fixed"): block (l ≥ 1, required), summary (c, 1 ≤ c ≤ l,
+// required for fixed, an error for strided) and combine (default "merge").
+// It returns an error naming the key.
+func Options(c mixer.Config) (*Pattern, error) {
 	o := c.Opts
+	if o.Kind != "strided" && o.Kind != "fixed" {
+		return nil, fmt.Errorf("mixer.kind: %q is not a sparse kind (strided, fixed)", o.Kind)
+	}
+	fixed := o.Kind == "fixed"
 	p := &Pattern{Fixed: fixed, Causal: c.Causal, Heads: c.Heads}
 	if !o.Has("block") {
 		o.Fail("block", "required: the stride l (about √max_len, e.g. 32 for max_len 1024)")
@@ -78,17 +80,18 @@ func Options(c mixer.Config, fixed bool) (*Pattern, error) {
 	return p, nil
 }
 
-// New returns sparse attention for config c (fixed or strided pattern).
-// It returns an error naming the key for any invalid option.
-func New[F kernels.Float](c mixer.Config, fixed bool) (*attn.Attention[F], error) {
-	p, err := Options(c, fixed)
+// New returns sparse attention for config c, with the strided or fixed
+// pattern as c.Opts.Kind says. It returns an error naming the key for any
+// invalid option.
+func New[F kernels.Float](c mixer.Config) (*attn.Attention[F], error) {
+	p, err := Options(c)
 	if err != nil {
 		return nil, err
 	}
 	a, err := attn.New[F](c.D, c.Heads, p)
 	if err == nil {
 		a.Tiles, a.Slopes, a.Causal = Tiles, p.Slopes, c.Causal
-		if !fixed {
+		if !p.Fixed {
 			a.Stride = p.L // strided keys i, i−l, …: residue-class copies
 		}
 	}
@@ -100,8 +103,8 @@ func New[F kernels.Float](c mixer.Config, fixed bool) (*attn.Attention[F], error
 var Tiles = attn.Tiles{Q: 128, K: 64}
 
 // NewNaive returns the masked-dense twin of New (the test oracle).
-func NewNaive[F kernels.Float](c mixer.Config, fixed bool) (*attn.Naive[F], error) {
-	p, err := Options(c, fixed)
+func NewNaive[F kernels.Float](c mixer.Config) (*attn.Naive[F], error) {
+	p, err := Options(c)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,14 @@ func cfg(name string, causal bool, opts map[string]any, heads, layer int) mixer.
 		Opts: mixer.OptionsOf(name, opts)}
 }
 
+// kindName is the sparse kind with the fixed pattern or the strided one.
+func kindName(fixed bool) string {
+	if fixed {
+		return "fixed"
+	}
+	return "strided"
+}
+
 func opts(fixed bool, l, c int, combine string) map[string]any {
 	o := map[string]any{"block": l, "combine": combine}
 	if fixed {
@@ -30,16 +38,16 @@ func opts(fixed bool, l, c int, combine string) map[string]any {
 
 // withTile is kind k with score tiles of side tile, so that short test
 // sequences span several tiles.
-func withTile(k mixer.Kind, fixed bool, tile int) mixer.Kind {
+func withTile(k mixer.Kind, tile int) mixer.Kind {
 	k.New32 = func(c mixer.Config) (mixer.Mixer[float32], error) {
-		a, err := New[float32](c, fixed)
+		a, err := New[float32](c)
 		if err == nil {
 			a.Tiles = attn.Tiles{Q: tile, K: tile}
 		}
 		return a, err
 	}
 	k.New64 = func(c mixer.Config) (mixer.Mixer[float64], error) {
-		a, err := New[float64](c, fixed)
+		a, err := New[float64](c)
 		if err == nil {
 			a.Tiles = attn.Tiles{Q: tile, K: tile}
 		}
@@ -50,9 +58,9 @@ func withTile(k mixer.Kind, fixed bool, tile int) mixer.Kind {
 
 func TestConformance(t *testing.T) {
 	for _, fixed := range []bool{false, true} {
-		k := Strided()
+		k := Kinds()[0]
 		if fixed {
-			k = Fixed()
+			k = Kinds()[1]
 		}
 		var cases []mixertest.Case
 		for _, causal := range []bool{true, false} {
@@ -70,9 +78,9 @@ func TestConformance(t *testing.T) {
 				}
 			}
 		}
-		mixertest.Run(t, withTile(k, fixed, 4), cases)
+		mixertest.Run(t, withTile(k, 4), cases)
 		for _, c := range cases {
-			mixertest.Float32Agrees(t, withTile(k, fixed, 4), c, 5e-4)
+			mixertest.Float32Agrees(t, withTile(k, 4), c, 5e-4)
 		}
 	}
 }
@@ -87,7 +95,7 @@ func TestLayoutExact(t *testing.T) {
 					for _, T := range []int{1, 7, 16, 33} {
 						for _, tile := range []attn.Tiles{{Q: 1, K: 1}, {Q: 3, K: 3}, {Q: 4, K: 2}, {Q: 2, K: 5}, {Q: 64, K: 64}} {
 							for layer := 0; layer < 2; layer++ {
-								p, err := Options(cfg("x", causal, opts(fixed, lc[0], lc[1], comb), 2, layer), fixed)
+								p, err := Options(cfg(kindName(fixed), causal, opts(fixed, lc[0], lc[1], comb), 2, layer))
 								if err != nil {
 									t.Fatal(err)
 								}
@@ -134,13 +142,13 @@ func TestTwin(t *testing.T) {
 					for _, T := range []int{12, 13} {
 						for _, tile := range []attn.Tiles{{Q: 2, K: 2}, {Q: 4, K: 3}, {Q: 64, K: 64}} {
 							for _, pad := range []bool{false, true} {
-								c := cfg("x", causal, opts(fixed, lc[0], lc[1], comb), 2, T%2)
-								f, err := New[float64](c, fixed)
+								c := cfg(kindName(fixed), causal, opts(fixed, lc[0], lc[1], comb), 2, T%2)
+								f, err := New[float64](c)
 								if err != nil {
 									t.Fatal(err)
 								}
 								f.Tiles = tile
-								n, _ := NewNaive[float64](c, fixed)
+								n, _ := NewNaive[float64](c)
 								var pm []bool
 								if pad {
 									pm = attntest.Pad(2, T, true)
@@ -164,9 +172,9 @@ func TestTwinLonger(t *testing.T) {
 				for _, alibi := range []bool{false, true} {
 					o := opts(fixed, 5, 2, comb)
 					o["alibi"] = alibi
-					c := cfg("x", causal, o, 2, 0)
+					c := cfg(kindName(fixed), causal, o, 2, 0)
 					for _, tile := range []attn.Tiles{{Q: 8, K: 8}, {Q: 64, K: 64}, {Q: 128, K: 64}} {
-						f, err := New[float64](c, fixed)
+						f, err := New[float64](c)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -174,7 +182,7 @@ func TestTwinLonger(t *testing.T) {
 							t.Fatalf("alibi %v: slopes %v", alibi, f.Slopes)
 						}
 						f.Tiles = tile
-						n, _ := NewNaive[float64](c, fixed)
+						n, _ := NewNaive[float64](c)
 						attntest.Twins(t, f, n, 1, 150, 8, attntest.Pad(1, 150, false), 1e-7, 5)
 					}
 				}
@@ -189,8 +197,8 @@ func TestCoverAllIsFull(t *testing.T) {
 	for _, causal := range []bool{true, false} {
 		for _, fixed := range []bool{false, true} {
 			for _, T := range []int{5, 70} {
-				c := cfg("x", causal, opts(fixed, 2*T, 1, Merge), 2, 0)
-				sp, err := New[float32](c, fixed)
+				c := cfg(kindName(fixed), causal, opts(fixed, 2*T, 1, Merge), 2, 0)
+				sp, err := New[float32](c)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -272,13 +280,13 @@ func TestOptionErrors(t *testing.T) {
 		{false, 2, map[string]any{"block": "4"}, "mixer.block"},
 		{true, 2, map[string]any{"block": 4, "summary": 1, "stride": 2}, "stride"},
 	} {
-		c := cfg("x", true, tc.opts, tc.heads, 0)
-		_, err := New[float32](c, tc.fixed)
+		c := cfg(kindName(tc.fixed), true, tc.opts, tc.heads, 0)
+		_, err := New[float32](c)
 		if err == nil || !strings.Contains(err.Error(), tc.key) {
 			t.Errorf("fixed=%v %v: error %v, want one naming %s", tc.fixed, tc.opts, err, tc.key)
 		}
 	}
-	if _, err := New[float32](cfg("x", true, map[string]any{"block": 4, "summary": 4, "combine": "heads"}, 4, 0), true); err != nil {
+	if _, err := New[float32](cfg("fixed", true, map[string]any{"block": 4, "summary": 4, "combine": "heads"}, 4, 0)); err != nil {
 		t.Errorf("valid options rejected: %v", err)
 	}
 }
@@ -288,12 +296,12 @@ func TestFloat32Paths(t *testing.T) {
 	for _, path := range kernels.Paths() {
 		old := kernels.SetPath(path)
 		for _, fixed := range []bool{false, true} {
-			k := Strided()
+			k := Kinds()[0]
 			if fixed {
-				k = Fixed()
+				k = Kinds()[1]
 			}
 			c := mixertest.Case{Name: "p", Cfg: cfg(k.Name, true, opts(fixed, 4, 2, Heads), 2, 0), B: 2, T: 13, Pad: true}
-			mixertest.Float32Agrees(t, withTile(k, fixed, 4), c, 5e-4)
+			mixertest.Float32Agrees(t, withTile(k, 4), c, 5e-4)
 			mixertest.Float32Agrees(t, k, c, 5e-4)
 		}
 		kernels.SetPath(old)
@@ -310,7 +318,7 @@ func TestCostFollowsPairs(t *testing.T) {
 		for _, causal := range []bool{true, false} {
 			for _, comb := range []string{Heads, Merge} {
 				for _, T := range []int{1000, 4096} {
-					p, err := Options(cfg("x", causal, opts(fixed, 64, 8, comb), 2, 0), fixed)
+					p, err := Options(cfg(kindName(fixed), causal, opts(fixed, 64, 8, comb), 2, 0))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -335,11 +343,11 @@ func TestCostFollowsPairs(t *testing.T) {
 // runs it), so training runs replay exactly.
 func TestFloat32ThreadInvariant(t *testing.T) {
 	for _, fixed := range []bool{false, true} {
-		c := cfg("x", true, opts(fixed, 4, 2, Merge), 2, 0)
+		c := cfg(kindName(fixed), true, opts(fixed, 4, 2, Merge), 2, 0)
 		run := func(threads int) mixer.Mixer[float32] {
 			old := parallel.SetThreads(threads)
 			defer parallel.SetThreads(old)
-			m, err := New[float32](c, fixed)
+			m, err := New[float32](c)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,9 +12,10 @@ import (
 // DefaultK is the k of the paper's recommendation.
 const DefaultK = 8
 
-// Kind returns the "topk" mixer kind: option k (int ≥ 1, default 8).
-func Kind() mixer.Kind {
-	return mixer.Kind{
+// Kinds returns the package's registry entries: top-k attention ("topk"),
+// with option k (int ≥ 1, default 8).
+func Kinds() []mixer.Kind {
+	return []mixer.Kind{{
 		Name:          "topk",
 		Causal:        true,
 		Bidirectional: true,
@@ -25,18 +26,18 @@ func Kind() mixer.Kind {
 		New32:         func(c mixer.Config) (mixer.Mixer[float32], error) { return New[float32](c) },
 		New64:         func(c mixer.Config) (mixer.Mixer[float64], error) { return New[float64](c) },
 		Tests:         tests(),
-	}
+	}}
 }
 
-// Mixer is top-k attention. It implements mixer.Mixer and mixer.Stats.
-type Mixer[F kernels.Float] struct {
+// Attention is top-k attention. It implements mixer.Mixer and mixer.Stats.
+type Attention[F kernels.Float] struct {
 	*attn.RuleAttention[F]
 	K int
 }
 
 // New returns a top-k mixer for cfg, or an error naming the first invalid
 // option or size.
-func New[F kernels.Float](cfg mixer.Config) (*Mixer[F], error) {
+func New[F kernels.Float](cfg mixer.Config) (*Attention[F], error) {
 	k := cfg.Opts.Int("k", DefaultK)
 	if err := cfg.Opts.Err(); err != nil {
 		return nil, err
@@ -50,12 +51,12 @@ func New[F kernels.Float](cfg mixer.Config) (*Mixer[F], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Mixer[F]{RuleAttention: a, K: k}, nil
+	return &Attention[F]{RuleAttention: a, K: k}, nil
 }
 
 // Stats reports "zeros/h{h}", the mean fraction of exact zeros among the
 // allowed keys of a query row of head h in the last Forward.
-func (m *Mixer[F]) Stats() map[string]float64 {
+func (m *Attention[F]) Stats() map[string]float64 {
 	s := map[string]float64{}
 	for h, z := range m.ZeroFrac() {
 		s[fmt.Sprintf("zeros/h%d", h)] = z

@@ -115,7 +115,7 @@ func TestRow(t *testing.T) {
 }
 
 func capKind(c int) mixer.Kind {
-	k := Kind()
+	k := Kinds()[0]
 	k.New32 = func(cfg mixer.Config) (mixer.Mixer[float32], error) {
 		m, err := New[float32](cfg)
 		if err == nil && c > 0 {
@@ -258,7 +258,7 @@ func TestPatternWeights(t *testing.T) {
 		}
 		m.Bind(w, g)
 	}
-	maps, err := pattern.Maps(Kind(), cfg(D, H, true, k), 2, T, x, bind)
+	maps, err := pattern.Maps(Kinds()[0], cfg(D, H, true, k), 2, T, x, bind)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,10 +27,10 @@ func TestPixelsMatchLayout(t *testing.T) {
 		layers  int
 		T, grid int
 	}{
-		{sparse.Strided(), map[string]any{"block": 8, "combine": "heads"}, true, 1, 64, 8},
-		{sparse.Fixed(), map[string]any{"block": 8, "summary": 2, "combine": "interleave"}, true, 2, 64, 8},
-		{sparse.Fixed(), map[string]any{"block": 5, "summary": 2, "combine": "merge"}, false, 1, 37, 7},
-		{full.Kind(), nil, true, 1, 300, 0},
+		{sparse.Kinds()[0], map[string]any{"block": 8, "combine": "heads"}, true, 1, 64, 8},
+		{sparse.Kinds()[1], map[string]any{"block": 8, "summary": 2, "combine": "interleave"}, true, 2, 64, 8},
+		{sparse.Kinds()[1], map[string]any{"block": 5, "summary": 2, "combine": "merge"}, false, 1, 37, 7},
+		{full.Kinds()[0], nil, true, 1, 300, 0},
 	} {
 		c := mixer.Config{D: 8, Heads: 2, MaxLen: tc.T, Causal: tc.causal, NLayers: tc.layers, Opts: mixer.OptionsOf(tc.kind.Name, tc.opts)}
 		maps, err := Maps(tc.kind, c, tc.layers, tc.T, nil, nil)
@@ -124,7 +124,7 @@ func checkDownsampled(t *testing.T, img image.Image, allowed []bool, T int, g Ge
 
 func TestErrors(t *testing.T) {
 	c := mixer.Config{D: 8, Heads: 2, MaxLen: 16, Causal: true, NLayers: 1, Opts: mixer.OptionsOf("full", nil)}
-	maps, err := Maps(full.Kind(), c, 1, 16, nil, nil)
+	maps, err := Maps(full.Kinds()[0], c, 1, 16, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
