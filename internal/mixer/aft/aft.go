@@ -167,12 +167,14 @@ func (a *AFT[F]) ActSize(b, t int) int {
 // ScratchSize covers Forward (K [B,T,D], allowed-token counts [B,T+1],
 // per-row-block maxima and sums [B,T/64,3D]) and Backward (dY, dQ, dV
 // [B,T,D], the weighted gradients and their transposed sums [B,T,2D] each),
-// plus per-thread tiles (parallel.Threads() at the time of the call).
+// plus per-thread rows or tiles (parallel.Threads() at the time of the
+// call). aft_simple's is 3·B·T·D, 4·D per row block of 64, one flag per
+// block, 3·D and 4·D per thread.
 func (a *AFT[F]) ScratchSize(b, t int) int {
 	n := b * t * a.D
 	nblk := b * ((t + blockT - 1) / blockT)
 	if a.v == vSimple {
-		return 3*n + 4*nblk*a.D
+		return 3*n + 4*nblk*a.D + nblk + 3*a.D + parallel.Threads()*4*a.D
 	}
 	return 7*n + b*(t+1) + nblk*3*a.D + parallel.Threads()*a.workerSize(t)
 }

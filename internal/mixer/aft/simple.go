@@ -18,13 +18,18 @@ import (
 //	(M,N,S)∘(m,n,s) = (M', N·e^{M−M'} + n·e^{m−M'}, S·e^{M−M'} + s·e^{m−M'}),  M' = max(M,m),
 //
 // and each block then replays its rows from the state before it.
-// k [B,T,D] is the key projection; scratch holds 3·B·⌈T/blockT⌉·D elements.
+// k [B,T,D] is the key projection; scratch is the rest of ScratchSize after
+// k.
 func (a *AFT[F]) simpleForward(s act[F], k, scratch []F, p mixer.Pass) {
 	T, D := p.T, a.D
 	nrb := (T + blockT - 1) / blockT
 	nblk := p.B * nrb
 	bm, bn, bd := scratch[:nblk*D], scratch[nblk*D:2*nblk*D], scratch[2*nblk*D:3*nblk*D]
-	has := make([]bool, nblk) // block has an allowed row; then: state before it is non-empty
+	// has[it] ≠ 0: block it has an allowed row; then: the state before it
+	// is not empty.
+	has := scratch[3*nblk*D : 3*nblk*D+nblk]
+	M, N, S := scratch[3*nblk*D+nblk:][:D], scratch[3*nblk*D+nblk+D:][:D], scratch[3*nblk*D+nblk+2*D:][:D]
+	work := scratch[3*nblk*D+nblk+3*D:] // 4·D per worker
 	row := func(x []F, b, t int) []F { return x[(b*T+t)*D : (b*T+t+1)*D] }
 
 	// Block summaries; ek rows hold exp(K − m_b) meanwhile.
@@ -35,14 +40,14 @@ func (a *AFT[F]) simpleForward(s act[F], k, scratch []F, p mixer.Pass) {
 			m, nu, de := bm[it*D:(it+1)*D], bn[it*D:(it+1)*D], bd[it*D:(it+1)*D]
 			clear(nu)
 			clear(de)
-			has[it] = false
+			has[it] = 0
 			for t := t0; t < t1; t++ {
 				if !p.Allowed(b, t) {
 					continue
 				}
-				if !has[it] {
+				if has[it] == 0 {
 					copy(m, row(k, b, t))
-					has[it] = true
+					has[it] = 1
 				}
 				for c, v := range row(k, b, t) {
 					m[c] = max(m[c], v)
@@ -68,13 +73,15 @@ func (a *AFT[F]) simpleForward(s act[F], k, scratch []F, p mixer.Pass) {
 	})
 
 	// Combine across blocks: exclusive states (causal) or the total.
-	M, N, S := make([]F, D), make([]F, D), make([]F, D)
 	for b := 0; b < p.B; b++ {
 		seen := false
+		clear(M) // a sequence without allowed rows has the empty total
+		clear(N)
+		clear(S)
 		for blk := 0; blk < nrb; blk++ {
 			it := b*nrb + blk
 			m, nu, de := bm[it*D:(it+1)*D], bn[it*D:(it+1)*D], bd[it*D:(it+1)*D]
-			h := has[it]
+			h := has[it] != 0
 			if a.Causal {
 				// Swap in the state before this block.
 				for c := range m {
@@ -82,7 +89,10 @@ func (a *AFT[F]) simpleForward(s act[F], k, scratch []F, p mixer.Pass) {
 					nu[c], N[c] = N[c], nu[c]
 					de[c], S[c] = S[c], de[c]
 				}
-				has[it] = seen
+				has[it] = 0
+				if seen {
+					has[it] = 1
+				}
 				// Now (M,N,S) is this block's summary and (m,nu,de) the
 				// state before it; fold them into (M,N,S).
 				switch {
@@ -124,8 +134,9 @@ func (a *AFT[F]) simpleForward(s act[F], k, scratch []F, p mixer.Pass) {
 	}
 
 	// Replay each block from the state before it.
-	parallel.For(nblk, 1, func(_, lo, hi int) {
-		m, nu, de, sc := make([]F, D), make([]F, D), make([]F, D), make([]F, D)
+	parallel.For(nblk, 1, func(w, lo, hi int) {
+		ws := work[4*w*D : 4*(w+1)*D]
+		m, nu, de, sc := ws[:D], ws[D:2*D], ws[2*D:3*D], ws[3*D:]
 		for it := lo; it < hi; it++ {
 			b, t0 := it/nrb, (it%nrb)*blockT
 			t1 := min(t0+blockT, T)
@@ -140,7 +151,7 @@ func (a *AFT[F]) simpleForward(s act[F], k, scratch []F, p mixer.Pass) {
 					}
 				}
 				for t := t0; t < t1; t++ {
-					if ek := row(s.ek, b, t); has[it] {
+					if ek := row(s.ek, b, t); has[it] != 0 {
 						for c := range ek {
 							ek[c] *= sc[c]
 						}
@@ -154,7 +165,7 @@ func (a *AFT[F]) simpleForward(s act[F], k, scratch []F, p mixer.Pass) {
 				}
 				continue
 			}
-			seen := has[it]
+			seen := has[it] != 0
 			copy(m, bm[it*D:(it+1)*D])
 			copy(nu, bn[it*D:(it+1)*D])
 			copy(de, bd[it*D:(it+1)*D])
@@ -222,22 +233,29 @@ func combine[F kernels.Float](M, N, S, m, n, s []F) {
 //
 // summing over t ≥ t' (causal: the suffix scan S[t] = g[t] + e^{m[t]−m[t+1]}·S[t+1],
 // m non-decreasing so every factor is ≤ 1, run blockwise like the forward)
-// or over all t (bidirectional, with m constant). scratch holds
-// 4·B·⌈T/blockT⌉·D elements.
+// or over all t (bidirectional, with m constant). Rows before a sequence's
+// first allowed position are dead: their gradients are 0 and no sum runs
+// through them. scratch is the rest of ScratchSize after dY, dQ and dV.
 func (a *AFT[F]) simpleBackward(dy, dv, scratch []F, s act[F], p mixer.Pass) {
 	T, D := p.T, a.D
 	nrb := (T + blockT - 1) / blockT
 	nblk := p.B * nrb
 	loc, in := scratch[:nblk*2*D], scratch[nblk*2*D:nblk*4*D] // [B,nrb,2D]: block-local S at t0, S entering at t1
+	// dead[it]: the dead rows at the start of block it (its length if all).
+	dead := scratch[nblk*4*D : nblk*4*D+nblk]
+	work := scratch[nblk*4*D+nblk:] // 4·D per worker
 	row := func(x []F, b, t int) []F { return x[(b*T+t)*D : (b*T+t+1)*D] }
-	first := make([]int, p.B) // first allowed position (T if none)
-	for b := range first {
-		first[b] = T
+	for b := range p.B {
+		first := T
 		for t := 0; t < T; t++ {
 			if p.Allowed(b, t) {
-				first[b] = t
+				first = t
 				break
 			}
+		}
+		for blk := range nrb {
+			t0 := blk * blockT
+			dead[b*nrb+blk] = F(min(max(first, t0), t0+blockT, T) - t0)
 		}
 	}
 	// gAt returns g and g⊙R of row t into g1, g2.
@@ -255,8 +273,8 @@ func (a *AFT[F]) simpleBackward(dy, dv, scratch []F, s act[F], p mixer.Pass) {
 	// Block-local sums: Σ g and Σ g⊙R (bidirectional), or the block-local
 	// suffix S at the block's first live row (causal), with the factors
 	// e^{m[t]−m[t+1]} parked in dv.
-	parallel.For(nblk, 1, func(_, lo, hi int) {
-		g1, g2 := make([]F, D), make([]F, D)
+	parallel.For(nblk, 1, func(w, lo, hi int) {
+		g1, g2 := work[4*w*D:(4*w+1)*D], work[(4*w+1)*D:(4*w+2)*D]
 		for it := lo; it < hi; it++ {
 			b, t0 := it/nrb, (it%nrb)*blockT
 			t1 := min(t0+blockT, T)
@@ -271,7 +289,7 @@ func (a *AFT[F]) simpleBackward(dy, dv, scratch []F, s act[F], p mixer.Pass) {
 				}
 				continue
 			}
-			for t := t1 - 1; t >= max(t0, first[b]); t-- {
+			for t := t1 - 1; t >= t0+int(dead[it]); t-- {
 				f := row(dv, b, t)
 				if t+1 < T {
 					mr, mn := row(s.m, b, t), row(s.m, b, t+1)
@@ -314,8 +332,8 @@ func (a *AFT[F]) simpleBackward(dy, dv, scratch []F, s act[F], p mixer.Pass) {
 			t0n, t1n := nx*blockT, min(nx*blockT+blockT, T)
 			dst := in[(b*nrb+blk)*2*D : (b*nrb+blk+1)*2*D]
 			copy(dst, loc[(b*nrb+nx)*2*D:(b*nrb+nx+1)*2*D])
-			if t0n < first[b] || t1n >= T {
-				continue // next block has no live row, or nothing enters it
+			if dead[b*nrb+nx] > 0 || t1n >= T {
+				continue // next block has dead rows (and so do all before it), or nothing enters it
 			}
 			src := in[(b*nrb+nx)*2*D : (b*nrb+nx+1)*2*D]
 			m0, m1 := row(s.m, b, t0n), row(s.m, b, t1n)
@@ -328,8 +346,9 @@ func (a *AFT[F]) simpleBackward(dy, dv, scratch []F, s act[F], p mixer.Pass) {
 	}
 
 	// Gradients, per block.
-	parallel.For(nblk, 1, func(_, lo, hi int) {
-		g1, g2, s1, s2 := make([]F, D), make([]F, D), make([]F, D), make([]F, D)
+	parallel.For(nblk, 1, func(w, lo, hi int) {
+		ws := work[4*w*D : 4*(w+1)*D]
+		g1, g2, s1, s2 := ws[:D], ws[D:2*D], ws[2*D:3*D], ws[3*D:]
 		for it := lo; it < hi; it++ {
 			b, t0 := it/nrb, (it%nrb)*blockT
 			t1 := min(t0+blockT, T)
@@ -356,7 +375,7 @@ func (a *AFT[F]) simpleBackward(dy, dv, scratch []F, s act[F], p mixer.Pass) {
 			copy(s2, in[it*2*D+D:(it+1)*2*D])
 			for t := t1 - 1; t >= t0; t-- {
 				dk, dvr := row(dy, b, t), row(dv, b, t)
-				if t < first[b] {
+				if t < t0+int(dead[it]) {
 					clear(dk)
 					clear(dvr)
 					continue

@@ -1,8 +1,9 @@
 package attn
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
 	"sync/atomic"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
@@ -110,8 +111,9 @@ func runUnits(nw, n int, fn func(w, u int)) {
 
 type unit struct{ b, h, g, cost int }
 
+// sortUnits orders us by decreasing cost, stably.
 func sortUnits(us []unit) {
-	sort.SliceStable(us, func(a, b int) bool { return us[a].cost > us[b].cost })
+	slices.SortStableFunc(us, func(a, b unit) int { return cmp.Compare(b.cost, a.cost) })
 }
 
 // forward computes the attention of every head over its layout:
@@ -119,9 +121,10 @@ func sortUnits(us []unit) {
 // the per-row log-sum-exp into lse [B,H,T] (+Inf for a row with no allowed
 // key, whose output is 0). l [B,H,T] is scratch for the running row sums;
 // ks holds k, v and the scratch for their transposed and gathered copies;
-// work holds nw worker tiles of workerSize(tiles) each. Keys j with
-// p.Pad[b·T+j] are excluded.
-func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
+// work holds nw worker tiles of workerSize(tiles) each; units is kept
+// between calls for the list of work units. Keys j with p.Pad[b·T+j] are
+// excluded.
+func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles, units *[]unit) {
 	B, T, D, H := d.B, d.T, d.D, d.H
 	pclear(o[:B*T*D])
 	ninf := F(math.Inf(-1))
@@ -140,7 +143,7 @@ func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay
 	for _, ly := range lay {
 		nph = max(nph, len(ly.Phases))
 	}
-	var us []unit
+	us := *units
 	for ph := 0; ph < nph; ph++ {
 		us = us[:0]
 		for h := 0; h < H; h++ {
@@ -168,6 +171,7 @@ func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay
 			}
 		})
 	}
+	*units = us
 	// Normalise: o /= l, lse = m + log l.
 	parallel.For(B*T, 64, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -291,7 +295,7 @@ func fwdDiag[F kernels.Float](o, m, l []F, q, k, v []F, blk *Block, d dims, p mi
 // copies). drow [B,H,T] is scratch for rowsum(do ⊙ o). It recomputes every score
 // tile (FlashAttention-2): P = exp(S − lse), dS = P ⊙ (dP − rowsum(dO ⊙ O)).
 // Work is split over (batch, head): each unit owns its head's dq, dk, dv.
-func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse, q []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles) {
+func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse, q []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles, units *[]unit) {
 	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
 	parallel.For(B*T, 64, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -309,12 +313,13 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 	if nw < 1 {
 		panic("attn: scratch too small")
 	}
-	us := make([]unit, 0, B*H)
+	us := (*units)[:0]
 	for h := 0; h < H; h++ {
 		for b := 0; b < B; b++ {
 			us = append(us, unit{b: b, h: h, cost: lay[h].Cost})
 		}
 	}
+	*units = us
 	sortUnits(us)
 	runUnits(nw, len(us), func(w, u int) {
 		un := us[u]

@@ -54,6 +54,10 @@ type Attention[F kernels.Float] struct {
 	proj   proj.Set[F] // q, k, v, o
 	btab   []F         // biasTable's cache, for lengths up to bT
 	bT     int
+	// Kept between passes (a mixer belongs to one layer, whose passes do
+	// not overlap), so that a pass does not allocate them.
+	lays  []*Layout
+	units []unit
 }
 
 // The projections' indices in proj: the attention kinds' q, k, v, o.
@@ -171,11 +175,14 @@ func (a *Attention[F]) dims(p mixer.Pass) dims {
 }
 
 func (a *Attention[F]) layouts(T int) []*Layout {
-	ls := make([]*Layout, a.H)
-	for h := range ls {
-		ls[h] = a.Pat.Layout(h, T, a.Tiles)
+	if cap(a.lays) < a.H {
+		a.lays = make([]*Layout, a.H)
 	}
-	return ls
+	a.lays = a.lays[:a.H]
+	for h := range a.lays {
+		a.lays[h] = a.Pat.Layout(h, T, a.Tiles)
+	}
+	return a.lays
 }
 
 // acts splits act into q, k, v, o [B,T,D] and lse [B,H,T].
@@ -192,7 +199,7 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	a.proj.Forward(pk, k, x, N)
 	a.proj.Forward(pv, v, x, N)
 	_, _, ks, l, work := a.split(scratch, k, v, p)
-	forward(o, lse, l, ks, work, q, a.layouts(p.T), a.dims(p), p, a.Tiles)
+	forward(o, lse, l, ks, work, q, a.layouts(p.T), a.dims(p), p, a.Tiles, &a.units)
 	a.proj.Forward(po, out, o, N)
 }
 
@@ -206,7 +213,7 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	pclear(dq)
 	pclear(dk)
 	pclear(dv)
-	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), a.dims(p), p, a.Tiles)
+	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), a.dims(p), p, a.Tiles, &a.units)
 	a.proj.Backward(pq, dx, dq, x, N, false)
 	a.proj.Backward(pk, dx, dk, x, N, false)
 	a.proj.Backward(pv, dx, dv, x, N, false)

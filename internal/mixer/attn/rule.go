@@ -210,9 +210,10 @@ func (a *RuleAttention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 
 // scores writes the nr×nk block S = q_blk·kᵀ/√Dh for rows [r0, r0+nr) of
 // head h of sequence b, with disallowed keys set to −Inf, and returns the
-// number of allowed keys of every row in nallow (may be nil). kt holds kᵀ
+// number of allowed keys of every row in nallow (may be nil; T < maxIndex
+// keeps the counts exact in F). kt holds kᵀ
 // per head, [B,H,Dh,T], so that the GEMM packs contiguous rows.
-func (a *RuleAttention[F]) scores(S, q, kt []F, p mixer.Pass, b, h, r0, nr, nk int, nallow []int) {
+func (a *RuleAttention[F]) scores(S, q, kt []F, p mixer.Pass, b, h, r0, nr, nk int, nallow []F) {
 	D, T, Dh := a.D, p.T, a.Dh
 	scale := F(1 / math.Sqrt(float64(Dh)))
 	kernels.GemmST(false, false, nr, nk, Dh, scale, q[(b*T+r0)*D+h*Dh:], D, kt[(b*a.H+h)*Dh*T:], T, 0, S, nk)
@@ -238,7 +239,7 @@ func (a *RuleAttention[F]) scores(S, q, kt []F, p mixer.Pass, b, h, r0, nr, nk i
 			}
 		}
 		if nallow != nil {
-			nallow[r] = na
+			nallow[r] = F(na)
 		}
 	}
 }
@@ -252,8 +253,8 @@ func (a *RuleAttention[F]) forwardBlock(g geom, act, wk []F, acc []float64, q, k
 		nk = r0 + nr
 	}
 	S := wk[:nr*nk]
+	nallow := wk[R*T : R*T+nr] // in the dP block, which Forward does not use
 	tmp := wk[2*R*T : 2*R*T+T]
-	nallow := make([]int, nr)
 	a.scores(S, q, kt, p, b, h, r0, nr, nk, nallow)
 
 	bh := b*a.H + h
@@ -264,8 +265,8 @@ func (a *RuleAttention[F]) forwardBlock(g geom, act, wk []F, acc []float64, q, k
 		st, nsup := a.rule.Normalize(row, tmp[:nk], h)
 		rows[4*r], rows[4*r+1], rows[4*r+3] = st[0], st[1], F(nsup)
 		total += nsup
-		if nallow[r] > 0 {
-			acc[h] += float64(nallow[r]-nsup) / float64(nallow[r])
+		if na := int(nallow[r]); na > 0 {
+			acc[h] += float64(na-nsup) / float64(na)
 			acc[a.H+h]++
 		}
 	}

@@ -263,7 +263,8 @@ func (p *Pattern) GatherLen(T int) int {
 	}
 	for h := 0; h < p.Heads; h++ {
 		if p.set(h) != setA1 {
-			return len(p.summary(T))
+			// The last c positions of every block of l below T.
+			return T/p.L*p.C + max(0, T%p.L-(p.L-p.C))
 		}
 	}
 	return 0

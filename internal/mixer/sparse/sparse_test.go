@@ -413,3 +413,18 @@ func TestCausalKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherLen: the counted summary positions are the listed ones.
+func TestGatherLen(t *testing.T) {
+	for _, lc := range [][2]int{{1, 1}, {4, 1}, {4, 4}, {5, 2}, {64, 8}} {
+		p, err := Options(cfg("fixed", true, opts(true, lc[0], lc[1], Interleave), 2, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for T := 0; T < 200; T++ {
+			if got, want := p.GatherLen(T), len(p.summary(T)); got != want {
+				t.Fatalf("l=%d c=%d T=%d: GatherLen %d, want %d", lc[0], lc[1], T, got, want)
+			}
+		}
+	}
+}
