@@ -93,3 +93,13 @@ func Linear(name string, out, in int, residual bool) []ParamSpec {
 type Stats interface {
 	Stats() map[string]float64
 }
+
+// SplitMix is SplitMix64's output function of x + 0x9e3779b97f4a7c15: the
+// seed mixer of the model's per-pass seeds (model.PassSeed) and of LSH's
+// counter-based rotations (docs/model.md, "LSH rotations").
+func SplitMix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}

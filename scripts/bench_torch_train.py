@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Times one training step (forward, backward, grad clipping, AdamW) of the
 tokenmix model in PyTorch eager, float32, for side-by-side comparison with
-`tokenmix bench train`. The model is scripts/torchref.py's (the same
-contract, full attention as explicit softmax(q k^T) v in eager ops).
+`tokenmix bench train`. The model is the tokenmix_torch package's (python/;
+the same contract, full attention in row blocks of 256 queries).
 
     /usr/bin/python3 scripts/bench_torch_train.py --threads 2
     tokenmix --threads 2 bench train --config C --len 1024 --batch 4
@@ -19,8 +19,9 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torchref  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+import tokenmix_torch  # noqa: E402
+from tokenmix_torch import config  # noqa: E402
 
 
 def main():
@@ -34,16 +35,14 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     if a.config:
-        cfg = torchref.load_config(a.config)
+        cfg = config.load(a.config)
     else:
         cfg = {"vocab_size": 256, "d_model": 256, "n_heads": 4, "n_layers": 4, "d_ff": 1024,
                "max_len": a.len, "causal": True, "task": "lm", "mixer": {"kind": "full"}}
     cfg["max_len"] = max(cfg["max_len"], a.len)
-    tc = dict(torchref.TRAIN_DEFAULTS)
-    tc.update({k: v for k, v in cfg.get("train", {}).items() if k in tc})
-    model = torchref.Model(cfg)  # float32 (the default dtype)
-    opt = torch.optim.AdamW(model.param_groups(tc["weight_decay"]), lr=tc["lr"],
-                            betas=(tc["beta1"], tc["beta2"]), eps=tc["eps"])
+    tc = config.train(cfg)
+    model = tokenmix_torch.Model(cfg)  # float32 (the default dtype)
+    opt = tokenmix_torch.optimizer(model)
     B, T, V = a.batch, a.len, cfg["vocab_size"]
     tokens = torch.randint(0, V, (B, T))
     if cfg["task"] == "classify":
@@ -53,7 +52,7 @@ def main():
 
     def step():
         opt.zero_grad(set_to_none=False)
-        _, loss = model(tokens, targets)
+        loss = model.loss(model(tokens), targets)
         loss.backward()
         if tc["grad_clip"] > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), tc["grad_clip"])

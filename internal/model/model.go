@@ -208,14 +208,7 @@ func (c *Config) CheckBatch(tokens, targets []int32, B, T int) error {
 // the run seed (splitmix64 of each in turn), so random mixers are
 // reproducible and replay exactly in backward.
 func PassSeed(seed uint64, step, layer int) uint64 {
-	return splitmix(splitmix(splitmix(seed)+uint64(step)) + uint64(layer))
-}
-
-func splitmix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return x ^ x>>31
+	return mixer.SplitMix(mixer.SplitMix(mixer.SplitMix(seed)+uint64(step)) + uint64(layer))
 }
 
 func (m *Model[F]) pass(layer int) mixer.Pass {

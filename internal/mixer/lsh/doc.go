@@ -26,9 +26,11 @@
 //	                                 full attention at initialisation)
 //
 // Hashing (per round r and head h): a random rotation R_rh [dh, NB/2] with
-// N(0,1) entries, drawn from a PCG generator seeded by (Pass.Seed, layer, r,
-// h) — independent of call order, so Backward (and a reversible model's
-// recomputation) replays it exactly —
+// approximately N(0,1) entries from a counter-based generator keyed by
+// (Pass.Seed, layer, r, h) (Rotation; docs/model.md, "LSH rotations", so
+// that other implementations draw the same bits) — independent of call
+// order, so Backward (and a reversible model's recomputation) replays it
+// exactly —
 //
 //	bucket_r(i) = argmax([s_i·R_rh ; −s_i·R_rh])     (first maximum on ties)
 //	NB = 2·max(1, ⌊T/(2·bucket_size)⌋)

@@ -2,7 +2,6 @@ package lsh
 
 import (
 	"math"
-	"math/rand/v2"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/mixer"
@@ -111,15 +110,36 @@ func (m *LSH[F]) carve(buf []F, t int) work[F] {
 
 func (m *LSH[F]) slotSize(t int) int { return m.carve(nil, t).used }
 
-// Rotation fills dst [dh, NB/2] with the N(0,1) random rotation of round r
-// and head h. It depends only on (seed, layer, r, h), never on call order, so
-// Backward and a reversible recomputation draw the same matrix.
+// Rotation fills dst [dh, NB/2] with the random rotation of round r and
+// head h: entry i is rotationNormal(rotationKey(seed, stream), i) with
+// stream = layer<<40 | r<<24 | h (docs/model.md, "LSH rotations"). It depends
+// only on (seed, layer, r, h), never on call order, so Backward and a
+// reversible recomputation draw the same matrix, and any port that follows
+// the contract draws the same float64 values bit for bit.
 func (m *LSH[F]) Rotation(dst []F, seed uint64, r, h, nb int) {
-	stream := uint64(m.layer)<<40 | uint64(r)<<24 | uint64(h)
-	rng := rand.New(rand.NewPCG(seed, stream))
+	key := rotationKey(seed, uint64(m.layer)<<40|uint64(r)<<24|uint64(h))
 	for i := range dst[:m.dh*nb/2] {
-		dst[i] = F(rng.NormFloat64())
+		dst[i] = F(rotationNormal(key, uint64(i)))
 	}
+}
+
+// rotationKey is the key of the counter-based stream (seed, stream):
+// splitmix(splitmix(seed) XOR stream), with splitmix = mixer.SplitMix.
+func rotationKey(seed, stream uint64) uint64 { return mixer.SplitMix(mixer.SplitMix(seed) ^ stream) }
+
+// rotationNormal is draw i of the stream with key: the twelve 32-bit halves
+// of the words splitmix(key + c), c = 6i … 6i+5, summed as integers S, and
+// (S − 6·2³²)/2³². That is the Irwin–Hall approximation of N(0,1) (mean 0,
+// variance 1, support [−6, 6]); it is integer arithmetic and one exact
+// conversion, so every language gets the same bits. (Box–Muller needs log
+// and cos, whose last bit differs between math libraries.)
+func rotationNormal(key, i uint64) float64 {
+	var s uint64
+	for c := 6 * i; c < 6*i+6; c++ {
+		w := mixer.SplitMix(key + c)
+		s += w&0xffffffff + w>>32
+	}
+	return float64(int64(s)-6<<32) / (1 << 32)
 }
 
 // hash assigns every non-pad token of sequence b, head h to a bucket in each

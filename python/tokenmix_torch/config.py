@@ -1,0 +1,110 @@
+"""The model config of docs/model.md, validated as tokenmix validates it:
+unknown keys, wrong types and invalid values are ValueErrors naming the key."""
+import json
+
+KEYS = {"vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len", "causal", "task", "n_classes",
+        "pad_id", "pool", "reversible", "checkpoint", "ff_chunks", "mixer", "train"}
+TRAIN_DEFAULTS = dict(batch_size=8, seq_len=None, steps=1000, lr=3e-4, min_lr=0.0, warmup=0, weight_decay=0.0,
+                      grad_clip=1.0, beta1=0.9, beta2=0.999, eps=1e-8, seed=0, log_every=10, eval_every=100,
+                      eval_batches=4, checkpoint_every=0, keep_checkpoints=2)
+TRAIN_INTS = {"batch_size", "seq_len", "steps", "warmup", "seed", "log_every", "eval_every", "eval_batches",
+              "checkpoint_every", "keep_checkpoints"}
+MAX_LAYERS, MAX_HEADS = 16384, 65536
+
+
+def _int(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer()
+
+
+def check(cfg):
+    """Validates the config dict cfg and returns it with the optional keys'
+    defaults filled in (a new dict; "train" keeps only what was given)."""
+    if not isinstance(cfg, dict):
+        raise ValueError("config: want a JSON object")
+    for k in sorted(set(cfg) - KEYS):
+        raise ValueError(f"{k}: unknown key")
+    c = dict(cfg)
+    for k in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+        if k not in c:
+            raise ValueError(f"{k}: required")
+        if not _int(c[k]) or c[k] < 1:
+            raise ValueError(f"{k}: must be an integer ≥ 1, got {c[k]!r}")
+        c[k] = int(c[k])
+    for k in ("task", "mixer"):
+        if k not in c:
+            raise ValueError(f"{k}: required")
+    for k in ("causal", "reversible", "checkpoint"):
+        c.setdefault(k, False)
+        if not isinstance(c[k], bool):
+            raise ValueError(f"{k}: want true or false, got {c[k]!r}")
+    if c["d_model"] % c["n_heads"]:
+        raise ValueError(f"n_heads: must divide d_model ({c['d_model']} % {c['n_heads']} ≠ 0)")
+    if c["n_layers"] > MAX_LAYERS:
+        raise ValueError(f"n_layers: must be ≤ {MAX_LAYERS}, got {c['n_layers']}")
+    if c["n_heads"] > MAX_HEADS:
+        raise ValueError(f"n_heads: must be ≤ {MAX_HEADS}, got {c['n_heads']}")
+    if c["task"] == "classify":
+        if not _int(c.get("n_classes")) or c["n_classes"] < 2:
+            raise ValueError(f"n_classes: must be ≥ 2 for task \"classify\", got {c.get('n_classes')!r}")
+        c.setdefault("pool", "mean")
+        if c["pool"] not in ("mean", "first"):
+            raise ValueError(f"pool: must be \"mean\" or \"first\", got {c['pool']!r}")
+    elif c["task"] == "lm":
+        if "n_classes" in c:
+            raise ValueError('n_classes: only for task "classify"')
+        if "pool" in c:
+            raise ValueError('pool: only for task "classify"')
+    else:
+        raise ValueError(f"task: must be \"lm\" or \"classify\", got {c['task']!r}")
+    if "pad_id" in c and c["pad_id"] is not None:
+        if not _int(c["pad_id"]) or not 0 <= c["pad_id"] < c["vocab_size"]:
+            raise ValueError(f"pad_id: must be in [0, vocab_size={c['vocab_size']}), got {c['pad_id']!r}")
+    if c["reversible"] and c["checkpoint"]:
+        raise ValueError("checkpoint: not with reversible (reversible blocks already recompute in backward)")
+    c.setdefault("ff_chunks", 1)
+    if not _int(c["ff_chunks"]) or c["ff_chunks"] < 1:
+        raise ValueError(f"ff_chunks: must be an integer ≥ 1, got {c['ff_chunks']!r}")
+    m = c["mixer"]
+    if not isinstance(m, dict) or not isinstance(m.get("kind"), str):
+        raise ValueError('mixer: want an object with a "kind"')
+    if "train" in c:
+        train(c)
+    return c
+
+
+def train(cfg):
+    """The resolved train settings of cfg (defaults filled in)."""
+    t = cfg.get("train") or {}
+    if not isinstance(t, dict):
+        raise ValueError("train: want an object")
+    for k in sorted(set(t) - set(TRAIN_DEFAULTS)):
+        raise ValueError(f"train.{k}: unknown key")
+    out = dict(TRAIN_DEFAULTS)
+    for k, v in t.items():
+        ok = _int(v) if k in TRAIN_INTS else isinstance(v, (int, float)) and not isinstance(v, bool)
+        if not ok:
+            raise ValueError(f"train.{k}: want {'an integer' if k in TRAIN_INTS else 'a number'}, got {v!r}")
+        out[k] = int(v) if k in TRAIN_INTS else float(v)
+    if out["seq_len"] is None:
+        out["seq_len"] = cfg["max_len"]
+    if out["seq_len"] > cfg["max_len"]:
+        raise ValueError(f"train.seq_len: {out['seq_len']} exceeds max_len {cfg['max_len']}")
+    if out["seed"] < 0:
+        raise ValueError("train.seed: must be ≥ 0")
+    return out
+
+
+def load(path):
+    """Reads and checks the config JSON at path; errors name the file."""
+    try:
+        with open(path) as f:
+            cfg = json.load(f)
+    except OSError as e:
+        raise ValueError(f"{path}: {e.strerror or e}") from e
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not JSON: {e}") from None
+    try:
+        check(cfg)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    return cfg

@@ -1,0 +1,238 @@
+"""The tokenmix Transformer (docs/model.md) as a torch.nn.Module.
+
+Forward (pre-LN; B batch, T time, d = d_model):
+
+    x = embed[tokens] + pos[0:T]
+    for each block i:  x = x + mixer_i(LN1_i(x));  x = x + FF_i(LN2_i(x))
+    h = LN_f(x)
+    lm:       logits = head(h)                              [B, T, vocab_size]
+    classify: logits = head(mean of h over non-pad t)       [B, n_classes]
+              (pool "first": head(h[:, 0]))
+
+LayerNorm eps 1e-5; FF(x) = fc2(GELU_tanh(fc1(x))); linears y = x·Wᵀ + b.
+Parameter names are tokenmix's weight names, so state_dict() is a tokenmix
+weights file. Options: "checkpoint" runs each block under
+torch.utils.checkpoint; "ff_chunks": k runs the feed-forward over the B·T
+rows in k chunks, each recomputed in backward; "reversible" uses RevNet
+couplings (y1 = x1 + mixer(LN1(x2)), y2 = x2 + FF(LN2(y1)), x1 = x2 =
+embeddings, LN_f of (x1 + x2)/2) and, when gradients are needed, keeps only
+the last two streams and reconstructs each block's inputs in backward.
+
+Random mixers (lsh) get the pass seed rng.pass_seed(model.seed, model.step,
+layer): set model.step to the training step as tokenmix does.
+"""
+import copy
+import math
+import re
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+from . import config as cfgmod
+from . import rng, st
+from .aft import AFT
+from .attention import Entmax, Full, Sparse, TopK
+from .fnet import FNet
+from .lsh import LSH
+from .options import MixerConfig
+
+# Every mixer kind: kind -> constructor(MixerConfig).
+MIXERS = {
+    "full": Full, "strided": Sparse, "fixed": Sparse, "entmax": Entmax, "topk": TopK, "lsh": LSH,
+    "aft_full": AFT, "aft_simple": AFT, "aft_local": AFT, "aft_conv": AFT, "fnet": FNet,
+}
+
+
+class FF(nn.Module):
+    def __init__(self, d, d_ff, chunks=1):
+        super().__init__()
+        self.fc1 = nn.Linear(d, d_ff)
+        self.fc2 = nn.Linear(d_ff, d)
+        self.chunks = chunks
+
+    def run(self, x):
+        return self.fc2(F.gelu(self.fc1(x), approximate="tanh"))
+
+    def forward(self, x):
+        if self.chunks == 1:
+            return self.run(x)
+        shape = x.shape
+        rows = x.reshape(-1, shape[-1])
+        n = math.ceil(rows.shape[0] / self.chunks)
+        grad = torch.is_grad_enabled()
+        outs = [checkpoint(self.run, r, use_reentrant=False) if grad else self.run(r) for r in rows.split(n)]
+        return torch.cat(outs).reshape(shape)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg, i):
+        super().__init__()
+        d = cfg["d_model"]
+        m = dict(cfg["mixer"])
+        kind = m.pop("kind")
+        if kind not in MIXERS:
+            raise ValueError(f"mixer.kind: unknown kind {kind!r} (known: {', '.join(sorted(MIXERS))})")
+        self.ln1 = nn.LayerNorm(d, eps=1e-5)
+        self.mixer = MIXERS[kind](MixerConfig(d, cfg["n_heads"], cfg["max_len"], cfg["causal"], i,
+                                              cfg["n_layers"], kind, m))
+        self.ln2 = nn.LayerNorm(d, eps=1e-5)
+        self.ff = FF(d, cfg["d_ff"], cfg["ff_chunks"])
+
+    def forward(self, x, pad, seed):
+        x = x + self.mixer(self.ln1(x), pad, seed)
+        return x + self.ff(self.ln2(x))
+
+
+class Model(nn.Module):
+    """The model of config cfg (a dict, as in config.json), its parameters
+    in dtype (default: torch's default dtype)."""
+
+    def __init__(self, cfg, dtype=None):
+        super().__init__()
+        self.config = copy.deepcopy(cfg)
+        c = self.cfg = cfgmod.check(cfg)
+        d = c["d_model"]
+        self.embed = nn.Embedding(c["vocab_size"], d)
+        self.pos = nn.Embedding(c["max_len"], d)
+        self.blocks = nn.ModuleList([Block(c, i) for i in range(c["n_layers"])])
+        self.ln_f = nn.LayerNorm(d, eps=1e-5)
+        self.head = nn.Linear(d, c["n_classes"] if c["task"] == "classify" else c["vocab_size"])
+        self.seed = cfgmod.train(c)["seed"]
+        self.step = 0
+        self.label_names = None
+        if dtype is not None:
+            self.to(dtype)
+
+    def pass_seed(self, layer):
+        return rng.pass_seed(self.seed, self.step, layer)
+
+    def forward(self, tokens):
+        """Logits of tokens [B, T] (int): [B, T, vocab_size] or [B, n_classes]."""
+        c = self.cfg
+        if tokens.dim() != 2:
+            raise ValueError(f"tokens: want [B, T], got shape {list(tokens.shape)}")
+        B, T = tokens.shape
+        if T > c["max_len"] or T < 1:
+            raise ValueError(f"tokens: length {T} not in [1, max_len={c['max_len']}]")
+        tokens = tokens.long()
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= c["vocab_size"]):
+            raise ValueError(f"tokens: ids must be in [0, vocab_size={c['vocab_size']})")
+        pad_id = c.get("pad_id")
+        pad = (tokens == pad_id) if pad_id is not None else None
+        x = self.embed(tokens) + self.pos.weight[:T]
+        seeds = [self.pass_seed(i) for i in range(len(self.blocks))]
+        if c["reversible"]:
+            if torch.is_grad_enabled():
+                params = [p for p in self.blocks.parameters() if p.requires_grad]
+                x1, x2 = Reversible.apply(x, self.blocks, pad, seeds, *params)
+            else:
+                x1 = x2 = x
+                for blk, s in zip(self.blocks, seeds):
+                    x1 = x1 + blk.mixer(blk.ln1(x2), pad, s)
+                    x2 = x2 + blk.ff(blk.ln2(x1))
+            x = (x1 + x2) / 2
+        else:
+            for blk, s in zip(self.blocks, seeds):
+                if c["checkpoint"] and torch.is_grad_enabled():
+                    x = checkpoint(lambda x, blk=blk, s=s: blk(x, pad, s), x, use_reentrant=False)
+                else:
+                    x = blk(x, pad, s)
+        h = self.ln_f(x)
+        if c["task"] == "lm":
+            return self.head(h)
+        if c["pool"] == "first":
+            return self.head(h[:, 0])
+        keep = torch.ones(B, T, dtype=h.dtype, device=h.device) if pad is None else (~pad).to(h.dtype)
+        n = keep.sum(1, keepdim=True)
+        return self.head((h * keep[:, :, None]).sum(1) / n.clamp(min=1))
+
+    def loss(self, logits, targets):
+        """Mean cross-entropy over the targets ≠ −1 (0 when there are none)."""
+        flat, tgt = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long().to(logits.device)
+        if (tgt != -1).sum() == 0:
+            return flat.sum() * 0
+        return F.cross_entropy(flat.float() if flat.dtype in (torch.float16, torch.bfloat16) else flat,
+                               tgt, ignore_index=-1)
+
+    def param_groups(self, weight_decay):
+        """AdamW groups: no decay for biases, LayerNorms, pos.weight and each
+        mixer's no_decay names."""
+        nd = set()
+        for i, blk in enumerate(self.blocks):
+            for n in getattr(blk.mixer, "no_decay", ()):
+                nd.add(f"blocks.{i}.mixer.{n}")
+        decay, no_decay = [], []
+        for name, p in self.named_parameters():
+            if (name.endswith(".bias") or re.fullmatch(r"blocks\.\d+\.ln[12]\.weight", name)
+                    or name in ("ln_f.weight", "pos.weight") or name in nd):
+                no_decay.append(p)
+            else:
+                decay.append(p)
+        return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+    def load_weights(self, src, path="weights"):
+        """Loads tokenmix weights: a safetensors path, or {name: tensor}.
+        Every name and shape must match; F32, F64, F16 and BF16 are read."""
+        if not isinstance(src, dict):
+            path = str(src)
+            src, _ = st.load(path)
+        own = self.state_dict()
+        missing = sorted(set(own) - set(src))
+        extra = sorted(set(src) - set(own))
+        if missing:
+            raise ValueError(f"{path}: missing tensor {missing[0]}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+        if extra:
+            raise ValueError(f"{path}: unexpected tensor {extra[0]}" + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
+        with torch.no_grad():
+            for name, p in own.items():
+                t = src[name]
+                if list(t.shape) != list(p.shape):
+                    raise ValueError(f"{path}: tensor {name}: shape {list(t.shape)}, want {list(p.shape)}")
+                if not t.is_floating_point():
+                    raise ValueError(f"{path}: tensor {name}: dtype {t.dtype} is not a float type")
+                p.copy_(t.to(p.dtype))
+
+    def weights(self, dtype=torch.float32):
+        """{name: tensor} in dtype: a tokenmix weights file's contents."""
+        return {k: v.detach().to("cpu", dtype) for k, v in self.state_dict().items()}
+
+
+class Reversible(torch.autograd.Function):
+    """The reversible blocks; forward keeps only the last two streams and
+    backward reconstructs each block's inputs from its outputs:
+    x2 = y2 − FF(LN2(y1)), x1 = y1 − mixer(LN1(x2)). Parameter gradients are
+    accumulated into .grad as backward recomputes each block."""
+
+    @staticmethod
+    def forward(ctx, x, blocks, pad, seeds, *params):
+        with torch.no_grad():
+            x1 = x2 = x
+            for blk, s in zip(blocks, seeds):
+                x1 = x1 + blk.mixer(blk.ln1(x2), pad, s)
+                x2 = x2 + blk.ff(blk.ln2(x1))
+        ctx.blocks, ctx.pad, ctx.seeds = blocks, pad, seeds
+        ctx.save_for_backward(x1, x2)
+        return x1, x2
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        y1, y2 = ctx.saved_tensors
+        for blk, s in reversed(list(zip(ctx.blocks, ctx.seeds))):
+            with torch.enable_grad():
+                y1r = y1.detach().requires_grad_(True)
+                f = blk.ff(blk.ln2(y1r))
+                f.backward(g2)
+            with torch.no_grad():
+                x2 = y2 - f
+                g1 = g1 + y1r.grad
+            with torch.enable_grad():
+                x2r = x2.detach().requires_grad_(True)
+                m = blk.mixer(blk.ln1(x2r), ctx.pad, s)
+                m.backward(g1)
+            with torch.no_grad():
+                x1 = y1 - m
+                g2 = g2 + x2r.grad
+            y1, y2 = x1, x2
+        return (g1 + g2, None, None, None) + (None,) * (len(ctx.needs_input_grad) - 4)
