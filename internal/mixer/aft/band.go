@@ -343,18 +343,50 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 //	dV[t'] = eK[t']⊙G1[t'],  dK[t'] = eK[t']⊙(V[t']⊙G1[t'] − G2[t']),
 //	dw(t,t') = e^{w−mw}·Σ_{c in group} (g[t]⊙(eK⊙V)[t'] − g[t]⊙R[t]⊙eK[t'])_c.
 func (a *AFT[F]) bandBackward(dy, dv []F, s act[F], scratch []F, p mixer.Pass) {
-	T, D, Dh, H := p.T, a.D, a.Dh, a.H
+	T, D := p.T, a.D
 	N := p.B * T
 	lo, W := a.geom(T)
 	nrb := (T + blockT - 1) / blockT
 	nblk := p.B * nrb
-	hh, gg := scratch[:2*N*D], scratch[2*N*D:4*N*D]
-	bs := scratch[4*N*D : 4*N*D+nblk*2*D] // [B,nrb,2D] block sums of c0⊙Hh
-	work := scratch[4*N*D+nblk*2*D:]
-	ws := a.workerSize(T)
-	sums := a.v != vFull
+	g := &bandGrad[F]{a: a, s: s, p: p, dy: dy, dv: dv,
+		hh: scratch[:2*N*D], gg: scratch[2*N*D : 4*N*D],
+		bs: scratch[4*N*D : 4*N*D+nblk*2*D], work: scratch[4*N*D+nblk*2*D:],
+		lo: lo, W: W, nrb: nrb, nblk: nblk, ws: a.workerSize(T), sums: a.v != vFull}
+	g.rowGrads()
+	if g.sums {
+		g.blockSuffix()
+	}
+	g.columnGrads()
+	g.keyValueGrads()
+	g.biasGrad()
+}
 
-	// Per row block: Hh and the block sums of c0⊙Hh.
+// bandGrad is one bandBackward call: its shapes and the views of its
+// scratch, shared by the phases.
+type bandGrad[F kernels.Float] struct {
+	a      *AFT[F]
+	s      act[F]
+	p      mixer.Pass
+	dy, dv []F
+	hh     []F // [B,T,2D]: Hh = (g | −g⊙R) per row
+	gg     []F // [B,T,2D]: G = aᵀ·Hh
+	bs     []F // [B,nrb,2D]: block sums of c0⊙Hh, then their suffixes or totals
+	work   []F // the worker tiles, ws each
+	lo, W  int // the band
+	nrb    int // row blocks per sequence
+	nblk   int // row blocks in all
+	ws     int
+	sums   bool // the kind has distant tokens (c0), unlike aft_full
+}
+
+// rowGrads writes Hh and, with distant tokens, the block sums of c0⊙Hh.
+func (g *bandGrad[F]) rowGrads() {
+	a, s, p := g.a, g.s, g.p
+	T, D, Dh, H := p.T, a.D, a.Dh, a.H
+	nrb, nblk := g.nrb, g.nblk
+	sums := g.sums
+	dy, hh, bs := g.dy, g.hh, g.bs
+
 	parallel.For(nblk, 1, func(_, lo2, hi2 int) {
 		for it := lo2; it < hi2; it++ {
 			b, t0 := it/nrb, (it%nrb)*blockT
@@ -386,24 +418,37 @@ func (a *AFT[F]) bandBackward(dy, dv []F, s act[F], scratch []F, p mixer.Pass) {
 			}
 		}
 	})
-	// Exclusive suffix over blocks (causal) or the total in every block.
-	if sums {
-		tmp := make([]F, 2*D)
-		for b := 0; b < p.B; b++ {
-			clear(tmp)
-			for blk := nrb - 1; blk >= 0; blk-- {
-				x := bs[(b*nrb+blk)*2*D : (b*nrb+blk+1)*2*D]
-				for j := range x {
-					x[j], tmp[j] = tmp[j], tmp[j]+x[j]
-				}
+}
+
+// blockSuffix replaces the block sums by their exclusive suffixes over
+// the blocks (causal) or puts the total in every block.
+func (g *bandGrad[F]) blockSuffix() {
+	a, p := g.a, g.p
+	D, nrb, bs := a.D, g.nrb, g.bs
+	tmp := make([]F, 2*D)
+	for b := 0; b < p.B; b++ {
+		clear(tmp)
+		for blk := nrb - 1; blk >= 0; blk-- {
+			x := bs[(b*nrb+blk)*2*D : (b*nrb+blk+1)*2*D]
+			for j := range x {
+				x[j], tmp[j] = tmp[j], tmp[j]+x[j]
 			}
-			if !a.Causal {
-				for blk := 0; blk < nrb; blk++ {
-					copy(bs[(b*nrb+blk)*2*D:(b*nrb+blk+1)*2*D], tmp)
-				}
+		}
+		if !a.Causal {
+			for blk := 0; blk < nrb; blk++ {
+				copy(bs[(b*nrb+blk)*2*D:(b*nrb+blk+1)*2*D], tmp)
 			}
 		}
 	}
+}
+
+// columnGrads writes G per column block of 64 keys.
+func (g *bandGrad[F]) columnGrads() {
+	a, s, p := g.a, g.s, g.p
+	T, D, Dh, H := p.T, a.D, a.Dh, a.H
+	nrb, nblk := g.nrb, g.nblk
+	lo, W, ws, sums := g.lo, g.W, g.ws, g.sums
+	hh, gg, bs, work := g.hh, g.gg, g.bs, g.work
 
 	// Per column block [u0,u1): G rows get the c0 part (running suffix or
 	// total), then G += band tileᵀ·Hh over the rows whose band reaches the
@@ -451,8 +496,15 @@ func (a *AFT[F]) bandBackward(dy, dv []F, s act[F], scratch []F, p mixer.Pass) {
 			}
 		}
 	})
+}
 
-	// Per row: dV and dK (into dy).
+// keyValueGrads writes dV and dK (into dy) per row.
+func (g *bandGrad[F]) keyValueGrads() {
+	a, s, p := g.a, g.s, g.p
+	T, D, Dh, H := p.T, a.D, a.Dh, a.H
+	N := p.B * T
+	dy, dv, gg := g.dy, g.dv, g.gg
+
 	parallel.For(N, 16, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			b, t := i/T, i%T
@@ -472,10 +524,19 @@ func (a *AFT[F]) bandBackward(dy, dv []F, s act[F], scratch []F, p mixer.Pass) {
 			}
 		}
 	})
+}
 
-	// Phase E: the bias gradient, per row block with the sequences inside
-	// (pos_bias rows belong to one block), or per (sequence, block) with
-	// per-thread partial sums (rel_bias).
+// biasGrad accumulates the pos_bias or rel_bias gradient.
+func (g *bandGrad[F]) biasGrad() {
+	a, s, p := g.a, g.s, g.p
+	T, D, Dh, H := p.T, a.D, a.Dh, a.H
+	nrb := g.nrb
+	lo, W, ws := g.lo, g.W, g.ws
+	hh, work := g.hh, g.work
+
+	// Per row block with the sequences inside (pos_bias rows belong to one
+	// block), or per (sequence, block) with per-thread partial sums
+	// (rel_bias).
 	_, gbias := a.bias()
 	conv := a.v == vConv
 	items := nrb
