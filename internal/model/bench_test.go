@@ -13,10 +13,9 @@ func benchTrain(b *testing.B, d, T, B int, extra string) {
 		"d_ff": %d, "max_len": %d, "causal": true, "task": "lm", "mixer": {"kind": "full"}, "train": {}%s}`, d, 4*d, T, extra), T, B, T)
 }
 
-// benchStep times float32 training steps of the model configJSON on B
-// random sequences of T tokens (vocab 256) with nt random targets each
-// (T for lm, 1 for classify), drawn below the head width.
-func benchStep(b *testing.B, configJSON string, T, B, nt int) {
+// benchModel returns the float32 model of configJSON, initialised with
+// seed 1.
+func benchModel(b *testing.B, configJSON string) *Model[float32] {
 	cfg, err := ParseConfig([]byte(configJSON))
 	if err != nil {
 		b.Fatal(err)
@@ -26,6 +25,15 @@ func benchStep(b *testing.B, configJSON string, T, B, nt int) {
 		b.Fatal(err)
 	}
 	m.Init(1)
+	return m
+}
+
+// benchStep times float32 training steps of the model configJSON on B
+// random sequences of T tokens (vocab 256) with nt random targets each
+// (T for lm, 1 for classify), drawn below the head width.
+func benchStep(b *testing.B, configJSON string, T, B, nt int) {
+	m := benchModel(b, configJSON)
+	cfg := m.Config
 	tr := NewTrainer(m)
 	rng := rand.New(rand.NewPCG(1, 1))
 	tok, tgt := make([]int32, B*T), make([]int32, B*nt)
@@ -66,16 +74,10 @@ func BenchmarkTrainStepFmnistFNet(b *testing.B) {
 // stepped together (DecodeBatch; Decode for n = 1), from position 256.
 // The sequences start again from their prompts when they fill max_len.
 func benchDecode(b *testing.B, kind string, n int) {
-	cfg, err := ParseConfig([]byte(`{"vocab_size": 256, "d_model": 256, "n_heads": 4, "n_layers": 4, "d_ff": 1024,
-		"max_len": 8192, "causal": true, "task": "lm", "mixer": {"kind": "` + kind + `"}}`))
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := New[float32](cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m.Init(1)
+	m := benchModel(b, `{"vocab_size": 256, "d_model": 256, "n_heads": 4, "n_layers": 4, "d_ff": 1024,
+		"max_len": 8192, "causal": true, "task": "lm", "mixer": {"kind": "`+kind+`"}}`)
+	cfg := m.Config
+	var err error
 	ds := make([]*Decoding[float32], n)
 	prompt := make([]int32, 256)
 	for i := range prompt {

@@ -258,23 +258,8 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 			}
 		}
 	})
-	// Exclusive prefix over blocks (causal) or the total in every block.
 	if sums {
-		tmp := make([]F, 2*D)
-		for b := 0; b < p.B; b++ {
-			clear(tmp)
-			for blk := 0; blk < nrb; blk++ {
-				x := bs[(b*nrb+blk)*2*D : (b*nrb+blk+1)*2*D]
-				for j := range x {
-					x[j], tmp[j] = tmp[j], tmp[j]+x[j]
-				}
-			}
-			if !a.Causal {
-				for blk := 0; blk < nrb; blk++ {
-					copy(bs[(b*nrb+blk)*2*D:(b*nrb+blk+1)*2*D], tmp)
-				}
-			}
-		}
+		blockScan(bs, p.B, nrb, 2*D, false, a.Causal)
 	}
 
 	// Per row block: row statistics, the band GEMMs and the ratio.
@@ -423,20 +408,29 @@ func (g *bandGrad[F]) rowGrads() {
 // blockSuffix replaces the block sums by their exclusive suffixes over
 // the blocks (causal) or puts the total in every block.
 func (g *bandGrad[F]) blockSuffix() {
-	a, p := g.a, g.p
-	D, nrb, bs := a.D, g.nrb, g.bs
-	tmp := make([]F, 2*D)
-	for b := 0; b < p.B; b++ {
+	blockScan(g.bs, g.p.B, g.nrb, 2*g.a.D, true, g.a.Causal)
+}
+
+// blockScan replaces the block sums bs [B,nrb,w] of each sequence by their
+// exclusive prefix sums over the blocks (suffix sums with reverse) when
+// causal, or by the sequence's total in every block.
+func blockScan[F kernels.Float](bs []F, B, nrb, w int, reverse, causal bool) {
+	tmp := make([]F, w)
+	for b := range B {
 		clear(tmp)
-		for blk := nrb - 1; blk >= 0; blk-- {
-			x := bs[(b*nrb+blk)*2*D : (b*nrb+blk+1)*2*D]
+		for i := range nrb {
+			blk := i
+			if reverse {
+				blk = nrb - 1 - i
+			}
+			x := bs[(b*nrb+blk)*w : (b*nrb+blk+1)*w]
 			for j := range x {
 				x[j], tmp[j] = tmp[j], tmp[j]+x[j]
 			}
 		}
-		if !a.Causal {
-			for blk := 0; blk < nrb; blk++ {
-				copy(bs[(b*nrb+blk)*2*D:(b*nrb+blk+1)*2*D], tmp)
+		if !causal {
+			for blk := range nrb {
+				copy(bs[(b*nrb+blk)*w:(b*nrb+blk+1)*w], tmp)
 			}
 		}
 	}
