@@ -8,11 +8,14 @@ import (
 )
 
 // spinFor is how long an idle worker, or For waiting for its workers, polls
-// before parking. Waking a parked thread costs tens of microseconds on a
-// virtual machine (the idle vCPU has halted), as much as a whole
-// 1024×256×256 GEMM's imbalance; back-to-back calls, as in a training
-// step, find the workers still spinning. OpenBLAS does the same.
-const spinFor = 100 * time.Microsecond
+// (yielding to other goroutines as it does) before parking. Waking a parked
+// thread costs tens of microseconds on a virtual machine (the idle vCPU has
+// halted), as much as a whole 1024×256×256 GEMM's imbalance, and a woken
+// worker may wait behind the process's other goroutines before it runs:
+// a server's decoding steps, a millisecond apart with HTTP work between
+// them, find the workers still spinning only with a spin this long.
+// Back-to-back calls, as in a training step, always do. OpenBLAS spins too.
+const spinFor = 2 * time.Millisecond
 
 // task is one chunk of a For call handed to a pool worker.
 type task struct {
