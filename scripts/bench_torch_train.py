@@ -2,7 +2,9 @@
 """Times one training step (forward, backward, grad clipping, AdamW) of the
 tokenmix model in PyTorch eager, float32, for side-by-side comparison with
 `tokenmix bench train`. The model is the tokenmix_torch package's (python/;
-the same contract, full attention in row blocks of 256 queries).
+the same contract, full attention in row blocks of 256 queries). Debian's
+PyTorch calls the system BLAS: install libopenblas0-pthread, or its matrix
+products run on the reference BLAS (24 s a step here instead of 3).
 
     /usr/bin/python3 scripts/bench_torch_train.py --threads 2
     tokenmix --threads 2 bench train --config C --len 1024 --batch 4
@@ -21,7 +23,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 import tokenmix_torch  # noqa: E402
-from tokenmix_torch import config  # noqa: E402
+from tokenmix_torch import attention, config  # noqa: E402
 
 
 def main():
@@ -31,7 +33,11 @@ def main():
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--config", help="model config JSON (default: the d=256 speed config)")
+    ap.add_argument("--row-block", type=int, default=attention.ROW_BLOCK,
+                    help="attention's query rows per block (the package's default is the fastest of "
+                         "128, 256, 512 and the whole sequence at T=1024 with OpenBLAS)")
     a = ap.parse_args()
+    attention.ROW_BLOCK = a.row_block
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     if a.config:

@@ -175,10 +175,12 @@ def sdpa_block(qb, k, v, allow, bias):
     return F.scaled_dot_product_attention(qb, k, v, attn_mask=m) * any_key
 
 
-def row_blocks(fn, q, k, v, pad, causal, block=ROW_BLOCK):
+def row_blocks(fn, q, k, v, pad, causal, block=None):
     """fn(qb, k, v, pad, i0, i1) over query blocks [i0, i1) of ROW_BLOCK rows
-    (keys [0, i1) when causal), each under checkpoint when gradients are
-    needed and there is more than one block."""
+    (read at call time; block overrides it), keys [0, i1) when causal, each
+    under checkpoint when gradients are needed and there is more than one
+    block."""
+    block = block or ROW_BLOCK
     T = q.shape[2]
     if T <= block:
         return fn(q, k, v, pad, 0, T)
