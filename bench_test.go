@@ -94,3 +94,33 @@ func TestClassifyChild(t *testing.T) {
 	r, _ := json.Marshal(map[string]any{"seconds": time.Since(start).Seconds(), "seqs": calls * len(seqs), "peakrss": rss})
 	fmt.Println(string(r))
 }
+
+// BenchmarkPrecision compares Classify in fp32 and in bf16 (WithPrecision)
+// on benchCfg's classifier, each call 8 sequences of 128 tokens. With
+// -count N the two alternate, so their ratio is taken under the same load.
+func BenchmarkPrecision(b *testing.B) {
+	dir := tinyRun(b, benchCfg, nil)
+	seqs := randomSeqs(8, 128, 256, 1)
+	for i, s := range seqs {
+		seqs[i] = append(make([]int32, 128-len(s)), s...)
+	}
+	for _, p := range []string{"fp32", "bf16"} {
+		b.Run(p, func(b *testing.B) {
+			m, err := Load(dir, WithPrecision(p))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			if _, err := m.Classify(ctx, seqs); err != nil { // warm-up: slabs sized
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if _, err := m.Classify(ctx, seqs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(seqs)*b.N)/b.Elapsed().Seconds(), "seqs/s")
+		})
+	}
+}

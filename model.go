@@ -32,6 +32,9 @@ type Config struct {
 	PadID *int
 	// Mixer is the token mixer's kind ("full", "fnet", …).
 	Mixer string
+	// Precision is the precision inference runs in, "fp32" or "bf16"
+	// (WithPrecision).
+	Precision string
 	// LabelNames names a classifier's classes in index order; nil when the
 	// run has no names (Prediction.Name is then the index in decimal).
 	LabelNames []string
@@ -48,8 +51,9 @@ type Config struct {
 type Option func(*options) error
 
 type options struct {
-	threads int
-	step    int
+	threads   int
+	step      int
+	precision string
 }
 
 // WithThreads sets the number of threads this model's calls use (default:
@@ -78,6 +82,24 @@ func WithCheckpoint(step int) Option {
 	}
 }
 
+// WithPrecision sets the precision inference runs in: "fp32" (the default)
+// or "bf16", in which the matrix products of the feed-forwards, the head
+// and the mixers' projections multiply bf16 values (the weights rounded
+// once at Load, the activations as they enter each product) and accumulate
+// in float32; everything else stays in float32. bf16 runs on the
+// AVX512-BF16 kernels where the CPU has them, else on a slower pure-Go
+// path. Load returns an error for another value.
+func WithPrecision(p string) Option {
+	return func(o *options) error {
+		switch p {
+		case "fp32", "bf16":
+			o.precision = p
+			return nil
+		}
+		return fmt.Errorf("tokenmix: WithPrecision(%q): want \"fp32\" or \"bf16\"", p)
+	}
+}
+
 // Load loads the model in dir: a run directory (its newest complete
 // checkpoint, or WithCheckpoint's) as `tokenmix train` and the arena write
 // it, or a model directory written by `tokenmix export` (config.json and
@@ -89,7 +111,7 @@ func WithCheckpoint(step int) Option {
 // rotations) draws them from the run's seed and the checkpoint's step, so
 // a loaded model is deterministic.
 func Load(dir string, opts ...Option) (*Model, error) {
-	o := options{threads: parallel.Threads(), step: -1}
+	o := options{threads: parallel.Threads(), step: -1, precision: "fp32"}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -114,6 +136,12 @@ func Load(dir string, opts ...Option) (*Model, error) {
 		net.Seed = mc.Train.Seed
 	}
 	net.Step = m.cfg.Step
+	m.cfg.Precision = o.precision
+	if o.precision == "bf16" {
+		if err := net.UseBF16(); err != nil {
+			return nil, fmt.Errorf("tokenmix: %w", err)
+		}
+	}
 	return m, nil
 }
 

@@ -305,3 +305,53 @@ func TestConcurrentClassify(t *testing.T) {
 		}
 	}
 }
+
+// TestPrecisionBF16: a model loaded WithPrecision("bf16") gives the
+// float32 logits within bf16 rounding (and not the same numbers), generates
+// from streams, and reports its precision; another precision is an error.
+func TestPrecisionBF16(t *testing.T) {
+	ctx := context.Background()
+	for _, cfg := range []string{clsCfg, lmCfg, convCfg, fnetCfg} {
+		dir := tinyRun(t, cfg, nil)
+		m32, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m16, err := Load(dir, WithPrecision("bf16"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := m16.Config().Precision; p != "bf16" || m32.Config().Precision != "fp32" {
+			t.Errorf("Precision %q and %q, want bf16 and fp32", p, m32.Config().Precision)
+		}
+		seqs := [][]int32{m32.Encode("hello, tokenmix"), m32.Encode("bf16")}
+		want, err := m32.Logits(ctx, seqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := m16.Logits(ctx, seqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d, mx float64
+		for i, w := range want.Data {
+			if math.IsNaN(float64(w)) {
+				continue
+			}
+			d = math.Max(d, math.Abs(float64(got.Data[i]-w)))
+			mx = math.Max(mx, math.Abs(float64(w)))
+		}
+		if d == 0 || d > 1e-2*mx {
+			t.Errorf("%s: bf16 logits differ from fp32 by %.3g of %.3g", m16.Config().Mixer, d, mx)
+		}
+		if m16.Config().Task == "lm" {
+			res, err := m16.Generate(ctx, seqs[0], GenerateOptions{MaxTokens: 5})
+			if err != nil || len(res.Tokens) != 5 {
+				t.Errorf("bf16 Generate: %v, %v", res, err)
+			}
+		}
+	}
+	if _, err := Load(tinyRun(t, lmCfg, nil), WithPrecision("fp16")); err == nil || !strings.Contains(err.Error(), `"fp32" or "bf16"`) {
+		t.Errorf("WithPrecision(fp16): %v", err)
+	}
+}

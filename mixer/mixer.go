@@ -94,6 +94,15 @@ type Stats interface {
 	Stats() map[string]float64
 }
 
+// BF16Inference is implemented by mixers whose matrix products can run in
+// bf16 for inference (tokenmix.WithPrecision("bf16")): UseBF16 packs the
+// bound weights once, and later forward passes and decoding steps multiply
+// bf16 and accumulate in float32. The packed copy does not follow later
+// changes of the weights: a mixer in bf16 inference is not trained.
+type BF16Inference interface {
+	UseBF16() error
+}
+
 // SplitMix is SplitMix64's output function of x + 0x9e3779b97f4a7c15: the
 // seed mixer of the model's per-pass seeds (model.PassSeed) and of LSH's
 // counter-based rotations (docs/model.md, "LSH rotations").

@@ -32,6 +32,7 @@ func runBenchDecode(ctx context.Context, args []string) error {
 	reps := fs.Int("reps", 16, "tokens timed at each position (median reported)")
 	streams := fs.Int("streams", 16, "also time StepStreams over this many streams at position 256, in turn with one stream alone (0: skip)")
 	asJSON := fs.Bool("json", false, "print one JSON object per position")
+	precision := fs.String("precision", "fp32", "precision of the matrix products: fp32, or bf16 (bf16 products, float32 sums)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func runBenchDecode(ctx context.Context, args []string) error {
 		}
 		*dir = tmp
 	}
-	m, err := tokenmix.Load(*dir)
+	m, err := tokenmix.Load(*dir, tokenmix.WithPrecision(*precision))
 	if err != nil {
 		return err
 	}
@@ -77,8 +78,8 @@ func runBenchDecode(ctx context.Context, args []string) error {
 	}
 	ttft := time.Since(t0)
 	if !*asJSON {
-		fmt.Printf("decode: %s, d=%d, %d layers, %d thread(s); prefill %d tokens in %.1f ms (%.0f tokens/s, the time to the first token)\n",
-			c.Mixer, c.DModel, c.NLayers, parallel.Threads(), pre, ms(ttft), float64(pre)/ttft.Seconds())
+		fmt.Printf("decode: %s, d=%d, %d layers, %s, %d thread(s); prefill %d tokens in %.1f ms (%.0f tokens/s, the time to the first token)\n",
+			c.Mixer, c.DModel, c.NLayers, c.Precision, parallel.Threads(), pre, ms(ttft), float64(pre)/ttft.Seconds())
 	}
 	// One stream per position, each brought there by Appends of at most
 	// 1024 tokens, then stepped one token at a time in turn, so that the

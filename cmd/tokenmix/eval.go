@@ -28,6 +28,7 @@ func runEval(ctx context.Context, args []string) error {
 	dir := fs.String("run", "", "run directory or exported model")
 	path := fs.String("data", "", "classify: JSONL lines with \"label\"; lm: a text file")
 	step := fs.Int("checkpoint", -1, "the checkpoint of the run to use (default: the newest)")
+	precision := fs.String("precision", "fp32", "precision of the matrix products: fp32, or bf16 (bf16 products, float32 sums)")
 	ctxLen := fs.Int("context", -1, "lm: bytes of context every scored byte has at least: windows of W bytes (the training seq_len, at most max_len−1) step by W−context (default: three quarters of the window)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
@@ -36,7 +37,7 @@ func runEval(ctx context.Context, args []string) error {
 	if *dir == "" || *path == "" || fs.NArg() > 0 {
 		return wantUsage(fs)
 	}
-	m, err := loadModel(*dir, *step)
+	m, err := loadModel(*dir, *step, *precision)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ func runGenerate(ctx context.Context, args []string) error {
 	var stops stopFlags
 	fs.Var(&stops, "stop", "stop when the output ends with this text, which is left out (repeatable)")
 	step := fs.Int("checkpoint", -1, "the checkpoint of the run to use (default: the newest)")
+	precision := fs.String("precision", "fp32", "precision of the matrix products: fp32, or bf16 (bf16 products, float32 sums)")
 	asJSON := fs.Bool("json", false, "print one JSON object per token (id; text, the byte, replaced by U+FFFD when it is not valid UTF-8 alone; log_prob), then one with the finish reason")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -37,7 +38,7 @@ func runGenerate(ctx context.Context, args []string) error {
 	if *dir == "" || *prompt == "" || fs.NArg() > 0 {
 		return wantUsage(fs)
 	}
-	m, err := loadModel(*dir, *step)
+	m, err := loadModel(*dir, *step, *precision)
 	if err != nil {
 		return err
 	}

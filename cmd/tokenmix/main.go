@@ -164,7 +164,8 @@ func execute(args []string) int {
 		code = 128 + int(s.(syscall.Signal))
 	}
 	if code != 0 && err != nil && err != context.Canceled {
-		fmt.Fprintln(os.Stderr, "tokenmix:", err)
+		// The library's errors carry the prefix already.
+		fmt.Fprintln(os.Stderr, "tokenmix:", strings.TrimPrefix(err.Error(), "tokenmix: "))
 	}
 	return code
 }

@@ -21,13 +21,14 @@ func runPredict(ctx context.Context, args []string) error {
 	dir := fs.String("run", "", "run directory or exported model")
 	input := fs.String("input", "", "input file: JSONL lines {\"text\": …} or {\"tokens\": […]} (other fields ignored), or plain text lines (default: stdin)")
 	step := fs.Int("checkpoint", -1, "the checkpoint of the run to use (default: the newest)")
+	precision := fs.String("precision", "fp32", "precision of the matrix products: fp32, or bf16 (bf16 products, float32 sums)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dir == "" || fs.NArg() > 0 {
 		return wantUsage(fs)
 	}
-	m, err := loadModel(*dir, *step)
+	m, err := loadModel(*dir, *step, *precision)
 	if err != nil {
 		return err
 	}
@@ -68,9 +69,9 @@ func runPredict(ctx context.Context, args []string) error {
 	return nil
 }
 
-// loadModel loads a run or exported model for predict and eval.
-func loadModel(dir string, step int) (*tokenmix.Model, error) {
-	var opts []tokenmix.Option
+// loadModel loads a run or exported model for predict, eval and generate.
+func loadModel(dir string, step int, precision string) (*tokenmix.Model, error) {
+	opts := []tokenmix.Option{tokenmix.WithPrecision(precision)}
 	if step >= 0 {
 		opts = append(opts, tokenmix.WithCheckpoint(step))
 	}

@@ -43,6 +43,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs := newFlags("serve")
 	var runs runFlags
 	fs.Var(&runs, "run", "a model to serve, NAME=DIR or DIR (served as its directory's name); repeat for more")
+	precision := fs.String("precision", "fp32", "precision of the models' matrix products: fp32, or bf16 (bf16 products, float32 sums)")
 	d := serve.Defaults
 	c := serve.Config{}
 	fs.StringVar(&c.Addr, "addr", d.Addr, "address to listen on")
@@ -112,7 +113,7 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	models := map[string]*tokenmix.Model{}
 	for name, dir := range dirs {
-		m, err := tokenmix.Load(dir)
+		m, err := tokenmix.Load(dir, tokenmix.WithPrecision(*precision))
 		if err != nil {
 			return fmt.Errorf("serve: model %q: %w", name, err)
 		}

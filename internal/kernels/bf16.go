@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/tokenmix/tokenmix/internal/parallel"
 )
@@ -227,6 +228,19 @@ func GemmBF16(alpha float32, a *BF16A, b *BF16B, beta float32, c []float32, ldc 
 		bf16Block(asm, a, b, lo*gemmMR, min(hi*gemmMR, m), 0, panels, alpha, beta, c, ldc)
 	})
 }
+
+// GemmBF16Rows is GemmBF16 with A given as float32 rows, A [m, b.K] with
+// row stride lda, converted to bf16 on the way (in a pooled buffer, so
+// concurrent calls do not share it): the product of activations with
+// weights packed once, as bf16 inference runs its linear layers.
+func GemmBF16Rows(alpha float32, m int, a []float32, lda int, b *BF16B, beta float32, c []float32, ldc int) {
+	pa := bf16APool.Get().(*BF16A)
+	PackBF16A(pa, false, m, b.K, a, lda)
+	GemmBF16(alpha, pa, b, beta, c, ldc)
+	bf16APool.Put(pa)
+}
+
+var bf16APool = sync.Pool{New: func() any { return new(BF16A) }}
 
 // bf16Block computes rows r0…r1 of C for panels p0…p1 of B.
 func bf16Block(asm bool, a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {

@@ -42,8 +42,8 @@ func embeddingBackward[F kernels.Float](dembed, dpos, dout []F, tokens []int32, 
 }
 
 // linearForward computes out = inp·Wᵀ + b, or out += inp·Wᵀ + b when acc.
-// out [N,O], inp [N,I], w [O,I], b [O].
-func linearForward[F kernels.Float](out, inp, w, b []F, N, I, O int, acc bool) {
+// out [N,O], inp [N,I], w [O,I], b [O]; wb is W packed in bf16, or nil.
+func linearForward[F kernels.Float](out, inp, w []F, wb *kernels.BF16B, b []F, N, I, O int, acc bool) {
 	parallel.For(N, 64, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			row := out[n*O : (n+1)*O]
@@ -54,7 +54,18 @@ func linearForward[F kernels.Float](out, inp, w, b []F, N, I, O int, acc bool) {
 			}
 		}
 	})
-	kernels.Gemm(false, true, N, O, I, 1, inp, I, w, I, 1, out, O)
+	gemmNT(out, inp, w, wb, N, I, O, 1)
+}
+
+// gemmNT sets out [N,O] = inp [N,I]·Wᵀ + beta·out for W [O,I], in bf16 on
+// W's packed copy wb when there is one (float32 bf16 inference, UseBF16),
+// else in F.
+func gemmNT[F kernels.Float](out, inp, w []F, wb *kernels.BF16B, N, I, O int, beta F) {
+	if wb != nil {
+		kernels.GemmBF16Rows(1, N, any(inp).([]float32), I, wb, float32(beta), any(out).([]float32), O)
+		return
+	}
+	kernels.Gemm(false, true, N, O, I, 1, inp, I, w, I, beta, out, O)
 }
 
 // linearBackward accumulates dinp += dout·W (skipped when dinp is nil),
@@ -101,9 +112,9 @@ func addTo[F kernels.Float](dst, src []F) {
 
 // fc1GeluForward sets h = inp·Wᵀ + b and g = GELU(h), adding the bias and
 // applying GELU to each thread's rows while they are in cache.
-// h, g [N,H], inp [N,D], w [H,D], b [H].
-func fc1GeluForward[F kernels.Float](h, g, inp, w, b []F, N, D, H int) {
-	kernels.Gemm(false, true, N, H, D, 1, inp, D, w, D, 0, h, H)
+// h, g [N,H], inp [N,D], w [H,D] (wb: packed in bf16, or nil), b [H].
+func fc1GeluForward[F kernels.Float](h, g, inp, w []F, wb *kernels.BF16B, b []F, N, D, H int) {
+	gemmNT(h, inp, w, wb, N, D, H, 0)
 	parallel.For(N, 16, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			addTo(h[n*H:(n+1)*H], b)
@@ -114,10 +125,10 @@ func fc1GeluForward[F kernels.Float](h, g, inp, w, b []F, N, D, H int) {
 
 // ffForward accumulates out += fc2(GELU(fc1(inp))) and saves h = fc1(inp)
 // and g = GELU(h). out, inp [N,D], h, g [N,H], fc1w [H,D], fc1b [H],
-// fc2w [D,H], fc2b [D].
-func ffForward[F kernels.Float](out, h, g, inp, fc1w, fc1b, fc2w, fc2b []F, N, D, H int) {
-	fc1GeluForward(h, g, inp, fc1w, fc1b, N, D, H)
-	linearForward(out, g, fc2w, fc2b, N, H, D, true)
+// fc2w [D,H], fc2b [D]; pk holds the weights packed in bf16, or is nil.
+func ffForward[F kernels.Float](out, h, g, inp, fc1w, fc1b, fc2w, fc2b []F, pk *blockBF16, N, D, H int) {
+	fc1GeluForward(h, g, inp, fc1w, pk.fc1(), fc1b, N, D, H)
+	linearForward(out, g, fc2w, pk.fc2(), fc2b, N, H, D, true)
 }
 
 // ffBackward accumulates the gradients of ffForward into dinp [N,D] and the

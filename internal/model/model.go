@@ -47,6 +47,9 @@ type Model[F kernels.Float] struct {
 
 	mixers []mixer.Mixer[F]
 	w, g   params[F]
+	// bf16 inference (UseBF16): the feed-forward and head weights packed.
+	bf16     []blockBF16
+	headBF16 *kernels.BF16B
 
 	plan        Plan
 	planThreads int // parallel.Threads() when plan was made
@@ -285,10 +288,10 @@ func (m *Model[F]) headForward() float64 {
 	if c.Task == "classify" {
 		pooled := m.act(p.pooled)
 		poolForward(pooled, lnf, m.pad, c.Pool == "first", B, T, D)
-		linearForward(logits, pooled, m.w.headw, m.w.headb, B, D, V, false)
+		linearForward(logits, pooled, m.w.headw, m.headBF16, m.w.headb, B, D, V, false)
 		rows = B
 	} else {
-		linearForward(logits, lnf, m.w.headw, m.w.headb, N, D, V, false)
+		linearForward(logits, lnf, m.w.headw, m.headBF16, m.w.headb, N, D, V, false)
 	}
 	if m.inspect != nil {
 		m.inspect("ln_f: output", lnf)

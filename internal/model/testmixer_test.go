@@ -47,7 +47,7 @@ func (m *cumMean[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 			}
 		}
 	}
-	linearForward(out, act, m.w[0], m.w[1], p.B*p.T, D, D, false)
+	linearForward(out, act, m.w[0], nil, m.w[1], p.B*p.T, D, D, false)
 }
 
 func (m *cumMean[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {

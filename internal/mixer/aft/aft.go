@@ -115,6 +115,10 @@ func (a *AFT[F]) Bind(w, g [][]F) {
 	}
 }
 
+// UseBF16 implements mixer.BF16Inference: the q, k, v and o projections
+// multiply in bf16 from now on; the sums stay in F.
+func (a *AFT[F]) UseBF16() error { return a.proj.UseBF16() }
+
 // bias returns the positional parameter (nil for aft_simple) and its
 // gradient.
 func (a *AFT[F]) bias() (w, g []F) { return a.pb, a.gb }

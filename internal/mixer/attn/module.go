@@ -124,6 +124,10 @@ func (a *Attention[F]) Params() []mixer.ParamSpec { return a.proj.Params() }
 // Bind stores the parameter and gradient slices (in Params order).
 func (a *Attention[F]) Bind(w, g [][]F) { a.proj.Bind(w, g) }
 
+// UseBF16 implements mixer.BF16Inference: the q, k, v and o projections
+// multiply in bf16 from now on; the attention core stays in F.
+func (a *Attention[F]) UseBF16() error { return a.proj.UseBF16() }
+
 // ActSize is q, k, v and the pre-projection output [B,T,D] each, plus the
 // per-row log-sum-exp [B,H,T].
 func (a *Attention[F]) ActSize(b, t int) int { return 4*b*t*a.D + b*a.H*t }

@@ -102,6 +102,10 @@ func (a *RuleAttention[F]) Params() []mixer.ParamSpec { return a.proj.Params() }
 // panics if fewer are given.
 func (a *RuleAttention[F]) Bind(w, g [][]F) { a.proj.Bind(w, g) }
 
+// UseBF16 implements mixer.BF16Inference: the q, k, v and o projections
+// multiply in bf16 from now on; the scores and the rule stay in F.
+func (a *RuleAttention[F]) UseBF16() error { return a.proj.UseBF16() }
+
 // ZeroFrac returns, per head, the mean fraction of exact zeros among the
 // allowed keys of a query row in the last Forward (rows without allowed
 // keys are skipped). The slice is owned by a.

@@ -102,6 +102,10 @@ func (m *LSH[F]) Bind(w, g [][]F) {
 	m.proj.Bind(w, g)
 }
 
+// UseBF16 implements mixer.BF16Inference: the qk, v and o projections
+// multiply in bf16 from now on; hashing and attention stay in F.
+func (m *LSH[F]) UseBF16() error { return m.proj.UseBF16() }
+
 // NBuckets is the number of hash buckets for sequence length t:
 // t/bucket_size rounded down to an even number, at least 2.
 func (m *LSH[F]) NBuckets(t int) int {

@@ -23,7 +23,8 @@ import (
 type Set[F kernels.Float] struct {
 	D     int
 	Names []string
-	w, g  [][]F // weight [D,D], bias [D] of each name, in Names order
+	w, g  [][]F           // weight [D,D], bias [D] of each name, in Names order
+	bf16  []kernels.BF16B // the weights packed in bf16 (UseBF16), else nil
 }
 
 // New returns the projections named names (the last one the output
@@ -65,9 +66,35 @@ func (s *Set[F]) Out() int { return len(s.Names) - 1 }
 // Weights returns projection i's weight [D,D] and bias [D].
 func (s *Set[F]) Weights(i int) (w, b []F) { return s.w[2*i], s.w[2*i+1] }
 
+// UseBF16 packs the bound float32 weights in bf16, and from then on Forward
+// multiplies in bf16 (inference: the packed copy does not follow later
+// changes of the weights, and Backward stays in F). It returns an error
+// for float64 projections.
+func (s *Set[F]) UseBF16() error {
+	var z F
+	if _, ok := any(z).(float32); !ok {
+		return fmt.Errorf("proj: bf16 needs float32 weights")
+	}
+	s.bf16 = make([]kernels.BF16B, len(s.Names))
+	for i := range s.bf16 {
+		kernels.PackBF16B(&s.bf16[i], true, s.D, s.D, any(s.w[2*i]).([]float32), s.D)
+	}
+	return nil
+}
+
 // Forward writes y [n,D] = x·W_iᵀ + b_i for the n rows x [n,D].
 func (s *Set[F]) Forward(i int, y, x []F, n int) {
-	kernels.Linear(y[:n*s.D], x[:n*s.D], s.w[2*i], s.w[2*i+1], n, s.D, s.D)
+	D := s.D
+	if s.bf16 == nil {
+		kernels.Linear(y[:n*D], x[:n*D], s.w[2*i], s.w[2*i+1], n, D, D)
+		return
+	}
+	y32, x32 := any(y[:n*D]).([]float32), any(x[:n*D]).([]float32)
+	b := any(s.w[2*i+1]).([]float32)
+	for r := range n {
+		copy(y32[r*D:(r+1)*D], b)
+	}
+	kernels.GemmBF16Rows(1, n, x32, D, &s.bf16[i], 1, y32, D)
 }
 
 // Backward is Forward's backward: it adds dyᵀ·x to W_i's gradient and the
