@@ -96,8 +96,8 @@ func TestClassifyChild(t *testing.T) {
 }
 
 // BenchmarkPrecision compares Classify in fp32 and in bf16 (WithPrecision)
-// on benchCfg's classifier, each call 8 sequences of 128 tokens. With
-// -count N the two alternate, so their ratio is taken under the same load.
+// on benchCfg's classifier, each call 8 sequences of 128 tokens, in one
+// run.
 func BenchmarkPrecision(b *testing.B) {
 	dir := tinyRun(b, benchCfg, nil)
 	seqs := randomSeqs(8, 128, 256, 1)

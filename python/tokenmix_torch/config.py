@@ -85,12 +85,24 @@ def train(cfg):
         if not ok:
             raise ValueError(f"train.{k}: want {'an integer' if k in TRAIN_INTS else 'a number'}, got {v!r}")
         out[k] = int(v) if k in TRAIN_INTS else float(v)
-    if out["seq_len"] is None:
+    if not out["seq_len"]:  # absent or 0: max_len
         out["seq_len"] = cfg["max_len"]
     if out["seq_len"] > cfg["max_len"]:
         raise ValueError(f"train.seq_len: {out['seq_len']} exceeds max_len {cfg['max_len']}")
-    if out["seed"] < 0:
-        raise ValueError("train.seed: must be ≥ 0")
+    checks = [
+        ("seed", out["seed"] >= 0, "must be ≥ 0"), ("batch_size", out["batch_size"] >= 1, "must be ≥ 1"),
+        ("seq_len", out["seq_len"] >= 1, "must be ≥ 1"), ("steps", out["steps"] >= 1, "must be ≥ 1"),
+        ("lr", out["lr"] > 0, "must be > 0"), ("min_lr", 0 <= out["min_lr"] <= out["lr"], "must be in [0, lr]"),
+        ("warmup", out["warmup"] >= 0, "must be ≥ 0"), ("weight_decay", out["weight_decay"] >= 0, "must be ≥ 0"),
+        ("grad_clip", out["grad_clip"] >= 0, "must be ≥ 0 (0 disables clipping)"),
+        ("beta1", 0 <= out["beta1"] < 1, "must be in [0, 1)"), ("beta2", 0 <= out["beta2"] < 1, "must be in [0, 1)"),
+        ("eps", out["eps"] > 0, "must be > 0"), ("log_every", out["log_every"] >= 1, "must be ≥ 1"),
+        ("eval_every", out["eval_every"] >= 0, "must be ≥ 0"), ("eval_batches", out["eval_batches"] >= 1, "must be ≥ 1"),
+        ("checkpoint_every", out["checkpoint_every"] >= 0, "must be ≥ 0"),
+        ("keep_checkpoints", out["keep_checkpoints"] >= 1, "must be ≥ 1")]
+    for k, ok, msg in checks:
+        if not ok:
+            raise ValueError(f"train.{k}: {msg}")
     return out
 
 

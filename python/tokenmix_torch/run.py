@@ -24,6 +24,7 @@ FORMAT = 1
 VERSION = "tokenmix_torch 0.1.0"
 CONFIG, INFO, CKPT = "config.json", "run.json", "ckpt"
 WEIGHTS, OPTIM, STATE = "weights.safetensors", "optim.safetensors", "state.json"
+METRICS = "metrics.jsonl"
 TMP = ".tmp-"
 
 
@@ -111,6 +112,56 @@ def load_run(run_dir, checkpoint=None, dtype=torch.float32, device=None):
     return model
 
 
+def create_run(run_dir, config, task, label_names=None):
+    """Makes run_dir a run directory without checkpoints: config.json (the
+    config dict as given) and run.json, written last, atomically."""
+    os.makedirs(run_dir, exist_ok=True)
+    st.write_sync(os.path.join(run_dir, CONFIG), (json.dumps(config, indent=2) + "\n").encode())
+    info = {"format": FORMAT, "task": task, "label_names": label_names, "version": VERSION,
+            "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    tmp = os.path.join(run_dir, TMP + INFO)
+    st.write_sync(tmp, (json.dumps(info, indent=2) + "\n").encode())
+    os.replace(tmp, os.path.join(run_dir, INFO))
+    st.sync_dir(run_dir)
+
+
+def read_state(run_dir, step):
+    """state.json of the checkpoint of step, checked to name that step."""
+    p = os.path.join(ckpt_path(run_dir, step), STATE)
+    sd = _json(p)
+    if not isinstance(sd, dict) or sd.get("step") != step:
+        raise ValueError(f"{p}: step {sd.get('step') if isinstance(sd, dict) else None!r} in a checkpoint named {step}")
+    return sd
+
+
+def append_metrics(run_dir, rec):
+    """Appends rec as one line of run_dir/metrics.jsonl."""
+    with open(os.path.join(run_dir, METRICS), "a") as f:
+        f.write(json.dumps(rec, sort_keys=True) + "\n")
+
+
+def trim_metrics(run_dir, step):
+    """Drops the metrics lines logged after step (atomically), as a resumed
+    run does before it logs them again."""
+    p = os.path.join(run_dir, METRICS)
+    if not os.path.exists(p):
+        return
+    keep = []
+    with open(p) as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                s = json.loads(line)["step"]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise ValueError(f"{p}:{n}: not a metrics line (a JSON object with a \"step\")") from None
+            if s <= step:
+                keep.append(line.rstrip("\n") + "\n")
+    st.write_sync(p + ".tmp", "".join(keep).encode())
+    os.replace(p + ".tmp", p)
+    st.sync_dir(run_dir)
+
+
 def load_optimizer(run_dir, model, optimizer, checkpoint=None):
     """Restores torch.optim.AdamW state from a checkpoint's optim.safetensors
     (m.<name>, v.<name>, metadata step) into optimizer, whose parameters are
@@ -159,14 +210,7 @@ def save_run(model, run_dir, step, optimizer=None, state=None, keep=None, label_
         if cfgmod.check(old) != cfgmod.check(model.config):
             raise ValueError(f"{cpath}: the run holds another config than the model's")
     else:
-        os.makedirs(run_dir, exist_ok=True)
-        st.write_sync(os.path.join(run_dir, CONFIG), (json.dumps(model.config, indent=2) + "\n").encode())
-        info = {"format": FORMAT, "task": model.cfg["task"], "label_names": labels, "version": VERSION,
-                "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-        tmp = os.path.join(run_dir, TMP + INFO)
-        st.write_sync(tmp, (json.dumps(info, indent=2) + "\n").encode())
-        os.replace(tmp, os.path.join(run_dir, INFO))
-        st.sync_dir(run_dir)
+        create_run(run_dir, model.config, model.cfg["task"], labels)
     root = os.path.join(run_dir, CKPT)
     os.makedirs(root, exist_ok=True)
     final = ckpt_path(run_dir, step)
@@ -180,7 +224,7 @@ def save_run(model, run_dir, step, optimizer=None, state=None, keep=None, label_
     sd.update(state or {})
     sd["step"], sd["version"] = step, VERSION
     files[STATE] = (json.dumps(sd, indent=2) + "\n").encode()
-    metrics = os.path.join(run_dir, "metrics.jsonl")
+    metrics = os.path.join(run_dir, METRICS)
     if os.path.exists(metrics):
         with open(metrics, "rb+") as f:
             os.fsync(f.fileno())

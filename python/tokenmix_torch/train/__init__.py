@@ -1,11 +1,16 @@
 """tokenmix's training step in PyTorch: AdamW (torch.optim.AdamW) with
 tokenmix's weight-decay groups, warmup + cosine schedule and global-norm
-clipping, as docs/model.md ("Training") specifies."""
+clipping, as docs/model.md ("Training") specifies, and tokenmix's
+initialisation. `python -m tokenmix_torch.train` is `tokenmix train` on
+one or many processes (loop.py, dist.py)."""
+import hashlib
 import math
+import re
 
 import torch
 
-from . import config as cfgmod
+from .. import config as cfgmod
+from ..rng import splitmix
 
 
 def schedule(step, lr, min_lr, warmup, steps):
@@ -47,3 +52,25 @@ def train_steps(model, tokens, targets, n):
     model.seed, model.step = cfgmod.train(model.cfg)["seed"], 0
     opt = optimizer(model)
     return [step(model, opt, tokens, targets) for _ in range(n)]
+
+
+def init(model, seed):
+    """Fills model's parameters as tokenmix's Model.Init does, GPT-2 style:
+    biases 0, LayerNorm gains 1, mixer parameters their kind's constant (as
+    built), fc2 and the mixers' output projections N(0, (0.02/√(2·n_layers))²),
+    every other weight N(0, 0.02²). Each tensor draws from its own torch
+    generator keyed by (seed, name); the values are not Go's draws."""
+    L = model.cfg["n_layers"]
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".bias"):
+                p.zero_()
+            elif re.fullmatch(r"(blocks\.\d+\.ln[12]|ln_f)\.weight", name):
+                p.fill_(1)
+            elif name.endswith(".weight") and (name in ("embed.weight", "pos.weight", "head.weight")
+                                               or re.fullmatch(r"blocks\.\d+\.(ff\.fc[12]|mixer\.\w+)\.weight", name)):
+                residual = re.fullmatch(r"blocks\.\d+\.(ff\.fc2|mixer\.o)\.weight", name)
+                key = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+                g = torch.Generator().manual_seed(splitmix(seed ^ key) >> 1)
+                std = 0.02 / math.sqrt(2 * L) if residual else 0.02
+                p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * std)
