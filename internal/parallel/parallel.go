@@ -34,7 +34,9 @@ func SetThreads(n int) int {
 // For splits [0,n) into at most Threads() contiguous chunks and calls
 // fn(worker, lo, hi) once per chunk, concurrently, returning when all have
 // finished (one fork, one join). worker is in [0, Threads()) and is unique
-// among the concurrent calls, so callers may index per-worker scratch with it.
+// among this call's chunks, so a caller may index its own per-worker
+// scratch with it (not scratch shared with other For calls: two nested
+// calls each have a worker 0).
 // Chunks are multiples of grain (the last may be shorter); grain < 1 means 1.
 // With one chunk fn runs on the calling goroutine. Chunks run on a pool of
 // long-lived workers that spin briefly between calls (see spinFor). A For
