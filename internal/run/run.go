@@ -304,13 +304,17 @@ func (d *Dir) AppendMetrics(recs ...any) error {
 	return f.Close()
 }
 
-// Metrics reads metrics.jsonl (nil when there is none).
+// Metrics reads metrics.jsonl (nil when there is none). A value that does
+// not fit a float64 (such as 1e400) is an error naming its line, returned
+// with the lines before it.
 func (d *Dir) Metrics() ([]map[string]any, error) {
 	lines, err := d.metricLines()
 	var out []map[string]any
 	for _, l := range lines {
 		var m map[string]any
-		json.Unmarshal(l.raw, &m)
+		if uerr := json.Unmarshal(l.raw, &m); uerr != nil {
+			return out, fmt.Errorf("run: %s line %d: %v", filepath.Join(d.Path, MetricsName), l.line, uerr)
+		}
 		out = append(out, m)
 	}
 	return out, err
@@ -340,8 +344,8 @@ func (d *Dir) TrimMetrics(step int) error {
 }
 
 type metricLine struct {
-	step int
-	raw  []byte
+	step, line int // line: 1-based, in the file
+	raw        []byte
 }
 
 // metricLines reads metrics.jsonl, checking that every line is an object
@@ -370,7 +374,7 @@ func (d *Dir) metricLines() ([]metricLine, error) {
 			}
 			return out, fmt.Errorf("run: %s line %d: want an object with a step (%v)", p, i+1, err)
 		}
-		out = append(out, metricLine{*m.Step, []byte(line)})
+		out = append(out, metricLine{*m.Step, i + 1, []byte(line)})
 	}
 	return out, nil
 }

@@ -318,3 +318,33 @@ func TestExport(t *testing.T) {
 		t.Errorf("export of a missing step: %v", err)
 	}
 }
+
+// TestMetrics: Metrics reads the lines AppendMetrics wrote, tolerates a
+// last line cut off by a crash, and names the line of a value that does
+// not fit a float64 instead of dropping it.
+func TestMetrics(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	d, _ := newRun(t, dir)
+	if err := d.AppendMetrics(map[string]any{"step": 1, "loss": 2.5}, map[string]any{"step": 2, "loss": 2.0}); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := d.Metrics()
+	if err != nil || len(ms) != 2 || ms[1]["loss"] != 2.0 {
+		t.Fatalf("Metrics: %v, %v", ms, err)
+	}
+	p := filepath.Join(dir, MetricsName)
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"step": 3, "lo`) // a crash mid-line
+	f.Close()
+	if ms, err := d.Metrics(); err != nil || len(ms) != 2 {
+		t.Errorf("Metrics with a cut last line: %d lines, %v", len(ms), err)
+	}
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, append(b[:len(b)-len(`{"step": 3, "lo`)], "{\"step\": 3, \"loss\": 1e400}\n"...), 0o644)
+	if ms, err := d.Metrics(); err == nil || !strings.Contains(err.Error(), "line 3") || len(ms) != 2 {
+		t.Errorf("Metrics with 1e400: %d lines, %v; want the 2 before and an error naming line 3", len(ms), err)
+	}
+}

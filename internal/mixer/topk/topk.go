@@ -46,8 +46,9 @@ func New[F kernels.Float](cfg mixer.Config) (*Attention[F], error) {
 		return nil, fmt.Errorf("mixer.k: must be ≥ 1, got %d", k)
 	}
 	// Ties at the k-th value keep more than k entries; a block whose rows
-	// keep more than 2k on average falls back to dense mode.
-	a, err := attn.NewRuleAttention[F](cfg, rule[F]{k: k}, 2*k)
+	// keep more than 2k on average falls back to dense mode. A k beyond
+	// max_len keeps every key, and plans for no more.
+	a, err := attn.NewRuleAttention[F](cfg, rule[F]{k: k}, 2*min(k, max(cfg.MaxLen, 1)))
 	if err != nil {
 		return nil, err
 	}

@@ -224,6 +224,7 @@ func TestOptions(t *testing.T) {
 	}{
 		{nil, true},
 		{map[string]any{"k": 1}, true},
+		{map[string]any{"k": math.MaxInt}, true}, // every key
 		{map[string]any{"k": 0}, false},
 		{map[string]any{"k": 2.5}, false},
 		{map[string]any{"alpha": 1.5}, false},
