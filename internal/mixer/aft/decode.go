@@ -53,13 +53,45 @@ func (a *AFT[F]) NewState(maxLen int, _ uint64) mixer.State {
 
 // Decode implements mixer.Decoder for causal AFT: out [n,D] for the next n
 // positions' inputs x [n,D]. Each position costs O(D) for aft_simple,
-// O(S·D) for aft_local and aft_conv and O(t·D) for aft_full.
+// O(S·D) for aft_local and aft_conv and O(t·D) for aft_full; for those
+// three a prompt (the first positions of a state, n > 1) runs as one
+// Forward instead.
 func (a *AFT[F]) Decode(out, x []F, st mixer.State, n int) error {
 	states, err := mixer.RepeatState(st, n, func(s *decodeState[F]) int { return s.max })
 	if err != nil {
 		return err
 	}
+	if s := states[0]; s.n == 0 && n > 1 && s.keep > 0 && a.Causal {
+		a.prefill(out, x, s, n)
+		return nil
+	}
 	return a.decodeRows(out, x, states)
+}
+
+// prefill decodes the first n positions of the empty state s with one
+// causal Forward over them (the band GEMMs and blocked scans rather than n
+// window scans), then leaves in s what those positions leave: the rows the
+// bias still reaches, and the sums of the positions beyond its reach.
+func (a *AFT[F]) prefill(out, x []F, s *decodeState[F], n int) {
+	D := a.D
+	p := mixer.Pass{B: 1, T: n}
+	na := a.ActSize(1, n)
+	buf := make([]F, na+a.ScratchSize(1, n)+2*n*D)
+	act, scratch, k, v := buf[:na], buf[na:len(buf)-2*n*D], buf[len(buf)-2*n*D:len(buf)-n*D], buf[len(buf)-n*D:]
+	a.Forward(out[:n*D], act, scratch, x[:n*D], p)
+	a.proj.Forward(pk, k, x, n)
+	a.proj.Forward(pv, v, x, n)
+	e := make([]F, D)
+	for j := range n {
+		kj, vj := k[j*D:(j+1)*D], v[j*D:(j+1)*D]
+		if j < n-s.keep { // beyond the bias's reach from position n on
+			s.addToSums(kj, vj, e)
+			continue
+		}
+		copy(s.k[(j%s.keep)*D:], kj)
+		copy(s.v[(j%s.keep)*D:], vj)
+	}
+	s.n = n
 }
 
 // DecodeBatch implements mixer.BatchDecoder: one next position for each of

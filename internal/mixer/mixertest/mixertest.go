@@ -94,9 +94,10 @@ func RunKind(t *testing.T, k mixer.Kind) {
 }
 
 // Decode checks a causal case of a kind with Decode: feeding each sequence
-// position by position, and in uneven chunks (1, 2, 3, … positions), gives
-// the outputs of Forward on the whole batch within per-tensor
-// max|a−b|/max|b| ≤ tol, and the state reports every position.
+// position by position, in uneven chunks (2, 3, 4, … positions), and as a
+// prompt of ⌈T/2⌉ positions followed by single ones, gives the outputs of
+// Forward on the whole batch within per-tensor max|a−b|/max|b| ≤ tol, and
+// the state reports every position.
 func Decode(t *testing.T, k mixer.Kind, c Case, tol float64) {
 	t.Helper()
 	in := build(t, k, c, false)
@@ -106,14 +107,17 @@ func Decode(t *testing.T, k mixer.Kind, c Case, tol float64) {
 	}
 	want := in.forward(in.x)
 	D, T := c.Cfg.D, c.T
-	for _, chunked := range []bool{false, true} {
+	for _, mode := range []string{"one by one", "chunks", "prompt"} {
 		got := make([]float64, len(want))
 		for b := range c.B {
 			st := dec.NewState(T, in.p.Seed)
 			for pos, n := 0, 1; pos < T; pos += n {
-				if chunked {
+				switch {
+				case mode == "chunks":
 					n = min(n+1, T-pos)
-				} else {
+				case mode == "prompt" && pos == 0:
+					n = (T + 1) / 2
+				default:
 					n = 1
 				}
 				rows := in.x[(b*T+pos)*D : (b*T+pos+n)*D]
@@ -134,7 +138,7 @@ func Decode(t *testing.T, k mixer.Kind, c Case, tol float64) {
 			m = math.Max(m, math.Abs(want[i]))
 		}
 		if d > tol*m {
-			t.Errorf("decoding (chunked %v) differs from forward by %.3g (relative %.3g > %g)", chunked, d, d/m, tol)
+			t.Errorf("decoding (%s) differs from forward by %.3g (relative %.3g > %g)", mode, d, d/m, tol)
 		}
 	}
 }
