@@ -7,6 +7,20 @@ import "github.com/tokenmix/tokenmix/internal/parallel"
 // by Gemm (beta = 1), so y is written once. Linear panics if a slice is
 // shorter than its shape.
 func Linear[F Float](y, x, w, b []F, N, out, in int) {
+	biasRows(y, b, N, out)
+	Gemm(false, true, N, out, in, 1, x, in, w, in, 1, y, out)
+}
+
+// LinearBF16 is Linear with bf16 products and float32 sums, on W packed
+// once by PackBF16B(wb, true, in, out, W, in); x is converted as it enters
+// the product.
+func LinearBF16(y, x []float32, wb *BF16B, b []float32, N, out, in int) {
+	biasRows(y, b, N, out)
+	GemmBF16Rows(1, N, x, in, wb, 1, y, out)
+}
+
+// biasRows sets every row of y [N,out] to b [out].
+func biasRows[F Float](y, b []F, N, out int) {
 	_ = b[:out]
 	y = y[:N*out]
 	parallel.For(N, 64, func(_, lo, hi int) {
@@ -14,7 +28,6 @@ func Linear[F Float](y, x, w, b []F, N, out, in int) {
 			copy(y[r*out:(r+1)*out], b)
 		}
 	})
-	Gemm(false, true, N, out, in, 1, x, in, w, in, 1, y, out)
 }
 
 // LinearGrad accumulates the parameter gradients of Linear: dW [out,in] +=

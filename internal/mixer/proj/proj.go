@@ -89,12 +89,7 @@ func (s *Set[F]) Forward(i int, y, x []F, n int) {
 		kernels.Linear(y[:n*D], x[:n*D], s.w[2*i], s.w[2*i+1], n, D, D)
 		return
 	}
-	y32, x32 := any(y[:n*D]).([]float32), any(x[:n*D]).([]float32)
-	b := any(s.w[2*i+1]).([]float32)
-	for r := range n {
-		copy(y32[r*D:(r+1)*D], b)
-	}
-	kernels.GemmBF16Rows(1, n, x32, D, &s.bf16[i], 1, y32, D)
+	kernels.LinearBF16(any(y).([]float32), any(x).([]float32), &s.bf16[i], any(s.w[2*i+1]).([]float32), n, D, D)
 }
 
 // Backward is Forward's backward: it adds dyᵀ·x to W_i's gradient and the
