@@ -128,6 +128,19 @@ func bf16Stride(k int) int {
 // transpose A [k, m] when transA) to bf16 rows in dst, reusing dst.Data
 // when it is large enough.
 func PackBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int) {
+	packBF16A(dst, transA, m, k, a, lda, true)
+}
+
+// forRows runs fn over [0, n), split across threads when par.
+func forRows(par bool, n, grain int, fn func(lo, hi int)) {
+	if !par || n <= grain {
+		fn(0, n)
+		return
+	}
+	parallel.For(n, grain, func(_, lo, hi int) { fn(lo, hi) })
+}
+
+func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, par bool) {
 	if m < 0 || k < 0 {
 		panic("kernels: negative bf16 pack shape")
 	}
@@ -136,17 +149,36 @@ func PackBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int) {
 		dst.Data = make([]BF16, m*st)
 	}
 	*dst = BF16A{M: m, K: k, Stride: st, Data: dst.Data[:m*st]}
-	parallel.For(m, 16, func(_, lo, hi int) {
-		for i := lo; i < hi; i++ {
-			row := dst.Data[i*st : (i+1)*st]
-			if transA {
-				for q := range k {
-					row[q] = bf16Of(a[q*lda+i])
-				}
-			} else {
+	if m == 0 {
+		return
+	}
+	if !transA {
+		forRows(par && m*k >= 1<<14, m, 16, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				row := dst.Data[i*st : (i+1)*st]
 				ToBF16(row[:k], a[i*lda:i*lda+k])
+				clear(row[k:])
 			}
-			clear(row[k:])
+		})
+		return
+	}
+	// Transposed: op(A)'s column q is a row segment of A. Convert it
+	// whole (vectorised), then scatter it over up to 256 output rows, whose
+	// current cache lines stay in L1 as q advances.
+	forRows(par && m*k >= 1<<14, m, 16, func(lo, hi int) {
+		var tmp [256]BF16
+		for i0 := lo; i0 < hi; i0 += len(tmp) {
+			n := min(len(tmp), hi-i0)
+			out := dst.Data[i0*st : (i0+n)*st]
+			for q := range k {
+				ToBF16(tmp[:n], a[q*lda+i0:q*lda+i0+n])
+				for ii, v := range tmp[:n] {
+					out[ii*st+q] = v
+				}
+			}
+			for ii := range n {
+				clear(out[ii*st+k : (ii+1)*st])
+			}
 		}
 	})
 }
@@ -155,6 +187,10 @@ func PackBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int) {
 // transpose B [n, k] when transB) to the pair layout of BF16B in dst,
 // reusing dst.Data when it is large enough.
 func PackBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int) {
+	packBF16B(dst, transB, k, n, b, ldb, true)
+}
+
+func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, par bool) {
 	if k < 0 || n < 0 {
 		panic("kernels: negative bf16 pack shape")
 	}
@@ -164,23 +200,40 @@ func PackBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int) {
 		dst.Data = make([]BF16, size)
 	}
 	*dst = BF16B{K: k, N: n, pairs: pairs, Data: dst.Data[:size]}
-	at := func(q, j int) float32 {
-		if q >= k || j >= n {
-			return 0
-		}
-		if transB {
-			return b[j*ldb+q]
-		}
-		return b[q*ldb+j]
-	}
-	parallel.For(panels, 1, func(_, lo, hi int) {
+	forRows(par && k*n >= 1<<14, panels, 1, func(lo, hi int) {
 		for pn := lo; pn < hi; pn++ {
 			panel := dst.Data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
+			j0 := pn * bf16Panel
+			cols := min(bf16Panel, n-j0)
+			if cols < bf16Panel || k%2 != 0 {
+				clear(panel)
+			}
+			if transB {
+				// Column j of op(B) is row j of B: its pairs are adjacent.
+				for c := range cols {
+					src := b[(j0+c)*ldb : (j0+c)*ldb+k]
+					for q := 0; q+1 < k; q += 2 {
+						o := q*bf16Panel + 2*c
+						panel[o], panel[o+1] = bf16Of(src[q]), bf16Of(src[q+1])
+					}
+					if k%2 != 0 {
+						panel[(k-1)*bf16Panel+2*c] = bf16Of(src[k-1])
+					}
+				}
+				continue
+			}
 			for q := range pairs {
 				row := panel[q*2*bf16Panel : (q+1)*2*bf16Panel]
-				for c := range bf16Panel {
-					j := pn*bf16Panel + c
-					row[2*c], row[2*c+1] = bf16Of(at(2*q, j)), bf16Of(at(2*q+1, j))
+				r0 := b[2*q*ldb+j0 : 2*q*ldb+j0+cols]
+				if 2*q+1 == k {
+					for c, v := range r0 {
+						row[2*c] = bf16Of(v)
+					}
+					continue
+				}
+				r1 := b[(2*q+1)*ldb+j0 : (2*q+1)*ldb+j0+cols]
+				for c, v := range r0 {
+					row[2*c], row[2*c+1] = bf16Of(v), bf16Of(r1[c])
 				}
 			}
 		}
@@ -195,6 +248,10 @@ func PackBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int) {
 // columns or blocks of rows.
 // GemmBF16 panics if the shapes disagree or C is too short.
 func GemmBF16(alpha float32, a *BF16A, b *BF16B, beta float32, c []float32, ldc int) {
+	gemmBF16(a, b, alpha, beta, c, ldc, true)
+}
+
+func gemmBF16(a *BF16A, b *BF16B, alpha, beta float32, c []float32, ldc int, par bool) {
 	m, n, k := a.M, b.N, a.K
 	if b.K != k {
 		panic(fmt.Sprintf("kernels: GemmBF16 with A [%d, %d] and B [%d, %d]", m, k, b.K, n))
@@ -213,7 +270,7 @@ func GemmBF16(alpha float32, a *BF16A, b *BF16B, beta float32, c []float32, ldc 
 	panels := (n + bf16Panel - 1) / bf16Panel
 	nt := parallel.Threads()
 	rowTiles := (m + gemmMR - 1) / gemmMR
-	if nt == 1 || m*n*k < gemmSerialFlops {
+	if !par || nt == 1 || m*n*k < gemmSerialFlops {
 		bf16Block(asm, a, b, 0, m, 0, panels, alpha, beta, c, ldc)
 		return
 	}

@@ -101,8 +101,8 @@ func TestBF16Conversions(t *testing.T) {
 	}
 }
 
-// TestGemmBF16: on every bf16 path, GemmBF16 of packed op(A) and op(B)
-// matches a float64 product of the same bf16 values within float32
+// TestGemmBF16: on every bf16 path, GemmBF16 of packed op(A) and op(B),
+// and GemmP and GemmSTP in PrecBF16 on the float32 operands, match a float64 product of the same bf16 values within float32
 // accumulation error, for odd shapes, every transpose, and beta 0 (C not
 // read), 1 and otherwise; C's padding is untouched.
 func TestGemmBF16(t *testing.T) {
@@ -131,8 +131,15 @@ func TestGemmBF16(t *testing.T) {
 						return r
 					}
 					want, bound := gemmWant(tc, ta, tb, sc.alpha, sc.beta, round(a), lda, round(b), ldb, c, ldc)
+					c1, c2 := append([]float32(nil), c...), append([]float32(nil), c...)
 					GemmBF16(sc.alpha, &pa, &pb, sc.beta, c, ldc)
-					checkC(t, fmt.Sprintf("%s %v %s alpha %v beta %v", bp, tc, tr, sc.alpha, sc.beta), tc, c, want, bound, ldc)
+					name := fmt.Sprintf("%s %v %s alpha %v beta %v", bp, tc, tr, sc.alpha, sc.beta)
+					checkC(t, name, tc, c, want, bound, ldc)
+					// GemmP and GemmSTP pack from float32 themselves.
+					GemmP(PrecBF16, ta, tb, tc.m, tc.n, tc.k, sc.alpha, a, lda, b, ldb, sc.beta, c1, ldc)
+					checkC(t, "GemmP "+name, tc, c1, want, bound, ldc)
+					GemmSTP(PrecBF16, ta, tb, tc.m, tc.n, tc.k, sc.alpha, a, lda, b, ldb, sc.beta, c2, ldc)
+					checkC(t, "GemmSTP "+name, tc, c2, want, bound, ldc)
 				}
 			}
 		}
@@ -141,7 +148,7 @@ func TestGemmBF16(t *testing.T) {
 }
 
 func BenchmarkGemmBF16(b *testing.B) {
-	for _, s := range [][3]int{{512, 512, 512}, {4096, 1024, 256}} {
+	for _, s := range [][3]int{{512, 512, 512}, {4096, 1024, 256}, {1024, 256, 4096}} {
 		m, n, k := s[0], s[1], s[2]
 		a := make([]float32, m*k)
 		w := make([]float32, k*n)
@@ -164,6 +171,40 @@ func BenchmarkGemmBF16(b *testing.B) {
 					GemmBF16(1, &pa, &pb, 0, c, n)
 				}
 				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkGemmP: the training step's products (T=1024, B=4, d=256,
+// d_ff=1024: fc1 forward, its input gradient and its weight gradient) in
+// float32 and in bf16 packed per call.
+func BenchmarkGemmP(b *testing.B) {
+	for _, s := range []struct {
+		name          string
+		ta, tb        bool
+		m, n, k       int
+		lda, ldb, ldc int
+	}{
+		{"fwd", false, true, 4096, 1024, 256, 256, 256, 1024},
+		{"dx", false, false, 4096, 256, 1024, 1024, 256, 256},
+		{"dw", true, false, 1024, 256, 4096, 1024, 256, 256},
+	} {
+		a := make([]float32, s.m*s.k)
+		w := make([]float32, s.k*s.n)
+		for i := range a {
+			a[i] = float32(i%13) * 0.1
+		}
+		for i := range w {
+			w[i] = float32(i%7) * 0.1
+		}
+		c := make([]float32, s.m*s.n)
+		for _, p := range []Prec{PrecFP32, PrecBF16} {
+			b.Run(fmt.Sprintf("%s/%d", s.name, p), func(b *testing.B) {
+				for range b.N {
+					GemmP(p, s.ta, s.tb, s.m, s.n, s.k, 1, a, s.lda, w, s.ldb, 0, c, s.ldc)
+				}
+				b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
 	}

@@ -20,10 +20,10 @@ func TestLinear(t *testing.T) {
 		}
 		x, w, b, dy := r(tc.N*tc.in), r(tc.out*tc.in), r(tc.out), r(tc.N*tc.out)
 		y := r(tc.N * tc.out) // garbage: Linear must overwrite
-		Linear(y, x, w, b, tc.N, tc.out, tc.in)
+		Linear(PrecFP32, y, x, w, b, tc.N, tc.out, tc.in)
 		dw, db := r(tc.out*tc.in), r(tc.out)
 		dw0, db0 := append([]float64(nil), dw...), append([]float64(nil), db...)
-		LinearGrad(dw, db, dy, x, tc.N, tc.out, tc.in)
+		LinearGrad(PrecFP32, dw, db, dy, x, tc.N, tc.out, tc.in)
 		for n := 0; n < tc.N; n++ {
 			for o := 0; o < tc.out; o++ {
 				want := b[o]

@@ -71,7 +71,7 @@ func (m *Model[F]) ffSave(i int, x []F) {
 	ln2 := m.act(a.ln2)
 	layerNormForward(ln2, m.act(a.ln2Mean), m.act(a.ln2Rstd), x, bw.ln2w, bw.ln2b, N, D)
 	if c.FFChunks == 1 {
-		fc1GeluForward(m.act(a.fch), m.act(a.fcg), ln2, bw.fc1w, m.packed(i).fc1(), bw.fc1b, N, D, H)
+		fc1GeluForward(m.prec, m.act(a.fch), m.act(a.fcg), ln2, bw.fc1w, m.packed(i).fc1(), bw.fc1b, N, D, H)
 	}
 	if m.inspect != nil {
 		m.inspect(fmt.Sprintf("blocks.%d.ln2: output", i), ln2)
@@ -96,14 +96,14 @@ func (m *Model[F]) blockFFForward(i int, out, res, x []F) {
 		defer m.inspect(fmt.Sprintf("blocks.%d.ff.fc2: output (with the residual)", i), out)
 	}
 	if c.FFChunks == 1 {
-		linearForward(out, m.act(a.fcg), bw.fc2w, m.packed(i).fc2(), bw.fc2b, N, H, D, true)
+		linearForward(m.prec, out, m.act(a.fcg), bw.fc2w, m.packed(i).fc2(), bw.fc2b, N, H, D, true)
 		return
 	}
 	ln2 := m.act(a.ln2)
 	R := ffRows(c, N)
 	for lo := 0; lo < N; lo += R {
 		r := min(R, N-lo)
-		ffForward(out[lo*D:(lo+r)*D], m.grad(p.ffh)[:r*H], m.grad(p.ffg)[:r*H], ln2[lo*D:(lo+r)*D],
+		ffForward(m.prec, out[lo*D:(lo+r)*D], m.grad(p.ffh)[:r*H], m.grad(p.ffg)[:r*H], ln2[lo*D:(lo+r)*D],
 			bw.fc1w, bw.fc1b, bw.fc2w, bw.fc2b, m.packed(i), r, D, H)
 	}
 }
@@ -119,7 +119,7 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 	ln2, dln := m.act(a.ln2), m.grad(p.dln)
 	clear(dln)
 	if c.FFChunks == 1 {
-		ffBackward(dln, bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg), m.grad(p.dh), dout, ln2,
+		ffBackward(m.prec, dln, bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg), m.grad(p.dh), dout, ln2,
 			m.act(a.fch), m.act(a.fcg), bw.fc1w, bw.fc2w, N, D, H)
 	} else {
 		R := ffRows(c, N)
@@ -127,8 +127,8 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 			r := min(R, N-lo)
 			h, g := m.grad(p.ffh)[:r*H], m.grad(p.ffg)[:r*H]
 			in := ln2[lo*D : (lo+r)*D]
-			fc1GeluForward(h, g, in, bw.fc1w, nil, bw.fc1b, r, D, H)
-			ffBackward(dln[lo*D:(lo+r)*D], bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg)[:r*H], m.grad(p.dh)[:r*H],
+			fc1GeluForward(m.prec, h, g, in, bw.fc1w, nil, bw.fc1b, r, D, H)
+			ffBackward(m.prec, dln[lo*D:(lo+r)*D], bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg)[:r*H], m.grad(p.dh)[:r*H],
 				dout[lo*D:(lo+r)*D], in, h, g, bw.fc1w, bw.fc2w, r, D, H)
 		}
 	}

@@ -39,6 +39,12 @@ type Config struct {
 	// many chunks, so the d_ff-wide activation never exists for all rows at
 	// once; it is recomputed in backward (default 1 = keep it).
 	FFChunks int
+	// Precision is precision, the arithmetic of training and inference
+	// (float32 models; a float64 model computes in float64 whatever it
+	// says): "fp32" (default); "bf16", matrix products on bf16 copies of
+	// their operands with float32 sums; "fp16", float32 arithmetic with
+	// dynamic loss scaling in training (train.LossScale).
+	Precision string
 
 	// Mixer is the "mixer" object: its kind and kind-specific options.
 	Mixer mixer.Options
@@ -150,6 +156,7 @@ func ParseConfigWith(data []byte, lookup func(string) (mixer.Kind, error)) (*Con
 	p.Bool("checkpoint", &c.Checkpoint)
 	c.FFChunks = 1
 	p.Int("ff_chunks", &c.FFChunks)
+	p.String("precision", &c.Precision)
 	var mixRaw json.RawMessage
 	if !p.Object("mixer", &mixRaw) {
 		p.Fail("mixer", "required")
@@ -227,6 +234,13 @@ func (c *Config) validate() error {
 	}
 	if c.PadID != nil && (*c.PadID < 0 || *c.PadID >= c.VocabSize) {
 		return fmt.Errorf("pad_id: must be in [0, vocab_size=%d), got %d", c.VocabSize, *c.PadID)
+	}
+	switch c.Precision {
+	case "":
+		c.Precision = "fp32"
+	case "fp32", "bf16", "fp16":
+	default:
+		return fmt.Errorf("precision: must be \"fp32\", \"bf16\" or \"fp16\", got %q", c.Precision)
 	}
 	if c.Reversible && c.Checkpoint {
 		return fmt.Errorf("checkpoint: not with reversible (reversible blocks already recompute in backward)")
@@ -315,7 +329,7 @@ func (c *Config) checkMixer() error {
 // MixerConfig is the mixer.Config of block i.
 func (c *Config) MixerConfig(i int) mixer.Config {
 	return mixer.Config{D: c.DModel, Heads: c.NHeads, MaxLen: c.MaxLen, Causal: c.Causal,
-		Layer: i, NLayers: c.NLayers, Opts: c.Mixer}
+		Layer: i, NLayers: c.NLayers, Precision: c.Precision, Opts: c.Mixer}
 }
 
 func parseTrain(data []byte) (*TrainConfig, error) {
@@ -423,6 +437,7 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 	w("reversible", c.Reversible)
 	w("checkpoint", c.Checkpoint)
 	w("ff_chunks", c.FFChunks)
+	w("precision", c.Precision)
 	w("mixer", c.Mixer.Raw())
 	if t := c.Train; t != nil {
 		w("train", map[string]any{

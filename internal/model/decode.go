@@ -221,7 +221,7 @@ func (m *Model[F]) decodeBlocks(step func(i int, out, in []F) error, x, x2, ln, 
 		}
 		addTo(x, tmp)
 		layerNormForward(ln, mean, rstd, x, bw.ln2w, bw.ln2b, n, D)
-		ffForward(x2, h, g, ln, bw.fc1w, bw.fc1b, bw.fc2w, bw.fc2b, m.packed(i), n, D, H)
+		ffForward(m.prec, x2, h, g, ln, bw.fc1w, bw.fc1b, bw.fc2w, bw.fc2b, m.packed(i), n, D, H)
 	}
 	if c.Reversible {
 		for k := range x {
@@ -229,7 +229,7 @@ func (m *Model[F]) decodeBlocks(step func(i int, out, in []F) error, x, x2, ln, 
 		}
 	}
 	layerNormForward(ln, mean, rstd, x, m.w.lnfw, m.w.lnfb, n, D)
-	linearForward(logits[:n*V], ln, m.w.headw, m.headBF16, m.w.headb, n, D, V, false)
+	linearForward(m.prec, logits[:n*V], ln, m.w.headw, m.headBF16, m.w.headb, n, D, V, false)
 	return nil
 }
 

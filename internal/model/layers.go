@@ -43,7 +43,7 @@ func embeddingBackward[F kernels.Float](dembed, dpos, dout []F, tokens []int32, 
 
 // linearForward computes out = inp·Wᵀ + b, or out += inp·Wᵀ + b when acc.
 // out [N,O], inp [N,I], w [O,I], b [O]; wb is W packed in bf16, or nil.
-func linearForward[F kernels.Float](out, inp, w []F, wb *kernels.BF16B, b []F, N, I, O int, acc bool) {
+func linearForward[F kernels.Float](p kernels.Prec, out, inp, w []F, wb *kernels.BF16B, b []F, N, I, O int, acc bool) {
 	parallel.For(N, 64, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			row := out[n*O : (n+1)*O]
@@ -54,27 +54,27 @@ func linearForward[F kernels.Float](out, inp, w []F, wb *kernels.BF16B, b []F, N
 			}
 		}
 	})
-	gemmNT(out, inp, w, wb, N, I, O, 1)
+	gemmNT(p, out, inp, w, wb, N, I, O, 1)
 }
 
 // gemmNT sets out [N,O] = inp [N,I]·Wᵀ + beta·out for W [O,I], in bf16 on
 // W's packed copy wb when there is one (float32 bf16 inference, UseBF16),
-// else in F.
-func gemmNT[F kernels.Float](out, inp, w []F, wb *kernels.BF16B, N, I, O int, beta F) {
+// else in precision p.
+func gemmNT[F kernels.Float](p kernels.Prec, out, inp, w []F, wb *kernels.BF16B, N, I, O int, beta F) {
 	if wb != nil {
 		kernels.GemmBF16Rows(1, N, any(inp).([]float32), I, wb, float32(beta), any(out).([]float32), O)
 		return
 	}
-	kernels.Gemm(false, true, N, O, I, 1, inp, I, w, I, beta, out, O)
+	kernels.GemmP(p, false, true, N, O, I, 1, inp, I, w, I, beta, out, O)
 }
 
 // linearBackward accumulates dinp += dout·W (skipped when dinp is nil),
-// dw += doutᵀ·inp and db += Σ_n dout[n].
-func linearBackward[F kernels.Float](dinp, dw, db, dout, inp, w []F, N, I, O int) {
+// dw += doutᵀ·inp and db += Σ_n dout[n], with the products in precision p.
+func linearBackward[F kernels.Float](p kernels.Prec, dinp, dw, db, dout, inp, w []F, N, I, O int) {
 	if dinp != nil {
-		kernels.Gemm(false, false, N, I, O, 1, dout, O, w, I, 1, dinp, I)
+		kernels.GemmP(p, false, false, N, I, O, 1, dout, O, w, I, 1, dinp, I)
 	}
-	kernels.Gemm(true, false, O, I, N, 1, dout, O, inp, I, 1, dw, I)
+	kernels.GemmP(p, true, false, O, I, N, 1, dout, O, inp, I, 1, dw, I)
 	parallel.For(O, 64, func(_, lo, hi int) {
 		d := db[lo:hi]
 		for n := 0; n < N; n++ {
@@ -113,8 +113,8 @@ func addTo[F kernels.Float](dst, src []F) {
 // fc1GeluForward sets h = inp·Wᵀ + b and g = GELU(h), adding the bias and
 // applying GELU to each thread's rows while they are in cache.
 // h, g [N,H], inp [N,D], w [H,D] (wb: packed in bf16, or nil), b [H].
-func fc1GeluForward[F kernels.Float](h, g, inp, w []F, wb *kernels.BF16B, b []F, N, D, H int) {
-	gemmNT(h, inp, w, wb, N, D, H, 0)
+func fc1GeluForward[F kernels.Float](p kernels.Prec, h, g, inp, w []F, wb *kernels.BF16B, b []F, N, D, H int) {
+	gemmNT(p, h, inp, w, wb, N, D, H, 0)
 	parallel.For(N, 16, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			addTo(h[n*H:(n+1)*H], b)
@@ -126,23 +126,23 @@ func fc1GeluForward[F kernels.Float](h, g, inp, w []F, wb *kernels.BF16B, b []F,
 // ffForward accumulates out += fc2(GELU(fc1(inp))) and saves h = fc1(inp)
 // and g = GELU(h). out, inp [N,D], h, g [N,H], fc1w [H,D], fc1b [H],
 // fc2w [D,H], fc2b [D]; pk holds the weights packed in bf16, or is nil.
-func ffForward[F kernels.Float](out, h, g, inp, fc1w, fc1b, fc2w, fc2b []F, pk *blockBF16, N, D, H int) {
-	fc1GeluForward(h, g, inp, fc1w, pk.fc1(), fc1b, N, D, H)
-	linearForward(out, g, fc2w, pk.fc2(), fc2b, N, H, D, true)
+func ffForward[F kernels.Float](p kernels.Prec, out, h, g, inp, fc1w, fc1b, fc2w, fc2b []F, pk *blockBF16, N, D, H int) {
+	fc1GeluForward(p, h, g, inp, fc1w, pk.fc1(), fc1b, N, D, H)
+	linearForward(p, out, g, fc2w, pk.fc2(), fc2b, N, H, D, true)
 }
 
 // ffBackward accumulates the gradients of ffForward into dinp [N,D] and the
 // weight gradients, given dout [N,D] and the saved h and g. dg and dh [N,H]
 // are scratch (overwritten, need not be zero). dinp may alias dout: dout is
 // fully read before dinp is written.
-func ffBackward[F kernels.Float](dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp, h, g, fc1w, fc2w []F, N, D, H int) {
-	kernels.Gemm(false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
-	linearBackward(nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D)
+func ffBackward[F kernels.Float](p kernels.Prec, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp, h, g, fc1w, fc2w []F, N, D, H int) {
+	kernels.GemmP(p, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
+	linearBackward(p, nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D)
 	parallel.For(N*H, 4096, func(_, lo, hi int) { // dh = GELU'(h)·dg
 		clear(dh[lo:hi])
 		kernels.GeluBackward(dh[lo:hi], h[lo:hi], dg[lo:hi])
 	})
-	linearBackward(dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H)
+	linearBackward(p, dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H)
 }
 
 // poolForward sets out[b] = mean of inp[b,t] over positions t with

@@ -82,8 +82,8 @@ func TestLayerFiniteDifferences(t *testing.T) {
 		inputs: map[string][]float64{"x": x, "w": w, "b": b},
 		grads:  map[string][]float64{"x": dx, "w": dw, "b": db},
 		outLen: N * V,
-		fwd:    func(out []float64) { linearForward(out, x, w, nil, b, N, D, V, false) },
-		bwd:    func(dout []float64) { linearBackward(dx, dw, db, dout, x, w, N, D, V) },
+		fwd:    func(out []float64) { linearForward(kernels.PrecFP32, out, x, w, nil, b, N, D, V, false) },
+		bwd:    func(dout []float64) { linearBackward(kernels.PrecFP32, dx, dw, db, dout, x, w, N, D, V) },
 	})
 
 	lw, lb := randVec(rng, D, 1), randVec(rng, D, 1)
@@ -117,9 +117,9 @@ func TestLayerFiniteDifferences(t *testing.T) {
 		inputs: map[string][]float64{"x": x, "fc1.w": w1, "fc1.b": b1, "fc2.w": w2, "fc2.b": b2},
 		grads:  map[string][]float64{"x": dx, "fc1.w": dw1, "fc1.b": db1, "fc2.w": dw2, "fc2.b": db2},
 		outLen: N * D,
-		fwd:    func(out []float64) { ffForward(out, hh, gg, x, w1, b1, w2, b2, nil, N, D, H) },
+		fwd:    func(out []float64) { ffForward(kernels.PrecFP32, out, hh, gg, x, w1, b1, w2, b2, nil, N, D, H) },
 		bwd: func(dout []float64) {
-			ffBackward(dx, dw1, db1, dw2, db2, dg, dh, dout, x, hh, gg, w1, w2, N, D, H)
+			ffBackward(kernels.PrecFP32, dx, dw1, db1, dw2, db2, dg, dh, dout, x, hh, gg, w1, w2, N, D, H)
 		},
 	})
 

@@ -47,6 +47,9 @@ type Model[F kernels.Float] struct {
 
 	mixers []mixer.Mixer[F]
 	w, g   params[F]
+	// prec is the arithmetic of the matrix products: PrecBF16 for a float32
+	// model of precision "bf16", else PrecFP32.
+	prec kernels.Prec
 	// bf16 inference (UseBF16): the feed-forward and head weights packed.
 	bf16     []blockBF16
 	headBF16 *kernels.BF16B
@@ -70,12 +73,15 @@ func New[F kernels.Float](c *Config) (*Model[F], error) {
 		return nil, fmt.Errorf("model: config has no resolved mixer kind (build it with ParseConfig)")
 	}
 	m := &Model[F]{Config: c}
+	var zero F
+	if _, ok := any(zero).(float32); ok {
+		m.prec = kernels.PrecOf(c.Precision)
+	}
 	var mspecs [][]mixer.ParamSpec
 	var nm []int
 	for i := 0; i < c.NLayers; i++ {
 		var mx mixer.Mixer[F]
 		var err error
-		var zero F
 		if _, ok := any(zero).(float32); ok {
 			var m32 mixer.Mixer[float32]
 			m32, err = c.kind.New32(c.MixerConfig(i))
@@ -288,10 +294,10 @@ func (m *Model[F]) headForward() float64 {
 	if c.Task == "classify" {
 		pooled := m.act(p.pooled)
 		poolForward(pooled, lnf, m.pad, c.Pool == "first", B, T, D)
-		linearForward(logits, pooled, m.w.headw, m.headBF16, m.w.headb, B, D, V, false)
+		linearForward(m.prec, logits, pooled, m.w.headw, m.headBF16, m.w.headb, B, D, V, false)
 		rows = B
 	} else {
-		linearForward(logits, lnf, m.w.headw, m.headBF16, m.w.headb, N, D, V, false)
+		linearForward(m.prec, logits, lnf, m.w.headw, m.headBF16, m.w.headb, N, D, V, false)
 	}
 	if m.inspect != nil {
 		m.inspect("ln_f: output", lnf)
@@ -347,11 +353,11 @@ func (m *Model[F]) headBackward(dres []F) {
 			crossEntropyBackward(dlogits, logits, m.targets, B, V, scale)
 			dpooled := m.grad(p.dpooled)
 			clear(dpooled)
-			linearBackward(dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V)
+			linearBackward(m.prec, dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V)
 			poolBackward(dln, dpooled, m.pad, c.Pool == "first", B, T, D)
 		} else {
 			crossEntropyBackward(dlogits, logits, m.targets, N, V, scale)
-			linearBackward(dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V)
+			linearBackward(m.prec, dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V)
 		}
 	}
 	layerNormBackward(dres, m.g.lnfw, m.g.lnfb, dln, m.act(p.res[c.NLayers]), m.w.lnfw, m.act(p.lnfMean), m.act(p.lnfRstd), N, D)

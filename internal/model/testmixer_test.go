@@ -47,14 +47,14 @@ func (m *cumMean[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 			}
 		}
 	}
-	linearForward(out, act, m.w[0], nil, m.w[1], p.B*p.T, D, D, false)
+	linearForward(kernels.PrecFP32, out, act, m.w[0], nil, m.w[1], p.B*p.T, D, D, false)
 }
 
 func (m *cumMean[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	D := m.d
 	du := scratch[:p.B*p.T*D]
 	clear(du)
-	linearBackward(du, m.g[0], m.g[1], dout, act, m.w[0], p.B*p.T, D, D)
+	linearBackward(kernels.PrecFP32, du, m.g[0], m.g[1], dout, act, m.w[0], p.B*p.T, D, D)
 	for b := 0; b < p.B; b++ {
 		for t := 0; t < p.T; t++ {
 			n := 0

@@ -51,7 +51,7 @@ const (
 const maxWindow = 1 << 30
 
 func newAFT[F kernels.Float](v variant, c mixer.Config) (*AFT[F], error) {
-	a := &AFT[F]{v: v, D: c.D, H: 1, MaxLen: c.MaxLen, Causal: c.Causal, proj: proj.New[F](c.D, "q", "k", "v", "o")}
+	a := &AFT[F]{v: v, D: c.D, H: 1, MaxLen: c.MaxLen, Causal: c.Causal, proj: proj.New[F](c.D, kernels.PrecOf(c.Precision), "q", "k", "v", "o")}
 	switch v {
 	case vLocal:
 		a.S = c.Opts.Int("window", 32)

@@ -26,6 +26,8 @@ type dims struct {
 	// slopes are the per-head ALiBi slopes (nil: no position bias): the
 	// score of query i and key j gets −slopes[h]·|i−j| after scaling.
 	slopes []float64
+	// prec is the arithmetic of the score and value products.
+	prec kernels.Prec
 }
 
 // biasScores adds the ALiBi bias −slope·|i−j| to the nq×nk score tile s of
@@ -261,7 +263,7 @@ func fwdBlock[F kernels.Float](o, m, l, s []F, q []F, ks *keySrc[F], gl []int, b
 		l[si] += sum
 	}
 	vr, lv := ks.rows(ks.v, ks.g.v, blk, d, b, h)
-	kernels.GemmST(false, false, nq, Dh, nk, 1, s, nk, vr, lv, 1, o[qoff:], blk.QS*D)
+	kernels.GemmSTP(d.prec, false, false, nq, Dh, nk, 1, s, nk, vr, lv, 1, o[qoff:], blk.QS*D)
 }
 
 func fwdDiag[F kernels.Float](o, m, l []F, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
@@ -366,7 +368,7 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 	}
 	// dP = dO·Vᵀ;  dV += Pᵀ·dO
 	ks.scores(dp, 1, do[qoff:], lq, true, blk, d, b, h)
-	kernels.GemmST(true, false, nk, Dh, nq, 1, s, nk, do[qoff:], lq, 1, dvr, lk)
+	kernels.GemmSTP(d.prec, true, false, nk, Dh, nq, 1, s, nk, do[qoff:], lq, 1, dvr, lk)
 	// dS = P ⊙ (dP − D_i)
 	for a := 0; a < nq; a++ {
 		di := drow[(b*d.H+h)*T+blk.Q0+a*blk.QS]
@@ -376,8 +378,8 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 		}
 	}
 	// dQ += scale·dS·K;  dK += scale·dSᵀ·Q
-	kernels.GemmST(false, false, nq, Dh, nk, sc, dp, nk, kr, lk, 1, dq[qoff:], lq)
-	kernels.GemmST(true, false, nk, Dh, nq, sc, dp, nk, q[qoff:], lq, 1, dkr, lk)
+	kernels.GemmSTP(d.prec, false, false, nq, Dh, nk, sc, dp, nk, kr, lk, 1, dq[qoff:], lq)
+	kernels.GemmSTP(d.prec, true, false, nk, Dh, nq, sc, dp, nk, q[qoff:], lq, 1, dkr, lk)
 }
 
 func bwdDiag[F kernels.Float](dq, dk, dv, drow, do, lse, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {

@@ -109,13 +109,15 @@ func ALiBiOption(o *mixer.Options, heads int) []float64 {
 	return nil
 }
 
-// New returns attention over pat with d channels and h heads. New returns an
-// error if d or h is not positive or h does not divide d.
-func New[F kernels.Float](d, h int, pat Pattern) (*Attention[F], error) {
+// New returns attention over pat with c.D channels and c.Heads heads, with
+// its products (projections, scores and values) in c.Precision. New returns
+// an error if D or the heads are not positive or the heads do not divide D.
+func New[F kernels.Float](c mixer.Config, pat Pattern) (*Attention[F], error) {
+	d, h := c.D, c.Heads
 	if err := mixer.CheckHeads(d, h); err != nil {
 		return nil, err
 	}
-	return &Attention[F]{D: d, H: h, Dh: d / h, Pat: pat, Tiles: DefaultTiles, proj: proj.New[F](d, "q", "k", "v", "o")}, nil
+	return &Attention[F]{D: d, H: h, Dh: d / h, Pat: pat, Tiles: DefaultTiles, proj: proj.New[F](d, kernels.PrecOf(c.Precision), "q", "k", "v", "o")}, nil
 }
 
 // Params returns q, k, v, o linears d→d; o projects into the residual stream.
@@ -175,7 +177,7 @@ func (a *Attention[F]) dims(p mixer.Pass) dims {
 	if s <= 1 {
 		s = 0
 	}
-	return dims{B: p.B, T: p.T, D: a.D, H: a.H, Dh: a.Dh, scale: 1 / math.Sqrt(float64(a.Dh)), s: s, slopes: a.Slopes}
+	return dims{B: p.B, T: p.T, D: a.D, H: a.H, Dh: a.Dh, scale: 1 / math.Sqrt(float64(a.Dh)), s: s, slopes: a.Slopes, prec: a.proj.Prec}
 }
 
 func (a *Attention[F]) layouts(T int) []*Layout {

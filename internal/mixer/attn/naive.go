@@ -17,9 +17,11 @@ type Naive[F kernels.Float] struct {
 	w, g [][]F // q.weight, q.bias, k.…, v.…, o.…
 }
 
-// NewNaive returns the naive twin with the same parameters as New.
-func NewNaive[F kernels.Float](d, h int, pat Pattern) (*Naive[F], error) {
-	a, err := New[F](d, h, pat)
+// NewNaive returns the naive twin with the same parameters as New (in
+// float32 or float64 whatever c.Precision says: it is the oracle).
+func NewNaive[F kernels.Float](c mixer.Config, pat Pattern) (*Naive[F], error) {
+	c.Precision = ""
+	a, err := New[F](c, pat)
 	if err != nil {
 		return nil, err
 	}

@@ -71,6 +71,9 @@ type RuleAttention[F kernels.Float] struct {
 	Rows int
 	rule Rule[F]
 	proj proj.Set[F] // q, k, v, o
+	// scorePrec is the score product's arithmetic: the projections' unless
+	// KeepScoresFP32.
+	scorePrec kernels.Prec
 
 	// zeros[h] is the mean fraction of exact zeros among the allowed keys
 	// of a query row of head h in the last Forward.
@@ -90,8 +93,17 @@ func NewRuleAttention[F kernels.Float](cfg mixer.Config, rule Rule[F], capacity 
 		return nil, fmt.Errorf("mixer: support capacity must be positive")
 	}
 	return &RuleAttention[F]{D: cfg.D, H: cfg.Heads, Dh: cfg.D / cfg.Heads, Causal: cfg.Causal,
-		Cap: capacity, Rows: RowBlock, rule: rule, proj: proj.New[F](cfg.D, "q", "k", "v", "o"),
-		zeros: make([]float64, cfg.Heads)}, nil
+		Cap: capacity, Rows: RowBlock, rule: rule, proj: proj.New[F](cfg.D, kernels.PrecOf(cfg.Precision), "q", "k", "v", "o"),
+		scorePrec: kernels.PrecOf(cfg.Precision), zeros: make([]float64, cfg.Heads)}, nil
+}
+
+// KeepScoresFP32 keeps the queries, keys and scores in F under bf16, for a
+// rule that selects keys by their scores' rank (top-k): bf16 rounding would
+// change the selection among near-equal scores. The values, the output
+// projection and the backward's products stay in bf16.
+func (a *RuleAttention[F]) KeepScoresFP32() {
+	a.proj.KeepFP32(pq, pk)
+	a.scorePrec = kernels.PrecFP32
 }
 
 // Params lists q, k, v and o (weight [D,D] and bias [D] each); o is a
@@ -220,7 +232,7 @@ func (a *RuleAttention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 func (a *RuleAttention[F]) scores(S, q, kt []F, p mixer.Pass, b, h, r0, nr, nk int, nallow []F) {
 	D, T, Dh := a.D, p.T, a.Dh
 	scale := F(1 / math.Sqrt(float64(Dh)))
-	kernels.GemmST(false, false, nr, nk, Dh, scale, q[(b*T+r0)*D+h*Dh:], D, kt[(b*a.H+h)*Dh*T:], T, 0, S, nk)
+	kernels.GemmSTP(a.scorePrec, false, false, nr, nk, Dh, scale, q[(b*T+r0)*D+h*Dh:], D, kt[(b*a.H+h)*Dh*T:], T, 0, S, nk)
 	ninf := F(math.Inf(-1))
 	var pad []bool
 	if p.Pad != nil {
@@ -281,7 +293,7 @@ func (a *RuleAttention[F]) forwardBlock(g geom, act, wk []F, acc []float64, q, k
 	if total > nr*g.C {
 		// Dense mode: Backward recomputes this block.
 		act[g.flags+blk] = 0
-		kernels.GemmST(false, false, nr, Dh, nk, 1, S, nk, vb, D, 0, yb, D)
+		kernels.GemmSTP(a.proj.Prec, false, false, nr, Dh, nk, 1, S, nk, vb, D, 0, yb, D)
 		return
 	}
 	act[g.flags+blk] = 1
@@ -440,13 +452,13 @@ func (a *RuleAttention[F]) backwardBlock(g geom, act, wk []F, q, k, v, kt, vt, d
 	for r := 0; r < nr; r++ {
 		a.rule.Recompute(S[r*nk:(r+1)*nk], h, [2]F{rows[4*r], rows[4*r+1]})
 	}
-	kernels.GemmST(false, false, nr, nk, Dh, 1, dyb, D, vt[bh*Dh*T:], T, 0, dP, nk)
-	kernels.GemmST(true, false, nk, Dh, nr, 1, S, nk, dyb, D, 1, dvT, ld)
+	kernels.GemmSTP(a.proj.Prec, false, false, nr, nk, Dh, 1, dyb, D, vt[bh*Dh*T:], T, 0, dP, nk)
+	kernels.GemmSTP(a.proj.Prec, true, false, nk, Dh, nr, 1, S, nk, dyb, D, 1, dvT, ld)
 	for r := 0; r < nr; r++ { // P is no longer needed: the rule may reuse it
 		dalpha += a.rule.Backward(dP[r*nk:(r+1)*nk], S[r*nk:(r+1)*nk], h, true)
 	}
-	kernels.GemmST(false, false, nr, Dh, nk, scale, dP, nk, kb, D, 1, dqb, D)
-	kernels.GemmST(true, false, nk, Dh, nr, scale, dP, nk, qb, D, 1, dkT, ld)
+	kernels.GemmSTP(a.proj.Prec, false, false, nr, Dh, nk, scale, dP, nk, kb, D, 1, dqb, D)
+	kernels.GemmSTP(a.proj.Prec, true, false, nk, Dh, nr, scale, dP, nk, qb, D, 1, dkT, ld)
 	return dalpha
 }
 

@@ -112,14 +112,14 @@ func (ks *keySrc[F]) scores(s []F, alpha F, a []F, la int, isV bool, blk *Block,
 	switch {
 	case blk.Gathered && blk.KS == 1:
 		ld := ks.g.n + 16
-		kernels.GemmST(false, false, nq, nk, d.Dh, alpha, a, la, gt[(b*d.H+h)*d.Dh*ld+blk.K0:], ld, 0, s, nk)
+		kernels.GemmSTP(d.prec, false, false, nq, nk, d.Dh, alpha, a, la, gt[(b*d.H+h)*d.Dh*ld+blk.K0:], ld, 0, s, nk)
 		return
 	case blk.Gathered:
 		xr, lx := ks.rows(x, ks.g.k, blk, d, b, h)
 		if isV {
 			xr, lx = ks.rows(x, ks.g.v, blk, d, b, h)
 		}
-		kernels.GemmST(false, true, nq, nk, d.Dh, alpha, a, la, xr, lx, 0, s, nk)
+		kernels.GemmSTP(d.prec, false, true, nq, nk, d.Dh, alpha, a, la, xr, lx, 0, s, nk)
 		return
 	case blk.KS == 1:
 		t, buf = newTShape(d.T, 0), xt.nat
@@ -127,11 +127,11 @@ func (ks *keySrc[F]) scores(s []F, alpha F, a []F, la int, isV bool, blk *Block,
 		t, buf = newTShape(d.T, d.s), xt.per
 	default:
 		off := (b*d.T+blk.K0)*d.D + h*d.Dh
-		kernels.GemmST(false, true, nq, nk, d.Dh, alpha, a, la, x[off:], blk.KS*d.D, 0, s, nk)
+		kernels.GemmSTP(d.prec, false, true, nq, nk, d.Dh, alpha, a, la, x[off:], blk.KS*d.D, 0, s, nk)
 		return
 	}
 	off := (b*d.H+h)*d.Dh*t.ld + t.col(blk.K0)
-	kernels.GemmST(false, false, nq, nk, d.Dh, alpha, a, la, buf[off:], t.ld, 0, s, nk)
+	kernels.GemmSTP(d.prec, false, false, nq, nk, d.Dh, alpha, a, la, buf[off:], t.ld, 0, s, nk)
 }
 
 // transposeHeads sets xt [B,H,Dh,t.ld] to the per-head transpose of

@@ -29,7 +29,7 @@ func New[F kernels.Float](c mixer.Config) (*attn.Attention[F], error) {
 	if err := c.Opts.Err(); err != nil {
 		return nil, err
 	}
-	a, err := attn.New[F](c.D, c.Heads, &Pattern{Causal: c.Causal})
+	a, err := attn.New[F](c, &Pattern{Causal: c.Causal})
 	if err == nil {
 		a.Tiles, a.Slopes, a.Causal = Tiles, slopes, c.Causal
 	}
@@ -47,7 +47,7 @@ func NewNaive[F kernels.Float](c mixer.Config) (*attn.Naive[F], error) {
 	if err := c.Opts.Err(); err != nil {
 		return nil, err
 	}
-	n, err := attn.NewNaive[F](c.D, c.Heads, &Pattern{Causal: c.Causal})
+	n, err := attn.NewNaive[F](c, &Pattern{Causal: c.Causal})
 	if err == nil {
 		n.Slopes = slopes
 	}

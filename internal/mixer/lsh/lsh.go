@@ -79,7 +79,7 @@ func New[F kernels.Float](cfg mixer.Config) (*LSH[F], error) {
 	m := &LSH[F]{
 		d: cfg.D, h: cfg.Heads, dh: cfg.D / cfg.Heads,
 		bucketSize: bs, nHashes: nh, causal: cfg.Causal, layer: cfg.Layer,
-		proj: proj.New[F](cfg.D, "qk", "v", "o"),
+		proj: proj.New[F](cfg.D, kernels.PrecOf(cfg.Precision), "qk", "v", "o"),
 	}
 	m.scale = F(1 / math.Sqrt(float64(m.dh)))
 	m.logN = make([]float64, nh+1)

@@ -502,3 +502,103 @@ func relClose(t *testing.T, name string, got []float32, want []float64, tol floa
 		t.Errorf("%s: max rel err %.3g > %.3g", name, e, tol)
 	}
 }
+
+// BF16Agrees checks kind k in precision "bf16" on case c against the
+// model it approximates: the float32 mixer with Config.Precision "bf16"
+// gives outputs within tol (max|a−b| / max(1e-2, max|b|)) of the float64
+// mixer's, and gradients of L = Σ out·r within tol of central finite
+// differences of the float64 mixer, on sampled entries of the input and of
+// every parameter (scaled by the tensor's largest float64 gradient, or a
+// tenth of the mixer's largest when that is more). tol is a bf16 tolerance: bf16 keeps 8 significant bits (relative rounding
+// 2⁻⁹).
+func BF16Agrees(t *testing.T, k mixer.Kind, c Case, tol float64) {
+	t.Helper()
+	in := build(t, k, c, false)
+	out64 := in.forward(in.x)
+	rng := rand.New(rand.NewPCG(11, 11))
+	r := make([]float64, in.n)
+	for i := range r {
+		r[i] = rng.NormFloat64()
+	}
+	dx64 := make([]float64, in.n)
+	in.m.Backward(dx64, in.scr, r, in.act, in.x, in.p)
+
+	cfg := c.Cfg
+	cfg.Precision = "bf16"
+	m16, err := k.New32(cfg)
+	if err != nil {
+		t.Fatalf("New32 in bf16: %v", err)
+	}
+	w32 := make([][]float32, len(in.w))
+	g32 := make([][]float32, len(in.w))
+	for i := range in.w {
+		w32[i] = to32(in.w[i])
+		g32[i] = make([]float32, len(in.w[i]))
+	}
+	m16.Bind(w32, g32)
+	act := make([]float32, m16.ActSize(c.B, c.T))
+	scr := make([]float32, m16.ScratchSize(c.B, c.T))
+	x32 := to32(in.x)
+	out16 := make([]float32, in.n)
+	m16.Forward(out16, act, scr, x32, in.p)
+	dx16 := make([]float32, in.n)
+	m16.Backward(dx16, scr, to32(r), act, x32, in.p)
+	relClose(t, "bf16 forward", out16, out64, tol)
+	// The check is not vacuous: a mixer with parameters (projections in
+	// bf16) differs from its float32 self by more than float32 rounding.
+	if len(in.w) > 0 {
+		var d, m float64
+		for i, v := range out16 {
+			d = math.Max(d, math.Abs(float64(v)-out64[i]))
+			m = math.Max(m, math.Abs(out64[i]))
+		}
+		if d <= 1e-5*m {
+			t.Errorf("bf16 forward within %.3g of float64: precision \"bf16\" did not reach the products", d/m)
+		}
+	}
+
+	ns := c.Samples
+	if ns == 0 {
+		ns = 24
+	}
+	const h = 1e-5
+	loss := func() float64 { return dot(in.forward(in.x), r) }
+	// A tensor's errors are scaled by its largest float64 gradient, but
+	// by no less than a tenth of the mixer's largest: a tensor whose
+	// gradient is zero in exact arithmetic (the key bias of softmax
+	// attention, which is shift-invariant) gets the rounding noise of the
+	// terms that cancel in it.
+	floor, worst := 1e-2, 0.0
+	for _, g := range append([][]float64{dx64}, in.g...) {
+		for _, v := range g {
+			floor = math.Max(floor, 0.1*math.Abs(v))
+		}
+	}
+	check := func(name string, v, grad64 []float64, grad16 []float32) {
+		scale := floor
+		for _, g := range grad64 {
+			scale = math.Max(scale, math.Abs(g))
+		}
+		for _, i := range sample(rng, len(v), ns) {
+			old := v[i]
+			v[i] = old + h
+			lp := loss()
+			v[i] = old - h
+			lm := loss()
+			v[i] = old
+			fd := (lp - lm) / (2 * h)
+			e := math.Abs(fd-float64(grad16[i])) / scale
+			worst = math.Max(worst, e)
+			if e > tol || math.IsNaN(e) {
+				t.Errorf("bf16 gradient %s[%d]: %.6g, finite differences of float64 %.6g (error %.3g of the largest gradient > %.3g)",
+					name, i, grad16[i], fd, e, tol)
+				return
+			}
+		}
+	}
+	check("x", in.x, dx64, dx16)
+	for i := range in.w {
+		check(in.specs[i].Name, in.w[i], in.g[i], g32[i])
+	}
+	t.Logf("bf16: worst gradient error %.3g of the largest gradient", worst)
+}

@@ -23,14 +23,36 @@ import (
 type Set[F kernels.Float] struct {
 	D     int
 	Names []string
-	w, g  [][]F           // weight [D,D], bias [D] of each name, in Names order
-	bf16  []kernels.BF16B // the weights packed in bf16 (UseBF16), else nil
+	// Prec is the arithmetic of the products in training (Forward without
+	// UseBF16, and Backward).
+	Prec kernels.Prec
+	w, g [][]F           // weight [D,D], bias [D] of each name, in Names order
+	bf16 []kernels.BF16B // the weights packed in bf16 (UseBF16), else nil
+	fp32 []bool          // projections kept in F whatever Prec (KeepFP32)
+}
+
+// KeepFP32 keeps projections idx in F under bf16 (Prec and UseBF16 alike):
+// top-k attention keeps its queries and keys so, because its scores select
+// keys.
+func (s *Set[F]) KeepFP32(idx ...int) {
+	s.fp32 = make([]bool, len(s.Names))
+	for _, i := range idx {
+		s.fp32[i] = true
+	}
+}
+
+// prec is projection i's product arithmetic in training.
+func (s *Set[F]) prec(i int) kernels.Prec {
+	if s.fp32 != nil && s.fp32[i] {
+		return kernels.PrecFP32
+	}
+	return s.Prec
 }
 
 // New returns the projections named names (the last one the output
-// projection, o) of d channels.
-func New[F kernels.Float](d int, names ...string) Set[F] {
-	return Set[F]{D: d, Names: names}
+// projection, o) of d channels, with products in precision p.
+func New[F kernels.Float](d int, p kernels.Prec, names ...string) Set[F] {
+	return Set[F]{D: d, Prec: p, Names: names}
 }
 
 // Params lists a weight [D,D] and a bias [D] per name, as mixer.Linear
@@ -77,6 +99,9 @@ func (s *Set[F]) UseBF16() error {
 	}
 	s.bf16 = make([]kernels.BF16B, len(s.Names))
 	for i := range s.bf16 {
+		if s.fp32 != nil && s.fp32[i] {
+			continue
+		}
 		kernels.PackBF16B(&s.bf16[i], true, s.D, s.D, any(s.w[2*i]).([]float32), s.D)
 	}
 	return nil
@@ -85,8 +110,8 @@ func (s *Set[F]) UseBF16() error {
 // Forward writes y [n,D] = x·W_iᵀ + b_i for the n rows x [n,D].
 func (s *Set[F]) Forward(i int, y, x []F, n int) {
 	D := s.D
-	if s.bf16 == nil {
-		kernels.Linear(y[:n*D], x[:n*D], s.w[2*i], s.w[2*i+1], n, D, D)
+	if s.bf16 == nil || s.bf16[i].Data == nil {
+		kernels.Linear(s.prec(i), y[:n*D], x[:n*D], s.w[2*i], s.w[2*i+1], n, D, D)
 		return
 	}
 	kernels.LinearBF16(any(y).([]float32), any(x).([]float32), &s.bf16[i], any(s.w[2*i+1]).([]float32), n, D, D)
@@ -97,10 +122,10 @@ func (s *Set[F]) Forward(i int, y, x []F, n int) {
 // with set). Every product has n rows of D.
 func (s *Set[F]) Backward(i int, dx, dy, x []F, n int, set bool) {
 	D := s.D
-	kernels.LinearGrad(s.g[2*i], s.g[2*i+1], dy[:n*D], x[:n*D], n, D, D)
+	kernels.LinearGrad(s.prec(i), s.g[2*i], s.g[2*i+1], dy[:n*D], x[:n*D], n, D, D)
 	var beta F = 1
 	if set {
 		beta = 0
 	}
-	kernels.Gemm(false, false, n, D, D, 1, dy, D, s.w[2*i], D, beta, dx, D)
+	kernels.GemmP(s.prec(i), false, false, n, D, D, 1, dy, D, s.w[2*i], D, beta, dx, D)
 }

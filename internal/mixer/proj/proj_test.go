@@ -5,13 +5,14 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
 // set returns projections q, v, o of d channels bound to random float64
 // weights, and the weights and zeroed gradients.
 func set(d int, rng *rand.Rand) (Set[float64], [][]float64, [][]float64) {
-	s := New[float64](d, "q", "v", "o")
+	s := New[float64](d, kernels.PrecFP32, "q", "v", "o")
 	var w, g [][]float64
 	for _, p := range s.Params() {
 		n := 1
@@ -41,7 +42,7 @@ func randVec(rng *rand.Rand, n int) []float64 {
 
 // TestParams: weight and bias per name, in order, o a residual projection.
 func TestParams(t *testing.T) {
-	s := New[float32](6, "qk", "v", "o")
+	s := New[float32](6, kernels.PrecFP32, "qk", "v", "o")
 	var got []string
 	for _, p := range s.Params() {
 		got = append(got, p.Name)

@@ -88,7 +88,7 @@ func New[F kernels.Float](c mixer.Config) (*attn.Attention[F], error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := attn.New[F](c.D, c.Heads, p)
+	a, err := attn.New[F](c, p)
 	if err == nil {
 		a.Tiles, a.Slopes, a.Causal = Tiles, p.Slopes, c.Causal
 		if !p.Fixed {
@@ -108,7 +108,7 @@ func NewNaive[F kernels.Float](c mixer.Config) (*attn.Naive[F], error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := attn.NewNaive[F](c.D, c.Heads, p)
+	n, err := attn.NewNaive[F](c, p)
 	if err == nil {
 		n.Slopes = p.Slopes
 	}

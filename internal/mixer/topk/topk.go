@@ -52,6 +52,7 @@ func New[F kernels.Float](cfg mixer.Config) (*Attention[F], error) {
 	if err != nil {
 		return nil, err
 	}
+	a.KeepScoresFP32()
 	return &Attention[F]{RuleAttention: a, K: k}, nil
 }
 
