@@ -23,6 +23,7 @@ type benchModel struct {
 	T, B    *int
 	reps    *int
 	asJSON  *bool
+	prec    *string
 }
 
 func newBenchModel(name, cfgHelp string, reps int, repsHelp string) *benchModel {
@@ -35,6 +36,7 @@ func newBenchModel(name, cfgHelp string, reps int, repsHelp string) *benchModel 
 		B:       fs.Int("batch", 1, "batch size B"),
 		reps:    fs.Int("reps", reps, repsHelp),
 		asJSON:  fs.Bool("json", false, "print one JSON object"),
+		prec:    fs.String("precision", "", "override the config's precision: fp32, bf16 or fp16"),
 	}
 }
 
@@ -55,6 +57,11 @@ func (b *benchModel) parse(args []string) (cfg *model.Config, child bool, err er
 	if *b.T > cfg.MaxLen {
 		cfg.MaxLen = *b.T
 	}
+	if *b.prec != "" {
+		if err := cfg.SetPrecision(*b.prec); err != nil {
+			return nil, false, err
+		}
+	}
 	return cfg, child, nil
 }
 
@@ -63,7 +70,7 @@ func (b *benchModel) parse(args []string) (cfg *model.Config, child bool, err er
 func (b *benchModel) inChild(dst any) error {
 	return bench.InChild(dst, []string{"TOKENMIX_THREADS=" + strconv.Itoa(parallel.Threads())},
 		"bench", b.name, "--config", *b.cfgPath, "--len", strconv.Itoa(*b.T), "--batch", strconv.Itoa(*b.B),
-		"--reps", strconv.Itoa(*b.reps), childFlag)
+		"--reps", strconv.Itoa(*b.reps), "--precision", *b.prec, childFlag)
 }
 
 func printJSON(v any) error { return json.NewEncoder(os.Stdout).Encode(v) }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/parallel"
 )
@@ -162,18 +163,37 @@ func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, par bool
 		})
 		return
 	}
-	// Transposed: op(A)'s column q is a row segment of A. Convert it
-	// whole (vectorised), then scatter it over up to 256 output rows, whose
-	// current cache lines stay in L1 as q advances.
+	// Transposed: op(A)'s row i is A's column i. Rows 2q and 2q+1 of A,
+	// converted together, give pair q of up to 256 output rows at once
+	// (the pair layout of packed B); each pair is then stored as one
+	// 32-bit unit, and the output rows' current cache lines stay in L1 as
+	// q advances.
+	vec := path == PathAVX512 && hasBF16Conv()
 	forRows(par && m*k >= 1<<14, m, 16, func(lo, hi int) {
-		var tmp [256]BF16
-		for i0 := lo; i0 < hi; i0 += len(tmp) {
-			n := min(len(tmp), hi-i0)
+		var tmp [512]BF16
+		for i0 := lo; i0 < hi; i0 += len(tmp) / 2 {
+			n := min(len(tmp)/2, hi-i0)
 			out := dst.Data[i0*st : (i0+n)*st]
-			for q := range k {
-				ToBF16(tmp[:n], a[q*lda+i0:q*lda+i0+n])
-				for ii, v := range tmp[:n] {
-					out[ii*st+q] = v
+			for q := 0; q < k; q += 2 {
+				r0 := a[q*lda+i0 : q*lda+i0+n]
+				if q+1 == k {
+					for ii, v := range r0 {
+						out[ii*st+q] = bf16Of(v)
+					}
+					continue
+				}
+				r1 := a[(q+1)*lda+i0 : (q+1)*lda+i0+n]
+				c0 := 0
+				if vec && n >= 16 {
+					c0 = n &^ 15
+					pairBF16AVX512(&tmp[0], &r0[0], &r1[0], c0)
+				}
+				for c := c0; c < n; c++ {
+					tmp[2*c], tmp[2*c+1] = bf16Of(r0[c]), bf16Of(r1[c])
+				}
+				pairs := unsafe.Slice((*uint32)(unsafe.Pointer(&tmp[0])), n)
+				for ii, v := range pairs {
+					*(*uint32)(unsafe.Pointer(&out[ii*st+q])) = v
 				}
 			}
 			for ii := range n {
@@ -210,18 +230,24 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, par bool
 			}
 			if transB {
 				// Column j of op(B) is row j of B: its pairs are adjacent.
+				var tmp [512]BF16
 				for c := range cols {
 					src := b[(j0+c)*ldb : (j0+c)*ldb+k]
-					for q := 0; q+1 < k; q += 2 {
-						o := q*bf16Panel + 2*c
-						panel[o], panel[o+1] = bf16Of(src[q]), bf16Of(src[q+1])
-					}
-					if k%2 != 0 {
-						panel[(k-1)*bf16Panel+2*c] = bf16Of(src[k-1])
+					for q0 := 0; q0 < k; q0 += len(tmp) {
+						n := min(len(tmp), k-q0)
+						ToBF16(tmp[:n], src[q0:q0+n])
+						for q := 0; q < n; q += 2 {
+							o := (q0+q)*bf16Panel + 2*c
+							panel[o] = tmp[q]
+							if q+1 < n {
+								panel[o+1] = tmp[q+1]
+							}
+						}
 					}
 				}
 				continue
 			}
+			vec := path == PathAVX512 && hasBF16Conv()
 			for q := range pairs {
 				row := panel[q*2*bf16Panel : (q+1)*2*bf16Panel]
 				r0 := b[2*q*ldb+j0 : 2*q*ldb+j0+cols]
@@ -232,8 +258,13 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, par bool
 					continue
 				}
 				r1 := b[(2*q+1)*ldb+j0 : (2*q+1)*ldb+j0+cols]
-				for c, v := range r0 {
-					row[2*c], row[2*c+1] = bf16Of(v), bf16Of(r1[c])
+				c0 := 0
+				if vec && cols >= 16 {
+					c0 = cols &^ 15
+					pairBF16AVX512(&row[0], &r0[0], &r1[0], c0)
+				}
+				for c := c0; c < cols; c++ {
+					row[2*c], row[2*c+1] = bf16Of(r0[c]), bf16Of(r1[c])
 				}
 			}
 		}

@@ -16,3 +16,7 @@ var bf16K512 [gemmMR]func(k int, a *BF16, lda int, b *BF16, c *float32, ldc int,
 func bf16PeakLoop(n int) { panic("unreachable") }
 
 const bf16PeakFlops = 0
+
+func pairBF16AVX512(dst *BF16, r0, r1 *float32, n int) { panic("unreachable") }
+
+func roundHalfAVX512(x *float32, n int) { panic("unreachable") }

@@ -58,8 +58,9 @@ func bf16Patterns() []uint32 {
 	return ps
 }
 
-// TestBF16Conversions: ToBF16 rounds every class of float32 to nearest
-// even (NaN stays NaN) on every path, and FromBF16 is exact: every bf16
+// TestBF16Conversions: ToBF16 (and the pair conversion of packed B)
+// rounds every class of float32 to nearest even (NaN stays NaN) on every
+// path, and FromBF16 is exact: every bf16
 // survives the round trip.
 func TestBF16Conversions(t *testing.T) {
 	ps := bf16Patterns()
@@ -79,6 +80,19 @@ func TestBF16Conversions(t *testing.T) {
 			}
 			if bf16Of(x) != got[i] {
 				t.Errorf("%v: the Go twin gives %#04x for %#08x, the path %#04x", p, bf16Of(x), ps[i], got[i])
+			}
+		}
+		// The pair layout of packed B: every class in both halves.
+		if p == PathAVX512 && hasBF16Conv() {
+			n := len(src) &^ 15
+			r1 := append(append([]float32(nil), src[n/2:n]...), src[:n/2]...)
+			pairs := make([]BF16, 2*n)
+			pairBF16AVX512(&pairs[0], &src[0], &r1[0], n)
+			for j := range n {
+				if a, b := pairs[2*j], pairs[2*j+1]; a != bf16Of(src[j]) || b != bf16Of(r1[j]) {
+					t.Fatalf("pairBF16AVX512(%#08x, %#08x) = %#04x, %#04x, want %#04x, %#04x",
+						math.Float32bits(src[j]), math.Float32bits(r1[j]), a, b, bf16Of(src[j]), bf16Of(r1[j]))
+				}
 			}
 		}
 		all := make([]BF16, 1<<16)

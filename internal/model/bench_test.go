@@ -54,6 +54,9 @@ func benchStep(b *testing.B, configJSON string, T, B, nt int) {
 
 func BenchmarkTrainStepD64T256B4(b *testing.B)   { benchTrain(b, 64, 256, 4, "") }
 func BenchmarkTrainStepD256T1024B4(b *testing.B) { benchTrain(b, 256, 1024, 4, "") }
+func BenchmarkTrainStepD256T1024B4BF16(b *testing.B) {
+	benchTrain(b, 256, 1024, 4, `, "precision": "bf16"`)
+}
 func BenchmarkTrainStepD256T1024B4Ckpt(b *testing.B) {
 	benchTrain(b, 256, 1024, 4, `, "checkpoint": true`)
 }

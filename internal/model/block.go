@@ -24,6 +24,7 @@ func (m *Model[F]) blockMixerForward(i int, out, res, x []F) {
 	bw := &m.w.blocks[i]
 	ln1 := m.act(a.ln1)
 	layerNormForward(ln1, m.act(a.ln1Mean), m.act(a.ln1Rstd), x, bw.ln1w, bw.ln1b, N, D)
+	m.store(ln1)
 	if m.MixerInput != nil {
 		m.MixerInput(i, ln1)
 	}
@@ -37,6 +38,7 @@ func (m *Model[F]) blockMixerForward(i int, out, res, x []F) {
 		m.inspect(fmt.Sprintf("blocks.%d.mixer: output", i), tmp)
 	}
 	addRows(out, res, tmp)
+	m.store(out)
 }
 
 // blockMixerBackward accumulates into dx the gradient of mixer_i(LN1_i(x))
@@ -70,8 +72,11 @@ func (m *Model[F]) ffSave(i int, x []F) {
 	bw := &m.w.blocks[i]
 	ln2 := m.act(a.ln2)
 	layerNormForward(ln2, m.act(a.ln2Mean), m.act(a.ln2Rstd), x, bw.ln2w, bw.ln2b, N, D)
+	m.store(ln2)
 	if c.FFChunks == 1 {
 		fc1GeluForward(m.prec, m.act(a.fch), m.act(a.fcg), ln2, bw.fc1w, m.packed(i).fc1(), bw.fc1b, N, D, H)
+		m.store(m.act(a.fch))
+		m.store(m.act(a.fcg))
 	}
 	if m.inspect != nil {
 		m.inspect(fmt.Sprintf("blocks.%d.ln2: output", i), ln2)
@@ -95,6 +100,7 @@ func (m *Model[F]) blockFFForward(i int, out, res, x []F) {
 	if m.inspect != nil {
 		defer m.inspect(fmt.Sprintf("blocks.%d.ff.fc2: output (with the residual)", i), out)
 	}
+	defer m.store(out)
 	if c.FFChunks == 1 {
 		linearForward(m.prec, out, m.act(a.fcg), bw.fc2w, m.packed(i).fc2(), bw.fc2b, N, H, D, true)
 		return

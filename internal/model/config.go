@@ -192,6 +192,17 @@ func ParseConfigWith(data []byte, lookup func(string) (mixer.Kind, error)) (*Con
 	return c, nil
 }
 
+// SetPrecision sets Precision to p, or returns an error naming it when it
+// is not "fp32", "bf16" or "fp16".
+func (c *Config) SetPrecision(p string) error {
+	switch p {
+	case "fp32", "bf16", "fp16":
+		c.Precision = p
+		return nil
+	}
+	return fmt.Errorf("precision: must be \"fp32\", \"bf16\" or \"fp16\", got %q", p)
+}
+
 func (c *Config) validate() error {
 	pos := func(key string, v int) error {
 		if v < 1 {
@@ -235,12 +246,14 @@ func (c *Config) validate() error {
 	if c.PadID != nil && (*c.PadID < 0 || *c.PadID >= c.VocabSize) {
 		return fmt.Errorf("pad_id: must be in [0, vocab_size=%d), got %d", c.VocabSize, *c.PadID)
 	}
-	switch c.Precision {
-	case "":
+	if c.Precision == "" {
 		c.Precision = "fp32"
-	case "fp32", "bf16", "fp16":
-	default:
-		return fmt.Errorf("precision: must be \"fp32\", \"bf16\" or \"fp16\", got %q", c.Precision)
+	}
+	if err := c.SetPrecision(c.Precision); err != nil {
+		return err
+	}
+	if c.Reversible && c.Precision == "fp16" {
+		return fmt.Errorf("precision: \"fp16\" not with reversible (rounding the stored halves would break the exact reconstruction of block inputs)")
 	}
 	if c.Reversible && c.Checkpoint {
 		return fmt.Errorf("checkpoint: not with reversible (reversible blocks already recompute in backward)")

@@ -50,6 +50,14 @@ type Model[F kernels.Float] struct {
 	// prec is the arithmetic of the matrix products: PrecBF16 for a float32
 	// model of precision "bf16", else PrecFP32.
 	prec kernels.Prec
+	// half: a float32 model of precision "fp16" rounds what it stores to
+	// IEEE half (see store).
+	half bool
+
+	// LossScale multiplies the loss's gradient in Backward (0 means 1):
+	// the dynamic loss scale of precision "fp16" (Trainer). Grads are then
+	// LossScale times the gradient of the loss.
+	LossScale float64
 	// bf16 inference (UseBF16): the feed-forward and head weights packed.
 	bf16     []blockBF16
 	headBF16 *kernels.BF16B
@@ -76,6 +84,7 @@ func New[F kernels.Float](c *Config) (*Model[F], error) {
 	var zero F
 	if _, ok := any(zero).(float32); ok {
 		m.prec = kernels.PrecOf(c.Precision)
+		m.half = c.Precision == "fp16"
 	}
 	var mspecs [][]mixer.ParamSpec
 	var nm []int
@@ -245,6 +254,7 @@ func (m *Model[F]) Forward(tokens, targets []int32, B, T int) (float64, error) {
 	}
 	p, D := &m.plan, c.DModel
 	embeddingForward(m.act(p.res[0]), tokens, m.w.embed, m.w.pos, B, T, D)
+	m.store(m.act(p.res[0]))
 	if m.inspect != nil {
 		m.inspect("embedding: output", m.act(p.res[0]))
 	}
@@ -264,6 +274,16 @@ func (m *Model[F]) Forward(tokens, targets []int32, B, T int) (float64, error) {
 	}
 	m.loss = m.headForward()
 	return m.loss, nil
+}
+
+// store gives x, an activation or activation gradient the model keeps,
+// the precision it is stored in: under "fp16" every value is rounded to
+// IEEE half (kernels.RoundHalf), so an overflow becomes Inf as it would in
+// half storage; otherwise it does nothing.
+func (m *Model[F]) store(x []F) {
+	if m.half {
+		kernels.RoundHalf(any(x).([]float32))
+	}
 }
 
 // cancelled returns Cancel's verdict, or nil without one.
@@ -289,6 +309,7 @@ func (m *Model[F]) headForward() float64 {
 	N := B * T
 	lnf := m.act(p.lnf)
 	layerNormForward(lnf, m.act(p.lnfMean), m.act(p.lnfRstd), m.act(p.res[c.NLayers]), m.w.lnfw, m.w.lnfb, N, D)
+	m.store(lnf)
 	logits := m.act(p.logits)
 	rows := N
 	if c.Task == "classify" {
@@ -333,6 +354,7 @@ func (m *Model[F]) Backward() {
 		mid := m.act(p.blocks[i].mid)
 		m.blockFFBackward(i, dres, dres, mid)
 		m.blockMixerBackward(i, dres, dres, m.act(p.res[i]))
+		m.store(dres)
 	}
 	embeddingBackward(m.g.embed, m.g.pos, dres, m.tokens, p.B, p.T, c.DModel)
 	m.inspectGrads("embed.", "pos.")
@@ -349,14 +371,19 @@ func (m *Model[F]) headBackward(dres []F) {
 	clear(dln)
 	if m.nTargets > 0 { // crossEntropyBackward overwrites every row of dlogits
 		scale := 1 / float64(m.nTargets)
+		if m.LossScale != 0 {
+			scale *= m.LossScale
+		}
 		if c.Task == "classify" {
 			crossEntropyBackward(dlogits, logits, m.targets, B, V, scale)
+			m.store(dlogits)
 			dpooled := m.grad(p.dpooled)
 			clear(dpooled)
 			linearBackward(m.prec, dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V)
 			poolBackward(dln, dpooled, m.pad, c.Pool == "first", B, T, D)
 		} else {
 			crossEntropyBackward(dlogits, logits, m.targets, N, V, scale)
+			m.store(dlogits)
 			linearBackward(m.prec, dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V)
 		}
 	}

@@ -18,7 +18,26 @@ type Trainer[F kernels.Float] struct {
 	Opt   *optim.AdamW[F]
 	Sched optim.Schedule
 	Clip  float64
+	// Scale is the dynamic loss scale of precision "fp16", nil otherwise.
+	Scale *LossScale
 }
+
+// LossScale is dynamic loss scaling: Backward runs on the loss times
+// Scale; a step whose gradients overflow (any Inf or NaN) is skipped and
+// halves Scale, and Interval clean steps in a row double it.
+type LossScale struct {
+	Scale    float64 // the current scale (starts at InitialLossScale)
+	Interval int     // clean steps before doubling (LossScaleInterval)
+	Clean    int     // clean steps since the last change
+	Skipped  int     // steps skipped for overflow, in the whole run
+}
+
+const (
+	// InitialLossScale is fp16's first loss scale, 2¹⁵.
+	InitialLossScale = 1 << 15
+	// LossScaleInterval is the clean steps after which the scale doubles.
+	LossScaleInterval = 2000
+)
 
 // StepStats reports one training step.
 type StepStats struct {
@@ -28,6 +47,12 @@ type StepStats struct {
 	// NonFinite says the loss or the gradient norm was NaN or infinite:
 	// the step made no update (Model.Diagnose names the first bad tensor).
 	NonFinite bool
+	// Overflow says the loss-scaled gradients overflowed (precision
+	// "fp16", finite loss): the step made no update, Scale halved, and
+	// the batch is to be taken again. It is not a non-finite error.
+	Overflow bool
+	// LossScale is the loss scale the step ran with (0 without one).
+	LossScale float64
 }
 
 // NewTrainer returns a trainer for m with fresh optimiser state. Parameters
@@ -45,16 +70,22 @@ func NewTrainer[F kernels.Float](m *Model[F]) *Trainer[F] {
 		sizes[i], noDecay[i] = s.Size(), s.NoDecay
 	}
 	m.Seed = tc.Seed
-	return &Trainer[F]{
+	t := &Trainer[F]{
 		Model: m,
 		Opt:   optim.NewAdamW[F](len(m.Params), optim.Groups(sizes, noDecay), tc.Beta1, tc.Beta2, tc.Eps, tc.WeightDecay),
 		Sched: optim.Schedule{LR: tc.LR, MinLR: tc.MinLR, Warmup: tc.Warmup, Steps: tc.Steps},
 		Clip:  tc.GradClip,
 	}
+	if m.half {
+		t.Scale = &LossScale{Scale: InitialLossScale, Interval: LossScaleInterval}
+	}
+	return t
 }
 
 // Step performs the update with index Opt.Step on one batch and returns
-// its statistics. The model's pass seeds use that index.
+// its statistics. The model's pass seeds use that index. With a loss
+// scale, gradients are unscaled before clipping; an overflowed step
+// (StepStats.Overflow) changes nothing but the scale.
 func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) {
 	m := t.Model
 	m.Step = t.Opt.Step
@@ -63,16 +94,38 @@ func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) 
 		return StepStats{}, err
 	}
 	m.ZeroGrad()
+	var scale float64
+	if t.Scale != nil {
+		scale = t.Scale.Scale
+	}
+	m.LossScale = scale
 	m.Backward()
-	norm := optim.ClipGradNorm(m.Grads, t.Clip)
+	m.LossScale = 0
 	lr := t.Sched.At(t.Opt.Step)
-	if finite := !math.IsNaN(loss) && !math.IsInf(loss, 0) && !math.IsNaN(norm) && !math.IsInf(norm, 0); !finite {
+	lossOK := !math.IsNaN(loss) && !math.IsInf(loss, 0)
+	if t.Scale != nil {
+		kernels.Scale(m.Grads, F(1/scale)) // an Inf or NaN stays one
+	}
+	norm := optim.ClipGradNorm(m.Grads, t.Clip)
+	if t.Scale != nil && lossOK && (math.IsNaN(norm) || math.IsInf(norm, 0)) {
+		t.Scale.Scale /= 2
+		t.Scale.Clean = 0
+		t.Scale.Skipped++
+		return StepStats{Loss: loss, GradNorm: norm, LR: lr, Overflow: true, LossScale: scale}, nil
+	}
+	if finite := lossOK && !math.IsNaN(norm) && !math.IsInf(norm, 0); !finite {
 		// No update: the parameters, the optimizer state and its step
 		// count stay those before the batch.
-		return StepStats{Loss: loss, GradNorm: norm, LR: lr, NonFinite: true}, nil
+		return StepStats{Loss: loss, GradNorm: norm, LR: lr, NonFinite: true, LossScale: scale}, nil
 	}
 	t.Opt.Update(m.Params, m.Grads, lr)
-	return StepStats{Loss: loss, GradNorm: norm, LR: lr}, nil
+	if t.Scale != nil {
+		if t.Scale.Clean++; t.Scale.Clean >= t.Scale.Interval {
+			t.Scale.Scale *= 2
+			t.Scale.Clean = 0
+		}
+	}
+	return StepStats{Loss: loss, GradNorm: norm, LR: lr, LossScale: scale}, nil
 }
 
 // Eval returns the loss of the current parameters on one batch without

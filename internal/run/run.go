@@ -78,6 +78,12 @@ type State struct {
 	Tokens       int64   `json:"tokens"`
 	TrainSeconds float64 `json:"train_s"`
 	WallSeconds  float64 `json:"wall_s"`
+	// LossScale, LossScaleClean and Overflows are the dynamic loss scale
+	// of precision "fp16" (model.LossScale: Scale, Clean, Skipped); absent
+	// otherwise.
+	LossScale      float64 `json:"loss_scale,omitempty"`
+	LossScaleClean int     `json:"loss_scale_clean,omitempty"`
+	Overflows      int     `json:"overflow_skips,omitempty"`
 	// Version is the build that wrote the checkpoint.
 	Version string `json:"version"`
 }

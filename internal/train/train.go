@@ -105,6 +105,9 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 			return res, fmt.Errorf("resume: data position: %w", err)
 		}
 		res.Planned, res.Resumed = st.PlannedSteps, true
+		if tr.Scale != nil && st.LossScale > 0 {
+			tr.Scale.Scale, tr.Scale.Clean, tr.Scale.Skipped = st.LossScale, st.LossScaleClean, st.Overflows
+		}
 	}
 	// Lines logged after the checkpoint (or, without one, at all) are
 	// logged again.
@@ -120,7 +123,7 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 	trainTime := time.Duration(st.TrainSeconds * float64(time.Second))
 	wall := func() float64 { return st.WallSeconds + time.Since(start).Seconds() }
 	lossSum, lossN := st.LossSum, st.LossSteps
-	skipped := 0
+	skipped, overflows := 0, 0
 	save := func() error {
 		ds, err := src.State()
 		if err != nil {
@@ -128,6 +131,9 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 		}
 		next := run.State{Step: res.Steps, PlannedSteps: res.Planned, Data: ds, Tokens: res.Tokens,
 			TrainSeconds: trainTime.Seconds(), WallSeconds: wall(), LossSum: lossSum, LossSteps: lossN}
+		if sc := tr.Scale; sc != nil {
+			next.LossScale, next.LossScaleClean, next.Overflows = sc.Scale, sc.Clean, sc.Skipped
+		}
 		return d.SaveTrainer(tr, next, tc.KeepCheckpoints)
 	}
 	pace := pacer{budget: o.Duration}
@@ -152,6 +158,27 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 		if err != nil {
 			return res, err
 		}
+		if s.Overflow {
+			// fp16's loss scale overflowed: the scale has halved; the same
+			// batch is taken again, and neither the schedule nor the data
+			// position moves.
+			overflows++
+			if overflows > maxOverflows {
+				prog.Finish()
+				return res, fmt.Errorf("%w at step %d: the fp16 loss scale overflowed %d steps in a row (now %g); data: %s; the run stops with its last checkpoint untouched",
+					ErrNonFinite, res.Steps+1, overflows, tr.Scale.Scale, dataPosition(res.Steps, pos))
+			}
+			if err := src.Restore(res.Steps, pos); err != nil {
+				return res, err
+			}
+			if err := d.AppendMetrics(map[string]any{"step": res.Steps, "overflow_skips": tr.Scale.Skipped,
+				"loss_scale": tr.Scale.Scale}); err != nil {
+				return res, err
+			}
+			trainTime += time.Since(t0)
+			continue
+		}
+		overflows = 0
 		if s.NonFinite {
 			what := fmt.Sprintf("loss %v, gradient norm %v", s.Loss, s.GradNorm)
 			where := dataPosition(res.Steps, pos)
@@ -191,6 +218,9 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 			// loss is the mean over the steps since the previous line.
 			rec := map[string]any{"step": res.Steps, "loss": lossSum / float64(lossN), "lr": s.LR, "grad_norm": s.GradNorm,
 				"tokens": res.Tokens, "tokens_per_s": tps, "elapsed_s": wall()}
+			if sc := tr.Scale; sc != nil {
+				rec["loss_scale"], rec["overflow_skips"] = sc.Scale, sc.Skipped
+			}
 			lossSum, lossN = 0, 0
 			if eval {
 				ev, err := o.Eval()
@@ -222,6 +252,11 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 	res.TrainSeconds, res.WallSeconds = trainTime.Seconds(), wall()
 	return res, save()
 }
+
+// maxOverflows is how many fp16 steps in a row may overflow (each halving
+// the loss scale) before Run stops: past it the gradients are not finite
+// at any usable scale.
+const maxOverflows = 64
 
 // ErrNonFinite is the error of a run stopped by a non-finite loss or
 // gradient norm.

@@ -81,6 +81,9 @@ func New[F kernels.Float](cfg mixer.Config) (*LSH[F], error) {
 		bucketSize: bs, nHashes: nh, causal: cfg.Causal, layer: cfg.Layer,
 		proj: proj.New[F](cfg.D, kernels.PrecOf(cfg.Precision), "qk", "v", "o"),
 	}
+	// The shared query-key projection stays in F under bf16: the buckets
+	// are chosen from it, and bf16 rounding would move tokens between them.
+	m.proj.KeepFP32(pqk)
 	m.scale = F(1 / math.Sqrt(float64(m.dh)))
 	m.logN = make([]float64, nh+1)
 	for k := 1; k <= nh; k++ {
