@@ -120,12 +120,16 @@ func Read(path string, step int) (*Stored, error) {
 	return s, nil
 }
 
-// Model builds the stored model with its weights.
+// Model builds the stored model with its weights, for inference: its
+// products run in float32 whatever precision the run trained in (the
+// weights are float32 masters in every precision); Model.UseBF16 then
+// switches it to bf16 inference.
 func (s *Stored) Model() (*model.Model[float32], error) {
 	cfg, err := model.ParseConfig(s.Config)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.ConfigPath, err)
 	}
+	cfg.Precision = "fp32"
 	m, err := model.New[float32](cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.ConfigPath, err)
