@@ -21,15 +21,17 @@ var taskPresets = map[string]string{
 }
 
 // runArena is `tokenmix arena`: train every registered mixer side by side on
-// one task and report test metric, speed and memory. With no flags it runs
-// the default preset (recall, ≤ 10 minutes on 2 cores).
+// one task, for a fixed number of steps each and one or more seeds, and
+// report test metric, speed and memory. With no flags it runs the default
+// preset (recall, ≤ 10 minutes on 2 cores).
 func runArena(ctx context.Context, args []string) error {
 	fs := newFlags("arena")
 	task := fs.String("task", "", "task: recall, listops, fmnist or gosrc (picks that task's preset)")
 	preset := fs.String("preset", "", "preset name (tokenmix presets lists them) or path to a preset file")
 	mixers := fs.String("mixers", "", "comma-separated mixer kinds (default: the preset's, or every registered kind)")
 	seqLen := fs.Int("len", 0, "sequence length (recall len, gosrc seq_len, listops max_len with min_len = len/4)")
-	budget := fs.String("budget", "", "per-mixer budget: steps (e.g. 2000) or training time (e.g. 90s)")
+	budget := fs.String("budget", "", "every mixer's budget, instead of the preset's step counts: steps (e.g. 2000) or training time (e.g. 5m)")
+	seeds := fs.Int("seeds", 0, "train each mixer with this many seeds (train.seed, +1, …); tables give the mean and the range (default: the preset's seeds, else 1)")
 	out := fs.String("out", "", "arena directory for results, checkpoints and plots (default runs/arena-TASK)")
 	dataDir := fs.String("data-dir", "", "fmnist: directory of the IDX files; gosrc: the source tree to read")
 	jobs := fs.Int("jobs", 0, "train this many mixers at once in workers, each with threads/jobs threads (default: the preset's jobs, else 1)")
@@ -41,7 +43,7 @@ func runArena(ctx context.Context, args []string) error {
 	}
 	if worker {
 		if fs.NArg() != 2 {
-			return usageErr("arena --worker DIR MIXER")
+			return usageErr("arena --worker DIR RUN")
 		}
 		err := arena.Worker(ctx, fs.Arg(0), fs.Arg(1), os.Stderr)
 		if errors.Is(err, arena.ErrInterrupted) {
@@ -86,10 +88,15 @@ func runArena(ctx context.Context, args []string) error {
 		}
 	}
 	if *budget != "" {
-		if _, err := arena.ParseBudget(*budget); err != nil {
+		if err := p.SetBudget(*budget); err != nil {
 			return usageErr("%v", err)
 		}
-		p.Budget, p.TotalBudget = *budget, ""
+	}
+	if *seeds != 0 {
+		if *seeds < 1 || *seeds > arena.MaxSeeds {
+			return usageErr("arena --seeds: want 1–%d, got %d", arena.MaxSeeds, *seeds)
+		}
+		p.Seeds = *seeds
 	}
 	if *jobs > 0 {
 		p.Jobs = *jobs
@@ -143,6 +150,7 @@ func runArena(ctx context.Context, args []string) error {
 	return nil
 }
 
-// workerFlag starts the arena's per-mixer worker process (args: DIR MIXER);
+// workerFlag starts the arena's per-run worker process (args: DIR RUN, RUN
+// a mixer kind or kind.s<i> for its seed i ≥ 1);
 // it is not in the flag set, so help does not show it.
 const workerFlag = "--worker"

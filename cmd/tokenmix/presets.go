@@ -15,6 +15,7 @@ type presetInfo struct {
 	Task        string `json:"task"`
 	Time        string `json:"time"` // wall time on an idle 2-core machine
 	Budget      string `json:"budget"`
+	Seeds       int    `json:"seeds"`
 	Description string `json:"description"`
 }
 
@@ -34,17 +35,19 @@ func runPresets(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		in := presetInfo{name, p.TaskName(), p.Time, p.Budget + " per mixer", p.Description}
-		if p.TotalBudget != "" {
-			in.Budget += ", " + p.TotalBudget + " in all"
-		}
+		in := presetInfo{Name: name, Task: p.TaskName(), Time: p.Time, Budget: p.BudgetSummary(),
+			Seeds: p.NumSeeds(), Description: p.Description}
 		if *asJSON {
 			if err := enc.Encode(in); err != nil {
 				return err
 			}
 			continue
 		}
-		fmt.Printf("%s (task %s, about %s on 2 cores; budget %s)\n  %s\n\n", in.Name, in.Task, in.Time, in.Budget, in.Description)
+		seeds := "1 seed"
+		if in.Seeds > 1 {
+			seeds = fmt.Sprintf("%d seeds", in.Seeds)
+		}
+		fmt.Printf("%s (task %s, about %s on 2 cores; budget %s; %s)\n  %s\n\n", in.Name, in.Task, in.Time, in.Budget, seeds, in.Description)
 	}
 	return nil
 }

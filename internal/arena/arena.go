@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/tokenmix/tokenmix/internal/bench"
 	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/train"
 	"github.com/tokenmix/tokenmix/internal/version"
@@ -39,17 +39,32 @@ type Options struct {
 	Stdout, Stderr io.Writer
 }
 
-// plan is the resolved list of runs.
+// planned is one resolved run: a mixer and a seed.
 type planned struct {
 	kind   string
+	seed   int // index: the run trains with Preset.Seed(seed)
 	causal bool
 	note   string
 	skip   string // reason, when skipped
 	budget Budget
 }
 
-// jobFile is what the parent hands a worker in runs/<mixer>/job.json.
+// name is the run's directory under runs/: the kind for the first seed,
+// kind.s<i> for seed index i ≥ 1.
+func (r planned) name() string { return runName(r.kind, r.seed) }
+
+func runName(kind string, seed int) string {
+	if seed == 0 {
+		return kind
+	}
+	return fmt.Sprintf("%s.s%d", kind, seed)
+}
+
+// jobFile is what the parent hands a worker in runs/<run>/job.json. Kind
+// and Seed are absent (the run's name, 0) in files written before seeds.
 type jobFile struct {
+	Kind   string `json:"kind,omitempty"`
+	Seed   int    `json:"seed,omitempty"` // index
 	Causal bool   `json:"causal"`
 	Note   string `json:"note"`
 	Budget string `json:"budget"`
@@ -75,7 +90,7 @@ func Run(ctx context.Context, o Options) (*File, error) {
 	apath := filepath.Join(o.Out, "arena.json")
 	old, err := os.ReadFile(apath)
 	if err == nil {
-		if !bytes.Equal(bytes.TrimSpace(old), bytes.TrimSpace(canon)) {
+		if !sameArena(old, p) {
 			return nil, fmt.Errorf("%s holds an arena with different settings (see %s): pick another --out or delete it", o.Out, apath)
 		}
 		fmt.Fprintf(o.Stdout, "resuming the arena in %s\n", o.Out)
@@ -85,8 +100,9 @@ func Run(ctx context.Context, o Options) (*File, error) {
 		return nil, err
 	}
 	// Written once the task exists, so a failed start (say, a missing
-	// dataset) does not pin the directory to those settings.
-	if old == nil {
+	// dataset) does not pin the directory to those settings. A resumed
+	// arena may differ in its number of seeds only.
+	if !bytes.Equal(bytes.TrimSpace(old), bytes.TrimSpace(canon)) {
 		if err := os.WriteFile(apath, append(canon, '\n'), 0o644); err != nil {
 			return nil, err
 		}
@@ -96,20 +112,30 @@ func Run(ctx context.Context, o Options) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	machine := fmt.Sprintf("%d threads", parallel.Threads())
-	if j, t := jobsThreads(o); j > 1 {
-		machine = fmt.Sprintf("%d jobs × %d threads", j, t)
+	seeds := make([]uint64, p.NumSeeds())
+	for i := range seeds {
+		seeds[i], _ = p.Seed(i) // planRuns checked train.seed
 	}
-	f := &File{Task: info, Preset: canon, Budget: p.Budget, Version: version.Get().String(),
-		Machine: fmt.Sprintf("%s/%s, %s, %s", runtime.GOOS, runtime.GOARCH, machine, runtime.Version())}
+	jobs, threads := jobsThreads(o)
+	f := &File{Task: info, Preset: canon, Budget: p.Budget, Seeds: seeds, Version: version.Get().String(),
+		CPU: cpuName(), Kernels: kernels.CurrentPath().String(), BF16Kernels: kernels.BF16Path(),
+		Threads: threads, Jobs: jobs}
+	f.Machine = machineLine(f)
+	mixers := fmt.Sprintf("%d mixers", len(runs)/len(seeds))
+	if len(seeds) > 1 {
+		mixers += fmt.Sprintf(" × %d seeds", len(seeds))
+	}
+	fmt.Fprintf(o.Stdout, "arena: task %s (T ≤ %d, %d/%d/%d examples), %s, %s; %s\n",
+		info.Name, info.MaxLen, task.Len(data.Train), task.Len(data.Val), task.Len(data.Test),
+		mixers, budgetLine(runs), f.Machine)
 	switch t := task.(type) {
 	case *data.GoSrc:
 		f.Baselines = t.Baselines()
 	case *data.ListOps:
 		f.Baselines = t.Baselines()
+	case *data.FMNIST:
+		f.Baselines = pixelBaselines(t, seeds[0])
 	}
-	fmt.Fprintf(o.Stdout, "arena: task %s (T ≤ %d, %d/%d/%d examples), %d mixers, budget %s each\n",
-		info.Name, info.MaxLen, task.Len(data.Train), task.Len(data.Val), task.Len(data.Test), len(runs), runs[0].budget)
 	interrupted, err := runAll(ctx, o, task, info, runs, f)
 	if err != nil {
 		return f, err
@@ -152,7 +178,7 @@ func runAll(ctx context.Context, o Options, task data.Task, info data.Info, runs
 		mu.Lock()
 		defer mu.Unlock()
 		res[i] = &r
-		fmt.Fprintln(o.Stdout, summary(r))
+		fmt.Fprintln(o.Stdout, summary(r, len(f.Seeds) > 1))
 		f.Results = f.Results[:0]
 		for _, r := range res {
 			if r != nil {
@@ -167,7 +193,8 @@ func runAll(ctx context.Context, o Options, task data.Task, info data.Info, runs
 	var wg sync.WaitGroup
 	for i, r := range runs {
 		if r.skip != "" {
-			finish(i, Result{Mixer: r.kind, Status: StatusSkipped, Note: r.skip, Metric: info.Metric})
+			seed, _ := o.Preset.Seed(r.seed)
+			finish(i, Result{Mixer: r.kind, Seed: seed, Status: StatusSkipped, Note: r.skip, Metric: info.Metric})
 			continue
 		}
 		sem <- struct{}{}
@@ -185,7 +212,7 @@ func runAll(ctx context.Context, o Options, task data.Task, info data.Info, runs
 			if errors.Is(err, ErrInterrupted) {
 				mu.Lock()
 				interrupted = true
-				fmt.Fprintf(o.Stdout, "%s: interrupted; run the same command again to resume\n", r.kind)
+				fmt.Fprintf(o.Stdout, "%s: interrupted; run the same command again to resume\n", r.name())
 				mu.Unlock()
 				return
 			}
@@ -196,14 +223,14 @@ func runAll(ctx context.Context, o Options, task data.Task, info data.Info, runs
 	return interrupted || ctx.Err() != nil, werr
 }
 
-// planRuns resolves the mixer list, their modes and budgets.
+// planRuns resolves the mixer list, their modes and budgets: one run per
+// mixer and seed, the seeds of a mixer next to each other.
 func planRuns(p *Preset, info data.Info) ([]planned, error) {
 	causal, err := p.Causal(info)
 	if err != nil {
 		return nil, err
 	}
-	budget, err := ParseBudget(p.Budget)
-	if err != nil {
+	if _, err := p.baseSeed(); err != nil {
 		return nil, err
 	}
 	names := p.Mixers
@@ -215,12 +242,15 @@ func planRuns(p *Preset, info data.Info) ([]planned, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("no mixers registered")
 	}
-	var runs []planned
-	n := 0
+	var kinds []planned
+	n := 0 // runnable runs with a duration budget
 	for _, name := range names {
 		r := planned{kind: name, causal: causal}
 		k, err := registry.Lookup(name)
 		if err != nil {
+			return nil, err
+		}
+		if r.budget, err = p.BudgetFor(name); err != nil {
 			return nil, err
 		}
 		switch {
@@ -233,25 +263,71 @@ func planRuns(p *Preset, info data.Info) ([]planned, error) {
 		if info.PadID >= 0 && !k.KeyPadding {
 			r.note = joinNote(r.note, "no key padding: pads are mixed in")
 		}
-		if r.skip == "" {
-			n++
+		if r.skip == "" && r.budget.Duration > 0 {
+			n += p.NumSeeds()
 		}
-		runs = append(runs, r)
+		kinds = append(kinds, r)
 	}
-	if p.TotalBudget != "" && budget.Duration > 0 && n > 0 {
+	if p.TotalBudget != "" && n > 0 {
 		tot, _ := time.ParseDuration(p.TotalBudget)
-		budget.Duration = min(budget.Duration, (tot / time.Duration(n)).Round(time.Second))
+		share := max((tot / time.Duration(n)).Round(time.Second), time.Second)
+		for i := range kinds {
+			if kinds[i].budget.Duration > 0 {
+				kinds[i].budget.Duration = min(kinds[i].budget.Duration, share)
+			}
+		}
 	}
-	for i := range runs {
-		runs[i].budget = budget
+	var runs []planned
+	for _, r := range kinds {
+		for i := range p.NumSeeds() {
+			r.seed = i
+			runs = append(runs, r)
+		}
 	}
 	return runs, nil
+}
+
+// budgetLine describes the runs' budgets: "budget 1200 steps each",
+// "budget 45s each" or "budgets 876–2903 steps".
+func budgetLine(runs []planned) string {
+	if len(runs) == 0 {
+		return "no runs"
+	}
+	lo, hi := runs[0].budget, runs[0].budget
+	for _, r := range runs[1:] {
+		b := r.budget
+		if (b.Steps > 0) != (lo.Steps > 0) {
+			return "budgets of steps and of time"
+		}
+		lo.Steps, hi.Steps = min(lo.Steps, b.Steps), max(hi.Steps, b.Steps)
+		lo.Duration, hi.Duration = min(lo.Duration, b.Duration), max(hi.Duration, b.Duration)
+	}
+	switch {
+	case lo == hi:
+		return "budget " + lo.String() + " each"
+	case lo.Steps > 0:
+		return fmt.Sprintf("budgets %d–%d steps", lo.Steps, hi.Steps)
+	}
+	return "budgets " + lo.String() + "–" + hi.String()
+}
+
+// sameArena reports whether arena.json's content old describes p, up to
+// the number of seeds: more seeds add runs to those already made, fewer
+// leave some unused.
+func sameArena(old []byte, p *Preset) bool {
+	q, err := ParsePreset(old)
+	if err != nil {
+		return false
+	}
+	a, b := *q, *p
+	a.Seeds, b.Seeds = 0, 0
+	return bytes.Equal(a.Canonical(), b.Canonical())
 }
 
 // runOne returns the finished result found in the run directory, or trains
 // the mixer (in this process or a worker).
 func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r planned, threads int, lines bool) (Result, error) {
-	dir := runDir(o.Out, r.kind)
+	dir := runDir(o.Out, r.name())
 	var res Result
 	if err := readJSON(filepath.Join(dir, "result.json"), &res); err == nil && res.Status == StatusDone {
 		res.Note = joinNote(res.Note, "resumed: finished earlier")
@@ -261,7 +337,7 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 		return res, err
 	}
 	if len(o.Worker) == 0 {
-		j := &job{kind: r.kind, task: task, info: info, preset: o.Preset, causal: r.causal,
+		j := &job{kind: r.kind, seed: r.seed, task: task, info: info, preset: o.Preset, causal: r.causal,
 			budget: r.budget, dir: dir, note: r.note, prog: train.NewProgress(o.Stderr)}
 		res, err := j.train(ctx)
 		if errors.Is(err, ErrInterrupted) {
@@ -273,7 +349,7 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 		writeJSON(filepath.Join(dir, "result.json"), res)
 		return res, nil
 	}
-	jf := jobFile{Causal: r.causal, Note: r.note, Budget: r.budget.String()}
+	jf := jobFile{Kind: r.kind, Seed: r.seed, Causal: r.causal, Note: r.note, Budget: r.budget.String()}
 	if r.budget.Steps > 0 {
 		jf.Budget = strconv.Itoa(r.budget.Steps)
 	}
@@ -281,7 +357,7 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 		return res, err
 	}
 	os.Remove(filepath.Join(dir, "result.json"))
-	args := append(append([]string{}, o.Worker[1:]...), o.Out, r.kind)
+	args := append(append([]string{}, o.Worker[1:]...), o.Out, r.name())
 	cmd := exec.Command(o.Worker[0], args...)
 	cmd.Stdout, cmd.Stderr = o.Stderr, o.Stderr
 	cmd.SysProcAttr = workerAttr()
@@ -308,16 +384,18 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 		if werr != nil {
 			msg += ": " + werr.Error()
 		}
-		return Result{Mixer: r.kind, Status: StatusFailed, Note: joinNote(r.note, msg), Metric: info.Metric}, nil
+		seed, _ := o.Preset.Seed(r.seed)
+		return Result{Mixer: r.kind, Seed: seed, Status: StatusFailed, Note: joinNote(r.note, msg), Metric: info.Metric}, nil
 	}
 	return res, nil
 }
 
-// Worker is the child side of Options.Worker: it trains mixer kind of the
-// arena in out (reading arena.json and runs/<kind>/job.json) and writes
-// runs/<kind>/result.json with the process's peak RSS. It returns
-// ErrInterrupted, after saving a checkpoint, if ctx is cancelled.
-func Worker(ctx context.Context, out, kind string, stderr io.Writer) error {
+// Worker is the child side of Options.Worker: it trains run name of the
+// arena in out (a mixer kind, or kind.s<i> for its seed i ≥ 1; reading
+// arena.json and runs/<name>/job.json) and writes runs/<name>/result.json
+// with the process's peak RSS. It returns ErrInterrupted, after saving a
+// checkpoint, if ctx is cancelled.
+func Worker(ctx context.Context, out, name string, stderr io.Writer) error {
 	start := time.Now()
 	b, err := os.ReadFile(filepath.Join(out, "arena.json"))
 	if err != nil {
@@ -327,10 +405,14 @@ func Worker(ctx context.Context, out, kind string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir := runDir(out, kind)
+	dir := runDir(out, name)
 	var jf jobFile
 	if err := readJSON(filepath.Join(dir, "job.json"), &jf); err != nil {
 		return err
+	}
+	kind := jf.Kind
+	if kind == "" {
+		kind = name
 	}
 	budget, err := ParseBudget(jf.Budget)
 	if err != nil {
@@ -340,7 +422,7 @@ func Worker(ctx context.Context, out, kind string, stderr io.Writer) error {
 	task, err := p.BuildTaskCached(out)
 	build := time.Since(start).Seconds()
 	if err == nil {
-		j := &job{kind: kind, task: task, info: task.Info(), preset: p, causal: jf.Causal,
+		j := &job{kind: kind, seed: jf.Seed, task: task, info: task.Info(), preset: p, causal: jf.Causal,
 			budget: budget, dir: dir, note: jf.Note, prog: train.NewProgress(stderr)}
 		res, err = j.train(ctx)
 		if errors.Is(err, ErrInterrupted) {
@@ -349,18 +431,24 @@ func Worker(ctx context.Context, out, kind string, stderr io.Writer) error {
 	}
 	if err != nil {
 		res.Mixer, res.Status, res.Note = kind, StatusFailed, joinNote(jf.Note, err.Error())
+		res.Seed, _ = p.Seed(jf.Seed)
 	}
 	res.PeakBytes, _ = bench.PeakRSS() // 0 where /proc is unavailable
 	res.WallSeconds += build           // train counts its own wall time, across resumptions
 	return writeJSON(filepath.Join(dir, "result.json"), res)
 }
 
-func summary(r Result) string {
+// summary is the line printed when a run ends; withSeed names its seed.
+func summary(r Result, withSeed bool) string {
+	name := r.Mixer
+	if withSeed {
+		name = fmt.Sprintf("%s (seed %d)", r.Mixer, r.Seed)
+	}
 	if r.Status != StatusDone {
-		return fmt.Sprintf("%s: %s (%s)", r.Mixer, r.Status, r.Note)
+		return fmt.Sprintf("%s: %s (%s)", name, r.Status, r.Note)
 	}
 	return fmt.Sprintf("%s: test %s %s · %d steps · %.0f tok/s · %.1f ms/step · %s",
-		r.Mixer, strings.ReplaceAll(string(r.Metric), "_", " "), FormatMetric(r.Metric, r.Test),
+		name, strings.ReplaceAll(string(r.Metric), "_", " "), FormatMetric(r.Metric, r.Test),
 		r.Steps, r.TokensPerSec, r.MsPerStep, formatDuration(r.WallSeconds))
 }
 

@@ -211,6 +211,16 @@ func TestPresets(t *testing.T) {
 		if p.Description == "" || p.Time == "" {
 			t.Errorf("%s: no description or no time", name)
 		}
+		// A step budget for every mixer: the figures must not depend on the
+		// machine's speed. Each mixer the preset names has its own count.
+		if b, err := ParseBudget(p.Budget); err != nil || b.Steps == 0 || p.TotalBudget != "" {
+			t.Errorf("%s: budget %q (total %q) is not a step count", name, p.Budget, p.TotalBudget)
+		}
+		for _, k := range p.Mixers {
+			if p.MixerSteps[k] == 0 {
+				t.Errorf("%s: mixer %s has no mixer_steps entry", name, k)
+			}
+		}
 		// Every registered kind must accept the preset's options for it
 		// (the model config is what the arena would build).
 		info := data.Info{Name: "x", Mode: data.Classify, Vocab: 16, Classes: 10, PadID: 0, MaxLen: 64}
@@ -233,6 +243,11 @@ func TestParsePresetErrors(t *testing.T) {
 		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "total_budget": "x"}`, "total_budget"},
 		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "time": "soon"}`, "time"},
 		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "mixers": ["full", "nosuch"]}`, "nosuch"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "mixer_steps": {"nosuch": 3}}`, `mixer_steps: mixer.kind: unknown kind "nosuch"`},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "mixer_steps": {"full": 0}}`, "mixer_steps.full: want ≥ 1 step, got 0"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "seeds": -1}`, "seeds: want 0–100, got -1"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "seeds": 101}`, "seeds: want 0–100, got 101"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "train": {"seed": -2}}`, "train.seed: want a non-negative integer, got -2"},
 	} {
 		_, err := ParsePreset([]byte(c.json))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -275,6 +290,33 @@ func TestPlanRuns(t *testing.T) {
 	}
 	if n > 0 && runs[0].budget.Duration > 60e9/1 {
 		t.Errorf("total budget not applied: %v", runs[0].budget)
+	}
+
+	// Step budgets per kind; the other kinds get budget; each kind's seeds
+	// are next to each other; total_budget leaves step budgets alone.
+	p = tinyPreset(t, []string{"full", "fnet", "lsh"}, "30s")
+	p.MixerSteps = map[string]int{"full": 7, "fnet": 9}
+	p.TotalBudget, p.Seeds = "20s", 2
+	runs, err = planRuns(p, data.Info{Name: "gosrc", Mode: data.LM, Causal: true, PadID: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range runs {
+		got = append(got, fmt.Sprintf("%s/%s/%v", r.name(), r.budget, r.skip != ""))
+	}
+	want := []string{"full/7 steps/false", "full.s1/7 steps/false", "fnet/9 steps/true", "fnet.s1/9 steps/true", "lsh/10s/false", "lsh.s1/10s/false"}
+	if !slices.Equal(got, want) {
+		t.Errorf("runs %v, want %v", got, want)
+	}
+	if s := budgetLine(runs); s != "budgets of steps and of time" {
+		t.Errorf("budget line %q", s)
+	}
+	if s := budgetLine(runs[:4]); s != "budgets 7–9 steps" {
+		t.Errorf("budget line %q", s)
+	}
+	if err := p.SetBudget("5m"); err != nil || p.MixerSteps != nil || p.TotalBudget != "" || p.Budget != "5m" {
+		t.Errorf("SetBudget: %v, %+v", err, p)
 	}
 }
 
@@ -360,14 +402,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestArenaJobs runs two mixers at once in worker processes and checks that
-// both finish with their full budget, in the preset's order, with the
-// threads split between them.
+// TestArenaJobs runs two mixers with two seeds each, two runs at once in
+// worker processes, and checks that every run finishes with its full
+// budget and its seed, in the preset's order, with the threads split
+// between them.
 func TestArenaJobs(t *testing.T) {
 	mixers := twoMixers(t)
 	dir := t.TempDir()
 	p := tinyPreset(t, mixers, "8")
-	p.Jobs = 2
+	p.Jobs, p.Seeds = 2, 2
 	t.Setenv(workerEnv, "1")
 	var out bytes.Buffer
 	f, err := Run(context.Background(), Options{Preset: p, Out: dir, Stdout: &out, Stderr: io.Discard,
@@ -376,14 +419,17 @@ func TestArenaJobs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if len(f.Results) != 2 {
+	if len(f.Results) != 4 {
 		t.Fatalf("%d results:\n%s", len(f.Results), out.String())
 	}
 	want := max(parallel.Threads()/2, 1)
 	for i, r := range f.Results {
-		if r.Mixer != mixers[i] || r.Status != StatusDone || r.Steps != 8 || r.Threads != want || r.PeakBytes <= 0 {
+		if r.Mixer != mixers[i/2] || r.Seed != uint64(3+i%2) || r.Status != StatusDone || r.Steps != 8 || r.Threads != want || r.PeakBytes <= 0 {
 			t.Errorf("result %d: %+v", i, r)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs", mixers[0]+".s1", "result.json")); err != nil {
+		t.Errorf("second seed's run directory: %v", err)
 	}
 	if !strings.Contains(f.Machine, "2 jobs") {
 		t.Errorf("machine %q does not record the jobs", f.Machine)

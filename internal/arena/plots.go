@@ -16,16 +16,17 @@ const (
 	PlotScatter   = "metric_vs_speed.png"
 )
 
-// Plots draws the training and validation loss curves (one line per mixer)
-// and the test metric against training throughput (one point per mixer)
-// into out.
+// Plots draws the training and validation loss curves (one line per mixer:
+// its first finished seed) and the test metric against training throughput
+// (one point per mixer: the means over its finished seeds) into out.
 func Plots(out string, f *File) error {
 	var tr, va []plot.Series
 	var pts []plot.Point
-	for _, r := range f.Results {
-		if r.Status != StatusDone {
+	for _, s := range statsOf(f.Results) {
+		if len(s.done) == 0 {
 			continue
 		}
+		r := s.done[0]
 		t := plot.Series{Name: r.Mixer}
 		v := plot.Series{Name: r.Mixer}
 		for _, c := range r.Curve {
@@ -35,11 +36,11 @@ func Plots(out string, f *File) error {
 			}
 		}
 		tr, va = append(tr, t), append(va, v)
-		y := r.Test
+		y := s.mean
 		if f.Task.Metric == data.Accuracy {
 			y *= 100
 		}
-		pts = append(pts, plot.Point{Name: r.Mixer, X: r.TokensPerSec, Y: y})
+		pts = append(pts, plot.Point{Name: r.Mixer, X: meanOf(s.done, func(r Result) float64 { return r.TokensPerSec }), Y: y})
 	}
 	if len(pts) == 0 {
 		return fmt.Errorf("no finished runs to plot")

@@ -39,11 +39,22 @@ type Preset struct {
 	// eval_every, eval_batches, checkpoint_every); steps comes from Budget.
 	Train json.RawMessage `json:"train,omitempty"`
 	// Budget is each mixer's training budget: a step count ("3000") or a
-	// duration of training time ("90s", "5m").
+	// duration of training time ("90s", "5m"). MixerSteps overrides it for
+	// the kinds it names.
 	Budget string `json:"budget"`
-	// TotalBudget, a duration, caps the sum of the mixers' duration budgets:
-	// each runnable mixer gets min(Budget, TotalBudget / their number).
+	// MixerSteps maps a kind to its own step budget (≥ 1). A step budget
+	// makes a run's figures depend only on the preset, the seed, the thread
+	// count and the kernel path, not on the machine's speed or load.
+	MixerSteps map[string]int `json:"mixer_steps,omitempty"`
+	// TotalBudget, a duration, caps the sum of the runs' duration budgets:
+	// each runnable mixer and seed gets min(Budget, TotalBudget / their
+	// number). It does not apply to step budgets.
 	TotalBudget string `json:"total_budget,omitempty"`
+	// Seeds is the number of training seeds per mixer (0 means 1). Run i
+	// (0-based) of a mixer trains with train.seed + i, which sets its
+	// initial weights and its data order; the task's own seed, and so the
+	// data, stays the same. Tables give the mean and the range over them.
+	Seeds int `json:"seeds,omitempty"`
 	// Jobs > 1 trains that many mixers at once, each in its own worker
 	// process with threads/Jobs threads (at least 1); the speed columns are
 	// then per worker, next to a neighbour. Whether that trains more tokens
@@ -95,6 +106,81 @@ func ParseBudget(s string) (Budget, error) {
 	return Budget{Duration: d}, nil
 }
 
+// MaxSeeds is the most seeds per mixer a preset may ask for.
+const MaxSeeds = 100
+
+// NumSeeds is the number of training seeds per mixer: Seeds, at least 1.
+func (p *Preset) NumSeeds() int { return max(p.Seeds, 1) }
+
+// baseSeed returns train.seed (0 when absent), the seed of each mixer's
+// first run.
+func (p *Preset) baseSeed() (uint64, error) {
+	if len(p.Train) == 0 {
+		return 0, nil
+	}
+	var tr map[string]json.RawMessage
+	if err := json.Unmarshal(p.Train, &tr); err != nil {
+		return 0, fmt.Errorf("train: %v", err)
+	}
+	b, ok := tr["seed"]
+	if !ok {
+		return 0, nil
+	}
+	var seed uint64
+	if err := json.Unmarshal(b, &seed); err != nil {
+		return 0, fmt.Errorf("train.seed: want a non-negative integer, got %s", b)
+	}
+	return seed, nil
+}
+
+// Seed returns the training seed of run i (0-based) of each mixer:
+// train.seed + i. It returns an error if train.seed is not a non-negative
+// integer.
+func (p *Preset) Seed(i int) (uint64, error) {
+	s, err := p.baseSeed()
+	return s + uint64(i), err
+}
+
+// BudgetFor returns kind's budget: its MixerSteps entry, else Budget.
+func (p *Preset) BudgetFor(kind string) (Budget, error) {
+	if n, ok := p.MixerSteps[kind]; ok {
+		return Budget{Steps: n}, nil
+	}
+	return ParseBudget(p.Budget)
+}
+
+// BudgetSummary describes the budgets in a few words, e.g. "876–2903 steps
+// per mixer (mixer_steps), 1200 for any other" or "45s per mixer, 8m in
+// all".
+func (p *Preset) BudgetSummary() string {
+	one := p.Budget
+	if b, err := ParseBudget(p.Budget); err == nil {
+		one = b.String()
+	}
+	s := one + " per mixer"
+	if len(p.MixerSteps) > 0 {
+		lo, hi := math.MaxInt, 0
+		for _, n := range p.MixerSteps {
+			lo, hi = min(lo, n), max(hi, n)
+		}
+		s = fmt.Sprintf("%d–%d steps per mixer (mixer_steps), %s for any other", lo, hi, one)
+	}
+	if p.TotalBudget != "" {
+		s += ", " + p.TotalBudget + " in all"
+	}
+	return s
+}
+
+// SetBudget makes budget (a step count or a duration) every mixer's budget,
+// dropping MixerSteps and TotalBudget.
+func (p *Preset) SetBudget(budget string) error {
+	if _, err := ParseBudget(budget); err != nil {
+		return err
+	}
+	p.Budget, p.MixerSteps, p.TotalBudget = budget, nil, ""
+	return nil
+}
+
 // ErrUnknownPreset is returned (wrapped) by LoadPreset for a name that is
 // neither a file nor a built-in preset.
 var ErrUnknownPreset = errors.New("unknown preset")
@@ -139,6 +225,20 @@ func ParsePreset(b []byte) (*Preset, error) {
 	}
 	if p.Jobs < 0 {
 		return nil, fmt.Errorf("jobs: want ≥ 0, got %d", p.Jobs)
+	}
+	if p.Seeds < 0 || p.Seeds > MaxSeeds {
+		return nil, fmt.Errorf("seeds: want 0–%d, got %d", MaxSeeds, p.Seeds)
+	}
+	for _, k := range sortedKeys(p.MixerSteps) {
+		if _, err := registry.Lookup(k); err != nil {
+			return nil, fmt.Errorf("mixer_steps: %w", err)
+		}
+		if n := p.MixerSteps[k]; n < 1 {
+			return nil, fmt.Errorf("mixer_steps.%s: want ≥ 1 step, got %d", k, n)
+		}
+	}
+	if _, err := p.baseSeed(); err != nil {
+		return nil, err
 	}
 	if p.Time != "" {
 		if d, err := time.ParseDuration(p.Time); err != nil || d <= 0 {
@@ -293,8 +393,14 @@ var derivedModelKeys = []string{"vocab_size", "max_len", "task", "n_classes", "p
 
 // ModelJSON returns the model-contract config for mixer kind (with its
 // options from MixerOptions, "sqrt_len" resolved), the task info, causal
-// mode and a training run of steps updates.
+// mode and a training run of steps updates with the first seed (Seed(0)).
 func (p *Preset) ModelJSON(kind string, info data.Info, causal bool, steps int) ([]byte, error) {
+	return p.modelJSON(kind, info, causal, steps, 0)
+}
+
+// modelJSON is ModelJSON for run seedIndex of the mixer: its train.seed is
+// Seed(seedIndex).
+func (p *Preset) modelJSON(kind string, info data.Info, causal bool, steps, seedIndex int) ([]byte, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(p.Model, &m); err != nil {
 		return nil, fmt.Errorf("model: %v", err)
@@ -337,6 +443,12 @@ func (p *Preset) ModelJSON(kind string, info data.Info, causal bool, steps int) 
 	}
 	sb, _ := json.Marshal(steps)
 	tr["steps"] = sb
+	seed, err := p.Seed(seedIndex)
+	if err != nil {
+		return nil, err
+	}
+	sb, _ = json.Marshal(seed)
+	tr["seed"] = sb
 	tb, _ := json.Marshal(tr)
 	m["train"] = tb
 	return json.MarshalIndent(m, "", "  ")

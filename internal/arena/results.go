@@ -31,9 +31,11 @@ type CurvePoint struct {
 	HasVal    bool    `json:"has_val,omitempty"`
 }
 
-// Result is one mixer's run.
+// Result is one run: a mixer with one seed.
 type Result struct {
-	Mixer   string         `json:"mixer"`
+	Mixer string `json:"mixer"`
+	// Seed is the training seed (train.seed of the run's config).
+	Seed    uint64         `json:"seed"`
 	Status  string         `json:"status"`
 	Note    string         `json:"note,omitempty"`
 	Options map[string]any `json:"options,omitempty"`
@@ -62,15 +64,31 @@ type Result struct {
 	Curve        []CurvePoint `json:"curve,omitempty"`
 }
 
-// File is what results.json holds.
+// File is what results.json holds. With the preset, the seeds, the thread
+// count and the kernel paths it records everything a run's figures depend
+// on; files written by older builds lack Seeds, CPU, Kernels, BF16Kernels,
+// Threads and Jobs (zero values) and have one run per mixer.
 type File struct {
 	Task      data.Info       `json:"task"`
 	Preset    json.RawMessage `json:"preset"`
 	Budget    string          `json:"budget"`
 	Baselines []data.Baseline `json:"baselines,omitempty"`
-	Results   []Result        `json:"results"`
-	Machine   string          `json:"machine"`
-	Version   string          `json:"version"` // of the build that wrote the file
+	// Seeds are the training seeds of each mixer's runs, in run order.
+	Seeds   []uint64 `json:"seeds,omitempty"`
+	Results []Result `json:"results"`
+	// Machine sums up the fields below and the OS, architecture and Go
+	// version in one line.
+	Machine string `json:"machine"`
+	// CPU is the CPU's model name ("" when the OS does not say).
+	CPU string `json:"cpu,omitempty"`
+	// Kernels is the float32 kernel path (kernels.CurrentPath: "go",
+	// "avx2", "avx512"); BF16Kernels the bf16 GEMM path (kernels.BF16Path).
+	Kernels     string `json:"kernels,omitempty"`
+	BF16Kernels string `json:"bf16_kernels,omitempty"`
+	// Threads is each run's thread count; Jobs the runs trained at once.
+	Threads int    `json:"threads,omitempty"`
+	Jobs    int    `json:"jobs,omitempty"`
+	Version string `json:"version"` // of the build that wrote the file
 }
 
 func writeJSON(path string, v any) error {
@@ -94,7 +112,7 @@ func readJSON(path string, v any) error {
 }
 
 // csvHeader is the column list of results.csv.
-var csvHeader = []string{"mixer", "status", "metric", "test", "test_loss", "val", "params",
+var csvHeader = []string{"mixer", "seed", "status", "metric", "test", "test_loss", "val", "params",
 	"steps", "train_tokens", "tokens_per_s", "ms_per_step", "planned_bytes", "peak_rss_bytes",
 	"train_s", "wall_s", "threads", "causal", "note"}
 
@@ -104,7 +122,7 @@ func WriteCSV(w io.Writer, rs []Result) error {
 	cw.Write(csvHeader)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	for _, r := range rs {
-		cw.Write([]string{r.Mixer, r.Status, string(r.Metric), f(r.Test), f(r.TestLoss), f(r.Val),
+		cw.Write([]string{r.Mixer, strconv.FormatUint(r.Seed, 10), r.Status, string(r.Metric), f(r.Test), f(r.TestLoss), f(r.Val),
 			strconv.Itoa(r.Params), strconv.Itoa(r.Steps), strconv.FormatInt(r.TrainTokens, 10),
 			f(r.TokensPerSec), f(r.MsPerStep), strconv.FormatInt(r.PlannedBytes, 10),
 			strconv.FormatInt(r.PeakBytes, 10), f(r.TrainSeconds), f(r.WallSeconds),
@@ -159,42 +177,6 @@ func formatDuration(s float64) string {
 		return fmt.Sprintf("%dm%02ds", int(s)/60, int(s)%60)
 	}
 	return fmt.Sprintf("%.1fs", s)
-}
-
-// Markdown writes the results table: mixer, params, test metric, train
-// tokens/s, ms/step, planned and peak memory, wall time and notes, plus one
-// row per compression baseline.
-func Markdown(w io.Writer, f *File) {
-	m := f.Task.Metric
-	name := "test " + strings.ReplaceAll(string(m), "_", " ")
-	if m.HigherIsBetter() {
-		name += " ↑"
-	} else {
-		name += " ↓"
-	}
-	fmt.Fprintf(w, "| mixer | params | %s | train tok/s | ms/step | steps | planned mem | peak mem | wall | note |\n", name)
-	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
-	for _, r := range f.Results {
-		note := r.Note
-		if r.Status != StatusDone {
-			note = strings.TrimSpace(r.Status + ": " + note)
-			fmt.Fprintf(w, "| %s | | | | | | | | | %s |\n", r.Mixer, mdEscape(note))
-			continue
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.1f | %d | %s | %s | %s | %s |\n",
-			r.Mixer, formatCount(r.Params), FormatMetric(m, r.Test), r.TokensPerSec, r.MsPerStep, r.Steps,
-			FormatBytes(r.PlannedBytes), FormatBytes(r.PeakBytes), formatDuration(r.WallSeconds), mdEscape(note))
-	}
-	for _, b := range f.Baselines {
-		switch {
-		case b.Err != "":
-			fmt.Fprintf(w, "| %s | | | | | | | | | %s |\n", b.Name, mdEscape(b.Err))
-		case b.IsClassifier():
-			fmt.Fprintf(w, "| %s | | %s | | | | | | | %s |\n", b.Name, FormatMetric(data.Accuracy, b.Accuracy), mdEscape(b.Note))
-		default:
-			fmt.Fprintf(w, "| %s | | %.3f | | | | | | | compressor on the same %d test bytes |\n", b.Name, b.BitsPerByte, b.Bytes)
-		}
-	}
 }
 
 func mdEscape(s string) string {

@@ -22,6 +22,7 @@ var ErrInterrupted = train.ErrInterrupted
 // job is one mixer's training run.
 type job struct {
 	kind   string
+	seed   int // index: trains with preset.Seed(seed)
 	task   data.Task
 	info   data.Info
 	preset *Preset
@@ -32,9 +33,9 @@ type job struct {
 	prog   train.Progress
 }
 
-// train runs one mixer: build, train to the budget with train.Run
-// (resuming from the run directory's newest checkpoint), evaluate on
-// validation and test.
+// train runs one mixer with one seed: build, train to the budget with
+// train.Run (resuming from the run directory's newest checkpoint), evaluate
+// on validation and test.
 func (j *job) train(ctx context.Context) (res Result, err error) {
 	res = Result{Mixer: j.kind, Metric: j.info.Metric, Causal: j.causal, Threads: parallel.Threads(), Note: j.note}
 	res.Options, _ = j.preset.MixerOpts(j.kind, j.info.MaxLen)
@@ -42,7 +43,10 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	if steps == 0 {
 		steps = train.Unplanned // a time budget: the config's steps is a placeholder
 	}
-	cfgJSON, err := j.preset.ModelJSON(j.kind, j.info, j.causal, steps)
+	if res.Seed, err = j.preset.Seed(j.seed); err != nil {
+		return res, err
+	}
+	cfgJSON, err := j.preset.modelJSON(j.kind, j.info, j.causal, steps, j.seed)
 	if err != nil {
 		return res, err
 	}
