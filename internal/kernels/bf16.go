@@ -113,6 +113,40 @@ type BF16B struct {
 	K, N  int
 	Data  []BF16
 	pairs int // ⌈K/2⌉
+	// ps is the elements from one panel to the next: pairs·2·64 as
+	// packed, more in a View of fewer rows.
+	ps int
+}
+
+// Rows returns rows i0…i0+m of a, a view sharing a's data. It panics if
+// the rows are outside a.
+func (a *BF16A) Rows(i0, m int) BF16A {
+	if i0 < 0 || m < 0 || i0+m > a.M {
+		panic(fmt.Sprintf("kernels: rows %d…%d of a packed A of %d rows", i0, i0+m, a.M))
+	}
+	return BF16A{M: m, K: a.K, Stride: a.Stride, Data: a.Data[i0*a.Stride : (i0+m)*a.Stride]}
+}
+
+// View returns rows k0…k0+k and columns j0…j0+n of b, a view sharing b's
+// data: k0 must be even (pairs are not split) and j0 a multiple of 64 (a
+// panel's first column). A view of an odd number of rows ending before
+// b's last row sees the next row in its last pair's second half; the
+// product multiplies it by A's zero padding. View panics if k0 or j0 is
+// not so aligned or the view is outside b.
+func (b *BF16B) View(k0, k, j0, n int) BF16B {
+	if k0%2 != 0 || j0%bf16Panel != 0 || k0 < 0 || k < 0 || j0 < 0 || n < 0 || k0+k > b.K || j0+n > b.N {
+		panic(fmt.Sprintf("kernels: view rows %d+%d, columns %d+%d of a packed B [%d, %d]", k0, k, j0, n, b.K, b.N))
+	}
+	ps := b.panelStride()
+	off := j0/bf16Panel*ps + k0*bf16Panel
+	return BF16B{K: k, N: n, pairs: (k + 1) / 2, ps: ps, Data: b.Data[off:]}
+}
+
+func (b *BF16B) panelStride() int {
+	if b.ps != 0 {
+		return b.ps
+	}
+	return b.pairs * 2 * bf16Panel
 }
 
 // bf16Stride is the row stride of packed A for k values: even, and not a
@@ -220,6 +254,9 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, par bool
 		dst.Data = make([]BF16, size)
 	}
 	*dst = BF16B{K: k, N: n, pairs: pairs, Data: dst.Data[:size]}
+	if size == 0 {
+		return
+	}
 	forRows(par && k*n >= 1<<14, panels, 1, func(lo, hi int) {
 		for pn := lo; pn < hi; pn++ {
 			panel := dst.Data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
@@ -229,19 +266,22 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, par bool
 				clear(panel)
 			}
 			if transB {
-				// Column j of op(B) is row j of B: its pairs are adjacent.
+				// Column j of op(B) is row j of B: its pairs are adjacent,
+				// so the converted row is that column's pairs in order,
+				// each stored as one 32-bit unit.
 				var tmp [512]BF16
+				dw := unsafe.Slice((*uint32)(unsafe.Pointer(&panel[0])), len(panel)/2)
 				for c := range cols {
 					src := b[(j0+c)*ldb : (j0+c)*ldb+k]
 					for q0 := 0; q0 < k; q0 += len(tmp) {
 						n := min(len(tmp), k-q0)
 						ToBF16(tmp[:n], src[q0:q0+n])
-						for q := 0; q < n; q += 2 {
-							o := (q0+q)*bf16Panel + 2*c
-							panel[o] = tmp[q]
-							if q+1 < n {
-								panel[o+1] = tmp[q+1]
-							}
+						if n%2 != 0 {
+							tmp[n] = 0 // beyond K
+						}
+						pr := unsafe.Slice((*uint32)(unsafe.Pointer(&tmp[0])), (n+1)/2)
+						for q, v := range pr {
+							dw[(q0/2+q)*bf16Panel+c] = v
 						}
 					}
 				}
@@ -317,6 +357,24 @@ func gemmBF16(a *BF16A, b *BF16B, alpha, beta float32, c []float32, ldc int, par
 	})
 }
 
+// GemmBF16ST is GemmBF16 on the calling goroutine only, for callers that
+// already split work across threads. Panics as GemmBF16.
+func GemmBF16ST(alpha float32, a *BF16A, b *BF16B, beta float32, c []float32, ldc int) {
+	gemmBF16(a, b, alpha, beta, c, ldc, false)
+}
+
+// GemmBF16RowsST computes C = alpha·op(A)·B + beta·C on the calling
+// goroutine, with op(A) [m, b.K] given in float32 (A [m, b.K] with row
+// stride lda, or its transpose A [b.K, m] when transA) and converted to
+// bf16 on the way, and B packed. Panics as GemmBF16.
+func GemmBF16RowsST(alpha float32, transA bool, m int, a []float32, lda int, b *BF16B, beta float32, c []float32, ldc int) {
+	var pa BF16A
+	pa.Data = packBufs.get(sizeA(m, b.K))
+	packBF16A(&pa, transA, m, b.K, a, lda, false)
+	gemmBF16(&pa, b, alpha, beta, c, ldc, false)
+	packBufs.put(pa.Data)
+}
+
 // GemmBF16Rows is GemmBF16 with A given as float32 rows, A [m, b.K] with
 // row stride lda, converted to bf16 on the way (in a pooled buffer, so
 // concurrent calls do not share it): the product of activations with
@@ -332,9 +390,9 @@ var bf16APool = sync.Pool{New: func() any { return new(BF16A) }}
 
 // bf16Block computes rows r0…r1 of C for panels p0…p1 of B.
 func bf16Block(asm bool, a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
-	pairs, n := b.pairs, b.N
+	pairs, n, ps := b.pairs, b.N, b.panelStride()
 	for pn := p0; pn < p1; pn++ {
-		bp := b.Data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
+		bp := b.Data[pn*ps : pn*ps+pairs*2*bf16Panel]
 		j0 := pn * bf16Panel
 		cols := min(bf16Panel, n-j0)
 		if !asm {

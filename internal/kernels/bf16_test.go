@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -221,5 +222,64 @@ func BenchmarkGemmP(b *testing.B) {
 				b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
 		}
+	}
+}
+
+// TestBF16Views: a product of views (BF16A.Rows, BF16B.View, odd row
+// counts included) equals the product of the same sub-matrices packed on
+// their own, on every bf16 path, and GemmBF16RowsST (transposed or not)
+// equals GemmP.
+func TestBF16Views(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	const M, K, N = 37, 70, 150
+	a, b := make([]float32, M*K), make([]float32, K*N)
+	for i := range a {
+		a[i] = float32(rng.NormFloat64())
+	}
+	for i := range b {
+		b[i] = float32(rng.NormFloat64())
+	}
+	var pa BF16A
+	var pb BF16B
+	PackBF16A(&pa, false, M, K, a, K)
+	PackBF16B(&pb, false, K, N, b, N)
+	for _, bp := range BF16Paths() {
+		old, _ := SetBF16Path(bp)
+		for _, v := range []struct{ i0, m, k0, k, j0, n int }{{0, M, 0, K, 0, N}, {5, 9, 4, 33, 64, 86}, {1, 30, 10, 60, 0, 64}, {36, 1, 68, 2, 128, 22}} {
+			// The view's A rows must have the view's K columns: pack them.
+			var sa BF16A
+			PackBF16A(&sa, false, v.m, v.k, a[v.i0*K+v.k0:], K)
+			var sb BF16B
+			PackBF16B(&sb, false, v.k, v.n, b[v.k0*N+v.j0:], N)
+			want := make([]float32, v.m*v.n)
+			GemmBF16(1, &sa, &sb, 0, want, v.n)
+			vb := pb.View(v.k0, v.k, v.j0, v.n)
+			got := make([]float32, v.m*v.n)
+			GemmBF16ST(1, &sa, &vb, 0, got, v.n)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: view %+v differs from its own packing", bp, v)
+			}
+			ra := pa.Rows(v.i0, v.m)
+			if ra.M != v.m || ra.Data[0] != pa.Data[v.i0*pa.Stride] {
+				t.Errorf("Rows(%d, %d) of packed A", v.i0, v.m)
+			}
+			for _, ta := range []bool{false, true} {
+				x, lda := a[v.i0*K+v.k0:], K
+				if ta { // A [k, m]: the transpose's rows
+					x, lda = make([]float32, v.k*v.m), v.m
+					for i := range v.m {
+						for q := range v.k {
+							x[q*v.m+i] = a[(v.i0+i)*K+v.k0+q]
+						}
+					}
+				}
+				got := make([]float32, v.m*v.n)
+				GemmBF16RowsST(1, ta, v.m, x, lda, &vb, 0, got, v.n)
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: GemmBF16RowsST transA=%v on view %+v differs", bp, ta, v)
+				}
+			}
+		}
+		SetBF16Path(old)
 	}
 }

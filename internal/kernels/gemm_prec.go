@@ -55,21 +55,71 @@ func GemmSTP[F Float](p Prec, transA, transB bool, m, n, k int, alpha F, a []F, 
 		return
 	}
 	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
-	pa, pb := bf16APool.Get().(*BF16A), bf16BPool.Get().(*BF16B)
-	packBF16A(pa, transA, m, k, a32, lda, false)
-	packBF16B(pb, transB, k, n, any(b).([]float32), ldb, false)
-	gemmBF16(pa, pb, float32(alpha), float32(beta), any(c).([]float32), ldc, false)
-	bf16APool.Put(pa)
-	bf16BPool.Put(pb)
+	var pa BF16A
+	var pb BF16B
+	pa.Data, pb.Data = packBufs.get(sizeA(m, k)), packBufs.get(sizeB(k, n))
+	packBF16A(&pa, transA, m, k, a32, lda, false)
+	packBF16B(&pb, transB, k, n, any(b).([]float32), ldb, false)
+	gemmBF16(&pa, &pb, float32(alpha), float32(beta), any(c).([]float32), ldc, false)
+	packBufs.put(pa.Data, pb.Data)
 }
 
 func gemmBF16F32(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	pa, pb := bf16APool.Get().(*BF16A), bf16BPool.Get().(*BF16B)
-	packBF16A(pa, transA, m, k, a, lda, true)
-	packBF16B(pb, transB, k, n, b, ldb, true)
-	gemmBF16(pa, pb, alpha, beta, c, ldc, true)
-	bf16APool.Put(pa)
-	bf16BPool.Put(pb)
+	var pa BF16A
+	var pb BF16B
+	pa.Data, pb.Data = packBufs.get(sizeA(m, k)), packBufs.get(sizeB(k, n))
+	packBF16A(&pa, transA, m, k, a, lda, true)
+	packBF16B(&pb, transB, k, n, b, ldb, true)
+	gemmBF16(&pa, &pb, alpha, beta, c, ldc, true)
+	packBufs.put(pa.Data, pb.Data)
 }
 
-var bf16BPool = sync.Pool{New: func() any { return new(BF16B) }}
+// packBufs holds the packing buffers of GemmP and GemmSTP between calls.
+// Unlike a sync.Pool it keeps them across garbage collections: a training
+// step packs the same shapes every step, and reallocating megabytes per
+// product would cost more than the packing.
+var packBufs bufList
+
+// bufList is a free list of []BF16 buffers, safe for concurrent use.
+type bufList struct {
+	mu   sync.Mutex
+	free [][]BF16
+}
+
+// get returns the smallest free buffer of capacity ≥ n, else the largest
+// (or nil when none is free): the packers grow it as they need, and put
+// returns it grown.
+func (l *bufList) get(n int) []BF16 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	best := -1
+	for i, b := range l.free {
+		switch {
+		case best < 0:
+			best = i
+		case cap(b) >= n && (cap(l.free[best]) < n || cap(b) < cap(l.free[best])):
+			best = i
+		case cap(l.free[best]) < n && cap(b) > cap(l.free[best]):
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := l.free[best]
+	l.free[best] = l.free[len(l.free)-1]
+	l.free = l.free[:len(l.free)-1]
+	return b
+}
+
+// sizeA and sizeB are the packed sizes of op(A) [m,k] and op(B) [k,n].
+func sizeA(m, k int) int { return m * bf16Stride(k) }
+func sizeB(k, n int) int {
+	return (n + bf16Panel - 1) / bf16Panel * ((k + 1) / 2) * 2 * bf16Panel
+}
+
+func (l *bufList) put(bufs ...[]BF16) {
+	l.mu.Lock()
+	l.free = append(l.free, bufs...)
+	l.mu.Unlock()
+}

@@ -235,7 +235,13 @@ func fwdBlock[F kernels.Float](o, m, l, s []F, q []F, ks *keySrc[F], gl []int, b
 	nq, nk := blk.NQ, blk.NK
 	s = s[:nq*nk]
 	qoff := (b*T+blk.Q0)*D + h*Dh
-	ks.scores(s, F(d.scale), q[qoff:], blk.QS*D, false, blk, d, b, h)
+	hp, u := ks.hp, b*d.H+h
+	packed := hp.covers(blk)
+	if packed {
+		hp.scores(any(s).([]float32), float32(d.scale), blk, d, u)
+	} else {
+		ks.scores(s, F(d.scale), q[qoff:], blk.QS*D, false, blk, d, b, h)
+	}
 	ks.addBias(s, blk, gl, h)
 	maskScores(s, blk, gl, d, p, b)
 	ninf := F(math.Inf(-1))
@@ -261,6 +267,11 @@ func fwdBlock[F kernels.Float](o, m, l, s []F, q []F, ks *keySrc[F], gl []int, b
 			m[si] = mNew
 		}
 		l[si] += sum
+	}
+	if packed {
+		vb := hp.vb[u].View(blk.K0, nk, 0, Dh)
+		kernels.GemmBF16RowsST(1, false, nq, any(s).([]float32), nk, &vb, 1, any(o).([]float32)[qoff:], D)
+		return
 	}
 	vr, lv := ks.rows(ks.v, ks.g.v, blk, d, b, h)
 	kernels.GemmSTP(d.prec, false, false, nq, Dh, nk, 1, s, nk, vr, lv, 1, o[qoff:], blk.QS*D)
@@ -359,7 +370,13 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 	kr, lk := ks.rows(ks.k, ks.g.k, blk, d, b, h)
 	dkr, _ := ks.rows(ks.dk, ks.g.dk, blk, d, b, h)
 	dvr, _ := ks.rows(ks.dv, ks.g.dv, blk, d, b, h)
-	ks.scores(s, sc, q[qoff:], lq, false, blk, d, b, h)
+	hp, u := ks.hp, b*d.H+h
+	packed := hp.covers(blk)
+	if packed {
+		hp.scores(any(s).([]float32), float32(sc), blk, d, u)
+	} else {
+		ks.scores(s, sc, q[qoff:], lq, false, blk, d, b, h)
+	}
 	ks.addBias(s, blk, gl, h)
 	maskScores(s, blk, gl, d, p, b)
 	for a := 0; a < nq; a++ {
@@ -367,8 +384,16 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 		expSub(s[a*nk:(a+1)*nk], lse[si]) // P
 	}
 	// dP = dO·Vᵀ;  dV += Pᵀ·dO
-	ks.scores(dp, 1, do[qoff:], lq, true, blk, d, b, h)
-	kernels.GemmSTP(d.prec, true, false, nk, Dh, nq, 1, s, nk, do[qoff:], lq, 1, dvr, lk)
+	if packed {
+		a := hp.doa[u].Rows(blk.Q0, nq)
+		vt := hp.vt[u].View(0, Dh, blk.K0, nk)
+		kernels.GemmBF16ST(1, &a, &vt, 0, any(dp).([]float32), nk)
+		dob := hp.dob[u].View(blk.Q0, nq, 0, Dh)
+		kernels.GemmBF16RowsST(1, true, nk, any(s).([]float32), nk, &dob, 1, any(dvr).([]float32), lk)
+	} else {
+		ks.scores(dp, 1, do[qoff:], lq, true, blk, d, b, h)
+		kernels.GemmSTP(d.prec, true, false, nk, Dh, nq, 1, s, nk, do[qoff:], lq, 1, dvr, lk)
+	}
 	// dS = P ⊙ (dP − D_i)
 	for a := 0; a < nq; a++ {
 		di := drow[(b*d.H+h)*T+blk.Q0+a*blk.QS]
@@ -378,6 +403,13 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 		}
 	}
 	// dQ += scale·dS·K;  dK += scale·dSᵀ·Q
+	if packed {
+		kb := hp.kb[u].View(blk.K0, nk, 0, Dh)
+		kernels.GemmBF16RowsST(float32(sc), false, nq, any(dp).([]float32), nk, &kb, 1, any(dq).([]float32)[qoff:], lq)
+		qb := hp.qb[u].View(blk.Q0, nq, 0, Dh)
+		kernels.GemmBF16RowsST(float32(sc), true, nk, any(dp).([]float32), nk, &qb, 1, any(dkr).([]float32), lk)
+		return
+	}
 	kernels.GemmSTP(d.prec, false, false, nq, Dh, nk, sc, dp, nk, kr, lk, 1, dq[qoff:], lq)
 	kernels.GemmSTP(d.prec, true, false, nk, Dh, nq, sc, dp, nk, q[qoff:], lq, 1, dkr, lk)
 }

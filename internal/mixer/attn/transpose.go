@@ -83,6 +83,7 @@ func (c tcopy[F]) fill(x []F, d dims, lay []*Layout) {
 // [B,T,D], their transposed copies, the gathered copies, and in backward
 // the gradients dk and dv [B,T,D].
 type keySrc[F kernels.Float] struct {
+	hp           *headPacks // the bf16 packed operands (precision bf16), or nil
 	k, v, dk, dv []F
 	kt, vt       tcopy[F]
 	g            gbuf[F]

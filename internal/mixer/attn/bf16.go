@@ -1,0 +1,69 @@
+package attn
+
+import (
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
+)
+
+// headPacks holds, for precision bf16, each (batch, head) unit's operands
+// of the tile products packed in bf16 once per pass (unit u = b·H + h),
+// so that a tile product packs only its fresh score tile: the queries
+// and dO as A rows [T, Dh]; kᵀ and vᵀ [Dh, T] as B of the score products;
+// v, dO, k and q [T, Dh] as B of the products with P and dS.
+type headPacks struct {
+	qa, doa         []kernels.BF16A
+	kt, vt          []kernels.BF16B
+	vb, dob, kb, qb []kernels.BF16B
+}
+
+// covers says whether blk's products can read the packed operands: a
+// block of contiguous queries and keys whose keys start a panel (64) and
+// whose queries start a pair. Other blocks (strided, gathered) multiply
+// through kernels.GemmSTP, which packs per tile.
+func (hp *headPacks) covers(blk *Block) bool {
+	return hp != nil && !blk.Gathered && blk.QS == 1 && blk.KS == 1 && blk.K0%64 == 0 && blk.Q0%2 == 0
+}
+
+// fill packs q, k, v (and, in backward, do) [B,T,D] of every unit.
+func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
+	n := d.B * d.H
+	grow := func(a *[]kernels.BF16A, b ...*[]kernels.BF16B) {
+		if len(*a) < n {
+			*a = append(*a, make([]kernels.BF16A, n-len(*a))...)
+		}
+		for _, x := range b {
+			if len(*x) < n {
+				*x = append(*x, make([]kernels.BF16B, n-len(*x))...)
+			}
+		}
+	}
+	grow(&hp.qa, &hp.kt, &hp.vb)
+	if backward {
+		grow(&hp.doa, &hp.vt, &hp.dob, &hp.kb, &hp.qb)
+	}
+	T, D, Dh := d.T, d.D, d.Dh
+	parallel.For(n, 1, func(_, lo, hi int) {
+		for u := lo; u < hi; u++ {
+			off := u/d.H*T*D + u%d.H*Dh
+			kernels.PackBF16A(&hp.qa[u], false, T, Dh, q[off:], D)
+			kernels.PackBF16B(&hp.kt[u], true, Dh, T, k[off:], D)
+			if !backward {
+				kernels.PackBF16B(&hp.vb[u], false, T, Dh, v[off:], D)
+				continue
+			}
+			kernels.PackBF16A(&hp.doa[u], false, T, Dh, do[off:], D)
+			kernels.PackBF16B(&hp.vt[u], true, Dh, T, v[off:], D)
+			kernels.PackBF16B(&hp.dob[u], false, T, Dh, do[off:], D)
+			kernels.PackBF16B(&hp.kb[u], false, T, Dh, k[off:], D)
+			kernels.PackBF16B(&hp.qb[u], false, T, Dh, q[off:], D)
+		}
+	})
+}
+
+// scores sets the block's score tile s [NQ,NK] = scale·q·kᵀ from the
+// packed operands of unit u.
+func (hp *headPacks) scores(s []float32, scale float32, blk *Block, d dims, u int) {
+	a := hp.qa[u].Rows(blk.Q0, blk.NQ)
+	kt := hp.kt[u].View(0, d.Dh, blk.K0, blk.NK)
+	kernels.GemmBF16ST(scale, &a, &kt, 0, s, blk.NK)
+}
