@@ -12,7 +12,7 @@ import (
 // densePat is full attention's pattern (causal or not).
 type densePat struct{ causal bool }
 
-func (p densePat) Allow(h, T, i, j int) bool       { return !p.causal || j <= i }
+func (p densePat) Allow(h, T, i, j int) bool        { return !p.causal || j <= i }
 func (p densePat) Layout(h, T int, t Tiles) *Layout { return Dense(T, t, p.causal) }
 
 // TestBF16Packed: in precision bf16, the tile products on operands packed
