@@ -59,7 +59,7 @@ func (b *benchModel) parse(args []string) (cfg *model.Config, child bool, err er
 	}
 	if *b.prec != "" {
 		if err := cfg.SetPrecision(*b.prec); err != nil {
-			return nil, false, err
+			return nil, false, usageErr("bench %s --precision: %v", b.name, err)
 		}
 	}
 	return cfg, child, nil

@@ -129,6 +129,10 @@ func checkUsageError(t *testing.T, r result, args []string, want string) {
 	}
 }
 
+// speedConfig is the benchmark config, by absolute path (cli runs in a
+// temporary directory).
+var speedConfig, _ = filepath.Abs("../../scripts/speed_d256.json")
+
 func TestCLIUsageErrors(t *testing.T) {
 	for _, name := range commandNames() {
 		args := append(append([]string{}, name...), "--no-such-flag")
@@ -159,6 +163,9 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"bench", "scaling", "--mixers", "full,nosuch"}, `"nosuch"`},
 		{[]string{"bench", "scaling", "--preset", "nosuch"}, "unknown preset"},
 		{[]string{"bench", "scaling", "--min-len", "0"}, "--min-len"},
+		{[]string{"train", "--config", speedConfig, "--data", speedConfig, "--out", "r", "--precision", "half"}, `precision: must be "fp32", "bf16" or "fp16", got "half"`},
+		{[]string{"train", "--data", speedConfig, "--out", "r", "--resume", "--precision", "bf16"}, "--precision is a new run's"},
+		{[]string{"bench", "train", "--config", speedConfig, "--len", "8", "--precision", "fp8"}, `got "fp8"`},
 	} {
 		dir := t.TempDir()
 		checkUsageError(t, cli(t, dir, c.args...), c.args, c.want)

@@ -32,12 +32,16 @@ func runTrain(ctx context.Context, args []string) error {
 	resume := fs.Bool("resume", false, "continue the run in --out from its newest checkpoint")
 	valFrac := fs.Float64("val-frac", 0.05, "fraction of the data kept for validation")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
+	precision := fs.String("precision", "", "a new run's precision, overriding the config's: fp32, bf16 or fp16")
 	skipNonFinite := fs.Int("skip-nonfinite", 0, "pass over up to N steps whose loss or gradient is NaN or infinite (each a metrics line) before stopping on one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dataPath == "" || *out == "" || (*cfgPath == "" && !*resume) || fs.NArg() > 0 {
 		return wantUsage(fs)
+	}
+	if *resume && *precision != "" {
+		return usageErr("train: --precision is a new run's (a resumed run keeps its saved config)")
 	}
 	if *skipNonFinite < 0 {
 		return usageErr("train: --skip-nonfinite must be ≥ 0")
@@ -75,6 +79,11 @@ func runTrain(ctx context.Context, args []string) error {
 		}
 		if cfg.Train == nil {
 			cfg.Train = model.DefaultTrainConfig(cfg)
+		}
+		if *precision != "" {
+			if err := cfg.SetPrecision(*precision); err != nil {
+				return usageErr("train --precision: %v", err)
+			}
 		}
 	}
 	if *valPath != "" && cfg.Task != "classify" {

@@ -19,6 +19,7 @@ type MixerResult struct {
 	Mixer        string  `json:"mixer"`
 	Len          int     `json:"len"`
 	Batch        int     `json:"batch"`
+	Precision    string  `json:"precision"`
 	FwdMs        float64 `json:"fwd_ms"`
 	BwdMs        float64 `json:"bwd_ms"`
 	PlannedBytes int64   `json:"planned_bytes"`
@@ -66,7 +67,7 @@ func Mixer(c *model.Config, B, T, reps int) (MixerResult, error) {
 	}
 	fwd := median(forward, reps)
 	bwd := median(backward, reps)
-	r := MixerResult{Mixer: c.Kind().Name, Len: T, Batch: B, FwdMs: fwd * 1e3, BwdMs: bwd * 1e3,
+	r := MixerResult{Mixer: c.Kind().Name, Len: T, Batch: B, Precision: c.Precision, FwdMs: fwd * 1e3, BwdMs: bwd * 1e3,
 		PlannedBytes: model.MixerBytes(mx, B, T, D)}
 	r.PeakRSSBytes, err = PeakRSS()
 	return r, err
@@ -74,6 +75,7 @@ func Mixer(c *model.Config, B, T, reps int) (MixerResult, error) {
 
 // TrainResult is one `tokenmix bench train` measurement.
 type TrainResult struct {
+	Precision    string  `json:"precision"`
 	TokensPerS   float64 `json:"tokens_per_s"`
 	StepMs       float64 `json:"step_ms"`
 	PlannedBytes int64   `json:"planned_bytes"`
@@ -137,7 +139,7 @@ func Train(c *model.Config, B, T, reps int) (TrainResult, error) {
 	sort.Float64s(ts)
 	sec := ts[reps/2]
 	plan := m.Plan(B, T)
-	r := TrainResult{TokensPerS: float64(B*T) / sec, StepMs: sec * 1e3, PlannedBytes: plan.Bytes(), ParamBytes: m.ParamBytes()}
+	r := TrainResult{Precision: c.Precision, TokensPerS: float64(B*T) / sec, StepMs: sec * 1e3, PlannedBytes: plan.Bytes(), ParamBytes: m.ParamBytes()}
 	r.PeakRSSBytes, err = PeakRSS()
 	return r, err
 }

@@ -184,13 +184,14 @@ func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, par bool
 		dst.Data = make([]BF16, m*st)
 	}
 	*dst = BF16A{M: m, K: k, Stride: st, Data: dst.Data[:m*st]}
+	data := dst.Data // the closures capture the slice, not dst (which then stays on its caller's stack)
 	if m == 0 {
 		return
 	}
 	if !transA {
 		forRows(par && m*k >= 1<<14, m, 16, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				row := dst.Data[i*st : (i+1)*st]
+				row := data[i*st : (i+1)*st]
 				ToBF16(row[:k], a[i*lda:i*lda+k])
 				clear(row[k:])
 			}
@@ -207,7 +208,7 @@ func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, par bool
 		var tmp [512]BF16
 		for i0 := lo; i0 < hi; i0 += len(tmp) / 2 {
 			n := min(len(tmp)/2, hi-i0)
-			out := dst.Data[i0*st : (i0+n)*st]
+			out := data[i0*st : (i0+n)*st]
 			for q := 0; q < k; q += 2 {
 				r0 := a[q*lda+i0 : q*lda+i0+n]
 				if q+1 == k {
@@ -257,9 +258,10 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, par bool
 	if size == 0 {
 		return
 	}
+	data := dst.Data // captured instead of dst, as in packBF16A
 	forRows(par && k*n >= 1<<14, panels, 1, func(lo, hi int) {
 		for pn := lo; pn < hi; pn++ {
-			panel := dst.Data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
+			panel := data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
 			j0 := pn * bf16Panel
 			cols := min(bf16Panel, n-j0)
 			if cols < bf16Panel || k%2 != 0 {
@@ -339,12 +341,22 @@ func gemmBF16(a *BF16A, b *BF16B, alpha, beta float32, c []float32, ldc int, par
 	}
 	asm := bf16Path == "avx512bf16"
 	panels := (n + bf16Panel - 1) / bf16Panel
-	nt := parallel.Threads()
-	rowTiles := (m + gemmMR - 1) / gemmMR
-	if !par || nt == 1 || m*n*k < gemmSerialFlops {
+	if !par || parallel.Threads() == 1 || m*n*k < gemmSerialFlops {
 		bf16Block(asm, a, b, 0, m, 0, panels, alpha, beta, c, ldc)
 		return
 	}
+	gemmBF16Par(asm, *a, *b, alpha, beta, c, ldc)
+}
+
+// gemmBF16Par is gemmBF16 split across threads. It takes its operands by
+// value, so that the closures capture copies and a caller's packed
+// operands stay on its stack.
+func gemmBF16Par(asm bool, av BF16A, bv BF16B, alpha, beta float32, c []float32, ldc int) {
+	a, b := &av, &bv
+	m, n := a.M, b.N
+	panels := (n + bf16Panel - 1) / bf16Panel
+	nt := parallel.Threads()
+	rowTiles := (m + gemmMR - 1) / gemmMR
 	// Split the panels when they share out evenly, else the rows.
 	if panels%nt == 0 || panels >= 4*nt || panels >= rowTiles {
 		parallel.For(panels, 1, func(_, lo, hi int) {

@@ -175,6 +175,7 @@ class Errors(unittest.TestCase):
             cfg = write(os.path.join(d, "c.json"), json.dumps(LM))
             text = write(os.path.join(d, "t.txt"), TEXT)
             odd = write(os.path.join(d, "odd.json"), json.dumps(dict(LM, train=dict(LM["train"], batch_size=3))))
+            half = write(os.path.join(d, "half.json"), json.dumps(dict(LM, precision="fp16")))
             bad = write(os.path.join(d, "bad.jsonl"), '{"tokens": [1, 2], "label": "a"}\n{"tokens": "x"}\n')
             cases = [
                 (("--config", cfg, "--data", os.path.join(d, "none.txt"), "--out", d + "/r"), "none.txt"),
@@ -185,6 +186,7 @@ class Errors(unittest.TestCase):
                  "bad.jsonl:2"),
                 (("--config", cfg, "--data", text, "--out", d + "/r", "--nproc", "0"), "--nproc"),
                 (("--config", cfg, "--data", text, "--out", d + "/r", "--bogus"), "--bogus"),
+                (("--config", half, "--data", text, "--out", d + "/r"), 'precision "fp16"'),
             ]
             for args, want in cases:
                 with self.subTest(want=want):

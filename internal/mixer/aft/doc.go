@@ -87,4 +87,11 @@
 // Each works with "causal": true or false and with pad_id (key padding).
 // A window is at most 2^30; aft_local's window beyond max_len is the same
 // band as max_len.
+//
+// # Precision
+//
+// Under "precision": "bf16" the q, k, v and o projections multiply in bf16
+// (proj.Set); the exp-weighted sums, the band products of aft_full, -local
+// and -conv included, stay float32, as the model contract keeps AFT's exp
+// sums (their terms span many orders of magnitude).
 package aft

@@ -1,6 +1,8 @@
 package attn
 
 import (
+	"sync"
+
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 )
@@ -16,12 +18,60 @@ type headPacks struct {
 	vb, dob, kb, qb []kernels.BF16B
 }
 
+// packPool holds the stores between passes. A store serves one Forward or
+// Backward; the layers of a model run one after another, so they share one
+// store (a few B·T·D bf16 buffers) instead of keeping one each. Unlike a
+// sync.Pool it keeps them across garbage collections.
+var packPool packList
+
+type packList struct {
+	mu   sync.Mutex
+	free []*headPacks
+}
+
+func (l *packList) get() *headPacks {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.free); n > 0 {
+		hp := l.free[n-1]
+		l.free = l.free[:n-1]
+		return hp
+	}
+	return new(headPacks)
+}
+
+func (l *packList) put(hp *headPacks) {
+	l.mu.Lock()
+	l.free = append(l.free, hp)
+	l.mu.Unlock()
+}
+
 // covers says whether blk's products can read the packed operands: a
 // block of contiguous queries and keys whose keys start a panel (64) and
 // whose queries start a pair. Other blocks (strided, gathered) multiply
 // through kernels.GemmSTP, which packs per tile.
 func (hp *headPacks) covers(blk *Block) bool {
 	return hp != nil && !blk.Gathered && blk.QS == 1 && blk.KS == 1 && blk.K0%64 == 0 && blk.Q0%2 == 0
+}
+
+// coversAll says whether the packs serve every block of lay (then the
+// transposed copies of k and v are not needed).
+func (hp *headPacks) coversAll(lay []*Layout) bool {
+	if hp == nil {
+		return false
+	}
+	for _, l := range lay {
+		for _, ph := range l.Phases {
+			for _, g := range ph.Groups {
+				for i := range g.Blocks {
+					if blk := &g.Blocks[i]; !blk.Diag && !hp.covers(blk) {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
 }
 
 // fill packs q, k, v (and, in backward, do) [B,T,D] of every unit.

@@ -68,8 +68,13 @@ func TestBF16Packed(t *testing.T) {
 				dxs[i] = make([]float32, len(x))
 				a.Backward(dxs[i], scr, dout, act, x, p)
 				grads[i] = g
-				if n := len(a.packs.qb); n != B*c.H*b2i(!unpacked) {
-					t.Fatalf("unpacked=%v: %d units packed", unpacked, n)
+				if hp := a.bf16Packs(); (hp == nil) != unpacked {
+					t.Fatalf("unpacked=%v: bf16Packs %v", unpacked, hp)
+				} else if hp != nil {
+					if n := len(hp.qb); n < B*c.H {
+						t.Fatalf("%d units packed", n)
+					}
+					packPool.put(hp)
 				}
 			}
 			if !slices.Equal(outs[0], outs[1]) {
@@ -85,11 +90,4 @@ func TestBF16Packed(t *testing.T) {
 			}
 		})
 	}
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

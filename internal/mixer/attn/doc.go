@@ -48,4 +48,12 @@
 //
 // Shapes: B batch, T time, D channels, H heads, Dh = D/H; head h is the
 // contiguous channel group [h·Dh, (h+1)·Dh).
+//
+// Precision: under "precision": "bf16" (a float32 mixer) every score and
+// value product multiplies bf16 operands with float32 sums; softmax, its
+// online normaliser and the row statistics stay float32. Attention packs
+// each (batch, head)'s q, k, v (and in backward dO) in bf16 once per pass
+// (headPacks), so a tile product packs only its fresh score tile; blocks
+// the packs do not cover (strided or gathered keys) pack per tile
+// (kernels.GemmSTP), with bitwise the same result.
 package attn

@@ -134,7 +134,9 @@ func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay
 		lse[i] = ninf // running max m
 	}
 	clear(l[:B*H*T])
-	ks.kt.fill(ks.k, d, lay)
+	if !ks.hp.coversAll(lay) {
+		ks.kt.fill(ks.k, d, lay)
+	}
 	ks.g.fill(ks.k, ks.v, d, lay)
 	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws
@@ -318,8 +320,10 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 			}
 		}
 	})
-	ks.kt.fill(ks.k, d, lay)
-	ks.vt.fill(ks.v, d, lay)
+	if !ks.hp.coversAll(lay) {
+		ks.kt.fill(ks.k, d, lay)
+		ks.vt.fill(ks.v, d, lay)
+	}
 	ks.g.fill(ks.k, ks.v, d, lay)
 	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws

@@ -58,7 +58,6 @@ type Attention[F kernels.Float] struct {
 	// not overlap), so that a pass does not allocate them.
 	lays  []*Layout
 	units []unit
-	packs headPacks // bf16's packed operands
 	// unpacked (tests) makes bf16 pack every tile product's operands
 	// itself (kernels.GemmSTP), as for blocks the packs do not cover.
 	unpacked bool
@@ -211,6 +210,7 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	_, _, ks, l, work := a.split(scratch, k, v, p)
 	d := a.dims(p)
 	if ks.hp = a.bf16Packs(); ks.hp != nil {
+		defer packPool.put(ks.hp)
 		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), nil, d, false)
 	}
 	forward(o, lse, l, ks, work, q, a.layouts(p.T), d, p, a.Tiles, &a.units)
@@ -229,6 +229,7 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	pclear(dv)
 	d := a.dims(p)
 	if ks.hp = a.bf16Packs(); ks.hp != nil {
+		defer packPool.put(ks.hp)
 		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), any(do).([]float32), d, true)
 	}
 	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), d, p, a.Tiles, &a.units)
@@ -237,14 +238,15 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	a.proj.Backward(pv, dx, dv, x, N, false)
 }
 
-// bf16Packs returns the packed operands' store when the score and value
-// products run in bf16 (a float32 mixer in precision bf16), else nil.
+// bf16Packs returns a store for the packed operands, from packPool (the
+// caller puts it back), when the score and value products run in bf16 (a
+// float32 mixer in precision bf16), else nil.
 func (a *Attention[F]) bf16Packs() *headPacks {
 	var z F
 	if _, ok := any(z).(float32); !ok || a.proj.Prec != kernels.PrecBF16 || a.unpacked {
 		return nil
 	}
-	return &a.packs
+	return packPool.get()
 }
 
 // pclear zeroes x using every thread (the kernels accumulate into large

@@ -118,4 +118,8 @@
 // accumulators for a head shared with another thread.
 //
 // Shapes: B batch, T time, D channels, H heads, Dh = D/H.
+//
+// Under "precision": "bf16" the projections and the block score and value
+// products multiply in bf16; the threshold search, the probabilities and
+// the α gradient stay float32.
 package entmax

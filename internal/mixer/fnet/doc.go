@@ -168,4 +168,10 @@
 //	"mixer": {"kind": "fnet", "method": "fft"}  // or "gemm": force one path
 //
 // with "causal": false in the model config.
+//
+// # Precision
+//
+// FNet has no weights and no products with learned operands: under
+// "precision": "bf16" its transforms (FFT and the cached cos/sin GEMMs)
+// stay float32.
 package fnet

@@ -131,4 +131,11 @@
 // float32 layer forward+backward at D=256, 4 heads, B=1, causal, default
 // options, against full attention at T=2048 and T=8192; docs/performance.md
 // records the results.
+//
+// # Precision
+//
+// Under "precision": "bf16" the shared qk projection stays float32 (the
+// buckets are hashed from it, and a rounded qk would move tokens between
+// buckets; the hashing itself is float32 too); the v and o projections and
+// the chunks' score and value products run in bf16.
 package lsh

@@ -38,4 +38,12 @@
 // more than 2k entries per row on average falls back to the dense mode
 // (y = P·v by GEMM, scores recomputed in backward). act is
 // 4·B·T·D + 4·B·H·T + 2·B·H·T·2k: linear in T.
+//
+// # Precision
+//
+// Under "precision": "bf16" top-k keeps its q and k projections and its
+// score product in float32 (RuleAttention.KeepScoresFP32): the kept set is
+// chosen by rank, and bf16's 8-bit mantissa would change it among
+// near-equal scores. The v and o projections and the backward's products
+// run in bf16.
 package topk

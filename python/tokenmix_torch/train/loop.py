@@ -67,6 +67,11 @@ def prepare(o, world):
         cfg = resolve(cfgmod.load(o.config))
     j.cfg, tc = cfg, cfg["train"]
     j.tc = tc
+    if cfg["precision"] == "fp16":
+        raise ValueError('precision "fp16" (half storage with dynamic loss scaling) is trained by tokenmix '
+                         'in Go only; this trainer runs "fp32" and "bf16" (bfloat16 autocast)')
+    if cfg["precision"] == "bf16":
+        o.bf16 = True  # the config's precision, as --bf16 asks
     if o.val and cfg["task"] != "classify":
         raise ValueError(f"train: --val applies to a classifier (task \"classify\"), not task {cfg['task']!r}")
     if tc["batch_size"] % world:
