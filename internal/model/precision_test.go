@@ -130,3 +130,53 @@ func TestLossScale(t *testing.T) {
 		t.Errorf("skips counted: %d", tr.Scale.Skipped)
 	}
 }
+
+// TestPrecisionStructures: bf16 and fp16 with gradient checkpointing,
+// chunked feed-forward and (bf16) reversible blocks: the first loss and
+// gradients agree with the same structure in fp32 (1% and 5% of the
+// largest gradient); fp16 refuses reversible blocks.
+func TestPrecisionStructures(t *testing.T) {
+	for _, extra := range []string{`"checkpoint": true`, `"ff_chunks": 3`, `"reversible": true`} {
+		for _, prec := range []string{"bf16", "fp16"} {
+			js := fmt.Sprintf(`{"vocab_size": 37, "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64,
+				"max_len": 16, "causal": true, "task": "lm", %s, "precision": %%q, "mixer": {"kind": "full"}}`, extra)
+			c, err := ParseConfig([]byte(fmt.Sprintf(js, prec)))
+			if prec == "fp16" && extra == `"reversible": true` {
+				if err == nil {
+					t.Error("fp16 with reversible blocks: no error")
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c32, _ := ParseConfig([]byte(fmt.Sprintf(js, "fp32")))
+			var loss [2]float64
+			var grads [2][]float32
+			for i, cfg := range []*Config{c32, c} {
+				m, err := New[float32](cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.Init(1)
+				rng := rand.New(rand.NewPCG(4, 4))
+				tok, tgt := make([]int32, 3*16), make([]int32, 3*16)
+				for j := range tok {
+					tok[j], tgt[j] = int32(rng.IntN(37)), int32(rng.IntN(37))
+				}
+				if loss[i], err = m.Forward(tok, tgt, 3, 16); err != nil {
+					t.Fatal(err)
+				}
+				m.ZeroGrad()
+				m.Backward()
+				grads[i] = m.Grads
+			}
+			if math.Abs(loss[1]-loss[0]) > 0.01*loss[0] {
+				t.Errorf("%s %s: loss %.6g, fp32 %.6g", prec, extra, loss[1], loss[0])
+			}
+			if e := bf16RelErr(grads[1], grads[0]); e > 0.05 || e == 0 {
+				t.Errorf("%s %s: gradients differ from fp32 by %.3g of the largest", prec, extra, e)
+			}
+		}
+	}
+}
