@@ -127,6 +127,18 @@ func (a *BF16A) Rows(i0, m int) BF16A {
 	return BF16A{M: m, K: a.K, Stride: a.Stride, Data: a.Data[i0*a.Stride : (i0+m)*a.Stride]}
 }
 
+// Cols returns columns q0…q0+k of a (q0 even: pairs are not split), a
+// view sharing a's data. A view of an odd number of columns ending before
+// a's last column sees the next column in its last pair; the product
+// multiplies it by B's zero padding. It panics if q0 is odd or the
+// columns are outside a.
+func (a *BF16A) Cols(q0, k int) BF16A {
+	if q0%2 != 0 || q0 < 0 || k < 0 || q0+k > a.K {
+		panic(fmt.Sprintf("kernels: columns %d+%d of a packed A of %d columns", q0, k, a.K))
+	}
+	return BF16A{M: a.M, K: k, Stride: a.Stride, Data: a.Data[q0:]}
+}
+
 // View returns rows k0…k0+k and columns j0…j0+n of b, a view sharing b's
 // data: k0 must be even (pairs are not split) and j0 a multiple of 64 (a
 // panel's first column). A view of an odd number of rows ending before
@@ -385,6 +397,18 @@ func GemmBF16RowsST(alpha float32, transA bool, m int, a []float32, lda int, b *
 	packBF16A(&pa, transA, m, b.K, a, lda, false)
 	gemmBF16(&pa, b, alpha, beta, c, ldc, false)
 	packBufs.put(pa.Data)
+}
+
+// GemmBF16PackBST computes C = alpha·A·op(B) + beta·C on the calling
+// goroutine, with A packed and op(B) [a.K, n] given in float32 (B [a.K, n]
+// with row stride ldb, or its transpose B [n, a.K] when transB) and
+// converted to bf16 on the way. Panics as GemmBF16.
+func GemmBF16PackBST(alpha float32, a *BF16A, transB bool, n int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	var pb BF16B
+	pb.Data = packBufs.get(sizeB(a.K, n))
+	packBF16B(&pb, transB, a.K, n, b, ldb, false)
+	gemmBF16(a, &pb, alpha, beta, c, ldc, false)
+	packBufs.put(pb.Data)
 }
 
 // GemmBF16Rows is GemmBF16 with A given as float32 rows, A [m, b.K] with

@@ -59,14 +59,34 @@ func TestBF16Inference(t *testing.T) {
 				got := append([]float32(nil), m.Logits()...)
 				// bf16 rounds to 8 significant bits: 0.2–0.4% here. Top-k's
 				// selection and LSH's buckets are discontinuous, and at
-				// initialisation the scores nearly tie, so rounding may
-				// change the kept keys: up to 6% here.
-				tol := 1e-2
-				if c.kind.Name == "topk" || c.kind.Name == "lsh" {
-					tol = 1e-1
+				// initialisation the scores nearly tie, so rounding upstream
+				// may change the kept keys or move a token to another
+				// bucket: the rows of the positions it touches then differ
+				// by more (up to 14% here), and the check asks that three
+				// quarters of the rows stay within bf16 rounding.
+				if e := bf16RelErr(got, want); e == 0 || e > 1e-2 && c.kind.Name != "topk" && c.kind.Name != "lsh" {
+					t.Fatalf("bf16 logits differ from float32 by %.3g relative, want (0, 0.01]", e)
 				}
-				if e := bf16RelErr(got, want); e > tol || e == 0 {
-					t.Fatalf("bf16 logits differ from float32 by %.3g relative, want (0, %g]", e, tol)
+				rows := B * T // lm: a row per position; classify: per sequence
+				if c.Task == "classify" {
+					rows = B
+				}
+				V, scale := len(want)/rows, 0.0
+				for _, w := range want {
+					scale = math.Max(scale, math.Abs(float64(w)))
+				}
+				close := 0
+				for r := range rows {
+					var d float64
+					for j := r * V; j < (r+1)*V; j++ {
+						d = math.Max(d, math.Abs(float64(got[j]-want[j])))
+					}
+					if d <= 1e-2*scale {
+						close++
+					}
+				}
+				if close < 3*rows/4 {
+					t.Fatalf("%d of %d rows of bf16 logits within 1%% of float32's", close, rows)
 				}
 				if !c.Causal || m.CanDecode() != nil {
 					return

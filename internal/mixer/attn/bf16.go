@@ -11,11 +11,17 @@ import (
 // of the tile products packed in bf16 once per pass (unit u = b·H + h),
 // so that a tile product packs only its fresh score tile: the queries
 // and dO as A rows [T, Dh]; kᵀ and vᵀ [Dh, T] as B of the score products;
-// v, dO, k and q [T, Dh] as B of the products with P and dS.
+// v, dO and k [T, Dh] as B of the products with P and dS.
+//
+// In backward the key gradients accumulate transposed, dKᵀ and dVᵀ
+// [Dh, T] per unit (dkT, dvT), from qᵀ and dOᵀ packed as A (qT, doT) and
+// the fresh dS and P tiles packed as B: a tile then packs its rows in
+// pairs instead of transposing them. addKeyGrads adds them into dk, dv.
 type headPacks struct {
-	qa, doa         []kernels.BF16A
-	kt, vt          []kernels.BF16B
-	vb, dob, kb, qb []kernels.BF16B
+	qa, doa, qT, doT []kernels.BF16A
+	kt, vt           []kernels.BF16B
+	vb, dob, kb      []kernels.BF16B
+	dkT, dvT         []float32 // [B·H, Dh, T] each
 }
 
 // packPool holds the stores between passes. A store serves one Forward or
@@ -88,10 +94,17 @@ func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
 		}
 	}
 	grow(&hp.qa, &hp.kt, &hp.vb)
-	if backward {
-		grow(&hp.doa, &hp.vt, &hp.dob, &hp.kb, &hp.qb)
-	}
 	T, D, Dh := d.T, d.D, d.Dh
+	if backward {
+		grow(&hp.doa, &hp.vt, &hp.dob, &hp.kb)
+		grow(&hp.qT)
+		grow(&hp.doT)
+		if m := n * Dh * T; cap(hp.dkT) < m {
+			hp.dkT, hp.dvT = make([]float32, m), make([]float32, m)
+		} else {
+			hp.dkT, hp.dvT = hp.dkT[:m], hp.dvT[:m]
+		}
+	}
 	parallel.For(n, 1, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			off := u/d.H*T*D + u%d.H*Dh
@@ -105,7 +118,39 @@ func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
 			kernels.PackBF16B(&hp.vt[u], true, Dh, T, v[off:], D)
 			kernels.PackBF16B(&hp.dob[u], false, T, Dh, do[off:], D)
 			kernels.PackBF16B(&hp.kb[u], false, T, Dh, k[off:], D)
-			kernels.PackBF16B(&hp.qb[u], false, T, Dh, q[off:], D)
+			kernels.PackBF16A(&hp.qT[u], true, Dh, T, q[off:], D)
+			kernels.PackBF16A(&hp.doT[u], true, Dh, T, do[off:], D)
+			clear(hp.dkT[u*Dh*T : (u+1)*Dh*T])
+			clear(hp.dvT[u*Dh*T : (u+1)*Dh*T])
+		}
+	})
+}
+
+// keyGrads accumulates a covered block's key gradients from its P and
+// dS tiles [NQ,NK] of unit u: dVᵀ += dOᵀ·P and dKᵀ += scale·qᵀ·dS.
+func (hp *headPacks) keyGrads(p, ds []float32, scale float32, blk *Block, d dims, u int) {
+	T, off := d.T, u*d.Dh*d.T+blk.K0
+	a := hp.doT[u].Cols(blk.Q0, blk.NQ)
+	kernels.GemmBF16PackBST(1, &a, false, blk.NK, p, blk.NK, 1, hp.dvT[off:], T)
+	a = hp.qT[u].Cols(blk.Q0, blk.NQ)
+	kernels.GemmBF16PackBST(scale, &a, false, blk.NK, ds, blk.NK, 1, hp.dkT[off:], T)
+}
+
+// addKeyGrads adds the transposed key gradients into dk, dv [B,T,D].
+func (hp *headPacks) addKeyGrads(dk, dv []float32, d dims) {
+	T, D, Dh, H := d.T, d.D, d.Dh, d.H
+	parallel.For(d.B*T, 64, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			b, t := r/T, r%T
+			for h := range H {
+				u := b*H + h
+				kt, vt := hp.dkT[u*Dh*T+t:], hp.dvT[u*Dh*T+t:]
+				dkr, dvr := dk[r*D+h*Dh:r*D+(h+1)*Dh], dv[r*D+h*Dh:r*D+(h+1)*Dh]
+				for c := range Dh {
+					dkr[c] += kt[c*T]
+					dvr[c] += vt[c*T]
+				}
+			}
 		}
 	})
 }

@@ -71,7 +71,7 @@ func TestBF16Packed(t *testing.T) {
 				if hp := a.bf16Packs(); (hp == nil) != unpacked {
 					t.Fatalf("unpacked=%v: bf16Packs %v", unpacked, hp)
 				} else if hp != nil {
-					if n := len(hp.qb); n < B*c.H {
+					if n := len(hp.qT); n < B*c.H {
 						t.Fatalf("%d units packed", n)
 					}
 					packPool.put(hp)

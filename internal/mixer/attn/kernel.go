@@ -362,6 +362,9 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 			ks.g.scatter(ks.dk, ks.dv, gl, d, un.b, un.h)
 		}
 	})
+	if ks.hp != nil {
+		ks.hp.addKeyGrads(any(ks.dk).([]float32), any(ks.dv).([]float32), d)
+	}
 }
 
 func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h int) {
@@ -392,8 +395,6 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 		a := hp.doa[u].Rows(blk.Q0, nq)
 		vt := hp.vt[u].View(0, Dh, blk.K0, nk)
 		kernels.GemmBF16ST(1, &a, &vt, 0, any(dp).([]float32), nk)
-		dob := hp.dob[u].View(blk.Q0, nq, 0, Dh)
-		kernels.GemmBF16RowsST(1, true, nk, any(s).([]float32), nk, &dob, 1, any(dvr).([]float32), lk)
 	} else {
 		ks.scores(dp, 1, do[qoff:], lq, true, blk, d, b, h)
 		kernels.GemmSTP(d.prec, true, false, nk, Dh, nq, 1, s, nk, do[qoff:], lq, 1, dvr, lk)
@@ -410,8 +411,7 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 	if packed {
 		kb := hp.kb[u].View(blk.K0, nk, 0, Dh)
 		kernels.GemmBF16RowsST(float32(sc), false, nq, any(dp).([]float32), nk, &kb, 1, any(dq).([]float32)[qoff:], lq)
-		qb := hp.qb[u].View(blk.Q0, nq, 0, Dh)
-		kernels.GemmBF16RowsST(float32(sc), true, nk, any(dp).([]float32), nk, &qb, 1, any(dkr).([]float32), lk)
+		hp.keyGrads(any(s).([]float32), any(dp).([]float32), float32(sc), blk, d, u)
 		return
 	}
 	kernels.GemmSTP(d.prec, false, false, nq, Dh, nk, sc, dp, nk, kr, lk, 1, dq[qoff:], lq)
