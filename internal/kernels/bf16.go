@@ -200,11 +200,19 @@ func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, par bool
 	if m == 0 {
 		return
 	}
+	vec := path == PathAVX512 && hasBF16Conv()
 	if !transA {
 		forRows(par && m*k >= 1<<14, m, 16, func(lo, hi int) {
+			k16 := 0
+			if vec && hi > lo && k >= 16 {
+				k16 = k &^ 15
+				toBF16RowsAVX512(&data[lo*st], st, &a[lo*lda], lda, hi-lo, k16/16)
+			}
 			for i := lo; i < hi; i++ {
 				row := data[i*st : (i+1)*st]
-				ToBF16(row[:k], a[i*lda:i*lda+k])
+				for q := k16; q < k; q++ {
+					row[q] = bf16Of(a[i*lda+q])
+				}
 				clear(row[k:])
 			}
 		})
@@ -215,7 +223,6 @@ func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, par bool
 	// (the pair layout of packed B); each pair is then stored as one
 	// 32-bit unit, and the output rows' current cache lines stay in L1 as
 	// q advances.
-	vec := path == PathAVX512 && hasBF16Conv()
 	forRows(par && m*k >= 1<<14, m, 16, func(lo, hi int) {
 		var tmp [512]BF16
 		for i0 := lo; i0 < hi; i0 += len(tmp) / 2 {
@@ -271,6 +278,7 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, par bool
 		return
 	}
 	data := dst.Data // captured instead of dst, as in packBF16A
+	vec := path == PathAVX512 && hasBF16Conv()
 	forRows(par && k*n >= 1<<14, panels, 1, func(lo, hi int) {
 		for pn := lo; pn < hi; pn++ {
 			panel := data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
@@ -301,7 +309,13 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, par bool
 				}
 				continue
 			}
-			vec := path == PathAVX512 && hasBF16Conv()
+			// The complete pairs' first cols&^15 columns in one call, the
+			// rest (and an odd last row) here.
+			c0 := 0
+			if vec && cols >= 16 && k >= 2 {
+				c0 = cols &^ 15
+				pairPanelAVX512(&panel[0], &b[j0], ldb, k/2, c0/16)
+			}
 			for q := range pairs {
 				row := panel[q*2*bf16Panel : (q+1)*2*bf16Panel]
 				r0 := b[2*q*ldb+j0 : 2*q*ldb+j0+cols]
@@ -312,11 +326,6 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, par bool
 					continue
 				}
 				r1 := b[(2*q+1)*ldb+j0 : (2*q+1)*ldb+j0+cols]
-				c0 := 0
-				if vec && cols >= 16 {
-					c0 = cols &^ 15
-					pairBF16AVX512(&row[0], &r0[0], &r1[0], c0)
-				}
 				for c := c0; c < cols; c++ {
 					row[2*c], row[2*c+1] = bf16Of(r0[c]), bf16Of(r1[c])
 				}

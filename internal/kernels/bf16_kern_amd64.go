@@ -45,6 +45,18 @@ func fromBF16AVX512(dst *float32, src *BF16, n int)
 //go:noescape
 func pairBF16AVX512(dst *BF16, r0, r1 *float32, n int)
 
+// pairPanelAVX512 converts pairs row pairs of n16·16 float32 columns (rows
+// ldb apart from src) to bf16 pairs, pair q at dst[q·128:].
+//
+//go:noescape
+func pairPanelAVX512(dst *BF16, src *float32, ldb, pairs, n16 int)
+
+// toBF16RowsAVX512 converts rows rows of n16·16 float32 values (rows sld
+// apart) to bf16 rows dld apart.
+//
+//go:noescape
+func toBF16RowsAVX512(dst *BF16, dld int, src *float32, sld, rows, n16 int)
+
 // dpbf16Check runs VDPBF16PS on acc[i], a[i], b[i] for i < 3, with
 // registers from every bank (see dpCheckRegs).
 //

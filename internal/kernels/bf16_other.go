@@ -20,3 +20,7 @@ const bf16PeakFlops = 0
 func pairBF16AVX512(dst *BF16, r0, r1 *float32, n int) { panic("unreachable") }
 
 func roundHalfAVX512(x *float32, n int) { panic("unreachable") }
+
+func pairPanelAVX512(dst *BF16, src *float32, ldb, pairs, n16 int) { panic("unreachable") }
+
+func toBF16RowsAVX512(dst *BF16, dld int, src *float32, sld, rows, n16 int) { panic("unreachable") }

@@ -564,6 +564,29 @@ func vdpbf16ps(dst, src1, src2 int) string {
 	return fmt.Sprintf("BYTE $0x62; BYTE $0x%02X; BYTE $0x%02X; BYTE $0x%02X; BYTE $0x52; BYTE $0x%02X", p0, p1, p2, modrm)
 }
 
+// convConsts loads the rounding constants of roundTo: Z4 = 0x7FFF, Z5 = 1,
+// Z6 = 0x7FFFFFFF, Z7 = +Inf's bits, Z8 = the quiet bit.
+func convConsts(p func(string, ...any)) {
+	for _, c := range [][2]string{{"0x7FFF", "Z4"}, {"1", "Z5"}, {"0x7FFFFFFF", "Z6"}, {"0x7F800000", "Z7"}, {"0x00400000", "Z8"}} {
+		p("MOVL $%s, AX", c[0])
+		p("VPBROADCASTD AX, %s", c[1])
+	}
+}
+
+// roundTo loads 16 float32 at (ptr) into x and leaves in r their bf16
+// rounding in the top 16 bits of each lane (a NaN: x with its quiet bit);
+// it clobbers Z2 and K1.
+func roundTo(p func(string, ...any), ptr, x, r string) {
+	p("VMOVDQU32 (%s), %s", ptr, x)
+	p("VPSRLD $16, %s, %s", x, r)
+	p("VPANDD Z5, %s, %s", r, r)
+	p("VPADDD Z4, %s, %s", r, r)
+	p("VPADDD %s, %s, %s", x, r, r)
+	p("VPANDD Z6, %s, Z2", x)
+	p("VPCMPUD $6, Z7, Z2, K1")
+	p("VPORD Z8, %s, K1, %s", x, r)
+}
+
 // convKernels emits the conversions, 16 values per step (n a multiple of
 // 16). fp32 → bf16 rounds to nearest even in integer arithmetic, so
 // subnormals are rounded like every other value (VCVTNEPS2BF16 would
@@ -651,6 +674,84 @@ func convKernels(s, g *bytes.Buffer) {
 	p("DECQ CX")
 	p("JNE pairbf_loop")
 	s.WriteString("pairbf_done:\n")
+	p("VZEROUPPER")
+	p("RET")
+	// pairPanelAVX512: a whole panel of packed B in one call, pairs pairs of
+	// rows (row 2q at src + 2q·ldb, row 2q+1 one ldb further) of n16·16
+	// columns each, pair q at dst + q·128 elements.
+	fmt.Fprintf(g, "// pairPanelAVX512 converts pairs row pairs of n16·16 float32 columns (rows\n// ldb apart from src) to bf16 pairs, pair q at dst[q·128:].\n//\n//go:noescape\nfunc pairPanelAVX512(dst *BF16, src *float32, ldb, pairs, n16 int)\n\n")
+	s.WriteString("\n// func pairPanelAVX512(dst *BF16, src *float32, ldb, pairs, n16 int)\nTEXT ·pairPanelAVX512(SB), NOSPLIT, $0-40\n")
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ src+8(FP), SI")
+	p("MOVQ ldb+16(FP), BX")
+	p("SHLQ $2, BX")
+	p("MOVQ pairs+24(FP), CX")
+	p("MOVQ n16+32(FP), DX")
+	p("TESTQ CX, CX")
+	p("JEQ pp_done")
+	p("TESTQ DX, DX")
+	p("JEQ pp_done")
+	convConsts(p)
+	p("MOVL $0xFFFF0000, AX")
+	p("VPBROADCASTD AX, Z9")
+	s.WriteString("pp_pair:\n")
+	p("MOVQ SI, R8")
+	p("LEAQ (SI)(BX*1), R9")
+	p("MOVQ DI, R10")
+	p("MOVQ DX, R11")
+	s.WriteString("pp_vec:\n")
+	roundTo(p, "R8", "Z0", "Z1")
+	roundTo(p, "R9", "Z10", "Z11")
+	p("VPSRLD $16, Z1, Z1")
+	p("VPANDD Z9, Z11, Z11")
+	p("VPORD Z11, Z1, Z1")
+	p("VMOVDQU32 Z1, (R10)")
+	p("ADDQ $64, R8")
+	p("ADDQ $64, R9")
+	p("ADDQ $64, R10")
+	p("DECQ R11")
+	p("JNE pp_vec")
+	p("LEAQ (SI)(BX*2), SI")
+	p("ADDQ $256, DI")
+	p("DECQ CX")
+	p("JNE pp_pair")
+	s.WriteString("pp_done:\n")
+	p("VZEROUPPER")
+	p("RET")
+	// toBF16RowsAVX512: rows rows of n16·16 values, src rows sld floats
+	// apart, dst rows dld bf16 apart.
+	fmt.Fprintf(g, "// toBF16RowsAVX512 converts rows rows of n16·16 float32 values (rows sld\n// apart) to bf16 rows dld apart.\n//\n//go:noescape\nfunc toBF16RowsAVX512(dst *BF16, dld int, src *float32, sld, rows, n16 int)\n\n")
+	s.WriteString("\n// func toBF16RowsAVX512(dst *BF16, dld int, src *float32, sld, rows, n16 int)\nTEXT ·toBF16RowsAVX512(SB), NOSPLIT, $0-48\n")
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ dld+8(FP), R12")
+	p("SHLQ $1, R12")
+	p("MOVQ src+16(FP), SI")
+	p("MOVQ sld+24(FP), BX")
+	p("SHLQ $2, BX")
+	p("MOVQ rows+32(FP), CX")
+	p("MOVQ n16+40(FP), DX")
+	p("TESTQ CX, CX")
+	p("JEQ tr_done")
+	p("TESTQ DX, DX")
+	p("JEQ tr_done")
+	convConsts(p)
+	s.WriteString("tr_row:\n")
+	p("MOVQ SI, R8")
+	p("MOVQ DI, R10")
+	p("MOVQ DX, R11")
+	s.WriteString("tr_vec:\n")
+	roundTo(p, "R8", "Z0", "Z1")
+	p("VPSRLD $16, Z1, Z1")
+	p("VPMOVDW Z1, (R10)")
+	p("ADDQ $64, R8")
+	p("ADDQ $32, R10")
+	p("DECQ R11")
+	p("JNE tr_vec")
+	p("ADDQ BX, SI")
+	p("ADDQ R12, DI")
+	p("DECQ CX")
+	p("JNE tr_row")
+	s.WriteString("tr_done:\n")
 	p("VZEROUPPER")
 	p("RET")
 	s.WriteString("\n// func fromBF16AVX512(dst *float32, src *BF16, n int)\nTEXT ·fromBF16AVX512(SB), NOSPLIT, $0-24\n")
