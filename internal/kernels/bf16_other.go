@@ -24,3 +24,6 @@ func roundHalfAVX512(x *float32, n int) { panic("unreachable") }
 func pairPanelAVX512(dst *BF16, src *float32, ldb, pairs, n16 int) { panic("unreachable") }
 
 func toBF16RowsAVX512(dst *BF16, dld int, src *float32, sld, rows, n16 int) { panic("unreachable") }
+
+func toHalfAVX512(dst *uint16, src *float32, n int)   { panic("unreachable") }
+func fromHalfAVX512(dst *float32, src *uint16, n int) { panic("unreachable") }

@@ -31,7 +31,7 @@ func refHalf(x float32) float32 {
 	return float32(math.Copysign(r, f))
 }
 
-// TestRoundHalf: RoundHalf rounds every class of float32 (zeros,
+// TestRoundHalf: RoundHalf (and ToHalf, FromHalf) rounds every class of float32 (zeros,
 // subnormal and normal halves, ties, the overflow threshold, infinities,
 // NaNs) to nearest even on every path, as the float64 reference does.
 func TestRoundHalf(t *testing.T) {
@@ -59,6 +59,34 @@ func TestRoundHalf(t *testing.T) {
 			}
 			if g := roundHalf(x); math.Float32bits(g) != math.Float32bits(want) {
 				t.Errorf("the Go twin: roundHalf(%#08x = %g) = %g, want %g", ps[i], x, g, want)
+			}
+		}
+		// ToHalf and FromHalf: the round trip gives RoundHalf's value, and
+		// every one of the 65536 encodings survives it.
+		bits := make([]uint16, len(src))
+		ToHalf(bits, src)
+		back := make([]float32, len(src))
+		FromHalf(back, bits)
+		for i, x := range src {
+			if w := got[i]; math.Float32bits(back[i]) != math.Float32bits(w) && !(x != x && back[i] != back[i]) {
+				t.Errorf("%v: FromHalf(ToHalf(%#08x)) = %g, want %g", p, ps[i], back[i], w)
+			}
+		}
+		all := make([]uint16, 1<<16)
+		for i := range all {
+			all[i] = uint16(i)
+		}
+		f := make([]float32, len(all))
+		FromHalf(f, all)
+		again := make([]uint16, len(all))
+		ToHalf(again, f)
+		for i, h := range all {
+			nan := h&0x7C00 == 0x7C00 && h&0x3FF != 0
+			if again[i] != h && !(nan && again[i]&0x7C00 == 0x7C00 && again[i]&0x3FF != 0) {
+				t.Fatalf("%v: half %#04x → %g → %#04x", p, h, f[i], again[i])
+			}
+			if g := halfFloat(h); math.Float32bits(g) != math.Float32bits(f[i]) && !nan {
+				t.Fatalf("the Go twin: halfFloat(%#04x) = %g, the path %g", h, g, f[i])
 			}
 		}
 		SetPath(old)

@@ -64,8 +64,10 @@ func (m *Model[F]) blockMixerBackward(i int, dx, dout, x []F) {
 }
 
 // ffSave computes and saves block i's LN2 output and statistics from x and,
-// with ff_chunks = 1, the fc1 output and its GELU.
-func (m *Model[F]) ffSave(i int, x []F) {
+// with ff_chunks = 1, the fc1 output and its GELU, which it returns (in F:
+// with a 16-bit slab they are computed in the gradient slab's dh and dg,
+// free during forward, and stored rounded).
+func (m *Model[F]) ffSave(i int, x []F) (g []F) {
 	c, p := m.Config, &m.plan
 	a := &p.blocks[i]
 	N, D, H := p.B*p.T, c.DModel, c.DFF
@@ -73,18 +75,36 @@ func (m *Model[F]) ffSave(i int, x []F) {
 	ln2 := m.act(a.ln2)
 	layerNormForward(ln2, m.act(a.ln2Mean), m.act(a.ln2Rstd), x, bw.ln2w, bw.ln2b, N, D)
 	m.store(ln2)
+	var h []F
 	if c.FFChunks == 1 {
-		fc1GeluForward(m.prec, m.act(a.fch), m.act(a.fcg), ln2, bw.fc1w, m.packed(i).fc1(), bw.fc1b, N, D, H)
-		m.store(m.act(a.fch))
-		m.store(m.act(a.fcg))
+		h, g = m.act(a.fch), m.act(a.fcg)
+		if p.HalfElems > 0 {
+			h, g = m.grad(p.dh), m.grad(p.dg)
+		}
+		var keep func(lo, hi int)
+		if p.HalfElems > 0 {
+			h16, g16 := m.act16(a.fch), m.act16(a.fcg)
+			keep = func(lo, hi int) { // each thread's rows, while in cache
+				m.store(h[lo*H : hi*H])
+				m.store(g[lo*H : hi*H])
+				m.to16(h16[lo*H:hi*H], h[lo*H:hi*H])
+				m.to16(g16[lo*H:hi*H], g[lo*H:hi*H])
+			}
+		}
+		fc1GeluForward(m.prec, h, g, ln2, bw.fc1w, m.packed(i).fc1(), bw.fc1b, N, D, H, keep)
+		if keep == nil {
+			m.store(h)
+			m.store(g)
+		}
 	}
 	if m.inspect != nil {
 		m.inspect(fmt.Sprintf("blocks.%d.ln2: output", i), ln2)
 		if c.FFChunks == 1 {
-			m.inspect(fmt.Sprintf("blocks.%d.ff.fc1: output", i), m.act(a.fch))
-			m.inspect(fmt.Sprintf("blocks.%d.ff.gelu: output", i), m.act(a.fcg))
+			m.inspect(fmt.Sprintf("blocks.%d.ff.fc1: output", i), h)
+			m.inspect(fmt.Sprintf("blocks.%d.ff.gelu: output", i), g)
 		}
 	}
+	return g
 }
 
 // blockFFForward sets out = res + FF_i(LN2_i(x)). With ff_chunks > 1 the
@@ -95,14 +115,14 @@ func (m *Model[F]) blockFFForward(i int, out, res, x []F) {
 	a := &p.blocks[i]
 	N, D, H := p.B*p.T, c.DModel, c.DFF
 	bw := &m.w.blocks[i]
-	m.ffSave(i, x)
+	g := m.ffSave(i, x)
 	copy(out, res)
 	if m.inspect != nil {
 		defer m.inspect(fmt.Sprintf("blocks.%d.ff.fc2: output (with the residual)", i), out)
 	}
 	defer m.store(out)
 	if c.FFChunks == 1 {
-		linearForward(m.prec, out, m.act(a.fcg), bw.fc2w, m.packed(i).fc2(), bw.fc2b, N, H, D, true)
+		linearForward(m.prec, out, g, bw.fc2w, m.packed(i).fc2(), bw.fc2b, N, H, D, true)
 		return
 	}
 	ln2 := m.act(a.ln2)
@@ -125,17 +145,28 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 	ln2, dln := m.act(a.ln2), m.grad(p.dln)
 	clear(dln)
 	if c.FFChunks == 1 {
+		var hs hidden[F]
+		var g []F
+		if p.HalfElems > 0 {
+			// g is read back into dh, which GELU's backward overwrites
+			// only after the last use of g; h is read back chunk by chunk.
+			g = m.grad(p.dh)
+			m.from16(g, m.act16(a.fcg))
+			hs = hidden[F]{h16: m.act16(a.fch), half: c.Precision == "fp16"}
+		} else {
+			hs, g = hidden[F]{h: m.act(a.fch)}, m.act(a.fcg)
+		}
 		ffBackward(m.prec, dln, bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg), m.grad(p.dh), dout, ln2,
-			m.act(a.fch), m.act(a.fcg), bw.fc1w, bw.fc2w, N, D, H)
+			hs, g, bw.fc1w, bw.fc2w, N, D, H)
 	} else {
 		R := ffRows(c, N)
 		for lo := 0; lo < N; lo += R {
 			r := min(R, N-lo)
 			h, g := m.grad(p.ffh)[:r*H], m.grad(p.ffg)[:r*H]
 			in := ln2[lo*D : (lo+r)*D]
-			fc1GeluForward(m.prec, h, g, in, bw.fc1w, nil, bw.fc1b, r, D, H)
+			fc1GeluForward(m.prec, h, g, in, bw.fc1w, nil, bw.fc1b, r, D, H, nil)
 			ffBackward(m.prec, dln[lo*D:(lo+r)*D], bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg)[:r*H], m.grad(p.dh)[:r*H],
-				dout[lo*D:(lo+r)*D], in, h, g, bw.fc1w, bw.fc2w, r, D, H)
+				dout[lo*D:(lo+r)*D], in, hidden[F]{h: h}, g, bw.fc1w, bw.fc2w, r, D, H)
 		}
 	}
 	if m.inspect != nil {

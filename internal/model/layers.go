@@ -111,15 +111,20 @@ func addTo[F kernels.Float](dst, src []F) {
 }
 
 // fc1GeluForward sets h = inp·Wᵀ + b and g = GELU(h), adding the bias and
-// applying GELU to each thread's rows while they are in cache.
+// applying GELU to each thread's rows while they are in cache, and then
+// calling keep(lo, hi) on those rows when keep is not nil (the model
+// stores them in 16 bits there).
 // h, g [N,H], inp [N,D], w [H,D] (wb: packed in bf16, or nil), b [H].
-func fc1GeluForward[F kernels.Float](p kernels.Prec, h, g, inp, w []F, wb *kernels.BF16B, b []F, N, D, H int) {
+func fc1GeluForward[F kernels.Float](p kernels.Prec, h, g, inp, w []F, wb *kernels.BF16B, b []F, N, D, H int, keep func(lo, hi int)) {
 	gemmNT(p, h, inp, w, wb, N, D, H, 0)
 	parallel.For(N, 16, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			addTo(h[n*H:(n+1)*H], b)
 		}
 		kernels.GeluForward(g[lo*H:hi*H], h[lo*H:hi*H])
+		if keep != nil {
+			keep(lo, hi)
+		}
 	})
 }
 
@@ -127,20 +132,48 @@ func fc1GeluForward[F kernels.Float](p kernels.Prec, h, g, inp, w []F, wb *kerne
 // and g = GELU(h). out, inp [N,D], h, g [N,H], fc1w [H,D], fc1b [H],
 // fc2w [D,H], fc2b [D]; pk holds the weights packed in bf16, or is nil.
 func ffForward[F kernels.Float](p kernels.Prec, out, h, g, inp, fc1w, fc1b, fc2w, fc2b []F, pk *blockBF16, N, D, H int) {
-	fc1GeluForward(p, h, g, inp, fc1w, pk.fc1(), fc1b, N, D, H)
+	fc1GeluForward(p, h, g, inp, fc1w, pk.fc1(), fc1b, N, D, H, nil)
 	linearForward(p, out, g, fc2w, pk.fc2(), fc2b, N, H, D, true)
+}
+
+// hidden is the fc1 output h that ffBackward reads: in F, or stored in 16
+// bits (bf16, or IEEE half with half) and read back chunk by chunk.
+type hidden[F kernels.Float] struct {
+	h    []F
+	h16  []uint16
+	half bool
+}
+
+// geluBackward sets dh[lo:hi] = GELU'(h)·dg over that range.
+func (hs hidden[F]) geluBackward(dh, dg []F, lo, hi int) {
+	clear(dh[lo:hi])
+	if hs.h16 == nil {
+		kernels.GeluBackward(dh[lo:hi], hs.h[lo:hi], dg[lo:hi])
+		return
+	}
+	var tmp [2048]float32
+	d32, g32 := any(dh).([]float32), any(dg).([]float32)
+	for s := lo; s < hi; s += len(tmp) {
+		e := min(s+len(tmp), hi)
+		if hs.half {
+			kernels.FromHalf(tmp[:e-s], hs.h16[s:e])
+		} else {
+			kernels.FromBF16(tmp[:e-s], asBF16(hs.h16[s:e]))
+		}
+		kernels.GeluBackward(d32[s:e], tmp[:e-s], g32[s:e])
+	}
 }
 
 // ffBackward accumulates the gradients of ffForward into dinp [N,D] and the
 // weight gradients, given dout [N,D] and the saved h and g. dg and dh [N,H]
-// are scratch (overwritten, need not be zero). dinp may alias dout: dout is
-// fully read before dinp is written.
-func ffBackward[F kernels.Float](p kernels.Prec, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp, h, g, fc1w, fc2w []F, N, D, H int) {
+// are scratch (overwritten, need not be zero); g may alias dh (it is read
+// before dh is written). dinp may alias dout: dout is fully read before
+// dinp is written.
+func ffBackward[F kernels.Float](p kernels.Prec, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp []F, h hidden[F], g, fc1w, fc2w []F, N, D, H int) {
 	kernels.GemmP(p, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
 	linearBackward(p, nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D)
 	parallel.For(N*H, 4096, func(_, lo, hi int) { // dh = GELU'(h)·dg
-		clear(dh[lo:hi])
-		kernels.GeluBackward(dh[lo:hi], h[lo:hi], dg[lo:hi])
+		h.geluBackward(dh, dg, lo, hi)
 	})
 	linearBackward(p, dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H)
 }

@@ -119,7 +119,7 @@ func TestLayerFiniteDifferences(t *testing.T) {
 		outLen: N * D,
 		fwd:    func(out []float64) { ffForward(kernels.PrecFP32, out, hh, gg, x, w1, b1, w2, b2, nil, N, D, H) },
 		bwd: func(dout []float64) {
-			ffBackward(kernels.PrecFP32, dx, dw1, db1, dw2, db2, dg, dh, dout, x, hh, gg, w1, w2, N, D, H)
+			ffBackward(kernels.PrecFP32, dx, dw1, db1, dw2, db2, dg, dh, dout, x, hidden[float64]{h: hh}, gg, w1, w2, N, D, H)
 		},
 	})
 

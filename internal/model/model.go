@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/parallel"
@@ -65,6 +66,7 @@ type Model[F kernels.Float] struct {
 	plan        Plan
 	planThreads int // parallel.Threads() when plan was made
 	acts, grds  []F // activation slab and gradient slab
+	acts16      []uint16 // the 16-bit activation slab (Plan.HalfElems)
 
 	// The last forward's inputs.
 	tokens, targets []int32
@@ -163,6 +165,9 @@ func (m *Model[F]) Logits() []F {
 func (m *Model[F]) Loss() float64 { return m.loss }
 
 func (m *Model[F]) act(s span) []F  { return m.acts[s.off : s.off+s.n : s.off+s.n] }
+func (m *Model[F]) act16(s span) []uint16 {
+	return m.acts16[s.off : s.off+s.n : s.off+s.n]
+}
 func (m *Model[F]) grad(s span) []F { return m.grds[s.off : s.off+s.n : s.off+s.n] }
 
 // reserve makes the slabs fit the plan of (B,T), reallocating only when a
@@ -184,6 +189,10 @@ func (m *Model[F]) reserve(B, T int) {
 		m.grds = make([]F, m.plan.GradElems)
 	}
 	m.grds = m.grds[:m.plan.GradElems]
+	if cap(m.acts16) < m.plan.HalfElems {
+		m.acts16 = make([]uint16, m.plan.HalfElems)
+	}
+	m.acts16 = m.acts16[:m.plan.HalfElems]
 }
 
 // CheckBatch validates tokens [B,T] and targets for this config: T ≤
@@ -284,6 +293,39 @@ func (m *Model[F]) store(x []F) {
 	if m.half {
 		kernels.RoundHalf(any(x).([]float32))
 	}
+}
+
+// to16 stores src in the 16-bit slab's dst, in the model's precision:
+// bf16 or IEEE half (float32 models only, Store16), on the calling
+// goroutine.
+func (m *Model[F]) to16(dst []uint16, src []F) {
+	s := any(src).([]float32)
+	if m.Config.Precision == "fp16" {
+		kernels.ToHalf(dst, s)
+		return
+	}
+	kernels.ToBF16(asBF16(dst), s)
+}
+
+// from16 reads the 16-bit slab's src into dst (exactly).
+func (m *Model[F]) from16(dst []F, src []uint16) {
+	d := any(dst).([]float32)
+	half := m.Config.Precision == "fp16"
+	parallel.For(len(d), 1<<14, func(_, lo, hi int) {
+		if half {
+			kernels.FromHalf(d[lo:hi], src[lo:hi])
+		} else {
+			kernels.FromBF16(d[lo:hi], asBF16(src[lo:hi]))
+		}
+	})
+}
+
+// asBF16 views 16-bit storage as bf16 values.
+func asBF16(x []uint16) []kernels.BF16 {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*kernels.BF16)(unsafe.Pointer(&x[0])), len(x))
 }
 
 // cancelled returns Cancel's verdict, or nil without one.

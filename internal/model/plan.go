@@ -33,7 +33,12 @@ type Plan struct {
 	ElemSize int // bytes per element (4 or 8)
 
 	ActElems, GradElems int // slab sizes in elements
-	// Entries lists every buffer for reporting: name, slab ("act" or
+	// HalfElems is the 16-bit activation slab ("act16"): under precision
+	// "bf16" or "fp16" (float32 models, ff_chunks 1, not reversible) the
+	// feed-forward's fc1 output and GELU are stored there, in bf16 or IEEE
+	// half.
+	HalfElems int
+	// Entries lists every buffer for reporting: name, slab ("act", "act16" or
 	// "grad") and elements. Per-block entries of identical shape are
 	// summed under one name with a count.
 	Entries []PlanEntry
@@ -67,17 +72,31 @@ type PlanEntry struct {
 
 // Bytes is the planned memory: activations plus activation gradients and
 // scratch.
-func (p Plan) Bytes() int64 { return int64(p.ActElems+p.GradElems) * int64(p.ElemSize) }
+func (p Plan) Bytes() int64 {
+	return int64(p.ActElems+p.GradElems)*int64(p.ElemSize) + 2*int64(p.HalfElems)
+}
+
+// entryBytes is the bytes of one buffer of e.
+func (p Plan) entryBytes(e PlanEntry) int64 {
+	if e.Slab == "act16" {
+		return 2 * int64(e.Elems)
+	}
+	return int64(e.Elems) * int64(p.ElemSize)
+}
+
+// ActBytes is the planned memory of the activations forward saves for
+// backward (both activation slabs).
+func (p Plan) ActBytes() int64 { return int64(p.ActElems*p.ElemSize) + 2*int64(p.HalfElems) }
 
 // String formats the plan as a table.
 func (p Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "memory plan B=%d T=%d (%d-byte elements)\n", p.B, p.T, p.ElemSize)
 	for _, e := range p.Entries {
-		fmt.Fprintf(&b, "  %-4s %-22s %4d × %12d = %s\n", e.Slab, e.Name, e.Count, e.Elems, fmtBytes(int64(e.Count*e.Elems*p.ElemSize)))
+		fmt.Fprintf(&b, "  %-5s %-22s %4d × %12d = %s\n", e.Slab, e.Name, e.Count, e.Elems, fmtBytes(int64(e.Count)*p.entryBytes(e)))
 	}
 	fmt.Fprintf(&b, "  activations %s, activation gradients and scratch %s, total %s\n",
-		fmtBytes(int64(p.ActElems*p.ElemSize)), fmtBytes(int64(p.GradElems*p.ElemSize)), fmtBytes(p.Bytes()))
+		fmtBytes(p.ActBytes()), fmtBytes(int64(p.GradElems*p.ElemSize)), fmtBytes(p.Bytes()))
 	return b.String()
 }
 
@@ -110,10 +129,14 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan
 	R := ffRows(c, BT)
 	add := func(slab, name string, count, n int) span {
 		s := span{n: n}
-		if slab == "act" {
+		switch slab {
+		case "act":
 			s.off = p.ActElems
 			p.ActElems += n
-		} else {
+		case "act16":
+			s.off = p.HalfElems
+			p.HalfElems += n
+		default:
 			s.off = p.GradElems
 			p.GradElems += n
 		}
@@ -161,8 +184,12 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan
 		bp.ln2Mean = add("act", "ln2.mean", cnt, BT)
 		bp.ln2Rstd = add("act", "ln2.rstd", cnt, BT)
 		if c.FFChunks == 1 {
-			bp.fch = add("act", "ff.fc1", cnt, BT*c.DFF)
-			bp.fcg = add("act", "ff.gelu", cnt, BT*c.DFF)
+			slab := "act"
+			if Store16(c, p.ElemSize) {
+				slab = "act16"
+			}
+			bp.fch = add(slab, "ff.fc1", cnt, BT*c.DFF)
+			bp.fcg = add(slab, "ff.gelu", cnt, BT*c.DFF)
 		}
 		p.blocks = append(p.blocks, bp)
 	}
@@ -197,6 +224,14 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan
 		p.dpooled = add("grad", "d.pooled", 1, B*D)
 	}
 	return p
+}
+
+// Store16 says whether a model of config c with elemSize-byte elements
+// keeps its feed-forward activations in the 16-bit slab: float32, precision
+// "bf16" or "fp16", ff_chunks 1 (chunks recompute them instead) and not
+// reversible.
+func Store16(c *Config, elemSize int) bool {
+	return elemSize == 4 && (c.Precision == "bf16" || c.Precision == "fp16") && c.FFChunks == 1 && !c.Reversible
 }
 
 func b2i(b bool) int {
