@@ -64,8 +64,8 @@ type Model[F kernels.Float] struct {
 	headBF16 *kernels.BF16B
 
 	plan        Plan
-	planThreads int // parallel.Threads() when plan was made
-	acts, grds  []F // activation slab and gradient slab
+	planThreads int      // parallel.Threads() when plan was made
+	acts, grds  []F      // activation slab and gradient slab
 	acts16      []uint16 // the 16-bit activation slab (Plan.HalfElems)
 
 	// The last forward's inputs.
@@ -164,7 +164,7 @@ func (m *Model[F]) Logits() []F {
 // Loss returns the last forward's loss.
 func (m *Model[F]) Loss() float64 { return m.loss }
 
-func (m *Model[F]) act(s span) []F  { return m.acts[s.off : s.off+s.n : s.off+s.n] }
+func (m *Model[F]) act(s span) []F { return m.acts[s.off : s.off+s.n : s.off+s.n] }
 func (m *Model[F]) act16(s span) []uint16 {
 	return m.acts16[s.off : s.off+s.n : s.off+s.n]
 }
