@@ -408,6 +408,80 @@ func GemmBF16RowsST(alpha float32, transA bool, m int, a []float32, lda int, b *
 	packBufs.put(pa.Data)
 }
 
+// RowsA returns bf16 rows, m rows of k values stored k apart, as a packed
+// A (sharing data), when that is PackBF16A's layout for k (k even, and
+// not a multiple of 2048), and false otherwise.
+func RowsA(m, k int, data []BF16) (BF16A, bool) {
+	if k%2 != 0 || bf16Stride(k) != k || len(data) < m*k {
+		return BF16A{}, false
+	}
+	return BF16A{M: m, K: k, Stride: k, Data: data[:m*k]}, true
+}
+
+// PackBF16BRows packs bf16 rows as op(B) [k, n] (B [k, n] with row stride
+// ldb, not transposed) in the pair layout of BF16B, like PackBF16B of
+// their float32 values, reusing dst.Data when it is large enough.
+func PackBF16BRows(dst *BF16B, k, n int, b []BF16, ldb int) {
+	pairs, panels := (k+1)/2, (n+bf16Panel-1)/bf16Panel
+	size := panels * pairs * 2 * bf16Panel
+	if cap(dst.Data) < size {
+		dst.Data = make([]BF16, size)
+	}
+	*dst = BF16B{K: k, N: n, pairs: pairs, Data: dst.Data[:size]}
+	if size == 0 {
+		return
+	}
+	data := dst.Data
+	parallel.For(panels, 1, func(_, lo, hi int) {
+		for pn := lo; pn < hi; pn++ {
+			panel := data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
+			j0 := pn * bf16Panel
+			cols := min(bf16Panel, n-j0)
+			if cols < bf16Panel || k%2 != 0 {
+				clear(panel)
+			}
+			dw := unsafe.Slice((*uint32)(unsafe.Pointer(&panel[0])), len(panel)/2)
+			for q := range pairs {
+				r0 := b[2*q*ldb+j0 : 2*q*ldb+j0+cols]
+				out := dw[q*bf16Panel : q*bf16Panel+cols]
+				if 2*q+1 == k {
+					for c, v := range r0 {
+						out[c] = uint32(v)
+					}
+					continue
+				}
+				r1 := b[(2*q+1)*ldb+j0 : (2*q+1)*ldb+j0+cols]
+				for c, v := range r0 {
+					out[c] = uint32(v) | uint32(r1[c])<<16
+				}
+			}
+		}
+	})
+}
+
+// GemmBF16TN computes C [m,n] = alpha·Aᵀ·B + beta·C for A [k,m] in float32
+// (row stride lda), converted to bf16 on the way, and B [k,n] given as bf16
+// rows (row stride ldb): the weight gradient of a linear layer whose input
+// is stored in bf16. It runs across threads and panics as GemmBF16.
+func GemmBF16TN(alpha float32, m, n, k int, a []float32, lda int, b []BF16, ldb int, beta float32, c []float32, ldc int) {
+	var pa BF16A
+	var pb BF16B
+	pa.Data, pb.Data = packBufs.get(sizeA(m, k)), packBufs.get(sizeB(k, n))
+	packBF16A(&pa, true, m, k, a, lda, true)
+	PackBF16BRows(&pb, k, n, b, ldb)
+	gemmBF16(&pa, &pb, alpha, beta, c, ldc, true)
+	packBufs.put(pa.Data, pb.Data)
+}
+
+// GemmBF16PackB is GemmBF16PackBST split across threads.
+func GemmBF16PackB(alpha float32, a *BF16A, transB bool, n int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	var pb BF16B
+	pb.Data = packBufs.get(sizeB(a.K, n))
+	packBF16B(&pb, transB, a.K, n, b, ldb, true)
+	gemmBF16(a, &pb, alpha, beta, c, ldc, true)
+	packBufs.put(pb.Data)
+}
+
 // GemmBF16PackBST computes C = alpha·A·op(B) + beta·C on the calling
 // goroutine, with A packed and op(B) [a.K, n] given in float32 (B [a.K, n]
 // with row stride ldb, or its transpose B [n, a.K] when transB) and

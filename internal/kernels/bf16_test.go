@@ -283,3 +283,45 @@ func TestBF16Views(t *testing.T) {
 		SetBF16Path(old)
 	}
 }
+
+// TestBF16Rows: RowsA and PackBF16BRows of bf16 rows give PackBF16A's and
+// PackBF16B's packing of the same values (odd row counts included), and
+// GemmBF16TN equals GemmP's transposed product on them.
+func TestBF16Rows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, s := range [][2]int{{7, 64}, {33, 130}, {64, 256}, {5, 16}} {
+		k, n := s[0], s[1]
+		x := make([]float32, k*n)
+		for i := range x {
+			x[i] = bf16Of(float32(rng.NormFloat64())).Float32() // exact in bf16
+		}
+		rows := make([]BF16, len(x))
+		ToBF16(rows, x)
+		var want, got BF16B
+		PackBF16B(&want, false, k, n, x, n)
+		PackBF16BRows(&got, k, n, rows, n)
+		if !slices.Equal(got.Data, want.Data) || got.K != k || got.N != n {
+			t.Errorf("PackBF16BRows %dx%d differs from PackBF16B", k, n)
+		}
+		if a, ok := RowsA(k, n, rows); ok {
+			var pa BF16A
+			PackBF16A(&pa, false, k, n, x, n)
+			if !slices.Equal(a.Data, pa.Data) || a.Stride != pa.Stride {
+				t.Errorf("RowsA %dx%d differs from PackBF16A", k, n)
+			}
+		} else if n%2 == 0 {
+			t.Errorf("RowsA refused %dx%d", k, n)
+		}
+		m := 9
+		a := make([]float32, k*m)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+		}
+		c1, c2 := make([]float32, m*n), make([]float32, m*n)
+		GemmP(PrecBF16, true, false, m, n, k, 1, a, m, x, n, 0, c1, n)
+		GemmBF16TN(1, m, n, k, a, m, rows, n, 0, c2, n)
+		if !slices.Equal(c1, c2) {
+			t.Errorf("GemmBF16TN %d×%d×%d differs from GemmP", m, n, k)
+		}
+	}
+}

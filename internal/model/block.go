@@ -122,6 +122,14 @@ func (m *Model[F]) blockFFForward(i int, out, res, x []F) {
 	}
 	defer m.store(out)
 	if c.FFChunks == 1 {
+		if p.HalfElems > 0 && m.prec == kernels.PrecBF16 {
+			// fc2 reads the stored bf16 g as its packed input.
+			if a16, ok := kernels.RowsA(N, H, asBF16(m.act16(a.fcg))); ok {
+				biasRows(out, bw.fc2b, N, D, true)
+				kernels.GemmBF16PackB(1, &a16, true, D, any(bw.fc2w).([]float32), H, 1, any(out).([]float32), D)
+				return
+			}
+		}
 		linearForward(m.prec, out, g, bw.fc2w, m.packed(i).fc2(), bw.fc2b, N, H, D, true)
 		return
 	}
@@ -147,13 +155,17 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 	if c.FFChunks == 1 {
 		var hs hidden[F]
 		var g []F
-		if p.HalfElems > 0 {
+		switch {
+		case p.HalfElems > 0 && m.prec == kernels.PrecBF16:
+			// fc2's weight gradient reads the stored bf16 g itself.
+			hs = hidden[F]{h16: m.act16(a.fch), g16: m.act16(a.fcg)}
+		case p.HalfElems > 0:
 			// g is read back into dh, which GELU's backward overwrites
 			// only after the last use of g; h is read back chunk by chunk.
 			g = m.grad(p.dh)
 			m.from16(g, m.act16(a.fcg))
-			hs = hidden[F]{h16: m.act16(a.fch), half: c.Precision == "fp16"}
-		} else {
+			hs = hidden[F]{h16: m.act16(a.fch), half: true}
+		default:
 			hs, g = hidden[F]{h: m.act(a.fch)}, m.act(a.fcg)
 		}
 		ffBackward(m.prec, dln, bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg), m.grad(p.dh), dout, ln2,

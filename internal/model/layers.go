@@ -44,6 +44,12 @@ func embeddingBackward[F kernels.Float](dembed, dpos, dout []F, tokens []int32, 
 // linearForward computes out = inp·Wᵀ + b, or out += inp·Wᵀ + b when acc.
 // out [N,O], inp [N,I], w [O,I], b [O]; wb is W packed in bf16, or nil.
 func linearForward[F kernels.Float](p kernels.Prec, out, inp, w []F, wb *kernels.BF16B, b []F, N, I, O int, acc bool) {
+	biasRows(out, b, N, O, acc)
+	gemmNT(p, out, inp, w, wb, N, I, O, 1)
+}
+
+// biasRows sets every row of out [N,O] to b [O], or adds b with acc.
+func biasRows[F kernels.Float](out, b []F, N, O int, acc bool) {
 	parallel.For(N, 64, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			row := out[n*O : (n+1)*O]
@@ -54,7 +60,6 @@ func linearForward[F kernels.Float](p kernels.Prec, out, inp, w []F, wb *kernels
 			}
 		}
 	})
-	gemmNT(p, out, inp, w, wb, N, I, O, 1)
 }
 
 // gemmNT sets out [N,O] = inp [N,I]·Wᵀ + beta·out for W [O,I], in bf16 on
@@ -75,6 +80,11 @@ func linearBackward[F kernels.Float](p kernels.Prec, dinp, dw, db, dout, inp, w 
 		kernels.GemmP(p, false, false, N, I, O, 1, dout, O, w, I, 1, dinp, I)
 	}
 	kernels.GemmP(p, true, false, O, I, N, 1, dout, O, inp, I, 1, dw, I)
+	biasGrad(db, dout, N, O)
+}
+
+// biasGrad accumulates db [O] += Σ_n dout[n] for dout [N,O].
+func biasGrad[F kernels.Float](db, dout []F, N, O int) {
 	parallel.For(O, 64, func(_, lo, hi int) {
 		d := db[lo:hi]
 		for n := 0; n < N; n++ {
@@ -137,11 +147,14 @@ func ffForward[F kernels.Float](p kernels.Prec, out, h, g, inp, fc1w, fc1b, fc2w
 }
 
 // hidden is the fc1 output h that ffBackward reads: in F, or stored in 16
-// bits (bf16, or IEEE half with half) and read back chunk by chunk.
+// bits (bf16, or IEEE half with half) and read back chunk by chunk; and,
+// in bf16, GELU's output g16 as stored, which fc2's weight gradient then
+// reads directly (g is not used).
 type hidden[F kernels.Float] struct {
 	h    []F
 	h16  []uint16
 	half bool
+	g16  []uint16
 }
 
 // geluBackward sets dh[lo:hi] = GELU'(h)·dg over that range.
@@ -171,7 +184,12 @@ func (hs hidden[F]) geluBackward(dh, dg []F, lo, hi int) {
 // dinp is written.
 func ffBackward[F kernels.Float](p kernels.Prec, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp []F, h hidden[F], g, fc1w, fc2w []F, N, D, H int) {
 	kernels.GemmP(p, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
-	linearBackward(p, nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D)
+	if h.g16 != nil {
+		kernels.GemmBF16TN(1, D, H, N, any(dout).([]float32), D, asBF16(h.g16), H, 1, any(dfc2w).([]float32), H)
+		biasGrad(dfc2b, dout, N, D)
+	} else {
+		linearBackward(p, nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D)
+	}
 	parallel.For(N*H, 4096, func(_, lo, hi int) { // dh = GELU'(h)·dg
 		h.geluBackward(dh, dg, lo, hi)
 	})
