@@ -49,6 +49,20 @@
 // has it). ToBF16 rounds to nearest even with integer vector arithmetic,
 // subnormals included, NaN kept a NaN; FromBF16 is exact.
 //
+// Training in bf16 multiplies through GemmP and GemmSTP, Gemm's signature
+// with a Prec: in PrecBF16 they pack both float32 operands per call (whole
+// panels and row blocks per assembly call; a transposed A two rows at a
+// time, each pair stored as one 32-bit unit) into buffers kept on a free
+// list, then run GemmBF16. Callers that reuse an operand pack it once and
+// take views (BF16A.Rows and Cols, BF16B.View), or pass bf16 rows already
+// in the packed layout (RowsA, PackBF16BRows, GemmBF16TN).
+//
+// # Half precision
+//
+// RoundHalf, ToHalf and FromHalf convert to and from IEEE binary16 (to
+// nearest even, subnormals included) with F16C's VCVTPS2PH and VCVTPH2PS
+// on AVX-512, and pure-Go twins elsewhere.
+//
 // # Vector kernels
 //
 // Besides GEMM, the float32 kernels run AVX-512 or AVX2+FMA assembly,

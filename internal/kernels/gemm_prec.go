@@ -112,14 +112,15 @@ func (l *bufList) get(n int) []BF16 {
 	return b
 }
 
-// sizeA and sizeB are the packed sizes of op(A) [m,k] and op(B) [k,n].
-func sizeA(m, k int) int { return m * bf16Stride(k) }
-func sizeB(k, n int) int {
-	return (n + bf16Panel - 1) / bf16Panel * ((k + 1) / 2) * 2 * bf16Panel
-}
-
+// put returns buffers to the list.
 func (l *bufList) put(bufs ...[]BF16) {
 	l.mu.Lock()
 	l.free = append(l.free, bufs...)
 	l.mu.Unlock()
+}
+
+// sizeA and sizeB are the packed sizes of op(A) [m,k] and op(B) [k,n].
+func sizeA(m, k int) int { return m * bf16Stride(k) }
+func sizeB(k, n int) int {
+	return (n + bf16Panel - 1) / bf16Panel * ((k + 1) / 2) * 2 * bf16Panel
 }

@@ -31,5 +31,10 @@
 // d_ff-wide activations are never materialised for all rows.
 //
 // The float64 instantiation is the gradient-check path (finite differences
-// in the tests); float32 is the fast path.
+// in the tests); float32 is the fast path. A float32 model follows the
+// config's precision: "bf16" runs every matrix product on bf16 operands
+// (kernels.GemmP; the mixers through mixer.Config.Precision), "fp16" rounds
+// what it keeps to IEEE half (store) and trains with dynamic loss scaling
+// (Trainer.Scale), and both keep the feed-forward's d_ff-wide activations
+// in a third, 16-bit slab (Plan.HalfElems).
 package model
