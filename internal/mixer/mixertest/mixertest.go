@@ -441,37 +441,53 @@ func Float32Agrees(t *testing.T, k mixer.Kind, c Case, tol float64) {
 	t.Helper()
 	in := build(t, k, c, false)
 	out64 := in.forward(in.x)
-	rng := rand.New(rand.NewPCG(9, 9))
-	r := make([]float64, in.n)
-	for i := range r {
-		r[i] = rng.NormFloat64()
-	}
-	dx64 := make([]float64, in.n)
-	in.m.Backward(dx64, in.scr, r, in.act, in.x, in.p)
-
-	m32, err := k.New32(c.Cfg)
-	if err != nil {
-		t.Fatalf("New32: %v", err)
-	}
-	w32 := make([][]float32, len(in.w))
-	g32 := make([][]float32, len(in.w))
-	for i := range in.w {
-		w32[i] = to32(in.w[i])
-		g32[i] = make([]float32, len(in.w[i]))
-	}
-	m32.Bind(w32, g32)
-	act := make([]float32, m32.ActSize(c.B, c.T))
-	scr := make([]float32, m32.ScratchSize(c.B, c.T))
-	x32 := to32(in.x)
-	out32 := make([]float32, in.n)
-	m32.Forward(out32, act, scr, x32, in.p)
-	dx32 := make([]float32, in.n)
-	m32.Backward(dx32, scr, to32(r), act, x32, in.p)
+	r, dx64 := in.backward(9)
+	out32, dx32, g32 := in.run32(t, k, c.Cfg, r)
 	relClose(t, "float32 forward", out32, out64, tol)
 	relClose(t, "float32 dx", dx32, dx64, tol)
 	for i := range in.g {
 		relClose(t, "float32 grad "+in.specs[i].Name, g32[i], in.g[i], tol)
 	}
+}
+
+// backward draws dout = r from seed and runs the float64 Backward on it,
+// returning r and dx.
+func (in *inst) backward(seed uint64) (r, dx []float64) {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	r = make([]float64, in.n)
+	for i := range r {
+		r[i] = rng.NormFloat64()
+	}
+	dx = make([]float64, in.n)
+	in.m.Backward(dx, in.scr, r, in.act, in.x, in.p)
+	return r, dx
+}
+
+// run32 builds kind k's float32 mixer of cfg on in's weights (rounded to
+// float32) and runs Forward on in.x and Backward on dout r, returning the
+// output, the input gradient and the parameter gradients.
+func (in *inst) run32(t *testing.T, k mixer.Kind, cfg mixer.Config, r []float64) (out, dx []float32, g [][]float32) {
+	t.Helper()
+	m32, err := k.New32(cfg)
+	if err != nil {
+		t.Fatalf("New32: %v", err)
+	}
+	w32 := make([][]float32, len(in.w))
+	g = make([][]float32, len(in.w))
+	for i := range in.w {
+		w32[i] = to32(in.w[i])
+		g[i] = make([]float32, len(in.w[i]))
+	}
+	m32.Bind(w32, g)
+	B, T := in.p.B, in.p.T
+	act := make([]float32, m32.ActSize(B, T))
+	scr := make([]float32, m32.ScratchSize(B, T))
+	x32 := to32(in.x)
+	out = make([]float32, in.n)
+	m32.Forward(out, act, scr, x32, in.p)
+	dx = make([]float32, in.n)
+	m32.Backward(dx, scr, to32(r), act, x32, in.p)
+	return out, dx, g
 }
 
 func to32(v []float64) []float32 {
@@ -515,34 +531,11 @@ func BF16Agrees(t *testing.T, k mixer.Kind, c Case, tol float64) {
 	t.Helper()
 	in := build(t, k, c, false)
 	out64 := in.forward(in.x)
-	rng := rand.New(rand.NewPCG(11, 11))
-	r := make([]float64, in.n)
-	for i := range r {
-		r[i] = rng.NormFloat64()
-	}
-	dx64 := make([]float64, in.n)
-	in.m.Backward(dx64, in.scr, r, in.act, in.x, in.p)
-
+	r, dx64 := in.backward(11)
+	rng := rand.New(rand.NewPCG(12, 12))
 	cfg := c.Cfg
 	cfg.Precision = "bf16"
-	m16, err := k.New32(cfg)
-	if err != nil {
-		t.Fatalf("New32 in bf16: %v", err)
-	}
-	w32 := make([][]float32, len(in.w))
-	g32 := make([][]float32, len(in.w))
-	for i := range in.w {
-		w32[i] = to32(in.w[i])
-		g32[i] = make([]float32, len(in.w[i]))
-	}
-	m16.Bind(w32, g32)
-	act := make([]float32, m16.ActSize(c.B, c.T))
-	scr := make([]float32, m16.ScratchSize(c.B, c.T))
-	x32 := to32(in.x)
-	out16 := make([]float32, in.n)
-	m16.Forward(out16, act, scr, x32, in.p)
-	dx16 := make([]float32, in.n)
-	m16.Backward(dx16, scr, to32(r), act, x32, in.p)
+	out16, dx16, g32 := in.run32(t, k, cfg, r)
 	relClose(t, "bf16 forward", out16, out64, tol)
 	// The check is not vacuous: a mixer with parameters (projections in
 	// bf16) differs from its float32 self by more than float32 rounding.

@@ -579,12 +579,12 @@ func convConsts(p func(string, ...any)) {
 func roundTo(p func(string, ...any), ptr, x, r string) {
 	p("VMOVDQU32 (%s), %s", ptr, x)
 	p("VPSRLD $16, %s, %s", x, r)
-	p("VPANDD Z5, %s, %s", r, r)
-	p("VPADDD Z4, %s, %s", r, r)
-	p("VPADDD %s, %s, %s", x, r, r)
-	p("VPANDD Z6, %s, Z2", x)
-	p("VPCMPUD $6, Z7, Z2, K1")
-	p("VPORD Z8, %s, K1, %s", x, r)
+	p("VPANDD Z5, %s, %s", r, r)    // the lowest kept bit
+	p("VPADDD Z4, %s, %s", r, r)    // 0x7FFF + that bit
+	p("VPADDD %s, %s, %s", x, r, r) // rounded (in the top 16 bits)
+	p("VPANDD Z6, %s, Z2", x)       // |x|
+	p("VPCMPUD $6, Z7, Z2, K1")     // |x| > +Inf: NaN
+	p("VPORD Z8, %s, K1, %s", x, r) // a NaN: x with its quiet bit, unrounded
 }
 
 // convKernels emits the conversions, 16 values per step (n a multiple of
@@ -602,25 +602,9 @@ func convKernels(s, g *bytes.Buffer) {
 	p("MOVQ n+16(FP), CX")
 	p("SHRQ $4, CX")
 	p("JEQ tobf_done")
-	p("MOVL $0x7FFF, AX")
-	p("VPBROADCASTD AX, Z4")
-	p("MOVL $1, AX")
-	p("VPBROADCASTD AX, Z5")
-	p("MOVL $0x7FFFFFFF, AX")
-	p("VPBROADCASTD AX, Z6")
-	p("MOVL $0x7F800000, AX")
-	p("VPBROADCASTD AX, Z7")
-	p("MOVL $0x00400000, AX")
-	p("VPBROADCASTD AX, Z8")
+	convConsts(p)
 	s.WriteString("tobf_loop:\n")
-	p("VMOVDQU32 (SI), Z0")
-	p("VPSRLD $16, Z0, Z1")
-	p("VPANDD Z5, Z1, Z1")      // the lowest kept bit
-	p("VPADDD Z4, Z1, Z1")      // 0x7FFF + that bit
-	p("VPADDD Z0, Z1, Z1")      // rounded (in the top 16 bits)
-	p("VPANDD Z6, Z0, Z2")      // |x|
-	p("VPCMPUD $6, Z7, Z2, K1") // |x| > +Inf: NaN
-	p("VPORD Z8, Z0, K1, Z1")   // a NaN: x with its quiet bit, unrounded
+	roundTo(p, "SI", "Z0", "Z1")
 	p("VPSRLD $16, Z1, Z1")
 	p("VPMOVDW Z1, (DI)")
 	p("ADDQ $64, SI")
@@ -641,29 +625,12 @@ func convKernels(s, g *bytes.Buffer) {
 	p("MOVQ n+24(FP), CX")
 	p("SHRQ $4, CX")
 	p("JEQ pairbf_done")
-	p("MOVL $0x7FFF, AX")
-	p("VPBROADCASTD AX, Z4")
-	p("MOVL $1, AX")
-	p("VPBROADCASTD AX, Z5")
-	p("MOVL $0x7FFFFFFF, AX")
-	p("VPBROADCASTD AX, Z6")
-	p("MOVL $0x7F800000, AX")
-	p("VPBROADCASTD AX, Z7")
-	p("MOVL $0x00400000, AX")
-	p("VPBROADCASTD AX, Z8")
+	convConsts(p)
 	p("MOVL $0xFFFF0000, AX")
 	p("VPBROADCASTD AX, Z9")
 	s.WriteString("pairbf_loop:\n")
-	for _, r := range [][3]string{{"SI", "Z0", "Z1"}, {"BX", "Z10", "Z11"}} {
-		p("VMOVDQU32 (%s), %s", r[0], r[1])
-		p("VPSRLD $16, %s, %s", r[1], r[2])
-		p("VPANDD Z5, %s, %s", r[2], r[2])
-		p("VPADDD Z4, %s, %s", r[2], r[2])
-		p("VPADDD %s, %s, %s", r[1], r[2], r[2])
-		p("VPANDD Z6, %s, Z2", r[1])
-		p("VPCMPUD $6, Z7, Z2, K1")
-		p("VPORD Z8, %s, K1, %s", r[1], r[2])
-	}
+	roundTo(p, "SI", "Z0", "Z1")
+	roundTo(p, "BX", "Z10", "Z11")
 	p("VPSRLD $16, Z1, Z1")
 	p("VPANDD Z9, Z11, Z11")
 	p("VPORD Z11, Z1, Z1")
