@@ -78,11 +78,9 @@ func (m *Model[F]) ffSave(i int, x []F) (g []F) {
 	var h []F
 	if c.FFChunks == 1 {
 		h, g = m.act(a.fch), m.act(a.fcg)
-		if p.HalfElems > 0 {
-			h, g = m.grad(p.dh), m.grad(p.dg)
-		}
 		var keep func(lo, hi int)
 		if p.HalfElems > 0 {
+			h, g = m.grad(p.dh), m.grad(p.dg)
 			h16, g16 := m.act16(a.fch), m.act16(a.fcg)
 			keep = func(lo, hi int) { // each thread's rows, while in cache
 				m.store(h[lo*H : hi*H])
