@@ -34,6 +34,7 @@ func runArena(ctx context.Context, args []string) error {
 	seeds := fs.Int("seeds", 0, "train each mixer with this many seeds (train.seed, +1, …); tables give the mean and the range (default: the preset's seeds, else 1)")
 	out := fs.String("out", "", "arena directory for results, checkpoints and plots (default runs/arena-TASK)")
 	dataDir := fs.String("data-dir", "", "fmnist: directory of the IDX files; gosrc: the source tree to read")
+	precision := fs.String("precision", "", "every mixer's precision, overriding the preset's: fp32, bf16 or fp16")
 	jobs := fs.Int("jobs", 0, "train this many mixers at once in workers, each with threads/jobs threads (default: the preset's jobs, else 1)")
 	inProcess := fs.Bool("in-process", false, "run every mixer in this process (peak memory is then not per mixer)")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object per mixer on stdout (the table and summaries go to stderr)")
@@ -97,6 +98,11 @@ func runArena(ctx context.Context, args []string) error {
 			return usageErr("arena --seeds: want 1–%d, got %d", arena.MaxSeeds, *seeds)
 		}
 		p.Seeds = *seeds
+	}
+	if *precision != "" {
+		if err := p.SetPrecision(*precision); err != nil {
+			return usageErr("arena --%v", err)
+		}
 	}
 	if *jobs > 0 {
 		p.Jobs = *jobs

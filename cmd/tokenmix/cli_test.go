@@ -166,6 +166,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"train", "--config", speedConfig, "--data", speedConfig, "--out", "r", "--precision", "half"}, `precision: must be "fp32", "bf16" or "fp16", got "half"`},
 		{[]string{"train", "--data", speedConfig, "--out", "r", "--resume", "--precision", "bf16"}, "--precision is a new run's"},
 		{[]string{"bench", "train", "--config", speedConfig, "--len", "8", "--precision", "fp8"}, `got "fp8"`},
+		{[]string{"arena", "--precision", "half"}, `arena --precision: must be "fp32", "bf16" or "fp16", got "half"`},
 	} {
 		dir := t.TempDir()
 		checkUsageError(t, cli(t, dir, c.args...), c.args, c.want)

@@ -323,6 +323,30 @@ func TestPlanRuns(t *testing.T) {
 // TestPresetsAcceptedByEveryMixer builds the model config of every preset
 // for every registered mixer that the arena would run, so a preset whose
 // options a mixer rejects fails here rather than after an hour of training.
+// TestSetPrecision: --precision reaches every mixer's model config, keeps
+// the preset's other model keys, and a bad value is an error naming it.
+func TestSetPrecision(t *testing.T) {
+	p, err := LoadPreset("recall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetPrecision("bf16"); err != nil {
+		t.Fatal(err)
+	}
+	info := data.Info{Name: "x", Mode: data.Classify, Vocab: 16, Classes: 10, PadID: 0, MaxLen: 64}
+	js, err := p.ModelJSON("full", info, false, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := model.ParseConfig(js)
+	if err != nil || c.Precision != "bf16" || c.DModel != 64 {
+		t.Errorf("model config after SetPrecision: precision %q, d_model %d (%v)", c.Precision, c.DModel, err)
+	}
+	if err := p.SetPrecision("fp8"); err == nil || !strings.Contains(err.Error(), `"fp8"`) {
+		t.Errorf("SetPrecision(fp8): %v", err)
+	}
+}
+
 func TestPresetsAcceptedByEveryMixer(t *testing.T) {
 	infos := map[string]data.Info{
 		"recall": {Name: "recall", Mode: data.LM, Vocab: 300, PadID: -1, MaxLen: 128, Metric: data.Accuracy},

@@ -311,6 +311,25 @@ func (p *Preset) SetTask(name string, kv map[string]any) error {
 	return nil
 }
 
+// SetPrecision sets the model's precision ("fp32", "bf16" or "fp16") for
+// every mixer, or returns an error naming the value.
+func (p *Preset) SetPrecision(prec string) error {
+	switch prec {
+	case "fp32", "bf16", "fp16":
+	default:
+		return fmt.Errorf("precision: must be \"fp32\", \"bf16\" or \"fp16\", got %q", prec)
+	}
+	m := map[string]json.RawMessage{}
+	if len(p.Model) > 0 {
+		if err := json.Unmarshal(p.Model, &m); err != nil {
+			return fmt.Errorf("model: %v", err)
+		}
+	}
+	m["precision"], _ = json.Marshal(prec)
+	p.Model, _ = json.Marshal(m)
+	return nil
+}
+
 // SetLen overrides the task's sequence length: recall's len, gosrc's
 // seq_len, or ListOps's max_len (with min_len = max_len/4, LRA's ratio). It
 // returns an error for fmnist, whose length is fixed at 784.
