@@ -218,38 +218,54 @@ func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, par bool
 		})
 		return
 	}
-	// Transposed: op(A)'s row i is A's column i. Rows 2q and 2q+1 of A,
-	// converted together, give pair q of up to 256 output rows at once
-	// (the pair layout of packed B); each pair is then stored as one
-	// 32-bit unit, and the output rows' current cache lines stay in L1 as
-	// q advances.
+	// Transposed: op(A)'s row i is A's column i. With AVX-512, tiles of
+	// 16 output rows by 16 pairs are converted and transposed in registers
+	// (pairT16AVX512). The rest (and every tile without it): rows 2q and
+	// 2q+1 of A, converted together, give pair q of up to 256 output rows
+	// at once (the pair layout of packed B), each pair then stored as one
+	// 32-bit unit while the output rows' current cache lines stay in L1.
 	forRows(par && m*k >= 1<<14, m, 16, func(lo, hi int) {
 		var tmp [512]BF16
-		for i0 := lo; i0 < hi; i0 += len(tmp) / 2 {
-			n := min(len(tmp)/2, hi-i0)
-			out := data[i0*st : (i0+n)*st]
-			for q := 0; q < k; q += 2 {
-				r0 := a[q*lda+i0 : q*lda+i0+n]
+		// pairs converts and scatters pairs q0…q1 of output rows i0+r0…i0+r1.
+		pairs := func(out []BF16, i0, r0, r1, q0, q1 int) {
+			n := r1 - r0
+			for q := q0; q < q1; q += 2 {
+				s0 := a[q*lda+i0+r0 : q*lda+i0+r1]
 				if q+1 == k {
-					for ii, v := range r0 {
-						out[ii*st+q] = bf16Of(v)
+					for ii, v := range s0 {
+						out[(r0+ii)*st+q] = bf16Of(v)
 					}
 					continue
 				}
-				r1 := a[(q+1)*lda+i0 : (q+1)*lda+i0+n]
+				s1 := a[(q+1)*lda+i0+r0 : (q+1)*lda+i0+r1]
 				c0 := 0
 				if vec && n >= 16 {
 					c0 = n &^ 15
-					pairBF16AVX512(&tmp[0], &r0[0], &r1[0], c0)
+					pairBF16AVX512(&tmp[0], &s0[0], &s1[0], c0)
 				}
 				for c := c0; c < n; c++ {
-					tmp[2*c], tmp[2*c+1] = bf16Of(r0[c]), bf16Of(r1[c])
+					tmp[2*c], tmp[2*c+1] = bf16Of(s0[c]), bf16Of(s1[c])
 				}
-				pairs := unsafe.Slice((*uint32)(unsafe.Pointer(&tmp[0])), n)
-				for ii, v := range pairs {
-					*(*uint32)(unsafe.Pointer(&out[ii*st+q])) = v
+				pr := unsafe.Slice((*uint32)(unsafe.Pointer(&tmp[0])), n)
+				for ii, v := range pr {
+					*(*uint32)(unsafe.Pointer(&out[(r0+ii)*st+q])) = v
 				}
 			}
+		}
+		for i0 := lo; i0 < hi; i0 += len(tmp) / 2 {
+			n := min(len(tmp)/2, hi-i0)
+			out := data[i0*st : (i0+n)*st]
+			nt, kt := 0, 0 // the rows and source rows the tiles cover
+			if vec {
+				nt, kt = n&^15, k&^31
+			}
+			for r := 0; r < nt; r += 16 {
+				for q := 0; q < kt; q += 32 {
+					pairT16AVX512(&out[r*st+q], st, &a[q*lda+i0+r], lda)
+				}
+			}
+			pairs(out, i0, 0, nt, kt, k)
+			pairs(out, i0, nt, n, 0, k)
 			for ii := range n {
 				clear(out[ii*st+k : (ii+1)*st])
 			}

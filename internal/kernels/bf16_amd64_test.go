@@ -37,3 +37,25 @@ func TestDPBF16Encoding(t *testing.T) {
 		}
 	}
 }
+
+// TestPairT16: the transposed-A tile kernel puts source row 2p, 2p+1 and
+// column i at output row i, pair p, rounded as ToBF16 does.
+func TestPairT16(t *testing.T) {
+	if !hasBF16Conv() || path != PathAVX512 {
+		t.Skip("no AVX-512")
+	}
+	const lda, st = 21, 40
+	src := make([]float32, 32*lda)
+	for i := range src {
+		src[i] = float32(i%997) * 1.0009765625 // not all exact in bf16: rounding shows
+	}
+	dst := make([]BF16, 16*st)
+	pairT16AVX512(&dst[0], st, &src[0], lda)
+	for i := range 16 {
+		for q := range 32 {
+			if got, want := dst[i*st+q], bf16Of(src[q*lda+i]); got != want {
+				t.Fatalf("row %d element %d: %#04x, want %#04x", i, q, got, want)
+			}
+		}
+	}
+}

@@ -57,6 +57,12 @@ func pairPanelAVX512(dst *BF16, src *float32, ldb, pairs, n16 int)
 //go:noescape
 func toBF16RowsAVX512(dst *BF16, dld int, src *float32, sld, rows, n16 int)
 
+// pairT16AVX512 packs a 32×16 float32 tile of a transposed A (rows lda
+// apart) as 16 rows of 16 bf16 pairs, st bf16 apart.
+//
+//go:noescape
+func pairT16AVX512(dst *BF16, st int, src *float32, lda int)
+
 // dpbf16Check runs VDPBF16PS on acc[i], a[i], b[i] for i < 3, with
 // registers from every bank (see dpCheckRegs).
 //

@@ -27,3 +27,5 @@ func toBF16RowsAVX512(dst *BF16, dld int, src *float32, sld, rows, n16 int) { pa
 
 func toHalfAVX512(dst *uint16, src *float32, n int)   { panic("unreachable") }
 func fromHalfAVX512(dst *float32, src *uint16, n int) { panic("unreachable") }
+
+func pairT16AVX512(dst *BF16, st int, src *float32, lda int) { panic("unreachable") }

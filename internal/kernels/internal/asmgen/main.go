@@ -534,6 +534,7 @@ func writeBF16() {
 	fmt.Fprintf(&g, "// bf16Kernel is the signature of the AVX512-BF16 micro-kernels: k counts\n// pairs, lda is in pairs, b is a packed panel of 64 columns.\ntype bf16Kernel func%s\n\n", sig)
 	fmt.Fprintf(&g, "// bf16K512[mr-1] computes an mr×64 tile with AVX512-BF16.\nvar bf16K512 = [%d]bf16Kernel{%s}\n\n", gemmMR, tab.String())
 	convKernels(&s, &g)
+	pairTKernel(&s, &g)
 	dpCheck(&s, &g)
 	bf16Peak(&s, &g)
 	src, err := format.Source(g.Bytes())
@@ -562,6 +563,66 @@ func vdpbf16ps(dst, src1, src2 int) string {
 	p2 := 0b10<<5 | (1-bit(src1, 4))<<3
 	modrm := 0b11<<6 | (dst&7)<<3 | src2&7
 	return fmt.Sprintf("BYTE $0x62; BYTE $0x%02X; BYTE $0x%02X; BYTE $0x%02X; BYTE $0x52; BYTE $0x%02X", p0, p1, p2, modrm)
+}
+
+// pairTKernel emits pairT16AVX512(dst, st, src, lda): 32 float32 rows of
+// 16 columns (src, rows lda apart) rounded to bf16 pairs of rows (2p, 2p+1)
+// — 16 vectors of 16 pairs — then transposed as a 16×16 tile of 32-bit
+// pairs (unpack dwords, unpack qwords, two 128-bit lane shuffles) and
+// stored as 16 rows of 16 pairs, st bf16 apart: the transposed A of
+// packBF16A, a tile at a time.
+func pairTKernel(s, g *bytes.Buffer) {
+	p := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
+	fmt.Fprintf(g, "// pairT16AVX512 packs a 32×16 float32 tile of a transposed A (rows lda\n// apart) as 16 rows of 16 bf16 pairs, st bf16 apart.\n//\n//go:noescape\nfunc pairT16AVX512(dst *BF16, st int, src *float32, lda int)\n\n")
+	s.WriteString("\n// func pairT16AVX512(dst *BF16, st int, src *float32, lda int)\nTEXT ·pairT16AVX512(SB), NOSPLIT, $0-32\n")
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ st+8(FP), R12")
+	p("SHLQ $1, R12")
+	p("MOVQ src+16(FP), R8")
+	p("MOVQ lda+24(FP), BX")
+	p("SHLQ $2, BX")
+	convConsts(p)
+	p("MOVL $0xFFFF0000, AX")
+	p("VPBROADCASTD AX, Z9")
+	r := func(i int) string { return fmt.Sprintf("Z%d", 10+i) } // the 16 pair vectors
+	for i := range 16 {
+		roundTo(p, "R8", "Z0", "Z1")
+		p("LEAQ (R8)(BX*1), R9")
+		roundTo(p, "R9", "Z3", "Z26")
+		p("VPSRLD $16, Z1, Z1")
+		p("VPANDD Z9, Z26, Z26")
+		p("VPORD Z26, Z1, %s", r(i))
+		p("LEAQ (R8)(BX*2), R8")
+	}
+	// The transpose. t: Z26–Z31 and Z0–Z9 (the constants are dead).
+	tr := []string{"Z26", "Z27", "Z28", "Z29", "Z30", "Z31", "Z0", "Z1", "Z2", "Z3", "Z4", "Z5", "Z6", "Z7", "Z8", "Z9"}
+	t := func(i int) string { return tr[i] }
+	for i := 0; i < 16; i += 2 { // t[i], t[i+1] = unpack lo, hi dwords of (r[i], r[i+1])
+		p("VPUNPCKLDQ %s, %s, %s", r(i+1), r(i), t(i))
+		p("VPUNPCKHDQ %s, %s, %s", r(i+1), r(i), t(i+1))
+	}
+	for i := 0; i < 16; i += 4 { // r[i..i+3] = unpack lo, hi qwords of (t[i], t[i+2]), (t[i+1], t[i+3])
+		p("VPUNPCKLQDQ %s, %s, %s", t(i+2), t(i), r(i))
+		p("VPUNPCKHQDQ %s, %s, %s", t(i+2), t(i), r(i+1))
+		p("VPUNPCKLQDQ %s, %s, %s", t(i+3), t(i+1), r(i+2))
+		p("VPUNPCKHQDQ %s, %s, %s", t(i+3), t(i+1), r(i+3))
+	}
+	for _, b := range []int{0, 8} { // t = lanes 0,2 / 1,3 of (r[b+j], r[b+4+j])
+		for j := range 4 {
+			p("VSHUFI32X4 $0x88, %s, %s, %s", r(b+4+j), r(b+j), t(b+j))
+			p("VSHUFI32X4 $0xDD, %s, %s, %s", r(b+4+j), r(b+j), t(b+4+j))
+		}
+	}
+	for j := range 8 { // r[j], r[j+8] = lanes 0,2 / 1,3 of (t[j], t[j+8])
+		p("VSHUFI32X4 $0x88, %s, %s, %s", t(j+8), t(j), r(j))
+		p("VSHUFI32X4 $0xDD, %s, %s, %s", t(j+8), t(j), r(j+8))
+	}
+	for j := range 16 {
+		p("VMOVDQU32 %s, (DI)", r(j))
+		p("ADDQ R12, DI")
+	}
+	p("VZEROUPPER")
+	p("RET")
 }
 
 // convConsts loads the rounding constants of roundTo: Z4 = 0x7FFF, Z5 = 1,
