@@ -448,6 +448,7 @@ func PackBF16BRows(dst *BF16B, k, n int, b []BF16, ldb int) {
 		return
 	}
 	data := dst.Data
+	vec := path == PathAVX512
 	parallel.For(panels, 1, func(_, lo, hi int) {
 		for pn := lo; pn < hi; pn++ {
 			panel := data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
@@ -467,8 +468,13 @@ func PackBF16BRows(dst *BF16B, k, n int, b []BF16, ldb int) {
 					continue
 				}
 				r1 := b[(2*q+1)*ldb+j0 : (2*q+1)*ldb+j0+cols]
-				for c, v := range r0 {
-					out[c] = uint32(v) | uint32(r1[c])<<16
+				c0 := 0
+				if vec && cols >= 16 {
+					c0 = cols &^ 15
+					pairRowsAVX512(&panel[2*q*bf16Panel], &r0[0], &r1[0], c0)
+				}
+				for c := c0; c < cols; c++ {
+					out[c] = uint32(r0[c]) | uint32(r1[c])<<16
 				}
 			}
 		}

@@ -2959,6 +2959,29 @@ TEXT ·pairT16AVX512(SB), NOSPLIT, $0-32
 	VZEROUPPER
 	RET
 
+// func pairRowsAVX512(dst, r0, r1 *BF16, n int)
+TEXT ·pairRowsAVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ r0+8(FP), SI
+	MOVQ r1+16(FP), BX
+	MOVQ n+24(FP), CX
+	SHRQ $4, CX
+	JEQ pr_done
+pr_loop:
+	VPMOVZXWD (SI), Z0
+	VPMOVZXWD (BX), Z1
+	VPSLLD $16, Z1, Z1
+	VPORD Z1, Z0, Z0
+	VMOVDQU32 Z0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $64, DI
+	DECQ CX
+	JNE pr_loop
+pr_done:
+	VZEROUPPER
+	RET
+
 // func dpbf16Check(acc, a, b *[3][16]float32)
 TEXT ·dpbf16Check(SB), NOSPLIT, $0-24
 	MOVQ acc+0(FP), AX

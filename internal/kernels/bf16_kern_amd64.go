@@ -63,6 +63,12 @@ func toBF16RowsAVX512(dst *BF16, dld int, src *float32, sld, rows, n16 int)
 //go:noescape
 func pairT16AVX512(dst *BF16, st int, src *float32, lda int)
 
+// pairRowsAVX512 interleaves n (a multiple of 16) bf16 values of r0 and r1
+// into pairs: dst[2j] = r0[j], dst[2j+1] = r1[j].
+//
+//go:noescape
+func pairRowsAVX512(dst, r0, r1 *BF16, n int)
+
 // dpbf16Check runs VDPBF16PS on acc[i], a[i], b[i] for i < 3, with
 // registers from every bank (see dpCheckRegs).
 //

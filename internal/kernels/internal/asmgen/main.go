@@ -535,6 +535,7 @@ func writeBF16() {
 	fmt.Fprintf(&g, "// bf16K512[mr-1] computes an mr×64 tile with AVX512-BF16.\nvar bf16K512 = [%d]bf16Kernel{%s}\n\n", gemmMR, tab.String())
 	convKernels(&s, &g)
 	pairTKernel(&s, &g)
+	pairRowsKernel(&s, &g)
 	dpCheck(&s, &g)
 	bf16Peak(&s, &g)
 	src, err := format.Source(g.Bytes())
@@ -621,6 +622,36 @@ func pairTKernel(s, g *bytes.Buffer) {
 		p("VMOVDQU32 %s, (DI)", r(j))
 		p("ADDQ R12, DI")
 	}
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// pairRowsKernel emits pairRowsAVX512(dst, r0, r1, n): n (a multiple of
+// 16) bf16 values of two rows interleaved into pairs, r0's in the low half
+// of each 32-bit unit: the pair layout of packed B from rows already in
+// bf16 (zero-extend both, shift r1's up, or).
+func pairRowsKernel(s, g *bytes.Buffer) {
+	p := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
+	fmt.Fprintf(g, "// pairRowsAVX512 interleaves n (a multiple of 16) bf16 values of r0 and r1\n// into pairs: dst[2j] = r0[j], dst[2j+1] = r1[j].\n//\n//go:noescape\nfunc pairRowsAVX512(dst, r0, r1 *BF16, n int)\n\n")
+	s.WriteString("\n// func pairRowsAVX512(dst, r0, r1 *BF16, n int)\nTEXT ·pairRowsAVX512(SB), NOSPLIT, $0-32\n")
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ r0+8(FP), SI")
+	p("MOVQ r1+16(FP), BX")
+	p("MOVQ n+24(FP), CX")
+	p("SHRQ $4, CX")
+	p("JEQ pr_done")
+	s.WriteString("pr_loop:\n")
+	p("VPMOVZXWD (SI), Z0")
+	p("VPMOVZXWD (BX), Z1")
+	p("VPSLLD $16, Z1, Z1")
+	p("VPORD Z1, Z0, Z0")
+	p("VMOVDQU32 Z0, (DI)")
+	p("ADDQ $32, SI")
+	p("ADDQ $32, BX")
+	p("ADDQ $64, DI")
+	p("DECQ CX")
+	p("JNE pr_loop")
+	s.WriteString("pr_done:\n")
 	p("VZEROUPPER")
 	p("RET")
 }
