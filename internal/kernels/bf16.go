@@ -304,14 +304,29 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, par bool
 				clear(panel)
 			}
 			if transB {
-				// Column j of op(B) is row j of B: its pairs are adjacent,
-				// so the converted row is that column's pairs in order,
-				// each stored as one 32-bit unit.
+				// Column j of op(B) is row j of B: its pairs are adjacent.
+				// With AVX-512, tiles of 16 columns by 16 pairs are
+				// converted and transposed in registers (pairTB16AVX512);
+				// the rest converts a column at a time, which is that
+				// column's pairs in order, each stored as one 32-bit unit.
+				ct, kt := 0, 0 // the columns and values the tiles cover
+				if vec {
+					ct, kt = cols&^15, k&^31
+				}
+				for c := 0; c < ct; c += 16 {
+					for q := 0; q < kt; q += 32 {
+						pairTB16AVX512(&panel[(q/2*bf16Panel+c)*2], &b[(j0+c)*ldb+q], ldb)
+					}
+				}
 				var tmp [512]BF16
 				dw := unsafe.Slice((*uint32)(unsafe.Pointer(&panel[0])), len(panel)/2)
 				for c := range cols {
 					src := b[(j0+c)*ldb : (j0+c)*ldb+k]
-					for q0 := 0; q0 < k; q0 += len(tmp) {
+					start := 0
+					if c < ct {
+						start = kt
+					}
+					for q0 := start; q0 < k; q0 += len(tmp) {
 						n := min(len(tmp), k-q0)
 						ToBF16(tmp[:n], src[q0:q0+n])
 						if n%2 != 0 {

@@ -59,3 +59,28 @@ func TestPairT16(t *testing.T) {
 		}
 	}
 }
+
+// TestPairTB16: the transposed-B tile kernel puts pair p (values 2p, 2p+1)
+// of source row c at tile row p, column c (rows 64 pairs apart), rounded
+// as ToBF16 does.
+func TestPairTB16(t *testing.T) {
+	if !hasBF16Conv() || path != PathAVX512 {
+		t.Skip("no AVX-512")
+	}
+	const ldb = 37
+	src := make([]float32, 16*ldb)
+	for i := range src {
+		src[i] = float32(i%991) * 1.0009765625
+	}
+	dst := make([]BF16, 16*2*bf16Panel)
+	pairTB16AVX512(&dst[0], &src[0], ldb)
+	for p := range 16 {
+		for c := range 16 {
+			for h := range 2 {
+				if got, want := dst[p*2*bf16Panel+2*c+h], bf16Of(src[c*ldb+2*p+h]); got != want {
+					t.Fatalf("pair %d column %d half %d: %#04x, want %#04x", p, c, h, got, want)
+				}
+			}
+		}
+	}
+}

@@ -69,6 +69,13 @@ func pairT16AVX512(dst *BF16, st int, src *float32, lda int)
 //go:noescape
 func pairRowsAVX512(dst, r0, r1 *BF16, n int)
 
+// pairTB16AVX512 packs 16 rows of 32 float32 (rows ldb apart) as a tile of
+// a transposed B's panel: row p of the tile (64 pairs apart) holds pair p
+// of every source row.
+//
+//go:noescape
+func pairTB16AVX512(dst *BF16, src *float32, ldb int)
+
 // dpbf16Check runs VDPBF16PS on acc[i], a[i], b[i] for i < 3, with
 // registers from every bank (see dpCheckRegs).
 //

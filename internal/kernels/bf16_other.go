@@ -31,3 +31,5 @@ func fromHalfAVX512(dst *float32, src *uint16, n int) { panic("unreachable") }
 func pairT16AVX512(dst *BF16, st int, src *float32, lda int) { panic("unreachable") }
 
 func pairRowsAVX512(dst, r0, r1 *BF16, n int) { panic("unreachable") }
+
+func pairTB16AVX512(dst *BF16, src *float32, ldb int) { panic("unreachable") }

@@ -536,6 +536,7 @@ func writeBF16() {
 	convKernels(&s, &g)
 	pairTKernel(&s, &g)
 	pairRowsKernel(&s, &g)
+	pairTBKernel(&s, &g)
 	dpCheck(&s, &g)
 	bf16Peak(&s, &g)
 	src, err := format.Source(g.Bytes())
@@ -587,37 +588,15 @@ func pairTKernel(s, g *bytes.Buffer) {
 	p("VPBROADCASTD AX, Z9")
 	r := func(i int) string { return fmt.Sprintf("Z%d", 10+i) } // the 16 pair vectors
 	for i := range 16 {
-		roundTo(p, "R8", "Z0", "Z1")
+		roundTo(p, "(R8)", "Z0", "Z1")
 		p("LEAQ (R8)(BX*1), R9")
-		roundTo(p, "R9", "Z3", "Z26")
+		roundTo(p, "(R9)", "Z3", "Z26")
 		p("VPSRLD $16, Z1, Z1")
 		p("VPANDD Z9, Z26, Z26")
 		p("VPORD Z26, Z1, %s", r(i))
 		p("LEAQ (R8)(BX*2), R8")
 	}
-	// The transpose. t: Z26–Z31 and Z0–Z9 (the constants are dead).
-	tr := []string{"Z26", "Z27", "Z28", "Z29", "Z30", "Z31", "Z0", "Z1", "Z2", "Z3", "Z4", "Z5", "Z6", "Z7", "Z8", "Z9"}
-	t := func(i int) string { return tr[i] }
-	for i := 0; i < 16; i += 2 { // t[i], t[i+1] = unpack lo, hi dwords of (r[i], r[i+1])
-		p("VPUNPCKLDQ %s, %s, %s", r(i+1), r(i), t(i))
-		p("VPUNPCKHDQ %s, %s, %s", r(i+1), r(i), t(i+1))
-	}
-	for i := 0; i < 16; i += 4 { // r[i..i+3] = unpack lo, hi qwords of (t[i], t[i+2]), (t[i+1], t[i+3])
-		p("VPUNPCKLQDQ %s, %s, %s", t(i+2), t(i), r(i))
-		p("VPUNPCKHQDQ %s, %s, %s", t(i+2), t(i), r(i+1))
-		p("VPUNPCKLQDQ %s, %s, %s", t(i+3), t(i+1), r(i+2))
-		p("VPUNPCKHQDQ %s, %s, %s", t(i+3), t(i+1), r(i+3))
-	}
-	for _, b := range []int{0, 8} { // t = lanes 0,2 / 1,3 of (r[b+j], r[b+4+j])
-		for j := range 4 {
-			p("VSHUFI32X4 $0x88, %s, %s, %s", r(b+4+j), r(b+j), t(b+j))
-			p("VSHUFI32X4 $0xDD, %s, %s, %s", r(b+4+j), r(b+j), t(b+4+j))
-		}
-	}
-	for j := range 8 { // r[j], r[j+8] = lanes 0,2 / 1,3 of (t[j], t[j+8])
-		p("VSHUFI32X4 $0x88, %s, %s, %s", t(j+8), t(j), r(j))
-		p("VSHUFI32X4 $0xDD, %s, %s, %s", t(j+8), t(j), r(j+8))
-	}
+	transpose16(p, r)
 	for j := range 16 {
 		p("VMOVDQU32 %s, (DI)", r(j))
 		p("ADDQ R12, DI")
@@ -656,6 +635,70 @@ func pairRowsKernel(s, g *bytes.Buffer) {
 	p("RET")
 }
 
+// transpose16 transposes the 16×16 tile of 32-bit units in the registers
+// r(0)…r(15) in place (row i of the result is column i of the tile):
+// unpack dwords, unpack qwords, then two rounds of 128-bit lane shuffles,
+// with Z26–Z31 and Z0–Z9 as temporaries (their contents are lost).
+func transpose16(p func(string, ...any), r func(int) string) {
+	tr := []string{"Z26", "Z27", "Z28", "Z29", "Z30", "Z31", "Z0", "Z1", "Z2", "Z3", "Z4", "Z5", "Z6", "Z7", "Z8", "Z9"}
+	t := func(i int) string { return tr[i] }
+	for i := 0; i < 16; i += 2 { // t[i], t[i+1] = unpack lo, hi dwords of (r[i], r[i+1])
+		p("VPUNPCKLDQ %s, %s, %s", r(i+1), r(i), t(i))
+		p("VPUNPCKHDQ %s, %s, %s", r(i+1), r(i), t(i+1))
+	}
+	for i := 0; i < 16; i += 4 { // r[i..i+3] = unpack lo, hi qwords of (t[i], t[i+2]), (t[i+1], t[i+3])
+		p("VPUNPCKLQDQ %s, %s, %s", t(i+2), t(i), r(i))
+		p("VPUNPCKHQDQ %s, %s, %s", t(i+2), t(i), r(i+1))
+		p("VPUNPCKLQDQ %s, %s, %s", t(i+3), t(i+1), r(i+2))
+		p("VPUNPCKHQDQ %s, %s, %s", t(i+3), t(i+1), r(i+3))
+	}
+	for _, b := range []int{0, 8} { // t = lanes 0,2 / 1,3 of (r[b+j], r[b+4+j])
+		for j := range 4 {
+			p("VSHUFI32X4 $0x88, %s, %s, %s", r(b+4+j), r(b+j), t(b+j))
+			p("VSHUFI32X4 $0xDD, %s, %s, %s", r(b+4+j), r(b+j), t(b+4+j))
+		}
+	}
+	for j := range 8 { // r[j], r[j+8] = lanes 0,2 / 1,3 of (t[j], t[j+8])
+		p("VSHUFI32X4 $0x88, %s, %s, %s", t(j+8), t(j), r(j))
+		p("VSHUFI32X4 $0xDD, %s, %s, %s", t(j+8), t(j), r(j+8))
+	}
+}
+
+// pairTBKernel emits pairTB16AVX512(dst, src, ldb): 16 float32 rows of 32
+// values (src, rows ldb apart), each rounded to 16 bf16 pairs of adjacent
+// values, transposed as a 16×16 tile of pairs and stored as 16 rows of 16
+// pairs 64 pairs apart: a tile of a panel of the transposed packed B.
+func pairTBKernel(s, g *bytes.Buffer) {
+	p := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
+	fmt.Fprintf(g, "// pairTB16AVX512 packs 16 rows of 32 float32 (rows ldb apart) as a tile of\n// a transposed B's panel: row p of the tile (64 pairs apart) holds pair p\n// of every source row.\n//\n//go:noescape\nfunc pairTB16AVX512(dst *BF16, src *float32, ldb int)\n\n")
+	s.WriteString("\n// func pairTB16AVX512(dst *BF16, src *float32, ldb int)\nTEXT ·pairTB16AVX512(SB), NOSPLIT, $0-24\n")
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ src+8(FP), R8")
+	p("MOVQ ldb+16(FP), BX")
+	p("SHLQ $2, BX")
+	convConsts(p)
+	r := func(i int) string { return fmt.Sprintf("Z%d", 10+i) }
+	for i := range 16 {
+		roundTo(p, "(R8)", "Z0", "Z1")
+		p("VPSRLD $16, Z1, Z1")
+		p("VPMOVDW Z1, Y26")
+		roundTo(p, "64(R8)", "Z3", "Z27")
+		p("VPSRLD $16, Z27, Z27")
+		p("VPMOVDW Z27, Y27")
+		p("VINSERTI64X4 $1, Y27, Z26, %s", r(i))
+		p("ADDQ BX, R8")
+	}
+	transpose16(p, r)
+	for j := range 16 {
+		p("VMOVDQU32 %s, %d(DI)", r(j), j*4*bf16PanelAsm)
+	}
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// bf16PanelAsm is the kernels' bf16Panel: the pairs in a packed B panel row.
+const bf16PanelAsm = 64
+
 // convConsts loads the rounding constants of roundTo: Z4 = 0x7FFF, Z5 = 1,
 // Z6 = 0x7FFFFFFF, Z7 = +Inf's bits, Z8 = the quiet bit.
 func convConsts(p func(string, ...any)) {
@@ -665,11 +708,11 @@ func convConsts(p func(string, ...any)) {
 	}
 }
 
-// roundTo loads 16 float32 at (ptr) into x and leaves in r their bf16
-// rounding in the top 16 bits of each lane (a NaN: x with its quiet bit);
-// it clobbers Z2 and K1.
-func roundTo(p func(string, ...any), ptr, x, r string) {
-	p("VMOVDQU32 (%s), %s", ptr, x)
+// roundTo loads 16 float32 at mem (an operand such as "(SI)" or
+// "64(R8)") into x and leaves in r their bf16 rounding in the top 16 bits
+// of each lane (a NaN: x with its quiet bit); it clobbers Z2 and K1.
+func roundTo(p func(string, ...any), mem, x, r string) {
+	p("VMOVDQU32 %s, %s", mem, x)
 	p("VPSRLD $16, %s, %s", x, r)
 	p("VPANDD Z5, %s, %s", r, r)    // the lowest kept bit
 	p("VPADDD Z4, %s, %s", r, r)    // 0x7FFF + that bit
@@ -696,7 +739,7 @@ func convKernels(s, g *bytes.Buffer) {
 	p("JEQ tobf_done")
 	convConsts(p)
 	s.WriteString("tobf_loop:\n")
-	roundTo(p, "SI", "Z0", "Z1")
+	roundTo(p, "(SI)", "Z0", "Z1")
 	p("VPSRLD $16, Z1, Z1")
 	p("VPMOVDW Z1, (DI)")
 	p("ADDQ $64, SI")
@@ -721,8 +764,8 @@ func convKernels(s, g *bytes.Buffer) {
 	p("MOVL $0xFFFF0000, AX")
 	p("VPBROADCASTD AX, Z9")
 	s.WriteString("pairbf_loop:\n")
-	roundTo(p, "SI", "Z0", "Z1")
-	roundTo(p, "BX", "Z10", "Z11")
+	roundTo(p, "(SI)", "Z0", "Z1")
+	roundTo(p, "(BX)", "Z10", "Z11")
 	p("VPSRLD $16, Z1, Z1")
 	p("VPANDD Z9, Z11, Z11")
 	p("VPORD Z11, Z1, Z1")
@@ -759,8 +802,8 @@ func convKernels(s, g *bytes.Buffer) {
 	p("MOVQ DI, R10")
 	p("MOVQ DX, R11")
 	s.WriteString("pp_vec:\n")
-	roundTo(p, "R8", "Z0", "Z1")
-	roundTo(p, "R9", "Z10", "Z11")
+	roundTo(p, "(R8)", "Z0", "Z1")
+	roundTo(p, "(R9)", "Z10", "Z11")
 	p("VPSRLD $16, Z1, Z1")
 	p("VPANDD Z9, Z11, Z11")
 	p("VPORD Z11, Z1, Z1")
@@ -799,7 +842,7 @@ func convKernels(s, g *bytes.Buffer) {
 	p("MOVQ DI, R10")
 	p("MOVQ DX, R11")
 	s.WriteString("tr_vec:\n")
-	roundTo(p, "R8", "Z0", "Z1")
+	roundTo(p, "(R8)", "Z0", "Z1")
 	p("VPSRLD $16, Z1, Z1")
 	p("VPMOVDW Z1, (R10)")
 	p("ADDQ $64, R8")
