@@ -241,7 +241,7 @@ func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, par bool
 				c0 := 0
 				if vec && n >= 16 {
 					c0 = n &^ 15
-					pairBF16AVX512(&tmp[0], &s0[0], &s1[0], c0)
+					pairPanelAVX512(&tmp[0], &s0[0], lda, 1, c0/16) // one pair of rows
 				}
 				for c := c0; c < n; c++ {
 					tmp[2*c], tmp[2*c+1] = bf16Of(s0[c]), bf16Of(s1[c])
@@ -273,6 +273,17 @@ func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, par bool
 	})
 }
 
+// reset shapes b as op(B) [k, n], its data grown when it is too small
+// (reused otherwise), and returns the packed size.
+func (b *BF16B) reset(k, n int) int {
+	size := sizeB(k, n)
+	if cap(b.Data) < size {
+		b.Data = make([]BF16, size)
+	}
+	*b = BF16B{K: k, N: n, pairs: (k + 1) / 2, Data: b.Data[:size]}
+	return size
+}
+
 // PackBF16B converts op(B) (B [k, n] row-major with stride ldb, or its
 // transpose B [n, k] when transB) to the pair layout of BF16B in dst,
 // reusing dst.Data when it is large enough.
@@ -285,12 +296,7 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, par bool
 		panic("kernels: negative bf16 pack shape")
 	}
 	pairs, panels := (k+1)/2, (n+bf16Panel-1)/bf16Panel
-	size := panels * pairs * 2 * bf16Panel
-	if cap(dst.Data) < size {
-		dst.Data = make([]BF16, size)
-	}
-	*dst = BF16B{K: k, N: n, pairs: pairs, Data: dst.Data[:size]}
-	if size == 0 {
+	if dst.reset(k, n) == 0 {
 		return
 	}
 	data := dst.Data // captured instead of dst, as in packBF16A
@@ -454,12 +460,7 @@ func RowsA(m, k int, data []BF16) (BF16A, bool) {
 // their float32 values, reusing dst.Data when it is large enough.
 func PackBF16BRows(dst *BF16B, k, n int, b []BF16, ldb int) {
 	pairs, panels := (k+1)/2, (n+bf16Panel-1)/bf16Panel
-	size := panels * pairs * 2 * bf16Panel
-	if cap(dst.Data) < size {
-		dst.Data = make([]BF16, size)
-	}
-	*dst = BF16B{K: k, N: n, pairs: pairs, Data: dst.Data[:size]}
-	if size == 0 {
+	if dst.reset(k, n) == 0 {
 		return
 	}
 	data := dst.Data

@@ -39,12 +39,6 @@ func toBF16AVX512(dst *BF16, src *float32, n int)
 //go:noescape
 func fromBF16AVX512(dst *float32, src *BF16, n int)
 
-// pairBF16AVX512 converts r0[:n] and r1[:n] (n a multiple of 16) to bf16
-// pairs: dst[2j] from r0[j], dst[2j+1] from r1[j].
-//
-//go:noescape
-func pairBF16AVX512(dst *BF16, r0, r1 *float32, n int)
-
 // pairPanelAVX512 converts pairs row pairs of n16·16 float32 columns (rows
 // ldb apart from src) to bf16 pairs, pair q at dst[q·128:].
 //

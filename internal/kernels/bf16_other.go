@@ -17,8 +17,6 @@ func bf16PeakLoop(n int) { panic("unreachable") }
 
 const bf16PeakFlops = 0
 
-func pairBF16AVX512(dst *BF16, r0, r1 *float32, n int) { panic("unreachable") }
-
 func roundHalfAVX512(x *float32, n int) { panic("unreachable") }
 
 func pairPanelAVX512(dst *BF16, src *float32, ldb, pairs, n16 int) { panic("unreachable") }

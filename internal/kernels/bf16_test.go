@@ -86,12 +86,14 @@ func TestBF16Conversions(t *testing.T) {
 		// The pair layout of packed B: every class in both halves.
 		if p == PathAVX512 && hasBF16Conv() {
 			n := len(src) &^ 15
-			r1 := append(append([]float32(nil), src[n/2:n]...), src[:n/2]...)
+			rows := append(append([]float32(nil), src[:n]...), src[n/2:n]...) // row 1: the rows' halves swapped
+			rows = append(rows, src[:n/2]...)
+			r1 := rows[n:]
 			pairs := make([]BF16, 2*n)
-			pairBF16AVX512(&pairs[0], &src[0], &r1[0], n)
+			pairPanelAVX512(&pairs[0], &rows[0], n, 1, n/16)
 			for j := range n {
 				if a, b := pairs[2*j], pairs[2*j+1]; a != bf16Of(src[j]) || b != bf16Of(r1[j]) {
-					t.Fatalf("pairBF16AVX512(%#08x, %#08x) = %#04x, %#04x, want %#04x, %#04x",
+					t.Fatalf("pairPanelAVX512(%#08x, %#08x) = %#04x, %#04x, want %#04x, %#04x",
 						math.Float32bits(src[j]), math.Float32bits(r1[j]), a, b, bf16Of(src[j]), bf16Of(r1[j]))
 				}
 			}

@@ -51,8 +51,8 @@
 //
 // Training in bf16 multiplies through GemmP and GemmSTP, Gemm's signature
 // with a Prec: in PrecBF16 they pack both float32 operands per call (whole
-// panels and row blocks per assembly call; a transposed A two rows at a
-// time, each pair stored as one 32-bit unit) into buffers kept on a free
+// panels and row blocks per assembly call; a transposed operand by 16×16
+// tiles of pairs transposed in registers) into buffers kept on a free
 // list, then run GemmBF16. Callers that reuse an operand pack it once and
 // take views (BF16A.Rows and Cols, BF16B.View), or pass bf16 rows already
 // in the packed layout (RowsA, PackBF16BRows, GemmBF16TN).

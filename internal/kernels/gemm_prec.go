@@ -39,7 +39,7 @@ func GemmP[F Float](p Prec, transA, transB bool, m, n, k int, alpha F, a []F, ld
 		return
 	}
 	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
-	gemmBF16F32(transA, transB, m, n, k, float32(alpha), a32, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
+	gemmBF16F32(transA, transB, m, n, k, float32(alpha), a32, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc, true)
 }
 
 // GemmSTP is GemmST in precision p: GemmP on the calling goroutine only.
@@ -55,22 +55,18 @@ func GemmSTP[F Float](p Prec, transA, transB bool, m, n, k int, alpha F, a []F, 
 		return
 	}
 	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
-	var pa BF16A
-	var pb BF16B
-	pa.Data, pb.Data = packBufs.get(sizeA(m, k)), packBufs.get(sizeB(k, n))
-	packBF16A(&pa, transA, m, k, a32, lda, false)
-	packBF16B(&pb, transB, k, n, any(b).([]float32), ldb, false)
-	gemmBF16(&pa, &pb, float32(alpha), float32(beta), any(c).([]float32), ldc, false)
-	packBufs.put(pa.Data, pb.Data)
+	gemmBF16F32(transA, transB, m, n, k, float32(alpha), a32, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc, false)
 }
 
-func gemmBF16F32(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+// gemmBF16F32 packs both float32 operands in pooled buffers and runs the
+// bf16 product, across threads when par.
+func gemmBF16F32(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, par bool) {
 	var pa BF16A
 	var pb BF16B
 	pa.Data, pb.Data = packBufs.get(sizeA(m, k)), packBufs.get(sizeB(k, n))
-	packBF16A(&pa, transA, m, k, a, lda, true)
-	packBF16B(&pb, transB, k, n, b, ldb, true)
-	gemmBF16(&pa, &pb, alpha, beta, c, ldc, true)
+	packBF16A(&pa, transA, m, k, a, lda, par)
+	packBF16B(&pb, transB, k, n, b, ldb, par)
+	gemmBF16(&pa, &pb, alpha, beta, c, ldc, par)
 	packBufs.put(pa.Data, pb.Data)
 }
 

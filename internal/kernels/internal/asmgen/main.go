@@ -749,35 +749,6 @@ func convKernels(s, g *bytes.Buffer) {
 	s.WriteString("tobf_done:\n")
 	p("VZEROUPPER")
 	p("RET")
-	// pairBF16AVX512: the pair layout of packed B, both rows rounded as
-	// above; r0's bf16 in the low half of each 32-bit pair, r1's in the
-	// high half (kept in place, its low bits cleared).
-	fmt.Fprintf(g, "// pairBF16AVX512 converts r0[:n] and r1[:n] (n a multiple of 16) to bf16\n// pairs: dst[2j] from r0[j], dst[2j+1] from r1[j].\n//\n//go:noescape\nfunc pairBF16AVX512(dst *BF16, r0, r1 *float32, n int)\n\n")
-	s.WriteString("\n// func pairBF16AVX512(dst *BF16, r0, r1 *float32, n int)\nTEXT ·pairBF16AVX512(SB), NOSPLIT, $0-32\n")
-	p("MOVQ dst+0(FP), DI")
-	p("MOVQ r0+8(FP), SI")
-	p("MOVQ r1+16(FP), BX")
-	p("MOVQ n+24(FP), CX")
-	p("SHRQ $4, CX")
-	p("JEQ pairbf_done")
-	convConsts(p)
-	p("MOVL $0xFFFF0000, AX")
-	p("VPBROADCASTD AX, Z9")
-	s.WriteString("pairbf_loop:\n")
-	roundTo(p, "(SI)", "Z0", "Z1")
-	roundTo(p, "(BX)", "Z10", "Z11")
-	p("VPSRLD $16, Z1, Z1")
-	p("VPANDD Z9, Z11, Z11")
-	p("VPORD Z11, Z1, Z1")
-	p("VMOVDQU32 Z1, (DI)")
-	p("ADDQ $64, SI")
-	p("ADDQ $64, BX")
-	p("ADDQ $64, DI")
-	p("DECQ CX")
-	p("JNE pairbf_loop")
-	s.WriteString("pairbf_done:\n")
-	p("VZEROUPPER")
-	p("RET")
 	// pairPanelAVX512: a whole panel of packed B in one call, pairs pairs of
 	// rows (row 2q at src + 2q·ldb, row 2q+1 one ldb further) of n16·16
 	// columns each, pair q at dst + q·128 elements.
