@@ -1,6 +1,9 @@
 package kernels
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
 
 // RoundHalf rounds every value of x to the nearest IEEE half-precision
 // value (binary16, to nearest even, subnormals included), in place: the
@@ -99,4 +102,82 @@ func halfFloat(h uint16) float32 {
 		return math.Float32frombits(sign | math.Float32bits(v))
 	}
 	return math.Float32frombits(sign | (e+112)<<23 | m<<13)
+}
+
+// Format16 is a 16-bit storage format for float32 activations: bf16 or
+// IEEE half.
+type Format16 uint8
+
+const (
+	StoreBF16 Format16 = iota // bfloat16 (ToBF16's rounding)
+	StoreHalf                 // IEEE binary16 (RoundHalf's rounding)
+)
+
+// Keep rounds x in place to the format and writes its bits into dst, so
+// that x afterwards holds exactly the values Load reads back from dst. It
+// splits large inputs across threads. It panics if len(dst) < len(x).
+func (f Format16) Keep(dst []uint16, x []float32) {
+	dst = dst[:len(x)]
+	splitWork(len(x), 16, 1, func(lo, hi int) { f.KeepST(dst[lo:hi], x[lo:hi]) })
+}
+
+// KeepST is Keep on the calling goroutine.
+func (f Format16) KeepST(dst []uint16, x []float32) {
+	dst = dst[:len(x)]
+	for s := 0; s < len(x); s += 4096 { // convert back while in cache
+		e := min(s+4096, len(x))
+		if f == StoreHalf {
+			ToHalf(dst[s:e], x[s:e])
+			FromHalf(x[s:e], dst[s:e])
+		} else {
+			b := AsBF16(dst[s:e])
+			ToBF16(b, x[s:e])
+			FromBF16(x[s:e], b)
+		}
+	}
+}
+
+// LoadST is Load on the calling goroutine.
+func (f Format16) LoadST(dst []float32, src []uint16) {
+	if f == StoreHalf {
+		FromHalf(dst, src)
+	} else {
+		FromBF16(dst, AsBF16(src))
+	}
+}
+
+// Load reads the format's bits src into dst (exactly), splitting large
+// inputs across threads. It panics if len(dst) < len(src).
+func (f Format16) Load(dst []float32, src []uint16) {
+	dst = dst[:len(src)]
+	splitWork(len(src), 16, 1, func(lo, hi int) { f.LoadST(dst[lo:hi], src[lo:hi]) })
+}
+
+// AsBF16 views 16-bit storage as bf16 values.
+func AsBF16(x []uint16) []BF16 {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*BF16)(unsafe.Pointer(&x[0])), len(x))
+}
+
+// Uint16s views x's memory as 2·len(x) 16-bit values: a float32 buffer
+// (a mixer's activations) holding 16-bit storage.
+func Uint16s(x []float32) []uint16 {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&x[0])), 2*len(x))
+}
+
+// Format16Of is the activation storage format of a model precision: bf16
+// for "bf16", IEEE half for "fp16"; ok is false for any other.
+func Format16Of(precision string) (f Format16, ok bool) {
+	switch precision {
+	case "bf16":
+		return StoreBF16, true
+	case "fp16":
+		return StoreHalf, true
+	}
+	return 0, false
 }

@@ -122,7 +122,7 @@ func (m *Model[F]) blockFFForward(i int, out, res, x []F) {
 	if c.FFChunks == 1 {
 		if p.HalfElems > 0 && m.prec == kernels.PrecBF16 {
 			// fc2 reads the stored bf16 g as its packed input.
-			if a16, ok := kernels.RowsA(N, H, asBF16(m.act16(a.fcg))); ok {
+			if a16, ok := kernels.RowsA(N, H, kernels.AsBF16(m.act16(a.fcg))); ok {
 				biasRows(out, bw.fc2b, N, D, true)
 				kernels.GemmBF16PackB(1, &a16, true, D, any(bw.fc2w).([]float32), H, 1, any(out).([]float32), D)
 				return

@@ -171,7 +171,7 @@ func (hs hidden[F]) geluBackward(dh, dg []F, lo, hi int) {
 		if hs.half {
 			kernels.FromHalf(tmp[:e-s], hs.h16[s:e])
 		} else {
-			kernels.FromBF16(tmp[:e-s], asBF16(hs.h16[s:e]))
+			kernels.FromBF16(tmp[:e-s], kernels.AsBF16(hs.h16[s:e]))
 		}
 		kernels.GeluBackward(d32[s:e], tmp[:e-s], g32[s:e])
 	}
@@ -185,7 +185,7 @@ func (hs hidden[F]) geluBackward(dh, dg []F, lo, hi int) {
 func ffBackward[F kernels.Float](p kernels.Prec, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp []F, h hidden[F], g, fc1w, fc2w []F, N, D, H int) {
 	kernels.GemmP(p, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
 	if h.g16 != nil {
-		kernels.GemmBF16TN(1, D, H, N, any(dout).([]float32), D, asBF16(h.g16), H, 1, any(dfc2w).([]float32), H)
+		kernels.GemmBF16TN(1, D, H, N, any(dout).([]float32), D, kernels.AsBF16(h.g16), H, 1, any(dfc2w).([]float32), H)
 		biasGrad(dfc2b, dout, N, D)
 	} else {
 		linearBackward(p, nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D)

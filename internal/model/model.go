@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/parallel"
@@ -304,7 +303,7 @@ func (m *Model[F]) to16(dst []uint16, src []F) {
 		kernels.ToHalf(dst, s)
 		return
 	}
-	kernels.ToBF16(asBF16(dst), s)
+	kernels.ToBF16(kernels.AsBF16(dst), s)
 }
 
 // from16 reads the 16-bit slab's src into dst (exactly).
@@ -315,17 +314,9 @@ func (m *Model[F]) from16(dst []F, src []uint16) {
 		if half {
 			kernels.FromHalf(d[lo:hi], src[lo:hi])
 		} else {
-			kernels.FromBF16(d[lo:hi], asBF16(src[lo:hi]))
+			kernels.FromBF16(d[lo:hi], kernels.AsBF16(src[lo:hi]))
 		}
 	})
-}
-
-// asBF16 views 16-bit storage as bf16 values.
-func asBF16(x []uint16) []kernels.BF16 {
-	if len(x) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*kernels.BF16)(unsafe.Pointer(&x[0])), len(x))
 }
 
 // cancelled returns Cancel's verdict, or nil without one.

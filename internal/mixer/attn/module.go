@@ -61,6 +61,10 @@ type Attention[F kernels.Float] struct {
 	// unpacked (tests) makes bf16 pack every tile product's operands
 	// itself (kernels.GemmSTP), as for blocks the packs do not cover.
 	unpacked bool
+	// store16: a float32 mixer in precision bf16 or fp16 keeps q, k, v
+	// and o in act as 16-bit values of format f16 (see Forward).
+	store16 bool
+	f16     kernels.Format16
 }
 
 // The projections' indices in proj: the attention kinds' q, k, v, o.
@@ -120,7 +124,12 @@ func New[F kernels.Float](c mixer.Config, pat Pattern) (*Attention[F], error) {
 	if err := mixer.CheckHeads(d, h); err != nil {
 		return nil, err
 	}
-	return &Attention[F]{D: d, H: h, Dh: d / h, Pat: pat, Tiles: DefaultTiles, proj: proj.New[F](d, kernels.PrecOf(c.Precision), "q", "k", "v", "o")}, nil
+	a := &Attention[F]{D: d, H: h, Dh: d / h, Pat: pat, Tiles: DefaultTiles, proj: proj.New[F](d, kernels.PrecOf(c.Precision), "q", "k", "v", "o")}
+	var z F
+	if _, ok := any(z).(float32); ok {
+		a.f16, a.store16 = kernels.Format16Of(c.Precision)
+	}
+	return a, nil
 }
 
 // Params returns q, k, v, o linears d→d; o projects into the residual stream.
@@ -134,16 +143,27 @@ func (a *Attention[F]) Bind(w, g [][]F) { a.proj.Bind(w, g) }
 func (a *Attention[F]) UseBF16() error { return a.proj.UseBF16() }
 
 // ActSize is q, k, v and the pre-projection output [B,T,D] each, plus the
-// per-row log-sum-exp [B,H,T].
-func (a *Attention[F]) ActSize(b, t int) int { return 4*b*t*a.D + b*a.H*t }
+// per-row log-sum-exp [B,H,T]. With 16-bit storage the four [B,T,D]
+// tensors take half as many elements (two 16-bit values per float32).
+func (a *Attention[F]) ActSize(b, t int) int {
+	if a.store16 {
+		return (4*b*t*a.D+1)/2 + b*a.H*t
+	}
+	return 4*b*t*a.D + b*a.H*t
+}
 
 // ScratchSize is dout·Wo, dq, dk, dv [B,T,D] each, the per-head transposed
 // copies of k and v (about B·T·D each, twice with a Stride), the gathered
 // copies (see gather.go), one [B,H,T] vector and two score tiles per thread
-// (parallel.Threads() at the time of the call).
+// (parallel.Threads() at the time of the call); with 16-bit storage, also
+// the float32 working copies of q, k, v and o [B,T,D] each.
 func (a *Attention[F]) ScratchSize(b, t int) int {
-	return 4*b*t*a.D + 2*tcopySize(b, t, a.D, a.Stride) + gbufSize(b, a.H, a.Dh, a.gatherLen(t)) +
+	n := 4*b*t*a.D + 2*tcopySize(b, t, a.D, a.Stride) + gbufSize(b, a.H, a.Dh, a.gatherLen(t)) +
 		b*a.H*t + parallel.Threads()*workerSize(a.Tiles)
+	if a.store16 {
+		n += 4 * b * t * a.D
+	}
+	return n
 }
 
 func (a *Attention[F]) gatherLen(t int) int {
@@ -194,19 +214,42 @@ func (a *Attention[F]) layouts(T int) []*Layout {
 	return a.lays
 }
 
-// acts splits act into q, k, v, o [B,T,D] and lse [B,H,T].
-func (a *Attention[F]) acts(act []F, p mixer.Pass) (q, k, v, o, lse []F) {
+// acts returns q, k, v, o [B,T,D] and lse [B,H,T], and the rest of
+// scratch. With 16-bit storage q, k, v and o are float32 working copies at
+// the start of scratch, and act16 views their stored bits, [4·B·T·D].
+func (a *Attention[F]) acts(act, scratch []F, p mixer.Pass) (q, k, v, o, lse, rest []F, act16 []uint16) {
 	n := p.B * p.T * a.D
-	return act[:n], act[n : 2*n], act[2*n : 3*n], act[3*n : 4*n], act[4*n : 4*n+p.B*a.H*p.T]
+	nl := p.B * a.H * p.T
+	if !a.store16 {
+		return act[:n], act[n : 2*n], act[2*n : 3*n], act[3*n : 4*n], act[4*n : 4*n+nl], scratch, nil
+	}
+	m := (4*n + 1) / 2
+	act16 = kernels.Uint16s(any(act[:m]).([]float32))[:4*n]
+	return scratch[:n], scratch[n : 2*n], scratch[2*n : 3*n], scratch[3*n : 4*n], act[m : m+nl], scratch[4*n:], act16
 }
 
-// Forward writes out [B,T,D] from x [B,T,D].
+// keep16 rounds x, the i-th of q, k, v, o, to the 16-bit format in place
+// and stores it in act16.
+func (a *Attention[F]) keep16(act16 []uint16, i int, x []F) {
+	n := len(x)
+	a.f16.Keep(act16[i*n:(i+1)*n], any(x).([]float32))
+}
+
+// Forward writes out [B,T,D] from x [B,T,D]. With 16-bit storage, q, k
+// and v are rounded to the format before the attention core reads them,
+// and o before the output projection, so that Backward, which reads them
+// back from act, sees exactly the values Forward used.
 func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	N := p.B * p.T
-	q, k, v, o, lse := a.acts(act, p)
+	q, k, v, o, lse, scratch, act16 := a.acts(act, scratch, p)
 	a.proj.Forward(pq, q, x, N)
 	a.proj.Forward(pk, k, x, N)
 	a.proj.Forward(pv, v, x, N)
+	if a.store16 {
+		a.keep16(act16, 0, q)
+		a.keep16(act16, 1, k)
+		a.keep16(act16, 2, v)
+	}
 	_, _, ks, l, work := a.split(scratch, k, v, p)
 	d := a.dims(p)
 	if ks.hp = a.bf16Packs(); ks.hp != nil {
@@ -214,13 +257,19 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), nil, d, false)
 	}
 	forward(o, lse, l, ks, work, q, a.layouts(p.T), d, p, a.Tiles, &a.units)
+	if a.store16 {
+		a.keep16(act16, 3, o)
+	}
 	a.proj.Forward(po, out, o, N)
 }
 
 // Backward accumulates into dx [B,T,D] and the parameter gradients.
 func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	N := p.B * p.T
-	q, k, v, o, lse := a.acts(act, p)
+	q, k, v, o, lse, scratch, act16 := a.acts(act, scratch, p)
+	if a.store16 {
+		a.f16.Load(any(q[:len(q)*4:len(q)*4]).([]float32), act16)
+	}
 	do, dq, ks, drow, work := a.split(scratch, k, v, p)
 	dk, dv := ks.dk, ks.dv
 	a.proj.Backward(po, do, dout, o, N, true)

@@ -464,8 +464,9 @@ func (in *inst) backward(seed uint64) (r, dx []float64) {
 }
 
 // run32 builds kind k's float32 mixer of cfg on in's weights (rounded to
-// float32) and runs Forward on in.x and Backward on dout r, returning the
-// output, the input gradient and the parameter gradients.
+// float32) and runs Forward on in.x and Backward on dout r, with NaN
+// written over the scratch in between, returning the output, the input
+// gradient and the parameter gradients.
 func (in *inst) run32(t *testing.T, k mixer.Kind, cfg mixer.Config, r []float64) (out, dx []float32, g [][]float32) {
 	t.Helper()
 	m32, err := k.New32(cfg)
@@ -485,6 +486,11 @@ func (in *inst) run32(t *testing.T, k mixer.Kind, cfg mixer.Config, r []float64)
 	x32 := to32(in.x)
 	out = make([]float32, in.n)
 	m32.Forward(out, act, scr, x32, in.p)
+	// In a model other layers use the scratch between a layer's Forward
+	// and Backward: Backward may read only what Forward kept in act.
+	for i := range scr {
+		scr[i] = float32(math.NaN())
+	}
 	dx = make([]float32, in.n)
 	m32.Backward(dx, scr, to32(r), act, x32, in.p)
 	return out, dx, g
@@ -519,27 +525,29 @@ func relClose(t *testing.T, name string, got []float32, want []float64, tol floa
 	}
 }
 
-// BF16Agrees checks kind k in precision "bf16" on case c against the
-// model it approximates: the float32 mixer with Config.Precision "bf16"
-// gives outputs within tol (max|a−b| / max(1e-2, max|b|)) of the float64
+// PrecisionAgrees checks kind k in a 16-bit precision ("bf16" or "fp16")
+// on case c against the model it approximates: the float32 mixer with
+// that Config.Precision gives outputs within tol (max|a−b| / max(1e-2, max|b|)) of the float64
 // mixer's, and gradients of L = Σ out·r within tol of central finite
 // differences of the float64 mixer, on sampled entries of the input and of
 // every parameter (scaled by the tensor's largest float64 gradient, or a
 // tenth of the mixer's largest when that is more). tol is a bf16 tolerance: bf16 keeps 8 significant bits (relative rounding
 // 2⁻⁹).
-func BF16Agrees(t *testing.T, k mixer.Kind, c Case, tol float64) {
+func PrecisionAgrees(t *testing.T, k mixer.Kind, c Case, precision string, tol float64) {
 	t.Helper()
 	in := build(t, k, c, false)
 	out64 := in.forward(in.x)
 	r, dx64 := in.backward(11)
 	rng := rand.New(rand.NewPCG(12, 12))
 	cfg := c.Cfg
-	cfg.Precision = "bf16"
+	cfg.Precision = precision
 	out16, dx16, g32 := in.run32(t, k, cfg, r)
-	relClose(t, "bf16 forward", out16, out64, tol)
+	relClose(t, precision+" forward", out16, out64, tol)
 	// The check is not vacuous: a mixer with parameters (projections in
 	// bf16) differs from its float32 self by more than float32 rounding.
-	if len(in.w) > 0 {
+	// (In fp16 the products are float32: only the kinds that store their
+	// activations in 16 bits differ.)
+	if len(in.w) > 0 && precision == "bf16" {
 		var d, m float64
 		for i, v := range out16 {
 			d = math.Max(d, math.Abs(float64(v)-out64[i]))
@@ -583,8 +591,8 @@ func BF16Agrees(t *testing.T, k mixer.Kind, c Case, tol float64) {
 			e := math.Abs(fd-float64(grad16[i])) / scale
 			worst = math.Max(worst, e)
 			if e > tol || math.IsNaN(e) {
-				t.Errorf("bf16 gradient %s[%d]: %.6g, finite differences of float64 %.6g (error %.3g of the largest gradient > %.3g)",
-					name, i, grad16[i], fd, e, tol)
+				t.Errorf("%s gradient %s[%d]: %.6g, finite differences of float64 %.6g (error %.3g of the largest gradient > %.3g)",
+					precision, name, i, grad16[i], fd, e, tol)
 				return
 			}
 		}
@@ -593,5 +601,5 @@ func BF16Agrees(t *testing.T, k mixer.Kind, c Case, tol float64) {
 	for i := range in.w {
 		check(in.specs[i].Name, in.w[i], in.g[i], g32[i])
 	}
-	t.Logf("bf16: worst gradient error %.3g of the largest gradient", worst)
+	t.Logf("%s: worst gradient error %.3g of the largest gradient", precision, worst)
 }
