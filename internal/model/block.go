@@ -64,9 +64,12 @@ func (m *Model[F]) blockMixerBackward(i int, dx, dout, x []F) {
 }
 
 // ffSave computes and saves block i's LN2 output and statistics from x and,
-// with ff_chunks = 1, the fc1 output and its GELU, which it returns (in F:
-// with a 16-bit slab they are computed in the gradient slab's dh and dg,
-// free during forward, and stored rounded).
+// with ff_chunks = 1, the fc1 output and its GELU, which it returns (in F).
+// With the 16-bit slab they are computed in the gradient slab's dh and dg,
+// free during forward: h is rounded to the 16-bit format before GELU and
+// kept in the slab, and g is not kept (backward recomputes it from h) but
+// rounded to fp16, or, in bf16, written to the gradient slab's bf16 g
+// that fc2 reads.
 func (m *Model[F]) ffSave(i int, x []F) (g []F) {
 	c, p := m.Config, &m.plan
 	a := &p.blocks[i]
@@ -78,18 +81,21 @@ func (m *Model[F]) ffSave(i int, x []F) (g []F) {
 	var h []F
 	if c.FFChunks == 1 {
 		h, g = m.act(a.fch), m.act(a.fcg)
-		var keep func(lo, hi int)
+		var round, keep func(lo, hi int)
 		if p.HalfElems > 0 {
 			h, g = m.grad(p.dh), m.grad(p.dg)
-			h16, g16 := m.act16(a.fch), m.act16(a.fcg)
+			h32, g32 := any(h).([]float32), any(g).([]float32)
+			h16, g16 := m.act16(a.fch), m.gelu16()
+			round = func(lo, hi int) { m.f16.KeepST(h16[lo*H:hi*H], h32[lo*H:hi*H]) }
 			keep = func(lo, hi int) { // each thread's rows, while in cache
-				m.store(h[lo*H : hi*H])
-				m.store(g[lo*H : hi*H])
-				m.to16(h16[lo*H:hi*H], h[lo*H:hi*H])
-				m.to16(g16[lo*H:hi*H], g[lo*H:hi*H])
+				if g16 != nil {
+					kernels.ToBF16(kernels.AsBF16(g16[lo*H:hi*H]), g32[lo*H:hi*H])
+				} else {
+					m.store(g[lo*H : hi*H])
+				}
 			}
 		}
-		fc1GeluForward(m.prec, h, g, ln2, bw.fc1w, m.packed(i).fc1(), bw.fc1b, N, D, H, keep)
+		fc1GeluForward(m.prec, h, g, ln2, bw.fc1w, m.packed(i).fc1(), bw.fc1b, N, D, H, round, keep)
 		if keep == nil {
 			m.store(h)
 			m.store(g)
@@ -121,8 +127,8 @@ func (m *Model[F]) blockFFForward(i int, out, res, x []F) {
 	defer m.store(out)
 	if c.FFChunks == 1 {
 		if p.HalfElems > 0 && m.prec == kernels.PrecBF16 {
-			// fc2 reads the stored bf16 g as its packed input.
-			if a16, ok := kernels.RowsA(N, H, kernels.AsBF16(m.act16(a.fcg))); ok {
+			// fc2 reads ffSave's bf16 g as its packed input.
+			if a16, ok := kernels.RowsA(N, H, kernels.AsBF16(m.gelu16())); ok {
 				biasRows(out, bw.fc2b, N, D, true)
 				kernels.GemmBF16PackB(1, &a16, true, D, any(bw.fc2w).([]float32), H, 1, any(out).([]float32), D)
 				return
@@ -155,13 +161,15 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 		var g []F
 		switch {
 		case p.HalfElems > 0 && m.prec == kernels.PrecBF16:
-			// fc2's weight gradient reads the stored bf16 g itself.
-			hs = hidden[F]{h16: m.act16(a.fch), g16: m.act16(a.fcg)}
+			// g is recomputed in bf16, which fc2's weight gradient reads.
+			g16 := m.gelu16()
+			geluFrom16(m.f16, nil, g16, m.act16(a.fch))
+			hs = hidden[F]{h16: m.act16(a.fch), g16: g16}
 		case p.HalfElems > 0:
-			// g is read back into dh, which GELU's backward overwrites
+			// g is recomputed into dh, which GELU's backward overwrites
 			// only after the last use of g; h is read back chunk by chunk.
 			g = m.grad(p.dh)
-			m.from16(g, m.act16(a.fcg))
+			geluFrom16(m.f16, any(g).([]float32), nil, m.act16(a.fch))
 			hs = hidden[F]{h16: m.act16(a.fch), half: true}
 		default:
 			hs, g = hidden[F]{h: m.act(a.fch)}, m.act(a.fcg)
@@ -174,7 +182,7 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 			r := min(R, N-lo)
 			h, g := m.grad(p.ffh)[:r*H], m.grad(p.ffg)[:r*H]
 			in := ln2[lo*D : (lo+r)*D]
-			fc1GeluForward(m.prec, h, g, in, bw.fc1w, nil, bw.fc1b, r, D, H, nil)
+			fc1GeluForward(m.prec, h, g, in, bw.fc1w, nil, bw.fc1b, r, D, H, nil, nil)
 			ffBackward(m.prec, dln[lo*D:(lo+r)*D], bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg)[:r*H], m.grad(p.dh)[:r*H],
 				dout[lo*D:(lo+r)*D], in, hidden[F]{h: h}, g, bw.fc1w, bw.fc2w, r, D, H)
 		}

@@ -121,15 +121,19 @@ func addTo[F kernels.Float](dst, src []F) {
 }
 
 // fc1GeluForward sets h = inp·Wᵀ + b and g = GELU(h), adding the bias and
-// applying GELU to each thread's rows while they are in cache, and then
-// calling keep(lo, hi) on those rows when keep is not nil (the model
-// stores them in 16 bits there).
+// applying GELU to each thread's rows while they are in cache. On those
+// rows it calls round(lo, hi) between the bias and GELU, and keep(lo, hi)
+// after GELU, each when not nil (the model stores h in 16 bits, rounded
+// in place, and g in 16 bits there).
 // h, g [N,H], inp [N,D], w [H,D] (wb: packed in bf16, or nil), b [H].
-func fc1GeluForward[F kernels.Float](p kernels.Prec, h, g, inp, w []F, wb *kernels.BF16B, b []F, N, D, H int, keep func(lo, hi int)) {
+func fc1GeluForward[F kernels.Float](p kernels.Prec, h, g, inp, w []F, wb *kernels.BF16B, b []F, N, D, H int, round, keep func(lo, hi int)) {
 	gemmNT(p, h, inp, w, wb, N, D, H, 0)
 	parallel.For(N, 16, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			addTo(h[n*H:(n+1)*H], b)
+		}
+		if round != nil {
+			round(lo, hi)
 		}
 		kernels.GeluForward(g[lo*H:hi*H], h[lo*H:hi*H])
 		if keep != nil {
@@ -138,18 +142,39 @@ func fc1GeluForward[F kernels.Float](p kernels.Prec, h, g, inp, w []F, wb *kerne
 	})
 }
 
+// geluFrom16 recomputes g = GELU(h) from h stored in 16-bit format f,
+// as fc1GeluForward computed it from the rounded h: into g16 in bf16 when
+// g16 is not nil, else into g rounded to IEEE half (fp16's storage).
+func geluFrom16(f kernels.Format16, g []float32, g16, h16 []uint16) {
+	parallel.For(len(h16), 4096, func(_, lo, hi int) {
+		var tmp [2048]float32
+		for s := lo; s < hi; s += len(tmp) {
+			e := min(s+len(tmp), hi)
+			t := tmp[:e-s]
+			f.LoadST(t, h16[s:e])
+			kernels.GeluForward(t, t)
+			if g16 != nil {
+				kernels.ToBF16(kernels.AsBF16(g16[s:e]), t)
+				continue
+			}
+			kernels.RoundHalf(t)
+			copy(g[s:e], t)
+		}
+	})
+}
+
 // ffForward accumulates out += fc2(GELU(fc1(inp))) and saves h = fc1(inp)
 // and g = GELU(h). out, inp [N,D], h, g [N,H], fc1w [H,D], fc1b [H],
 // fc2w [D,H], fc2b [D]; pk holds the weights packed in bf16, or is nil.
 func ffForward[F kernels.Float](p kernels.Prec, out, h, g, inp, fc1w, fc1b, fc2w, fc2b []F, pk *blockBF16, N, D, H int) {
-	fc1GeluForward(p, h, g, inp, fc1w, pk.fc1(), fc1b, N, D, H, nil)
+	fc1GeluForward(p, h, g, inp, fc1w, pk.fc1(), fc1b, N, D, H, nil, nil)
 	linearForward(p, out, g, fc2w, pk.fc2(), fc2b, N, H, D, true)
 }
 
 // hidden is the fc1 output h that ffBackward reads: in F, or stored in 16
 // bits (bf16, or IEEE half with half) and read back chunk by chunk; and,
-// in bf16, GELU's output g16 as stored, which fc2's weight gradient then
-// reads directly (g is not used).
+// in bf16, GELU's output g16 recomputed from it (geluFrom16), which fc2's
+// weight gradient then reads directly (g is not used).
 type hidden[F kernels.Float] struct {
 	h    []F
 	h16  []uint16

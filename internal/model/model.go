@@ -53,6 +53,7 @@ type Model[F kernels.Float] struct {
 	// half: a float32 model of precision "fp16" rounds what it stores to
 	// IEEE half (see store).
 	half bool
+	f16  kernels.Format16 // the 16-bit slab's format (bf16 or fp16)
 
 	// LossScale multiplies the loss's gradient in Backward (0 means 1):
 	// the dynamic loss scale of precision "fp16" (Trainer). Grads are then
@@ -86,6 +87,7 @@ func New[F kernels.Float](c *Config) (*Model[F], error) {
 	if _, ok := any(zero).(float32); ok {
 		m.prec = kernels.PrecOf(c.Precision)
 		m.half = c.Precision == "fp16"
+		m.f16, _ = kernels.Format16Of(c.Precision)
 	}
 	var mspecs [][]mixer.ParamSpec
 	var nm []int
@@ -294,29 +296,14 @@ func (m *Model[F]) store(x []F) {
 	}
 }
 
-// to16 stores src in the 16-bit slab's dst, in the model's precision:
-// bf16 or IEEE half (float32 models only, Store16), on the calling
-// goroutine.
-func (m *Model[F]) to16(dst []uint16, src []F) {
-	s := any(src).([]float32)
-	if m.Config.Precision == "fp16" {
-		kernels.ToHalf(dst, s)
-		return
+// gelu16 is the gradient slab's bf16 GELU output [B·T, d_ff] (Plan: a
+// float32 model in precision bf16 with the 16-bit slab), or nil.
+func (m *Model[F]) gelu16() []uint16 {
+	p := &m.plan
+	if p.ffg16.n == 0 {
+		return nil
 	}
-	kernels.ToBF16(kernels.AsBF16(dst), s)
-}
-
-// from16 reads the 16-bit slab's src into dst (exactly).
-func (m *Model[F]) from16(dst []F, src []uint16) {
-	d := any(dst).([]float32)
-	half := m.Config.Precision == "fp16"
-	parallel.For(len(d), 1<<14, func(_, lo, hi int) {
-		if half {
-			kernels.FromHalf(d[lo:hi], src[lo:hi])
-		} else {
-			kernels.FromBF16(d[lo:hi], kernels.AsBF16(src[lo:hi]))
-		}
-	})
+	return kernels.Uint16s(any(m.grad(p.ffg16)).([]float32))[:p.B*p.T*m.Config.DFF]
 }
 
 // cancelled returns Cancel's verdict, or nil without one.

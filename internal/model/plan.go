@@ -18,7 +18,7 @@ type blockPlan struct {
 	mixAct                span // mixer.ActSize(B,T)
 	mid                   span // [B,T,D]: x + mixer(LN1(x))
 	ln2, ln2Mean, ln2Rstd span // [B,T,D], [B,T], [B,T]
-	fch, fcg              span // [B,T,DFF]: fc1 output and GELU(fc1); empty when ff_chunks > 1
+	fch, fcg              span // [B,T,DFF]: fc1 output and GELU(fc1); empty when ff_chunks > 1 (fcg also with the 16-bit slab)
 }
 
 // Plan is the memory plan of one (config, B, T): where every activation and
@@ -35,8 +35,8 @@ type Plan struct {
 	ActElems, GradElems int // slab sizes in elements
 	// HalfElems is the 16-bit activation slab ("act16"): under precision
 	// "bf16" or "fp16" (float32 models, ff_chunks 1, not reversible) the
-	// feed-forward's fc1 output and GELU are stored there, in bf16 or IEEE
-	// half.
+	// feed-forward's fc1 output is stored there, in bf16 or IEEE half;
+	// backward recomputes its GELU from it.
 	HalfElems int
 	// Entries lists every buffer for reporting: name, slab ("act", "act16" or
 	// "grad") and elements. Per-block entries of identical shape are
@@ -55,6 +55,7 @@ type Plan struct {
 	dln      span // [B,T,D]: gradient of a LayerNorm output; mixer output temp in forward
 	ffh, ffg span // [R,DFF]: fc1 output and GELU when ff_chunks > 1 (R = chunk rows)
 	dg, dh   span // [R,DFF]: gradients of GELU output and fc1 output
+	ffg16    span // [B·T·DFF/2]: the GELU output in bf16 (see Model.gelu16)
 	mixScr   span // max over blocks of mixer.ScratchSize(B,T)
 	dlogits  span // like logits
 	dpooled  span // [B,D] (classify)
@@ -184,12 +185,12 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan
 		bp.ln2Mean = add("act", "ln2.mean", cnt, BT)
 		bp.ln2Rstd = add("act", "ln2.rstd", cnt, BT)
 		if c.FFChunks == 1 {
-			slab := "act"
 			if Store16(c, p.ElemSize) {
-				slab = "act16"
+				bp.fch = add("act16", "ff.fc1", cnt, BT*c.DFF)
+			} else {
+				bp.fch = add("act", "ff.fc1", cnt, BT*c.DFF)
+				bp.fcg = add("act", "ff.gelu", cnt, BT*c.DFF)
 			}
-			bp.fch = add(slab, "ff.fc1", cnt, BT*c.DFF)
-			bp.fcg = add(slab, "ff.gelu", cnt, BT*c.DFF)
 		}
 		p.blocks = append(p.blocks, bp)
 	}
@@ -218,6 +219,9 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan
 	}
 	p.dg = add("grad", "d.ff.gelu", 1, R*c.DFF)
 	p.dh = add("grad", "d.ff.fc1", 1, R*c.DFF)
+	if Store16(c, p.ElemSize) && c.Precision == "bf16" {
+		p.ffg16 = add("grad", "ff.gelu (bf16)", 1, (BT*c.DFF+1)/2)
+	}
 	p.mixScr = add("grad", "mixer.scratch", 1, maxScr)
 	p.dlogits = add("grad", "d.logits", 1, p.logits.n)
 	if c.Task == "classify" {
@@ -227,7 +231,7 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan
 }
 
 // Store16 says whether a model of config c with elemSize-byte elements
-// keeps its feed-forward activations in the 16-bit slab: float32, precision
+// keeps its fc1 output in the 16-bit slab: float32, precision
 // "bf16" or "fp16", ff_chunks 1 (chunks recompute them instead) and not
 // reversible.
 func Store16(c *Config, elemSize int) bool {

@@ -180,3 +180,53 @@ func TestPrecisionStructures(t *testing.T) {
 		}
 	}
 }
+
+// TestGeluRecompute: with the 16-bit slab, backward's GELU output,
+// recomputed from the stored fc1 output (geluFrom16), is bitwise what
+// forward fed fc2: the bf16 g in the gradient slab, or in fp16 the g
+// rounded to half. d_ff 40 and B·T = 21 leave partial vectors.
+func TestGeluRecompute(t *testing.T) {
+	for _, prec := range []string{"bf16", "fp16"} {
+		c, err := ParseConfig([]byte(fmt.Sprintf(`{"vocab_size": 37, "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 40,
+			"max_len": 7, "causal": true, "task": "lm", "precision": %q, "mixer": {"kind": "full"}}`, prec)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := New[float32](c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Init(1)
+		rng := rand.New(rand.NewPCG(5, 5))
+		tok, tgt := make([]int32, 3*7), make([]int32, 3*7)
+		for j := range tok {
+			tok[j], tgt[j] = int32(rng.IntN(37)), int32(rng.IntN(37))
+		}
+		if _, err := m.Forward(tok, tgt, 3, 7); err != nil {
+			t.Fatal(err)
+		}
+		p := &m.plan
+		if p.HalfElems != 2*3*7*40 || p.blocks[1].fcg.n != 0 {
+			t.Fatalf("%s: 16-bit slab of %d elements, GELU kept: %v", prec, p.HalfElems, p.blocks[1].fcg.n != 0)
+		}
+		h16 := m.act16(p.blocks[1].fch) // the last block's, whose g forward left
+		if prec == "bf16" {
+			want := slices.Clone(m.gelu16())
+			got := make([]uint16, len(want))
+			geluFrom16(m.f16, nil, got, h16)
+			if !slices.Equal(got, want) {
+				t.Errorf("bf16: recomputed GELU differs from forward's")
+			}
+			continue
+		}
+		if m.gelu16() != nil {
+			t.Error("fp16 model has a bf16 GELU buffer")
+		}
+		want := slices.Clone(m.grad(p.dg))
+		got := make([]float32, len(want))
+		geluFrom16(m.f16, got, nil, h16)
+		if !slices.Equal(got, want) {
+			t.Errorf("fp16: recomputed GELU differs from forward's")
+		}
+	}
+}
