@@ -39,6 +39,12 @@ func toBF16AVX512(dst *BF16, src *float32, n int)
 //go:noescape
 func fromBF16AVX512(dst *float32, src *BF16, n int)
 
+// keepBF16AVX512 converts n (a multiple of 16) float32 values x to bf16 in
+// dst and overwrites x with their rounded values.
+//
+//go:noescape
+func keepBF16AVX512(dst *BF16, x *float32, n int)
+
 // pairPanelAVX512 converts pairs row pairs of n16·16 float32 columns (rows
 // ldb apart from src) to bf16 pairs, pair q at dst[q·128:].
 //

@@ -9,6 +9,7 @@ func hasBF16Conv() bool { return false }
 
 func toBF16AVX512(dst *BF16, src *float32, n int)   { panic("unreachable") }
 func fromBF16AVX512(dst *float32, src *BF16, n int) { panic("unreachable") }
+func keepBF16AVX512(dst *BF16, x *float32, n int)   { panic("unreachable") }
 
 // bf16K512 is empty: the Go twin runs.
 var bf16K512 [gemmMR]func(k int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)

@@ -124,7 +124,13 @@ func (f Format16) Keep(dst []uint16, x []float32) {
 // KeepST is Keep on the calling goroutine.
 func (f Format16) KeepST(dst []uint16, x []float32) {
 	dst = dst[:len(x)]
-	for s := 0; s < len(x); s += 4096 { // convert back while in cache
+	n := 0
+	if f == StoreBF16 && path == PathAVX512 && hasBF16Conv() {
+		if n = len(x) &^ 15; n > 0 {
+			keepBF16AVX512(&AsBF16(dst)[0], &x[0], n)
+		}
+	}
+	for s := n; s < len(x); s += 4096 { // convert back while in cache
 		e := min(s+4096, len(x))
 		if f == StoreHalf {
 			ToHalf(dst[s:e], x[s:e])

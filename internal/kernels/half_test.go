@@ -92,3 +92,44 @@ func TestRoundHalf(t *testing.T) {
 		SetPath(old)
 	}
 }
+
+// TestFormat16: Keep leaves in x exactly what Load reads back from dst,
+// and dst holds ToBF16's (or ToHalf's) encoding, on every path and at
+// lengths with a partial vector; NaNs stay NaNs.
+func TestFormat16(t *testing.T) {
+	ps := bf16Patterns()
+	for _, p := range Paths() {
+		old := SetPath(p)
+		for _, n := range []int{1, 15, 16, 17, 100, 4096 + 37, 3 * 4096} {
+			src := make([]float32, n)
+			for i := range src {
+				src[i] = math.Float32frombits(ps[i%len(ps)] ^ uint32(i/len(ps))<<3)
+			}
+			for _, f := range []Format16{StoreBF16, StoreHalf} {
+				x := append([]float32(nil), src...)
+				got := make([]uint16, n)
+				f.Keep(got, x)
+				want := make([]uint16, n)
+				if f == StoreHalf {
+					ToHalf(want, src)
+				} else {
+					ToBF16(AsBF16(want), src)
+				}
+				back := make([]float32, n)
+				f.Load(back, got)
+				for i := range src {
+					nan := math.IsNaN(float64(src[i]))
+					switch {
+					case got[i] != want[i] && !nan:
+						t.Fatalf("%v %d: Keep stored %#04x for %#08x, want %#04x", p, f, got[i], math.Float32bits(src[i]), want[i])
+					case nan && !(math.IsNaN(float64(x[i])) && math.IsNaN(float64(back[i]))):
+						t.Fatalf("%v %d: NaN %#08x kept as %v, loaded as %v", p, f, math.Float32bits(src[i]), x[i], back[i])
+					case !nan && math.Float32bits(x[i]) != math.Float32bits(back[i]):
+						t.Fatalf("%v %d: %#08x rounded in place to %#08x, Load gives %#08x", p, f, math.Float32bits(src[i]), math.Float32bits(x[i]), math.Float32bits(back[i]))
+					}
+				}
+			}
+		}
+		SetPath(old)
+	}
+}

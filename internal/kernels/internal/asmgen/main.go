@@ -749,6 +749,31 @@ func convKernels(s, g *bytes.Buffer) {
 	s.WriteString("tobf_done:\n")
 	p("VZEROUPPER")
 	p("RET")
+	// keepBF16AVX512: ToBF16 and the rounded values written back over src
+	// in one pass (FromBF16 of the result is the top 16 bits).
+	fmt.Fprintf(g, "// keepBF16AVX512 converts n (a multiple of 16) float32 values x to bf16 in\n// dst and overwrites x with their rounded values.\n//\n//go:noescape\nfunc keepBF16AVX512(dst *BF16, x *float32, n int)\n\n")
+	s.WriteString("\n// func keepBF16AVX512(dst *BF16, x *float32, n int)\nTEXT ·keepBF16AVX512(SB), NOSPLIT, $0-24\n")
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ x+8(FP), SI")
+	p("MOVQ n+16(FP), CX")
+	p("SHRQ $4, CX")
+	p("JEQ keep_done")
+	convConsts(p)
+	p("MOVL $0xFFFF0000, AX")
+	p("VPBROADCASTD AX, Z9")
+	s.WriteString("keep_loop:\n")
+	roundTo(p, "(SI)", "Z0", "Z1")
+	p("VPANDD Z9, Z1, Z3")
+	p("VMOVDQU32 Z3, (SI)")
+	p("VPSRLD $16, Z1, Z1")
+	p("VPMOVDW Z1, (DI)")
+	p("ADDQ $64, SI")
+	p("ADDQ $32, DI")
+	p("DECQ CX")
+	p("JNE keep_loop")
+	s.WriteString("keep_done:\n")
+	p("VZEROUPPER")
+	p("RET")
 	// pairPanelAVX512: a whole panel of packed B in one call, pairs pairs of
 	// rows (row 2q at src + 2q·ldb, row 2q+1 one ldb further) of n16·16
 	// columns each, pair q at dst + q·128 elements.
