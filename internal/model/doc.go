@@ -35,6 +35,6 @@
 // config's precision: "bf16" runs every matrix product on bf16 operands
 // (kernels.GemmP; the mixers through mixer.Config.Precision), "fp16" rounds
 // what it keeps to IEEE half (store) and trains with dynamic loss scaling
-// (Trainer.Scale), and both keep the feed-forward's d_ff-wide activations
-// in a third, 16-bit slab (Plan.HalfElems).
+// (Trainer.Scale), and both keep fc1's d_ff-wide output in a third,
+// 16-bit slab (Plan.HalfElems), recomputing GELU from it in backward.
 package model

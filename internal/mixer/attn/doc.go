@@ -56,4 +56,11 @@
 // (headPacks), so a tile product packs only its fresh score tile; blocks
 // the packs do not cover (strided or gathered keys) pack per tile
 // (kernels.GemmSTP), with bitwise the same result.
+//
+// Storage: under "bf16" and "fp16" (a float32 mixer) the activations keep
+// q, k, v and o [B,T,D] as 16-bit values (bf16 or IEEE half), two per
+// float32 element of act. Forward rounds q, k and v to the format before
+// the core reads them, and o before the output projection; Backward reads
+// them back into float32 copies in its scratch, so both passes see the
+// same values. In fp16 the products stay float32.
 package attn
