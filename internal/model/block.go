@@ -87,7 +87,7 @@ func (m *Model[F]) ffSave(i int, x []F) (g []F) {
 			h32, g32 := any(h).([]float32), any(g).([]float32)
 			h16, g16 := m.act16(a.fch), m.gelu16()
 			round = func(lo, hi int) { m.f16.KeepST(h16[lo*H:hi*H], h32[lo*H:hi*H]) }
-			keep = func(lo, hi int) { // each thread's rows, while in cache
+			keep = func(lo, hi int) { // a block of rows, while in cache
 				if g16 != nil {
 					kernels.ToBF16(kernels.AsBF16(g16[lo*H:hi*H]), g32[lo*H:hi*H])
 				} else {

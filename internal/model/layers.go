@@ -121,23 +121,27 @@ func addTo[F kernels.Float](dst, src []F) {
 }
 
 // fc1GeluForward sets h = inp·Wᵀ + b and g = GELU(h), adding the bias and
-// applying GELU to each thread's rows while they are in cache. On those
-// rows it calls round(lo, hi) between the bias and GELU, and keep(lo, hi)
+// applying GELU to blocks of a few rows while they are in cache. On each
+// block it calls round(lo, hi) between the bias and GELU, and keep(lo, hi)
 // after GELU, each when not nil (the model stores h in 16 bits, rounded
 // in place, and g in 16 bits there).
 // h, g [N,H], inp [N,D], w [H,D] (wb: packed in bf16, or nil), b [H].
 func fc1GeluForward[F kernels.Float](p kernels.Prec, h, g, inp, w []F, wb *kernels.BF16B, b []F, N, D, H int, round, keep func(lo, hi int)) {
 	gemmNT(p, h, inp, w, wb, N, D, H, 0)
+	rows := max(1, (16<<10)/max(H, 1)) // a block of about 16K values of h, and of g, stays in L2
 	parallel.For(N, 16, func(_, lo, hi int) {
-		for n := lo; n < hi; n++ {
-			addTo(h[n*H:(n+1)*H], b)
-		}
-		if round != nil {
-			round(lo, hi)
-		}
-		kernels.GeluForward(g[lo*H:hi*H], h[lo*H:hi*H])
-		if keep != nil {
-			keep(lo, hi)
+		for r0 := lo; r0 < hi; r0 += rows {
+			r1 := min(r0+rows, hi)
+			for n := r0; n < r1; n++ {
+				addTo(h[n*H:(n+1)*H], b)
+			}
+			if round != nil {
+				round(r0, r1)
+			}
+			kernels.GeluForward(g[r0*H:r1*H], h[r0*H:r1*H])
+			if keep != nil {
+				keep(r0, r1)
+			}
 		}
 	})
 }

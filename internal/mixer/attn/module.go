@@ -242,13 +242,11 @@ func (a *Attention[F]) keep16(act16 []uint16, i int, x []F) {
 func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	N := p.B * p.T
 	q, k, v, o, lse, scratch, act16 := a.acts(act, scratch, p)
-	a.proj.Forward(pq, q, x, N)
-	a.proj.Forward(pk, k, x, N)
-	a.proj.Forward(pv, v, x, N)
-	if a.store16 {
-		a.keep16(act16, 0, q)
-		a.keep16(act16, 1, k)
-		a.keep16(act16, 2, v)
+	for i, y := range [3][]F{q, k, v} {
+		a.proj.Forward(pq+i, y, x, N)
+		if a.store16 { // while the product's output is in cache
+			a.keep16(act16, i, y)
+		}
 	}
 	_, _, ks, l, work := a.split(scratch, k, v, p)
 	d := a.dims(p)
