@@ -164,13 +164,13 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 			// g is recomputed in bf16, which fc2's weight gradient reads.
 			g16 := m.gelu16()
 			geluFrom16(m.f16, nil, g16, m.act16(a.fch))
-			hs = hidden[F]{h16: m.act16(a.fch), g16: g16}
+			hs = hidden[F]{h16: m.act16(a.fch), f16: m.f16, g16: g16}
 		case p.HalfElems > 0:
 			// g is recomputed into dh, which GELU's backward overwrites
 			// only after the last use of g; h is read back chunk by chunk.
 			g = m.grad(p.dh)
 			geluFrom16(m.f16, any(g).([]float32), nil, m.act16(a.fch))
-			hs = hidden[F]{h16: m.act16(a.fch), half: true}
+			hs = hidden[F]{h16: m.act16(a.fch), f16: m.f16}
 		default:
 			hs, g = hidden[F]{h: m.act(a.fch)}, m.act(a.fcg)
 		}

@@ -176,14 +176,14 @@ func ffForward[F kernels.Float](p kernels.Prec, out, h, g, inp, fc1w, fc1b, fc2w
 }
 
 // hidden is the fc1 output h that ffBackward reads: in F, or stored in 16
-// bits (bf16, or IEEE half with half) and read back chunk by chunk; and,
+// bits (bf16 or IEEE half) and read back chunk by chunk; and,
 // in bf16, GELU's output g16 recomputed from it (geluFrom16), which fc2's
 // weight gradient then reads directly (g is not used).
 type hidden[F kernels.Float] struct {
-	h    []F
-	h16  []uint16
-	half bool
-	g16  []uint16
+	h   []F
+	h16 []uint16
+	f16 kernels.Format16 // h16's format
+	g16 []uint16
 }
 
 // geluBackward sets dh[lo:hi] = GELU'(h)·dg over that range.
@@ -197,11 +197,7 @@ func (hs hidden[F]) geluBackward(dh, dg []F, lo, hi int) {
 	d32, g32 := any(dh).([]float32), any(dg).([]float32)
 	for s := lo; s < hi; s += len(tmp) {
 		e := min(s+len(tmp), hi)
-		if hs.half {
-			kernels.FromHalf(tmp[:e-s], hs.h16[s:e])
-		} else {
-			kernels.FromBF16(tmp[:e-s], kernels.AsBF16(hs.h16[s:e]))
-		}
+		hs.f16.LoadST(tmp[:e-s], hs.h16[s:e])
 		kernels.GeluBackward(d32[s:e], tmp[:e-s], g32[s:e])
 	}
 }
