@@ -265,8 +265,8 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	N := p.B * p.T
 	q, k, v, o, lse, scratch, act16 := a.acts(act, scratch, p)
-	if a.store16 {
-		a.f16.Load(any(q[:len(q)*4:len(q)*4]).([]float32), act16)
+	if a.store16 { // q, k, v, o are adjacent in scratch, as in act16
+		a.f16.Load(any(q[:4*len(q)]).([]float32), act16)
 	}
 	do, dq, ks, drow, work := a.split(scratch, k, v, p)
 	dk, dv := ks.dk, ks.dv
