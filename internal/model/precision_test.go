@@ -154,19 +154,8 @@ func TestPrecisionStructures(t *testing.T) {
 			var loss [2]float64
 			var grads [2][]float32
 			for i, cfg := range []*Config{c32, c} {
-				m, err := New[float32](cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				m.Init(1)
-				rng := rand.New(rand.NewPCG(4, 4))
-				tok, tgt := make([]int32, 3*16), make([]int32, 3*16)
-				for j := range tok {
-					tok[j], tgt[j] = int32(rng.IntN(37)), int32(rng.IntN(37))
-				}
-				if loss[i], err = m.Forward(tok, tgt, 3, 16); err != nil {
-					t.Fatal(err)
-				}
+				var m *Model[float32]
+				m, loss[i] = forward37(t, cfg, 3, 16, 4)
 				m.ZeroGrad()
 				m.Backward()
 				grads[i] = m.Grads
@@ -192,19 +181,7 @@ func TestGeluRecompute(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := New[float32](c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Init(1)
-		rng := rand.New(rand.NewPCG(5, 5))
-		tok, tgt := make([]int32, 3*7), make([]int32, 3*7)
-		for j := range tok {
-			tok[j], tgt[j] = int32(rng.IntN(37)), int32(rng.IntN(37))
-		}
-		if _, err := m.Forward(tok, tgt, 3, 7); err != nil {
-			t.Fatal(err)
-		}
+		m, _ := forward37(t, c, 3, 7, 5)
 		p := &m.plan
 		if p.HalfElems != 2*3*7*40 || p.blocks[1].fcg.n != 0 {
 			t.Fatalf("%s: 16-bit slab of %d elements, GELU kept: %v", prec, p.HalfElems, p.blocks[1].fcg.n != 0)
@@ -229,4 +206,26 @@ func TestGeluRecompute(t *testing.T) {
 			t.Errorf("fp16: recomputed GELU differs from forward's")
 		}
 	}
+}
+
+// forward37 builds the float32 model of c (vocabulary 37) with Init(1)
+// and runs Forward on B×T random tokens and targets drawn with seed,
+// returning the model and its loss.
+func forward37(t *testing.T, c *Config, B, T int, seed uint64) (*Model[float32], float64) {
+	t.Helper()
+	m, err := New[float32](c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Init(1)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	tok, tgt := make([]int32, B*T), make([]int32, B*T)
+	for j := range tok {
+		tok[j], tgt[j] = int32(rng.IntN(37)), int32(rng.IntN(37))
+	}
+	loss, err := m.Forward(tok, tgt, B, T)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, loss
 }
