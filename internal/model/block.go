@@ -34,6 +34,9 @@ func (m *Model[F]) blockMixerForward(i int, out, res, x []F) {
 	tmp := m.grad(p.dln) // the mixer output; dln is free during forward
 	mx := m.mixers[i]
 	mx.Forward(tmp, m.act(a.mixAct)[:mx.ActSize(p.B, p.T)], m.grad(p.mixScr)[:mx.ScratchSize(p.B, p.T)], ln1, m.pass(i))
+	if m.dropping {
+		m.drop(tmp, tmp, i, 0)
+	}
 	if m.inspect != nil {
 		m.inspect(fmt.Sprintf("blocks.%d.mixer: output", i), tmp)
 	}
@@ -49,6 +52,9 @@ func (m *Model[F]) blockMixerBackward(i int, dx, dout, x []F) {
 	N, D := p.B*p.T, c.DModel
 	dln := m.grad(p.dln)
 	clear(dln)
+	if m.dropping {
+		dout = m.dropGrad(dout, i, 0)
+	}
 	mx := m.mixers[i]
 	mx.Backward(dln, m.grad(p.mixScr)[:mx.ScratchSize(p.B, p.T)], dout, m.act(a.mixAct)[:mx.ActSize(p.B, p.T)], m.act(a.ln1), m.pass(i))
 	if m.inspect != nil {
@@ -115,16 +121,30 @@ func (m *Model[F]) ffSave(i int, x []F) (g []F) {
 // feed-forward runs over chunks of rows and its hidden activations are not
 // kept. out may alias res.
 func (m *Model[F]) blockFFForward(i int, out, res, x []F) {
+	g := m.ffSave(i, x)
+	if m.dropping { // the branch into dln (free during forward), masked, then added
+		br := m.grad(m.plan.dln)
+		clear(br)
+		m.ffBranch(i, br, g)
+		m.drop(br, br, i, 1)
+		addRows(out, res, br)
+	} else {
+		copy(out, res)
+		m.ffBranch(i, out, g)
+	}
+	m.store(out)
+	if m.inspect != nil {
+		m.inspect(fmt.Sprintf("blocks.%d.ff.fc2: output (with the residual)", i), out)
+	}
+}
+
+// ffBranch adds FF_i to out given ffSave's GELU output g (nil with
+// ff_chunks > 1, which recomputes each chunk's).
+func (m *Model[F]) ffBranch(i int, out, g []F) {
 	c, p := m.Config, &m.plan
 	a := &p.blocks[i]
 	N, D, H := p.B*p.T, c.DModel, c.DFF
 	bw := &m.w.blocks[i]
-	g := m.ffSave(i, x)
-	copy(out, res)
-	if m.inspect != nil {
-		defer m.inspect(fmt.Sprintf("blocks.%d.ff.fc2: output (with the residual)", i), out)
-	}
-	defer m.store(out)
 	if c.FFChunks == 1 {
 		if p.HalfElems > 0 && m.prec == kernels.PrecBF16 {
 			// fc2 reads ffSave's bf16 g as its packed input.
@@ -156,6 +176,9 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 	bw, bg := &m.w.blocks[i], &m.g.blocks[i]
 	ln2, dln := m.act(a.ln2), m.grad(p.dln)
 	clear(dln)
+	if m.dropping {
+		dout = m.dropGrad(dout, i, 1)
+	}
 	if c.FFChunks == 1 {
 		var hs hidden[F]
 		var g []F

@@ -45,6 +45,12 @@ type Config struct {
 	// their operands with float32 sums; "fp16", float32 arithmetic with
 	// dynamic loss scaling in training (train.LossScale).
 	Precision string
+	// Dropout is dropout, the probability p that an element of a block's
+	// branch output (the mixer's and the feed-forward's, before each is
+	// added to the residual stream) is zeroed in training; the others are
+	// scaled by 1/(1−p). Evaluation and inference never drop. 0 (default)
+	// disables it; see Model.Train and docs/model.md, "Dropout".
+	Dropout float64
 
 	// Mixer is the "mixer" object: its kind and kind-specific options.
 	Mixer mixer.Options
@@ -157,6 +163,7 @@ func ParseConfigWith(data []byte, lookup func(string) (mixer.Kind, error)) (*Con
 	c.FFChunks = 1
 	p.Int("ff_chunks", &c.FFChunks)
 	p.String("precision", &c.Precision)
+	p.Float("dropout", &c.Dropout)
 	var mixRaw json.RawMessage
 	if !p.Object("mixer", &mixRaw) {
 		p.Fail("mixer", "required")
@@ -251,6 +258,9 @@ func (c *Config) validate() error {
 	}
 	if err := c.SetPrecision(c.Precision); err != nil {
 		return err
+	}
+	if !(c.Dropout >= 0 && c.Dropout < 1) {
+		return fmt.Errorf("dropout: must be in [0, 1), got %g", c.Dropout)
 	}
 	if c.Reversible && c.Precision == "fp16" {
 		return fmt.Errorf("precision: \"fp16\" not with reversible (rounding the stored halves would break the exact reconstruction of block inputs)")
@@ -451,6 +461,9 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 	w("checkpoint", c.Checkpoint)
 	w("ff_chunks", c.FFChunks)
 	w("precision", c.Precision)
+	if c.Dropout > 0 {
+		w("dropout", c.Dropout)
+	}
 	w("mixer", c.Mixer.Raw())
 	if t := c.Train; t != nil {
 		w("train", map[string]any{

@@ -26,6 +26,9 @@ func TestConfigErrors(t *testing.T) {
 		{`{` + baseCfg + `, "task": "lm", "causal": "yes", "mixer": {"kind": "cummean"}}`, "causal: want true or false"},
 		{`{` + baseCfg + `, "task": "lm", "ff_chunks": 0, "mixer": {"kind": "cummean"}}`, "ff_chunks: must be ≥ 1"},
 		{`{` + baseCfg + `, "task": "lm", "reversible": true, "checkpoint": true, "mixer": {"kind": "cummean"}}`, "checkpoint: not with reversible"},
+		{`{` + baseCfg + `, "task": "lm", "dropout": 1, "mixer": {"kind": "cummean"}}`, "dropout: must be in [0, 1), got 1"},
+		{`{` + baseCfg + `, "task": "lm", "dropout": -0.1, "mixer": {"kind": "cummean"}}`, "dropout: must be in [0, 1), got -0.1"},
+		{`{` + baseCfg + `, "task": "lm", "dropout": "0.1", "mixer": {"kind": "cummean"}}`, `dropout: want a number, got "0.1"`},
 		{`{` + baseCfg + `, "task": "lm"}`, "mixer: required"},
 		{`{` + baseCfg + `, "task": "lm", "mixer": "full"}`, "mixer: want a JSON object"},
 		{`{` + baseCfg + `, "task": "lm", "mixer": {"window": 3}}`, `mixer.kind: required`},
@@ -80,5 +83,13 @@ func TestConfigRoundTrip(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"mixer":{"kind":"cummean","strict":true}`) {
 		t.Errorf("mixer options not kept: %s", b)
+	}
+	if strings.Contains(string(b), "dropout") {
+		t.Errorf("dropout 0 written: %s", b)
+	}
+	c2.Dropout = 0.125
+	b, _ = json.Marshal(c2)
+	if c3, err := ParseConfigWith(b, testLookup); err != nil || c3.Dropout != 0.125 {
+		t.Errorf("dropout 0.125 round trip: %s gave %v, %v", b, c3, err)
 	}
 }

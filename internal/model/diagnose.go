@@ -15,7 +15,9 @@ import (
 // ("blocks.1.mixer: output"), an input gradient ("blocks.1.ff backward:
 // input gradient") or a parameter gradient ("blocks.1.ff.fc1.weight:
 // gradient"); "" when every value is finite. Normal passes skip these
-// checks. Diagnose leaves the gradients of its backward in Grads.
+// checks. With targets it replays a training step at m.Step (Train, so
+// with the step's dropout masks). Diagnose leaves the gradients of its
+// backward in Grads.
 func (m *Model[F]) Diagnose(tokens, targets []int32, B, T int) (string, error) {
 	for i, s := range m.Specs {
 		if j := nonFinite(m.Params[m.Offsets[i] : m.Offsets[i]+s.Size()]); j >= 0 {
@@ -30,7 +32,8 @@ func (m *Model[F]) Diagnose(tokens, targets []int32, B, T int) (string, error) {
 			}
 		}
 	}
-	defer func() { m.inspect = nil }()
+	m.Train = targets != nil
+	defer func() { m.inspect, m.Train = nil, false }()
 	loss, err := m.Forward(tokens, targets, B, T)
 	if err != nil {
 		return "", err

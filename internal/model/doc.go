@@ -17,6 +17,10 @@
 //	classify: logits = (Σ_{t not pad} h_t / n)·Wᵀ + b    [B,V]
 //	loss = mean over targets ≠ −1 of −log softmax(logits)[target]
 //
+// With dropout p, a training forward (Train) multiplies each branch output
+// (mixer_i(…) and fc2_i(…)) by a mask/(1−p) regenerated from the step's
+// seeds in backward (dropout.go).
+//
 // Backward runs the same sequence in reverse. Every layer function
 // accumulates into its input and parameter gradients; the residual stream's
 // gradient dres is updated in place (each branch adds its contribution), so

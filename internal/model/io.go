@@ -109,10 +109,10 @@ func (c *Config) ReadBatch(f *safetensors.File) (tokens, targets []int32, B, T i
 	return tokens, targets, B, T, nil
 }
 
-// GradFile runs one forward and backward of m on a batch file (which must
-// have targets) and returns "logits", "loss" (a scalar) and
-// "grad.<name>" for every parameter, in m's float type. This is what
-// `tokenmix grad` writes.
+// GradFile runs one training forward and backward of m (Train: with
+// config dropout, the masks of m.Step) on a batch file (which must have
+// targets) and returns "logits", "loss" (a scalar) and "grad.<name>" for
+// every parameter, in m's float type. This is what `tokenmix grad` writes.
 func (m *Model[F]) GradFile(batch *safetensors.File) (*safetensors.File, error) {
 	c := m.Config
 	tokens, targets, B, T, err := c.ReadBatch(batch)
@@ -122,6 +122,8 @@ func (m *Model[F]) GradFile(batch *safetensors.File) (*safetensors.File, error) 
 	if targets == nil {
 		return nil, fmt.Errorf("batch: missing tensor \"targets\"")
 	}
+	m.Train = true
+	defer func() { m.Train = false }()
 	loss, err := m.Forward(tokens, targets, B, T)
 	if err != nil {
 		return nil, err

@@ -27,6 +27,11 @@ type Model[F kernels.Float] struct {
 	// trainer sets Step before every forward.
 	Seed uint64
 	Step int
+	// Train makes Forward a training forward: with config dropout > 0 it
+	// drops branch outputs (see Config.Dropout), and the Backward after it
+	// uses the same masks. Trainer.Step sets it for its forward and
+	// backward; evaluation and inference leave it false.
+	Train bool
 
 	// MixerInput, when not nil, is called by every block's forward with the
 	// block index and that block's mixer input LN1_i(x) [B,T,D], just
@@ -74,6 +79,7 @@ type Model[F kernels.Float] struct {
 	padBuf          []bool
 	nTargets        int
 	loss            float64
+	dropping        bool // the last Forward dropped (Train, dropout > 0)
 }
 
 // New builds a model for config c, which must come from ParseConfig (or
@@ -252,6 +258,7 @@ func (m *Model[F]) Forward(tokens, targets []int32, B, T int) (float64, error) {
 	}
 	m.reserve(B, T)
 	m.tokens, m.targets = tokens, targets
+	m.dropping = m.Train && c.Dropout > 0
 	m.pad = nil
 	if c.PadID != nil {
 		if cap(m.padBuf) < B*T {

@@ -65,9 +65,12 @@ func TestModelFiniteDifferences(t *testing.T) {
 		{"classify pad", fmt.Sprintf(tinyCls, "")},
 		{"classify checkpoint", fmt.Sprintf(tinyCls, `, "checkpoint": true, "ff_chunks": 2`)},
 		{"classify pool first", fmt.Sprintf(tinyCls, `, "pool": "first"`)},
+		{"lm dropout", fmt.Sprintf(tinyLM, `, "dropout": 0.3`)},
+		{"classify dropout checkpoint ff_chunks", fmt.Sprintf(tinyCls, `, "dropout": 0.5, "checkpoint": true, "ff_chunks": 2`)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := newTestModel(t, c.js)
+			m.Train = true // a training forward: dropout, where configured, with a fixed mask
 			const B, T = 2, 6
 			tokens, targets := testBatch(m.Config, B, T, 1)
 			loss := func() float64 {

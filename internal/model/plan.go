@@ -59,6 +59,7 @@ type Plan struct {
 	mixScr   span // max over blocks of mixer.ScratchSize(B,T)
 	dlogits  span // like logits
 	dpooled  span // [B,D] (classify)
+	ddrop    span // [B,T,D]: a branch's output gradient through the dropout mask (dropout > 0)
 
 	rev revSpans // reversible blocks only (see reversible.go)
 }
@@ -226,6 +227,9 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan
 	p.dlogits = add("grad", "d.logits", 1, p.logits.n)
 	if c.Task == "classify" {
 		p.dpooled = add("grad", "d.pooled", 1, B*D)
+	}
+	if c.Dropout > 0 {
+		p.ddrop = add("grad", "d.dropout", 1, BT*D)
 	}
 	return p
 }

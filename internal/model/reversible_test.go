@@ -135,9 +135,11 @@ func TestReversibleFiniteDifferences(t *testing.T) {
 	for _, c := range []struct{ name, js string }{
 		{"lm", fmt.Sprintf(tinyLM, `, "reversible": true, "ff_chunks": 2`)},
 		{"classify", fmt.Sprintf(tinyCls, `, "reversible": true`)},
+		{"lm dropout", fmt.Sprintf(tinyLM, `, "reversible": true, "dropout": 0.3`)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := newTestModel(t, c.js)
+			m.Train = true
 			const B, T = 2, 6
 			tokens, targets := testBatch(m.Config, B, T, 1)
 			loss := func() float64 {

@@ -89,8 +89,10 @@ func NewTrainer[F kernels.Float](m *Model[F]) *Trainer[F] {
 func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) {
 	m := t.Model
 	m.Step = t.Opt.Step
+	m.Train = true
 	loss, err := m.Forward(tokens, targets, B, T)
 	if err != nil {
+		m.Train = false
 		return StepStats{}, err
 	}
 	m.ZeroGrad()
@@ -100,7 +102,7 @@ func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) 
 	}
 	m.LossScale = scale
 	m.Backward()
-	m.LossScale = 0
+	m.LossScale, m.Train = 0, false
 	lr := t.Sched.At(t.Opt.Step)
 	lossOK := !math.IsNaN(loss) && !math.IsInf(loss, 0)
 	if t.Scale != nil {

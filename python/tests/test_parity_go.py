@@ -62,6 +62,11 @@ CASES = {
     "aft_conv_lm": (case({"kind": "aft_conv", "window": 4, "heads": 2}), 20),
     "aft_conv_cls": (case({"kind": "aft_conv", "window": 5}, CLS), 20),
     "fnet_cls": (case({"kind": "fnet", "method": "fft"}, CLS), 20),
+    # Training-mode gradients with dropout: the same masks in both.
+    "full_dropout_lm": (case({"kind": "full"}, dropout=0.3), 20),
+    "fnet_dropout_ckpt_cls": (case({"kind": "fnet", "method": "fft"}, CLS, dropout=0.5, checkpoint=True,
+                                   ff_chunks=2), 20),
+    "aft_simple_dropout_rev_lm": (case({"kind": "aft_simple"}, reversible=True, dropout=0.2), 20),
 }
 
 

@@ -1,5 +1,6 @@
 """The shared random numbers: the committed LSH rotation draws (also checked
-by Go's internal/mixer/lsh TestRotationDraws) and Go's PassSeed."""
+by Go's internal/mixer/lsh TestRotationDraws), Go's PassSeed and the
+dropout masks (pinned as in Go's internal/model TestDropoutMask)."""
 import json
 import os
 import struct
@@ -34,6 +35,20 @@ class Rotations(unittest.TestCase):
         # splitmix64 of 0 is SplitMix64's first output for seed 0.
         self.assertEqual(rng.splitmix(0), 0xE220A8397B1DCDAF)
         self.assertEqual(rng.pass_seed(0, 0, 0), rng.splitmix(rng.splitmix(rng.splitmix(0))))
+
+
+class Dropout(unittest.TestCase):
+    def test_pinned_mask(self):
+        # Go's TestDropoutMask: seed 1, step 0, layer 0, branch 0, p 0.25.
+        keep = rng.dropout_keep(rng.dropout_key(rng.pass_seed(1, 0, 0), 0), 24, 0.25)
+        self.assertEqual([j for j in range(24) if not keep[j]], [0, 3, 7, 8, 15, 19, 20, 21, 23])
+
+    def test_rate_and_streams(self):
+        key = rng.dropout_key(rng.pass_seed(7, 3, 1), 0)
+        keep = rng.dropout_keep(key, 1 << 16, 0.25)
+        self.assertAlmostEqual(1 - keep.mean(), 0.25, delta=0.01)
+        self.assertFalse((keep == rng.dropout_keep(rng.dropout_key(rng.pass_seed(7, 3, 1), 1), 1 << 16, 0.25)).all())
+        self.assertTrue(rng.dropout_keep(key, 100, 0).all())
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ unknown keys, wrong types and invalid values are ValueErrors naming the key."""
 import json
 
 KEYS = {"vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len", "causal", "task", "n_classes",
-        "pad_id", "pool", "reversible", "checkpoint", "ff_chunks", "precision", "mixer", "train"}
+        "pad_id", "pool", "reversible", "checkpoint", "ff_chunks", "precision", "dropout", "mixer", "train"}
 TRAIN_DEFAULTS = dict(batch_size=8, seq_len=None, steps=1000, lr=3e-4, min_lr=0.0, warmup=0, weight_decay=0.0,
                       grad_clip=1.0, beta1=0.9, beta2=0.999, eps=1e-8, seed=0, log_every=10, eval_every=100,
                       eval_batches=4, checkpoint_every=0, keep_checkpoints=2)
@@ -64,6 +64,12 @@ def check(cfg):
     c.setdefault("ff_chunks", 1)
     if not _int(c["ff_chunks"]) or c["ff_chunks"] < 1:
         raise ValueError(f"ff_chunks: must be an integer ≥ 1, got {c['ff_chunks']!r}")
+    c.setdefault("dropout", 0.0)
+    d = c["dropout"]
+    if not isinstance(d, (int, float)) or isinstance(d, bool):
+        raise ValueError(f"dropout: want a number, got {d!r}")
+    if not 0 <= d < 1:
+        raise ValueError(f"dropout: must be in [0, 1), got {d!r}")
     c.setdefault("precision", "fp32")
     if c["precision"] not in ("fp32", "bf16", "fp16"):
         raise ValueError(f"precision: must be \"fp32\", \"bf16\" or \"fp16\", got {c['precision']!r}")

@@ -19,7 +19,10 @@ embeddings, LN_f of (x1 + x2)/2) and, when gradients are needed, keeps only
 the last two streams and reconstructs each block's inputs in backward.
 
 Random mixers (lsh) get the pass seed rng.pass_seed(model.seed, model.step,
-layer): set model.step to the training step as tokenmix does.
+layer): set model.step to the training step as tokenmix does. With
+"dropout": p, a module in training mode drops elements of each block's two
+branch outputs with tokenmix's masks (rng.dropout_keep), so a training
+step's gradients match tokenmix's; in eval mode nothing is dropped.
 """
 import copy
 import math
@@ -79,10 +82,26 @@ class Block(nn.Module):
                                               cfg["n_layers"], kind, m))
         self.ln2 = nn.LayerNorm(d, eps=1e-5)
         self.ff = FF(d, cfg["d_ff"], cfg["ff_chunks"])
+        self.p = cfg["dropout"]
+
+    def mix(self, x, pad, seed):
+        """The mixer branch: mixer(LN1(x)), dropped in training."""
+        return self.drop(self.mixer(self.ln1(x), pad, seed), seed, 0)
+
+    def feed(self, x, seed):
+        """The feed-forward branch: FF(LN2(x)), dropped in training."""
+        return self.drop(self.ff(self.ln2(x)), seed, 1)
+
+    def drop(self, y, seed, branch):
+        if not self.training or self.p == 0:
+            return y
+        keep = rng.dropout_keep(rng.dropout_key(seed, branch), y.numel(), self.p)
+        keep = torch.from_numpy(keep).reshape(y.shape).to(y.device)
+        return y.masked_fill(~keep, 0) * (1 / (1 - self.p))
 
     def forward(self, x, pad, seed):
-        x = x + self.mixer(self.ln1(x), pad, seed)
-        return x + self.ff(self.ln2(x))
+        x = x + self.mix(x, pad, seed)
+        return x + self.feed(x, seed)
 
 
 class Model(nn.Module):
@@ -130,8 +149,8 @@ class Model(nn.Module):
             else:
                 x1 = x2 = x
                 for blk, s in zip(self.blocks, seeds):
-                    x1 = x1 + blk.mixer(blk.ln1(x2), pad, s)
-                    x2 = x2 + blk.ff(blk.ln2(x1))
+                    x1 = x1 + blk.mix(x2, pad, s)
+                    x2 = x2 + blk.feed(x1, s)
             x = (x1 + x2) / 2
         else:
             for blk, s in zip(self.blocks, seeds):
@@ -202,7 +221,8 @@ class Model(nn.Module):
 class Reversible(torch.autograd.Function):
     """The reversible blocks; forward keeps only the last two streams and
     backward reconstructs each block's inputs from its outputs:
-    x2 = y2 − FF(LN2(y1)), x1 = y1 − mixer(LN1(x2)). Parameter gradients are
+    x2 = y2 − FF(LN2(y1)), x1 = y1 − mixer(LN1(x2)) (each branch with its
+    dropout mask, which depends only on the seeds). Parameter gradients are
     accumulated into .grad as backward recomputes each block."""
 
     @staticmethod
@@ -210,8 +230,8 @@ class Reversible(torch.autograd.Function):
         with torch.no_grad():
             x1 = x2 = x
             for blk, s in zip(blocks, seeds):
-                x1 = x1 + blk.mixer(blk.ln1(x2), pad, s)
-                x2 = x2 + blk.ff(blk.ln2(x1))
+                x1 = x1 + blk.mix(x2, pad, s)
+                x2 = x2 + blk.feed(x1, s)
         ctx.blocks, ctx.pad, ctx.seeds = blocks, pad, seeds
         ctx.save_for_backward(x1, x2)
         return x1, x2
@@ -222,14 +242,14 @@ class Reversible(torch.autograd.Function):
         for blk, s in reversed(list(zip(ctx.blocks, ctx.seeds))):
             with torch.enable_grad():
                 y1r = y1.detach().requires_grad_(True)
-                f = blk.ff(blk.ln2(y1r))
+                f = blk.feed(y1r, s)
                 f.backward(g2)
             with torch.no_grad():
                 x2 = y2 - f
                 g1 = g1 + y1r.grad
             with torch.enable_grad():
                 x2r = x2.detach().requires_grad_(True)
-                m = blk.mixer(blk.ln1(x2r), ctx.pad, s)
+                m = blk.mix(x2r, ctx.pad, s)
                 m.backward(g1)
             with torch.no_grad():
                 x1 = y1 - m

@@ -10,7 +10,15 @@ words w_c = splitmix(key + c), c = 6n … 6n+5, key = splitmix(splitmix(seed)
 XOR stream), and returns (S − 6·2^32)/2^32: the Irwin–Hall approximation of
 N(0, 1) (mean 0, variance 1, support [−6, 6]) in integer arithmetic, so that
 every implementation draws the same float64 bit for bit.
+
+Dropout masks (docs/model.md, "Dropout") are drawn by dropout_keep: branch b
+(0 the mixer, 1 the feed-forward) of the block whose pass seed is s keys
+key = splitmix(splitmix(s) XOR (2^63 | b)); element j of the branch output
+is dropped when the 16-bit lane j mod 4 of splitmix(key + floor(j/4)) is
+below round(p·2^16).
 """
+import math
+
 import numpy as np
 
 M64 = (1 << 64) - 1
@@ -53,3 +61,19 @@ def lsh_normals(seed, stream, n):
     halves = (w & np.uint64(0xFFFFFFFF)) + (w >> np.uint64(32))
     s = halves.reshape(n, 6).sum(axis=1, dtype=np.uint64).astype(np.int64) - (6 << 32)
     return s.astype(np.float64) / 2.0 ** 32
+
+
+def dropout_key(pass_seed_, branch):
+    """The key of a dropout mask: branch 0 (mixer) or 1 (feed-forward) of
+    the block whose pass seed is pass_seed_."""
+    return splitmix(splitmix(pass_seed_ & M64) ^ (1 << 63 | branch))
+
+
+def dropout_keep(key, n, p):
+    """Which of n elements the mask of key keeps at probability p (a numpy
+    bool array)."""
+    words = (n + 3) // 4
+    with np.errstate(over="ignore"):
+        w = splitmix_np(np.arange(words, dtype=np.uint64) + np.uint64(key))
+    lanes = np.stack([(w >> np.uint64(16 * k)) & np.uint64(0xFFFF) for k in range(4)], axis=1).reshape(-1)[:n]
+    return lanes >= np.uint64(math.floor(p * 65536 + 0.5))

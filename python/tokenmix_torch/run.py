@@ -67,7 +67,8 @@ def load_run(run_dir, checkpoint=None, dtype=torch.float32, device=None):
     complete one when checkpoint is None) or an exported model. The model's
     seed and step are the run's train.seed and the checkpoint's step (so LSH
     hashes as tokenmix does when it loads the run), label_names the class
-    names of run.json. Errors are ValueErrors naming the file."""
+    names of run.json. The model is in eval mode (no dropout): call .train()
+    to train it. Errors are ValueErrors naming the file."""
     run_dir = os.fspath(run_dir)
     if not os.path.isdir(run_dir):
         raise ValueError(f"{run_dir}: not a directory")
@@ -109,7 +110,7 @@ def load_run(run_dir, checkpoint=None, dtype=torch.float32, device=None):
     model.step, model.label_names = step, labels
     if device is not None:
         model.to(device)
-    return model
+    return model.eval()
 
 
 def create_run(run_dir, config, task, label_names=None):
