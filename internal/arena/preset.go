@@ -32,7 +32,7 @@ type Preset struct {
 	Task json.RawMessage `json:"task"`
 	// Model holds the model-contract keys the arena does not derive from the
 	// task: d_model, n_heads, n_layers, d_ff, and optionally causal,
-	// checkpoint, ff_chunks.
+	// checkpoint, ff_chunks, reversible, precision, dropout, pool.
 	Model json.RawMessage `json:"model"`
 	// Train is the model contract's "train" object (batch_size, lr, min_lr,
 	// warmup, weight_decay, grad_clip, beta1, beta2, eps, seed, log_every,
