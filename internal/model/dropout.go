@@ -30,20 +30,20 @@ func (m *Model[F]) dropKey(layer, branch int) uint64 {
 func dropThreshold(p float64) uint64 { return uint64(math.Round(p * (1 << 16))) }
 
 // drop sets dst = src·mask/(1−p) with block layer's branch mask (dst may
-// be src).
+// be src). A dropped element is multiplied by 0, so a non-finite one stays
+// non-finite for the step's check. The select is branch-free: a lane
+// below the threshold wraps lane − thresh, whose top bit picks factor 0.
 func (m *Model[F]) drop(dst, src []F, layer, branch int) {
 	p := m.Config.Dropout
-	thresh, scale, key := dropThreshold(p), F(1/(1-p)), m.dropKey(layer, branch)
+	thresh, key := dropThreshold(p), m.dropKey(layer, branch)
+	factor := [2]F{F(1 / (1 - p)), 0}
 	words := (len(src) + 3) / 4
 	parallel.For(words, 1<<12, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			w := mixer.SplitMix(key + uint64(n))
-			for j := 4 * n; j < min(4*n+4, len(src)); j++ {
-				if w&0xffff < thresh {
-					dst[j] = 0
-				} else {
-					dst[j] = src[j] * scale
-				}
+			j, end := 4*n, min(4*n+4, len(src))
+			for ; j < end; j++ {
+				dst[j] = src[j] * factor[(w&0xffff-thresh)>>63]
 				w >>= 16
 			}
 		}

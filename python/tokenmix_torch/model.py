@@ -96,8 +96,8 @@ class Block(nn.Module):
         if not self.training or self.p == 0:
             return y
         keep = rng.dropout_keep(rng.dropout_key(seed, branch), y.numel(), self.p)
-        keep = torch.from_numpy(keep).reshape(y.shape).to(y.device)
-        return y.masked_fill(~keep, 0) * (1 / (1 - self.p))
+        factor = torch.from_numpy(keep).reshape(y.shape).to(y.device, y.dtype) * (1 / (1 - self.p))
+        return y * factor  # as tokenmix: a dropped element times 0 (a non-finite one stays so)
 
     def forward(self, x, pad, seed):
         x = x + self.mix(x, pad, seed)
