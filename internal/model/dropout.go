@@ -12,7 +12,8 @@ import (
 // stored: it is a counter-based function of (seed, step, layer, branch,
 // element), so backward, checkpoint recomputation and the reconstruction
 // of reversible blocks all see the same mask as forward. The words are
-// those of the LSH rotations' streams (docs/model.md, "Dropout"):
+// drawn as the LSH rotations' are, from streams of their own
+// (docs/model.md, "Dropout"):
 //
 //	key  = splitmix(splitmix(PassSeed(seed, step, layer)) XOR (2⁶³ | branch))
 //	w_n  = splitmix(key + n)                  branch 0 = mixer, 1 = feed-forward
@@ -41,8 +42,7 @@ func (m *Model[F]) drop(dst, src []F, layer, branch int) {
 	parallel.For(words, 1<<12, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			w := mixer.SplitMix(key + uint64(n))
-			j, end := 4*n, min(4*n+4, len(src))
-			for ; j < end; j++ {
+			for j := 4 * n; j < min(4*n+4, len(src)); j++ {
 				dst[j] = src[j] * factor[(w&0xffff-thresh)>>63]
 				w >>= 16
 			}
