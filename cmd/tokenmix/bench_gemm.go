@@ -22,7 +22,7 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	threadsList := fs.String("threads-list", "1,2", "comma-separated thread counts")
 	reps := fs.Int("reps", 7, "timed samples per measurement (median reported)")
 	transList := fs.String("trans", "NN", "comma-separated transposes: NN, NT, TN, TT")
-	pathName := fs.String("path", "", "force a kernel path: go, avx2, avx512 for f32; go, avx512bf16 for bf16 (default: best)")
+	pathName := fs.String("path", "", "force a kernel path: go, avx2, avx512 for f32; go, avx512bf16, amx for bf16 (default: best)")
 	dtype := fs.String("dtype", "f32", "f32, or bf16: the bf16 GEMM on packed operands, each shape against f32 in the same run")
 	clock := fs.String("clock", "wall", "wall, or cpu: one thread timed by its CPU time (robust on a busy machine)")
 	if err := parseFlags(fs, args); err != nil {
@@ -51,9 +51,6 @@ func runBenchGemm(ctx context.Context, args []string) error {
 	case "bf16":
 		if cpu {
 			return usageErr("bench gemm: --dtype bf16 measures wall time only")
-		}
-		if *pathName == "amx" {
-			return usageErr("bench gemm: tokenmix has no AMX path yet (this CPU's bf16 paths: %v)", kernels.BF16Paths())
 		}
 		if *pathName != "" {
 			old, err := kernels.SetBF16Path(*pathName)

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -57,16 +58,11 @@ func bf16Of(x float32) BF16 {
 // Float32 is b as a float32 (exact).
 func (b BF16) Float32() float32 { return math.Float32frombits(uint32(b) << 16) }
 
-// bf16Path is the bf16 GEMM path in use: "avx512bf16" or "go".
+// bf16Path is the bf16 GEMM path in use: "amx", "avx512bf16" or "go".
 var bf16Path = bf16Best
 
 // BF16Paths lists the bf16 GEMM paths this CPU can run, slowest first.
-func BF16Paths() []string {
-	if bf16Best == "go" {
-		return []string{"go"}
-	}
-	return []string{"go", bf16Best}
-}
+func BF16Paths() []string { return slices.Clone(bf16Paths) }
 
 // SetBF16Path forces the bf16 GEMM onto a path of BF16Paths and returns
 // the previous one (a test and benchmark hook, not safe while kernels
@@ -86,7 +82,7 @@ func SetBF16Path(name string) (string, error) {
 // independent VDPBF16PS on registers) and its flops per iteration, for
 // `tokenmix bench peak`; ok is false without AVX512-BF16.
 func BF16PeakLoop() (loop func(iters int), flopsPerIter float64, ok bool) {
-	if bf16Best != "avx512bf16" {
+	if !slices.Contains(bf16Paths, "avx512bf16") {
 		return nil, 0, false
 	}
 	return bf16PeakLoop, bf16PeakFlops, true
@@ -397,7 +393,7 @@ func gemmBF16(a *BF16A, b *BF16B, alpha, beta float32, c []float32, ldc int, par
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	asm := bf16Path == "avx512bf16"
+	asm := bf16Path != "go"
 	panels := (n + bf16Panel - 1) / bf16Panel
 	if !par || parallel.Threads() == 1 || m*n*k < gemmSerialFlops {
 		bf16Block(asm, a, b, 0, m, 0, panels, alpha, beta, c, ldc)
@@ -405,6 +401,9 @@ func gemmBF16(a *BF16A, b *BF16B, alpha, beta float32, c []float32, ldc int, par
 	}
 	gemmBF16Par(asm, *a, *b, alpha, beta, c, ldc)
 }
+
+// amxRows is the rows of C one AMX micro-kernel call computes per block.
+const amxRows = 32
 
 // gemmBF16Par is gemmBF16 split across threads. It takes its operands by
 // value, so that the closures capture copies and a caller's packed
@@ -414,7 +413,11 @@ func gemmBF16Par(asm bool, av BF16A, bv BF16B, alpha, beta float32, c []float32,
 	m, n := a.M, b.N
 	panels := (n + bf16Panel - 1) / bf16Panel
 	nt := parallel.Threads()
-	rowTiles := (m + gemmMR - 1) / gemmMR
+	mr := gemmMR
+	if bf16Path == "amx" && m >= amxRows {
+		mr = amxRows
+	}
+	rowTiles := (m + mr - 1) / mr
 	// Split the panels when they share out evenly, else the rows.
 	if panels%nt == 0 || panels >= 4*nt || panels >= rowTiles {
 		parallel.For(panels, 1, func(_, lo, hi int) {
@@ -423,7 +426,7 @@ func gemmBF16Par(asm bool, av BF16A, bv BF16B, alpha, beta float32, c []float32,
 		return
 	}
 	parallel.For(rowTiles, 1, func(_, lo, hi int) {
-		bf16Block(asm, a, b, lo*gemmMR, min(hi*gemmMR, m), 0, panels, alpha, beta, c, ldc)
+		bf16Block(asm, a, b, lo*mr, min(hi*mr, m), 0, panels, alpha, beta, c, ldc)
 	})
 }
 
@@ -560,17 +563,48 @@ func bf16Block(asm bool, a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta flo
 		if cols < bf16Panel {
 			mask = 1<<cols - 1
 		}
-		rows := r1 - r0
-		full, rest := rows/gemmMR, rows%gemmMR
-		lda := a.Stride / 2 // in pairs
-		if full > 0 {
-			bf16K512[gemmMR-1](pairs, &a.Data[r0*a.Stride], lda, &bp[0], &c[r0*ldc+j0], ldc, alpha, beta, mask, full, gemmMR*lda)
+		r := r0
+		if bf16Path == "amx" {
+			r = amxBlock(a, bp, pairs, r0, r1, cols, mask, alpha, beta, c[j0:], ldc)
 		}
-		if rest > 0 {
-			r := r0 + full*gemmMR
-			bf16K512[rest-1](pairs, &a.Data[r*a.Stride], lda, &bp[0], &c[r*ldc+j0], ldc, alpha, beta, mask, 1, 0)
-		}
+		bf16K512Rows(a, bp, 0, pairs, r, r1, mask, alpha, beta, c[j0:], ldc)
 	}
+}
+
+// bf16K512Rows runs the AVX512-BF16 micro-kernels on rows r0…r1 of C
+// against pairs q0…q1 of one packed panel bp.
+func bf16K512Rows(a *BF16A, bp []BF16, q0, q1, r0, r1 int, mask uint64, alpha, beta float32, c []float32, ldc int) {
+	rows := r1 - r0
+	full, rest := rows/gemmMR, rows%gemmMR
+	lda := a.Stride / 2 // in pairs
+	if full > 0 {
+		bf16K512[gemmMR-1](q1-q0, &a.Data[r0*a.Stride+2*q0], lda, &bp[q0*2*bf16Panel], &c[r0*ldc], ldc, alpha, beta, mask, full, gemmMR*lda)
+	}
+	if rest > 0 {
+		r := r0 + full*gemmMR
+		bf16K512[rest-1](q1-q0, &a.Data[r*a.Stride+2*q0], lda, &bp[q0*2*bf16Panel], &c[r*ldc], ldc, alpha, beta, mask, 1, 0)
+	}
+}
+
+// amxBlock computes the first whole blocks of 32 rows of r0…r1 of C
+// against one packed panel bp (cols columns, mask their bits) on AMX and
+// returns the first row it left. AMX takes K by steps of 16 pairs; the
+// pairs beyond the last whole step are added by the AVX512-BF16 kernels.
+func amxBlock(a *BF16A, bp []BF16, pairs, r0, r1, cols int, mask uint64, alpha, beta float32, c []float32, ldc int) int {
+	blocks, steps := (r1-r0)/amxRows, pairs/16
+	if blocks == 0 || steps == 0 {
+		return r0
+	}
+	var tmp [amxRows * amxRows]float32
+	for h := 0; h*amxRows < cols; h++ {
+		amxBF16(steps, &a.Data[r0*a.Stride], 2*a.Stride, &bp[2*h*amxRows], &c[r0*ldc+h*amxRows], ldc,
+			alpha, beta, mask>>(h*amxRows)&(1<<amxRows-1), blocks, &tmp[0], &amxConfig[0])
+	}
+	r1 = r0 + blocks*amxRows
+	if steps*16 < pairs {
+		bf16K512Rows(a, bp, steps*16, pairs, r0, r1, mask, alpha, 1, c, ldc)
+	}
+	return r1
 }
 
 // bf16TileGo is the pure-Go twin of the AVX512-BF16 kernels: rows r0…r1

@@ -32,3 +32,11 @@ func pairT16AVX512(dst *BF16, st int, src *float32, lda int) { panic("unreachabl
 func pairRowsAVX512(dst, r0, r1 *BF16, n int) { panic("unreachable") }
 
 func pairTB16AVX512(dst *BF16, src *float32, ldb int) { panic("unreachable") }
+
+var bf16Paths = []string{"go"}
+
+func amxBF16(steps int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, blocks int, tmp *float32, cfg *byte) {
+	panic("unreachable")
+}
+
+var amxConfig [64]byte

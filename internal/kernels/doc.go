@@ -44,9 +44,20 @@
 // micro-kernels are the float32 ones with VDPBF16PS (each float32 lane adds
 // the products of one pair of A and one pair of B) in place of the FMA, a
 // k step being a pair; Go's assembler has no mnemonic for it, so asmgen
-// emits its EVEX bytes, and a test runs each encoding. bf16TileGo is the
-// pure-Go twin; BF16Path chooses between them (AVX512-BF16 where the CPU
-// has it). ToBF16 rounds to nearest even with integer vector arithmetic,
+// emits its EVEX bytes, and a test runs each encoding. On CPUs with
+// AMX-BF16 the packed layouts are already tile operands: a row of A's tile
+// is 32 values of one row of A, and a B tile is 16 pair rows of 16 columns
+// of a panel (256 bytes apart). amxBF16 (amx_amd64.s, its tile
+// instructions spelled in VEX bytes) keeps a 32×32 block of C in four
+// tiles, runs TDPBF16PS over K by steps of 32, stores the tiles to a
+// scratch block and writes alpha·block + beta·C with the panel's column
+// mask; rows beyond the last whole block of 32 and the pairs beyond the
+// last whole step go to the AVX512-BF16 kernels. The process asks Linux
+// once for the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM); every
+// call loads the tile configuration and releases the tiles before it
+// returns, since a goroutine may change threads between calls.
+// bf16TileGo is the pure-Go twin; BF16Path chooses among them (AMX, then
+// AVX512-BF16, where the CPU has them). ToBF16 rounds to nearest even with integer vector arithmetic,
 // subnormals included, NaN kept a NaN; FromBF16 is exact.
 //
 // Training in bf16 multiplies through GemmP and GemmSTP, Gemm's signature

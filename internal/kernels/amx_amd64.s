@@ -1,0 +1,119 @@
+//go:build amd64
+
+#include "textflag.h"
+
+// AMX-BF16 micro-kernel of GemmBF16. Go's assembler has no AMX mnemonics:
+// each tile instruction is spelled in bytes (VEX map 0F38, registers below
+// r8 only, so R̄X̄B̄ = 111), with the instruction in the comment beside it.
+//
+// Tiles (configured by cfg: sixteen rows of 64 bytes each):
+//   tmm0 tmm1   C rows  0…15, columns 0…15 and 16…31 (float32)
+//   tmm2 tmm3   C rows 16…31, columns 0…15 and 16…31
+//   tmm4 tmm5   A rows 0…15 and 16…31, 32 bf16 of K each
+//   tmm6 tmm7   B 16 pairs of K by columns 0…15 and 16…31 (pair layout)
+
+// func amxBF16(steps int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, blocks int, tmp *float32, cfg *byte)
+//
+// For each of blocks blocks of 32 rows (A and C advance by 32 rows), it
+// computes the 32×32 product of A's rows (lda bytes apart) by 32 columns of
+// a packed B panel (rows 256 bytes apart), over steps·32 values of K, into
+// tmp (32 rows of 32 float32), then C = alpha·tmp + beta·C (C not read when
+// beta is 0) for the columns set in mask (bits 0…31); ldc is in float32.
+TEXT ·amxBF16(SB), NOSPLIT, $0-88
+	MOVQ cfg+80(FP), DI
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x07 // LDTILECFG (DI)
+	MOVQ mask+56(FP), AX
+	KMOVW AX, K1
+	SHRQ $16, AX
+	KMOVW AX, K2
+	VBROADCASTSS alpha+48(FP), Z30
+	VBROADCASTSS beta+52(FP), Z31
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	MOVQ a+8(FP), R13
+	MOVQ c+32(FP), R14
+	MOVQ blocks+64(FP), R12
+	MOVQ $256, BX
+
+amx_block:
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xC0 // TILEZERO tmm0
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xC8 // TILEZERO tmm1
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xD0 // TILEZERO tmm2
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xD8 // TILEZERO tmm3
+	MOVQ steps+0(FP), AX
+	MOVQ lda+16(FP), DX
+	MOVQ R13, SI
+	MOVQ DX, CX
+	SHLQ $4, CX
+	ADDQ SI, CX
+	MOVQ b+24(FP), DI
+
+amx_k:
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x24; BYTE $0x16              // TILELOADD tmm4, (SI)(DX*1)
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x34; BYTE $0x1F              // TILELOADD tmm6, (DI)(BX*1)
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x7C; BYTE $0x1F; BYTE $0x40 // TILELOADD tmm7, 64(DI)(BX*1)
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x4A; BYTE $0x5C; BYTE $0xC4                          // TDPBF16PS tmm0, tmm4, tmm6
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x2C; BYTE $0x11              // TILELOADD tmm5, (CX)(DX*1)
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x42; BYTE $0x5C; BYTE $0xCC                          // TDPBF16PS tmm1, tmm4, tmm7
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x4A; BYTE $0x5C; BYTE $0xD5                          // TDPBF16PS tmm2, tmm5, tmm6
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x42; BYTE $0x5C; BYTE $0xDD                          // TDPBF16PS tmm3, tmm5, tmm7
+	ADDQ $64, SI
+	ADDQ $64, CX
+	ADDQ $4096, DI
+	DECQ AX
+	JNZ amx_k
+
+	MOVQ tmp+72(FP), SI
+	MOVQ $128, DX
+	LEAQ 2048(SI), CX
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x04; BYTE $0x16              // TILESTORED (SI)(DX*1), tmm0
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x4C; BYTE $0x16; BYTE $0x40 // TILESTORED 64(SI)(DX*1), tmm1
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x14; BYTE $0x11              // TILESTORED (CX)(DX*1), tmm2
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x5C; BYTE $0x11; BYTE $0x40 // TILESTORED 64(CX)(DX*1), tmm3
+
+	// C = alpha·tmp + beta·C, row by row.
+	MOVQ R14, R8
+	MOVQ $32, R11
+	VXORPS X0, X0, X0
+	VUCOMISS beta+52(FP), X0
+	JNE amx_rows_beta
+	JP amx_rows_beta
+
+amx_rows:
+	VMULPS (SI), Z30, Z0
+	VMULPS 64(SI), Z30, Z1
+	VMOVUPS Z0, K1, (R8)
+	VMOVUPS Z1, K2, 64(R8)
+	ADDQ $128, SI
+	ADDQ R9, R8
+	DECQ R11
+	JNZ amx_rows
+	JMP amx_next
+
+amx_rows_beta:
+	VMULPS (SI), Z30, Z0
+	VMULPS 64(SI), Z30, Z1
+	VMOVUPS.Z (R8), K1, Z2
+	VMOVUPS.Z 64(R8), K2, Z3
+	VFMADD231PS Z31, Z2, Z0
+	VFMADD231PS Z31, Z3, Z1
+	VMOVUPS Z0, K1, (R8)
+	VMOVUPS Z1, K2, 64(R8)
+	ADDQ $128, SI
+	ADDQ R9, R8
+	DECQ R11
+	JNZ amx_rows_beta
+
+amx_next:
+	MOVQ lda+16(FP), DX
+	SHLQ $5, DX
+	ADDQ DX, R13
+	MOVQ R9, DX
+	SHLQ $5, DX
+	ADDQ DX, R14
+	DECQ R12
+	JNZ amx_block
+
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0 // TILERELEASE
+	VZEROUPPER
+	RET
