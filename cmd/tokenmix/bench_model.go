@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/tokenmix/tokenmix/internal/bench"
+	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 )
@@ -24,6 +25,7 @@ type benchModel struct {
 	reps    *int
 	asJSON  *bool
 	prec    *string
+	bf16    *string
 }
 
 func newBenchModel(name, cfgHelp string, reps int, repsHelp string) *benchModel {
@@ -37,6 +39,7 @@ func newBenchModel(name, cfgHelp string, reps int, repsHelp string) *benchModel 
 		reps:    fs.Int("reps", reps, repsHelp),
 		asJSON:  fs.Bool("json", false, "print one JSON object"),
 		prec:    fs.String("precision", "", "override the config's precision: fp32, bf16 or fp16"),
+		bf16:    fs.String("bf16-path", "", "force the bf16 GEMM path: go, avx512bf16 or amx, where the CPU has it (default: best)"),
 	}
 }
 
@@ -62,6 +65,11 @@ func (b *benchModel) parse(args []string) (cfg *model.Config, child bool, err er
 			return nil, false, usageErr("bench %s --precision: %v", b.name, err)
 		}
 	}
+	if *b.bf16 != "" {
+		if _, err := kernels.SetBF16Path(*b.bf16); err != nil {
+			return nil, false, usageErr("bench %s --bf16-path: %v", b.name, err)
+		}
+	}
 	return cfg, child, nil
 }
 
@@ -70,7 +78,7 @@ func (b *benchModel) parse(args []string) (cfg *model.Config, child bool, err er
 func (b *benchModel) inChild(dst any) error {
 	return bench.InChild(dst, []string{"TOKENMIX_THREADS=" + strconv.Itoa(parallel.Threads())},
 		"bench", b.name, "--config", *b.cfgPath, "--len", strconv.Itoa(*b.T), "--batch", strconv.Itoa(*b.B),
-		"--reps", strconv.Itoa(*b.reps), "--precision", *b.prec, childFlag)
+		"--reps", strconv.Itoa(*b.reps), "--precision", *b.prec, "--bf16-path", *b.bf16, childFlag)
 }
 
 func printJSON(v any) error { return json.NewEncoder(os.Stdout).Encode(v) }

@@ -42,7 +42,7 @@ func runBenchTrain(ctx context.Context, args []string) error {
 	if *b.asJSON {
 		return printJSON(r)
 	}
-	fmt.Printf("train step B=%d T=%d, %s, %d thread(s): %.1f ms/step, %.0f tokens/s; planned %s, params+grads+AdamW %s, peak RSS %s\n",
-		*b.B, *b.T, r.Precision, parallel.Threads(), r.StepMs, r.TokensPerS, mib(r.PlannedBytes), mib(r.ParamBytes), mib(r.PeakRSSBytes))
+	fmt.Printf("train step B=%d T=%d, %s (bf16 path %s), %d thread(s): %.1f ms/step, %.0f tokens/s; planned %s, params+grads+AdamW %s, peak RSS %s\n",
+		*b.B, *b.T, r.Precision, r.BF16Kernels, parallel.Threads(), r.StepMs, r.TokensPerS, mib(r.PlannedBytes), mib(r.ParamBytes), mib(r.PeakRSSBytes))
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/mixer"
 )
@@ -20,6 +21,7 @@ type MixerResult struct {
 	Len          int     `json:"len"`
 	Batch        int     `json:"batch"`
 	Precision    string  `json:"precision"`
+	BF16Kernels  string  `json:"bf16_kernels"` // the bf16 GEMM path (kernels.BF16Path)
 	FwdMs        float64 `json:"fwd_ms"`
 	BwdMs        float64 `json:"bwd_ms"`
 	PlannedBytes int64   `json:"planned_bytes"`
@@ -67,7 +69,7 @@ func Mixer(c *model.Config, B, T, reps int) (MixerResult, error) {
 	}
 	fwd := median(forward, reps)
 	bwd := median(backward, reps)
-	r := MixerResult{Mixer: c.Kind().Name, Len: T, Batch: B, Precision: c.Precision, FwdMs: fwd * 1e3, BwdMs: bwd * 1e3,
+	r := MixerResult{Mixer: c.Kind().Name, Len: T, Batch: B, Precision: c.Precision, BF16Kernels: kernels.BF16Path(), FwdMs: fwd * 1e3, BwdMs: bwd * 1e3,
 		PlannedBytes: model.MixerBytes(mx, B, T, D)}
 	r.PeakRSSBytes, err = PeakRSS()
 	return r, err
@@ -76,6 +78,7 @@ func Mixer(c *model.Config, B, T, reps int) (MixerResult, error) {
 // TrainResult is one `tokenmix bench train` measurement.
 type TrainResult struct {
 	Precision    string  `json:"precision"`
+	BF16Kernels  string  `json:"bf16_kernels"` // the bf16 GEMM path (kernels.BF16Path)
 	TokensPerS   float64 `json:"tokens_per_s"`
 	StepMs       float64 `json:"step_ms"`
 	PlannedBytes int64   `json:"planned_bytes"`
@@ -139,7 +142,7 @@ func Train(c *model.Config, B, T, reps int) (TrainResult, error) {
 	sort.Float64s(ts)
 	sec := ts[reps/2]
 	plan := m.Plan(B, T)
-	r := TrainResult{Precision: c.Precision, TokensPerS: float64(B*T) / sec, StepMs: sec * 1e3, PlannedBytes: plan.Bytes(), ParamBytes: m.ParamBytes()}
+	r := TrainResult{Precision: c.Precision, BF16Kernels: kernels.BF16Path(), TokensPerS: float64(B*T) / sec, StepMs: sec * 1e3, PlannedBytes: plan.Bytes(), ParamBytes: m.ParamBytes()}
 	r.PeakRSSBytes, err = PeakRSS()
 	return r, err
 }
