@@ -86,9 +86,9 @@ func WithCheckpoint(step int) Option {
 // or "bf16", in which the matrix products of the feed-forwards, the head
 // and the mixers' projections multiply bf16 values (the weights rounded
 // once at Load, the activations as they enter each product) and accumulate
-// in float32; everything else stays in float32. bf16 runs on the
-// AVX512-BF16 kernels where the CPU has them, else on a slower pure-Go
-// path. Load returns an error for another value.
+// in float32; everything else stays in float32. bf16 runs on the AMX or
+// AVX512-BF16 kernels where the CPU has them (AMX first), else on a
+// slower pure-Go path. Load returns an error for another value.
 func WithPrecision(p string) Option {
 	return func(o *options) error {
 		switch p {
