@@ -12,14 +12,17 @@
 //   tmm4 tmm5   A rows 0…15 and 16…31, 32 bf16 of K each
 //   tmm6 tmm7   B 16 pairs of K by columns 0…15 and 16…31 (pair layout)
 
-// func amxBF16(steps int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, blocks int, tmp *float32, cfg *byte)
+// func amxBF16(steps int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, blocks int, tmp *float32, cfg *byte, mode int)
 //
 // For each of blocks blocks of 32 rows (A and C advance by 32 rows), it
 // computes the 32×32 product of A's rows (lda bytes apart) by 32 columns of
-// a packed B panel (rows 256 bytes apart), over steps·32 values of K, into
-// tmp (32 rows of 32 float32), then C = alpha·tmp + beta·C (C not read when
-// beta is 0) for the columns set in mask (bits 0…31); ldc is in float32.
-TEXT ·amxBF16(SB), NOSPLIT, $0-88
+// a packed B panel (rows 256 bytes apart), over steps·32 values of K; ldc
+// is in float32. Mode 0: the product goes to tmp (32 rows of 32 float32),
+// then C = alpha·tmp + beta·C (C not read when beta is 0) for the columns
+// set in mask (bits 0…31). Mode 1 (alpha 1, beta 0, all 32 columns): the
+// tiles are stored straight into C. Mode 2 (alpha 1, beta 1, all 32
+// columns): the tiles start from C instead of zero and are stored back.
+TEXT ·amxBF16(SB), NOSPLIT, $0-96
 	MOVQ cfg+80(FP), DI
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x07 // LDTILECFG (DI)
 	MOVQ mask+56(FP), AX
@@ -36,10 +39,27 @@ TEXT ·amxBF16(SB), NOSPLIT, $0-88
 	MOVQ $256, BX
 
 amx_block:
+	MOVQ mode+88(FP), AX
+	CMPQ AX, $2
+	JEQ amx_loadc
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xC0 // TILEZERO tmm0
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xC8 // TILEZERO tmm1
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xD0 // TILEZERO tmm2
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xD8 // TILEZERO tmm3
+	JMP amx_start
+
+amx_loadc:
+	MOVQ R14, SI
+	MOVQ R9, DX
+	MOVQ DX, CX
+	SHLQ $4, CX
+	ADDQ SI, CX
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x04; BYTE $0x16              // TILELOADD tmm0, (SI)(DX*1)
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x4C; BYTE $0x16; BYTE $0x40 // TILELOADD tmm1, 64(SI)(DX*1)
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x14; BYTE $0x11              // TILELOADD tmm2, (CX)(DX*1)
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x5C; BYTE $0x11; BYTE $0x40 // TILELOADD tmm3, 64(CX)(DX*1)
+
+amx_start:
 	MOVQ steps+0(FP), AX
 	MOVQ lda+16(FP), DX
 	MOVQ R13, SI
@@ -63,6 +83,21 @@ amx_k:
 	DECQ AX
 	JNZ amx_k
 
+	MOVQ mode+88(FP), AX
+	TESTQ AX, AX
+	JEQ amx_epilogue
+	MOVQ R14, SI
+	MOVQ R9, DX
+	MOVQ DX, CX
+	SHLQ $4, CX
+	ADDQ SI, CX
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x04; BYTE $0x16              // TILESTORED (SI)(DX*1), tmm0
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x4C; BYTE $0x16; BYTE $0x40 // TILESTORED 64(SI)(DX*1), tmm1
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x14; BYTE $0x11              // TILESTORED (CX)(DX*1), tmm2
+	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x5C; BYTE $0x11; BYTE $0x40 // TILESTORED 64(CX)(DX*1), tmm3
+	JMP amx_next
+
+amx_epilogue:
 	MOVQ tmp+72(FP), SI
 	MOVQ $128, DX
 	LEAQ 2048(SI), CX

@@ -405,6 +405,22 @@ func gemmBF16(a *BF16A, b *BF16B, alpha, beta float32, c []float32, ldc int, par
 // amxRows is the rows of C one AMX micro-kernel call computes per block.
 const amxRows = 32
 
+// amxMode is how amxBF16 writes C: 1 stores its tiles straight into C
+// (C = A·B), 2 starts them from C and stores them back (C += A·B), both
+// only on all 32 columns; 0 goes through a scratch block and the column
+// mask (alpha·A·B + beta·C, any alpha and beta).
+func amxMode(alpha, beta float32, mask uint64) int {
+	switch {
+	case alpha != 1 || mask != 1<<amxRows-1:
+		return 0
+	case beta == 0:
+		return 1
+	case beta == 1:
+		return 2
+	}
+	return 0
+}
+
 // gemmBF16Par is gemmBF16 split across threads. It takes its operands by
 // value, so that the closures capture copies and a caller's packed
 // operands stay on its stack.
@@ -597,8 +613,9 @@ func amxBlock(a *BF16A, bp []BF16, pairs, r0, r1, cols int, mask uint64, alpha, 
 	}
 	var tmp [amxRows * amxRows]float32
 	for h := 0; h*amxRows < cols; h++ {
+		m := mask >> (h * amxRows) & (1<<amxRows - 1)
 		amxBF16(steps, &a.Data[r0*a.Stride], 2*a.Stride, &bp[2*h*amxRows], &c[r0*ldc+h*amxRows], ldc,
-			alpha, beta, mask>>(h*amxRows)&(1<<amxRows-1), blocks, &tmp[0], &amxConfig[0])
+			alpha, beta, m, blocks, &tmp[0], &amxConfig[0], amxMode(alpha, beta, m))
 	}
 	r1 = r0 + blocks*amxRows
 	if steps*16 < pairs {
