@@ -12,17 +12,17 @@
 //   tmm4 tmm5   A rows 0…15 and 16…31, 32 bf16 of K each
 //   tmm6 tmm7   B 16 pairs of K by columns 0…15 and 16…31 (pair layout)
 
-// func amxBF16(steps int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, blocks int, tmp *float32, cfg *byte, mode int)
+// func amxBF16(steps int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, blocks int, tmp *float32, cfg *byte, mode, rows int)
 //
 // For each of blocks blocks of 32 rows (A and C advance by 32 rows), it
 // computes the 32×32 product of A's rows (lda bytes apart) by 32 columns of
 // a packed B panel (rows 256 bytes apart), over steps·32 values of K; ldc
 // is in float32. Mode 0: the product goes to tmp (32 rows of 32 float32),
 // then C = alpha·tmp + beta·C (C not read when beta is 0) for the columns
-// set in mask (bits 0…31). Mode 1 (alpha 1, beta 0, all 32 columns): the
-// tiles are stored straight into C. Mode 2 (alpha 1, beta 1, all 32
-// columns): the tiles start from C instead of zero and are stored back.
-TEXT ·amxBF16(SB), NOSPLIT, $0-96
+// set in mask (bits 0…31) and the first rows rows of each block. Mode 1
+// (alpha 1, beta 0, all 32 columns and rows): the tiles are stored
+// straight into C, the same values as mode 0 writes.
+TEXT ·amxBF16(SB), NOSPLIT, $0-104
 	MOVQ cfg+80(FP), DI
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x07 // LDTILECFG (DI)
 	MOVQ mask+56(FP), AX
@@ -39,27 +39,10 @@ TEXT ·amxBF16(SB), NOSPLIT, $0-96
 	MOVQ $256, BX
 
 amx_block:
-	MOVQ mode+88(FP), AX
-	CMPQ AX, $2
-	JEQ amx_loadc
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xC0 // TILEZERO tmm0
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xC8 // TILEZERO tmm1
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xD0 // TILEZERO tmm2
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xD8 // TILEZERO tmm3
-	JMP amx_start
-
-amx_loadc:
-	MOVQ R14, SI
-	MOVQ R9, DX
-	MOVQ DX, CX
-	SHLQ $4, CX
-	ADDQ SI, CX
-	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x04; BYTE $0x16              // TILELOADD tmm0, (SI)(DX*1)
-	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x4C; BYTE $0x16; BYTE $0x40 // TILELOADD tmm1, 64(SI)(DX*1)
-	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x14; BYTE $0x11              // TILELOADD tmm2, (CX)(DX*1)
-	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x5C; BYTE $0x11; BYTE $0x40 // TILELOADD tmm3, 64(CX)(DX*1)
-
-amx_start:
 	MOVQ steps+0(FP), AX
 	MOVQ lda+16(FP), DX
 	MOVQ R13, SI
@@ -108,7 +91,7 @@ amx_epilogue:
 
 	// C = alpha·tmp + beta·C, row by row.
 	MOVQ R14, R8
-	MOVQ $32, R11
+	MOVQ rows+96(FP), R11
 	VXORPS X0, X0, X0
 	VUCOMISS beta+52(FP), X0
 	JNE amx_rows_beta

@@ -406,17 +406,12 @@ func gemmBF16(a *BF16A, b *BF16B, alpha, beta float32, c []float32, ldc int, par
 const amxRows = 32
 
 // amxMode is how amxBF16 writes C: 1 stores its tiles straight into C
-// (C = A·B), 2 starts them from C and stores them back (C += A·B), both
-// only on all 32 columns; 0 goes through a scratch block and the column
-// mask (alpha·A·B + beta·C, any alpha and beta).
+// (C = A·B on all 32 columns), 0 goes through a scratch block and the
+// column mask (alpha·A·B + beta·C). Both write the same values for a row,
+// so a row's result does not depend on the mode of its block.
 func amxMode(alpha, beta float32, mask uint64) int {
-	switch {
-	case alpha != 1 || mask != 1<<amxRows-1:
-		return 0
-	case beta == 0:
+	if alpha == 1 && beta == 0 && mask == 1<<amxRows-1 {
 		return 1
-	case beta == 1:
-		return 2
 	}
 	return 0
 }
@@ -567,6 +562,11 @@ var bf16APool = sync.Pool{New: func() any { return new(BF16A) }}
 // bf16Block computes rows r0…r1 of C for panels p0…p1 of B.
 func bf16Block(asm bool, a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
 	pairs, n, ps := b.pairs, b.N, b.panelStride()
+	amx := asm && bf16Path == "amx" && pairs >= 16
+	var tail BF16A
+	if amx {
+		tail = amxTail(a, r0, r1, pairs/16*32)
+	}
 	for pn := p0; pn < p1; pn++ {
 		bp := b.Data[pn*ps : pn*ps+pairs*2*bf16Panel]
 		j0 := pn * bf16Panel
@@ -580,11 +580,39 @@ func bf16Block(asm bool, a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta flo
 			mask = 1<<cols - 1
 		}
 		r := r0
-		if bf16Path == "amx" {
-			r = amxBlock(a, bp, pairs, r0, r1, cols, mask, alpha, beta, c[j0:], ldc)
+		if amx {
+			r = amxBlock(a, &tail, bp, pairs, r0, r1, cols, mask, alpha, beta, c[j0:], ldc)
 		}
 		bf16K512Rows(a, bp, 0, pairs, r, r1, mask, alpha, beta, c[j0:], ldc)
 	}
+	if tail.Data != nil {
+		packBufs.put(tail.Data)
+	}
+}
+
+// amxTail returns the last rows of r0…r1 beyond the whole blocks of 32,
+// the first k values of each, padded with zero rows to 32 rows stored k
+// apart (in a buffer of packBufs); no rows when there are none.
+func amxTail(a *BF16A, r0, r1, k int) BF16A {
+	rest := (r1 - r0) % amxRows
+	if rest == 0 {
+		return BF16A{}
+	}
+	rt := r1 - rest
+	buf := packBufs.get(amxRows * k)
+	if cap(buf) < amxRows*k {
+		buf = make([]BF16, amxRows*k)
+	}
+	t := BF16A{M: amxRows, K: k, Stride: k, Data: buf[:amxRows*k]}
+	for i := range amxRows {
+		row := t.Data[i*k : (i+1)*k]
+		if i < rest {
+			copy(row, a.Data[(rt+i)*a.Stride:(rt+i)*a.Stride+k])
+		} else {
+			clear(row)
+		}
+	}
+	return t
 }
 
 // bf16K512Rows runs the AVX512-BF16 micro-kernels on rows r0…r1 of C
@@ -602,22 +630,29 @@ func bf16K512Rows(a *BF16A, bp []BF16, q0, q1, r0, r1 int, mask uint64, alpha, b
 	}
 }
 
-// amxBlock computes the first whole blocks of 32 rows of r0…r1 of C
-// against one packed panel bp (cols columns, mask their bits) on AMX and
-// returns the first row it left. AMX takes K by steps of 16 pairs; the
-// pairs beyond the last whole step are added by the AVX512-BF16 kernels.
-func amxBlock(a *BF16A, bp []BF16, pairs, r0, r1, cols int, mask uint64, alpha, beta float32, c []float32, ldc int) int {
-	blocks, steps := (r1-r0)/amxRows, pairs/16
-	if blocks == 0 || steps == 0 {
-		return r0
-	}
+// amxBlock computes rows r0…r1 of C against one packed panel bp (cols
+// columns, mask their bits) on AMX, with the rows beyond the last whole
+// block of 32 taken from tail (amxTail's copy, padded with zero rows), so
+// that every row goes through the same tile products wherever it falls:
+// a sequence's rows round alike alone and in a batch. AMX takes K by
+// steps of 16 pairs; the pairs beyond the last whole step are added by the
+// AVX512-BF16 kernels, for every row alike. It returns r1.
+func amxBlock(a, tail *BF16A, bp []BF16, pairs, r0, r1, cols int, mask uint64, alpha, beta float32, c []float32, ldc int) int {
+	steps := pairs / 16
+	blocks, rest := (r1-r0)/amxRows, (r1-r0)%amxRows
+	rt := r0 + blocks*amxRows
 	var tmp [amxRows * amxRows]float32
 	for h := 0; h*amxRows < cols; h++ {
 		m := mask >> (h * amxRows) & (1<<amxRows - 1)
-		amxBF16(steps, &a.Data[r0*a.Stride], 2*a.Stride, &bp[2*h*amxRows], &c[r0*ldc+h*amxRows], ldc,
-			alpha, beta, m, blocks, &tmp[0], &amxConfig[0], amxMode(alpha, beta, m))
+		if blocks > 0 {
+			amxBF16(steps, &a.Data[r0*a.Stride], 2*a.Stride, &bp[2*h*amxRows], &c[r0*ldc+h*amxRows], ldc,
+				alpha, beta, m, blocks, &tmp[0], &amxConfig[0], amxMode(alpha, beta, m), amxRows)
+		}
+		if rest > 0 {
+			amxBF16(steps, &tail.Data[0], 2*tail.Stride, &bp[2*h*amxRows], &c[rt*ldc+h*amxRows], ldc,
+				alpha, beta, m, 1, &tmp[0], &amxConfig[0], 0, rest)
+		}
 	}
-	r1 = r0 + blocks*amxRows
 	if steps*16 < pairs {
 		bf16K512Rows(a, bp, steps*16, pairs, r0, r1, mask, alpha, 1, c, ldc)
 	}

@@ -328,3 +328,35 @@ func TestBF16Rows(t *testing.T) {
 		}
 	}
 }
+
+// TestGemmBF16RowInvariant: on every bf16 path, a row of C is bitwise the
+// same whether it is computed with the other rows or alone, for every
+// alpha and beta: a sequence's products do not depend on its batch. The
+// shapes put rows in whole blocks of 32 and in a last partial one, and K in
+// whole steps of 32 and a remainder.
+func TestGemmBF16RowInvariant(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, bp := range BF16Paths() {
+		old, _ := SetBF16Path(bp)
+		for _, tc := range []gemmCase{{70, 100, 40, 0}, {33, 64, 64, 0}, {100, 40, 300, 0}, {5, 70, 512, 0}} {
+			for _, sc := range gemmScalars {
+				a, lda, b, ldb, c, ldc := gemmOperands(rng, tc, false, false, false)
+				var pa BF16A
+				var pb BF16B
+				PackBF16A(&pa, false, tc.m, tc.k, a, lda)
+				PackBF16B(&pb, false, tc.k, tc.n, b, ldb)
+				all := append([]float32(nil), c...)
+				GemmBF16(sc.alpha, &pa, &pb, sc.beta, all, ldc)
+				for i := range tc.m {
+					row := pa.Rows(i, 1)
+					one := append([]float32(nil), c[i*ldc:i*ldc+tc.n]...)
+					GemmBF16(sc.alpha, &row, &pb, sc.beta, one, tc.n)
+					if !slices.Equal(one, all[i*ldc:i*ldc+tc.n]) {
+						t.Fatalf("%s %v alpha %v beta %v: row %d alone differs from the batch's", bp, tc, sc.alpha, sc.beta, i)
+					}
+				}
+			}
+		}
+		SetBF16Path(old)
+	}
+}

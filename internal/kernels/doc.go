@@ -49,15 +49,15 @@
 // is 32 values of one row of A, and a B tile is 16 pair rows of 16 columns
 // of a panel (256 bytes apart). amxBF16 (amx_amd64.s, its tile
 // instructions spelled in VEX bytes) keeps a 32×32 block of C in four
-// tiles and runs TDPBF16PS over K by steps of 32. For C = A·B and
-// C += A·B on 32 whole columns the tiles start from zero or from C and
-// are stored straight into C; otherwise they go to a scratch block, and
-// alpha·block + beta·C is written with the panel's column mask. Rows
-// beyond the last whole block of 32 and the pairs beyond the last whole
-// step go to the AVX512-BF16 kernels. So on AMX a row's result depends, in
-// its last bits, on whether it falls in a whole block of 32 rows: a
-// sequence decoded alone or batched with others may round differently,
-// where the AVX512-BF16 and Go paths compute every row the same way. The process asks Linux
+// tiles and runs TDPBF16PS over K by steps of 32. For C = A·B on 32
+// whole columns the tiles are stored straight into C; otherwise they go
+// to a scratch block, and alpha·block + beta·C is written with the panel's
+// column mask. Rows beyond the last whole block of 32 are multiplied from
+// a copy padded with zero rows, and the pairs beyond the last whole step
+// of K are added by the AVX512-BF16 kernels, for every row alike. So, as
+// on the other paths, a row's result does not depend on where it falls:
+// a sequence decoded alone and in a batch rounds the same
+// (TestGemmBF16RowInvariant). The process asks Linux
 // once for the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM); every
 // call loads the tile configuration and releases the tiles before it
 // returns, since a goroutine may change threads between calls.

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -21,20 +20,8 @@ func (p densePat) Layout(h, T int, t Tiles) *Layout { return Dense(T, t, p.causa
 // packing every tile's operands (kernels.GemmSTP): both round the same
 // values to bf16 and multiply them in the same order. The lengths span
 // several key tiles, with a partial last one; d_head 128 spans two
-// panels of packed B. It runs on the AVX512-BF16 path where the CPU has
-// it (else the Go path): on AMX a row's sums depend on whether it falls
-// in a whole block of 32 rows, and the two ways shape their products
-// differently.
+// panels of packed B.
 func TestBF16Packed(t *testing.T) {
-	path := "go"
-	if slices.Contains(kernels.BF16Paths(), "avx512bf16") {
-		path = "avx512bf16"
-	}
-	old, err := kernels.SetBF16Path(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kernels.SetBF16Path(old)
 	for _, c := range []struct {
 		D, H, T int
 		causal  bool
