@@ -370,9 +370,10 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, par bool
 // GemmBF16 computes C = alpha·A·B + beta·C for packed bf16 operands, A
 // [m, k] and B [k, n], with products and sums in float32; C [m, n] has row
 // stride ldc. With beta = 0, C is not read; beta = 1 accumulates (the
-// backward's use). It runs on the AVX512-BF16 kernels where the CPU has
-// them (BF16Path), else on the pure-Go twin, in parallel over panels of
-// columns or blocks of rows.
+// backward's use). It runs on the AMX or AVX512-BF16 kernels where the
+// CPU has them (BF16Path), else on the pure-Go twin, in parallel over
+// panels of columns or blocks of rows. On every path a row of C is the
+// same whichever other rows are computed with it.
 // GemmBF16 panics if the shapes disagree or C is too short.
 func GemmBF16(alpha float32, a *BF16A, b *BF16B, beta float32, c []float32, ldc int) {
 	gemmBF16(a, b, alpha, beta, c, ldc, true)
