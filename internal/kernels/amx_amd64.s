@@ -12,31 +12,41 @@
 //   tmm4 tmm5   A rows 0…15 and 16…31, 32 bf16 of K each
 //   tmm6 tmm7   B 16 pairs of K by columns 0…15 and 16…31 (pair layout)
 
-// func amxBF16(steps int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, blocks int, tmp *float32, cfg *byte, mode, rows int)
+// func amxBF16(steps int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, blocks int, tmp *float32, cfg *byte, mode, rows, halves int)
 //
-// For each of blocks blocks of 32 rows (A and C advance by 32 rows), it
-// computes the 32×32 product of A's rows (lda bytes apart) by 32 columns of
-// a packed B panel (rows 256 bytes apart), over steps·32 values of K; ldc
+// For each of halves 32-column halves of a packed B panel (rows 256 bytes
+// apart; half h starts 128 bytes in) and each of blocks blocks of 32 rows
+// (A and C advance by 32 rows), it computes the 32×32 product of A's rows
+// (lda bytes apart) by the half's columns, over steps·32 values of K; ldc
 // is in float32. Mode 0: the product goes to tmp (32 rows of 32 float32),
 // then C = alpha·tmp + beta·C (C not read when beta is 0) for the columns
-// set in mask (bits 0…31) and the first rows rows of each block. Mode 1
-// (alpha 1, beta 0, all 32 columns and rows): the tiles are stored
-// straight into C, the same values as mode 0 writes.
-TEXT ·amxBF16(SB), NOSPLIT, $0-104
+// set in mask (bits 32h…32h+31 for half h) and the first rows rows of each
+// block. Mode 1 (alpha 1, beta 0, all columns and rows): the tiles are
+// stored straight into C, the same values as mode 0 writes.
+TEXT ·amxBF16(SB), NOSPLIT, $0-112
 	MOVQ cfg+80(FP), DI
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0x07 // LDTILECFG (DI)
-	MOVQ mask+56(FP), AX
-	KMOVW AX, K1
-	SHRQ $16, AX
-	KMOVW AX, K2
 	VBROADCASTSS alpha+48(FP), Z30
 	VBROADCASTSS beta+52(FP), Z31
 	MOVQ ldc+40(FP), R9
 	SHLQ $2, R9
-	MOVQ a+8(FP), R13
-	MOVQ c+32(FP), R14
-	MOVQ blocks+64(FP), R12
 	MOVQ $256, BX
+	XORQ R10, R10 // half
+
+amx_half:
+	MOVQ mask+56(FP), AX
+	MOVQ R10, CX
+	SHLQ $5, CX
+	SHRQ CX, AX
+	KMOVW AX, K1
+	SHRQ $16, AX
+	KMOVW AX, K2
+	MOVQ a+8(FP), R13
+	MOVQ R10, AX
+	SHLQ $7, AX
+	MOVQ c+32(FP), R14
+	ADDQ AX, R14
+	MOVQ blocks+64(FP), R12
 
 amx_block:
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xC0 // TILEZERO tmm0
@@ -49,7 +59,9 @@ amx_block:
 	MOVQ DX, CX
 	SHLQ $4, CX
 	ADDQ SI, CX
-	MOVQ b+24(FP), DI
+	MOVQ R10, DI
+	SHLQ $7, DI
+	ADDQ b+24(FP), DI
 
 amx_k:
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x4B; BYTE $0x24; BYTE $0x16              // TILELOADD tmm4, (SI)(DX*1)
@@ -131,6 +143,9 @@ amx_next:
 	ADDQ DX, R14
 	DECQ R12
 	JNZ amx_block
+	INCQ R10
+	CMPQ R10, halves+104(FP)
+	JLT amx_half
 
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0 // TILERELEASE
 	VZEROUPPER

@@ -406,12 +406,13 @@ func gemmBF16(a *BF16A, b *BF16B, alpha, beta float32, c []float32, ldc int, par
 // amxRows is the rows of C one AMX micro-kernel call computes per block.
 const amxRows = 32
 
-// amxMode is how amxBF16 writes C: 1 stores its tiles straight into C
-// (C = A·B on all 32 columns), 0 goes through a scratch block and the
-// column mask (alpha·A·B + beta·C). Both write the same values for a row,
-// so a row's result does not depend on the mode of its block.
-func amxMode(alpha, beta float32, mask uint64) int {
-	if alpha == 1 && beta == 0 && mask == 1<<amxRows-1 {
+// amxMode is how amxBF16 writes C for cols columns of a panel: 1 stores
+// its tiles straight into C (C = A·B on whole halves of 32 columns), 0
+// goes through a scratch block and the column mask (alpha·A·B + beta·C).
+// Both write the same values for a row, so a row's result does not depend
+// on the mode of its block.
+func amxMode(alpha, beta float32, cols int) int {
+	if alpha == 1 && beta == 0 && cols%amxRows == 0 {
 		return 1
 	}
 	return 0
@@ -643,16 +644,14 @@ func amxBlock(a, tail *BF16A, bp []BF16, pairs, r0, r1, cols int, mask uint64, a
 	blocks, rest := (r1-r0)/amxRows, (r1-r0)%amxRows
 	rt := r0 + blocks*amxRows
 	var tmp [amxRows * amxRows]float32
-	for h := 0; h*amxRows < cols; h++ {
-		m := mask >> (h * amxRows) & (1<<amxRows - 1)
-		if blocks > 0 {
-			amxBF16(steps, &a.Data[r0*a.Stride], 2*a.Stride, &bp[2*h*amxRows], &c[r0*ldc+h*amxRows], ldc,
-				alpha, beta, m, blocks, &tmp[0], &amxConfig[0], amxMode(alpha, beta, m), amxRows)
-		}
-		if rest > 0 {
-			amxBF16(steps, &tail.Data[0], 2*tail.Stride, &bp[2*h*amxRows], &c[rt*ldc+h*amxRows], ldc,
-				alpha, beta, m, 1, &tmp[0], &amxConfig[0], 0, rest)
-		}
+	halves := (cols + amxRows - 1) / amxRows
+	if blocks > 0 {
+		amxBF16(steps, &a.Data[r0*a.Stride], 2*a.Stride, &bp[0], &c[r0*ldc], ldc,
+			alpha, beta, mask, blocks, &tmp[0], &amxConfig[0], amxMode(alpha, beta, cols), amxRows, halves)
+	}
+	if rest > 0 {
+		amxBF16(steps, &tail.Data[0], 2*tail.Stride, &bp[0], &c[rt*ldc], ldc,
+			alpha, beta, mask, 1, &tmp[0], &amxConfig[0], 0, rest, halves)
 	}
 	if steps*16 < pairs {
 		bf16K512Rows(a, bp, steps*16, pairs, r0, r1, mask, alpha, 1, c, ldc)

@@ -35,7 +35,7 @@ func pairTB16AVX512(dst *BF16, src *float32, ldb int) { panic("unreachable") }
 
 var bf16Paths = []string{"go"}
 
-func amxBF16(steps int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, blocks int, tmp *float32, cfg *byte, mode, rows int) {
+func amxBF16(steps int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, blocks int, tmp *float32, cfg *byte, mode, rows, halves int) {
 	panic("unreachable")
 }
 
