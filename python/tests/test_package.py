@@ -71,7 +71,7 @@ class RunDir(unittest.TestCase):
         c = cfg({"kind": "full"})
         m = tokenmix_torch.Model(c)
         m.load_weights(parity.make_weights(c, 1))
-        tok = torch.randint(1, 20, (2, 9))
+        tok = torch.randint(1, 20, (2, 9), generator=torch.Generator().manual_seed(4))
         with tempfile.TemporaryDirectory() as d:
             run = os.path.join(d, "run")
             for s in (1, 2, 3):
@@ -80,7 +80,10 @@ class RunDir(unittest.TestCase):
             back = tokenmix_torch.load_run(run, dtype=torch.float64)
             self.assertEqual(back.step, 3)
             with torch.no_grad():
-                self.assertLess((back(tok) - m(tok).double()).abs().max().item(), 1e-6)
+                # The float64 copy against the float32 model: float32's
+                # rounding, a few ulps of the logits' scale (about 3).
+                want = back(tok)
+                self.assertLess((want - m(tok).double()).abs().max().item(), 1e-6 * want.abs().max().item())
             self.assertEqual(tokenmix_torch.load_run(run, checkpoint=2).step, 2)
             with self.assertRaisesRegex(ValueError, "no checkpoint 5"):
                 tokenmix_torch.load_run(run, checkpoint=5)
