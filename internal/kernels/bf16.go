@@ -581,11 +581,11 @@ func bf16Block(asm bool, a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta flo
 		if cols < bf16Panel {
 			mask = 1<<cols - 1
 		}
-		r := r0
 		if amx {
-			r = amxBlock(a, &tail, bp, pairs, r0, r1, cols, mask, alpha, beta, c[j0:], ldc)
+			amxBlock(a, &tail, bp, pairs, r0, r1, cols, mask, alpha, beta, c[j0:], ldc)
+			continue
 		}
-		bf16K512Rows(a, bp, 0, pairs, r, r1, mask, alpha, beta, c[j0:], ldc)
+		bf16K512Rows(a, bp, 0, pairs, r0, r1, mask, alpha, beta, c[j0:], ldc)
 	}
 	if tail.Data != nil {
 		packBufs.put(tail.Data)
@@ -638,8 +638,8 @@ func bf16K512Rows(a *BF16A, bp []BF16, q0, q1, r0, r1 int, mask uint64, alpha, b
 // that every row goes through the same tile products wherever it falls:
 // a sequence's rows round alike alone and in a batch. AMX takes K by
 // steps of 16 pairs; the pairs beyond the last whole step are added by the
-// AVX512-BF16 kernels, for every row alike. It returns r1.
-func amxBlock(a, tail *BF16A, bp []BF16, pairs, r0, r1, cols int, mask uint64, alpha, beta float32, c []float32, ldc int) int {
+// AVX512-BF16 kernels, for every row alike.
+func amxBlock(a, tail *BF16A, bp []BF16, pairs, r0, r1, cols int, mask uint64, alpha, beta float32, c []float32, ldc int) {
 	steps := pairs / 16
 	blocks, rest := (r1-r0)/amxRows, (r1-r0)%amxRows
 	rt := r0 + blocks*amxRows
@@ -656,7 +656,6 @@ func amxBlock(a, tail *BF16A, bp []BF16, pairs, r0, r1, cols int, mask uint64, a
 	if steps*16 < pairs {
 		bf16K512Rows(a, bp, steps*16, pairs, r0, r1, mask, alpha, 1, c, ldc)
 	}
-	return r1
 }
 
 // bf16TileGo is the pure-Go twin of the AVX512-BF16 kernels: rows r0…r1
