@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,14 +107,20 @@ func runTrain(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(os.Stderr, "%d parameters; %d training and %d validation bytes; %d steps\n",
 			m.NumParams(), len(corpus.Train), len(corpus.Val), tc.Steps)
-		src = train.NewTextSource(corpus.Train, tc.BatchSize, tc.SeqLen, tc.Seed)
+		if src, err = train.NewTextSource(corpus.Train, tc.BatchSize, tc.SeqLen, tc.Seed); err != nil {
+			return err
+		}
+		val, err := textTask(corpus.Val, tc.SeqLen, 0)
+		if err != nil {
+			return err
+		}
 		eval = func() (map[string]any, error) {
-			vl, err := evalText(m, corpus.Val, tc.BatchSize, tc.SeqLen, tc.EvalBatches, tc.Seed)
+			ev, err := data.Evaluate(train.Forward(m), val, data.Val, tc.BatchSize, tc.EvalBatches, 0)
 			if err != nil {
 				return nil, err
 			}
-			prog.Note(fmt.Sprintf("step %d: validation loss %.4f (%.3f bits/byte)", m.Step+1, vl, vl/math.Ln2))
-			return map[string]any{"val_loss": vl, "val_bits_per_byte": vl / math.Ln2}, nil
+			prog.Note(fmt.Sprintf("step %d: validation loss %.4f (%.3f bits/byte)", m.Step+1, ev.Loss, ev.Metric))
+			return map[string]any{"val_loss": ev.Loss, "val_bits_per_byte": ev.Metric}, nil
 		}
 	case "classify":
 		task, err := labeledTask(cfg, *dataPath, *valPath, *valFrac)
@@ -128,12 +132,12 @@ func runTrain(ctx context.Context, args []string) error {
 			m.NumParams(), task.Len(data.Train), task.Len(data.Val), len(labels), tc.Steps)
 		src = train.TaskSource{L: data.NewLoader(task, data.Train, tc.BatchSize, true, tc.Seed, 0)}
 		eval = func() (map[string]any, error) {
-			vl, acc, err := train.Evaluate(m, task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+			ev, err := data.Evaluate(train.Forward(m), task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
 			if err != nil {
 				return nil, err
 			}
-			prog.Note(fmt.Sprintf("step %d: validation loss %.4f, accuracy %.2f%%", m.Step+1, vl, 100*acc))
-			return map[string]any{"val_loss": vl, "val_accuracy": acc}, nil
+			prog.Note(fmt.Sprintf("step %d: validation loss %.4f, accuracy %.2f%%", m.Step+1, ev.Loss, 100*ev.Accuracy))
+			return map[string]any{"val_loss": ev.Loss, "val_accuracy": ev.Accuracy}, nil
 		}
 	default:
 		return fmt.Errorf("train: task %q: want \"lm\" (text) or \"classify\" (JSONL)", cfg.Task)
@@ -185,21 +189,15 @@ func runTrain(ctx context.Context, args []string) error {
 	return nil
 }
 
-// evalText is the mean loss over n fixed validation windows (the same
-// windows at every evaluation, drawn from seed).
-func evalText(m *model.Model[float32], val []byte, B, T, n int, seed uint64) (float64, error) {
-	rng := rand.New(rand.NewPCG(seed, 0x76616c))
-	tokens, targets := make([]int32, B*T), make([]int32, B*T)
-	var sum float64
-	for i := 0; i < n; i++ {
-		data.TextBatch(tokens, targets, val, B, T, rng)
-		l, err := m.Forward(tokens, targets, B, T)
-		if err != nil {
-			return 0, err
-		}
-		sum += l
+// textTask is byte-level text as the validation split of a task, in
+// windows of T tokens with at least context bytes of context per scored
+// byte (0: fixed windows): what train validates on and eval scores.
+func textTask(text []byte, T, context int) (*data.TextTask, error) {
+	w, err := data.NewWindows(text, T, context)
+	if err != nil {
+		return nil, err
 	}
-	return sum / float64(n), nil
+	return data.NewTextTask("text", nil, w, nil), nil
 }
 
 // labeledTask reads a classifier's JSONL training (and validation) lines
