@@ -202,3 +202,36 @@ func TestEvalTextDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainTask trains on a task of the task list (recall, from its JSON
+// object): the metrics carry the task's validation metric; a config that
+// does not fit the task, and --task with --data, are errors.
+func TestTrainTask(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.json")
+	os.WriteFile(cfg, []byte(trainCfg), 0o644)
+	quiet(t)
+	recall := `{"name": "recall", "len": 16, "pairs": 3, "keys": 8, "values": 4, "train": 64, "val": 8, "test": 8}`
+	out := filepath.Join(dir, "run")
+	if err := runTrain(context.Background(), []string{"--config", cfg, "--task", recall, "--out", out}); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := os.ReadFile(filepath.Join(out, "metrics.jsonl"))
+	if n := strings.Count(string(m), `"val_accuracy"`); n != 2 {
+		t.Errorf("%d lines with val_accuracy, want 2:\n%s", n, m)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--task", strings.Replace(recall, `"len": 16`, `"len": 32`, 1)}, "max_len"},
+		{[]string{"--task", `{"name": "recall", "lenn": 16}`}, "task.lenn"},
+		{[]string{"--task", "nosuch"}, "unknown task"},
+		{[]string{"--task", "recall", "--data", cfg}, "want tokenmix train"},
+	} {
+		args := append([]string{"--config", cfg, "--out", filepath.Join(dir, "x")}, tc.args...)
+		if err := runTrain(context.Background(), args); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one with %q", tc.args, err, tc.want)
+		}
+	}
+}
