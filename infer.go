@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/tokenmix/tokenmix/internal/data"
 )
 
 // Logits holds a call's logits in fresh memory: Shape is [N, n_classes]
@@ -76,12 +78,8 @@ func (m *Model) Classify(ctx context.Context, seqs [][]int32) ([]Prediction, err
 	}
 	preds := make([]Prediction, len(seqs))
 	err := m.forEach(ctx, seqs, func(i int, logits []float32) {
-		p := Prediction{Probs: softmax(logits)}
-		for k, v := range p.Probs {
-			if v > p.Probs[p.Label] {
-				p.Label = k
-			}
-		}
+		p := Prediction{Probs: data.Softmax(logits)}
+		p.Label = data.Argmax(p.Probs)
 		p.Name = m.labelName(p.Label)
 		preds[i] = p
 	})
@@ -109,7 +107,7 @@ func (m *Model) Score(ctx context.Context, seqs [][]int32) ([]Score, error) {
 		s := seqs[i]
 		sc := Score{LogProbs: make([]float32, len(s)-1)}
 		for t := 1; t < len(s); t++ {
-			lp := logSoftmaxAt(logits[(t-1)*V:t*V], int(s[t]))
+			lp := data.LogSoftmaxAt(logits[(t-1)*V:t*V], int(s[t]))
 			sc.LogProbs[t-1] = float32(lp)
 			sc.Nats -= lp
 		}
@@ -229,28 +227,4 @@ func (m *Model) run(ctx context.Context, tokens []int32, B, T int, fn func(b int
 		fn(b, logits[b*row:(b+1)*row])
 	}
 	return nil
-}
-
-// softmax returns the softmax of x, computed in float64.
-func softmax(x []float32) []float32 {
-	mx := slices.Max(x)
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v - mx))
-	}
-	out := make([]float32, len(x))
-	for i, v := range x {
-		out[i] = float32(math.Exp(float64(v-mx)) / sum)
-	}
-	return out
-}
-
-// logSoftmaxAt returns log softmax(x)[k], computed in float64.
-func logSoftmaxAt(x []float32, k int) float64 {
-	mx := slices.Max(x)
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v - mx))
-	}
-	return float64(x[k]-mx) - math.Log(sum)
 }

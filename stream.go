@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/model"
 )
 
@@ -372,19 +373,10 @@ func pendingStop(out []int32, stops [][]int32) int {
 // the most probable token, each with its log-probability under
 // softmax(logits).
 func sample(logits []float32, o GenerateOptions, rng *rand.Rand) (id int32, lp float32, top int32, topLP float32) {
-	mx := slices.Max(logits)
-	var z float64
-	for _, v := range logits {
-		z += math.Exp(float64(v - mx))
-	}
-	logProb := func(i int) float32 { return float32(float64(logits[i]-mx) - math.Log(z)) }
+	mx, logZ := data.LogNorm(logits)
+	logProb := func(i int) float32 { return float32(float64(logits[i]-mx) - logZ) }
 	if o.Temperature == 0 {
-		best := 0
-		for i, v := range logits {
-			if v > logits[best] {
-				best = i
-			}
-		}
+		best := data.Argmax(logits)
 		return int32(best), logProb(best), int32(best), logProb(best)
 	}
 	type cand struct {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tokenmix/tokenmix/internal/data"
 )
 
 // TestStreamEqualsLogits: a stream of MaxTokens n, fed a text of n tokens
@@ -81,7 +83,7 @@ func TestGenerateGreedy(t *testing.T) {
 		if int(tok) != best && sorted[255]-sorted[254] > 1e-5 {
 			t.Errorf("token %d: %d, argmax %d", i, tok, best)
 		}
-		if want := logSoftmaxAt(row, int(tok)); math.Abs(float64(res.LogProbs[i])-want) > 1e-4 {
+		if want := data.LogSoftmaxAt(row, int(tok)); math.Abs(float64(res.LogProbs[i])-want) > 1e-4 {
 			t.Errorf("token %d: log-prob %v, want %v", i, res.LogProbs[i], want)
 		}
 		seq = append(seq, tok)

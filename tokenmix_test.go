@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/run"
 )
@@ -193,7 +194,7 @@ func TestClassifyScore(t *testing.T) {
 	var nats float64
 	for t1 := 1; t1 < len(text); t1++ {
 		row := lgl.Data[(t1-1)*256 : t1*256]
-		nats -= logSoftmaxAt(row, int(text[t1]))
+		nats -= data.LogSoftmaxAt(row, int(text[t1]))
 	}
 	s := sc[0]
 	if len(s.LogProbs) != len(text)-1 || math.Abs(s.Nats-nats) > 1e-9 || math.Abs(s.BitsPerToken-nats/float64(len(text)-1)/math.Ln2) > 1e-12 {

@@ -514,8 +514,8 @@ func TestCLIRunDirectories(t *testing.T) {
 }
 
 // TestCLIEvalMatchesScore: eval's bits per byte on a text longer than one
-// window equals the mean over the same windows of the API's Score, taking
-// each byte from the window that scores it.
+// window equals the mean over the same windows of the API's log-softmax of
+// its logits, taking each byte from the window that scores it.
 func TestCLIEvalMatchesScore(t *testing.T) {
 	fox, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "fox"))
 	dir := t.TempDir()
@@ -534,8 +534,9 @@ func TestCLIEvalMatchesScore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	W := min(m.Config().MaxLen-1, m.Config().SeqLen) // predictions per window
+	W := m.Config().SeqLen // tokens, and so predictions, per window
 	S := W - context
+	V := m.Config().VocabSize
 	ids := m.Encode(text)
 	var nats float64
 	for p := 1; p < len(ids); p++ { // the byte at p, predicted from the bytes before it
@@ -543,18 +544,23 @@ func TestCLIEvalMatchesScore(t *testing.T) {
 		if p > W {
 			lo = (p - W + S - 1) / S * S // the first window whose predictions reach p
 		}
-		sc, err := m.Score(stdctx.Background(), [][]int32{ids[lo:min(lo+W+1, len(ids))]})
+		lg, err := m.Logits(stdctx.Background(), [][]int32{ids[lo:min(lo+W, len(ids)-1)]})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if lo > 0 && p-1-lo < context {
 			t.Fatalf("byte %d scored with %d bytes of context", p, p-1-lo)
 		}
-		nats -= float64(sc[0].LogProbs[p-1-lo])
+		row := lg.Data[(p-1-lo)*V : (p-lo)*V]
+		var z float64
+		for _, v := range row {
+			z += math.Exp(float64(v))
+		}
+		nats -= float64(row[ids[p]]) - math.Log(z)
 	}
 	want := nats / float64(len(ids)-1) / math.Ln2
 	if ev.Inputs != len(ids)-1 || ev.Windows < 2 || math.Abs(ev.BitsPerByte-want) > 1e-6*want {
-		t.Errorf("eval: %d bytes in %d windows, %.9f bits per byte; Score: %d bytes, %.9f", ev.Inputs, ev.Windows, ev.BitsPerByte, len(ids)-1, want)
+		t.Errorf("eval: %d bytes in %d windows, %.9f bits per byte; Logits: %d bytes, %.9f", ev.Inputs, ev.Windows, ev.BitsPerByte, len(ids)-1, want)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/tokenmix/tokenmix/internal/arena"
 	"github.com/tokenmix/tokenmix/internal/data"
 )
 
@@ -25,7 +24,7 @@ func runData(ctx context.Context, args []string) error {
 		args = args[1:]
 	}
 	fs := newFlags("data")
-	task := fs.String("task", "", "fmnist or listops (the preset of that name)")
+	task := fs.String("task", "", "fmnist or listops (the task list's entry, default settings)")
 	split := fs.String("split", "test", "train, val or test")
 	dataDir := fs.String("data-dir", "", "fmnist: directory of the IDX files")
 	out := fs.String("out", "", "output file (default: stdout)")
@@ -42,16 +41,11 @@ func runData(ctx context.Context, args []string) error {
 	if *task != "fmnist" && *task != "listops" {
 		return usageErr("data export: --task: want fmnist or listops (classification tasks), got %q", *task)
 	}
-	p, err := arena.LoadPreset(*task)
-	if err != nil {
-		return err
-	}
+	keys := map[string]json.RawMessage{}
 	if *dataDir != "" {
-		if err := p.SetTask("", map[string]any{"data_dir": *dataDir}); err != nil {
-			return usageErr("data export: %v", err)
-		}
+		keys["data_dir"], _ = json.Marshal(*dataDir)
 	}
-	t, err := p.BuildTask()
+	t, err := data.NewTask(*task, keys, "")
 	if err != nil {
 		return err
 	}

@@ -3,11 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
-	"os"
 	"strconv"
 
 	"github.com/tokenmix/tokenmix"
+	"github.com/tokenmix/tokenmix/internal/data"
 )
 
 // evalResult is what `tokenmix eval --json` prints.
@@ -22,14 +21,17 @@ type evalResult struct {
 }
 
 // runEval is `tokenmix eval`: a classifier's loss and accuracy on labelled
-// JSONL, or a causal lm's bits per byte on a text file.
+// JSONL, or a causal lm's bits per byte on a text file or directory (what
+// train --data reads), all measured by data.Evaluate.
 func runEval(ctx context.Context, args []string) error {
 	fs := newFlags("eval")
 	dir := fs.String("run", "", "run directory or exported model")
-	path := fs.String("data", "", "classify: JSONL lines with \"label\"; lm: a text file")
+	path := fs.String("data", "", "classify: JSONL lines with \"label\"; lm: a text file or directory")
 	step := fs.Int("checkpoint", -1, "the checkpoint of the run to use (default: the newest)")
 	precision := fs.String("precision", "fp32", "precision of the matrix products: fp32, or bf16 (bf16 products, float32 sums)")
-	ctxLen := fs.Int("context", -1, "lm: bytes of context every scored byte has at least: windows of W bytes (the training seq_len, at most max_len−1) step by W−context (default: three quarters of the window)")
+	ctxLen := fs.Int("context", -1, "lm: bytes of context every scored byte has at least: windows of W tokens (the training seq_len, else max_len) step by W−context; 0: fixed windows, as train validates (default: three quarters of the window)")
+	split := fs.String("split", "all", "lm: all of the text, or train or val: the split train makes of it with --val-frac")
+	valFrac := fs.Float64("val-frac", 0.05, "lm: with --split, the fraction of the text train kept for validation")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -37,17 +39,31 @@ func runEval(ctx context.Context, args []string) error {
 	if *dir == "" || *path == "" || fs.NArg() > 0 {
 		return wantUsage(fs)
 	}
+	if *split != "all" && *split != "train" && *split != "val" {
+		return usageErr("eval: --split: want all, train or val, got %q", *split)
+	}
 	m, err := loadModel(*dir, *step, *precision)
 	if err != nil {
 		return err
 	}
 	var r evalResult
 	if m.Config().Task == "classify" {
+		if *split != "all" {
+			return usageErr("eval: --split applies to an lm's text, not to a classifier's JSONL")
+		}
 		r, err = evalClassify(ctx, m, *path)
 	} else {
 		var text []byte
-		if text, err = os.ReadFile(*path); err == nil {
-			r, err = scoreText(ctx, m, text, *ctxLen)
+		if text, err = data.ReadText(*path); err == nil {
+			if *split != "all" {
+				var c *data.TextCorpus
+				if c, err = data.SplitText(text, *valFrac); err == nil {
+					text = map[string][]byte{"train": c.Train, "val": c.Val}[*split]
+				}
+			}
+			if err == nil {
+				r, err = scoreText(ctx, m, text, *ctxLen)
+			}
 		}
 	}
 	if err != nil {
@@ -85,53 +101,31 @@ func evalClassify(ctx context.Context, m *tokenmix.Model, path string) (evalResu
 			index[n] = k
 		}
 	}
-	want := make([]int, len(recs))
+	t := &inputs{seqs: recordSeqs(recs), want: make([]int32, len(recs)),
+		info: data.Info{Name: "inputs", Mode: data.Classify, Vocab: c.VocabSize, Classes: c.NClasses,
+			PadID: -1, MaxLen: c.MaxLen, Metric: data.Accuracy}}
 	for i, r := range recs {
 		k, ok := index[r.Label]
 		if !ok {
 			return evalResult{}, fmt.Errorf("%s: label %q is not one of the model's classes %q", r.Where, r.Label, c.LabelNames)
 		}
-		want[i] = k
+		t.want[i] = int32(k)
 	}
-	lg, err := m.Logits(ctx, recordSeqs(recs))
+	ev, err := data.Evaluate(publicForward(ctx, m), t, data.Test, evalBatch, 0, 0)
 	if err != nil {
 		return evalResult{}, err
 	}
-	r := evalResult{Inputs: len(recs)}
-	var correct int
-	C := lg.Shape[1]
-	for i, k := range want {
-		row := lg.Data[i*C : (i+1)*C]
-		best, mx := 0, row[0]
-		for j, v := range row {
-			if v > mx {
-				best, mx = j, v
-			}
-		}
-		var sum float64 // log-softmax in float64: no underflow to log(0)
-		for _, v := range row {
-			sum += math.Exp(float64(v - mx))
-		}
-		r.Loss -= float64(row[k]-mx) - math.Log(sum)
-		if best == k {
-			correct++
-		}
-	}
-	r.Loss /= float64(len(recs))
-	acc := float64(correct) / float64(len(recs))
-	r.Accuracy = &acc
-	return r, nil
+	return evalResult{Inputs: ev.Targets, Loss: ev.Loss, Accuracy: &ev.Accuracy}, nil
 }
 
-// scoreText scores every byte of text after the first with a causal lm:
-// windows of W bytes (plus the byte each last predicts) that step by
-// S = W−context, W the training window (train.seq_len) or max_len−1, the
-// smaller; the first window scores all its bytes, each later
-// one only its last S, so every byte is scored once with at least context
-// bytes before it (the arena's sliding-window evaluation).
+// scoreText scores every byte of text after the first with a causal lm, in
+// windows of W tokens, W the training window (train.seq_len, else
+// max_len), that step by W−context (data.Windows): the first window
+// scores all its bytes, each later one only its last W−context, so every
+// byte is scored once with at least context bytes before it.
 func scoreText(ctx context.Context, m *tokenmix.Model, text []byte, context int) (evalResult, error) {
 	c := m.Config()
-	W := c.MaxLen - 1
+	W := c.MaxLen
 	if c.SeqLen > 0 {
 		W = min(W, c.SeqLen)
 	}
@@ -144,44 +138,49 @@ func scoreText(ctx context.Context, m *tokenmix.Model, text []byte, context int)
 	if len(text) < 2 {
 		return evalResult{}, fmt.Errorf("eval: the text has %d bytes; scoring needs at least 2", len(text))
 	}
-	ids := m.Encode(string(text))
-	wins, first := textWindows(len(ids), W, context)
-	seqs := make([][]int32, len(wins))
-	for i, w := range wins {
-		seqs[i] = ids[w[0]:w[1]]
-	}
-	scores, err := m.Score(ctx, seqs)
+	task, err := textTask(text, W, context)
 	if err != nil {
 		return evalResult{}, err
 	}
-	r := evalResult{Windows: len(wins)}
-	for i, s := range scores {
-		for _, lp := range s.LogProbs[first[i]:] {
-			r.Loss -= float64(lp)
-			r.Inputs++
-		}
+	ev, err := data.Evaluate(publicForward(ctx, m), task, data.Val, max(1, evalBatch*64/W), 0, 0)
+	if err != nil {
+		return evalResult{}, err
 	}
-	r.Loss /= float64(r.Inputs)
-	r.BitsPerByte = r.Loss / math.Ln2
-	return r, nil
+	return evalResult{Inputs: ev.Targets, Windows: ev.Examples, Loss: ev.Loss, BitsPerByte: ev.Metric}, nil
 }
 
-// textWindows cuts n tokens into windows [lo, hi) of at most W+1 tokens
-// (W predictions each) stepping by W−context, and returns with each the
-// index of its first scored prediction: 0 for the first window,
-// W−(W−context) = context for the others, so each token after the first is
-// predicted exactly once.
-func textWindows(n, W, context int) (wins [][2]int, first []int) {
-	S := W - context
-	for lo := 0; ; lo += S {
-		hi := min(lo+W+1, n)
-		f := 0
-		if lo > 0 {
-			f = context
+// evalBatch is the number of inputs, or of 64-token windows, per call of
+// the model.
+const evalBatch = 256
+
+// publicForward is m's forward pass for data.Evaluate: each row of the
+// batch without its padding, through Model.Logits.
+func publicForward(ctx context.Context, m *tokenmix.Model) data.Forward {
+	return func(b *data.Batch) ([]float32, error) {
+		seqs := make([][]int32, b.B)
+		for r := range seqs {
+			seqs[r] = b.Tokens[r*b.T : r*b.T+b.Lens[r]]
 		}
-		wins, first = append(wins, [2]int{lo, hi}), append(first, f)
-		if hi == n {
-			return wins, first
+		lg, err := m.Logits(ctx, seqs)
+		if err != nil {
+			return nil, err
 		}
+		return lg.Data, nil
 	}
+}
+
+// inputs is labelled sequences as a data.Task whose every split is all of
+// them.
+type inputs struct {
+	seqs [][]int32
+	want []int32
+	info data.Info
+}
+
+func (t *inputs) Info() data.Info                    { return t.info }
+func (t *inputs) Len(data.Split) int                 { return len(t.seqs) }
+func (t *inputs) ExampleLen(_ data.Split, i int) int { return len(t.seqs[i]) }
+func (t *inputs) Example(tokens, targets []int32, _ data.Split, i int) {
+	copy(tokens, t.seqs[i])
+	targets[0] = t.want[i]
 }

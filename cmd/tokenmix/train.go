@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +26,7 @@ func runTrain(ctx context.Context, args []string) error {
 	cfgPath := fs.String("config", "", "model config JSON; its \"train\" object sets the run (defaults otherwise)")
 	dataPath := fs.String("data", "", "lm: a text file or directory (bytes; vocab_size ≥ 256); classify: JSONL lines {\"text\"|\"tokens\": …, \"label\": …}")
 	valPath := fs.String("val", "", "classify: JSONL validation lines (default: hold out --val-frac of --data)")
+	taskArg := fs.String("task", "", "instead of --data, a task of the task list: its name (default settings) or its JSON object, e.g. {\"name\": \"recall\", \"len\": 64}")
 	out := fs.String("out", "", "run directory")
 	resume := fs.Bool("resume", false, "continue the run in --out from its newest checkpoint")
 	valFrac := fs.Float64("val-frac", 0.05, "fraction of the data kept for validation")
@@ -37,8 +36,11 @@ func runTrain(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *dataPath == "" || *out == "" || (*cfgPath == "" && !*resume) || fs.NArg() > 0 {
+	if (*dataPath == "") == (*taskArg == "") || *out == "" || (*cfgPath == "" && !*resume) || fs.NArg() > 0 {
 		return wantUsage(fs)
+	}
+	if *taskArg != "" && *valPath != "" {
+		return usageErr("train: --val applies to --data, not to --task (a task has its own validation split)")
 	}
 	if *resume && *precision != "" {
 		return usageErr("train: --precision is a new run's (a resumed run keeps its saved config)")
@@ -98,8 +100,30 @@ func runTrain(ctx context.Context, args []string) error {
 	var src train.Source
 	var eval func() (map[string]any, error)
 	var labels []string
-	switch cfg.Task {
-	case "lm":
+	switch {
+	case *taskArg != "":
+		task, err := listTask(*taskArg, cfg)
+		if err != nil {
+			return err
+		}
+		info := task.Info()
+		labels = info.LabelNames
+		fmt.Fprintf(os.Stderr, "%d parameters; task %s, %d training and %d validation examples; %d steps\n",
+			m.NumParams(), info.Name, task.Len(data.Train), task.Len(data.Val), tc.Steps)
+		src = train.TaskSource{L: data.NewLoader(task, data.Train, tc.BatchSize, true, tc.Seed, 0)}
+		eval = func() (map[string]any, error) {
+			ev, err := data.Evaluate(train.Forward(m), task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+			if err != nil {
+				return nil, err
+			}
+			if info.Metric == data.BitsPerByte {
+				prog.Note(fmt.Sprintf("step %d: validation loss %.4f (%.3f bits/byte)", m.Step+1, ev.Loss, ev.Metric))
+			} else {
+				prog.Note(fmt.Sprintf("step %d: validation loss %.4f, accuracy %.2f%%", m.Step+1, ev.Loss, 100*ev.Accuracy))
+			}
+			return map[string]any{"val_loss": ev.Loss, "val_" + string(info.Metric): ev.Metric}, nil
+		}
+	case cfg.Task == "lm":
 		if cfg.VocabSize < 256 {
 			return fmt.Errorf("train: byte-level text needs vocab_size ≥ 256, the config has %d", cfg.VocabSize)
 		}
@@ -109,16 +133,22 @@ func runTrain(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(os.Stderr, "%d parameters; %d training and %d validation bytes; %d steps\n",
 			m.NumParams(), len(corpus.Train), len(corpus.Val), tc.Steps)
-		src = train.NewTextSource(corpus.Train, tc.BatchSize, tc.SeqLen, tc.Seed)
+		if src, err = train.NewTextSource(corpus.Train, tc.BatchSize, tc.SeqLen, tc.Seed); err != nil {
+			return err
+		}
+		val, err := textTask(corpus.Val, tc.SeqLen, 0)
+		if err != nil {
+			return err
+		}
 		eval = func() (map[string]any, error) {
-			vl, err := evalText(m, corpus.Val, tc.BatchSize, tc.SeqLen, tc.EvalBatches, tc.Seed)
+			ev, err := data.Evaluate(train.Forward(m), val, data.Val, tc.BatchSize, tc.EvalBatches, 0)
 			if err != nil {
 				return nil, err
 			}
-			prog.Note(fmt.Sprintf("step %d: validation loss %.4f (%.3f bits/byte)", m.Step+1, vl, vl/math.Ln2))
-			return map[string]any{"val_loss": vl, "val_bits_per_byte": vl / math.Ln2}, nil
+			prog.Note(fmt.Sprintf("step %d: validation loss %.4f (%.3f bits/byte)", m.Step+1, ev.Loss, ev.Metric))
+			return map[string]any{"val_loss": ev.Loss, "val_bits_per_byte": ev.Metric}, nil
 		}
-	case "classify":
+	case cfg.Task == "classify":
 		task, err := labeledTask(cfg, *dataPath, *valPath, *valFrac)
 		if err != nil {
 			return err
@@ -128,12 +158,12 @@ func runTrain(ctx context.Context, args []string) error {
 			m.NumParams(), task.Len(data.Train), task.Len(data.Val), len(labels), tc.Steps)
 		src = train.TaskSource{L: data.NewLoader(task, data.Train, tc.BatchSize, true, tc.Seed, 0)}
 		eval = func() (map[string]any, error) {
-			vl, acc, err := train.Evaluate(m, task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+			ev, err := data.Evaluate(train.Forward(m), task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
 			if err != nil {
 				return nil, err
 			}
-			prog.Note(fmt.Sprintf("step %d: validation loss %.4f, accuracy %.2f%%", m.Step+1, vl, 100*acc))
-			return map[string]any{"val_loss": vl, "val_accuracy": acc}, nil
+			prog.Note(fmt.Sprintf("step %d: validation loss %.4f, accuracy %.2f%%", m.Step+1, ev.Loss, 100*ev.Accuracy))
+			return map[string]any{"val_loss": ev.Loss, "val_accuracy": ev.Accuracy}, nil
 		}
 	default:
 		return fmt.Errorf("train: task %q: want \"lm\" (text) or \"classify\" (JSONL)", cfg.Task)
@@ -185,21 +215,55 @@ func runTrain(ctx context.Context, args []string) error {
 	return nil
 }
 
-// evalText is the mean loss over n fixed validation windows (the same
-// windows at every evaluation, drawn from seed).
-func evalText(m *model.Model[float32], val []byte, B, T, n int, seed uint64) (float64, error) {
-	rng := rand.New(rand.NewPCG(seed, 0x76616c))
-	tokens, targets := make([]int32, B*T), make([]int32, B*T)
-	var sum float64
-	for i := 0; i < n; i++ {
-		data.TextBatch(tokens, targets, val, B, T, rng)
-		l, err := m.Forward(tokens, targets, B, T)
-		if err != nil {
-			return 0, err
-		}
-		sum += l
+// textTask is byte-level text as the validation split of a task, in
+// windows of T tokens with at least context bytes of context per scored
+// byte (0: fixed windows): what train validates on and eval scores.
+func textTask(text []byte, T, context int) (*data.TextTask, error) {
+	w, err := data.NewWindows(text, T, context)
+	if err != nil {
+		return nil, err
 	}
-	return sum / float64(n), nil
+	return data.NewTextTask("text", nil, w, nil), nil
+}
+
+// listTask builds the task of --task, a name or a JSON object {"name": …,
+// other keys} of the task list (data.NewTask), and checks that cfg's model
+// fits it: its task, classes, vocabulary, length, causality and padding.
+func listTask(arg string, cfg *model.Config) (data.Task, error) {
+	name, keys := arg, map[string]json.RawMessage{}
+	if strings.HasPrefix(strings.TrimSpace(arg), "{") {
+		if err := json.Unmarshal([]byte(arg), &keys); err != nil {
+			return nil, usageErr("train --task: %v", err)
+		}
+		if err := json.Unmarshal(keys["name"], &name); err != nil || name == "" {
+			return nil, usageErr("train --task: task.name: want one of %s", strings.Join(data.TaskNames(), ", "))
+		}
+		delete(keys, "name")
+	}
+	task, err := data.NewTask(name, keys, "")
+	if err != nil {
+		return nil, err
+	}
+	info := task.Info()
+	pad := -1
+	if cfg.PadID != nil {
+		pad = *cfg.PadID
+	}
+	switch {
+	case cfg.Task != string(info.Mode):
+		return nil, fmt.Errorf("train --task %s: the config's task is %q, the task needs %q", name, cfg.Task, info.Mode)
+	case info.Mode == data.Classify && cfg.NClasses != info.Classes:
+		return nil, fmt.Errorf("train --task %s: the config's n_classes is %d, the task has %d classes", name, cfg.NClasses, info.Classes)
+	case cfg.VocabSize < info.Vocab:
+		return nil, fmt.Errorf("train --task %s: the config's vocab_size %d is below the task's %d", name, cfg.VocabSize, info.Vocab)
+	case cfg.MaxLen < info.MaxLen:
+		return nil, fmt.Errorf("train --task %s: the config's max_len %d is below the task's %d", name, cfg.MaxLen, info.MaxLen)
+	case info.Causal && !cfg.Causal:
+		return nil, fmt.Errorf("train --task %s: the task needs a causal model (causal: true)", name)
+	case info.PadID >= 0 && pad != info.PadID:
+		return nil, fmt.Errorf("train --task %s: the task pads with token %d; set pad_id %d", name, info.PadID, info.PadID)
+	}
+	return task, nil
 }
 
 // labeledTask reads a classifier's JSONL training (and validation) lines

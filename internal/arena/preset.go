@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -330,81 +328,32 @@ func (p *Preset) SetPrecision(prec string) error {
 	return nil
 }
 
-// SetLen overrides the task's sequence length: recall's len, gosrc's
-// seq_len, or ListOps's max_len (with min_len = max_len/4, LRA's ratio). It
-// returns an error for fmnist, whose length is fixed at 784.
+// SetLen overrides the task's sequence length with the keys of its entry
+// in the task list (data.TaskSpec.Len): recall's len, gosrc's seq_len, or
+// ListOps's max_len (with min_len = max_len/4, LRA's ratio). It returns an
+// error for fmnist, whose length is fixed at 784.
 func (p *Preset) SetLen(n int) error {
-	switch name := p.TaskName(); name {
-	case "recall":
-		return p.SetTask("", map[string]any{"len": n})
-	case "gosrc":
-		return p.SetTask("", map[string]any{"seq_len": n})
-	case "listops":
-		return p.SetTask("", map[string]any{"max_len": n, "min_len": n / 4})
-	default:
-		return fmt.Errorf("--len: task %s has a fixed length", name)
+	name := p.TaskName()
+	if spec, err := data.LookupTask(name); err == nil && spec.Len != nil {
+		if kv := spec.Len(n); kv != nil {
+			return p.SetTask("", kv)
+		}
 	}
-}
-
-// decodeStrict decodes the JSON object m into dst (strict.Struct), naming
-// keys as prefix.key.
-func decodeStrict(prefix string, m map[string]json.RawMessage, dst any) error {
-	b, _ := json.Marshal(m)
-	return strict.Struct(prefix+".", b, dst)
+	return fmt.Errorf("--len: task %s has a fixed length", name)
 }
 
 // BuildTask constructs the preset's task.
 func (p *Preset) BuildTask() (data.Task, error) { return p.BuildTaskCached("") }
 
 // BuildTaskCached is BuildTask with generated data cached in dir (when not
-// empty): ListOps is generated once per arena and loaded by every worker.
+// empty): ListOps is generated once per arena and loaded by every worker
+// (data.NewTask).
 func (p *Preset) BuildTaskCached(dir string) (data.Task, error) {
 	name, m, err := p.taskSpec()
 	if err != nil {
 		return nil, err
 	}
-	switch name {
-	case "listops":
-		var c data.ListOpsConfig
-		if err := decodeStrict("task", m, &c); err != nil {
-			return nil, err
-		}
-		if dir == "" {
-			return data.NewListOps(c)
-		}
-		kb, _ := json.Marshal(c)
-		path := filepath.Join(dir, fmt.Sprintf("listops-%016x.gob", fnv64(kb)))
-		if l, err := data.LoadListOps(path, c); err == nil {
-			return l, nil
-		}
-		l, err := data.NewListOps(c)
-		if err != nil {
-			return nil, err
-		}
-		if err := data.SaveListOps(path, l); err != nil {
-			return nil, err
-		}
-		return l, nil
-	case "fmnist":
-		var c data.FMNISTConfig
-		if err := decodeStrict("task", m, &c); err != nil {
-			return nil, err
-		}
-		return data.NewFMNIST(c)
-	case "gosrc":
-		var c data.GoSrcConfig
-		if err := decodeStrict("task", m, &c); err != nil {
-			return nil, err
-		}
-		return data.NewGoSrc(c)
-	case "recall":
-		var c data.RecallConfig
-		if err := decodeStrict("task", m, &c); err != nil {
-			return nil, err
-		}
-		return data.NewRecall(c)
-	}
-	return nil, fmt.Errorf("task.name: unknown task %q (want listops, fmnist, gosrc or recall)", name)
+	return data.NewTask(name, m, dir)
 }
 
 // derivedModelKeys are set by the arena from the task and the mixer.
@@ -513,12 +462,6 @@ func (p *Preset) Canonical() []byte {
 	json.Unmarshal(b, &v)
 	out, _ := json.MarshalIndent(v, "", "  ")
 	return out
-}
-
-func fnv64(b []byte) uint64 {
-	h := fnv.New64a()
-	h.Write(b)
-	return h.Sum64()
 }
 
 // sortedKeys returns m's keys in order.

@@ -80,11 +80,12 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	}
 	loader := data.NewLoader(j.task, data.Train, tc.BatchSize, true, tc.Seed, 0).Bucket(j.preset.Bucket)
 	valKey := "val_" + string(j.info.Metric)
+	fwd := train.Forward(m)
 	r, err := train.Run(ctx, d, tr, train.TaskSource{L: loader}, train.Options{
 		Steps: j.budget.Steps, Duration: j.budget.Duration, Progress: j.prog, Name: j.kind,
 		Eval: func() (map[string]any, error) {
-			vl, vm, err := train.Evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
-			return map[string]any{"val_loss": vl, valKey: vm}, err
+			ev, err := data.Evaluate(fwd, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+			return map[string]any{"val_loss": ev.Loss, valKey: ev.Metric}, err
 		},
 	})
 	if err != nil {
@@ -114,17 +115,21 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		}
 	}
 	if math.IsNaN(res.Val) {
-		if _, res.Val, err = train.Evaluate(m, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0); err != nil {
+		ev, err := data.Evaluate(fwd, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+		if err != nil {
 			return res, err
 		}
+		res.Val = ev.Metric
 	}
 	limit := 0
 	if j.preset.TestExamples > 0 {
 		limit = (j.preset.TestExamples + tc.BatchSize - 1) / tc.BatchSize
 	}
-	if res.TestLoss, res.Test, err = train.Evaluate(m, j.task, data.Test, tc.BatchSize, limit, j.preset.Bucket); err != nil {
+	ev, err := data.Evaluate(fwd, j.task, data.Test, tc.BatchSize, limit, j.preset.Bucket)
+	if err != nil {
 		return res, err
 	}
+	res.TestLoss, res.Test = ev.Loss, ev.Metric
 	res.Status = StatusDone
 	res.WallSeconds = r.WallSeconds + time.Since(start).Seconds()
 	return res, nil

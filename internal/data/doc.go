@@ -1,8 +1,14 @@
-// Package data holds the arena's tasks: deterministic, seeded datasets with
-// train, validation and test splits behind one Task interface, and the shared
-// batching that turns examples into padded [B,T] token batches.
+// Package data holds tokenmix's tasks, windows and metrics: deterministic,
+// seeded datasets with train, validation and test splits behind one Task
+// interface, the shared batching that turns examples into padded [B,T]
+// token batches, the one windowing of byte-level text (Windows: random,
+// fixed and sliding windows), the one evaluator (Evaluate) and the one
+// softmax, log-softmax and argmax on logits.
 //
-// The tasks (see each constructor's doc for its exact definition):
+// The task list (Tasks, LookupTask, NewTask) names every built-in task
+// once; the arena, `tokenmix train --task` and `tokenmix data export` build
+// tasks through it. See each constructor's doc for a task's exact
+// definition:
 //
 //   - listops: LRA's ListOps (Tay et al. 2021, "Long Range Arena", after
 //     Nangia & Bowman 2018), nested [MIN/[MAX/[MED/[SM expressions over the

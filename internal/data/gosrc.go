@@ -43,19 +43,17 @@ type GoSrcConfig struct {
 // files under Root (skipping testdata directories), each assigned to a
 // split by a stable hash (FNV-1a) of its package directory relative to Root,
 // so a package — and so a file — is never in two splits. A split is its
-// files' bytes concatenated in path order, cut into windows of SeqLen+1
-// bytes that overlap by one: the window's first SeqLen bytes are the tokens
-// and the targets are the next bytes, so every byte but the split's first is
-// predicted exactly once. The last window may be shorter. With EvalContext
-// c > 0 the validation and test windows overlap by c+1 bytes instead, and
-// the overlapped targets are context only (target −1, not scored), so a
-// scored byte always has at least c bytes before it, as in sliding-window
-// evaluation: a window-start byte otherwise is predicted from nothing, which
-// a compressor such as gzip never has to do.
+// files' bytes concatenated in path order, cut into fixed windows of SeqLen
+// tokens (Windows), so every byte but the split's first is predicted
+// exactly once. With EvalContext c > 0 the validation and test windows
+// slide instead, so a scored byte always has at least c bytes before it: a
+// window-start byte otherwise is predicted from nothing, which a compressor
+// such as gzip never has to do.
 type GoSrc struct {
 	cfg   GoSrcConfig
 	bytes [3][]byte
 	files [3][]string // relative paths, per split
+	win   [3]*Windows // fixed training windows; validation and test with EvalContext
 }
 
 // GoRootSrc returns $(go env GOROOT)/src: GOROOT from the environment, else
@@ -161,6 +159,13 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 		if len(g.bytes[s]) < 2 {
 			return nil, fmt.Errorf("gosrc: %s split of %s is empty", Split(s), c.Root)
 		}
+		ctx := c.EvalContext
+		if Split(s) == Train {
+			ctx = 0
+		}
+		if g.win[s], err = NewWindows(g.bytes[s], c.SeqLen, ctx); err != nil {
+			return nil, fmt.Errorf("gosrc: %v", err)
+		}
 	}
 	return g, nil
 }
@@ -180,45 +185,17 @@ func (g *GoSrc) Bytes(s Split) []byte { return g.bytes[s] }
 // Files returns the relative paths of split s's files, in order.
 func (g *GoSrc) Files(s Split) []string { return g.files[s] }
 
-// stride returns the step between split s's windows: SeqLen for training,
-// SeqLen−EvalContext for validation and test.
-func (g *GoSrc) stride(s Split) int {
-	if s == Train {
-		return g.cfg.SeqLen
-	}
-	return g.cfg.SeqLen - g.cfg.EvalContext
-}
-
 // Len implements Task.
-func (g *GoSrc) Len(s Split) int {
-	n, T, S := len(g.bytes[s])-1, g.cfg.SeqLen, g.stride(s) // n targets
-	if n <= T {
-		return 1
-	}
-	return 1 + (n-T+S-1)/S
-}
+func (g *GoSrc) Len(s Split) int { return g.win[s].Len() }
 
 // ExampleLen implements Task.
-func (g *GoSrc) ExampleLen(s Split, i int) int {
-	return min(g.cfg.SeqLen, len(g.bytes[s])-1-i*g.stride(s))
-}
+func (g *GoSrc) ExampleLen(s Split, i int) int { return g.win[s].ExampleLen(i) }
 
 // Example implements Task. In an overlapping window (i > 0, EvalContext >
-// 0) the targets before the window's last stride positions are −1.
+// 0) the targets before the window's last SeqLen−EvalContext positions are
+// −1.
 func (g *GoSrc) Example(tokens, targets []int32, s Split, i int) {
-	n, S := g.ExampleLen(s, i), g.stride(s)
-	w := g.bytes[s][i*S:]
-	first := 0 // first scored position
-	if i > 0 {
-		first = g.cfg.SeqLen - S
-	}
-	for j := range n {
-		tokens[j] = int32(w[j])
-		targets[j] = int32(w[j+1])
-		if j < first {
-			targets[j] = -1
-		}
-	}
+	g.win[s].Example(tokens, targets, i)
 }
 
 // Baseline is a reference point printed next to the mixers: a compressor's

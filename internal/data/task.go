@@ -96,6 +96,8 @@ type Batch struct {
 	Targets []int32
 	// Index holds the example index of each row.
 	Index []int
+	// Lens holds the token count of each row before its padding.
+	Lens []int
 }
 
 // NumTargets is the number of targets ≥ 0 in the batch.
@@ -133,6 +135,7 @@ func Fill(dst *Batch, task Task, s Split, idx []int, fixedLen int) {
 	}
 	dst.Targets = grow(dst.Targets, nt)
 	dst.Index = append(dst.Index[:0], idx...)
+	dst.Lens = dst.Lens[:0]
 	pad := int32(max(info.PadID, 0))
 	for r, i := range idx {
 		n := task.ExampleLen(s, i)
@@ -147,6 +150,7 @@ func Fill(dst *Batch, task Task, s Split, idx []int, fixedLen int) {
 			tg = dst.Targets[r : r+1]
 		}
 		task.Example(row[:n], tg, s, i)
+		dst.Lens = append(dst.Lens, n)
 		for j := n; j < t; j++ {
 			row[j] = pad
 		}

@@ -58,7 +58,11 @@ func scaleRun(t *testing.T, dir string, stop int, scale float64) (Result, *run.D
 	}
 	tr := model.NewTrainer(m)
 	tr.Scale.Scale = scale
-	src := &recorder{Source: NewTextSource(text, 2, 16, 9)}
+	ts, err := NewTextSource(text, 2, 16, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &recorder{Source: ts}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := Options{Steps: 6}

@@ -101,7 +101,11 @@ func poisonRun(t *testing.T, dir string, steps, skip int) (Result, *run.Dir, err
 	}
 	fwdCalls.Store(0)
 	bwdCalls.Store(0)
-	res, err := Run(context.Background(), d, model.NewTrainer(m), NewTextSource(text, 2, 16, 9), Options{Steps: steps, SkipNonFinite: skip})
+	src, err := NewTextSource(text, 2, 16, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), d, model.NewTrainer(m), src, Options{Steps: steps, SkipNonFinite: skip})
 	return res, d, err
 }
 

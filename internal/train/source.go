@@ -25,21 +25,27 @@ func (s TaskSource) Restore(step int, _ json.RawMessage) error {
 	return nil
 }
 
-// TextSource draws batches of B windows of T+1 bytes uniformly from a text,
-// tokens the first T bytes and targets the last T (data.TextBatch), with a
-// seeded PCG whose state a checkpoint keeps.
+// TextSource draws batches of B random windows of T tokens from a text
+// (data.Windows.Random) with a seeded PCG whose state a checkpoint keeps.
 type TextSource struct {
-	text []byte
+	win  *data.Windows
 	B, T int
 	pcg  *rand.PCG
 	rng  *rand.Rand
 }
 
 // NewTextSource returns the source of batch B, length T over text, drawn
-// from seed.
-func NewTextSource(text []byte, B, T int, seed uint64) *TextSource {
+// from seed. It returns an error if text has T bytes or fewer.
+func NewTextSource(text []byte, B, T int, seed uint64) (*TextSource, error) {
+	w, err := data.NewWindows(text, T, 0)
+	if err != nil {
+		return nil, err
+	}
+	if len(text) <= T {
+		return nil, fmt.Errorf("train: %d bytes of text, too few for a window of %d", len(text), T+1)
+	}
 	pcg := rand.NewPCG(seed, 0x7465787462617463)
-	return &TextSource{text: text, B: B, T: T, pcg: pcg, rng: rand.New(pcg)}
+	return &TextSource{win: w, B: B, T: T, pcg: pcg, rng: rand.New(pcg)}, nil
 }
 
 // Next fills b with B random windows.
@@ -49,7 +55,11 @@ func (s *TextSource) Next(b *data.Batch) {
 		b.Tokens, b.Targets = make([]int32, n), make([]int32, n)
 	}
 	b.Tokens, b.Targets, b.B, b.T = b.Tokens[:n], b.Targets[:n], s.B, s.T
-	data.TextBatch(b.Tokens, b.Targets, s.text, s.B, s.T, s.rng)
+	b.Index, b.Lens = b.Index[:0], b.Lens[:0]
+	for range s.B {
+		b.Lens = append(b.Lens, s.T)
+	}
+	s.win.Random(b.Tokens, b.Targets, s.B, s.rng)
 }
 
 // State is the PCG state, as JSON.

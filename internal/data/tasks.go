@@ -1,0 +1,146 @@
+package data
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"path/filepath"
+	"strings"
+
+	"github.com/tokenmix/tokenmix/internal/strict"
+)
+
+// TaskSpec is one entry of the task list.
+type TaskSpec struct {
+	Name    string // "listops", "fmnist", "gosrc", "recall", ...
+	Summary string // one line for help texts
+	// New builds the task from the keys of its config object other than
+	// "name", decoded strictly (errors name the key as "task.<key>");
+	// cacheDir, when not empty, caches generated data (ListOps).
+	New func(keys map[string]json.RawMessage, cacheDir string) (Task, error)
+	// Len returns the task keys that set its sequence length to n, or nil
+	// when the length is fixed (fmnist).
+	Len func(n int) map[string]any
+}
+
+// Tasks returns the task list, in a fixed order: every built-in task, each
+// listed once here.
+func Tasks() []TaskSpec {
+	return []TaskSpec{
+		{
+			Name:    "listops",
+			Summary: "LRA's ListOps: nested MIN/MAX/MED/SM expressions over digits; classify the value (10 classes)",
+			New:     newListOpsTask,
+			Len:     func(n int) map[string]any { return map[string]any{"max_len": n, "min_len": n / 4} },
+		},
+		{
+			Name:    "fmnist",
+			Summary: "sequential Fashion-MNIST: 784 pixel tokens, 10 classes, from IDX files (data_dir)",
+			New: func(keys map[string]json.RawMessage, _ string) (Task, error) {
+				var c FMNISTConfig
+				if err := decodeTask(keys, &c); err != nil {
+					return nil, err
+				}
+				return NewFMNIST(c)
+			},
+			Len: func(int) map[string]any { return nil },
+		},
+		{
+			Name:    "gosrc",
+			Summary: "byte-level language modelling on the Go standard library's source (bits per byte)",
+			New: func(keys map[string]json.RawMessage, _ string) (Task, error) {
+				var c GoSrcConfig
+				if err := decodeTask(keys, &c); err != nil {
+					return nil, err
+				}
+				return NewGoSrc(c)
+			},
+			Len: func(n int) map[string]any { return map[string]any{"seq_len": n} },
+		},
+		{
+			Name:    "recall",
+			Summary: "synthetic associative recall: key-value pairs, then a query key; predict its value",
+			New: func(keys map[string]json.RawMessage, _ string) (Task, error) {
+				var c RecallConfig
+				if err := decodeTask(keys, &c); err != nil {
+					return nil, err
+				}
+				return NewRecall(c)
+			},
+			Len: func(n int) map[string]any { return map[string]any{"len": n} },
+		},
+	}
+}
+
+// TaskNames returns the names of the task list, in its order.
+func TaskNames() []string {
+	var ns []string
+	for _, t := range Tasks() {
+		ns = append(ns, t.Name)
+	}
+	return ns
+}
+
+// LookupTask returns the entry of the task list named name, or an error
+// that lists the known names.
+func LookupTask(name string) (TaskSpec, error) {
+	for _, t := range Tasks() {
+		if t.Name == name {
+			return t, nil
+		}
+	}
+	ns := TaskNames()
+	return TaskSpec{}, fmt.Errorf("task.name: unknown task %q (want %s or %s)", name,
+		strings.Join(ns[:len(ns)-1], ", "), ns[len(ns)-1])
+}
+
+// NewTask builds the task name from its config keys (all but "name"); see
+// TaskSpec.New.
+func NewTask(name string, keys map[string]json.RawMessage, cacheDir string) (Task, error) {
+	t, err := LookupTask(name)
+	if err != nil {
+		return nil, err
+	}
+	return t.New(keys, cacheDir)
+}
+
+// decodeTask decodes a task's keys strictly into dst, naming them
+// "task.<key>".
+func decodeTask(keys map[string]json.RawMessage, dst any) error {
+	if keys == nil {
+		keys = map[string]json.RawMessage{}
+	}
+	b, err := json.Marshal(keys)
+	if err != nil {
+		return fmt.Errorf("task: %v", err)
+	}
+	return strict.Struct("task.", b, dst)
+}
+
+// newListOpsTask builds ListOps. With a cacheDir it is generated once and
+// kept there as listops-<FNV-1a of its config>.gob, which later calls (an
+// arena's workers) load.
+func newListOpsTask(keys map[string]json.RawMessage, cacheDir string) (Task, error) {
+	var c ListOpsConfig
+	if err := decodeTask(keys, &c); err != nil {
+		return nil, err
+	}
+	if cacheDir == "" {
+		return NewListOps(c)
+	}
+	kb, _ := json.Marshal(c)
+	h := fnv.New64a()
+	h.Write(kb)
+	path := filepath.Join(cacheDir, fmt.Sprintf("listops-%016x.gob", h.Sum64()))
+	if l, err := LoadListOps(path, c); err == nil {
+		return l, nil
+	}
+	l, err := NewListOps(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := SaveListOps(path, l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
