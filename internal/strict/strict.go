@@ -216,4 +216,3 @@ func (o *Object) Keys() []string {
 	sort.Strings(ks)
 	return ks
 }
-
