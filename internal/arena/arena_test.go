@@ -3,7 +3,6 @@ package arena
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/run"
+	"github.com/tokenmix/tokenmix/internal/strict"
 	"github.com/tokenmix/tokenmix/internal/train"
 	"github.com/tokenmix/tokenmix/internal/version"
 	"github.com/tokenmix/tokenmix/mixer/registry"
@@ -43,7 +43,7 @@ func tinyPreset(t *testing.T, mixers []string, budget string) *Preset {
 	if mixers == nil {
 		mixers = []string{} // every registered kind; null is an error
 	}
-	mj, _ := json.Marshal(mixers)
+	mj, _ := strict.Marshal(mixers)
 	p, err := ParsePreset([]byte(`{
 		"task": {"name": "recall", "len": 16, "pairs": 3, "keys": 8, "values": 4, "train": 200, "val": 16, "test": 32},
 		"model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32},
