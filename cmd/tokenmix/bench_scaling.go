@@ -77,9 +77,8 @@ func runBenchScaling(ctx context.Context, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	pm, _ := json.Marshal(map[string]any{"d_model": *d, "n_heads": *heads, "n_layers": 1, "d_ff": 4 * *d})
-	p.Model = pm
-	p.Train = nil
+	p.Model = arena.ModelSection{DModel: *d, NHeads: *heads, NLayers: 1, DFF: 4 * *d}
+	p.Train = arena.TrainSection{}
 	measure := func(ctx context.Context, m string, T int) (arena.ScalingPoint, error) {
 		var pt arena.ScalingPoint
 		k, err := registry.Lookup(m)

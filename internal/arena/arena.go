@@ -87,6 +87,9 @@ func Run(ctx context.Context, o Options) (*File, error) {
 		return nil, err
 	}
 	canon := p.Canonical()
+	if canon == nil {
+		return nil, fmt.Errorf("preset: a value JSON cannot hold")
+	}
 	apath := filepath.Join(o.Out, "arena.json")
 	old, err := os.ReadFile(apath)
 	if err == nil {
@@ -114,10 +117,10 @@ func Run(ctx context.Context, o Options) (*File, error) {
 	}
 	seeds := make([]uint64, p.NumSeeds())
 	for i := range seeds {
-		seeds[i], _ = p.Seed(i) // planRuns checked train.seed
+		seeds[i] = p.Seed(i)
 	}
 	jobs, threads := jobsThreads(o)
-	f := &File{Task: info, Preset: canon, Budget: p.Budget, Seeds: seeds, Version: version.Get().String(),
+	f := &File{Task: info, Preset: canon, Budget: p.Budget, Seeds: seeds, Results: []Result{}, Version: version.Get().String(),
 		CPU: cpuName(), Kernels: kernels.CurrentPath().String(), BF16Kernels: kernels.BF16Path(),
 		Threads: threads, Jobs: jobs}
 	f.Machine = machineLine(f)
@@ -193,7 +196,7 @@ func runAll(ctx context.Context, o Options, task data.Task, info data.Info, runs
 	var wg sync.WaitGroup
 	for i, r := range runs {
 		if r.skip != "" {
-			seed, _ := o.Preset.Seed(r.seed)
+			seed := o.Preset.Seed(r.seed)
 			finish(i, Result{Mixer: r.kind, Seed: seed, Status: StatusSkipped, Note: r.skip, Metric: info.Metric})
 			continue
 		}
@@ -228,9 +231,6 @@ func runAll(ctx context.Context, o Options, task data.Task, info data.Info, runs
 func planRuns(p *Preset, info data.Info) ([]planned, error) {
 	causal, err := p.Causal(info)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := p.baseSeed(); err != nil {
 		return nil, err
 	}
 	names := p.Mixers
@@ -384,7 +384,7 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 		if werr != nil {
 			msg += ": " + werr.Error()
 		}
-		seed, _ := o.Preset.Seed(r.seed)
+		seed := o.Preset.Seed(r.seed)
 		return Result{Mixer: r.kind, Seed: seed, Status: StatusFailed, Note: joinNote(r.note, msg), Metric: info.Metric}, nil
 	}
 	return res, nil
@@ -431,7 +431,7 @@ func Worker(ctx context.Context, out, name string, stderr io.Writer) error {
 	}
 	if err != nil {
 		res.Mixer, res.Status, res.Note = kind, StatusFailed, joinNote(jf.Note, err.Error())
-		res.Seed, _ = p.Seed(jf.Seed)
+		res.Seed = p.Seed(jf.Seed)
 	}
 	res.PeakBytes, _ = bench.PeakRSS() // 0 where /proc is unavailable
 	res.WallSeconds += build           // train counts its own wall time, across resumptions

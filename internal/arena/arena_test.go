@@ -3,7 +3,6 @@ package arena
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/run"
+	"github.com/tokenmix/tokenmix/internal/strict"
 	"github.com/tokenmix/tokenmix/internal/train"
 	"github.com/tokenmix/tokenmix/internal/version"
 	"github.com/tokenmix/tokenmix/mixer/registry"
@@ -43,7 +43,7 @@ func tinyPreset(t *testing.T, mixers []string, budget string) *Preset {
 	if mixers == nil {
 		mixers = []string{} // every registered kind; null is an error
 	}
-	mj, _ := json.Marshal(mixers)
+	mj, _ := strict.Marshal(mixers)
 	p, err := ParsePreset([]byte(`{
 		"task": {"name": "recall", "len": 16, "pairs": 3, "keys": 8, "values": 4, "train": 200, "val": 16, "test": 32},
 		"model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32},
@@ -248,6 +248,7 @@ func TestParsePresetErrors(t *testing.T) {
 		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "seeds": -1}`, "seeds: want 0–100, got -1"},
 		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "seeds": 101}`, "seeds: want 0–100, got 101"},
 		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "train": {"seed": -2}}`, "train.seed: want a non-negative integer, got -2"},
+		{`{"task": {"name": "recall"}, "model": {"vocab_size": 3}, "budget": "10"}`, "model.vocab_size: set by the arena from the task; remove it"},
 	} {
 		_, err := ParsePreset([]byte(c.json))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -258,12 +259,9 @@ func TestParsePresetErrors(t *testing.T) {
 	if _, err := p.BuildTask(); err == nil || !strings.Contains(err.Error(), "lenn") {
 		t.Errorf("unknown task key: %v", err)
 	}
-	p, _ = ParsePreset([]byte(`{"task": {"name": "recall"}, "model": {"vocab_size": 3}, "budget": "10"}`))
-	if _, err := p.ModelJSON("full", data.Info{}, false, 1); err == nil || !strings.Contains(err.Error(), "vocab_size") {
-		t.Errorf("derived key in model: %v", err)
-	}
-	if err := p.SetLen(64); err != nil || !strings.Contains(string(p.Task), `"len":64`) {
-		t.Errorf("SetLen: %v %s", err, p.Task)
+	p, _ = ParsePreset([]byte(`{"task": {"name": "recall"}, "model": {}, "budget": "10"}`))
+	if err := p.SetLen(64); err != nil || string(p.Task.Keys["len"]) != "64" {
+		t.Errorf("SetLen: %v %s", err, p.Task.Keys["len"])
 	}
 	p.SetTask("fmnist", nil)
 	if err := p.SetLen(64); err == nil {

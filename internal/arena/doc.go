@@ -26,4 +26,12 @@
 // skips finished runs and continues interrupted ones from their newest
 // checkpoint (same data order: the loader seeks to the step); it may ask
 // for more seeds than before.
+//
+// Presets and the arena's own files (arena.json, job.json, result.json,
+// results.json) are read once, strictly, into typed structs with package
+// strict: a null, an unknown key, a wrong type or a value out of range is
+// an error naming its key (model.d_model, train.lr, task.len). Each run's
+// model config is a model.Config built from the preset's model and train
+// objects and checked by model.Config.Resolve; the task reads its own keys
+// when it is built.
 package arena

@@ -1,7 +1,6 @@
 package arena
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -13,7 +12,9 @@ import (
 
 	"github.com/tokenmix/tokenmix/internal/configs"
 	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/strict"
+	"github.com/tokenmix/tokenmix/mixer"
 	"github.com/tokenmix/tokenmix/mixer/registry"
 )
 
@@ -27,15 +28,13 @@ type Preset struct {
 	Time string `json:"time,omitempty"`
 	// Task is {"name": "listops"|"fmnist"|"gosrc"|"recall", ...the task's
 	// config keys (data.ListOpsConfig, ...)}.
-	Task json.RawMessage `json:"task"`
+	Task TaskSection `json:"task"`
 	// Model holds the model-contract keys the arena does not derive from the
-	// task: d_model, n_heads, n_layers, d_ff, and optionally causal,
-	// checkpoint, ff_chunks, reversible, precision, dropout, pool.
-	Model json.RawMessage `json:"model"`
-	// Train is the model contract's "train" object (batch_size, lr, min_lr,
-	// warmup, weight_decay, grad_clip, beta1, beta2, eps, seed, log_every,
-	// eval_every, eval_batches, checkpoint_every); steps comes from Budget.
-	Train json.RawMessage `json:"train,omitempty"`
+	// task.
+	Model ModelSection `json:"model"`
+	// Train holds the model contract's "train" keys; steps comes from
+	// Budget, seq_len from the task.
+	Train TrainSection `json:"train,omitzero"`
 	// Budget is each mixer's training budget: a step count ("3000") or a
 	// duration of training time ("90s", "5m"). MixerSteps overrides it for
 	// the kinds it names.
@@ -75,6 +74,147 @@ type Preset struct {
 	Bucket int `json:"bucket,omitempty"`
 }
 
+// TaskSection is the preset's "task" object: the task's name and its own
+// keys, kept as written; the task reads them strictly when it is built
+// (BuildTask), naming them task.<key>.
+type TaskSection struct {
+	Name string
+	Keys map[string]strict.RawMessage
+}
+
+// UnmarshalStrict reads the task object: "name" is a non-empty string.
+func (t *TaskSection) UnmarshalStrict(o *strict.Object) error {
+	t.Keys = map[string]strict.RawMessage{}
+	for _, k := range o.Keys() {
+		if k != "name" {
+			t.Keys[k], _ = o.Raw(k)
+		}
+	}
+	o.String("name", &t.Name)
+	if err := o.Err(); err != nil {
+		return err
+	}
+	if t.Name == "" {
+		return fmt.Errorf("task.name: want one of listops, fmnist, gosrc, recall")
+	}
+	return nil
+}
+
+// MarshalJSON writes the task object: "name" and the task's keys.
+func (t TaskSection) MarshalJSON() ([]byte, error) {
+	m := make(map[string]strict.RawMessage, len(t.Keys)+1)
+	for k, v := range t.Keys {
+		m[k] = v
+	}
+	nb, err := strict.Marshal(t.Name)
+	if err != nil {
+		return nil, err
+	}
+	m["name"] = nb
+	return strict.Marshal(m)
+}
+
+// ModelSection is the preset's "model" object: the model-contract keys the
+// arena does not derive from the task or the mixer (see docs/model.md).
+// A nil pointer is a key left out: the contract's default.
+type ModelSection struct {
+	DModel     int      `json:"d_model,omitempty"`
+	NHeads     int      `json:"n_heads,omitempty"`
+	NLayers    int      `json:"n_layers,omitempty"`
+	DFF        int      `json:"d_ff,omitempty"`
+	Causal     *bool    `json:"causal,omitempty"`
+	Checkpoint *bool    `json:"checkpoint,omitempty"`
+	FFChunks   *int     `json:"ff_chunks,omitempty"`
+	Reversible *bool    `json:"reversible,omitempty"`
+	Precision  *string  `json:"precision,omitempty"`
+	Dropout    *float64 `json:"dropout,omitempty"`
+	Pool       *string  `json:"pool,omitempty"`
+}
+
+// derivedModelKeys are set by the arena from the task and the mixer.
+var derivedModelKeys = []string{"vocab_size", "max_len", "task", "n_classes", "pad_id", "mixer", "train"}
+
+// UnmarshalStrict reads the model object; a key the arena derives is an
+// error naming it.
+func (m *ModelSection) UnmarshalStrict(o *strict.Object) error {
+	for _, k := range derivedModelKeys {
+		if _, ok := o.Raw(k); ok {
+			o.Fail(k, "set by the arena from the task; remove it")
+			return nil
+		}
+	}
+	return o.Fields(m)
+}
+
+// TrainSection is the preset's "train" object: the model contract's
+// "train" keys but steps (from the budget) and seq_len (the task's
+// length). A nil pointer is a key left out: the contract's default.
+type TrainSection struct {
+	BatchSize       *int     `json:"batch_size,omitempty"`
+	LR              *float64 `json:"lr,omitempty"`
+	MinLR           *float64 `json:"min_lr,omitempty"`
+	Warmup          *int     `json:"warmup,omitempty"`
+	WeightDecay     *float64 `json:"weight_decay,omitempty"`
+	GradClip        *float64 `json:"grad_clip,omitempty"`
+	Beta1           *float64 `json:"beta1,omitempty"`
+	Beta2           *float64 `json:"beta2,omitempty"`
+	Eps             *float64 `json:"eps,omitempty"`
+	Seed            *int64   `json:"seed,omitempty"`
+	LogEvery        *int     `json:"log_every,omitempty"`
+	EvalEvery       *int     `json:"eval_every,omitempty"`
+	EvalBatches     *int     `json:"eval_batches,omitempty"`
+	CheckpointEvery *int     `json:"checkpoint_every,omitempty"`
+	KeepCheckpoints *int     `json:"keep_checkpoints,omitempty"`
+}
+
+// UnmarshalStrict reads the train object; steps and seq_len are errors
+// naming them, and so is a negative seed.
+func (t *TrainSection) UnmarshalStrict(o *strict.Object) error {
+	for _, k := range []string{"steps", "seq_len"} {
+		if _, ok := o.Raw(k); ok {
+			o.Fail(k, "set by the arena (budget, task); remove it")
+			return nil
+		}
+	}
+	if err := o.Fields(t); err != nil {
+		return err
+	}
+	if t.Seed != nil && *t.Seed < 0 {
+		o.Fail("seed", "want a non-negative integer, got %d", *t.Seed)
+	}
+	return nil
+}
+
+// config returns the model contract's train config: the defaults
+// (model.DefaultTrainConfig of c), the keys the preset sets, steps and
+// seed.
+func (t *TrainSection) config(c *model.Config, steps int, seed uint64) *model.TrainConfig {
+	tc := model.DefaultTrainConfig(c)
+	set(&tc.BatchSize, t.BatchSize)
+	set(&tc.LR, t.LR)
+	set(&tc.MinLR, t.MinLR)
+	set(&tc.Warmup, t.Warmup)
+	set(&tc.WeightDecay, t.WeightDecay)
+	set(&tc.GradClip, t.GradClip)
+	set(&tc.Beta1, t.Beta1)
+	set(&tc.Beta2, t.Beta2)
+	set(&tc.Eps, t.Eps)
+	set(&tc.LogEvery, t.LogEvery)
+	set(&tc.EvalEvery, t.EvalEvery)
+	set(&tc.EvalBatches, t.EvalBatches)
+	set(&tc.CheckpointEvery, t.CheckpointEvery)
+	set(&tc.KeepCheckpoints, t.KeepCheckpoints)
+	tc.Steps, tc.Seed = steps, seed
+	return tc
+}
+
+// set copies *v into *dst when v is not nil.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
 // Budget is a parsed budget: Steps > 0, or a Duration > 0.
 type Budget struct {
 	Steps    int
@@ -112,32 +252,16 @@ func (p *Preset) NumSeeds() int { return max(p.Seeds, 1) }
 
 // baseSeed returns train.seed (0 when absent), the seed of each mixer's
 // first run.
-func (p *Preset) baseSeed() (uint64, error) {
-	if len(p.Train) == 0 {
-		return 0, nil
+func (p *Preset) baseSeed() uint64 {
+	if p.Train.Seed == nil {
+		return 0
 	}
-	var tr map[string]json.RawMessage
-	if err := json.Unmarshal(p.Train, &tr); err != nil {
-		return 0, fmt.Errorf("train: %v", err)
-	}
-	b, ok := tr["seed"]
-	if !ok {
-		return 0, nil
-	}
-	var seed uint64
-	if err := json.Unmarshal(b, &seed); err != nil {
-		return 0, fmt.Errorf("train.seed: want a non-negative integer, got %s", b)
-	}
-	return seed, nil
+	return uint64(*p.Train.Seed)
 }
 
 // Seed returns the training seed of run i (0-based) of each mixer:
-// train.seed + i. It returns an error if train.seed is not a non-negative
-// integer.
-func (p *Preset) Seed(i int) (uint64, error) {
-	s, err := p.baseSeed()
-	return s + uint64(i), err
-}
+// train.seed + i.
+func (p *Preset) Seed(i int) uint64 { return p.baseSeed() + uint64(i) }
 
 // BudgetFor returns kind's budget: its MixerSteps entry, else Budget.
 func (p *Preset) BudgetFor(kind string) (Budget, error) {
@@ -204,19 +328,12 @@ func LoadPreset(name string) (*Preset, error) {
 	return p, nil
 }
 
-// ParsePreset parses a preset strictly.
+// ParsePreset parses a preset strictly: its keys, and those of its model
+// and train objects (the task's own keys are read when it is built).
 func ParsePreset(b []byte) (*Preset, error) {
 	p := &Preset{}
 	if err := strict.Struct("", b, p); err != nil {
 		return nil, err
-	}
-	for _, r := range []struct {
-		key string
-		ok  bool
-	}{{"task", len(p.Task) > 0}, {"model", len(p.Model) > 0}, {"budget", p.Budget != ""}} {
-		if !r.ok {
-			return nil, fmt.Errorf("%s: required", r.key)
-		}
 	}
 	if _, err := ParseBudget(p.Budget); err != nil {
 		return nil, err
@@ -235,9 +352,6 @@ func ParsePreset(b []byte) (*Preset, error) {
 			return nil, fmt.Errorf("mixer_steps.%s: want ≥ 1 step, got %d", k, n)
 		}
 	}
-	if _, err := p.baseSeed(); err != nil {
-		return nil, err
-	}
 	if p.Time != "" {
 		if d, err := time.ParseDuration(p.Time); err != nil || d <= 0 {
 			return nil, fmt.Errorf("time: want a positive duration, got %q", p.Time)
@@ -251,10 +365,21 @@ func ParsePreset(b []byte) (*Preset, error) {
 			return nil, fmt.Errorf("total_budget: want a positive duration, got %q", p.TotalBudget)
 		}
 	}
-	if _, _, err := p.taskSpec(); err != nil {
-		return nil, err
-	}
 	return p, nil
+}
+
+// UnmarshalStrict reads a preset's keys; task, model and budget are
+// required.
+func (p *Preset) UnmarshalStrict(o *strict.Object) error {
+	if err := o.Fields(p); err != nil {
+		return err
+	}
+	for _, k := range []string{"task", "model", "budget"} {
+		if _, ok := o.Peek(k); !ok {
+			return fmt.Errorf("%s: required", k)
+		}
+	}
+	return nil
 }
 
 // CheckMixers returns an error naming the first name in names that is not a
@@ -268,63 +393,38 @@ func CheckMixers(names []string) error {
 	return nil
 }
 
-// taskSpec splits the task object into its name and the remaining keys.
-func (p *Preset) taskSpec() (string, map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(p.Task, &m); err != nil {
-		return "", nil, fmt.Errorf("task: %v", err)
-	}
-	var name string
-	if err := json.Unmarshal(m["name"], &name); err != nil || name == "" {
-		return "", nil, fmt.Errorf("task.name: want one of listops, fmnist, gosrc, recall")
-	}
-	delete(m, "name")
-	return name, m, nil
-}
-
 // TaskName is the preset's task name.
-func (p *Preset) TaskName() string {
-	n, _, _ := p.taskSpec()
-	return n
-}
+func (p *Preset) TaskName() string { return p.Task.Name }
 
 // SetTask replaces the task object's keys: name (if not empty) and kv
 // (overriding keys of the same name).
 func (p *Preset) SetTask(name string, kv map[string]any) error {
-	old, m, err := p.taskSpec()
-	if err != nil {
-		return err
-	}
-	if name != "" && name != old {
-		m = map[string]json.RawMessage{} // another task: its keys do not carry over
-		old = name
-	}
+	m := map[string]strict.RawMessage{}
+	if name == "" || name == p.Task.Name {
+		for k, v := range p.Task.Keys {
+			m[k] = v
+		}
+		name = p.Task.Name
+	} // another task: its keys do not carry over
 	for k, v := range kv {
-		b, _ := json.Marshal(v)
+		b, err := strict.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("task.%s: %v", k, err)
+		}
 		m[k] = b
 	}
-	nb, _ := json.Marshal(old)
-	m["name"] = nb
-	p.Task, _ = json.Marshal(m)
+	p.Task = TaskSection{Name: name, Keys: m}
 	return nil
 }
 
 // SetPrecision sets the model's precision ("fp32", "bf16" or "fp16") for
 // every mixer, or returns an error naming the value.
 func (p *Preset) SetPrecision(prec string) error {
-	switch prec {
-	case "fp32", "bf16", "fp16":
-	default:
-		return fmt.Errorf("precision: must be \"fp32\", \"bf16\" or \"fp16\", got %q", prec)
+	var c model.Config
+	if err := c.SetPrecision(prec); err != nil {
+		return err
 	}
-	m := map[string]json.RawMessage{}
-	if len(p.Model) > 0 {
-		if err := json.Unmarshal(p.Model, &m); err != nil {
-			return fmt.Errorf("model: %v", err)
-		}
-	}
-	m["precision"], _ = json.Marshal(prec)
-	p.Model, _ = json.Marshal(m)
+	p.Model.Precision = &prec
 	return nil
 }
 
@@ -349,77 +449,92 @@ func (p *Preset) BuildTask() (data.Task, error) { return p.BuildTaskCached("") }
 // empty): ListOps is generated once per arena and loaded by every worker
 // (data.NewTask).
 func (p *Preset) BuildTaskCached(dir string) (data.Task, error) {
-	name, m, err := p.taskSpec()
+	return data.NewTask(p.Task.Name, p.Task.Keys, dir)
+}
+
+// ModelConfig returns the model config of mixer kind's first run (seed
+// Seed(0)): the preset's model and train objects, kind's options
+// (MixerOpts), the task's sizes, causal mode and a training run of steps
+// updates. It is checked by model.Config.Resolve; its errors name the
+// preset's keys (model.d_model, train.lr, mixer_options.lsh.bucket_size).
+func (p *Preset) ModelConfig(kind string, info data.Info, causal bool, steps int) (*model.Config, error) {
+	return p.modelConfig(kind, info, causal, steps, 0)
+}
+
+// ModelJSON is ModelConfig written as the model contract's JSON.
+func (p *Preset) ModelJSON(kind string, info data.Info, causal bool, steps int) ([]byte, error) {
+	c, err := p.ModelConfig(kind, info, causal, steps)
 	if err != nil {
 		return nil, err
 	}
-	return data.NewTask(name, m, dir)
+	return strict.MarshalIndent(c)
 }
 
-// derivedModelKeys are set by the arena from the task and the mixer.
-var derivedModelKeys = []string{"vocab_size", "max_len", "task", "n_classes", "pad_id", "mixer", "train"}
-
-// ModelJSON returns the model-contract config for mixer kind (with its
-// options from MixerOptions, "sqrt_len" resolved), the task info, causal
-// mode and a training run of steps updates with the first seed (Seed(0)).
-func (p *Preset) ModelJSON(kind string, info data.Info, causal bool, steps int) ([]byte, error) {
-	return p.modelJSON(kind, info, causal, steps, 0)
-}
-
-// modelJSON is ModelJSON for run seedIndex of the mixer: its train.seed is
-// Seed(seedIndex).
-func (p *Preset) modelJSON(kind string, info data.Info, causal bool, steps, seedIndex int) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(p.Model, &m); err != nil {
-		return nil, fmt.Errorf("model: %v", err)
-	}
-	for _, k := range derivedModelKeys {
-		if _, ok := m[k]; ok {
-			return nil, fmt.Errorf("model.%s: set by the arena from the task; remove it", k)
-		}
-	}
-	set := func(k string, v any) {
-		b, _ := json.Marshal(v)
-		m[k] = b
-	}
-	set("vocab_size", info.Vocab)
-	set("max_len", info.MaxLen)
-	set("causal", causal)
-	set("task", string(info.Mode))
+// modelConfig is ModelConfig for run seedIndex of the mixer: its
+// train.seed is Seed(seedIndex).
+func (p *Preset) modelConfig(kind string, info data.Info, causal bool, steps, seedIndex int) (*model.Config, error) {
+	m := p.Model
+	c := &model.Config{VocabSize: info.Vocab, DModel: m.DModel, NHeads: m.NHeads, NLayers: m.NLayers, DFF: m.DFF,
+		MaxLen: info.MaxLen, Causal: causal, Task: string(info.Mode), FFChunks: 1}
 	if info.Mode == data.Classify {
-		set("n_classes", info.Classes)
+		c.NClasses = info.Classes
 	}
 	if info.PadID >= 0 {
-		set("pad_id", info.PadID)
+		pad := info.PadID
+		c.PadID = &pad
 	}
-	mix, err := p.MixerOpts(kind, info.MaxLen)
+	set(&c.Checkpoint, m.Checkpoint)
+	set(&c.FFChunks, m.FFChunks)
+	set(&c.Reversible, m.Reversible)
+	set(&c.Precision, m.Precision)
+	set(&c.Dropout, m.Dropout)
+	set(&c.Pool, m.Pool)
+	opts, err := p.MixerOpts(kind, info.MaxLen)
 	if err != nil {
 		return nil, err
 	}
-	mix["kind"] = kind
-	set("mixer", mix)
-	tr := map[string]json.RawMessage{}
-	if len(p.Train) > 0 {
-		if err := json.Unmarshal(p.Train, &tr); err != nil {
-			return nil, fmt.Errorf("train: %v", err)
-		}
-	}
-	for _, k := range []string{"steps", "seq_len"} {
-		if _, ok := tr[k]; ok {
-			return nil, fmt.Errorf("train.%s: set by the arena (budget, task); remove it", k)
-		}
-	}
-	sb, _ := json.Marshal(steps)
-	tr["steps"] = sb
-	seed, err := p.Seed(seedIndex)
-	if err != nil {
+	if c.Mixer, err = mixerOptions(kind, opts); err != nil {
 		return nil, err
 	}
-	sb, _ = json.Marshal(seed)
-	tr["seed"] = sb
-	tb, _ := json.Marshal(tr)
-	m["train"] = tb
-	return json.MarshalIndent(m, "", "  ")
+	c.Train = p.Train.config(c, steps, p.Seed(seedIndex))
+	if err := c.Resolve(); err != nil {
+		return nil, presetKey(err, kind)
+	}
+	return c, nil
+}
+
+// mixerOptions is kind's mixer.Options from opts.
+func mixerOptions(kind string, opts map[string]any) (mixer.Options, error) {
+	raw := make(map[string]strict.RawMessage, len(opts))
+	for k, v := range opts {
+		b, err := strict.Marshal(v)
+		if err != nil {
+			return mixer.Options{}, fmt.Errorf("mixer_options.%s.%s: %v", kind, k, err)
+		}
+		raw[k] = b
+	}
+	return mixer.NewOptions(kind, raw), nil
+}
+
+// modelKeys are the keys of ModelSection.
+var modelKeys = map[string]bool{"d_model": true, "n_heads": true, "n_layers": true, "d_ff": true, "causal": true,
+	"checkpoint": true, "ff_chunks": true, "reversible": true, "precision": true, "dropout": true, "pool": true}
+
+// presetKey renames the key that begins a model config error by its place
+// in the preset: a key of the model object as model.<key>, a mixer option
+// as mixer_options.<kind>.<key>. train.<key> is the preset's name already.
+func presetKey(err error, kind string) error {
+	key, rest, ok := strings.Cut(err.Error(), ": ")
+	if !ok {
+		return err
+	}
+	if modelKeys[key] {
+		return fmt.Errorf("model.%w", err)
+	}
+	if strings.HasPrefix(key, "mixer.") && key != "mixer.kind" {
+		return fmt.Errorf("%s: %s", strings.ReplaceAll(key, "mixer.", "mixer_options."+kind+"."), rest)
+	}
+	return err
 }
 
 // MixerOpts returns kind's options from MixerOptions with "sqrt_len"
@@ -441,27 +556,22 @@ func (p *Preset) MixerOpts(kind string, t int) (map[string]any, error) {
 // Causal reports whether the model is causal: the task needs it (gosrc),
 // or model.causal says so.
 func (p *Preset) Causal(info data.Info) (bool, error) {
-	var m struct {
-		Causal *bool `json:"causal"`
-	}
-	json.Unmarshal(p.Model, &m)
+	c := p.Model.Causal
 	if info.Causal {
-		if m.Causal != nil && !*m.Causal {
+		if c != nil && !*c {
 			return false, fmt.Errorf("model.causal: task %s needs a causal model", info.Name)
 		}
 		return true, nil
 	}
-	return m.Causal != nil && *m.Causal, nil
+	return c != nil && *c, nil
 }
 
 // Canonical returns the preset as indented JSON with sorted keys, for saving
-// with the results and for comparing on resume.
+// with the results and for comparing on resume; nil if the preset holds a
+// value JSON cannot (set from Go, such as a NaN).
 func (p *Preset) Canonical() []byte {
-	b, _ := json.Marshal(p)
-	var v any
-	json.Unmarshal(b, &v)
-	out, _ := json.MarshalIndent(v, "", "  ")
-	return out
+	b, _ := strict.Canonical(p)
+	return b
 }
 
 // sortedKeys returns m's keys in order.

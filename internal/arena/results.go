@@ -2,7 +2,6 @@ package arena
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/internal/strict"
 )
 
 // Run statuses.
@@ -69,10 +69,10 @@ type Result struct {
 // on; files written by older builds lack Seeds, CPU, Kernels, BF16Kernels,
 // Threads and Jobs (zero values) and have one run per mixer.
 type File struct {
-	Task      data.Info       `json:"task"`
-	Preset    json.RawMessage `json:"preset"`
-	Budget    string          `json:"budget"`
-	Baselines []data.Baseline `json:"baselines,omitempty"`
+	Task      data.Info         `json:"task"`
+	Preset    strict.RawMessage `json:"preset"`
+	Budget    string            `json:"budget"`
+	Baselines []data.Baseline   `json:"baselines,omitempty"`
 	// Seeds are the training seeds of each mixer's runs, in run order.
 	Seeds   []uint64 `json:"seeds,omitempty"`
 	Results []Result `json:"results"`
@@ -91,8 +91,9 @@ type File struct {
 	Version string `json:"version"` // of the build that wrote the file
 }
 
+// writeJSON writes v to path as indented JSON, through a temporary file.
 func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := strict.MarshalIndent(v)
 	if err != nil {
 		return err
 	}
@@ -103,12 +104,17 @@ func writeJSON(path string, v any) error {
 	return os.Rename(tmp, path)
 }
 
+// readJSON decodes the JSON file at path into the struct *v strictly
+// (strict.Struct); errors name the file and the key.
 func readJSON(path string, v any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(b, v)
+	if err := strict.Struct("", b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }
 
 // csvHeader is the column list of results.csv.

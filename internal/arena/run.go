@@ -12,6 +12,7 @@ import (
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/run"
+	"github.com/tokenmix/tokenmix/internal/strict"
 	"github.com/tokenmix/tokenmix/internal/train"
 )
 
@@ -43,14 +44,12 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	if steps == 0 {
 		steps = train.Unplanned // a time budget: the config's steps is a placeholder
 	}
-	if res.Seed, err = j.preset.Seed(j.seed); err != nil {
-		return res, err
-	}
-	cfgJSON, err := j.preset.modelJSON(j.kind, j.info, j.causal, steps, j.seed)
+	res.Seed = j.preset.Seed(j.seed)
+	cfg, err := j.preset.modelConfig(j.kind, j.info, j.causal, steps, j.seed)
 	if err != nil {
 		return res, err
 	}
-	cfg, err := model.ParseConfig(cfgJSON)
+	cfgJSON, err := strict.MarshalIndent(cfg)
 	if err != nil {
 		return res, err
 	}

@@ -184,19 +184,47 @@ func ParseConfigWith(data []byte, lookup func(string) (mixer.Kind, error)) (*Con
 	if c.Mixer, err = mixer.ParseOptions(mixRaw); err != nil {
 		return nil, err
 	}
-	if c.kind, err = lookup(c.Mixer.Kind); err != nil {
+	if err := c.resolve(lookup); err != nil {
 		return nil, err
 	}
+	return c, nil
+}
+
+// Resolve checks a Config built in Go as ParseConfig checks a parsed one,
+// with the same errors naming the same keys, fills in the defaults of
+// Precision, Pool and Train.SeqLen, and resolves the mixer kind in the
+// registry. Optional fields hold their documented defaults only when set:
+// FFChunks must be ≥ 1, and Train (when not nil) starts from
+// DefaultTrainConfig.
+func (c *Config) Resolve() error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if c.Train != nil {
+		if err := c.Train.check(); err != nil {
+			return err
+		}
+	}
+	return c.resolve(registry.Lookup)
+}
+
+// resolve looks up the mixer kind, checks the mixers and the training
+// window.
+func (c *Config) resolve(lookup func(string) (mixer.Kind, error)) error {
+	var err error
+	if c.kind, err = lookup(c.Mixer.Kind); err != nil {
+		return err
+	}
 	if err := c.checkMixer(); err != nil {
-		return nil, err
+		return err
 	}
 	if c.Train != nil && c.Train.SeqLen == 0 {
 		c.Train.SeqLen = c.MaxLen
 	}
 	if c.Train != nil && c.Train.SeqLen > c.MaxLen {
-		return nil, fmt.Errorf("train.seq_len: %d exceeds max_len %d", c.Train.SeqLen, c.MaxLen)
+		return fmt.Errorf("train.seq_len: %d exceeds max_len %d", c.Train.SeqLen, c.MaxLen)
 	}
-	return c, nil
+	return nil
 }
 
 // SetPrecision sets Precision to p, or returns an error naming it when it
@@ -385,43 +413,52 @@ func parseTrain(data []byte) (*TrainConfig, error) {
 		return nil, err
 	}
 	t.Seed = uint64(seed)
-	switch {
-	case seed < 0:
+	if seed < 0 {
 		return nil, fmt.Errorf("train.seed: must be ≥ 0")
-	case t.BatchSize < 1:
-		return nil, fmt.Errorf("train.batch_size: must be ≥ 1")
-	case t.SeqLen < 0:
-		return nil, fmt.Errorf("train.seq_len: must be ≥ 1")
-	case t.Steps < 1:
-		return nil, fmt.Errorf("train.steps: must be ≥ 1")
-	case !(t.LR > 0):
-		return nil, fmt.Errorf("train.lr: must be > 0")
-	case t.MinLR < 0 || t.MinLR > t.LR:
-		return nil, fmt.Errorf("train.min_lr: must be in [0, lr]")
-	case t.Warmup < 0:
-		return nil, fmt.Errorf("train.warmup: must be ≥ 0")
-	case t.WeightDecay < 0:
-		return nil, fmt.Errorf("train.weight_decay: must be ≥ 0")
-	case t.GradClip < 0:
-		return nil, fmt.Errorf("train.grad_clip: must be ≥ 0 (0 disables clipping)")
-	case !(t.Beta1 >= 0 && t.Beta1 < 1):
-		return nil, fmt.Errorf("train.beta1: must be in [0, 1)")
-	case !(t.Beta2 >= 0 && t.Beta2 < 1):
-		return nil, fmt.Errorf("train.beta2: must be in [0, 1)")
-	case !(t.Eps > 0):
-		return nil, fmt.Errorf("train.eps: must be > 0")
-	case t.LogEvery < 1:
-		return nil, fmt.Errorf("train.log_every: must be ≥ 1")
-	case t.EvalEvery < 0:
-		return nil, fmt.Errorf("train.eval_every: must be ≥ 0")
-	case t.EvalBatches < 1:
-		return nil, fmt.Errorf("train.eval_batches: must be ≥ 1")
-	case t.CheckpointEvery < 0:
-		return nil, fmt.Errorf("train.checkpoint_every: must be ≥ 0")
-	case t.KeepCheckpoints < 1:
-		return nil, fmt.Errorf("train.keep_checkpoints: must be ≥ 1")
+	}
+	if err := t.check(); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// check checks the ranges of the train object's values.
+func (t *TrainConfig) check() error {
+	switch {
+	case t.BatchSize < 1:
+		return fmt.Errorf("train.batch_size: must be ≥ 1")
+	case t.SeqLen < 0:
+		return fmt.Errorf("train.seq_len: must be ≥ 1")
+	case t.Steps < 1:
+		return fmt.Errorf("train.steps: must be ≥ 1")
+	case !(t.LR > 0):
+		return fmt.Errorf("train.lr: must be > 0")
+	case t.MinLR < 0 || t.MinLR > t.LR:
+		return fmt.Errorf("train.min_lr: must be in [0, lr]")
+	case t.Warmup < 0:
+		return fmt.Errorf("train.warmup: must be ≥ 0")
+	case t.WeightDecay < 0:
+		return fmt.Errorf("train.weight_decay: must be ≥ 0")
+	case t.GradClip < 0:
+		return fmt.Errorf("train.grad_clip: must be ≥ 0 (0 disables clipping)")
+	case !(t.Beta1 >= 0 && t.Beta1 < 1):
+		return fmt.Errorf("train.beta1: must be in [0, 1)")
+	case !(t.Beta2 >= 0 && t.Beta2 < 1):
+		return fmt.Errorf("train.beta2: must be in [0, 1)")
+	case !(t.Eps > 0):
+		return fmt.Errorf("train.eps: must be > 0")
+	case t.LogEvery < 1:
+		return fmt.Errorf("train.log_every: must be ≥ 1")
+	case t.EvalEvery < 0:
+		return fmt.Errorf("train.eval_every: must be ≥ 0")
+	case t.EvalBatches < 1:
+		return fmt.Errorf("train.eval_batches: must be ≥ 1")
+	case t.CheckpointEvery < 0:
+		return fmt.Errorf("train.checkpoint_every: must be ≥ 0")
+	case t.KeepCheckpoints < 1:
+		return fmt.Errorf("train.keep_checkpoints: must be ≥ 1")
+	}
+	return nil
 }
 
 // MarshalJSON writes the resolved config (defaults filled in) with the keys

@@ -1,19 +1,24 @@
 // Package strict is tokenmix's one JSON options decoder: the model config,
-// its "train" and "mixer" objects, arena presets and task configs are all
-// read with it, so they fail alike. A key nobody reads, a null, a value of
-// the wrong type and a value out of range are each an error naming the key
-// by its path ("train.lr", "mixer.block", "task.len"):
+// its "train" and "mixer" objects, arena presets, task configs and the
+// arena's saved results are all read with it, so they fail alike. A key
+// nobody reads, a null, a value of the wrong type and a value out of range
+// are each an error naming the key by its path ("train.lr", "mixer.block",
+// "task.len"):
 //
 //	train.lr: want a number, got "fast"
 //	mixer.block: want an integer, got null
 //	task.lenn: unknown key
 //	model.d_model: must be ≥ 1, got 0
+//
+// Object reads an object key by key; Struct reads one into a typed struct
+// by its json tags, nested structs, maps and lists included. Marshal,
+// MarshalIndent and Canonical write JSON, so that a package reading with
+// strict needs no other JSON import.
 package strict
 
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -210,86 +215,4 @@ func (o *Object) Keys() []string {
 	}
 	sort.Strings(ks)
 	return ks
-}
-
-// Struct decodes the JSON object data into the struct dst by its json
-// tags, as strictly as Object: an unknown key, a null or a value of the
-// wrong type is an error naming the key by path.
-func Struct(path string, data []byte, dst any) error {
-	o, err := Parse(path, data)
-	if err != nil {
-		return err
-	}
-	for _, k := range o.Keys() {
-		if string(bytes.TrimSpace(o.raw[k])) != "null" {
-			continue
-		}
-		want := "a value"
-		if t, ok := fieldType(dst, k); ok {
-			want = article(kindName(t))
-		}
-		return fmt.Errorf("%s%s: want %s, got null", path, k, want)
-	}
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.DisallowUnknownFields()
-	err = d.Decode(dst)
-	var te *json.UnmarshalTypeError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &te):
-		got := te.Value
-		if r, ok := o.raw[te.Field]; ok {
-			got = clip(r)
-		}
-		return fmt.Errorf("%s%s: want %s, got %s", path, te.Field, article(kindName(te.Type)), got)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return fmt.Errorf("%s%s: unknown key", path, strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
-	}
-	return fmt.Errorf("%s: %v", name(path), err)
-}
-
-// fieldType is the type of the field of the struct *dst whose json name is
-// key.
-func fieldType(dst any, key string) (reflect.Type, bool) {
-	t := reflect.TypeOf(dst)
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Struct {
-		return nil, false
-	}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == key || name == "" && strings.EqualFold(f.Name, key) {
-			return f.Type, true
-		}
-	}
-	return nil, false
-}
-
-// kindName names a Go type as Object's messages do.
-func kindName(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "integer"
-	case reflect.Float32, reflect.Float64:
-		return "number"
-	case reflect.Bool:
-		return "boolean"
-	case reflect.String:
-		return "string"
-	case reflect.Map, reflect.Struct:
-		return "object"
-	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 { // json.RawMessage
-			return "value"
-		}
-		return "list"
-	case reflect.Array:
-		return "list"
-	}
-	return t.String()
 }
