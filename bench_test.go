@@ -1,4 +1,4 @@
-package tokenmix
+package tokenmix_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokenmix/tokenmix"
 	"github.com/tokenmix/tokenmix/internal/bench"
 )
 
@@ -26,7 +27,7 @@ const benchCfg = `{"vocab_size": 260, "d_model": 512, "n_heads": 8, "n_layers": 
 // in a fresh child process (the benchmark binary itself, through
 // TestClassifyChild) so that its peak RSS is its own.
 func BenchmarkClassify(b *testing.B) {
-	dir := tinyRun(b, benchCfg, nil)
+	dir := tokenmix.TinyRun(b, benchCfg, nil)
 	for _, g := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestClassifyChild$", "-test.bench=^$", "-test.v")
@@ -65,11 +66,11 @@ func TestClassifyChild(t *testing.T) {
 	f := strings.Split(env, ",")
 	g, _ := strconv.Atoi(f[1])
 	calls, _ := strconv.Atoi(f[2])
-	m, err := Load(f[0])
+	m, err := tokenmix.Load(f[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	seqs := randomSeqs(8, 64, 256, 1)
+	seqs := tokenmix.RandomSeqs(8, 64, 256, 1)
 	for i, s := range seqs { // 65 to 128 tokens
 		seqs[i] = append(make([]int32, 64), s...)
 	}
@@ -99,14 +100,14 @@ func TestClassifyChild(t *testing.T) {
 // on benchCfg's classifier, each call 8 sequences of 128 tokens, in one
 // run.
 func BenchmarkPrecision(b *testing.B) {
-	dir := tinyRun(b, benchCfg, nil)
-	seqs := randomSeqs(8, 128, 256, 1)
+	dir := tokenmix.TinyRun(b, benchCfg, nil)
+	seqs := tokenmix.RandomSeqs(8, 128, 256, 1)
 	for i, s := range seqs {
 		seqs[i] = append(make([]int32, 128-len(s)), s...)
 	}
 	for _, p := range []string{"fp32", "bf16"} {
 		b.Run(p, func(b *testing.B) {
-			m, err := Load(dir, WithPrecision(p))
+			m, err := tokenmix.Load(dir, tokenmix.WithPrecision(p))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -121,9 +121,9 @@ func Run(ctx context.Context, o Options) (*File, error) {
 	}
 	jobs, threads := jobsThreads(o)
 	f := &File{Task: info, Preset: canon, Budget: p.Budget, Seeds: seeds, Results: []Result{}, Version: version.Get().String(),
-		CPU: cpuName(), Kernels: kernels.CurrentPath().String(), BF16Kernels: kernels.BF16Path(),
+		CPU: bench.CPUName(), Kernels: kernels.CurrentPath().String(), BF16Kernels: kernels.BF16Path(),
 		Threads: threads, Jobs: jobs}
-	f.Machine = machineLine(f)
+	f.Machine = bench.MachineLine(f.CPU, f.Threads, f.Jobs, f.Kernels, f.BF16Kernels)
 	mixers := fmt.Sprintf("%d mixers", len(runs)/len(seeds))
 	if len(seeds) > 1 {
 		mixers += fmt.Sprintf(" × %d seeds", len(seeds))

@@ -150,21 +150,6 @@ func FormatMetric(m data.Metric, v float64) string {
 	return fmt.Sprintf("%.3f", v)
 }
 
-// FormatBytes formats a byte count in binary units.
-func FormatBytes(n int64) string {
-	switch {
-	case n <= 0:
-		return "–"
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
 func formatCount(n int) string {
 	switch {
 	case n >= 1e6:

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/tokenmix/tokenmix/internal/bench"
 	"github.com/tokenmix/tokenmix/internal/data"
 )
 
@@ -112,7 +113,7 @@ func Markdown(w io.Writer, f *File) {
 			s.mixer, formatCount(r.Params), FormatMetric(m, s.mean), cell,
 			meanOf(s.done, func(r Result) float64 { return r.TokensPerSec }),
 			meanOf(s.done, func(r Result) float64 { return r.MsPerStep }), steps,
-			FormatBytes(r.PlannedBytes), FormatBytes(int64(peak)),
+			bench.FormatBytes(r.PlannedBytes), bench.FormatBytes(int64(peak)),
 			formatDuration(meanOf(s.done, func(r Result) float64 { return r.WallSeconds })), mdEscape(note))
 	}
 	for _, b := range f.Baselines {

@@ -155,51 +155,6 @@ func repsErr(reps int) error {
 	return nil
 }
 
-// medianCPU is median timed by the calling thread's CPU time (the caller
-// locks its OS thread). ok is false without a per-thread CPU clock.
-func medianCPU(f func(), reps int) (sec float64, ok bool) {
-	if _, ok := threadCPU(); !ok {
-		return 0, false
-	}
-	f()
-	calls := 1
-	for t0, _ := threadCPU(); ; calls++ {
-		f()
-		if t, _ := threadCPU(); t-t0 >= SampleTime.Seconds() {
-			break
-		}
-	}
-	ts := make([]float64, reps)
-	for r := range ts {
-		t0, _ := threadCPU()
-		for i := 0; i < calls; i++ {
-			f()
-		}
-		t1, _ := threadCPU()
-		ts[r] = (t1 - t0) / float64(calls)
-	}
-	return medianOf(ts), true
-}
-
-// median returns the median time of one call of f over reps samples, after
-// a warm-up of at least one sample's length.
-func median(f func(), reps int) float64 {
-	f()
-	calls := 1
-	for t0 := time.Now(); time.Since(t0) < SampleTime; calls++ {
-		f()
-	}
-	ts := make([]float64, reps)
-	for r := range ts {
-		t0 := time.Now()
-		for i := 0; i < calls; i++ {
-			f()
-		}
-		ts[r] = time.Since(t0).Seconds() / float64(calls)
-	}
-	return medianOf(ts)
-}
-
 func randFloats(rng *rand.Rand, n int) []float32 {
 	x := make([]float32, n)
 	for i := range x {

@@ -2,11 +2,10 @@ package bench
 
 import (
 	"runtime"
-
-	"github.com/tokenmix/tokenmix/internal/kernels"
-	"sort"
 	"sync"
 	"time"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
 )
 
 // peakIters is the number of loop iterations of one peak sample per thread.
@@ -51,13 +50,7 @@ func loopRate(loop func(int), flopsPerIter float64, threads, reps int) float64 {
 		sample()
 		ts[r] = time.Since(t0).Seconds()
 	}
-	return float64(threads) * peakIters * flopsPerIter / medianOf(ts) / 1e9
-}
-
-func medianOf(ts []float64) float64 {
-	s := append([]float64(nil), ts...)
-	sort.Float64s(s)
-	return s[len(s)/2]
+	return float64(threads) * peakIters * flopsPerIter / Median(ts) / 1e9
 }
 
 // PeakCPU is Peak on one thread timed by that thread's CPU time (see

@@ -62,3 +62,18 @@ func InChild(dst any, env []string, args ...string) error {
 	}
 	return nil
 }
+
+// FormatBytes formats a byte count in binary units ("–" for n ≤ 0).
+func FormatBytes(n int64) string {
+	switch {
+	case n <= 0:
+		return "–"
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
-	"github.com/tokenmix/tokenmix/internal/mixer/full"
 	"github.com/tokenmix/tokenmix/internal/mixer/mixertest"
 	"github.com/tokenmix/tokenmix/mixer"
 )
@@ -278,43 +277,3 @@ func TestMemoryLinear(t *testing.T) {
 		}
 	}
 }
-
-// benchFwdBwd times one float32 forward+backward of kind k at D=256, 4
-// heads, B=1, causal.
-func benchFwdBwd(b *testing.B, k mixer.Kind, opts map[string]any, T int) {
-	const B, D = 1, 256
-	c := mixer.Config{D: D, Heads: 4, MaxLen: T, Causal: true, NLayers: 1, Opts: mixer.OptionsOf(k.Name, opts)}
-	m, err := k.New32(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	var w, g [][]float32
-	for _, s := range m.Params() {
-		v := make([]float32, s.Size())
-		for i := range v {
-			v[i] = float32(rng.NormFloat64() * 0.05)
-		}
-		w = append(w, v)
-		g = append(g, make([]float32, s.Size()))
-	}
-	m.Bind(w, g)
-	x := make([]float32, B*T*D)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	out, dx := make([]float32, len(x)), make([]float32, len(x))
-	act := make([]float32, m.ActSize(B, T))
-	scr := make([]float32, m.ScratchSize(B, T))
-	p := mixer.Pass{B: B, T: T, Seed: 1}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		m.Forward(out, act, scr, x, p)
-		m.Backward(dx, scr, out, act, x, p)
-	}
-}
-
-func BenchmarkLSH2048(b *testing.B)  { benchFwdBwd(b, Kinds()[0], nil, 2048) }
-func BenchmarkLSH8192(b *testing.B)  { benchFwdBwd(b, Kinds()[0], nil, 8192) }
-func BenchmarkFull2048(b *testing.B) { benchFwdBwd(b, full.Kinds()[0], nil, 2048) }
-func BenchmarkFull8192(b *testing.B) { benchFwdBwd(b, full.Kinds()[0], nil, 8192) }

@@ -1,10 +1,11 @@
-package sparse
+package sparse_test
 
 import (
 	"testing"
 
-	"github.com/tokenmix/tokenmix/internal/mixer/attn/attntest"
+	"github.com/tokenmix/tokenmix/internal/bench"
 	"github.com/tokenmix/tokenmix/internal/mixer/full"
+	"github.com/tokenmix/tokenmix/internal/mixer/sparse"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -21,32 +22,32 @@ var (
 )
 
 func BenchmarkFull1024(b *testing.B) {
-	attntest.Bench(b, full.Kinds()[0], benchCfg("full", nil), 1, 1024)
+	bench.MixerBenchmark(b, full.Kinds()[0], benchCfg("full", nil), 1, 1024)
 }
 func BenchmarkFull4096(b *testing.B) {
-	attntest.Bench(b, full.Kinds()[0], benchCfg("full", nil), 1, 4096)
+	bench.MixerBenchmark(b, full.Kinds()[0], benchCfg("full", nil), 1, 4096)
 }
 func BenchmarkStrided1024(b *testing.B) {
-	attntest.Bench(b, Kinds()[0], benchCfg("strided", stridedOpts), 1, 1024)
+	bench.MixerBenchmark(b, sparse.Kinds()[0], benchCfg("strided", stridedOpts), 1, 1024)
 }
 func BenchmarkStrided4096(b *testing.B) {
-	attntest.Bench(b, Kinds()[0], benchCfg("strided", stridedOpts), 1, 4096)
+	bench.MixerBenchmark(b, sparse.Kinds()[0], benchCfg("strided", stridedOpts), 1, 4096)
 }
 func BenchmarkFixed1024(b *testing.B) {
-	attntest.Bench(b, Kinds()[1], benchCfg("fixed", fixedOpts), 1, 1024)
+	bench.MixerBenchmark(b, sparse.Kinds()[1], benchCfg("fixed", fixedOpts), 1, 1024)
 }
 func BenchmarkFixed4096(b *testing.B) {
-	attntest.Bench(b, Kinds()[1], benchCfg("fixed", fixedOpts), 1, 4096)
+	bench.MixerBenchmark(b, sparse.Kinds()[1], benchCfg("fixed", fixedOpts), 1, 4096)
 }
 
 // The long-sequence entries take minutes for full attention; run them with
 // -bench 16384 -benchtime 1x on an idle machine.
 func BenchmarkFull16384(b *testing.B) {
-	attntest.Bench(b, full.Kinds()[0], benchCfg("full", nil), 1, 16384)
+	bench.MixerBenchmark(b, full.Kinds()[0], benchCfg("full", nil), 1, 16384)
 }
 func BenchmarkStrided16384(b *testing.B) {
-	attntest.Bench(b, Kinds()[0], benchCfg("strided", stridedOpts), 1, 16384)
+	bench.MixerBenchmark(b, sparse.Kinds()[0], benchCfg("strided", stridedOpts), 1, 16384)
 }
 func BenchmarkFixed16384(b *testing.B) {
-	attntest.Bench(b, Kinds()[1], benchCfg("fixed", fixedOpts), 1, 16384)
+	bench.MixerBenchmark(b, sparse.Kinds()[1], benchCfg("fixed", fixedOpts), 1, 16384)
 }

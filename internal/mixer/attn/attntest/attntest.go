@@ -91,38 +91,3 @@ func Pad(B, T int, all bool) []bool {
 	}
 	return pad
 }
-
-// Bench times one forward plus backward of kind k (float32) on config c at
-// batch B, length T, reporting tokens per second.
-func Bench(b *testing.B, k mixer.Kind, c mixer.Config, B, T int) {
-	m, err := k.New32(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(1, 1))
-	var w, g [][]float32
-	for _, s := range m.Params() {
-		v := make([]float32, s.Size())
-		for i := range v {
-			v[i] = float32(rng.NormFloat64() * 0.05)
-		}
-		w = append(w, v)
-		g = append(g, make([]float32, s.Size()))
-	}
-	m.Bind(w, g)
-	n := B * T * c.D
-	x, out, dx := make([]float32, n), make([]float32, n), make([]float32, n)
-	for i := range x {
-		x[i] = float32(rng.NormFloat64())
-	}
-	act := make([]float32, m.ActSize(B, T))
-	scr := make([]float32, m.ScratchSize(B, T))
-	p := mixer.Pass{B: B, T: T}
-	m.Forward(out, act, scr, x, p) // builds and caches layouts
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		m.Forward(out, act, scr, x, p)
-		m.Backward(dx, scr, out, act, x, p)
-	}
-	b.ReportMetric(float64(b.N*B*T)/b.Elapsed().Seconds(), "tok/s")
-}

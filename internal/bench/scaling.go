@@ -1,15 +1,21 @@
-package arena
+package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 
+	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/plot"
+	"github.com/tokenmix/tokenmix/mixer/registry"
 )
 
 // ScalingPoint is one (mixer, T) measurement of forward and backward of one
@@ -27,7 +33,7 @@ type ScalingPoint struct {
 
 // ScalingOptions configure Scaling.
 type ScalingOptions struct {
-	Mixers         []string
+	Mixers         []string // mixer kinds (default: every registered kind)
 	MinLen, MaxLen int
 	// MemBudget stops the sweep after the first length at which full
 	// attention ("full") needs more than this many bytes (peak RSS, or the
@@ -50,6 +56,11 @@ type ScalingOptions struct {
 func Scaling(ctx context.Context, o ScalingOptions) ([]ScalingPoint, error) {
 	if o.MinLen < 1 || o.MaxLen < o.MinLen || o.Measure == nil {
 		return nil, fmt.Errorf("scaling: want 1 ≤ min_len ≤ max_len and a Measure function")
+	}
+	if len(o.Mixers) == 0 {
+		for _, k := range registry.All() {
+			o.Mixers = append(o.Mixers, k.Name)
+		}
 	}
 	active := map[string]bool{}
 	for _, m := range o.Mixers {
@@ -118,7 +129,11 @@ func WriteScaling(dir string, pts []ScalingPoint, title string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(dir, "scaling.json"), pts); err != nil {
+	b, err := json.MarshalIndent(pts, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scaling.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
 	f, err := os.Create(filepath.Join(dir, "scaling.csv"))
@@ -167,4 +182,83 @@ func WriteScaling(dir string, pts []ScalingPoint, title string) error {
 	}
 	return plot.Lines(filepath.Join(dir, PlotScalingMemory), plot.Figure{Title: title + ": peak memory",
 		XLabel: "sequence length T", YLabel: "MiB (peak RSS, or planned if larger)", LogX: true, LogY: true, LegendLeft: true}, ms)
+}
+
+// SweepOptions configure ScalingSweep.
+type SweepOptions struct {
+	ScalingOptions        // the sweep; Measure and Log are set by ScalingSweep
+	D, Heads, B, Reps int // the layer's width and heads, batch size and samples per point (for the report and MixerInChild)
+	// Causal asks for causal masking; a kind without it runs
+	// bidirectional, and a kind that is only causal runs causal.
+	Causal bool
+	// Config returns the model config (JSON) of a mixer at length T,
+	// causal or not.
+	Config func(mixer string, T int, causal bool) ([]byte, error)
+	Out    string // directory for WriteScaling
+}
+
+// ScalingSweep is `tokenmix bench scaling`: it runs Scaling with each point
+// measured by MixerInChild, one line per point to w, and writes the points
+// that came back to o.Out (WriteScaling) even when the sweep stops early.
+func ScalingSweep(ctx context.Context, w io.Writer, o SweepOptions) error {
+	tmp, err := os.MkdirTemp("", "tokenmix-scaling")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	config := func(m string, T int) ([]byte, error) {
+		k, err := registry.Lookup(m)
+		if err != nil {
+			return nil, err
+		}
+		return o.Config(m, T, o.Causal && k.Causal || !k.Bidirectional)
+	}
+	o.Measure, o.Log = MixerInChild(tmp, o.B, o.Reps, config), w
+	fmt.Fprintf(w, "bench scaling: d=%d, %d heads, B=%d, %d thread(s), T from %d, memory budget %s\n",
+		o.D, o.Heads, o.B, parallel.Threads(), o.MinLen, FormatBytes(o.MemBudget))
+	pts, err := Scaling(ctx, o.ScalingOptions)
+	if len(pts) > 0 {
+		title := fmt.Sprintf("one mixer layer, d=%d, B=%d, %d threads", o.D, o.B, parallel.Threads())
+		if werr := WriteScaling(o.Out, pts, title); werr != nil {
+			return werr
+		}
+		fmt.Fprintf(w, "scaling.json, scaling.csv, %s and %s in %s\n", PlotScalingTime, PlotScalingMemory, o.Out)
+	}
+	return err
+}
+
+// MixerInChild returns a ScalingOptions.Measure that measures each point
+// as `tokenmix bench mixer --json` (Mixer) in a child process of this
+// binary, with this process's thread count, batch B and reps samples, so
+// that the point's peak RSS is its own. config returns the model config
+// (JSON) of a mixer at length T; it is written to a file in dir.
+func MixerInChild(dir string, B, reps int, config func(mixer string, T int) ([]byte, error)) func(ctx context.Context, mixer string, T int) (ScalingPoint, error) {
+	return func(ctx context.Context, m string, T int) (ScalingPoint, error) {
+		var pt ScalingPoint
+		exe, err := os.Executable()
+		if err != nil {
+			return pt, err
+		}
+		cfg, err := config(m, T)
+		if err != nil {
+			return pt, err
+		}
+		path := filepath.Join(dir, fmt.Sprintf("%s-%d.json", m, T))
+		if err := os.WriteFile(path, cfg, 0o644); err != nil {
+			return pt, err
+		}
+		cmd := exec.CommandContext(ctx, exe, "bench", "mixer", "--config", path, "--len", strconv.Itoa(T),
+			"--batch", strconv.Itoa(B), "--reps", strconv.Itoa(reps), "--json")
+		cmd.Env = append(os.Environ(), "TOKENMIX_THREADS="+strconv.Itoa(parallel.Threads()))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		b, err := cmd.Output()
+		if err != nil {
+			return pt, fmt.Errorf("bench mixer: %v: %s", err, strings.TrimSpace(stderr.String()))
+		}
+		if err := json.Unmarshal(b, &pt); err != nil {
+			return pt, fmt.Errorf("bench mixer output %q: %v", b, err)
+		}
+		return pt, nil
+	}
 }

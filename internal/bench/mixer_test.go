@@ -90,3 +90,41 @@ func statusBytes(key string) (int64, error) {
 	}
 	return 0, fmt.Errorf("no %s kB line in /proc/self/status", key)
 }
+
+// TestLayer checks that NewLayer builds a layer whose Forward and Backward
+// write its output and input gradient, that it refuses T beyond max_len,
+// and that MixerBenchmark reports its metrics.
+func TestLayer(t *testing.T) {
+	cfg, err := model.ParseConfig([]byte(tinyCfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.MixerConfig(0)
+	if _, err := NewLayer(cfg.Kind(), c, 1, c.MaxLen+1); err == nil {
+		t.Error("len beyond max_len: want error")
+	}
+	l, err := NewLayer(cfg.Kind(), c, 2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Forward()
+	l.Backward()
+	nonzero := func(x []float32) bool {
+		for _, v := range x {
+			if v != 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if len(l.out) != 2*8*16 || !nonzero(l.out) || !nonzero(l.dx) {
+		t.Errorf("forward or backward wrote nothing: out %v, dx %v", l.out[:4], l.dx[:4])
+	}
+	if want := model.MixerBytes(l.m, 2, 8, 16); l.Bytes() != want || want <= 0 {
+		t.Errorf("Bytes %d, want %d", l.Bytes(), want)
+	}
+	r := testing.Benchmark(func(b *testing.B) { MixerBenchmark(b, cfg.Kind(), c, 1, 8) })
+	if r.N < 1 || !(r.Extra["tok/s"] > 0) || r.Extra["cpu-ns/op"] < 0 {
+		t.Errorf("benchmark result %+v", r)
+	}
+}

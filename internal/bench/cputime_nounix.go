@@ -1,0 +1,8 @@
+//go:build !unix
+
+package bench
+
+import "time"
+
+// ProcessCPU returns 0: the platform does not report a process's CPU time.
+func ProcessCPU() time.Duration { return 0 }

@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/model"
+)
+
+// TrainResult is one `tokenmix bench train` measurement.
+type TrainResult struct {
+	Precision    string  `json:"precision"`
+	BF16Kernels  string  `json:"bf16_kernels"` // the bf16 GEMM path (kernels.BF16Path)
+	TokensPerS   float64 `json:"tokens_per_s"`
+	StepMs       float64 `json:"step_ms"`
+	PlannedBytes int64   `json:"planned_bytes"`
+	ParamBytes   int64   `json:"param_bytes"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+}
+
+// Train times full float32 training steps (forward, backward, clipping and
+// AdamW) of config c on random tokens at batch B and length T: one warm-up
+// step, then the median of reps steps. The config's "train" object is used
+// when present, else its defaults. planned_bytes is the model's memory plan
+// (activations and activation gradients); param_bytes is parameters,
+// gradients and AdamW moments.
+func Train(c *model.Config, B, T, reps int) (TrainResult, error) {
+	if T > c.MaxLen {
+		return TrainResult{}, fmt.Errorf("bench: len %d exceeds max_len %d", T, c.MaxLen)
+	}
+	if c.Train == nil {
+		c.Train = model.DefaultTrainConfig(c)
+	}
+	m, err := model.New[float32](c)
+	if err != nil {
+		return TrainResult{}, err
+	}
+	m.Init(1)
+	tr := model.NewTrainer(m)
+	rng := rand.New(rand.NewPCG(2, 2))
+	tokens, targets := make([]int32, B*T), make([]int32, B*T)
+	V := c.VocabSize
+	for i := range tokens {
+		tokens[i] = int32(rng.IntN(V))
+		if c.PadID != nil && int(tokens[i]) == *c.PadID {
+			tokens[i] = int32((*c.PadID + 1) % V)
+		}
+	}
+	if c.Task == "classify" {
+		targets = targets[:B]
+		for i := range targets {
+			targets[i] = int32(rng.IntN(c.NClasses))
+		}
+	} else {
+		for i := range targets {
+			targets[i] = int32(rng.IntN(V))
+		}
+	}
+	step := func() error {
+		_, err := tr.Step(tokens, targets, B, T)
+		return err
+	}
+	if err := step(); err != nil {
+		return TrainResult{}, err
+	}
+	ts := make([]float64, reps)
+	for i := range ts {
+		t0 := time.Now()
+		if err := step(); err != nil {
+			return TrainResult{}, err
+		}
+		ts[i] = time.Since(t0).Seconds()
+	}
+	sec := Median(ts)
+	plan := m.Plan(B, T)
+	r := TrainResult{Precision: c.Precision, BF16Kernels: kernels.BF16Path(), TokensPerS: float64(B*T) / sec, StepMs: sec * 1e3, PlannedBytes: plan.Bytes(), ParamBytes: m.ParamBytes()}
+	r.PeakRSSBytes, err = PeakRSS()
+	return r, err
+}
+
+func randn(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
+}
