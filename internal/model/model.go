@@ -342,10 +342,10 @@ func (m *Model[F]) headForward() float64 {
 	if c.Task == "classify" {
 		pooled := m.act(p.pooled)
 		poolForward(pooled, lnf, m.pad, c.Pool == "first", B, T, D)
-		linearForward(m.prec, logits, pooled, m.w.headw, m.headBF16, m.w.headb, B, D, V, false)
+		kernels.LinearForward(parallel.Threads(), m.prec, logits, pooled, m.w.headw, m.headBF16, m.w.headb, B, D, V, false)
 		rows = B
 	} else {
-		linearForward(m.prec, logits, lnf, m.w.headw, m.headBF16, m.w.headb, N, D, V, false)
+		kernels.LinearForward(parallel.Threads(), m.prec, logits, lnf, m.w.headw, m.headBF16, m.w.headb, N, D, V, false)
 	}
 	if m.inspect != nil {
 		m.inspect("ln_f: output", lnf)
@@ -406,12 +406,12 @@ func (m *Model[F]) headBackward(dres []F) {
 			m.store(dlogits)
 			dpooled := m.grad(p.dpooled)
 			clear(dpooled)
-			linearBackward(m.prec, dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V)
+			kernels.LinearBackward(parallel.Threads(), m.prec, dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V, false)
 			poolBackward(dln, dpooled, m.pad, c.Pool == "first", B, T, D)
 		} else {
 			crossEntropyBackward(dlogits, logits, m.targets, N, V, scale)
 			m.store(dlogits)
-			linearBackward(m.prec, dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V)
+			kernels.LinearBackward(parallel.Threads(), m.prec, dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V, false)
 		}
 	}
 	layerNormBackward(dres, m.g.lnfw, m.g.lnfb, dln, m.act(p.res[c.NLayers]), m.w.lnfw, m.act(p.lnfMean), m.act(p.lnfRstd), N, D)
