@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
-	"github.com/tokenmix/tokenmix/internal/parallel"
 )
 
 // The per-block functions below are the seam between the residual wiring
@@ -150,12 +149,12 @@ func (m *Model[F]) ffBranch(i int, out, g []F) {
 		if p.HalfElems > 0 && m.prec == kernels.PrecBF16 {
 			// fc2 reads ffSave's bf16 g as its packed input.
 			if a16, ok := kernels.RowsA(N, H, kernels.AsBF16(m.gelu16())); ok {
-				kernels.BiasRows(parallel.Threads(), out, bw.fc2b, N, D, true)
-				kernels.GemmBF16(parallel.Threads(), 1, kernels.PackedA(&a16), kernels.Float32B(true, a16.K, D, any(bw.fc2w).([]float32), H), 1, any(out).([]float32), D)
+				kernels.BiasRows(m.threads(), out, bw.fc2b, N, D, true)
+				kernels.GemmBF16(m.threads(), 1, kernels.PackedA(&a16), kernels.Float32B(true, a16.K, D, any(bw.fc2w).([]float32), H), 1, any(out).([]float32), D)
 				return
 			}
 		}
-		kernels.LinearForward(parallel.Threads(), m.prec, out, g, bw.fc2w, m.packed(i).fc2(), bw.fc2b, N, H, D, true)
+		kernels.LinearForward(m.threads(), m.prec, out, g, bw.fc2w, m.packed(i).fc2(), bw.fc2b, N, H, D, true)
 		return
 	}
 	ln2 := m.act(a.ln2)
