@@ -17,6 +17,7 @@ type Model struct {
 	cfg     Config
 	threads int
 	net     *model.Model[float32] // weights plus the one workspace
+	passes  chan struct{}         // cap 1: the one pass the workspace holds
 }
 
 // Config is a model's resolved configuration (config.json), as Model.Config
@@ -105,9 +106,11 @@ func WithPrecision(p string) Option {
 // it, or a model directory written by `tokenmix export` (config.json and
 // weights.safetensors).
 //
-// Calls on the loaded model run one at a time per process, each on all of
-// the model's threads; concurrent calls wait their turn (a cancelled
-// context ends the wait). A model whose mixer draws random numbers (LSH's
+// Calls on the loaded model run one at a time (the model has one
+// workspace), each on the model's threads; concurrent calls wait their
+// turn (a cancelled context ends the wait). Calls on different models run
+// at the same time, each on its own threads, with the results each would
+// give alone. A model whose mixer draws random numbers (LSH's
 // rotations) draws them from the run's seed and the checkpoint's step, so
 // a loaded model is deterministic.
 func Load(dir string, opts ...Option) (*Model, error) {
@@ -126,7 +129,8 @@ func Load(dir string, opts ...Option) (*Model, error) {
 		return nil, fmt.Errorf("tokenmix: %w", err)
 	}
 	mc := net.Config
-	m := &Model{threads: o.threads, net: net, cfg: Config{
+	net.Threads = o.threads
+	m := &Model{threads: o.threads, net: net, passes: make(chan struct{}, 1), cfg: Config{
 		VocabSize: mc.VocabSize, DModel: mc.DModel, NHeads: mc.NHeads, NLayers: mc.NLayers, DFF: mc.DFF,
 		MaxLen: mc.MaxLen, Causal: mc.Causal, Task: mc.Task, NClasses: mc.NClasses, PadID: mc.PadID,
 		Mixer: mc.Kind().Name, JSON: st.Config, LabelNames: st.Labels, Step: st.Step,
@@ -169,24 +173,15 @@ func (m *Model) Encode(text string) []int32 {
 	return ids
 }
 
-// passes admits one forward at a time per process: each runs on its
-// model's threads (the thread count is process-wide), and concurrent calls
-// share the cores in turn instead of each taking all of them.
-var passes = make(chan struct{}, 1)
-
-// acquire waits for the pass slot or ctx, and sets the thread count.
+// acquire waits for the model's pass slot or ctx.
 func (m *Model) acquire(ctx context.Context) (release func(), err error) {
 	if err := ctx.Err(); err != nil { // before the select, which picks at random among ready cases
 		return nil, err
 	}
 	select {
-	case passes <- struct{}{}:
+	case m.passes <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	old := parallel.SetThreads(m.threads)
-	return func() {
-		parallel.SetThreads(old)
-		<-passes
-	}, nil
+	return func() { <-m.passes }, nil
 }

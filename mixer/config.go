@@ -18,7 +18,7 @@ type Config struct {
 	Layer, NLayers int
 	// Precision is the model's precision, "fp32", "bf16" or "fp16" (""
 	// means "fp32"): under "bf16" a float32 mixer multiplies bf16 copies of
-	// its matrix operands with float32 sums (kernels.GemmP) and keeps its
+	// its matrix operands with float32 sums (kernels.Gemm in PrecBF16) and keeps its
 	// reductions in float32.
 	Precision string
 	// Opts holds the mixer object's keys other than "kind".

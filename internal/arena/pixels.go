@@ -8,6 +8,7 @@ import (
 	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/optim"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 )
 
 // The pixel baselines' settings: Adam (AdamW without weight decay) at
@@ -122,35 +123,30 @@ func (n *pixelNet) forward(logits, h, x []float32, B int) {
 func (n *pixelNet) backward(dlogits, dh, h, x []float32, B int) {
 	ps, gs := n.layers(n.params), n.layers(n.grads)
 	if n.hidden == 0 {
-		linearGrad(gs[0], dlogits, x, B)
+		linearGrad(gs[0], nil, dlogits, x, ps[0].w, B)
 		return
 	}
-	linearGrad(gs[1], dlogits, h, B)
+	linearGrad(gs[1], dh, dlogits, h, ps[1].w, B)
 	// dh = dlogits·W2, zero where the ReLU was off.
-	kernels.Gemm(false, false, B, n.hidden, n.out, 1, dlogits, n.out, ps[1].w, n.hidden, 0, dh, n.hidden)
 	for i, v := range h[:B*n.hidden] {
 		if v <= 0 {
 			dh[i] = 0
 		}
 	}
-	linearGrad(gs[0], dh, x, B)
+	linearGrad(gs[0], nil, dh, x, ps[0].w, B)
 }
 
-// linear sets y [B,rows] = x [B,cols]·Wᵀ + b.
+// linear sets y [B,rows] = x [B,cols]·Wᵀ + b (the model's linear layer,
+// kernels.LinearForward).
 func linear(y, x []float32, l pixelLayer, B int) {
-	for r := range B {
-		copy(y[r*l.rows:(r+1)*l.rows], l.b)
-	}
-	kernels.Gemm(false, true, B, l.rows, l.cols, 1, x, l.cols, l.w, l.cols, 1, y, l.rows)
+	kernels.LinearForward(parallel.Threads(), kernels.PrecFP32, y, x, l.w, nil, l.b, B, l.cols, l.rows, false)
 }
 
 // linearGrad accumulates g.w += dyᵀ·x and g.b += Σ_rows dy, for dy
-// [B,rows] and x [B,cols].
-func linearGrad(g pixelLayer, dy, x []float32, B int) {
-	kernels.Gemm(true, false, g.rows, g.cols, B, 1, dy, g.rows, x, g.cols, 1, g.w, g.cols)
-	for r := range B {
-		kernels.AddTo(g.b, dy[r*g.rows:(r+1)*g.rows])
-	}
+// [B,rows] and x [B,cols], and sets dx [B,cols] = dy·W unless dx is nil
+// (kernels.LinearBackward).
+func linearGrad(g pixelLayer, dx, dy, x, w []float32, B int) {
+	kernels.LinearBackward(parallel.Threads(), kernels.PrecFP32, dx, g.w, g.b, dy, x, w, B, g.cols, g.rows, true)
 }
 
 // pixels sets x [B,in] to a batch's tokens divided by 255.

@@ -56,7 +56,7 @@ func Gemm(s Shape, trans string, threads, reps int) (Result, error) {
 		GFLOPS: 2 * float64(s.M) * float64(s.N) * float64(s.K) / sec / 1e9}, nil
 }
 
-// GemmCPU is Gemm on one thread (kernels.GemmST on a locked OS thread),
+// GemmCPU is Gemm on one thread (kernels.Gemm with one thread, on a locked OS thread),
 // timed by that thread's CPU time instead of the wall clock: on a machine
 // shared with other work it measures the kernel, not the scheduler. It
 // returns an error where per-thread CPU time is unavailable (non-Linux).
@@ -99,16 +99,16 @@ func GemmBF16(s Shape, trans string, threads, reps int) (Result, error) {
 	}
 	var pa kernels.BF16A
 	var pb kernels.BF16B
-	kernels.PackBF16A(&pa, transA, s.M, s.K, a, lda)
-	kernels.PackBF16B(&pb, transB, s.K, s.N, b, ldb)
+	kernels.PackBF16A(parallel.Threads(), &pa, transA, s.M, s.K, a, lda)
+	kernels.PackBF16B(parallel.Threads(), &pb, transB, s.K, s.N, b, ldb)
 	defer parallel.SetThreads(parallel.SetThreads(threads))
-	sec := median(func() { kernels.GemmBF16(1, &pa, &pb, 0, c, s.N) }, reps)
+	sec := median(func() { kernels.GemmBF16(threads, 1, kernels.PackedA(&pa), kernels.PackedB(&pb), 0, c, s.N) }, reps)
 	return Result{Op: "gemm_bf16", M: s.M, N: s.N, K: s.K, Trans: trans, ISA: kernels.BF16Path(), Threads: threads,
 		GFLOPS: 2 * float64(s.M) * float64(s.N) * float64(s.K) / sec / 1e9}, nil
 }
 
 // gemmRunner allocates random operands for s and returns a function that
-// runs one product (GemmST when st).
+// runs one product (on one thread when st).
 func gemmRunner(s Shape, trans string, st bool) (func(), error) {
 	transA, transB, err := parseTrans(trans)
 	if err != nil {
@@ -123,12 +123,12 @@ func gemmRunner(s Shape, trans string, st bool) (func(), error) {
 	if transB {
 		ldb = s.K
 	}
-	gemm := kernels.Gemm[float32]
-	if st {
-		gemm = kernels.GemmST[float32]
-	}
 	return func() {
-		gemm(transA, transB, s.M, s.N, s.K, 1, a, lda, b, ldb, 0, c, s.N)
+		threads := 1
+		if !st {
+			threads = parallel.Threads()
+		}
+		kernels.Gemm(threads, kernels.PrecFP32, transA, transB, s.M, s.N, s.K, 1, a, lda, b, ldb, 0, c, s.N)
 	}, nil
 }
 

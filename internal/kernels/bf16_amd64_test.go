@@ -1,3 +1,5 @@
+//go:build !purego
+
 package kernels
 
 import (
@@ -10,7 +12,7 @@ import (
 // (registers from every bank in each operand) computes
 // acc + a[2i]·b[2i] + a[2i+1]·b[2i+1] per lane.
 func TestDPBF16Encoding(t *testing.T) {
-	if bf16Best != "avx512bf16" {
+	if len(bf16AsmPaths) == 0 {
 		t.Skip("no AVX512-BF16 on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -41,7 +43,7 @@ func TestDPBF16Encoding(t *testing.T) {
 // TestPairT16: the transposed-A tile kernel puts source row 2p, 2p+1 and
 // column i at output row i, pair p, rounded as ToBF16 does.
 func TestPairT16(t *testing.T) {
-	if !hasBF16Conv() || path != PathAVX512 {
+	if path != PathAVX512 {
 		t.Skip("no AVX-512")
 	}
 	const lda, st = 21, 40
@@ -64,7 +66,7 @@ func TestPairT16(t *testing.T) {
 // of source row c at tile row p, column c (rows 64 pairs apart), rounded
 // as ToBF16 does.
 func TestPairTB16(t *testing.T) {
-	if !hasBF16Conv() || path != PathAVX512 {
+	if path != PathAVX512 {
 		t.Skip("no AVX-512")
 	}
 	const ldb = 37

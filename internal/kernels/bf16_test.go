@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -84,16 +85,17 @@ func TestBF16Conversions(t *testing.T) {
 			}
 		}
 		// The pair layout of packed B: every class in both halves.
-		if p == PathAVX512 && hasBF16Conv() {
-			n := len(src) &^ 15
+		if n := len(src) &^ 15; p == PathAVX512 {
 			rows := append(append([]float32(nil), src[:n]...), src[n/2:n]...) // row 1: the rows' halves swapped
 			rows = append(rows, src[:n/2]...)
 			r1 := rows[n:]
 			pairs := make([]BF16, 2*n)
-			pairPanelAVX512(&pairs[0], &rows[0], n, 1, n/16)
+			if c0 := pairPanelVec(pairs, rows, n, 1, n); c0 != n {
+				t.Fatalf("pairPanelVec covered %d of %d columns", c0, n)
+			}
 			for j := range n {
 				if a, b := pairs[2*j], pairs[2*j+1]; a != bf16Of(src[j]) || b != bf16Of(r1[j]) {
-					t.Fatalf("pairPanelAVX512(%#08x, %#08x) = %#04x, %#04x, want %#04x, %#04x",
+					t.Fatalf("pairPanelVec(%#08x, %#08x) = %#04x, %#04x, want %#04x, %#04x",
 						math.Float32bits(src[j]), math.Float32bits(r1[j]), a, b, bf16Of(src[j]), bf16Of(r1[j]))
 				}
 			}
@@ -119,7 +121,8 @@ func TestBF16Conversions(t *testing.T) {
 }
 
 // TestGemmBF16: on every bf16 path, GemmBF16 of packed op(A) and op(B),
-// and GemmP and GemmSTP in PrecBF16 on the float32 operands, match a float64 product of the same bf16 values within float32
+// and Gemm in PrecBF16 on the float32 operands (on several threads and on
+// the calling goroutine), match a float64 product of the same bf16 values within float32
 // accumulation error, for odd shapes, every transpose, and beta 0 (C not
 // read), 1 and otherwise; C's padding is untouched.
 func TestGemmBF16(t *testing.T) {
@@ -138,8 +141,8 @@ func TestGemmBF16(t *testing.T) {
 					a, lda, b, ldb, c, ldc := gemmOperands(rng, tc, ta, tb, sc.beta == 0)
 					var pa BF16A
 					var pb BF16B
-					PackBF16A(&pa, ta, tc.m, tc.k, a, lda)
-					PackBF16B(&pb, tb, tc.k, tc.n, b, ldb)
+					PackBF16A(3, &pa, ta, tc.m, tc.k, a, lda)
+					PackBF16B(3, &pb, tb, tc.k, tc.n, b, ldb)
 					// The float64 reference reads the same bf16 values.
 					round := func(x []float32) []float32 {
 						r := make([]float32, len(x))
@@ -150,14 +153,18 @@ func TestGemmBF16(t *testing.T) {
 					}
 					want, bound := gemmWant(tc, ta, tb, sc.alpha, sc.beta, round(a), lda, round(b), ldb, c, ldc)
 					c1, c2 := append([]float32(nil), c...), append([]float32(nil), c...)
-					GemmBF16(sc.alpha, &pa, &pb, sc.beta, c, ldc)
+					GemmBF16(3, sc.alpha, PackedA(&pa), PackedB(&pb), sc.beta, c, ldc)
 					name := fmt.Sprintf("%s %v %s alpha %v beta %v", bp, tc, tr, sc.alpha, sc.beta)
 					checkC(t, name, tc, c, want, bound, ldc)
-					// GemmP and GemmSTP pack from float32 themselves.
-					GemmP(PrecBF16, ta, tb, tc.m, tc.n, tc.k, sc.alpha, a, lda, b, ldb, sc.beta, c1, ldc)
-					checkC(t, "GemmP "+name, tc, c1, want, bound, ldc)
-					GemmSTP(PrecBF16, ta, tb, tc.m, tc.n, tc.k, sc.alpha, a, lda, b, ldb, sc.beta, c2, ldc)
-					checkC(t, "GemmSTP "+name, tc, c2, want, bound, ldc)
+					// Gemm in PrecBF16 packs from float32 itself.
+					Gemm(3, PrecBF16, ta, tb, tc.m, tc.n, tc.k, sc.alpha, a, lda, b, ldb, sc.beta, c1, ldc)
+					checkC(t, "Gemm "+name, tc, c1, want, bound, ldc)
+					Gemm(1, PrecBF16, ta, tb, tc.m, tc.n, tc.k, sc.alpha, a, lda, b, ldb, sc.beta, c2, ldc)
+					checkC(t, "Gemm threads=1 "+name, tc, c2, want, bound, ldc)
+					if !slices.Equal(c1, c2) {
+						t.Fatalf("%s: Gemm differs with 3 threads and 1", name)
+					}
+
 				}
 			}
 		}
@@ -178,15 +185,15 @@ func BenchmarkGemmBF16(b *testing.B) {
 		}
 		var pa BF16A
 		var pb BF16B
-		PackBF16A(&pa, false, m, k, a, k)
-		PackBF16B(&pb, false, k, n, w, n)
+		PackBF16A(parallel.Threads(), &pa, false, m, k, a, k)
+		PackBF16B(parallel.Threads(), &pb, false, k, n, w, n)
 		c := make([]float32, m*n)
 		for _, bp := range BF16Paths() {
 			b.Run(fmt.Sprintf("%s/%dx%dx%d", bp, m, n, k), func(b *testing.B) {
 				old, _ := SetBF16Path(bp)
 				defer SetBF16Path(old)
 				for range b.N {
-					GemmBF16(1, &pa, &pb, 0, c, n)
+					GemmBF16(parallel.Threads(), 1, PackedA(&pa), PackedB(&pb), 0, c, n)
 				}
 				b.ReportMetric(2*float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
@@ -194,10 +201,10 @@ func BenchmarkGemmBF16(b *testing.B) {
 	}
 }
 
-// BenchmarkGemmP: the training step's products (T=1024, B=4, d=256,
+// BenchmarkGemmPrec: the training step's products (T=1024, B=4, d=256,
 // d_ff=1024: fc1 forward, its input gradient and its weight gradient) in
 // float32 and in bf16 packed per call.
-func BenchmarkGemmP(b *testing.B) {
+func BenchmarkGemmPrec(b *testing.B) {
 	for _, s := range []struct {
 		name          string
 		ta, tb        bool
@@ -220,7 +227,7 @@ func BenchmarkGemmP(b *testing.B) {
 		for _, p := range []Prec{PrecFP32, PrecBF16} {
 			b.Run(fmt.Sprintf("%s/%d", s.name, p), func(b *testing.B) {
 				for range b.N {
-					GemmP(p, s.ta, s.tb, s.m, s.n, s.k, 1, a, s.lda, w, s.ldb, 0, c, s.ldc)
+					Gemm(parallel.Threads(), p, s.ta, s.tb, s.m, s.n, s.k, 1, a, s.lda, w, s.ldb, 0, c, s.ldc)
 				}
 				b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
@@ -244,21 +251,21 @@ func TestBF16Views(t *testing.T) {
 	}
 	var pa BF16A
 	var pb BF16B
-	PackBF16A(&pa, false, M, K, a, K)
-	PackBF16B(&pb, false, K, N, b, N)
+	PackBF16A(2, &pa, false, M, K, a, K)
+	PackBF16B(2, &pb, false, K, N, b, N)
 	for _, bp := range BF16Paths() {
 		old, _ := SetBF16Path(bp)
 		for _, v := range []struct{ i0, m, k0, k, j0, n int }{{0, M, 0, K, 0, N}, {5, 9, 4, 33, 64, 86}, {1, 30, 10, 60, 0, 64}, {36, 1, 68, 2, 128, 22}} {
 			// The view's A rows must have the view's K columns: pack them.
 			var sa BF16A
-			PackBF16A(&sa, false, v.m, v.k, a[v.i0*K+v.k0:], K)
+			PackBF16A(2, &sa, false, v.m, v.k, a[v.i0*K+v.k0:], K)
 			var sb BF16B
-			PackBF16B(&sb, false, v.k, v.n, b[v.k0*N+v.j0:], N)
+			PackBF16B(2, &sb, false, v.k, v.n, b[v.k0*N+v.j0:], N)
 			want := make([]float32, v.m*v.n)
-			GemmBF16(1, &sa, &sb, 0, want, v.n)
+			GemmBF16(2, 1, PackedA(&sa), PackedB(&sb), 0, want, v.n)
 			vb := pb.View(v.k0, v.k, v.j0, v.n)
 			got := make([]float32, v.m*v.n)
-			GemmBF16ST(1, &sa, &vb, 0, got, v.n)
+			GemmBF16(1, 1, PackedA(&sa), PackedB(&vb), 0, got, v.n)
 			if !slices.Equal(got, want) {
 				t.Errorf("%s: view %+v differs from its own packing", bp, v)
 			}
@@ -277,9 +284,9 @@ func TestBF16Views(t *testing.T) {
 					}
 				}
 				got := make([]float32, v.m*v.n)
-				GemmBF16RowsST(1, ta, v.m, x, lda, &vb, 0, got, v.n)
+				GemmBF16(1, 1, Float32A(ta, v.m, v.k, x, lda), PackedB(&vb), 0, got, v.n)
 				if !slices.Equal(got, want) {
-					t.Errorf("%s: GemmBF16RowsST transA=%v on view %+v differs", bp, ta, v)
+					t.Errorf("%s: GemmBF16 of Float32A transA=%v on view %+v differs", bp, ta, v)
 				}
 			}
 		}
@@ -289,7 +296,8 @@ func TestBF16Views(t *testing.T) {
 
 // TestBF16Rows: RowsA and PackBF16BRows of bf16 rows give PackBF16A's and
 // PackBF16B's packing of the same values (odd row counts included), and
-// GemmBF16TN equals GemmP's transposed product on them.
+// GemmBF16 of a transposed Float32A and RowsB equals Gemm's transposed
+// product in PrecBF16 on them.
 func TestBF16Rows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	for _, s := range [][2]int{{7, 64}, {33, 130}, {64, 256}, {5, 16}} {
@@ -301,14 +309,14 @@ func TestBF16Rows(t *testing.T) {
 		rows := make([]BF16, len(x))
 		ToBF16(rows, x)
 		var want, got BF16B
-		PackBF16B(&want, false, k, n, x, n)
-		PackBF16BRows(&got, k, n, rows, n)
+		PackBF16B(2, &want, false, k, n, x, n)
+		PackBF16BRows(2, &got, k, n, rows, n)
 		if !slices.Equal(got.Data, want.Data) || got.K != k || got.N != n {
 			t.Errorf("PackBF16BRows %dx%d differs from PackBF16B", k, n)
 		}
 		if a, ok := RowsA(k, n, rows); ok {
 			var pa BF16A
-			PackBF16A(&pa, false, k, n, x, n)
+			PackBF16A(2, &pa, false, k, n, x, n)
 			if !slices.Equal(a.Data, pa.Data) || a.Stride != pa.Stride {
 				t.Errorf("RowsA %dx%d differs from PackBF16A", k, n)
 			}
@@ -321,10 +329,10 @@ func TestBF16Rows(t *testing.T) {
 			a[i] = float32(rng.NormFloat64())
 		}
 		c1, c2 := make([]float32, m*n), make([]float32, m*n)
-		GemmP(PrecBF16, true, false, m, n, k, 1, a, m, x, n, 0, c1, n)
-		GemmBF16TN(1, m, n, k, a, m, rows, n, 0, c2, n)
+		Gemm(2, PrecBF16, true, false, m, n, k, 1, a, m, x, n, 0, c1, n)
+		GemmBF16(2, 1, Float32A(true, m, k, a, m), RowsB(k, n, rows, n), 0, c2, n)
 		if !slices.Equal(c1, c2) {
-			t.Errorf("GemmBF16TN %d×%d×%d differs from GemmP", m, n, k)
+			t.Errorf("GemmBF16 of RowsB %d×%d×%d differs from Gemm", m, n, k)
 		}
 	}
 }
@@ -343,14 +351,14 @@ func TestGemmBF16RowInvariant(t *testing.T) {
 				a, lda, b, ldb, c, ldc := gemmOperands(rng, tc, false, false, false)
 				var pa BF16A
 				var pb BF16B
-				PackBF16A(&pa, false, tc.m, tc.k, a, lda)
-				PackBF16B(&pb, false, tc.k, tc.n, b, ldb)
+				PackBF16A(2, &pa, false, tc.m, tc.k, a, lda)
+				PackBF16B(2, &pb, false, tc.k, tc.n, b, ldb)
 				all := append([]float32(nil), c...)
-				GemmBF16(sc.alpha, &pa, &pb, sc.beta, all, ldc)
+				GemmBF16(2, sc.alpha, PackedA(&pa), PackedB(&pb), sc.beta, all, ldc)
 				for i := range tc.m {
 					row := pa.Rows(i, 1)
 					one := append([]float32(nil), c[i*ldc:i*ldc+tc.n]...)
-					GemmBF16(sc.alpha, &row, &pb, sc.beta, one, tc.n)
+					GemmBF16(1, sc.alpha, PackedA(&row), PackedB(&pb), sc.beta, one, tc.n)
 					if !slices.Equal(one, all[i*ldc:i*ldc+tc.n]) {
 						t.Fatalf("%s %v alpha %v beta %v: row %d alone differs from the batch's", bp, tc, sc.alpha, sc.beta, i)
 					}

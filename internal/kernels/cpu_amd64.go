@@ -1,3 +1,5 @@
+//go:build !purego
+
 package kernels
 
 const asmAvailable = true

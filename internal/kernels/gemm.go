@@ -1,63 +1,74 @@
 package kernels
 
-import "github.com/tokenmix/tokenmix/internal/parallel"
+// Prec is the arithmetic of a matrix product.
+type Prec uint8
+
+const (
+	// PrecFP32 multiplies and sums in the operands' own type.
+	PrecFP32 Prec = iota
+	// PrecBF16 rounds both operands to bf16 (to nearest even) and multiplies
+	// and sums in float32, on the bf16 GEMM path (BF16Path). It applies to
+	// float32 operands; a float64 product stays float64.
+	PrecBF16
+)
+
+// PrecOf is the product arithmetic of a model precision: PrecBF16 for "bf16",
+// PrecFP32 for every other ("", "fp32", and "fp16", whose products run in
+// float32 on half-precision storage).
+func PrecOf(precision string) Prec {
+	if precision == "bf16" {
+		return PrecBF16
+	}
+	return PrecFP32
+}
 
 // Gemm computes C = alpha·op(A)·op(B) + beta·C for row-major matrices, where
-// op(X) is X or Xᵀ as transA/transB say. op(A) is m×k, op(B) is k×n and C is
-// m×n; lda, ldb and ldc are the row strides of A, B and C as stored. When
-// beta is 0, C is not read (NaNs in C do not propagate).
+// op(X) is X or Xᵀ as transA/transB say, in precision p, across up to
+// threads goroutines (threads ≤ 1: on the calling goroutine only, for
+// callers that already split their work). op(A) is m×k, op(B) is k×n and
+// C is m×n; lda, ldb and ldc are the row strides of A, B and C as stored.
+// When beta is 0, C is not read (NaNs in C do not propagate). The result
+// does not depend on threads.
+//
+// In PrecBF16 with float32 operands, Gemm packs op(A) and op(B) to bf16 in
+// pooled buffers and runs GemmBF16's product.
 //
 // Gemm panics if a dimension is negative or a slice is too short for its
 // shape and stride.
-func Gemm[F Float](transA, transB bool, m, n, k int, alpha F, a []F, lda int, b []F, ldb int, beta F, c []F, ldc int) {
+func Gemm[F Float](threads int, p Prec, transA, transB bool, m, n, k int, alpha F, a []F, lda int, b []F, ldb int, beta F, c []F, ldc int) {
 	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	c32, ok := any(c).([]float32)
+	if !ok {
+		if m > 0 && n > 0 {
+			RefGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		}
+		return
+	}
+	a32, b32 := any(a).([]float32), any(b).([]float32)
+	if p == PrecBF16 {
+		gemmBF16F32(transA, transB, m, n, k, float32(alpha), a32, lda, b32, ldb, float32(beta), c32, ldc, threads)
+		return
+	}
 	if m == 0 || n == 0 {
 		return
 	}
-	if c32, ok := any(c).([]float32); ok {
-		gemm32(transA, transB, m, n, k, float32(alpha), any(a).([]float32), lda, any(b).([]float32), ldb, float32(beta), c32, ldc)
+	if threads <= 1 {
+		gemm32ST(transA, transB, m, n, k, float32(alpha), a32, lda, b32, ldb, float32(beta), c32, ldc)
 		return
 	}
-	RefGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	gemm32(threads, transA, transB, m, n, k, float32(alpha), a32, lda, b32, ldb, float32(beta), c32, ldc)
 }
 
-// GemmBatched computes batch independent products
-// C_i = alpha·op(A_i)·op(B_i) + beta·C_i, where X_i starts at X[i*strideX].
-// It is the strided-batched GEMM that per-head attention uses. With at least
-// as many products as threads it runs whole products in parallel (one
-// fork/join); otherwise each product is split across the threads. The C_i
-// must not overlap.
-//
-// GemmBatched panics if batch is negative or if Gemm would panic on any
-// product.
-func GemmBatched[F Float](transA, transB bool, m, n, k int, alpha F, a []F, lda, strideA int, b []F, ldb, strideB int, beta F, c []F, ldc, strideC int, batch int) {
-	if batch < 0 {
-		panic("kernels: negative GEMM batch")
-	}
-	// Check every product here: a panic inside a worker could not be recovered.
-	for i := 0; i < batch; i++ {
-		checkGemm(transA, transB, m, n, k, len(from(a, i*strideA)), lda, len(from(b, i*strideB)), ldb, len(from(c, i*strideC)), ldc)
-	}
-	if batch == 0 || m == 0 || n == 0 {
-		return
-	}
-	if batch >= parallel.Threads() {
-		parallel.For(batch, 1, func(_, lo, hi int) {
-			for i := lo; i < hi; i++ {
-				GemmST(transA, transB, m, n, k, alpha, from(a, i*strideA), lda, from(b, i*strideB), ldb, beta, from(c, i*strideC), ldc)
-			}
-		})
-		return
-	}
-	for i := 0; i < batch; i++ {
-		Gemm(transA, transB, m, n, k, alpha, from(a, i*strideA), lda, from(b, i*strideB), ldb, beta, from(c, i*strideC), ldc)
-	}
-}
-
-// from returns x[off:], or an empty slice when off is past the end (a
-// product with an empty operand may start past it).
-func from[F Float](x []F, off int) []F {
-	return x[min(off, len(x)):]
+// gemmBF16F32 packs both float32 operands in pooled buffers and runs the
+// bf16 product across up to threads goroutines.
+func gemmBF16F32(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, threads int) {
+	var pa BF16A
+	var pb BF16B
+	pa.Data, pb.Data = packBufs.get(sizeA(m, k)), packBufs.get(sizeB(k, n))
+	packBF16A(&pa, transA, m, k, a, lda, threads)
+	packBF16B(&pb, transB, k, n, b, ldb, threads)
+	gemmBF16(&pa, &pb, alpha, beta, c, ldc, threads)
+	packBufs.put(pa.Data, pb.Data)
 }
 
 func checkGemm(transA, transB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) {
@@ -89,7 +100,8 @@ func checkGemm(transA, transB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) {
 }
 
 // RefGemm is the plain-Go GEMM: the test oracle and the fallback. It has the
-// contract of Gemm but does no checking and runs on one goroutine.
+// contract of Gemm in PrecFP32 but does no checking and runs on one
+// goroutine.
 func RefGemm[F Float](transA, transB bool, m, n, k int, alpha F, a []F, lda int, b []F, ldb int, beta F, c []F, ldc int) {
 	for i := 0; i < m; i++ {
 		ci := c[i*ldc : i*ldc+n]
@@ -123,19 +135,4 @@ func RefGemm[F Float](transA, transB bool, m, n, k int, alpha F, a []F, lda int,
 			}
 		}
 	}
-}
-
-// GemmST is Gemm on the calling goroutine only, for callers that already
-// split work across threads (e.g. per-head attention inside parallel.For).
-// Panics as Gemm.
-func GemmST[F Float](transA, transB bool, m, n, k int, alpha F, a []F, lda int, b []F, ldb int, beta F, c []F, ldc int) {
-	checkGemm(transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
-	if m == 0 || n == 0 {
-		return
-	}
-	if c32, ok := any(c).([]float32); ok {
-		gemm32ST(transA, transB, m, n, k, float32(alpha), any(a).([]float32), lda, any(b).([]float32), ldb, float32(beta), c32, ldc)
-		return
-	}
-	RefGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }

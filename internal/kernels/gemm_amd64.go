@@ -1,3 +1,5 @@
+//go:build !purego
+
 package kernels
 
 //go:generate go run ./internal/asmgen

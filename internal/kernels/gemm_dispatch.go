@@ -11,19 +11,19 @@ import (
 // products finish before a goroutine would start.
 const gemmSerialFlops = 48 * 48 * 48
 
-// gemm32 is the multi-threaded float32 GEMM after argument checks. It gives
-// each thread one block of columns of C, or of rows when columns would split
+// gemm32 is the float32 GEMM across up to threads goroutines, after
+// argument checks. It gives each thread one block of columns of C, or of rows when columns would split
 // unevenly (e.g. n = 64), and runs the single-threaded driver on it: exactly
 // one fork/join per call. Column blocks are preferred because A is read in
 // place, so no thread repeats another's packing; with row blocks every
 // thread packs all of op(B).
-func gemm32(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+func gemm32(threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if !transA && transB && m <= gemvRows {
-		gemv32NT(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		gemv32NT(threads, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	nt := parallel.Threads()
-	if nt == 1 || m*n*k < gemmSerialFlops {
+	nt := threads
+	if nt <= 1 || m*n*k < gemmSerialFlops {
 		gemm32ST(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
@@ -33,7 +33,7 @@ func gemm32(transA, transB bool, m, n, k int, alpha float32, a []float32, lda in
 	colImb := float64((colUnits+nt-1)/nt*nr*nt) / float64(n)
 	rowImb := float64((rowUnits+nt-1)/nt*gemmMR*nt) / float64(m)
 	if colImb <= rowImb+0.05 {
-		parallel.For(n, nr, func(_, lo, hi int) {
+		parallel.For(nt, n, nr, func(_, lo, hi int) {
 			bo := lo
 			if transB {
 				bo = lo * ldb
@@ -42,7 +42,7 @@ func gemm32(transA, transB bool, m, n, k int, alpha float32, a []float32, lda in
 		})
 		return
 	}
-	parallel.For(m, gemmMR, func(_, lo, hi int) {
+	parallel.For(nt, m, gemmMR, func(_, lo, hi int) {
 		ao := lo * lda
 		if transA {
 			ao = lo
@@ -98,10 +98,10 @@ func alignedFloats(n int) []float32 {
 const gemvRows = 16
 
 // gemv32NT computes C = alpha·A·Bᵀ + beta·C for a few rows of A without
-// packing (gemvNT), in parallel over blocks of columns.
-func gemv32NT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+// packing (gemvNT), across up to threads goroutines over blocks of columns.
+func gemv32NT(threads, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	grain := (max(16, (1<<15)/max(k*m, 1)) + dotNR - 1) &^ (dotNR - 1) // whole tiles
-	parallel.For(n, grain, func(_, lo, hi int) {
+	parallel.For(threads, n, grain, func(_, lo, hi int) {
 		gemvNT(m, hi-lo, k, alpha, a, lda, b[lo*ldb:], ldb, beta, c[lo:], ldc)
 	})
 }

@@ -124,11 +124,9 @@ func checkC(t *testing.T, name string, tc gemmCase, got []float32, want, bound [
 
 func TestGemm(t *testing.T) {
 	defer SetPath(SetPath(Best))
-	defer parallel.SetThreads(parallel.SetThreads(1))
 	for _, p := range Paths() {
 		SetPath(p)
 		for _, threads := range []int{1, 2, 3} {
-			parallel.SetThreads(threads)
 			for ci, tc := range gemmCases {
 				for tr := 0; tr < 4; tr++ {
 					transA, transB := tr&2 != 0, tr&1 != 0
@@ -138,55 +136,11 @@ func TestGemm(t *testing.T) {
 						want, bound := gemmWant(tc, transA, transB, s.alpha, s.beta, a, lda, b, ldb, c, ldc)
 						a0, b0 := append([]float32(nil), a...), append([]float32(nil), b...)
 						name := fmt.Sprintf("%v/threads=%d/%dx%dx%d/pad=%d/%s/alpha=%v/beta=%v", p, threads, tc.m, tc.n, tc.k, tc.pad, transName(transA, transB), s.alpha, s.beta)
-						if si%2 == 0 {
-							Gemm(transA, transB, tc.m, tc.n, tc.k, s.alpha, a, lda, b, ldb, s.beta, c, ldc)
-						} else {
-							GemmST(transA, transB, tc.m, tc.n, tc.k, s.alpha, a, lda, b, ldb, s.beta, c, ldc)
-							name += "/ST"
-						}
+						Gemm(threads, PrecFP32, transA, transB, tc.m, tc.n, tc.k, s.alpha, a, lda, b, ldb, s.beta, c, ldc)
 						checkC(t, name, tc, c, want, bound, ldc)
 						if !equal32(a, a0) || !equal32(b, b0) {
 							t.Fatalf("%s: inputs mutated", name)
 						}
-					}
-				}
-			}
-		}
-	}
-}
-
-func TestGemmBatched(t *testing.T) {
-	defer SetPath(SetPath(Best))
-	defer parallel.SetThreads(parallel.SetThreads(1))
-	tc := gemmCase{m: 9, n: 70, k: 11, pad: 2}
-	for _, p := range Paths() {
-		SetPath(p)
-		for _, threads := range []int{1, 2, 3} {
-			parallel.SetThreads(threads)
-			for _, batch := range []int{0, 1, 2, 5} {
-				for tr := 0; tr < 4; tr++ {
-					transA, transB := tr&2 != 0, tr&1 != 0
-					rng := rand.New(rand.NewPCG(uint64(batch), uint64(tr)))
-					var as, bs, cs [][]float32
-					var lda, ldb, ldc int
-					var a, b, c []float32
-					for i := 0; i < batch; i++ {
-						ai, la, bi, lb, ci, lc := gemmOperands(rng, tc, transA, transB, false)
-						ai = append(ai, 7) // strides longer than the matrices
-						bi = append(bi, 7, 7)
-						as, bs, cs = append(as, ai), append(bs, bi), append(cs, ci)
-						lda, ldb, ldc = la, lb, lc
-						a, b, c = append(a, ai...), append(b, bi...), append(c, ci...)
-					}
-					var sa, sb, sc int
-					if batch > 0 {
-						sa, sb, sc = len(as[0]), len(bs[0]), len(cs[0])
-					}
-					GemmBatched(transA, transB, tc.m, tc.n, tc.k, 0.5, a, lda, sa, b, ldb, sb, -1, c, ldc, sc, batch)
-					for i := 0; i < batch; i++ {
-						want, bound := gemmWant(tc, transA, transB, 0.5, -1, as[i], lda, bs[i], ldb, cs[i], ldc)
-						name := fmt.Sprintf("%v/threads=%d/batch=%d/%s/product %d", p, threads, batch, transName(transA, transB), i)
-						checkC(t, name, tc, c[i*sc:(i+1)*sc], want, bound, ldc)
 					}
 				}
 			}
@@ -200,11 +154,10 @@ func TestGemmPanics(t *testing.T) {
 		name string
 		f    func()
 	}{
-		{"negative m", func() { Gemm(false, false, -1, 2, 2, 1, x, 2, x, 2, 0, x, 2) }},
-		{"short A", func() { Gemm(false, false, 4, 2, 4, 1, x, 4, x, 2, 0, x, 2) }},
-		{"small ldb", func() { Gemm(false, true, 2, 3, 2, 1, x, 2, x, 1, 0, x, 3) }},
-		{"short C batch", func() { GemmBatched(false, false, 2, 2, 2, 1, x, 2, 0, x, 2, 0, 0, x, 2, 4, 4) }},
-		{"negative batch", func() { GemmBatched(false, false, 2, 2, 2, 1, x, 2, 0, x, 2, 0, 0, x, 2, 0, -1) }},
+		{"negative m", func() { Gemm(2, PrecFP32, false, false, -1, 2, 2, 1, x, 2, x, 2, 0, x, 2) }},
+		{"short A", func() { Gemm(2, PrecFP32, false, false, 4, 2, 4, 1, x, 4, x, 2, 0, x, 2) }},
+		{"small ldb", func() { Gemm(2, PrecFP32, false, true, 2, 3, 2, 1, x, 2, x, 1, 0, x, 3) }},
+		{"short A bf16", func() { Gemm(2, PrecBF16, false, false, 4, 2, 4, 1, x, 4, x, 2, 0, x, 2) }},
 	} {
 		func() {
 			defer func() {
@@ -224,7 +177,7 @@ func TestGemmNoAlloc(t *testing.T) {
 	for _, p := range Paths() {
 		old := SetPath(p)
 		allocs := testing.AllocsPerRun(20, func() {
-			GemmST(true, false, 64, 80, 70, 1, a, 64, b, 80, 0, c, 80)
+			Gemm(1, PrecFP32, true, false, 64, 80, 70, 1, a, 64, b, 80, 0, c, 80)
 		})
 		SetPath(old)
 		if allocs != 0 {
@@ -275,7 +228,7 @@ func benchGemm(bb *testing.B, transA, transB bool, m, n, k int) {
 	bb.SetBytes(0)
 	bb.ResetTimer()
 	for bb.Loop() {
-		Gemm(transA, transB, m, n, k, 1, a, lda, b, ldb, 0, c, n)
+		Gemm(parallel.Threads(), PrecFP32, transA, transB, m, n, k, 1, a, lda, b, ldb, 0, c, n)
 	}
 	bb.ReportMetric(2*float64(m)*float64(n)*float64(k)*float64(bb.N)/bb.Elapsed().Seconds()/1e9, "GFLOP/s")
 }

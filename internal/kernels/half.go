@@ -11,13 +11,7 @@ import (
 // infinities stay, and a NaN stays a NaN. It runs on F16C conversions where
 // the CPU has AVX-512, else on the pure-Go twin.
 func RoundHalf(x []float32) {
-	n := 0
-	if path == PathAVX512 {
-		if n = len(x) &^ 15; n > 0 {
-			roundHalfAVX512(&x[0], n)
-		}
-	}
-	for i := n; i < len(x); i++ {
+	for i := roundHalfVec(x); i < len(x); i++ {
 		x[i] = roundHalf(x[i])
 	}
 }
@@ -45,13 +39,7 @@ func roundHalf(x float32) float32 {
 // rounding). It panics if len(dst) < len(src).
 func ToHalf(dst []uint16, src []float32) {
 	dst = dst[:len(src)]
-	n := 0
-	if path == PathAVX512 {
-		if n = len(src) &^ 15; n > 0 {
-			toHalfAVX512(&dst[0], &src[0], n)
-		}
-	}
-	for i := n; i < len(src); i++ {
+	for i := toHalfVec(dst, src); i < len(src); i++ {
 		dst[i] = halfBits(roundHalf(src[i]))
 	}
 }
@@ -60,13 +48,7 @@ func ToHalf(dst []uint16, src []float32) {
 // len(dst) < len(src).
 func FromHalf(dst []float32, src []uint16) {
 	dst = dst[:len(src)]
-	n := 0
-	if path == PathAVX512 {
-		if n = len(src) &^ 15; n > 0 {
-			fromHalfAVX512(&dst[0], &src[0], n)
-		}
-	}
-	for i := n; i < len(src); i++ {
+	for i := fromHalfVec(dst, src); i < len(src); i++ {
 		dst[i] = halfFloat(src[i])
 	}
 }
@@ -125,10 +107,8 @@ func (f Format16) Keep(dst []uint16, x []float32) {
 func (f Format16) KeepST(dst []uint16, x []float32) {
 	dst = dst[:len(x)]
 	n := 0
-	if f == StoreBF16 && path == PathAVX512 && hasBF16Conv() {
-		if n = len(x) &^ 15; n > 0 {
-			keepBF16AVX512(&AsBF16(dst)[0], &x[0], n)
-		}
+	if f == StoreBF16 {
+		n = keepBF16Vec(AsBF16(dst), x)
 	}
 	for s := n; s < len(x); s += 4096 { // convert back while in cache
 		e := min(s+4096, len(x))

@@ -1,3 +1,5 @@
+//go:build !purego
+
 package kernels
 
 // roundHalfAVX512 rounds n (a multiple of 16) float32 values at x to half

@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// TestLinear checks Linear and LinearGrad against direct sums in float64,
-// including accumulation into non-zero gradients.
+// TestLinear checks LinearForward (setting and accumulating) and
+// LinearBackward (accumulating and setting dx) against direct sums in
+// float64, including accumulation into non-zero gradients.
 func TestLinear(t *testing.T) {
 	for _, tc := range []struct{ N, out, in int }{{1, 1, 1}, {7, 13, 5}, {130, 33, 65}} {
 		rng := rand.New(rand.NewPCG(3, uint64(tc.N)))
@@ -20,10 +21,36 @@ func TestLinear(t *testing.T) {
 		}
 		x, w, b, dy := r(tc.N*tc.in), r(tc.out*tc.in), r(tc.out), r(tc.N*tc.out)
 		y := r(tc.N * tc.out) // garbage: Linear must overwrite
-		Linear(PrecFP32, y, x, w, b, tc.N, tc.out, tc.in)
+		LinearForward(2, PrecFP32, y, x, w, nil, b, tc.N, tc.in, tc.out, false)
+		y2 := r(tc.N * tc.out)
+		y20 := append([]float64(nil), y2...)
+		LinearForward(2, PrecFP32, y2, x, w, nil, b, tc.N, tc.in, tc.out, true)
+		for i := range y2 {
+			if want := y20[i] + y[i]; math.Abs(y2[i]-want) > 1e-12*(1+math.Abs(want)) {
+				t.Fatalf("%+v: accumulated y[%d] = %v, want %v", tc, i, y2[i], want)
+			}
+		}
 		dw, db := r(tc.out*tc.in), r(tc.out)
 		dw0, db0 := append([]float64(nil), dw...), append([]float64(nil), db...)
-		LinearGrad(PrecFP32, dw, db, dy, x, tc.N, tc.out, tc.in)
+		dx, dxSet := r(tc.N*tc.in), r(tc.N*tc.in)
+		dx0 := append([]float64(nil), dx...)
+		LinearBackward(2, PrecFP32, dx, dw, db, dy, x, w, tc.N, tc.in, tc.out, false)
+		dw1, db1 := append([]float64(nil), dw...), append([]float64(nil), db...)
+		LinearBackward(1, PrecFP32, dxSet, dw1, db1, dy, x, w, tc.N, tc.in, tc.out, true)
+		for n := 0; n < tc.N; n++ {
+			for i := 0; i < tc.in; i++ {
+				want := 0.0
+				for o := 0; o < tc.out; o++ {
+					want += dy[n*tc.out+o] * w[o*tc.in+i]
+				}
+				if g := dxSet[n*tc.in+i]; math.Abs(g-want) > 1e-12*(1+math.Abs(want)) {
+					t.Fatalf("%+v: set dx[%d,%d] = %v, want %v", tc, n, i, g, want)
+				}
+				if g, w := dx[n*tc.in+i], dx0[n*tc.in+i]+want; math.Abs(g-w) > 1e-12*(1+math.Abs(w)) {
+					t.Fatalf("%+v: accumulated dx[%d,%d] = %v, want %v", tc, n, i, g, w)
+				}
+			}
+		}
 		for n := 0; n < tc.N; n++ {
 			for o := 0; o < tc.out; o++ {
 				want := b[o]

@@ -150,7 +150,7 @@ func splitWork(n, grain, cost int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	parallel.For(n, grain, func(_, lo, hi int) { fn(lo, hi) })
+	parallel.For(parallel.Threads(), n, grain, func(_, lo, hi int) { fn(lo, hi) })
 }
 
 // LayerNormEps is the LayerNorm epsilon of the model contract.

@@ -58,11 +58,11 @@ func (m *Model[F]) UseBF16() error {
 	m.bf16 = make([]blockBF16, c.NLayers)
 	for i := range m.bf16 {
 		bw := &m.w.blocks[i]
-		kernels.PackBF16B(&m.bf16[i].w1, true, D, H, any(bw.fc1w).([]float32), D)
-		kernels.PackBF16B(&m.bf16[i].w2, true, H, D, any(bw.fc2w).([]float32), H)
+		kernels.PackBF16B(m.threads(), &m.bf16[i].w1, true, D, H, any(bw.fc1w).([]float32), D)
+		kernels.PackBF16B(m.threads(), &m.bf16[i].w2, true, H, D, any(bw.fc2w).([]float32), H)
 	}
 	m.headBF16 = new(kernels.BF16B)
-	kernels.PackBF16B(m.headBF16, true, D, c.HeadOut(), any(m.w.headw).([]float32), D)
+	kernels.PackBF16B(m.threads(), m.headBF16, true, D, c.HeadOut(), any(m.w.headw).([]float32), D)
 	return nil
 }
 

@@ -149,12 +149,12 @@ func (m *Model[F]) ffBranch(i int, out, g []F) {
 		if p.HalfElems > 0 && m.prec == kernels.PrecBF16 {
 			// fc2 reads ffSave's bf16 g as its packed input.
 			if a16, ok := kernels.RowsA(N, H, kernels.AsBF16(m.gelu16())); ok {
-				biasRows(out, bw.fc2b, N, D, true)
-				kernels.GemmBF16PackB(1, &a16, true, D, any(bw.fc2w).([]float32), H, 1, any(out).([]float32), D)
+				kernels.BiasRows(m.threads(), out, bw.fc2b, N, D, true)
+				kernels.GemmBF16(m.threads(), 1, kernels.PackedA(&a16), kernels.Float32B(true, a16.K, D, any(bw.fc2w).([]float32), H), 1, any(out).([]float32), D)
 				return
 			}
 		}
-		linearForward(m.prec, out, g, bw.fc2w, m.packed(i).fc2(), bw.fc2b, N, H, D, true)
+		kernels.LinearForward(m.threads(), m.prec, out, g, bw.fc2w, m.packed(i).fc2(), bw.fc2b, N, H, D, true)
 		return
 	}
 	ln2 := m.act(a.ln2)

@@ -165,7 +165,7 @@ func (m *Model[F]) DecodeBatch(ds []*Decoding[F], tokens []int32, logits []F) er
 		errMu sync.Mutex
 		errs  []error
 	)
-	parallel.For(n, 1, func(_, lo, hi int) {
+	parallel.For(m.threads(), n, 1, func(_, lo, hi int) {
 		rows := func(b []F, width int) []F { return b[lo*width : hi*width] }
 		x := rows(w.x, D)
 		for i := lo; i < hi; i++ {
@@ -219,7 +219,7 @@ func (m *Model[F]) decodeBlocks(step func(i int, out, in []F) error, x, x2, ln, 
 		if err := step(i, tmp, ln); err != nil {
 			return fmt.Errorf("model: block %d: %w", i, err)
 		}
-		addTo(x, tmp)
+		kernels.AddRow(x, tmp)
 		layerNormForward(ln, mean, rstd, x, bw.ln2w, bw.ln2b, n, D)
 		ffForward(m.prec, x2, h, g, ln, bw.fc1w, bw.fc1b, bw.fc2w, bw.fc2b, m.packed(i), n, D, H)
 	}
@@ -229,7 +229,7 @@ func (m *Model[F]) decodeBlocks(step func(i int, out, in []F) error, x, x2, ln, 
 		}
 	}
 	layerNormForward(ln, mean, rstd, x, m.w.lnfw, m.w.lnfb, n, D)
-	linearForward(m.prec, logits[:n*V], ln, m.w.headw, m.headBF16, m.w.headb, n, D, V, false)
+	kernels.LinearForward(m.threads(), m.prec, logits[:n*V], ln, m.w.headw, m.headBF16, m.w.headb, n, D, V, false)
 	return nil
 }
 

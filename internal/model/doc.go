@@ -37,7 +37,7 @@
 // The float64 instantiation is the gradient-check path (finite differences
 // in the tests); float32 is the fast path. A float32 model follows the
 // config's precision: "bf16" runs every matrix product on bf16 operands
-// (kernels.GemmP; the mixers through mixer.Config.Precision), "fp16" rounds
+// (kernels.Gemm in PrecBF16; the mixers through mixer.Config.Precision), "fp16" rounds
 // what it keeps to IEEE half (store) and trains with dynamic loss scaling
 // (Trainer.Scale), and both keep fc1's d_ff-wide output in a third,
 // 16-bit slab (Plan.HalfElems), recomputing GELU from it in backward.

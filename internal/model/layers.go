@@ -35,62 +35,10 @@ func embeddingBackward[F kernels.Float](dembed, dpos, dout []F, tokens []int32, 
 	for b := 0; b < B; b++ {
 		for t := 0; t < T; t++ {
 			g := dout[(b*T+t)*D : (b*T+t+1)*D]
-			addTo(dembed[int(tokens[b*T+t])*D:][:D], g)
-			addTo(dpos[t*D:(t+1)*D], g)
+			kernels.AddRow(dembed[int(tokens[b*T+t])*D:][:D], g)
+			kernels.AddRow(dpos[t*D:(t+1)*D], g)
 		}
 	}
-}
-
-// linearForward computes out = inp·Wᵀ + b, or out += inp·Wᵀ + b when acc.
-// out [N,O], inp [N,I], w [O,I], b [O]; wb is W packed in bf16, or nil.
-func linearForward[F kernels.Float](p kernels.Prec, out, inp, w []F, wb *kernels.BF16B, b []F, N, I, O int, acc bool) {
-	biasRows(out, b, N, O, acc)
-	gemmNT(p, out, inp, w, wb, N, I, O, 1)
-}
-
-// biasRows sets every row of out [N,O] to b [O], or adds b with acc.
-func biasRows[F kernels.Float](out, b []F, N, O int, acc bool) {
-	parallel.For(N, 64, func(_, lo, hi int) {
-		for n := lo; n < hi; n++ {
-			row := out[n*O : (n+1)*O]
-			if acc {
-				addTo(row, b)
-			} else {
-				copy(row, b)
-			}
-		}
-	})
-}
-
-// gemmNT sets out [N,O] = inp [N,I]·Wᵀ + beta·out for W [O,I], in bf16 on
-// W's packed copy wb when there is one (float32 bf16 inference, UseBF16),
-// else in precision p.
-func gemmNT[F kernels.Float](p kernels.Prec, out, inp, w []F, wb *kernels.BF16B, N, I, O int, beta F) {
-	if wb != nil {
-		kernels.GemmBF16Rows(1, N, any(inp).([]float32), I, wb, float32(beta), any(out).([]float32), O)
-		return
-	}
-	kernels.GemmP(p, false, true, N, O, I, 1, inp, I, w, I, beta, out, O)
-}
-
-// linearBackward accumulates dinp += dout·W (skipped when dinp is nil),
-// dw += doutᵀ·inp and db += Σ_n dout[n], with the products in precision p.
-func linearBackward[F kernels.Float](p kernels.Prec, dinp, dw, db, dout, inp, w []F, N, I, O int) {
-	if dinp != nil {
-		kernels.GemmP(p, false, false, N, I, O, 1, dout, O, w, I, 1, dinp, I)
-	}
-	kernels.GemmP(p, true, false, O, I, N, 1, dout, O, inp, I, 1, dw, I)
-	biasGrad(db, dout, N, O)
-}
-
-// biasGrad accumulates db [O] += Σ_n dout[n] for dout [N,O].
-func biasGrad[F kernels.Float](db, dout []F, N, O int) {
-	parallel.For(O, 64, func(_, lo, hi int) {
-		d := db[lo:hi]
-		for n := 0; n < N; n++ {
-			addTo(d, dout[n*O+lo:n*O+hi])
-		}
-	})
 }
 
 // layerNormForward is kernels.LayerNormForward (which splits rows across
@@ -105,21 +53,6 @@ func layerNormBackward[F kernels.Float](dinp, dweight, dbias, dout, inp, weight,
 	kernels.LayerNormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
 }
 
-// addTo accumulates dst += src on the calling goroutine (rows inside
-// parallel loops): from 16 elements on with kernels.Axpy (a = 1, so the
-// same sums, vectorised and never split across threads), shorter rows in
-// plain Go, where a kernel call's set-up would dominate.
-func addTo[F kernels.Float](dst, src []F) {
-	if len(dst) >= 16 {
-		kernels.Axpy(dst, 1, src)
-		return
-	}
-	src = src[:len(dst)]
-	for i := range dst {
-		dst[i] += src[i]
-	}
-}
-
 // fc1GeluForward sets h = inp·Wᵀ + b and g = GELU(h), adding the bias and
 // applying GELU to blocks of a few rows while they are in cache. On each
 // block it calls round(lo, hi) between the bias and GELU, and keep(lo, hi)
@@ -127,13 +60,17 @@ func addTo[F kernels.Float](dst, src []F) {
 // in place, and g in 16 bits there).
 // h, g [N,H], inp [N,D], w [H,D] (wb: packed in bf16, or nil), b [H].
 func fc1GeluForward[F kernels.Float](p kernels.Prec, h, g, inp, w []F, wb *kernels.BF16B, b []F, N, D, H int, round, keep func(lo, hi int)) {
-	gemmNT(p, h, inp, w, wb, N, D, H, 0)
+	if wb != nil {
+		kernels.GemmBF16(parallel.Threads(), 1, kernels.Float32A(false, N, D, any(inp).([]float32), D), kernels.PackedB(wb), 0, any(h).([]float32), H)
+	} else {
+		kernels.Gemm(parallel.Threads(), p, false, true, N, H, D, 1, inp, D, w, D, 0, h, H)
+	}
 	rows := max(1, (16<<10)/max(H, 1)) // a block of about 16K values of h, and of g, stays in L2
-	parallel.For(N, 16, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), N, 16, func(_, lo, hi int) {
 		for r0 := lo; r0 < hi; r0 += rows {
 			r1 := min(r0+rows, hi)
 			for n := r0; n < r1; n++ {
-				addTo(h[n*H:(n+1)*H], b)
+				kernels.AddRow(h[n*H:(n+1)*H], b)
 			}
 			if round != nil {
 				round(r0, r1)
@@ -150,7 +87,7 @@ func fc1GeluForward[F kernels.Float](p kernels.Prec, h, g, inp, w []F, wb *kerne
 // as fc1GeluForward computed it from the rounded h: into g16 in bf16 when
 // g16 is not nil, else into g rounded to IEEE half (fp16's storage).
 func geluFrom16(f kernels.Format16, g []float32, g16, h16 []uint16) {
-	parallel.For(len(h16), 4096, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), len(h16), 4096, func(_, lo, hi int) {
 		var tmp [2048]float32
 		for s := lo; s < hi; s += len(tmp) {
 			e := min(s+len(tmp), hi)
@@ -172,7 +109,7 @@ func geluFrom16(f kernels.Format16, g []float32, g16, h16 []uint16) {
 // fc2w [D,H], fc2b [D]; pk holds the weights packed in bf16, or is nil.
 func ffForward[F kernels.Float](p kernels.Prec, out, h, g, inp, fc1w, fc1b, fc2w, fc2b []F, pk *blockBF16, N, D, H int) {
 	fc1GeluForward(p, h, g, inp, fc1w, pk.fc1(), fc1b, N, D, H, nil, nil)
-	linearForward(p, out, g, fc2w, pk.fc2(), fc2b, N, H, D, true)
+	kernels.LinearForward(parallel.Threads(), p, out, g, fc2w, pk.fc2(), fc2b, N, H, D, true)
 }
 
 // hidden is the fc1 output h that ffBackward reads: in F, or stored in 16
@@ -208,17 +145,17 @@ func (hs hidden[F]) geluBackward(dh, dg []F, lo, hi int) {
 // before dh is written). dinp may alias dout: dout is fully read before
 // dinp is written.
 func ffBackward[F kernels.Float](p kernels.Prec, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp []F, h hidden[F], g, fc1w, fc2w []F, N, D, H int) {
-	kernels.GemmP(p, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
+	kernels.Gemm(parallel.Threads(), p, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
 	if h.g16 != nil {
-		kernels.GemmBF16TN(1, D, H, N, any(dout).([]float32), D, kernels.AsBF16(h.g16), H, 1, any(dfc2w).([]float32), H)
-		biasGrad(dfc2b, dout, N, D)
+		kernels.GemmBF16(parallel.Threads(), 1, kernels.Float32A(true, D, N, any(dout).([]float32), D), kernels.RowsB(N, H, kernels.AsBF16(h.g16), H), 1, any(dfc2w).([]float32), H)
+		kernels.BiasGrad(parallel.Threads(), dfc2b, dout, N, D)
 	} else {
-		linearBackward(p, nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D)
+		kernels.LinearBackward(parallel.Threads(), p, nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D, false)
 	}
-	parallel.For(N*H, 4096, func(_, lo, hi int) { // dh = GELU'(h)·dg
+	parallel.For(parallel.Threads(), N*H, 4096, func(_, lo, hi int) { // dh = GELU'(h)·dg
 		h.geluBackward(dh, dg, lo, hi)
 	})
-	linearBackward(p, dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H)
+	kernels.LinearBackward(parallel.Threads(), p, dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H, false)
 }
 
 // poolForward sets out[b] = mean of inp[b,t] over positions t with
@@ -238,7 +175,7 @@ func poolForward[F kernels.Float](out, inp []F, pad []bool, first bool, B, T, D 
 		n := 0
 		for t := 0; t < T; t++ {
 			if pad == nil || !pad[b*T+t] {
-				addTo(o, inp[(b*T+t)*D:(b*T+t+1)*D])
+				kernels.AddRow(o, inp[(b*T+t)*D:(b*T+t+1)*D])
 				n++
 			}
 		}
@@ -256,7 +193,7 @@ func poolForward[F kernels.Float](out, inp []F, pad []bool, first bool, B, T, D 
 func poolBackward[F kernels.Float](dinp, dout []F, pad []bool, first bool, B, T, D int) {
 	if first {
 		for b := 0; b < B; b++ {
-			addTo(dinp[b*T*D:b*T*D+D], dout[b*D:(b+1)*D])
+			kernels.AddRow(dinp[b*T*D:b*T*D+D], dout[b*D:(b+1)*D])
 		}
 		return
 	}
@@ -293,7 +230,7 @@ func crossEntropyForward[F kernels.Float](logits []F, targets []int32, N, V int)
 	nt := parallel.Threads()
 	sums := make([]float64, nt)
 	counts := make([]int, nt)
-	parallel.For(N, 64, func(w, lo, hi int) {
+	parallel.For(parallel.Threads(), N, 64, func(w, lo, hi int) {
 		tmp := make([]F, V)
 		for n := lo; n < hi; n++ {
 			y := int(targets[n])
@@ -325,7 +262,7 @@ func crossEntropyForward[F kernels.Float](logits []F, targets []int32, N, V int)
 // is dloss/count. Unlike the other backward functions it overwrites, so
 // dlogits need not be zeroed.
 func crossEntropyBackward[F kernels.Float](dlogits, logits []F, targets []int32, N, V int, scale float64) {
-	parallel.For(N, 64, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), N, 64, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			y := int(targets[n])
 			d := dlogits[n*V : (n+1)*V]

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 )
 
 // layerCase is one layer under a finite-difference check: fwd computes the
@@ -82,8 +83,12 @@ func TestLayerFiniteDifferences(t *testing.T) {
 		inputs: map[string][]float64{"x": x, "w": w, "b": b},
 		grads:  map[string][]float64{"x": dx, "w": dw, "b": db},
 		outLen: N * V,
-		fwd:    func(out []float64) { linearForward(kernels.PrecFP32, out, x, w, nil, b, N, D, V, false) },
-		bwd:    func(dout []float64) { linearBackward(kernels.PrecFP32, dx, dw, db, dout, x, w, N, D, V) },
+		fwd: func(out []float64) {
+			kernels.LinearForward(parallel.Threads(), kernels.PrecFP32, out, x, w, nil, b, N, D, V, false)
+		},
+		bwd: func(dout []float64) {
+			kernels.LinearBackward(parallel.Threads(), kernels.PrecFP32, dx, dw, db, dout, x, w, N, D, V, false)
+		},
 	})
 
 	lw, lb := randVec(rng, D, 1), randVec(rng, D, 1)

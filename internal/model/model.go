@@ -45,6 +45,10 @@ type Model[F kernels.Float] struct {
 	// error it returns stops the forward there, which returns that error
 	// (and leaves nothing for Backward).
 	Cancel func() error
+	// Threads is the thread budget of the model's own products and loops
+	// (0: parallel.Threads(), the default). The mixers run on the default
+	// budget.
+	Threads int
 
 	// inspect, set only by Diagnose, sees every layer's output and every
 	// gradient by name as they are computed.
@@ -176,6 +180,14 @@ func (m *Model[F]) act16(s span) []uint16 {
 	return m.acts16[s.off : s.off+s.n : s.off+s.n]
 }
 func (m *Model[F]) grad(s span) []F { return m.grds[s.off : s.off+s.n : s.off+s.n] }
+
+// threads is the model's thread budget (Threads, else the default).
+func (m *Model[F]) threads() int {
+	if m.Threads > 0 {
+		return m.Threads
+	}
+	return parallel.Threads()
+}
 
 // reserve makes the slabs fit the plan of (B,T), reallocating only when a
 // slab must grow.
@@ -342,10 +354,10 @@ func (m *Model[F]) headForward() float64 {
 	if c.Task == "classify" {
 		pooled := m.act(p.pooled)
 		poolForward(pooled, lnf, m.pad, c.Pool == "first", B, T, D)
-		linearForward(m.prec, logits, pooled, m.w.headw, m.headBF16, m.w.headb, B, D, V, false)
+		kernels.LinearForward(m.threads(), m.prec, logits, pooled, m.w.headw, m.headBF16, m.w.headb, B, D, V, false)
 		rows = B
 	} else {
-		linearForward(m.prec, logits, lnf, m.w.headw, m.headBF16, m.w.headb, N, D, V, false)
+		kernels.LinearForward(m.threads(), m.prec, logits, lnf, m.w.headw, m.headBF16, m.w.headb, N, D, V, false)
 	}
 	if m.inspect != nil {
 		m.inspect("ln_f: output", lnf)
@@ -406,12 +418,12 @@ func (m *Model[F]) headBackward(dres []F) {
 			m.store(dlogits)
 			dpooled := m.grad(p.dpooled)
 			clear(dpooled)
-			linearBackward(m.prec, dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V)
+			kernels.LinearBackward(m.threads(), m.prec, dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V, false)
 			poolBackward(dln, dpooled, m.pad, c.Pool == "first", B, T, D)
 		} else {
 			crossEntropyBackward(dlogits, logits, m.targets, N, V, scale)
 			m.store(dlogits)
-			linearBackward(m.prec, dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V)
+			kernels.LinearBackward(m.threads(), m.prec, dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V, false)
 		}
 	}
 	layerNormBackward(dres, m.g.lnfw, m.g.lnfb, dln, m.act(p.res[c.NLayers]), m.w.lnfw, m.act(p.lnfMean), m.act(p.lnfRstd), N, D)

@@ -92,7 +92,7 @@ func (m *Model[F]) revForward() error {
 		m.blockFFForward(i, x2, x2, x1)    // y2 = x2 + FF(LN2(y1))
 	}
 	mean := m.act(p.res[c.NLayers])
-	parallel.For(len(mean), 1<<14, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), len(mean), 1<<14, func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			mean[k] = (x1[k] + x2[k]) / 2
 		}
@@ -110,7 +110,7 @@ func (m *Model[F]) revBackward() {
 	d1, d2 := m.grad(p.dres), m.grad(p.rev.d2)
 	clear(d1)
 	m.headBackward(d1) // ∂loss/∂mean
-	parallel.For(len(d1), 1<<14, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), len(d1), 1<<14, func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			d1[k] /= 2
 			d2[k] = d1[k]
@@ -150,7 +150,7 @@ func sub[F interface{ ~float32 | ~float64 }](dst, a []F) {
 	if len(dst) != len(a) {
 		panic(fmt.Sprintf("model: sub of %d and %d elements", len(dst), len(a)))
 	}
-	parallel.For(len(a), 1<<14, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), len(a), 1<<14, func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			dst[k] -= a[k]
 		}

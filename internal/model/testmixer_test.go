@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 	"github.com/tokenmix/tokenmix/mixer/registry"
 )
@@ -47,14 +48,14 @@ func (m *cumMean[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 			}
 		}
 	}
-	linearForward(kernels.PrecFP32, out, act, m.w[0], nil, m.w[1], p.B*p.T, D, D, false)
+	kernels.LinearForward(parallel.Threads(), kernels.PrecFP32, out, act, m.w[0], nil, m.w[1], p.B*p.T, D, D, false)
 }
 
 func (m *cumMean[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	D := m.d
 	du := scratch[:p.B*p.T*D]
 	clear(du)
-	linearBackward(kernels.PrecFP32, du, m.g[0], m.g[1], dout, act, m.w[0], p.B*p.T, D, D)
+	kernels.LinearBackward(parallel.Threads(), kernels.PrecFP32, du, m.g[0], m.g[1], dout, act, m.w[0], p.B*p.T, D, D, false)
 	for b := 0; b < p.B; b++ {
 		for t := 0; t < p.T; t++ {
 			n := 0

@@ -76,7 +76,7 @@ func (o *AdamW[F]) Update(params, grads []F, lr float64) {
 		if g.Decay {
 			wd = o.WeightDecay
 		}
-		parallel.For(g.Hi-g.Lo, 1<<14, func(_, lo, hi int) {
+		parallel.For(parallel.Threads(), g.Hi-g.Lo, 1<<14, func(_, lo, hi int) {
 			lo, hi = lo+g.Lo, hi+g.Lo
 			kernels.AdamW(params[lo:hi], grads[lo:hi], o.M[lo:hi], o.V[lo:hi], lr, o.Beta1, o.Beta2, o.Eps, wd, o.Step)
 		})

@@ -19,11 +19,14 @@ func init() {
 	threads.Store(int64(n))
 }
 
-// Threads returns the number of goroutines For uses.
+// Threads returns the default thread budget: the one a caller that has
+// none of its own passes to For (GOMAXPROCS, TOKENMIX_THREADS, or the
+// CLI's --threads through SetThreads).
 func Threads() int { return int(threads.Load()) }
 
-// SetThreads sets the number of goroutines For uses and returns the previous
-// value. SetThreads panics if n < 1.
+// SetThreads sets the default thread budget and returns the previous one.
+// It changes only what Threads returns: calls already given a budget keep
+// theirs. SetThreads panics if n < 1.
 func SetThreads(n int) int {
 	if n < 1 {
 		panic("parallel: SetThreads with n < 1")
@@ -31,21 +34,24 @@ func SetThreads(n int) int {
 	return int(threads.Swap(int64(n)))
 }
 
-// For splits [0,n) into at most Threads() contiguous chunks and calls
-// fn(worker, lo, hi) once per chunk, concurrently, returning when all have
-// finished (one fork, one join). worker is in [0, Threads()) and is unique
-// among this call's chunks, so a caller may index its own per-worker
-// scratch with it (not scratch shared with other For calls: two nested
-// calls each have a worker 0).
-// Chunks are multiples of grain (the last may be shorter); grain < 1 means 1.
-// With one chunk fn runs on the calling goroutine. Chunks run on a pool of
-// long-lived workers that spin briefly between calls (see spinFor). A For
-// nested inside another, or running concurrently with one, finds the
-// threads taken and runs fn(0, 0, n) on the calling goroutine: the outer
-// call already keeps them busy, and more goroutines than threads would only
-// contend. So a caller may split independent work coarsely with For (as
-// decoding does with its sequences) and leave the kernels inside serial.
-func For(n, grain int, fn func(worker, lo, hi int)) {
+// For splits [0,n) into at most threads contiguous chunks and calls
+// fn(worker, lo, hi) once per chunk, returning when all have finished (one
+// fork, one join). Chunks are multiples of grain (the last may be shorter;
+// grain < 1 means 1), and the split, with the worker index of each chunk,
+// depends on threads, n and grain only: worker is the chunk's index, in
+// [0, threads), unique among this call's chunks, so a caller may index its
+// own per-worker scratch with it (not scratch shared with other For calls:
+// two calls each have a worker 0).
+//
+// The chunks run on the calling goroutine and on up to threads−1 idle
+// workers of a process-wide pool, each taking the next chunk nobody has
+// started. Several For calls may run at once (from different goroutines,
+// or one nested in another's chunk): each uses the workers that are idle
+// when it starts and runs what they do not take itself, so a call never
+// waits for another, and its result does not depend on how many ran with
+// it. Workers spin briefly between calls (see spinFor). With one chunk fn
+// runs on the calling goroutine.
+func For(threads, n, grain int, fn func(worker, lo, hi int)) {
 	if n <= 0 {
 		return
 	}
@@ -53,13 +59,12 @@ func For(n, grain int, fn func(worker, lo, hi int)) {
 		grain = 1
 	}
 	units := (n + grain - 1) / grain
-	nt := Threads()
-	if nt > units {
-		nt = units
-	}
-	if nt <= 1 || !runPool(n, grain, nt, units, fn) {
+	nt := min(threads, units)
+	if nt <= 1 {
 		fn(0, 0, n)
+		return
 	}
+	runPool(n, grain, nt, units, fn)
 }
 
 // split returns worker w's element range when units grain-sized units are

@@ -11,10 +11,9 @@ func TestForCoversRangeOnce(t *testing.T) {
 	for _, tc := range []struct{ n, grain, threads int }{
 		{1, 1, 1}, {7, 1, 2}, {7, 3, 3}, {100, 8, 2}, {5, 10, 4}, {1000, 1, 3},
 	} {
-		old := SetThreads(tc.threads)
 		hits := make([]int32, tc.n)
 		seen := make([]int32, tc.threads)
-		For(tc.n, tc.grain, func(w, lo, hi int) {
+		For(tc.threads, tc.n, tc.grain, func(w, lo, hi int) {
 			if w < 0 || w >= tc.threads {
 				t.Errorf("worker %d out of range", w)
 				return
@@ -29,7 +28,6 @@ func TestForCoversRangeOnce(t *testing.T) {
 				atomic.AddInt32(&hits[i], 1)
 			}
 		})
-		SetThreads(old)
 		for i, h := range hits {
 			if h != 1 {
 				t.Fatalf("%+v: index %d visited %d times", tc, i, h)
@@ -42,11 +40,9 @@ func TestForCoversRangeOnce(t *testing.T) {
 // workers to park, nested inside itself and from several goroutines at
 // once, checking every index is covered exactly once each time.
 func TestForPoolStress(t *testing.T) {
-	old := SetThreads(3)
-	defer SetThreads(old)
 	run := func(n int) {
 		hits := make([]int32, n)
-		For(n, 1, func(_, lo, hi int) {
+		For(3, n, 1, func(_, lo, hi int) {
 			for i := lo; i < hi; i++ {
 				atomic.AddInt32(&hits[i], 1)
 			}
@@ -64,8 +60,8 @@ func TestForPoolStress(t *testing.T) {
 			time.Sleep(2 * spinFor) // let the workers park
 		}
 	}
-	// Nested: the inner For finds the pool busy and runs serially.
-	For(4, 1, func(_, lo, hi int) {
+	// Nested: the inner For finds the workers busy and runs its chunks itself.
+	For(3, 4, 1, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			run(10)
 		}
@@ -84,27 +80,61 @@ func TestForPoolStress(t *testing.T) {
 	wg.Wait()
 }
 
-// TestForNested: a For inside a pool chunk runs its whole range in one call
-// on the chunk's goroutine, as worker 0.
-func TestForNested(t *testing.T) {
-	old := SetThreads(2)
-	defer SetThreads(old)
-	var calls [2][]([3]int)
-	For(2, 1, func(w, _, _ int) {
-		For(10, 1, func(iw, lo, hi int) { calls[w] = append(calls[w], [3]int{iw, lo, hi}) })
+// TestForSplitFixed: the chunks a For hands its fn, and their worker
+// indices, are the same whether the call runs alone, nested in another
+// call's chunk (the workers busy) or beside other calls.
+func TestForSplitFixed(t *testing.T) {
+	record := func(threads, n, grain int) map[[3]int]bool {
+		var mu sync.Mutex
+		got := map[[3]int]bool{}
+		For(threads, n, grain, func(w, lo, hi int) {
+			mu.Lock()
+			got[[3]int{w, lo, hi}] = true
+			mu.Unlock()
+		})
+		return got
+	}
+	want := record(3, 100, 8)
+	if len(want) != 3 {
+		t.Fatalf("alone: %d chunks, want 3", len(want))
+	}
+	var mu sync.Mutex
+	var nested []map[[3]int]bool
+	For(3, 3, 1, func(_, _, _ int) {
+		g := record(3, 100, 8)
+		mu.Lock()
+		nested = append(nested, g)
+		mu.Unlock()
 	})
-	for w, c := range calls {
-		if len(c) != 1 || c[0] != [3]int{0, 0, 10} {
-			t.Errorf("outer chunk %d: inner calls %v, want one call [0 0 10]", w, c)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				got := record(3, 100, 8)
+				mu.Lock()
+				nested = append(nested, got)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, g := range nested {
+		if len(g) != len(want) {
+			t.Fatalf("chunks %v, want %v", g, want)
+		}
+		for k := range want {
+			if !g[k] {
+				t.Fatalf("chunks %v, want %v", g, want)
+			}
 		}
 	}
 }
 
 func BenchmarkForkJoin(b *testing.B) {
-	old := SetThreads(2)
-	defer SetThreads(old)
 	x := make([]float64, 2*8)
 	for i := 0; i < b.N; i++ {
-		For(2, 1, func(w, lo, hi int) { x[w*8]++ })
+		For(2, 2, 1, func(w, lo, hi int) { x[w*8]++ })
 	}
 }

@@ -17,21 +17,30 @@ import (
 // Back-to-back calls, as in a training step, always do. OpenBLAS spins too.
 const spinFor = 2 * time.Millisecond
 
-// task is one chunk of a For call handed to a pool worker.
-type task struct {
-	fn        func(worker, lo, hi int)
-	w, lo, hi int
-	call      *call
-}
-
-// call is one For call's join state.
+// call is one For call: its chunks, the next one nobody has started, and
+// its join state.
 type call struct {
-	pending atomic.Int32
-	parked  atomic.Bool   // the caller is blocked on done
-	done    chan struct{} // cap 1
+	fn                  func(worker, lo, hi int)
+	n, grain, nt, units int
+	next                atomic.Int32  // the next chunk to start
+	pending             atomic.Int32  // helpers still at work
+	parked              atomic.Bool   // the caller is blocked on done
+	done                chan struct{} // cap 1
 }
 
-// finish marks one chunk done and wakes a parked caller after the last.
+// run starts chunks of c until none is left.
+func (c *call) run() {
+	for {
+		w := int(c.next.Add(1)) - 1
+		if w >= c.nt {
+			return
+		}
+		lo, hi := split(c.units, c.nt, w, c.grain, c.n)
+		c.fn(w, lo, hi)
+	}
+}
+
+// finish marks one helper done and wakes a parked caller after the last.
 func (c *call) finish() {
 	if c.pending.Add(-1) == 0 && c.parked.Load() {
 		select {
@@ -41,7 +50,7 @@ func (c *call) finish() {
 	}
 }
 
-// wait returns when every chunk of c has finished: it spins for spinFor,
+// wait returns when every helper of c has finished: it spins for spinFor,
 // then parks.
 func (c *call) wait() {
 	start := time.Now()
@@ -53,9 +62,9 @@ func (c *call) wait() {
 		if time.Since(start) < spinFor {
 			continue
 		}
-		// Park. A token may be stale (sent by the last worker of the
-		// previous call after that call had already seen pending reach 0),
-		// so look at pending again after every wake-up.
+		// Park. A token may be stale (sent by the last helper of an
+		// earlier call with this state, after that call had already seen
+		// pending reach 0), so look at pending again after every wake-up.
 		for c.pending.Load() != 0 {
 			c.parked.Store(true)
 			if c.pending.Load() != 0 {
@@ -67,18 +76,21 @@ func (c *call) wait() {
 	}
 }
 
+// calls recycles call states, so steady-state For calls do not allocate.
+var calls = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+
 // worker is a long-lived pool goroutine.
 type worker struct {
-	job    atomic.Pointer[task]
+	job    atomic.Pointer[call]
 	parked atomic.Bool
 	wake   chan struct{} // cap 1
 }
 
-// post hands t to the worker, waking it if it has parked. The worker sets
+// post hands c to the worker, waking it if it has parked. The worker sets
 // parked before its last look at job, and post sets job before looking at
 // parked, so one of the two always sees the other.
-func (wk *worker) post(t *task) {
-	wk.job.Store(t)
+func (wk *worker) post(c *call) {
+	wk.job.Store(c)
 	if wk.parked.Load() {
 		select {
 		case wk.wake <- struct{}{}:
@@ -89,71 +101,75 @@ func (wk *worker) post(t *task) {
 
 func (wk *worker) loop() {
 	for {
-		t := wk.job.Load()
+		c := wk.job.Load()
 		start := time.Now()
-		for i := 0; t == nil; i++ {
+		for i := 0; c == nil; i++ {
 			if i&63 == 63 {
 				runtime.Gosched()
 				if time.Since(start) > spinFor {
 					wk.parked.Store(true)
-					if t = wk.job.Load(); t == nil {
+					if c = wk.job.Load(); c == nil {
 						<-wk.wake // may be a stale token: look again
 					}
 					wk.parked.Store(false)
 					start = time.Now()
 				}
 			}
-			t = wk.job.Load()
+			c = wk.job.Load()
 		}
-		t.fn(t.w, t.lo, t.hi)
+		c.run()
+		// Idle again before the caller can see the call end, so that its
+		// next call finds this worker free.
 		wk.job.Store(nil)
-		t.call.finish()
+		pool.mu.Lock()
+		pool.idle = append(pool.idle, wk)
+		pool.mu.Unlock()
+		c.finish()
 	}
 }
 
-// pool is the process's set of workers. One For at a time owns it; a For
-// that finds it busy (nested, or from another goroutine) runs serially.
+// pool is the process's set of workers. It grows to the largest thread
+// budget any call has asked for less one, and to GOMAXPROCS−1 when calls
+// run at once; a call takes the workers that are idle.
 var pool struct {
-	mu      sync.Mutex
-	workers []*worker
-	tasks   []task
-	call    call
+	mu    sync.Mutex
+	idle  []*worker
+	total int
 }
 
-// runPool runs the chunks of a For on the pool, or returns false if the
-// pool is busy.
-func runPool(n, grain, nt, units int, fn func(worker, lo, hi int)) bool {
-	if !pool.mu.TryLock() {
-		return false
-	}
-	defer pool.mu.Unlock()
-	for len(pool.workers) < nt-1 {
-		wk := &worker{wake: make(chan struct{}, 1)}
-		pool.workers = append(pool.workers, wk)
-		go wk.loop()
-	}
-	if pool.call.done == nil {
-		pool.call.done = make(chan struct{}, 1)
-	}
+// runPool runs the nt chunks of a For on the calling goroutine and on the
+// idle workers (up to nt−1 of them).
+func runPool(n, grain, nt, units int, fn func(worker, lo, hi int)) {
+	c := calls.Get().(*call)
+	c.fn, c.n, c.grain, c.nt, c.units = fn, n, grain, nt, units
+	c.next.Store(0)
+	c.pending.Store(0)
 	select { // a stale wake-up from an earlier call
-	case <-pool.call.done:
+	case <-c.done:
 	default:
 	}
-	if cap(pool.tasks) < nt {
-		pool.tasks = make([]task, nt)
+	limit := max(nt-1, runtime.GOMAXPROCS(0)-1)
+	pool.mu.Lock()
+	for k := 0; k < nt-1; k++ {
+		var wk *worker
+		switch {
+		case len(pool.idle) > 0:
+			wk = pool.idle[len(pool.idle)-1]
+			pool.idle = pool.idle[:len(pool.idle)-1]
+		case pool.total < limit:
+			wk = &worker{wake: make(chan struct{}, 1)}
+			pool.total++
+			go wk.loop()
+		}
+		if wk == nil {
+			break
+		}
+		c.pending.Add(1)
+		wk.post(c)
 	}
-	pool.tasks = pool.tasks[:nt]
-	pool.call.pending.Store(int32(nt - 1))
-	for w := 1; w < nt; w++ {
-		lo, hi := split(units, nt, w, grain, n)
-		pool.tasks[w] = task{fn: fn, w: w, lo: lo, hi: hi, call: &pool.call}
-		pool.workers[w-1].post(&pool.tasks[w])
-	}
-	lo, hi := split(units, nt, 0, grain, n)
-	fn(0, lo, hi)
-	pool.call.wait()
-	for w := 1; w < nt; w++ {
-		pool.tasks[w].fn = nil // do not keep fn's closure alive
-	}
-	return true
+	pool.mu.Unlock()
+	c.run()
+	c.wait()
+	c.fn = nil // do not keep fn's closure alive
+	calls.Put(c)
 }

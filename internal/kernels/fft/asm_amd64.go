@@ -1,3 +1,5 @@
+//go:build !purego
+
 package fft
 
 //go:generate go run ./internal/oddgen

@@ -1,3 +1,5 @@
+//go:build !purego
+
 #include "textflag.h"
 
 // RADIX4(S1, S3) is one radix-4 butterfly on 16 lanes: it loads x0…x3 at

@@ -246,7 +246,7 @@ func BenchmarkRealBatchAB(b *testing.B) {
 					w := v.w
 					ncb := (nk + w - 1) / w
 					t0 := cpuTime()
-					parallel.For(ncb, 1, func(t, lo, hi int) {
+					parallel.For(parallel.Threads(), ncb, 1, func(t, lo, hi int) {
 						for c := lo; c < hi; c++ {
 							k0 := c * w
 							r.Batch(zr[k0:], zr[ld+k0:], 2*ld, zr[k0:], zi[k0:], ld, min(k0+w, nk)-k0, work[t*ws:(t+1)*ws])
@@ -291,7 +291,7 @@ func benchReal(b *testing.B, T int, four bool) {
 	ncb := (nk + w - 1) / w
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		parallel.For(ncb, 1, func(t, lo, hi int) {
+		parallel.For(parallel.Threads(), ncb, 1, func(t, lo, hi int) {
 			for c := lo; c < hi; c++ {
 				k0 := c * w
 				k1 := min(k0+w, nk)

@@ -214,7 +214,7 @@ func (a *AFT[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	dy, dq, dv := scratch[:N*D], scratch[N*D:2*N*D], scratch[2*N*D:3*N*D]
 	a.proj.Backward(po, dy, dout, s.y, N, true)
 	// dq = dY⊙R⊙σ'(Q), the same for every kind.
-	parallel.For(N, 64, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), N, 64, func(_, lo, hi int) {
 		for i := lo * D; i < hi*D; i++ {
 			sq := s.sq[i]
 			dq[i] = dy[i] * s.r[i] * sq * (1 - sq)
@@ -234,7 +234,7 @@ func (a *AFT[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 
 // sigmoid replaces x with 1/(1+exp(−x)).
 func sigmoid[F kernels.Float](x []F) {
-	parallel.For(len(x), 4096, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), len(x), 4096, func(_, lo, hi int) {
 		seg := x[lo:hi]
 		for i, v := range seg {
 			seg[i] = -v

@@ -195,7 +195,7 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 	rows := func(b, blk int) (int, int) { return blk * blockT, min(blk*blockT+blockT, T) }
 
 	// Block maxima of K over allowed rows (a block without any keeps −Inf).
-	parallel.For(nblk, 1, func(_, lo2, hi2 int) {
+	parallel.For(parallel.Threads(), nblk, 1, func(_, lo2, hi2 int) {
 		for it := lo2; it < hi2; it++ {
 			b, blk := it/nrb, it%nrb
 			t0, t1 := rows(b, blk)
@@ -227,7 +227,7 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 	}
 
 	// E rows and block sums.
-	parallel.For(nblk, 1, func(_, lo2, hi2 int) {
+	parallel.For(parallel.Threads(), nblk, 1, func(_, lo2, hi2 int) {
 		for it := lo2; it < hi2; it++ {
 			b, blk := it/nrb, it%nrb
 			t0, t1 := rows(b, blk)
@@ -263,7 +263,7 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 	}
 
 	// Per row block: row statistics, the band GEMMs and the ratio.
-	parallel.For(nblk, 1, func(w, lo2, hi2 int) {
+	parallel.For(parallel.Threads(), nblk, 1, func(w, lo2, hi2 int) {
 		ww := work[w*ws : (w+1)*ws]
 		nc := a.tileCols(T)
 		tile, nd := ww[:blockT*nc], ww[blockT*nc:blockT*nc+blockT*2*D]
@@ -280,7 +280,7 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 					i := (b*T+t)*H + h
 					a.fill(tile[(t-t0)*ncol:], p, b, t, h, cLo, cHi, lo, W, s.mw[i], s.c0[i], true)
 				}
-				kernels.GemmST(false, false, t1-t0, 2*Dh, ncol, 1, tile, ncol,
+				kernels.Gemm(1, kernels.PrecFP32, false, false, t1-t0, 2*Dh, ncol, 1, tile, ncol,
 					s.e[(b*T+cLo)*2*D+h*2*Dh:], 2*D, 0, nd[h*2*Dh:], 2*D)
 			}
 			acc := bs[it*2*D : (it+1)*2*D] // prefix before t0, or the total
@@ -372,7 +372,7 @@ func (g *bandGrad[F]) rowGrads() {
 	sums := g.sums
 	dy, hh, bs := g.dy, g.hh, g.bs
 
-	parallel.For(nblk, 1, func(_, lo2, hi2 int) {
+	parallel.For(parallel.Threads(), nblk, 1, func(_, lo2, hi2 int) {
 		for it := lo2; it < hi2; it++ {
 			b, t0 := it/nrb, (it%nrb)*blockT
 			t1 := min(t0+blockT, T)
@@ -447,7 +447,7 @@ func (g *bandGrad[F]) columnGrads() {
 	// Per column block [u0,u1): G rows get the c0 part (running suffix or
 	// total), then G += band tileᵀ·Hh over the rows whose band reaches the
 	// block.
-	parallel.For(nblk, 1, func(w, lo2, hi2 int) {
+	parallel.For(parallel.Threads(), nblk, 1, func(w, lo2, hi2 int) {
 		tile := work[w*ws : w*ws+blockT*a.tileCols(T)]
 		for it := lo2; it < hi2; it++ {
 			b, u0 := it/nrb, (it%nrb)*blockT
@@ -485,7 +485,7 @@ func (g *bandGrad[F]) columnGrads() {
 					i := (b*T+t)*H + h
 					a.fill(tile[(t-rLo)*nu:], p, b, t, h, u0, u1, lo, W, s.mw[i], s.c0[i], true)
 				}
-				kernels.GemmST(true, false, nu, 2*Dh, rHi-rLo, 1, tile, nu,
+				kernels.Gemm(1, kernels.PrecFP32, true, false, nu, 2*Dh, rHi-rLo, 1, tile, nu,
 					hh[(b*T+rLo)*2*D+h*2*Dh:], 2*D, 1, gg[(b*T+u0)*2*D+h*2*Dh:], 2*D)
 			}
 		}
@@ -499,7 +499,7 @@ func (g *bandGrad[F]) keyValueGrads() {
 	N := p.B * T
 	dy, dv, gg := g.dy, g.dv, g.gg
 
-	parallel.For(N, 16, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), N, 16, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			b, t := i/T, i%T
 			if !p.Allowed(b, t) {
@@ -541,7 +541,7 @@ func (g *bandGrad[F]) biasGrad() {
 	for w := 0; w < parallel.Threads(); w++ {
 		clear(work[w*ws+po : (w+1)*ws])
 	}
-	parallel.For(items, 1, func(w, lo2, hi2 int) {
+	parallel.For(parallel.Threads(), items, 1, func(w, lo2, hi2 int) {
 		ww := work[w*ws : (w+1)*ws]
 		m, arow := ww[blockT*nc:2*blockT*nc], ww[2*blockT*nc:2*blockT*nc+nc]
 		part := ww[po : po+H*a.S]
@@ -559,7 +559,7 @@ func (g *bandGrad[F]) biasGrad() {
 				for h := 0; h < H; h++ {
 					hb := hh[(b*T+t0)*2*D+h*2*Dh:]
 					eb := s.e[(b*T+cLo)*2*D+h*2*Dh:]
-					kernels.GemmST(false, true, t1-t0, ncol, 2*Dh, 1, hb, 2*D, eb, 2*D, 0, m, ncol)
+					kernels.Gemm(1, kernels.PrecFP32, false, true, t1-t0, ncol, 2*Dh, 1, hb, 2*D, eb, 2*D, 0, m, ncol)
 					for t := t0; t < t1; t++ {
 						i := (b*T+t)*H + h
 						a.fill(arow, p, b, t, h, cLo, cHi, lo, W, s.mw[i], 0, false)

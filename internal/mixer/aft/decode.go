@@ -159,7 +159,7 @@ func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
 	if n > 1 && states[0] == states[1] {
 		rows(0, 0, n) // one sequence's consecutive positions
 	} else {
-		parallel.For(n, 1, rows)
+		parallel.For(parallel.Threads(), n, 1, rows)
 	}
 	a.proj.Forward(po, out, w.y, n)
 	return nil

@@ -45,7 +45,7 @@
 //     prefix sums when causal) weighted by c0 = exp(−mw) plus a banded
 //     correction (exp(w − mw) − c0) inside the window, as the paper writes
 //     AFT-conv. The band is applied as GEMMs of 64-row tiles with the stacked
-//     [exp(K)⊙V | exp(K)] (kernels.GemmST inside parallel.For over
+//     [exp(K)⊙V | exp(K)] (kernels.Gemm on one thread inside parallel.For over
 //     (sequence, row block)).
 //   - aft_full, O(T²·D) time and O(T·D) memory: the same band machinery with
 //     a band covering the whole row, i.e. tiled GEMMs exp(w)·(exp(K)⊙V) and

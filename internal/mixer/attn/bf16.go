@@ -55,7 +55,7 @@ func (l *packList) put(hp *headPacks) {
 // covers says whether blk's products can read the packed operands: a
 // block of contiguous queries and keys whose keys start a panel (64) and
 // whose queries start a pair. Other blocks (strided, gathered) multiply
-// through kernels.GemmSTP, which packs per tile.
+// through kernels.Gemm on one thread, which packs per tile.
 func (hp *headPacks) covers(blk *Block) bool {
 	return hp != nil && !blk.Gathered && blk.QS == 1 && blk.KS == 1 && blk.K0%64 == 0 && blk.Q0%2 == 0
 }
@@ -105,21 +105,21 @@ func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
 			hp.dkT, hp.dvT = hp.dkT[:m], hp.dvT[:m]
 		}
 	}
-	parallel.For(n, 1, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), n, 1, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			off := u/d.H*T*D + u%d.H*Dh
-			kernels.PackBF16A(&hp.qa[u], false, T, Dh, q[off:], D)
-			kernels.PackBF16B(&hp.kt[u], true, Dh, T, k[off:], D)
+			kernels.PackBF16A(parallel.Threads(), &hp.qa[u], false, T, Dh, q[off:], D)
+			kernels.PackBF16B(parallel.Threads(), &hp.kt[u], true, Dh, T, k[off:], D)
 			if !backward {
-				kernels.PackBF16B(&hp.vb[u], false, T, Dh, v[off:], D)
+				kernels.PackBF16B(parallel.Threads(), &hp.vb[u], false, T, Dh, v[off:], D)
 				continue
 			}
-			kernels.PackBF16A(&hp.doa[u], false, T, Dh, do[off:], D)
-			kernels.PackBF16B(&hp.vt[u], true, Dh, T, v[off:], D)
-			kernels.PackBF16B(&hp.dob[u], false, T, Dh, do[off:], D)
-			kernels.PackBF16B(&hp.kb[u], false, T, Dh, k[off:], D)
-			kernels.PackBF16A(&hp.qT[u], true, Dh, T, q[off:], D)
-			kernels.PackBF16A(&hp.doT[u], true, Dh, T, do[off:], D)
+			kernels.PackBF16A(parallel.Threads(), &hp.doa[u], false, T, Dh, do[off:], D)
+			kernels.PackBF16B(parallel.Threads(), &hp.vt[u], true, Dh, T, v[off:], D)
+			kernels.PackBF16B(parallel.Threads(), &hp.dob[u], false, T, Dh, do[off:], D)
+			kernels.PackBF16B(parallel.Threads(), &hp.kb[u], false, T, Dh, k[off:], D)
+			kernels.PackBF16A(parallel.Threads(), &hp.qT[u], true, Dh, T, q[off:], D)
+			kernels.PackBF16A(parallel.Threads(), &hp.doT[u], true, Dh, T, do[off:], D)
 			clear(hp.dkT[u*Dh*T : (u+1)*Dh*T])
 			clear(hp.dvT[u*Dh*T : (u+1)*Dh*T])
 		}
@@ -131,9 +131,9 @@ func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
 func (hp *headPacks) keyGrads(p, ds []float32, scale float32, blk *Block, d dims, u int) {
 	T, off := d.T, u*d.Dh*d.T+blk.K0
 	a := hp.doT[u].Cols(blk.Q0, blk.NQ)
-	kernels.GemmBF16PackBST(1, &a, false, blk.NK, p, blk.NK, 1, hp.dvT[off:], T)
+	kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.Float32B(false, a.K, blk.NK, p, blk.NK), 1, hp.dvT[off:], T)
 	a = hp.qT[u].Cols(blk.Q0, blk.NQ)
-	kernels.GemmBF16PackBST(scale, &a, false, blk.NK, ds, blk.NK, 1, hp.dkT[off:], T)
+	kernels.GemmBF16(1, scale, kernels.PackedA(&a), kernels.Float32B(false, a.K, blk.NK, ds, blk.NK), 1, hp.dkT[off:], T)
 }
 
 // addKeyGrads adds the transposed key gradients into dk, dv [B,T,D], by
@@ -143,7 +143,7 @@ func (hp *headPacks) addKeyGrads(dk, dv []float32, d dims) {
 	T, D, Dh, H := d.T, d.D, d.Dh, d.H
 	const tb = 16
 	nb := (T + tb - 1) / tb
-	parallel.For(d.B*H*nb, 1, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), d.B*H*nb, 1, func(_, lo, hi int) {
 		for w := lo; w < hi; w++ {
 			u, t0 := w/nb, w%nb*tb
 			t1 := min(t0+tb, T)
@@ -169,5 +169,5 @@ func (hp *headPacks) addKeyGrads(dk, dv []float32, d dims) {
 func (hp *headPacks) scores(s []float32, scale float32, blk *Block, d dims, u int) {
 	a := hp.qa[u].Rows(blk.Q0, blk.NQ)
 	kt := hp.kt[u].View(0, d.Dh, blk.K0, blk.NK)
-	kernels.GemmBF16ST(scale, &a, &kt, 0, s, blk.NK)
+	kernels.GemmBF16(1, scale, kernels.PackedA(&a), kernels.PackedB(&kt), 0, s, blk.NK)
 }

@@ -154,7 +154,7 @@ func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], H int, ps *pr
 		wk.pos[r] = s.n
 		s.append(wk.k[r*D:(r+1)*D], wk.v[r*D:(r+1)*D], H, Dh)
 	}
-	parallel.For(n*H, 1, func(worker, lo, hi int) {
+	parallel.For(parallel.Threads(), n*H, 1, func(worker, lo, hi int) {
 		hs := &wk.heads[worker]
 		for u := lo; u < hi; u++ {
 			r, h := u/H, u%H
@@ -175,10 +175,10 @@ func (a *Attention[F]) decodeHead(o, q []F, s *kvState[F], i, h int, hs *headScr
 		// Every earlier key: scores = K·q, o = Vᵀ·p.
 		hs.sc = grow(hs.sc, i+1)
 		sc := hs.sc
-		kernels.GemmST(false, true, 1, i+1, Dh, F(scale), q, Dh, kh, Dh, 0, sc, i+1)
+		kernels.Gemm(1, kernels.PrecFP32, false, true, 1, i+1, Dh, F(scale), q, Dh, kh, Dh, 0, sc, i+1)
 		sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
 		kernels.Scale(sc, 1/sum)
-		kernels.GemmST(false, true, 1, Dh, i+1, 1, sc, i+1, s.vt[h], s.cap, 0, o, Dh)
+		kernels.Gemm(1, kernels.PrecFP32, false, true, 1, Dh, i+1, 1, sc, i+1, s.vt[h], s.cap, 0, o, Dh)
 		return
 	}
 	hs.keys = hs.keys[:0]
@@ -200,7 +200,7 @@ func (a *Attention[F]) decodeHead(o, q []F, s *kvState[F], i, h int, hs *headScr
 		for m1 < len(hs.keys) && hs.keys[m1] == j0+m1-m0 {
 			m1++
 		}
-		kernels.GemmST(false, true, 1, m1-m0, Dh, F(scale), q, Dh, kh[j0*Dh:], Dh, 0, sc[m0:m1], m1-m0)
+		kernels.Gemm(1, kernels.PrecFP32, false, true, 1, m1-m0, Dh, F(scale), q, Dh, kh[j0*Dh:], Dh, 0, sc[m0:m1], m1-m0)
 		m0 = m1
 	}
 	if a.Slopes != nil {

@@ -55,7 +55,7 @@
 // each (batch, head)'s q, k, v (and in backward dO) in bf16 once per pass
 // (headPacks), so a tile product packs only its fresh score tile; blocks
 // the packs do not cover (strided or gathered keys) pack per tile
-// (kernels.GemmSTP), with bitwise the same result.
+// (kernels.Gemm on one thread), with bitwise the same result.
 //
 // Storage: under "bf16" and "fp16" (a float32 mixer) the activations keep
 // q, k, v and o [B,T,D] as 16-bit values (bf16 or IEEE half), two per

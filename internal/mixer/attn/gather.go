@@ -52,7 +52,7 @@ func (g gbuf[F]) fill(k, v []F, d dims, lay []*Layout) {
 	}
 	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
 	ld := g.n + 16
-	parallel.For(B*H, 1, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), B*H, 1, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			b, h := u/H, u%H
 			gl := lay[h].Gather

@@ -98,7 +98,7 @@ func runUnits(nw, n int, fn func(w, u int)) {
 		return
 	}
 	var next atomic.Int64
-	parallel.For(nw, 1, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), nw, 1, func(_, lo, hi int) {
 		for w := lo; w < hi; w++ {
 			for {
 				u := int(next.Add(1) - 1)
@@ -177,7 +177,7 @@ func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay
 	}
 	*units = us
 	// Normalise: o /= l, lse = m + log l.
-	parallel.For(B*T, 64, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), B*T, 64, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			b, i := r/T, r%T
 			for h := 0; h < H; h++ {
@@ -272,11 +272,11 @@ func fwdBlock[F kernels.Float](o, m, l, s []F, q []F, ks *keySrc[F], gl []int, b
 	}
 	if packed {
 		vb := hp.vb[u].View(blk.K0, nk, 0, Dh)
-		kernels.GemmBF16RowsST(1, false, nq, any(s).([]float32), nk, &vb, 1, any(o).([]float32)[qoff:], D)
+		kernels.GemmBF16(1, 1, kernels.Float32A(false, nq, vb.K, any(s).([]float32), nk), kernels.PackedB(&vb), 1, any(o).([]float32)[qoff:], D)
 		return
 	}
 	vr, lv := ks.rows(ks.v, ks.g.v, blk, d, b, h)
-	kernels.GemmSTP(d.prec, false, false, nq, Dh, nk, 1, s, nk, vr, lv, 1, o[qoff:], blk.QS*D)
+	kernels.Gemm(1, d.prec, false, false, nq, Dh, nk, 1, s, nk, vr, lv, 1, o[qoff:], blk.QS*D)
 }
 
 func fwdDiag[F kernels.Float](o, m, l []F, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {
@@ -312,7 +312,7 @@ func fwdDiag[F kernels.Float](o, m, l []F, q, k, v []F, blk *Block, d dims, p mi
 // Work is split over (batch, head): each unit owns its head's dq, dk, dv.
 func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse, q []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles, units *[]unit) {
 	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
-	parallel.For(B*T, 64, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), B*T, 64, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			b, i := r/T, r%T
 			for h := 0; h < H; h++ {
@@ -394,10 +394,10 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 	if packed {
 		a := hp.doa[u].Rows(blk.Q0, nq)
 		vt := hp.vt[u].View(0, Dh, blk.K0, nk)
-		kernels.GemmBF16ST(1, &a, &vt, 0, any(dp).([]float32), nk)
+		kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.PackedB(&vt), 0, any(dp).([]float32), nk)
 	} else {
 		ks.scores(dp, 1, do[qoff:], lq, true, blk, d, b, h)
-		kernels.GemmSTP(d.prec, true, false, nk, Dh, nq, 1, s, nk, do[qoff:], lq, 1, dvr, lk)
+		kernels.Gemm(1, d.prec, true, false, nk, Dh, nq, 1, s, nk, do[qoff:], lq, 1, dvr, lk)
 	}
 	// dS = P ⊙ (dP − D_i)
 	for a := 0; a < nq; a++ {
@@ -410,12 +410,12 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 	// dQ += scale·dS·K;  dK += scale·dSᵀ·Q
 	if packed {
 		kb := hp.kb[u].View(blk.K0, nk, 0, Dh)
-		kernels.GemmBF16RowsST(float32(sc), false, nq, any(dp).([]float32), nk, &kb, 1, any(dq).([]float32)[qoff:], lq)
+		kernels.GemmBF16(1, float32(sc), kernels.Float32A(false, nq, kb.K, any(dp).([]float32), nk), kernels.PackedB(&kb), 1, any(dq).([]float32)[qoff:], lq)
 		hp.keyGrads(any(s).([]float32), any(dp).([]float32), float32(sc), blk, d, u)
 		return
 	}
-	kernels.GemmSTP(d.prec, false, false, nq, Dh, nk, sc, dp, nk, kr, lk, 1, dq[qoff:], lq)
-	kernels.GemmSTP(d.prec, true, false, nk, Dh, nq, sc, dp, nk, q[qoff:], lq, 1, dkr, lk)
+	kernels.Gemm(1, d.prec, false, false, nq, Dh, nk, sc, dp, nk, kr, lk, 1, dq[qoff:], lq)
+	kernels.Gemm(1, d.prec, true, false, nk, Dh, nq, sc, dp, nk, q[qoff:], lq, 1, dkr, lk)
 }
 
 func bwdDiag[F kernels.Float](dq, dk, dv, drow, do, lse, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {

@@ -59,7 +59,7 @@ type Attention[F kernels.Float] struct {
 	lays  []*Layout
 	units []unit
 	// unpacked (tests) makes bf16 pack every tile product's operands
-	// itself (kernels.GemmSTP), as for blocks the packs do not cover.
+	// itself (kernels.Gemm on one thread), as for blocks the packs do not cover.
 	unpacked bool
 	// store16: a float32 mixer in precision bf16 or fp16 keeps q, k, v
 	// and o in act as 16-bit values of format f16 (see Forward).
@@ -299,7 +299,7 @@ func (a *Attention[F]) bf16Packs() *headPacks {
 // pclear zeroes x using every thread (the kernels accumulate into large
 // [B,T,D] buffers).
 func pclear[F kernels.Float](x []F) {
-	parallel.For(len(x), 1<<16, func(_, lo, hi int) { clear(x[lo:hi]) })
+	parallel.For(parallel.Threads(), len(x), 1<<16, func(_, lo, hi int) { clear(x[lo:hi]) })
 }
 
 // Connectivity returns head h's visited query–key pairs at length T as a

@@ -202,7 +202,7 @@ func (a *RuleAttention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	acc := make([]float64, 2*nt*a.H) // per worker and head: Σ zero fraction, rows
 	units := p.B * a.H * g.nrb
 	ws := scratch[6*g.n:]
-	parallel.For(units, 1, func(w, lo, hi int) {
+	parallel.For(parallel.Threads(), units, 1, func(w, lo, hi int) {
 		wk := ws[w*g.worker : (w+1)*g.worker]
 		for u := lo; u < hi; u++ {
 			bh := u / g.nrb
@@ -232,7 +232,7 @@ func (a *RuleAttention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 func (a *RuleAttention[F]) scores(S, q, kt []F, p mixer.Pass, b, h, r0, nr, nk int, nallow []F) {
 	D, T, Dh := a.D, p.T, a.Dh
 	scale := F(1 / math.Sqrt(float64(Dh)))
-	kernels.GemmSTP(a.scorePrec, false, false, nr, nk, Dh, scale, q[(b*T+r0)*D+h*Dh:], D, kt[(b*a.H+h)*Dh*T:], T, 0, S, nk)
+	kernels.Gemm(1, a.scorePrec, false, false, nr, nk, Dh, scale, q[(b*T+r0)*D+h*Dh:], D, kt[(b*a.H+h)*Dh*T:], T, 0, S, nk)
 	ninf := F(math.Inf(-1))
 	var pad []bool
 	if p.Pad != nil {
@@ -293,7 +293,7 @@ func (a *RuleAttention[F]) forwardBlock(g geom, act, wk []F, acc []float64, q, k
 	if total > nr*g.C {
 		// Dense mode: Backward recomputes this block.
 		act[g.flags+blk] = 0
-		kernels.GemmSTP(a.proj.Prec, false, false, nr, Dh, nk, 1, S, nk, vb, D, 0, yb, D)
+		kernels.Gemm(1, a.proj.Prec, false, false, nr, Dh, nk, 1, S, nk, vb, D, 0, yb, D)
 		return
 	}
 	act[g.flags+blk] = 1
@@ -350,7 +350,7 @@ func (a *RuleAttention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.
 	ws := scratch[6*g.n:]
 	units := p.B * a.H * g.nrb
 	TDh := T * Dh
-	parallel.For(units, 1, func(w, lo, hi int) {
+	parallel.For(parallel.Threads(), units, 1, func(w, lo, hi int) {
 		wk := ws[w*g.worker : (w+1)*g.worker]
 		priv := wk[2*g.R*T+T:]
 		for u := lo; u < hi; {
@@ -452,20 +452,20 @@ func (a *RuleAttention[F]) backwardBlock(g geom, act, wk []F, q, k, v, kt, vt, d
 	for r := 0; r < nr; r++ {
 		a.rule.Recompute(S[r*nk:(r+1)*nk], h, [2]F{rows[4*r], rows[4*r+1]})
 	}
-	kernels.GemmSTP(a.proj.Prec, false, false, nr, nk, Dh, 1, dyb, D, vt[bh*Dh*T:], T, 0, dP, nk)
-	kernels.GemmSTP(a.proj.Prec, true, false, nk, Dh, nr, 1, S, nk, dyb, D, 1, dvT, ld)
+	kernels.Gemm(1, a.proj.Prec, false, false, nr, nk, Dh, 1, dyb, D, vt[bh*Dh*T:], T, 0, dP, nk)
+	kernels.Gemm(1, a.proj.Prec, true, false, nk, Dh, nr, 1, S, nk, dyb, D, 1, dvT, ld)
 	for r := 0; r < nr; r++ { // P is no longer needed: the rule may reuse it
 		dalpha += a.rule.Backward(dP[r*nk:(r+1)*nk], S[r*nk:(r+1)*nk], h, true)
 	}
-	kernels.GemmSTP(a.proj.Prec, false, false, nr, Dh, nk, scale, dP, nk, kb, D, 1, dqb, D)
-	kernels.GemmSTP(a.proj.Prec, true, false, nk, Dh, nr, scale, dP, nk, qb, D, 1, dkT, ld)
+	kernels.Gemm(1, a.proj.Prec, false, false, nr, Dh, nk, scale, dP, nk, kb, D, 1, dqb, D)
+	kernels.Gemm(1, a.proj.Prec, true, false, nk, Dh, nr, scale, dP, nk, qb, D, 1, dkT, ld)
 	return dalpha
 }
 
 // transposeHeads sets xt [B,H,Dh,T] to the per-head transpose of x [B,T,D].
 func transposeHeadsRule[F kernels.Float](xt, x []F, B, T, D, H int) {
 	Dh := D / H
-	parallel.For(B*H, 1, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), B*H, 1, func(_, lo, hi int) {
 		for bh := lo; bh < hi; bh++ {
 			b, h := bh/H, bh%H
 			dst := xt[bh*Dh*T : (bh+1)*Dh*T]

@@ -51,7 +51,7 @@ func (a *RuleAttention[F]) decodeHead(o, q []F, s *kvState[F], i, h int, hs *hea
 	Dh := a.Dh
 	hs.sc, hs.tmp = grow(hs.sc, i+1), grow(hs.tmp, i+1)
 	z, vh := hs.sc, s.v[h]
-	kernels.GemmST(false, true, 1, i+1, Dh, F(1/math.Sqrt(float64(Dh))), q, Dh, s.k[h], Dh, 0, z, i+1)
+	kernels.Gemm(1, kernels.PrecFP32, false, true, 1, i+1, Dh, F(1/math.Sqrt(float64(Dh))), q, Dh, s.k[h], Dh, 0, z, i+1)
 	a.rule.Normalize(z, hs.tmp, h)
 	clear(o)
 	for j, p := range z {

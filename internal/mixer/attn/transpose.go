@@ -113,14 +113,14 @@ func (ks *keySrc[F]) scores(s []F, alpha F, a []F, la int, isV bool, blk *Block,
 	switch {
 	case blk.Gathered && blk.KS == 1:
 		ld := ks.g.n + 16
-		kernels.GemmSTP(d.prec, false, false, nq, nk, d.Dh, alpha, a, la, gt[(b*d.H+h)*d.Dh*ld+blk.K0:], ld, 0, s, nk)
+		kernels.Gemm(1, d.prec, false, false, nq, nk, d.Dh, alpha, a, la, gt[(b*d.H+h)*d.Dh*ld+blk.K0:], ld, 0, s, nk)
 		return
 	case blk.Gathered:
 		xr, lx := ks.rows(x, ks.g.k, blk, d, b, h)
 		if isV {
 			xr, lx = ks.rows(x, ks.g.v, blk, d, b, h)
 		}
-		kernels.GemmSTP(d.prec, false, true, nq, nk, d.Dh, alpha, a, la, xr, lx, 0, s, nk)
+		kernels.Gemm(1, d.prec, false, true, nq, nk, d.Dh, alpha, a, la, xr, lx, 0, s, nk)
 		return
 	case blk.KS == 1:
 		t, buf = newTShape(d.T, 0), xt.nat
@@ -128,11 +128,11 @@ func (ks *keySrc[F]) scores(s []F, alpha F, a []F, la int, isV bool, blk *Block,
 		t, buf = newTShape(d.T, d.s), xt.per
 	default:
 		off := (b*d.T+blk.K0)*d.D + h*d.Dh
-		kernels.GemmSTP(d.prec, false, true, nq, nk, d.Dh, alpha, a, la, x[off:], blk.KS*d.D, 0, s, nk)
+		kernels.Gemm(1, d.prec, false, true, nq, nk, d.Dh, alpha, a, la, x[off:], blk.KS*d.D, 0, s, nk)
 		return
 	}
 	off := (b*d.H+h)*d.Dh*t.ld + t.col(blk.K0)
-	kernels.GemmSTP(d.prec, false, false, nq, nk, d.Dh, alpha, a, la, buf[off:], t.ld, 0, s, nk)
+	kernels.Gemm(1, d.prec, false, false, nq, nk, d.Dh, alpha, a, la, buf[off:], t.ld, 0, s, nk)
 }
 
 // transposeHeads sets xt [B,H,Dh,t.ld] to the per-head transpose of
@@ -150,7 +150,7 @@ func transposeHeads[F kernels.Float](xt, x []F, d dims, t tshape, lay []*Layout,
 		}
 	}
 	nh := len(heads)
-	parallel.For(B*nh*nt, 1, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), B*nh*nt, 1, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			b, h, c0 := u/(nh*nt), heads[u/nt%nh], u%nt*64
 			bh := b*H + h

@@ -92,7 +92,7 @@
 //     last, so that the threads finish together.
 //  2. Output: per chunk of at most outChunk time frequencies t ≤ T/2 (an
 //     equal share per thread), rows t and T−t of y give 2·Ce and 2·So, two
-//     GEMMs (kernels.GemmST) give U and V, and their sum and difference are
+//     GEMMs (kernels.Gemm on one thread) give U and V, and their sum and difference are
 //     written (or added) to whole rows t and T−t of the output through the
 //     channel mirror (unfoldRow). For even D, column D/2 of U is a dot
 //     product per row, so that at D=256 the GEMM is exactly 128 columns
@@ -116,7 +116,7 @@
 //
 //  1. Channels: for D ≤ ChannelGemmMaxD, per chunk of foldChunk rows, each
 //     row is folded into its even and odd parts (foldRow) and multiplied by
-//     the cached cos and −sin matrices with kernels.GemmST, 2·T·(D/2)·D
+//     the cached cos and −sin matrices with kernels.Gemm on one thread, 2·T·(D/2)·D
 //     flops; for wider D, one complex FFT per pair of rows (x₁ + i·x₂,
 //     fft.Plan.Real2), O(T·D·log D). For even D the Nyquist frequency D/2,
 //     which is real (Σ_c (−1)^c·x[c]), gets a column of its own, so that at

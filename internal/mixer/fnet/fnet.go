@@ -214,10 +214,10 @@ func (f *FNet[F]) applyGemm(dst, scratch, src []F, B, T int, acc bool) {
 	for b := 0; b < B; b++ {
 		x := src[b*T*D : (b+1)*T*D]
 		o := dst[b*T*D : (b+1)*T*D]
-		kernels.Gemm(false, false, T, D, D, 1, x, D, td.c, D, 0, y, 2*D)
-		kernels.Gemm(false, false, T, D, D, 1, x, D, td.s, D, 0, y[D:], 2*D)
-		kernels.Gemm(false, false, T, D, T, 1, tt.c, T, y, 2*D, beta, o, D)
-		kernels.Gemm(false, false, T, D, T, -1, tt.s, T, y[D:], 2*D, 1, o, D)
+		kernels.Gemm(parallel.Threads(), kernels.PrecFP32, false, false, T, D, D, 1, x, D, td.c, D, 0, y, 2*D)
+		kernels.Gemm(parallel.Threads(), kernels.PrecFP32, false, false, T, D, D, 1, x, D, td.s, D, 0, y[D:], 2*D)
+		kernels.Gemm(parallel.Threads(), kernels.PrecFP32, false, false, T, D, T, 1, tt.c, T, y, 2*D, beta, o, D)
+		kernels.Gemm(parallel.Threads(), kernels.PrecFP32, false, false, T, D, T, -1, tt.s, T, y[D:], 2*D, 1, o, D)
 	}
 }
 
@@ -273,7 +273,7 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 	// row (T−t) mod T: streaming whole rows, rows t and T−t together so
 	// that each row of Re Z is read from memory once.
 	np := T/2 + 1
-	parallel.For(B*np, 32, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), B*np, 32, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			b, t := i/np, i%np
 			r, rm := b*T+t, b*T+(T-t)%T
@@ -320,7 +320,7 @@ func timeItems(B, nz int, withNyq bool) (ncb, items int) {
 func timePass[F kernels.Float](zr, zi, nyq, zero, work []F, B, T, ld, nz, ws int) {
 	rp, pt := timePlans[F](T)
 	ncb, items := timeItems(B, nz, nyq != nil)
-	parallel.For(items, 1, func(w, lo, hi int) {
+	parallel.For(parallel.Threads(), items, 1, func(w, lo, hi int) {
 		fs := work[w*ws : (w+1)*ws]
 		for i := lo; i < hi; i++ {
 			if i >= B*ncb {
@@ -382,7 +382,7 @@ func (f *FNet[F]) channelGemm(zr, zi, nyq, work, src []F, n, ws int) {
 	nk, ns, nz, ld := D/2+1, (D-1)/2, zCols(D), zStride(D)
 	td := trigFor[F](D)
 	nc := (n + foldChunk - 1) / foldChunk
-	parallel.For(nc, 1, func(w, lo, hi int) {
+	parallel.For(parallel.Threads(), nc, 1, func(w, lo, hi int) {
 		fs := work[w*ws : (w+1)*ws]
 		for i := lo; i < hi; i++ {
 			r0, r1 := i*foldChunk, min((i+1)*foldChunk, n)
@@ -394,8 +394,8 @@ func (f *FNet[F]) channelGemm(zr, zi, nyq, work, src []F, n, ws int) {
 					nyq[r0+t] = a
 				}
 			}
-			kernels.GemmST(false, false, m, nz, nk, 1, xe, nk, td.c, D, 0, zr[r0*ld:], ld)
-			kernels.GemmST(false, false, m, nz, ns, -1, xo, ns, td.s[D:], D, 0, zi[r0*ld:], ld)
+			kernels.Gemm(1, kernels.PrecFP32, false, false, m, nz, nk, 1, xe, nk, td.c, D, 0, zr[r0*ld:], ld)
+			kernels.Gemm(1, kernels.PrecFP32, false, false, m, nz, ns, -1, xo, ns, td.s[D:], D, 0, zi[r0*ld:], ld)
 		}
 	})
 }
@@ -408,7 +408,7 @@ func (f *FNet[F]) channelFFT(zr, zi, nyq, work, src []F, n, ws int) {
 	nk, nz, ld := D/2+1, zCols(D), zStride(D)
 	pd := fft.PlanFor[F](D)
 	np := (n + 1) / 2
-	parallel.For(np, 16, func(w, lo, hi int) {
+	parallel.For(parallel.Threads(), np, 16, func(w, lo, hi int) {
 		fs := work[w*ws : (w+1)*ws]
 		// Two half spectra [nk] each, then a zero row and Real2's scratch.
 		r1, i1, r2, i2 := fs[:nk], fs[nk:2*nk], fs[2*nk:3*nk], fs[3*nk:4*nk]

@@ -105,7 +105,7 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	// block's time at T=16384) last: a static split of d=256's 8 blocks and
 	// one Nyquist column over 2 threads would give one thread 5 blocks.
 	var next atomic.Int64
-	parallel.For(min(parallel.Threads(), items), 1, func(wk, _, _ int) {
+	parallel.For(parallel.Threads(), min(parallel.Threads(), items), 1, func(wk, _, _ int) {
 		fs := work[wk*ws : (wk+1)*ws]
 		for {
 			i := int(next.Add(1) - 1)
@@ -157,7 +157,7 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	if !useSymAsm[F]() {
 		pf = 0 // prefetchLines counts float32 cache lines
 	}
-	parallel.For(B*nch, 1, func(wk, lo, hi int) {
+	parallel.For(parallel.Threads(), B*nch, 1, func(wk, lo, hi int) {
 		fs := work[wk*ws : (wk+1)*ws]
 		for i := lo; i < hi; i++ {
 			b, t0 := i/nch, (i%nch)*rows
@@ -183,14 +183,14 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 			// For even D, output column D/2 of U is a dot product per row
 			// rather than a one-column tile of the GEMM (at D=256 the GEMM
 			// is then exactly 128 columns wide).
-			kernels.GemmST(false, false, m, nz, nk, 1, ce, nk, ht.c, nk, 0, u, nk)
+			kernels.Gemm(1, kernels.PrecFP32, false, false, m, nz, nk, 1, ce, nk, ht.c, nk, 0, u, nk)
 			if nz < nk {
 				for j := 0; j < m; j++ {
 					u[j*nk+nk-1] = kernels.Dot(ce[j*nk:(j+1)*nk], ht.n)
 				}
 			}
 			if ns > 0 {
-				kernels.GemmST(false, false, m, ns, ns, 1, so[1:], nz, ht.s, ns, 0, v[1:], nk)
+				kernels.Gemm(1, kernels.PrecFP32, false, false, m, ns, ns, 1, so[1:], nz, ht.s, ns, 0, v[1:], nk)
 			}
 			for j := 0; j < m; j++ {
 				t := t0 + j

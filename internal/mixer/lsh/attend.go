@@ -100,7 +100,7 @@ func (w *work[F]) scores(r int, c chunk) {
 	q := w.qs[c.a0*dh:]
 	var buf [2]seg
 	for _, g := range c.segs(&buf) {
-		kernels.GemmSTP(w.m.proj.Prec, false, true, nq, g.r1-g.r0, dh, m.scale, q, dh, w.ks[g.r0*dh:], dh, 0, w.s[g.col:], nk)
+		kernels.Gemm(1, w.m.proj.Prec, false, true, nq, g.r1-g.r0, dh, m.scale, q, dh, w.ks[g.r0*dh:], dh, 0, w.s[g.col:], nk)
 	}
 	ord := w.order[r*w.t : (r+1)*w.t]
 	kp, ko := ord[c.b0:c.b1], ord[c.a0:c.a1]
@@ -207,7 +207,7 @@ func (w *work[F]) forward(att, lse, qk, v []F, b, h int, p mixer.Pass) {
 			o := w.os[c.a0*dh:]
 			var buf [2]seg
 			for k, g := range c.segs(&buf) {
-				kernels.GemmSTP(w.m.proj.Prec, false, false, nq, dh, g.r1-g.r0, 1, w.s[g.col:], nk, w.vs[g.r0*dh:], dh, F(k), o, dh)
+				kernels.Gemm(1, w.m.proj.Prec, false, false, nq, dh, g.r1-g.r0, 1, w.s[g.col:], nk, w.vs[g.r0*dh:], dh, F(k), o, dh)
 			}
 		})
 		for a, t := range ord {
@@ -289,8 +289,8 @@ func (w *work[F]) backward(dqk, dv, datt, att, lse, qk, v []F, b, h int, p mixer
 			segs := c.segs(&buf)
 			for _, g := range segs {
 				n := g.r1 - g.r0
-				kernels.GemmSTP(w.m.proj.Prec, true, false, n, dh, nq, 1, w.s[g.col:], nk, do, dh, 1, w.dvs[g.r0*dh:], dh)
-				kernels.GemmSTP(w.m.proj.Prec, false, true, nq, n, dh, 1, do, dh, w.vs[g.r0*dh:], dh, 0, w.dp[g.col:], nk)
+				kernels.Gemm(1, w.m.proj.Prec, true, false, n, dh, nq, 1, w.s[g.col:], nk, do, dh, 1, w.dvs[g.r0*dh:], dh)
+				kernels.Gemm(1, w.m.proj.Prec, false, true, nq, n, dh, 1, do, dh, w.vs[g.r0*dh:], dh, 0, w.dp[g.col:], nk)
 			}
 			for a, i := range ord[c.a0:c.a1] {
 				pr := w.s[a*nk : (a+1)*nk]
@@ -303,8 +303,8 @@ func (w *work[F]) backward(dqk, dv, datt, att, lse, qk, v []F, b, h int, p mixer
 			q := w.qs[c.a0*dh:]
 			for _, g := range segs {
 				n := g.r1 - g.r0
-				kernels.GemmSTP(w.m.proj.Prec, false, false, nq, dh, n, m.scale, w.dp[g.col:], nk, w.ks[g.r0*dh:], dh, 1, w.dqs[c.a0*dh:], dh)
-				kernels.GemmSTP(w.m.proj.Prec, true, false, n, dh, nq, m.scale, w.dp[g.col:], nk, q, dh, 1, w.dks[g.r0*dh:], dh)
+				kernels.Gemm(1, w.m.proj.Prec, false, false, nq, dh, n, m.scale, w.dp[g.col:], nk, w.ks[g.r0*dh:], dh, 1, w.dqs[c.a0*dh:], dh)
+				kernels.Gemm(1, w.m.proj.Prec, true, false, n, dh, nq, m.scale, w.dp[g.col:], nk, q, dh, 1, w.dks[g.r0*dh:], dh)
 			}
 		})
 		scatterAdd(w.dq, w.dqs, ord, dh)

@@ -107,7 +107,7 @@ func (m *LSH[F]) Decode(out, x []F, st mixer.State, n int) error {
 			s.keys = s.keys[:0]
 			for r := range m.nHashes {
 				rot := s.rot[r*H+h]
-				kernels.GemmST(false, false, 1, half, dh, 1, qk[h*dh:(h+1)*dh], dh, rot, half, 0, s.proj, half)
+				kernels.Gemm(1, kernels.PrecFP32, false, false, 1, half, dh, 1, qk[h*dh:(h+1)*dh], dh, rot, half, 0, s.proj, half)
 				best, arg := F(math.Inf(-1)), 0 // argmax of [xR; −xR], the first maximum
 				for j, v := range s.proj {
 					if v > best {

@@ -155,7 +155,7 @@ func (w *work[F]) hash(qk []F, b, h int, p mixer.Pass) {
 		m.Rotation(w.rot, p.Seed, r, h, nb)
 		for lo := 0; lo < T; lo += hashRows {
 			rows := min(hashRows, T-lo)
-			kernels.GemmST(false, false, rows, half, dh, 1, qk[(b*T+lo)*D+h*dh:], D, w.rot, half, 0, w.proj, half)
+			kernels.Gemm(1, kernels.PrecFP32, false, false, rows, half, dh, 1, qk[(b*T+lo)*D+h*dh:], D, w.rot, half, 0, w.proj, half)
 			for a := range rows {
 				t := lo + a
 				if !p.Allowed(b, t) {

@@ -171,7 +171,7 @@ func (m *LSH[F]) each(scratch []F, p mixer.Pass, fn func(w *work[F], b, h int)) 
 	if slots < 1 {
 		panic("lsh: scratch smaller than ScratchSize")
 	}
-	parallel.For(slots, 1, func(_, lo, hi int) {
+	parallel.For(parallel.Threads(), slots, 1, func(_, lo, hi int) {
 		for s := lo; s < hi; s++ {
 			w := m.carve(scratch[s*size:(s+1)*size], p.T)
 			for it := s; it < items; it += slots {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -102,30 +103,26 @@ func (s *Set[F]) UseBF16() error {
 		if s.fp32 != nil && s.fp32[i] {
 			continue
 		}
-		kernels.PackBF16B(&s.bf16[i], true, s.D, s.D, any(s.w[2*i]).([]float32), s.D)
+		kernels.PackBF16B(parallel.Threads(), &s.bf16[i], true, s.D, s.D, any(s.w[2*i]).([]float32), s.D)
 	}
 	return nil
 }
 
-// Forward writes y [n,D] = x·W_iᵀ + b_i for the n rows x [n,D].
+// Forward writes y [n,D] = x·W_iᵀ + b_i for the n rows x [n,D]
+// (kernels.LinearForward, in bf16 on the packed weights after UseBF16).
 func (s *Set[F]) Forward(i int, y, x []F, n int) {
 	D := s.D
-	if s.bf16 == nil || s.bf16[i].Data == nil {
-		kernels.Linear(s.prec(i), y[:n*D], x[:n*D], s.w[2*i], s.w[2*i+1], n, D, D)
-		return
+	var wb *kernels.BF16B
+	if s.bf16 != nil && s.bf16[i].Data != nil {
+		wb = &s.bf16[i]
 	}
-	kernels.LinearBF16(any(y).([]float32), any(x).([]float32), &s.bf16[i], any(s.w[2*i+1]).([]float32), n, D, D)
+	kernels.LinearForward(parallel.Threads(), s.prec(i), y[:n*D], x[:n*D], s.w[2*i], wb, s.w[2*i+1], n, D, D, false)
 }
 
-// Backward is Forward's backward: it adds dyᵀ·x to W_i's gradient and the
-// column sums of dy to b_i's, and adds dy·W_i to dx (or writes it there,
-// with set). Every product has n rows of D.
+// Backward is Forward's backward (kernels.LinearBackward): it adds dyᵀ·x
+// to W_i's gradient and the column sums of dy to b_i's, and adds dy·W_i
+// to dx (or writes it there, with set). Every product has n rows of D.
 func (s *Set[F]) Backward(i int, dx, dy, x []F, n int, set bool) {
 	D := s.D
-	kernels.LinearGrad(s.prec(i), s.g[2*i], s.g[2*i+1], dy[:n*D], x[:n*D], n, D, D)
-	var beta F = 1
-	if set {
-		beta = 0
-	}
-	kernels.GemmP(s.prec(i), false, false, n, D, D, 1, dy, D, s.w[2*i], D, beta, dx, D)
+	kernels.LinearBackward(parallel.Threads(), s.prec(i), dx[:n*D], s.g[2*i], s.g[2*i+1], dy[:n*D], x[:n*D], s.w[2*i], n, D, D, set)
 }

@@ -1,0 +1,356 @@
+package kernels
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/tokenmix/tokenmix/internal/parallel"
+)
+
+// bf16Panel is the columns per packed panel of B (four ZMM of pairs).
+const bf16Panel = 64
+
+// BF16A is op(A) [M, K] packed for GemmBF16: M rows of bf16, each K values
+// padded with zeros to an even count and stored Stride apart (a pair is
+// one 32-bit unit of the dot-product instructions).
+type BF16A struct {
+	M, K, Stride int
+	Data         []BF16
+}
+
+// BF16B is op(B) [K, N] packed for GemmBF16 in the VNNI pair layout, by
+// panels of 64 columns: panel p holds columns 64p…64p+63 as ⌈K/2⌉ rows of
+// 64 pairs (B[2q][j], B[2q+1][j]), zero beyond K and N.
+type BF16B struct {
+	K, N  int
+	Data  []BF16
+	pairs int // ⌈K/2⌉
+	// ps is the elements from one panel to the next: pairs·2·64 as
+	// packed, more in a View of fewer rows.
+	ps int
+}
+
+// Rows returns rows i0…i0+m of a, a view sharing a's data. It panics if
+// the rows are outside a.
+func (a *BF16A) Rows(i0, m int) BF16A {
+	if i0 < 0 || m < 0 || i0+m > a.M {
+		panic(fmt.Sprintf("kernels: rows %d…%d of a packed A of %d rows", i0, i0+m, a.M))
+	}
+	return BF16A{M: m, K: a.K, Stride: a.Stride, Data: a.Data[i0*a.Stride : (i0+m)*a.Stride]}
+}
+
+// Cols returns columns q0…q0+k of a (q0 even: pairs are not split), a
+// view sharing a's data. A view of an odd number of columns ending before
+// a's last column sees the next column in its last pair; the product
+// multiplies it by B's zero padding. It panics if q0 is odd or the
+// columns are outside a.
+func (a *BF16A) Cols(q0, k int) BF16A {
+	if q0%2 != 0 || q0 < 0 || k < 0 || q0+k > a.K {
+		panic(fmt.Sprintf("kernels: columns %d+%d of a packed A of %d columns", q0, k, a.K))
+	}
+	return BF16A{M: a.M, K: k, Stride: a.Stride, Data: a.Data[q0:]}
+}
+
+// View returns rows k0…k0+k and columns j0…j0+n of b, a view sharing b's
+// data: k0 must be even (pairs are not split) and j0 a multiple of 64 (a
+// panel's first column). A view of an odd number of rows ending before
+// b's last row sees the next row in its last pair's second half; the
+// product multiplies it by A's zero padding. View panics if k0 or j0 is
+// not so aligned or the view is outside b.
+func (b *BF16B) View(k0, k, j0, n int) BF16B {
+	if k0%2 != 0 || j0%bf16Panel != 0 || k0 < 0 || k < 0 || j0 < 0 || n < 0 || k0+k > b.K || j0+n > b.N {
+		panic(fmt.Sprintf("kernels: view rows %d+%d, columns %d+%d of a packed B [%d, %d]", k0, k, j0, n, b.K, b.N))
+	}
+	ps := b.panelStride()
+	off := j0/bf16Panel*ps + k0*bf16Panel
+	return BF16B{K: k, N: n, pairs: (k + 1) / 2, ps: ps, Data: b.Data[off:]}
+}
+
+func (b *BF16B) panelStride() int {
+	if b.ps != 0 {
+		return b.ps
+	}
+	return b.pairs * 2 * bf16Panel
+}
+
+// bf16Stride is the row stride of packed A for k values: even, and not a
+// multiple of 2 KiB of bf16 (4 KiB), whose rows would share an L1 set.
+func bf16Stride(k int) int {
+	s := (k + 1) &^ 1
+	if s%2048 == 0 {
+		s += 32
+	}
+	return s
+}
+
+// PackBF16A converts op(A) (A [m, k] row-major with stride lda, or its
+// transpose A [k, m] when transA) to bf16 rows in dst, reusing dst.Data
+// when it is large enough, across up to threads goroutines.
+func PackBF16A(threads int, dst *BF16A, transA bool, m, k int, a []float32, lda int) {
+	packBF16A(dst, transA, m, k, a, lda, threads)
+}
+
+// forRows runs fn over [0, n), split across up to threads goroutines when
+// par.
+func forRows(threads int, par bool, n, grain int, fn func(lo, hi int)) {
+	if threads <= 1 || !par || n <= grain {
+		fn(0, n)
+		return
+	}
+	parallel.For(threads, n, grain, func(_, lo, hi int) { fn(lo, hi) })
+}
+
+func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, threads int) {
+	if m < 0 || k < 0 {
+		panic("kernels: negative bf16 pack shape")
+	}
+	st := bf16Stride(k)
+	if cap(dst.Data) < m*st {
+		dst.Data = make([]BF16, m*st)
+	}
+	*dst = BF16A{M: m, K: k, Stride: st, Data: dst.Data[:m*st]}
+	data := dst.Data // the closures capture the slice, not dst (which then stays on its caller's stack)
+	if m == 0 {
+		return
+	}
+	if !transA {
+		forRows(threads, m*k >= 1<<14, m, 16, func(lo, hi int) {
+			k16 := toBF16RowsVec(data, st, a, lda, lo, hi, k)
+			for i := lo; i < hi; i++ {
+				row := data[i*st : (i+1)*st]
+				for q := k16; q < k; q++ {
+					row[q] = bf16Of(a[i*lda+q])
+				}
+				clear(row[k:])
+			}
+		})
+		return
+	}
+	// Transposed: op(A)'s row i is A's column i. With AVX-512, tiles of
+	// 16 output rows by 16 pairs are converted and transposed in registers
+	// (pairT16AVX512). The rest (and every tile without it): rows 2q and
+	// 2q+1 of A, converted together, give pair q of up to 256 output rows
+	// at once (the pair layout of packed B), each pair then stored as one
+	// 32-bit unit while the output rows' current cache lines stay in L1.
+	forRows(threads, m*k >= 1<<14, m, 16, func(lo, hi int) {
+		var tmp [512]BF16
+		// pairs converts and scatters pairs q0…q1 of output rows i0+r0…i0+r1.
+		pairs := func(out []BF16, i0, r0, r1, q0, q1 int) {
+			n := r1 - r0
+			for q := q0; q < q1; q += 2 {
+				s0 := a[q*lda+i0+r0 : q*lda+i0+r1]
+				if q+1 == k {
+					for ii, v := range s0 {
+						out[(r0+ii)*st+q] = bf16Of(v)
+					}
+					continue
+				}
+				s1 := a[(q+1)*lda+i0+r0 : (q+1)*lda+i0+r1]
+				c0 := pairPanelVec(tmp[:], s0, lda, 1, n) // one pair of rows
+				for c := c0; c < n; c++ {
+					tmp[2*c], tmp[2*c+1] = bf16Of(s0[c]), bf16Of(s1[c])
+				}
+				pr := unsafe.Slice((*uint32)(unsafe.Pointer(&tmp[0])), n)
+				for ii, v := range pr {
+					*(*uint32)(unsafe.Pointer(&out[(r0+ii)*st+q])) = v
+				}
+			}
+		}
+		for i0 := lo; i0 < hi; i0 += len(tmp) / 2 {
+			n := min(len(tmp)/2, hi-i0)
+			out := data[i0*st : (i0+n)*st]
+			nt, kt := pairT16Tiles(out, st, a, lda, i0, n, k) // the rows and source rows the tiles cover
+			pairs(out, i0, 0, nt, kt, k)
+			pairs(out, i0, nt, n, 0, k)
+			for ii := range n {
+				clear(out[ii*st+k : (ii+1)*st])
+			}
+		}
+	})
+}
+
+// reset shapes b as op(B) [k, n], its data grown when it is too small
+// (reused otherwise), and returns the packed size.
+func (b *BF16B) reset(k, n int) int {
+	size := sizeB(k, n)
+	if cap(b.Data) < size {
+		b.Data = make([]BF16, size)
+	}
+	*b = BF16B{K: k, N: n, pairs: (k + 1) / 2, Data: b.Data[:size]}
+	return size
+}
+
+// PackBF16B converts op(B) (B [k, n] row-major with stride ldb, or its
+// transpose B [n, k] when transB) to the pair layout of BF16B in dst,
+// reusing dst.Data when it is large enough, across up to threads
+// goroutines.
+func PackBF16B(threads int, dst *BF16B, transB bool, k, n int, b []float32, ldb int) {
+	packBF16B(dst, transB, k, n, b, ldb, threads)
+}
+
+func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, threads int) {
+	if k < 0 || n < 0 {
+		panic("kernels: negative bf16 pack shape")
+	}
+	pairs, panels := (k+1)/2, (n+bf16Panel-1)/bf16Panel
+	if dst.reset(k, n) == 0 {
+		return
+	}
+	data := dst.Data // captured instead of dst, as in packBF16A
+	forRows(threads, k*n >= 1<<14, panels, 1, func(lo, hi int) {
+		for pn := lo; pn < hi; pn++ {
+			panel := data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
+			j0 := pn * bf16Panel
+			cols := min(bf16Panel, n-j0)
+			if cols < bf16Panel || k%2 != 0 {
+				clear(panel)
+			}
+			if transB {
+				// Column j of op(B) is row j of B: its pairs are adjacent.
+				// With AVX-512, tiles of 16 columns by 16 pairs are
+				// converted and transposed in registers (pairTB16AVX512);
+				// the rest converts a column at a time, which is that
+				// column's pairs in order, each stored as one 32-bit unit.
+				ct, kt := pairTB16Tiles(panel, b, ldb, j0, cols, k) // the columns and values the tiles cover
+				var tmp [512]BF16
+				dw := unsafe.Slice((*uint32)(unsafe.Pointer(&panel[0])), len(panel)/2)
+				for c := range cols {
+					src := b[(j0+c)*ldb : (j0+c)*ldb+k]
+					start := 0
+					if c < ct {
+						start = kt
+					}
+					for q0 := start; q0 < k; q0 += len(tmp) {
+						n := min(len(tmp), k-q0)
+						ToBF16(tmp[:n], src[q0:q0+n])
+						if n%2 != 0 {
+							tmp[n] = 0 // beyond K
+						}
+						pr := unsafe.Slice((*uint32)(unsafe.Pointer(&tmp[0])), (n+1)/2)
+						for q, v := range pr {
+							dw[(q0/2+q)*bf16Panel+c] = v
+						}
+					}
+				}
+				continue
+			}
+			// The complete pairs' first cols&^15 columns in one call, the
+			// rest (and an odd last row) here.
+			c0 := pairPanelVec(panel, b[j0:], ldb, k/2, cols)
+			for q := range pairs {
+				row := panel[q*2*bf16Panel : (q+1)*2*bf16Panel]
+				r0 := b[2*q*ldb+j0 : 2*q*ldb+j0+cols]
+				if 2*q+1 == k {
+					for c, v := range r0 {
+						row[2*c] = bf16Of(v)
+					}
+					continue
+				}
+				r1 := b[(2*q+1)*ldb+j0 : (2*q+1)*ldb+j0+cols]
+				for c := c0; c < cols; c++ {
+					row[2*c], row[2*c+1] = bf16Of(r0[c]), bf16Of(r1[c])
+				}
+			}
+		}
+	})
+}
+
+// RowsA returns bf16 rows, m rows of k values stored k apart, as a packed
+// A (sharing data), when that is PackBF16A's layout for k (k even, and
+// not a multiple of 2048), and false otherwise.
+func RowsA(m, k int, data []BF16) (BF16A, bool) {
+	if k%2 != 0 || bf16Stride(k) != k || len(data) < m*k {
+		return BF16A{}, false
+	}
+	return BF16A{M: m, K: k, Stride: k, Data: data[:m*k]}, true
+}
+
+// PackBF16BRows packs bf16 rows as op(B) [k, n] (B [k, n] with row stride
+// ldb, not transposed) in the pair layout of BF16B, like PackBF16B of
+// their float32 values, reusing dst.Data when it is large enough, across
+// up to threads goroutines.
+func PackBF16BRows(threads int, dst *BF16B, k, n int, b []BF16, ldb int) {
+	pairs, panels := (k+1)/2, (n+bf16Panel-1)/bf16Panel
+	if dst.reset(k, n) == 0 {
+		return
+	}
+	data := dst.Data
+	parallel.For(threads, panels, 1, func(_, lo, hi int) {
+		for pn := lo; pn < hi; pn++ {
+			panel := data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
+			j0 := pn * bf16Panel
+			cols := min(bf16Panel, n-j0)
+			if cols < bf16Panel || k%2 != 0 {
+				clear(panel)
+			}
+			dw := unsafe.Slice((*uint32)(unsafe.Pointer(&panel[0])), len(panel)/2)
+			for q := range pairs {
+				r0 := b[2*q*ldb+j0 : 2*q*ldb+j0+cols]
+				out := dw[q*bf16Panel : q*bf16Panel+cols]
+				if 2*q+1 == k {
+					for c, v := range r0 {
+						out[c] = uint32(v)
+					}
+					continue
+				}
+				r1 := b[(2*q+1)*ldb+j0 : (2*q+1)*ldb+j0+cols]
+				c0 := pairRowsVec(panel[2*q*bf16Panel:], r0, r1, cols)
+				for c := c0; c < cols; c++ {
+					out[c] = uint32(r0[c]) | uint32(r1[c])<<16
+				}
+			}
+		}
+	})
+}
+
+// packBufs holds the packing buffers of the bf16 products between calls.
+// Unlike a sync.Pool it keeps them across garbage collections: a training
+// step packs the same shapes every step, and reallocating megabytes per
+// product would cost more than the packing.
+var packBufs bufList
+
+// bufList is a free list of []BF16 buffers, safe for concurrent use.
+type bufList struct {
+	mu   sync.Mutex
+	free [][]BF16
+}
+
+// get returns the smallest free buffer of capacity ≥ n, else the largest
+// (or nil when none is free): the packers grow it as they need, and put
+// returns it grown.
+func (l *bufList) get(n int) []BF16 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	best := -1
+	for i, b := range l.free {
+		switch {
+		case best < 0:
+			best = i
+		case cap(b) >= n && (cap(l.free[best]) < n || cap(b) < cap(l.free[best])):
+			best = i
+		case cap(l.free[best]) < n && cap(b) > cap(l.free[best]):
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := l.free[best]
+	l.free[best] = l.free[len(l.free)-1]
+	l.free = l.free[:len(l.free)-1]
+	return b
+}
+
+// put returns buffers to the list.
+func (l *bufList) put(bufs ...[]BF16) {
+	l.mu.Lock()
+	l.free = append(l.free, bufs...)
+	l.mu.Unlock()
+}
+
+// sizeA and sizeB are the packed sizes of op(A) [m,k] and op(B) [k,n].
+func sizeA(m, k int) int { return m * bf16Stride(k) }
+func sizeB(k, n int) int {
+	return (n + bf16Panel - 1) / bf16Panel * ((k + 1) / 2) * 2 * bf16Panel
+}

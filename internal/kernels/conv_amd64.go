@@ -1,0 +1,137 @@
+//go:build !purego
+
+package kernels
+
+// The vector prefixes of the 16-bit conversions and of bf16 packing: each
+// function converts what the AVX-512 kernels cover (on the AVX-512 path)
+// and returns how much that was, leaving the rest to the caller's Go loop.
+
+// toBF16Vec converts the first len(src)&^15 values (AVX-512).
+func toBF16Vec(dst []BF16, src []float32) int {
+	n := len(src) &^ 15
+	if path != PathAVX512 || n == 0 {
+		return 0
+	}
+	toBF16AVX512(&dst[0], &src[0], n)
+	return n
+}
+
+// fromBF16Vec converts the first len(src)&^15 values (AVX-512).
+func fromBF16Vec(dst []float32, src []BF16) int {
+	n := len(src) &^ 15
+	if path != PathAVX512 || n == 0 {
+		return 0
+	}
+	fromBF16AVX512(&dst[0], &src[0], n)
+	return n
+}
+
+// keepBF16Vec is Format16.KeepST for bf16 on the first len(x)&^15 values.
+func keepBF16Vec(dst []BF16, x []float32) int {
+	n := len(x) &^ 15
+	if path != PathAVX512 || n == 0 {
+		return 0
+	}
+	keepBF16AVX512(&dst[0], &x[0], n)
+	return n
+}
+
+// roundHalfVec rounds the first len(x)&^15 values (F16C on AVX-512).
+func roundHalfVec(x []float32) int {
+	n := len(x) &^ 15
+	if path != PathAVX512 || n == 0 {
+		return 0
+	}
+	roundHalfAVX512(&x[0], n)
+	return n
+}
+
+// toHalfVec converts the first len(src)&^15 values (F16C on AVX-512).
+func toHalfVec(dst []uint16, src []float32) int {
+	n := len(src) &^ 15
+	if path != PathAVX512 || n == 0 {
+		return 0
+	}
+	toHalfAVX512(&dst[0], &src[0], n)
+	return n
+}
+
+// fromHalfVec converts the first len(src)&^15 values (F16C on AVX-512).
+func fromHalfVec(dst []float32, src []uint16) int {
+	n := len(src) &^ 15
+	if path != PathAVX512 || n == 0 {
+		return 0
+	}
+	fromHalfAVX512(&dst[0], &src[0], n)
+	return n
+}
+
+// packVec reports whether the bf16 packers use their vector kernels.
+func packVec() bool { return path == PathAVX512 }
+
+// toBF16RowsVec converts the first k&^15 values of rows lo…hi of A (row
+// stride lda) into dst's rows (stride st), and returns how many values of
+// each row it converted.
+func toBF16RowsVec(dst []BF16, st int, a []float32, lda, lo, hi, k int) int {
+	if !packVec() || hi <= lo || k < 16 {
+		return 0
+	}
+	k16 := k &^ 15
+	toBF16RowsAVX512(&dst[lo*st], st, &a[lo*lda], lda, hi-lo, k16/16)
+	return k16
+}
+
+// pairPanelVec pairs rows 2q and 2q+1 (q < pairs) of the first cols&^15
+// columns of src (rows ldb apart) into dst in the VNNI pair layout, and
+// returns how many columns it covered.
+func pairPanelVec(dst []BF16, src []float32, ldb, pairs, cols int) int {
+	if !packVec() || cols < 16 || pairs < 1 {
+		return 0
+	}
+	c0 := cols &^ 15
+	pairPanelAVX512(&dst[0], &src[0], ldb, pairs, c0/16)
+	return c0
+}
+
+// pairT16Tiles packs the 16-row by 32-value tiles of op(A)'s rows i0…i0+n
+// (A transposed, rows lda apart) into out (rows st apart), and returns
+// the output rows and source rows the tiles covered.
+func pairT16Tiles(out []BF16, st int, a []float32, lda, i0, n, k int) (nt, kt int) {
+	if !packVec() {
+		return 0, 0
+	}
+	nt, kt = n&^15, k&^31
+	for r := 0; r < nt; r += 16 {
+		for q := 0; q < kt; q += 32 {
+			pairT16AVX512(&out[r*st+q], st, &a[q*lda+i0+r], lda)
+		}
+	}
+	return nt, kt
+}
+
+// pairTB16Tiles packs the 16-column by 32-value tiles of the transposed
+// panel starting at column j0 of op(B) (B's rows ldb apart) into panel,
+// and returns the columns and values the tiles covered.
+func pairTB16Tiles(panel []BF16, b []float32, ldb, j0, cols, k int) (ct, kt int) {
+	if !packVec() {
+		return 0, 0
+	}
+	ct, kt = cols&^15, k&^31
+	for c := 0; c < ct; c += 16 {
+		for q := 0; q < kt; q += 32 {
+			pairTB16AVX512(&panel[(q/2*bf16Panel+c)*2], &b[(j0+c)*ldb+q], ldb)
+		}
+	}
+	return ct, kt
+}
+
+// pairRowsVec interleaves the first cols&^15 values of bf16 rows r0 and
+// r1 into dst, and returns how many it covered.
+func pairRowsVec(dst []BF16, r0, r1 []BF16, cols int) int {
+	if !packVec() || cols < 16 {
+		return 0
+	}
+	c0 := cols &^ 15
+	pairRowsAVX512(&dst[0], &r0[0], &r1[0], c0)
+	return c0
+}
