@@ -154,3 +154,39 @@ func TestStrictEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestSavedFiles: files an earlier build wrote read back strictly. An
+// arena.json (the canonical preset, compared on resume) keeps its exact
+// bytes through ParsePreset and Canonical, and a results.json from before
+// seeds and kernel paths loads with its preset.
+func TestSavedFiles(t *testing.T) {
+	b, err := os.ReadFile("testdata/saved/arena.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParsePreset(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Canonical(); string(c) != strings.TrimSpace(string(b)) {
+		t.Errorf("canonical form changed:\n%s\nwant\n%s", c, b)
+	}
+	if !sameArena(b, p) {
+		t.Error("sameArena: the saved preset differs from itself")
+	}
+	q := *p
+	q.Model.NLayers++
+	if sameArena(b, &q) {
+		t.Error("sameArena: a preset with another n_layers is the same arena")
+	}
+	f, err := LoadFile("testdata/saved/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Task.Name != "listops" || len(f.Results) == 0 || len(f.Results[0].Curve) == 0 || f.Seeds != nil {
+		t.Errorf("results.json: task %q, %d results", f.Task.Name, len(f.Results))
+	}
+	if _, err := ParsePreset(f.Preset); err != nil {
+		t.Errorf("results.json's preset: %v", err)
+	}
+}
