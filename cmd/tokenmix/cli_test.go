@@ -167,6 +167,9 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"train", "--data", speedConfig, "--out", "r", "--resume", "--precision", "bf16"}, "--precision is a new run's"},
 		{[]string{"bench", "train", "--config", speedConfig, "--len", "8", "--precision", "fp8"}, `got "fp8"`},
 		{[]string{"arena", "--precision", "half"}, `arena --precision: must be "fp32", "bf16" or "fp16", got "half"`},
+		{[]string{"eval", "--run", "r", "--data", "t.txt", "--task", "recall"}, "want tokenmix eval"},
+		{[]string{"eval", "--run", "r", "--task", "recall", "--context", "4"}, "eval --task: --context and --val-frac apply to --data text"},
+		{[]string{"eval", "--run", "r", "--task", "recall", "--split", "all"}, `eval --task: --split: want train, val or test, got "all"`},
 	} {
 		dir := t.TempDir()
 		checkUsageError(t, cli(t, dir, c.args...), c.args, c.want)

@@ -2,27 +2,32 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strconv"
 
 	"github.com/tokenmix/tokenmix"
 	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/internal/model"
 )
 
 // evalResult is what `tokenmix eval --json` prints.
 type evalResult struct {
-	// Inputs is the number of labelled inputs (classify) or scored bytes
-	// (lm); Windows the number of windows scored (lm).
+	// Inputs is the number of labelled inputs (classify), scored bytes
+	// (lm) or scored targets (--task); Windows the number of windows, or
+	// of a task's sequences, scored (lm).
 	Inputs      int      `json:"inputs"`
 	Windows     int      `json:"windows,omitempty"`
 	Loss        float64  `json:"loss"`               // mean cross-entropy, nats
-	Accuracy    *float64 `json:"accuracy,omitempty"` // classify
+	Accuracy    *float64 `json:"accuracy,omitempty"` // classify, or a task measured by accuracy
 	BitsPerByte float64  `json:"bits_per_byte,omitempty"`
 }
 
 // runEval is `tokenmix eval`: a classifier's loss and accuracy on labelled
-// JSONL, or a causal lm's bits per byte on a text file or directory (what
-// train --data reads), all measured by data.Evaluate.
+// JSONL, a causal lm's bits per byte on a text file or directory (what
+// train --data reads), or a model's metric on a split of a task of the task
+// list (what train --task and the arena train on), all measured by
+// data.Evaluate.
 func runEval(ctx context.Context, args []string) error {
 	fs := newFlags("eval")
 	dir := fs.String("run", "", "run directory or exported model")
@@ -32,12 +37,44 @@ func runEval(ctx context.Context, args []string) error {
 	ctxLen := fs.Int("context", -1, "lm: bytes of context every scored byte has at least: windows of W tokens (the training seq_len, else max_len) step by W−context; 0: fixed windows, as train validates (default: three quarters of the window)")
 	split := fs.String("split", "all", "lm: all of the text, or train or val: the split train makes of it with --val-frac")
 	valFrac := fs.Float64("val-frac", 0.05, "lm: with --split, the fraction of the text train kept for validation")
+	task := fs.String("task", "", "instead of --data: a task of the task list, a name or its JSON object (as train --task and a preset's task); --split train, val or test (default test) picks the split, scored in the task's own windows")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *dir == "" || *path == "" || fs.NArg() > 0 {
+	if *dir == "" || (*path == "") == (*task == "") || fs.NArg() > 0 {
 		return wantUsage(fs)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *task != "" {
+		if set["context"] || set["val-frac"] {
+			return usageErr("eval --task: --context and --val-frac apply to --data text; the task sets its splits and windows")
+		}
+		if !set["split"] {
+			*split = "test"
+		}
+		s, ok := map[string]data.Split{"train": data.Train, "val": data.Val, "test": data.Test}[*split]
+		if !ok {
+			return usageErr("eval --task: --split: want train, val or test, got %q", *split)
+		}
+		m, err := loadModel(*dir, *step, *precision)
+		if err != nil {
+			return err
+		}
+		r, info, err := evalTask(ctx, m, *task, s)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(r)
+		}
+		if info.Metric == data.BitsPerByte {
+			fmt.Printf("%s %s: %d bytes in %d windows: %.4f bits per byte (loss %.4f nats)\n", info.Name, s, r.Inputs, r.Windows, r.BitsPerByte, r.Loss)
+		} else {
+			fmt.Printf("%s %s: %d targets: loss %.4f, accuracy %.2f%%\n", info.Name, s, r.Inputs, r.Loss, 100**r.Accuracy)
+		}
+		return nil
 	}
 	if *split != "all" && *split != "train" && *split != "val" {
 		return usageErr("eval: --split: want all, train or val, got %q", *split)
@@ -116,6 +153,40 @@ func evalClassify(ctx context.Context, m *tokenmix.Model, path string) (evalResu
 		return evalResult{}, err
 	}
 	return evalResult{Inputs: ev.Targets, Loss: ev.Loss, Accuracy: &ev.Accuracy}, nil
+}
+
+// evalTask scores split s of the task of --task (a name or its JSON object,
+// read as train --task reads it, and checked to fit m's config) with
+// data.Evaluate, in the task's own examples and windows: the figure the
+// arena reports for that split.
+func evalTask(ctx context.Context, m *tokenmix.Model, arg string, s data.Split) (evalResult, data.Info, error) {
+	cfg, err := model.ParseConfig(m.Config().JSON)
+	if err != nil {
+		return evalResult{}, data.Info{}, err
+	}
+	task, err := listTask("eval", arg, cfg)
+	if err != nil {
+		return evalResult{}, data.Info{}, err
+	}
+	info := task.Info()
+	batch := evalBatch
+	if info.Mode == data.LM {
+		batch = max(1, evalBatch*64/max(1, info.MaxLen))
+	}
+	ev, err := data.Evaluate(publicForward(ctx, m), task, s, batch, 0, 0)
+	if err != nil {
+		return evalResult{}, info, err
+	}
+	r := evalResult{Inputs: ev.Targets, Loss: ev.Loss}
+	if info.Mode == data.LM {
+		r.Windows = ev.Examples
+	}
+	if info.Metric == data.BitsPerByte {
+		r.BitsPerByte = ev.Metric
+	} else {
+		r.Accuracy = &ev.Accuracy
+	}
+	return r, info, nil
 }
 
 // scoreText scores every byte of text after the first with a causal lm, in

@@ -102,7 +102,7 @@ func runTrain(ctx context.Context, args []string) error {
 	var labels []string
 	switch {
 	case *taskArg != "":
-		task, err := listTask(*taskArg, cfg)
+		task, err := listTask("train", *taskArg, cfg)
 		if err != nil {
 			return err
 		}
@@ -226,17 +226,18 @@ func textTask(text []byte, T, context int) (*data.TextTask, error) {
 	return data.NewTextTask("text", nil, w, nil), nil
 }
 
-// listTask builds the task of --task, a name or a JSON object {"name": …,
-// other keys} of the task list (data.NewTask), and checks that cfg's model
-// fits it: its task, classes, vocabulary, length, causality and padding.
-func listTask(arg string, cfg *model.Config) (data.Task, error) {
+// listTask builds the task of command cmd's --task, a name or a JSON object
+// {"name": …, other keys} of the task list (data.NewTask), and checks that
+// cfg's model fits it: its task, classes, vocabulary, length, causality and
+// padding.
+func listTask(cmd, arg string, cfg *model.Config) (data.Task, error) {
 	name, keys := arg, map[string]json.RawMessage{}
 	if strings.HasPrefix(strings.TrimSpace(arg), "{") {
 		if err := json.Unmarshal([]byte(arg), &keys); err != nil {
-			return nil, usageErr("train --task: %v", err)
+			return nil, usageErr("%s --task: %v", cmd, err)
 		}
 		if err := json.Unmarshal(keys["name"], &name); err != nil || name == "" {
-			return nil, usageErr("train --task: task.name: want one of %s", strings.Join(data.TaskNames(), ", "))
+			return nil, usageErr("%s --task: task.name: want one of %s", cmd, strings.Join(data.TaskNames(), ", "))
 		}
 		delete(keys, "name")
 	}
@@ -251,17 +252,17 @@ func listTask(arg string, cfg *model.Config) (data.Task, error) {
 	}
 	switch {
 	case cfg.Task != string(info.Mode):
-		return nil, fmt.Errorf("train --task %s: the config's task is %q, the task needs %q", name, cfg.Task, info.Mode)
+		return nil, fmt.Errorf("%s --task %s: the config's task is %q, the task needs %q", cmd, name, cfg.Task, info.Mode)
 	case info.Mode == data.Classify && cfg.NClasses != info.Classes:
-		return nil, fmt.Errorf("train --task %s: the config's n_classes is %d, the task has %d classes", name, cfg.NClasses, info.Classes)
+		return nil, fmt.Errorf("%s --task %s: the config's n_classes is %d, the task has %d classes", cmd, name, cfg.NClasses, info.Classes)
 	case cfg.VocabSize < info.Vocab:
-		return nil, fmt.Errorf("train --task %s: the config's vocab_size %d is below the task's %d", name, cfg.VocabSize, info.Vocab)
+		return nil, fmt.Errorf("%s --task %s: the config's vocab_size %d is below the task's %d", cmd, name, cfg.VocabSize, info.Vocab)
 	case cfg.MaxLen < info.MaxLen:
-		return nil, fmt.Errorf("train --task %s: the config's max_len %d is below the task's %d", name, cfg.MaxLen, info.MaxLen)
+		return nil, fmt.Errorf("%s --task %s: the config's max_len %d is below the task's %d", cmd, name, cfg.MaxLen, info.MaxLen)
 	case info.Causal && !cfg.Causal:
-		return nil, fmt.Errorf("train --task %s: the task needs a causal model (causal: true)", name)
+		return nil, fmt.Errorf("%s --task %s: the task needs a causal model (causal: true)", cmd, name)
 	case info.PadID >= 0 && pad != info.PadID:
-		return nil, fmt.Errorf("train --task %s: the task pads with token %d; set pad_id %d", name, info.PadID, info.PadID)
+		return nil, fmt.Errorf("%s --task %s: the task pads with token %d; set pad_id %d", cmd, name, info.PadID, info.PadID)
 	}
 	return task, nil
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/run"
-	"github.com/tokenmix/tokenmix/internal/train"
 	"github.com/tokenmix/tokenmix/internal/version"
 )
 
@@ -102,13 +101,18 @@ func quiet(t *testing.T) {
 	t.Cleanup(func() { os.Stdout = old; f.Close() })
 }
 
-// TestEvaluationAgrees trains a tiny lm on a directory of text, then
-// measures its validation split three ways: train's last validation
-// figure (fixed windows of seq_len; eval_batches covers the split),
-// `tokenmix eval --split val --context 0` on the same directory, and the
-// arena's evaluation (data.Evaluate with the training model's forward, as
-// internal/arena's run does, here with other batches and a bucketed
-// order). The three agree to 1e-6.
+// TestEvaluationAgrees: train's last validation figure, `tokenmix eval` on
+// the same split in the same window mode, and the arena's figures agree to
+// 1e-6.
+//   - Text: train on a directory of text, then eval --data on it with
+//     --split val --context 0 (fixed windows of seq_len, as train
+//     validates; eval_batches covers the split).
+//   - A task: a tiny gosrc arena run by the CLI (one mixer, a Go tree the
+//     test writes, sliding validation and test windows as the gosrc preset
+//     has), then eval --task with the preset's task object on the arena's
+//     run directory, --split val and test, against the arena's reported
+//     val and test figures; and the same task through train --task, its
+//     last validation figure against eval --task --split val.
 func TestEvaluationAgrees(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(2, 2))
@@ -128,27 +132,6 @@ func TestEvaluationAgrees(t *testing.T) {
 	if err := runTrain(context.Background(), []string{"--config", cfg, "--data", corpus, "--out", out}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := run.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := d.Metrics()
-	if err != nil {
-		t.Fatal(err)
-	}
-	trainBPB := math.NaN()
-	for _, m := range ms {
-		if v, ok := m["val_bits_per_byte"].(float64); ok {
-			trainBPB = v
-		}
-	}
-
-	r := cli(t, dir, "eval", "--run", out, "--data", corpus, "--split", "val", "--context", "0", "--json")
-	var ev evalResult
-	if err := json.Unmarshal([]byte(r.stdout), &ev); r.code != 0 || err != nil {
-		t.Fatalf("eval: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
-	}
-
 	all, _ := data.ReadText(corpus)
 	c, _ := data.SplitText(all, 0.05)
 	w, err := data.NewWindows(c.Val, 16, 0)
@@ -158,20 +141,133 @@ func TestEvaluationAgrees(t *testing.T) {
 	if w.Len() > 2*8 {
 		t.Fatalf("%d validation windows: more than eval_batches·batch_size, train scores only some", w.Len())
 	}
-	net, err := run.LoadModel(out, -1)
+	ev := evalJSON(t, dir, "--run", out, "--data", corpus, "--split", "val", "--context", "0")
+	if ev.Inputs != len(c.Val)-1 || ev.Windows != w.Len() {
+		t.Errorf("eval scored %d bytes in %d windows; the split has %d bytes in %d windows", ev.Inputs, ev.Windows, len(c.Val), w.Len())
+	}
+	if v := lastVal(t, out, "val_bits_per_byte"); math.Abs(v-ev.BitsPerByte) > 1e-6 {
+		t.Errorf("text: bits per byte: train %.9f, eval %.9f", v, ev.BitsPerByte)
+	}
+
+	// The gosrc arena.
+	taskJS := goTree(t, filepath.Join(dir, "gotree"))
+	task := map[string]json.RawMessage{}
+	json.Unmarshal([]byte(taskJS), &task)
+	delete(task, "name")
+	gs, err := data.NewTask("gosrc", task, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	arena, err := data.Evaluate(train.Forward(net), data.NewTextTask("text", nil, w, nil), data.Val, 3, 0, 4)
+	const batch, evalBatches = 8, 64
+	if n := gs.Len(data.Val); n > batch*evalBatches {
+		t.Fatalf("%d validation windows: more than eval_batches·batch_size", n)
+	}
+	preset := `{"task": ` + taskJS + `,
+ "model": {"d_model": 8, "n_heads": 2, "n_layers": 1, "d_ff": 16, "causal": true},
+ "train": {"batch_size": 8, "lr": 0.01, "warmup": 1, "seed": 1, "log_every": 1, "eval_every": 3, "eval_batches": 64},
+ "budget": "6", "mixers": ["full"]}`
+	os.WriteFile(filepath.Join(dir, "p.json"), []byte(preset), 0o644)
+	r := cli(t, dir, "arena", "--preset", "p.json", "--out", "arena", "--json")
+	var res struct {
+		Status    string
+		Steps     int
+		Test, Val float64
+		TestLoss  float64 `json:"test_loss"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != 0 || err != nil || res.Status != "done" || res.Steps != 6 {
+		t.Fatalf("arena: exit %d, %v, result %+v\n%s%s", r.code, err, res, r.stdout, r.stderr)
+	}
+	arenaRun := filepath.Join(dir, "arena", "runs", "full")
+	for _, sp := range []struct {
+		split string
+		s     data.Split
+		want  float64
+	}{{"val", data.Val, res.Val}, {"test", data.Test, res.Test}} {
+		ev := evalJSON(t, dir, "--run", arenaRun, "--task", taskJS, "--split", sp.split)
+		if ev.Windows != gs.Len(sp.s) {
+			t.Errorf("arena %s: eval scored %d windows, the split has %d", sp.split, ev.Windows, gs.Len(sp.s))
+		}
+		if math.Abs(ev.BitsPerByte-sp.want) > 1e-6 {
+			t.Errorf("arena %s: bits per byte: arena %.9f, eval %.9f", sp.split, sp.want, ev.BitsPerByte)
+		}
+		if sp.s == data.Test && math.Abs(ev.Loss-res.TestLoss) > 1e-6 {
+			t.Errorf("arena test loss %.9f, eval %.9f", res.TestLoss, ev.Loss)
+		}
+	}
+
+	// A task the model does not fit.
+	if r := cli(t, dir, "eval", "--run", arenaRun, "--task", "recall"); r.code != 1 || !strings.Contains(r.stderr, "eval --task recall: the config's max_len 16 is below the task's 256") {
+		t.Errorf("eval --task recall on a gosrc model: exit %d, stderr %q", r.code, r.stderr)
+	}
+
+	// The same task through train --task.
+	gcfg := strings.NewReplacer(`"batch_size": 2`, `"batch_size": 8`, `"eval_batches": 1`, `"eval_batches": 64`).Replace(trainCfg)
+	os.WriteFile(cfg, []byte(gcfg), 0o644)
+	tout := filepath.Join(dir, "gosrc-run")
+	if err := runTrain(context.Background(), []string{"--config", cfg, "--task", taskJS, "--out", tout}); err != nil {
+		t.Fatal(err)
+	}
+	ev = evalJSON(t, dir, "--run", tout, "--task", taskJS, "--split", "val")
+	if v := lastVal(t, tout, "val_bits_per_byte"); math.Abs(v-ev.BitsPerByte) > 1e-6 {
+		t.Errorf("train --task: bits per byte: train %.9f, eval %.9f", v, ev.BitsPerByte)
+	}
+}
+
+// evalJSON runs tokenmix eval --json with args.
+func evalJSON(t *testing.T, dir string, args ...string) evalResult {
+	t.Helper()
+	r := cli(t, dir, append(append([]string{"eval"}, args...), "--json")...)
+	var ev evalResult
+	if err := json.Unmarshal([]byte(r.stdout), &ev); r.code != 0 || err != nil {
+		t.Fatalf("eval %q: exit %d, %v\n%s%s", args, r.code, err, r.stdout, r.stderr)
+	}
+	return ev
+}
+
+// lastVal returns the last value of key in run directory dir's metrics.
+func lastVal(t *testing.T, dir, key string) float64 {
+	t.Helper()
+	d, err := run.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Inputs != len(c.Val)-1 || arena.Targets != ev.Inputs || ev.Windows != w.Len() {
-		t.Errorf("eval scored %d bytes in %d windows, the arena %d; the split has %d bytes in %d windows", ev.Inputs, ev.Windows, arena.Targets, len(c.Val), w.Len())
+	ms, err := d.Metrics()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if math.Abs(trainBPB-ev.BitsPerByte) > 1e-6 || math.Abs(arena.Metric-ev.BitsPerByte) > 1e-6 {
-		t.Errorf("bits per byte: train %.9f, eval %.9f, arena %.9f", trainBPB, ev.BitsPerByte, arena.Metric)
+	v := math.NaN()
+	for _, m := range ms {
+		if x, ok := m[key].(float64); ok {
+			v = x
+		}
 	}
+	return v
+}
+
+// goTree writes a small Go source tree under root, twelve package
+// directories of Go-like code, and returns the gosrc task object reading
+// it: windows of 16 bytes, validation and test windows sliding with at
+// least 4 bytes of context (eval_context), as the gosrc preset does. Every
+// split gets at least one package.
+func goTree(t *testing.T, root string) string {
+	t.Helper()
+	var got [3]int
+	for p := range 12 {
+		dir := fmt.Sprintf("pkg%02d", p)
+		os.MkdirAll(filepath.Join(root, dir), 0o755)
+		var b strings.Builder
+		fmt.Fprintf(&b, "package %s\n\n", dir)
+		for k := range 12 {
+			fmt.Fprintf(&b, "func f%d(x int) int { return x*%d + %d }\n", k, k+p, p)
+		}
+		os.WriteFile(filepath.Join(root, dir, "a.go"), []byte(b.String()), 0o644)
+		got[data.GoSrcSplit(dir, 30, 30)]++
+	}
+	if got[0] == 0 || got[1] == 0 || got[2] == 0 {
+		t.Fatalf("packages per split %v: one is empty", got)
+	}
+	r, _ := json.Marshal(root)
+	return `{"name": "gosrc", "root": ` + string(r) + `, "seq_len": 16, "val_percent": 30, "test_percent": 30, "eval_context": 4}`
 }
 
 // TestEvalTextDirectory: eval --data reads what train --data reads, a

@@ -95,7 +95,7 @@ func (t *TaskSection) UnmarshalStrict(o *strict.Object) error {
 		return err
 	}
 	if t.Name == "" {
-		return fmt.Errorf("task.name: want one of listops, fmnist, gosrc, recall")
+		return fmt.Errorf("task.name: want one of %s", strings.Join(data.TaskNames(), ", "))
 	}
 	return nil
 }

@@ -24,14 +24,18 @@ func TestStrictEverywhere(t *testing.T) {
 		_, err := ParsePreset([]byte(js))
 		return err
 	}
-	taskNamed := func(name string) error {
-		p, err := ParsePreset([]byte(`{"task": {"name": "` + name + `"}, "model": {}, "budget": "10"}`))
+	// taskOf builds the task of a preset whose task object is
+	// {"name": name + keys}.
+	taskOf := func(name, keys string) error {
+		p, err := ParsePreset([]byte(`{"task": {"name": "` + name + `"` + keys + `}, "model": {}, "budget": "10"}`))
 		if err != nil {
 			return err
 		}
 		_, err = p.BuildTask()
 		return err
 	}
+	taskNamed := func(name string) error { return taskOf(name, "") }
+	noGo := t.TempDir()
 	preset := func(extra string) error {
 		_, err := ParsePreset([]byte(`{"task": {"name": "recall"}, "model": {}, "budget": "10"` + extra + `}`))
 		return err
@@ -111,7 +115,17 @@ func TestStrictEverywhere(t *testing.T) {
 		{"task", "null", parse(`{"task": {"name": null}, "model": {}, "budget": "10"}`), "task.name", "want a string, got null"},
 		{"task", "type", parse(`{"task": {"name": 3}, "model": {}, "budget": "10"}`), "task.name", "want a string, got 3"},
 		{"task", "type", parse(`{"task": [], "model": {}, "budget": "10"}`), "task", "want a JSON object, got []"},
-		{"task", "range", parse(`{"task": {"name": ""}, "model": {}, "budget": "10"}`), "task.name", "want one of"},
+		{"task", "range", parse(`{"task": {"name": ""}, "model": {}, "budget": "10"}`), "task.name", "want one of " + strings.Join(data.TaskNames(), ", ")},
+		{"task", "range", task(`, "len": 8, "pairs": 4`), "task.len", "4 pairs and 1 queries need ≥ 9 tokens, got 8"},
+		{"task", "range", task(`, "len": 16, "pairs": 1, "values": 1`), "task.values", "want ≥ 2, got 1"},
+		{"task", "range", task(`, "val": -1`), "task.val", "want ≥ 0, got -1"},
+		{"task", "range", taskOf("listops", `, "max_depth": 1`), "task.max_depth", "want ≥ 2, got 1"},
+		{"task", "range", taskOf("listops", `, "min_len": 10, "max_len": 11`), "task.max_len", "want > min_len+1 (11), got 11"},
+		{"task", "range", taskOf("gosrc", `, "seq_len": 8, "eval_context": 9`), "task.eval_context", "want in [0, seq_len (8)), got 9"},
+		{"task", "range", taskOf("gosrc", `, "val_percent": 50, "test_percent": 50`), "task.test_percent", "want val_percent + test_percent < 100, got 50 + 50"},
+		{"task", "range", taskOf("gosrc", `, "root": "`+noGo+`"`), "task.root", "no .go files under"},
+		{"task", "range", taskOf("fmnist", `, "test": -3`), "task.test", "want ≥ 0, got -3"},
+		{"task", "range", taskOf("fmnist", `, "data_dir": "`+noGo+`"`), "task.data_dir", "Fashion-MNIST files not found"},
 		{"task", "range", taskNamed("nosuch"), "task.name", `unknown task "nosuch"`},
 		{"model", "null", parse(`{"task": {"name": "recall"}, "model": null, "budget": "10"}`), "model", "want a JSON object, got null"},
 		{"model", "null", mdl(`, "causal": null`), "model.causal", "want true or false, got null"},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tokenmix/tokenmix"
+	"github.com/tokenmix/tokenmix/internal/bench/stat"
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 )
@@ -115,7 +116,7 @@ func Decode(ctx context.Context, w io.Writer, m *tokenmix.Model, o DecodeOptions
 	}
 	enc := json.NewEncoder(w)
 	for k, pos := range points {
-		p := decodePoint{Pos: pos, MsPerToken: Median(times[k]), StateBytes: at[k].CacheBytes()}
+		p := decodePoint{Pos: pos, MsPerToken: stat.Median(times[k]), StateBytes: at[k].CacheBytes()}
 		if o.JSON {
 			if err := enc.Encode(p); err != nil {
 				return err
@@ -151,7 +152,7 @@ func Decode(ctx context.Context, w io.Writer, m *tokenmix.Model, o DecodeOptions
 		}
 		tTogether[i] = ms(time.Since(t))
 	}
-	one, perStep := Median(tAlone), Median(tTogether)
+	one, perStep := stat.Median(tAlone), stat.Median(tTogether)
 	speedup := float64(o.Streams) * one / perStep
 	if o.JSON {
 		return enc.Encode(map[string]any{"streams": o.Streams, "pos": 256, "ms_per_step": perStep, "tokens_per_s": float64(o.Streams) / perStep * 1000,

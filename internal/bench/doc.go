@@ -1,7 +1,8 @@
 // Package bench owns every speed and memory measurement of tokenmix: the
 // protocols behind each `tokenmix bench` sub-command, the mixer layer that
-// `go test -bench` times in the mixer packages, CPU detection, CPU time
-// and the one Median.
+// `go test -bench` times in the mixer packages, CPU detection, and (in
+// its leaf package stat, which the packages bench imports can use too) the
+// one Median and the process's CPU time.
 //
 // The protocols, and how each measures:
 //
@@ -34,13 +35,13 @@
 //     concurrent HTTP clients in the same process, each sending its next
 //     request when the last is answered, for a fixed duration per client
 //     count; throughput, and the median and 99th-percentile latency.
-//     The idle server's cost is ProcessCPU over a wait.
+//     The idle server's cost is stat.ProcessCPU over a wait.
 //   - Scaling (Scaling, ScalingSweep for `bench scaling`): Mixer for every
 //     kind at doubling lengths, each point in its own child process
 //     (MixerInChild), until full attention exceeds a memory budget or a
 //     kind exceeds a time limit.
 //
-// Every median is Median: of an odd count the middle value, of an even
+// Every median is stat.Median: of an odd count the middle value, of an even
 // count the upper of the two middle ones. Tests of the protocols check
 // what they report, never how fast it is.
 package bench

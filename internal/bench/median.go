@@ -1,18 +1,10 @@
 package bench
 
 import (
-	"slices"
 	"time"
-)
 
-// Median returns the middle value of xs (the upper one of the two middle
-// values when len(xs) is even), without changing xs. Median panics if xs
-// is empty.
-func Median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
+	"github.com/tokenmix/tokenmix/internal/bench/stat"
+)
 
 // median returns the median time in seconds of one call of f over reps
 // samples, after a warm-up of at least one sample's length. A sample
@@ -31,7 +23,7 @@ func median(f func(), reps int) float64 {
 		}
 		ts[r] = time.Since(t0).Seconds() / float64(calls)
 	}
-	return Median(ts)
+	return stat.Median(ts)
 }
 
 // medianCPU is median timed by the calling thread's CPU time (the caller
@@ -57,5 +49,5 @@ func medianCPU(f func(), reps int) (sec float64, ok bool) {
 		t1, _ := threadCPU()
 		ts[r] = (t1 - t0) / float64(calls)
 	}
-	return Median(ts), true
+	return stat.Median(ts), true
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tokenmix/tokenmix/internal/bench/stat"
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/mixer"
@@ -121,12 +122,12 @@ func MixerBenchmark(b *testing.B, k mixer.Kind, c mixer.Config, B, T int) {
 	}
 	l.Forward() // builds and caches layouts
 	b.ResetTimer()
-	c0 := ProcessCPU()
+	c0 := stat.ProcessCPU()
 	for i := 0; i < b.N; i++ {
 		l.Forward()
 		l.Backward()
 	}
-	cpu := ProcessCPU() - c0
+	cpu := stat.ProcessCPU() - c0
 	b.ReportMetric(float64(b.N*B*T)/b.Elapsed().Seconds(), "tok/s")
 	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tokenmix/tokenmix/internal/bench/stat"
 	"github.com/tokenmix/tokenmix/internal/kernels"
 )
 
@@ -50,7 +51,7 @@ func loopRate(loop func(int), flopsPerIter float64, threads, reps int) float64 {
 		sample()
 		ts[r] = time.Since(t0).Seconds()
 	}
-	return float64(threads) * peakIters * flopsPerIter / Median(ts) / 1e9
+	return float64(threads) * peakIters * flopsPerIter / stat.Median(ts) / 1e9
 }
 
 // PeakCPU is Peak on one thread timed by that thread's CPU time (see

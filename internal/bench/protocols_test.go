@@ -11,28 +11,6 @@ import (
 	"time"
 )
 
-func TestMedian(t *testing.T) {
-	for _, c := range []struct {
-		xs   []float64
-		want float64
-	}{
-		{[]float64{3}, 3},
-		{[]float64{3, 1, 2}, 2},
-		{[]float64{4, 1, 3, 2}, 3}, // the upper of the two middle values
-		{[]float64{5, 5, 1, 9, 7}, 5},
-	} {
-		in := append([]float64(nil), c.xs...)
-		if got := Median(c.xs); got != c.want {
-			t.Errorf("Median(%v) = %v, want %v", in, got, c.want)
-		}
-		for i := range in {
-			if in[i] != c.xs[i] {
-				t.Fatalf("Median changed its input: %v, was %v", c.xs, in)
-			}
-		}
-	}
-}
-
 func TestFormatBytes(t *testing.T) {
 	for _, c := range []struct {
 		n    int64

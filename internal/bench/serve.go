@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tokenmix/tokenmix"
+	"github.com/tokenmix/tokenmix/internal/bench/stat"
 	"github.com/tokenmix/tokenmix/internal/serve"
 )
 
@@ -153,9 +154,9 @@ func Serve(ctx context.Context, w io.Writer, o ServeOptions) error {
 			return err
 		}
 		time.Sleep(200 * time.Millisecond) // past any start-up work
-		c0, t0 := ProcessCPU(), time.Now()
+		c0, t0 := stat.ProcessCPU(), time.Now()
 		time.Sleep(o.Idle)
-		c1, t1 := ProcessCPU(), time.Now()
+		c1, t1 := stat.ProcessCPU(), time.Now()
 		s.Shutdown(context.Background())
 		if err := report(servePoint{Load: "idle", CPUPercent: 100 * float64(c1-c0) / float64(t1.Sub(t0)), DurationSec: t1.Sub(t0).Seconds()}); err != nil {
 			return err
@@ -223,7 +224,7 @@ func serveLoad(ctx context.Context, cfg serve.Config, models map[string]*tokenmi
 		TokensPerS: float64(tokens) / el}
 	if len(lat) > 0 {
 		slices.Sort(lat)
-		p.P50Ms, p.P99Ms = Median(lat), lat[min(len(lat)-1, len(lat)*99/100)]
+		p.P50Ms, p.P99Ms = stat.Median(lat), lat[min(len(lat)-1, len(lat)*99/100)]
 	}
 	return p, nil
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/tokenmix/tokenmix/internal/bench/stat"
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/model"
 )
@@ -73,7 +74,7 @@ func Train(c *model.Config, B, T, reps int) (TrainResult, error) {
 		}
 		ts[i] = time.Since(t0).Seconds()
 	}
-	sec := Median(ts)
+	sec := stat.Median(ts)
 	plan := m.Plan(B, T)
 	r := TrainResult{Precision: c.Precision, BF16Kernels: kernels.BF16Path(), TokensPerS: float64(B*T) / sec, StepMs: sec * 1e3, PlannedBytes: plan.Bytes(), ParamBytes: m.ParamBytes()}
 	r.PeakRSSBytes, err = PeakRSS()

@@ -6,9 +6,11 @@
 // softmax, log-softmax and argmax on logits.
 //
 // The task list (Tasks, LookupTask, NewTask) names every built-in task
-// once; the arena, `tokenmix train --task` and `tokenmix data export` build
-// tasks through it. See each constructor's doc for a task's exact
-// definition:
+// once; the arena, `tokenmix train --task`, `tokenmix eval --task` and
+// `tokenmix data export` build tasks through it. Every error about a task's
+// config names its key: a KeyError reads "recall.values: …" from the
+// constructor and "task.values: …" from NewTask, the key's path in a
+// preset. See each constructor's doc for a task's exact definition:
 //
 //   - listops: LRA's ListOps (Tay et al. 2021, "Long Range Arena", after
 //     Nangia & Bowman 2018), nested [MIN/[MAX/[MED/[SM expressions over the

@@ -47,8 +47,9 @@ const FMNISTLen = 28 * 28
 // missing.
 var ErrNoFMNIST = errors.New("Fashion-MNIST files not found: install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) or pass --data-dir")
 
-// NewFMNIST reads Fashion-MNIST. A missing file gives an error wrapping
-// ErrNoFMNIST; malformed files give an error naming the file.
+// NewFMNIST reads Fashion-MNIST. Its errors are KeyErrors: a missing file
+// gives one about data_dir wrapping ErrNoFMNIST, a malformed file one about
+// data_dir naming the file.
 func NewFMNIST(c FMNISTConfig) (*FMNIST, error) {
 	if c.DataDir == "" {
 		c.DataDir = FMNISTDir
@@ -56,20 +57,20 @@ func NewFMNIST(c FMNISTConfig) (*FMNIST, error) {
 	if c.Val == 0 {
 		c.Val = 5000
 	}
-	if c.Val < 0 || c.Train < 0 || c.Test < 0 {
-		return nil, fmt.Errorf("fmnist: negative split size")
+	if err := checkSplits("fmnist", c.Train, c.Val, c.Test); err != nil {
+		return nil, err
 	}
 	trX, trY, err := readFMNISTPair(c.DataDir, "train")
 	if err != nil {
-		return nil, err
+		return nil, &KeyError{Prefix: "fmnist", Key: "data_dir", Err: err}
 	}
 	teX, teY, err := readFMNISTPair(c.DataDir, "t10k")
 	if err != nil {
-		return nil, err
+		return nil, &KeyError{Prefix: "fmnist", Key: "data_dir", Err: err}
 	}
 	n := len(trY)
 	if c.Val >= n {
-		return nil, fmt.Errorf("fmnist: val %d ≥ %d training images", c.Val, n)
+		return nil, keyErr("fmnist", "val", "want < %d, the training images, got %d", n, c.Val)
 	}
 	f := &FMNIST{cfg: c}
 	perm := rand.New(rand.NewPCG(c.Seed, 0x464d4e495354)).Perm(n) // "FMNIST"
@@ -97,7 +98,8 @@ func NewFMNIST(c FMNISTConfig) (*FMNIST, error) {
 	return f, nil
 }
 
-// readFMNISTPair reads <prefix>-images-idx3-ubyte[.gz] and the matching labels.
+// readFMNISTPair reads <prefix>-images-idx3-ubyte[.gz] and the matching
+// labels from dir; its errors name the file.
 func readFMNISTPair(dir, prefix string) (x, y []byte, err error) {
 	find := func(name string) (string, error) {
 		for _, p := range []string{name + ".gz", name} {
@@ -108,7 +110,7 @@ func readFMNISTPair(dir, prefix string) (x, y []byte, err error) {
 				return "", err
 			}
 		}
-		return "", fmt.Errorf("fmnist: %s(.gz) not in %s: %w", name, dir, ErrNoFMNIST)
+		return "", fmt.Errorf("%s(.gz) not in %s: %w", name, dir, ErrNoFMNIST)
 	}
 	ip, err := find(prefix + "-images-idx3-ubyte")
 	if err != nil {
@@ -120,21 +122,21 @@ func readFMNISTPair(dir, prefix string) (x, y []byte, err error) {
 	}
 	im, err := ReadIDXFile(ip, IDXMagicImages)
 	if err != nil {
-		return nil, nil, fmt.Errorf("fmnist: %w", err)
+		return nil, nil, err
 	}
 	lb, err := ReadIDXFile(lp, IDXMagicLabels)
 	if err != nil {
-		return nil, nil, fmt.Errorf("fmnist: %w", err)
+		return nil, nil, err
 	}
 	if im.Dims[1] != 28 || im.Dims[2] != 28 {
-		return nil, nil, fmt.Errorf("fmnist: %s: images are %dx%d, want 28x28", ip, im.Dims[1], im.Dims[2])
+		return nil, nil, fmt.Errorf("%s: images are %dx%d, want 28x28", ip, im.Dims[1], im.Dims[2])
 	}
 	if im.Dims[0] != lb.Dims[0] {
-		return nil, nil, fmt.Errorf("fmnist: %d images in %s but %d labels in %s", im.Dims[0], ip, lb.Dims[0], lp)
+		return nil, nil, fmt.Errorf("%d images in %s but %d labels in %s", im.Dims[0], ip, lb.Dims[0], lp)
 	}
 	for i, v := range lb.Data {
 		if v > 9 {
-			return nil, nil, fmt.Errorf("fmnist: %s: label %d of item %d is not in 0–9", lp, v, i)
+			return nil, nil, fmt.Errorf("%s: label %d of item %d is not in 0–9", lp, v, i)
 		}
 	}
 	return im.Data, lb.Data, nil

@@ -69,7 +69,7 @@ func GoRootSrc() (string, error) {
 		root = runtime.GOROOT() //nolint:staticcheck // last resort only
 	}
 	if root == "" {
-		return "", errors.New("gosrc: cannot find GOROOT (install Go or pass --data-dir)")
+		return "", errors.New("cannot find GOROOT (install Go or pass --data-dir)")
 	}
 	return filepath.Join(root, "src"), nil
 }
@@ -89,16 +89,10 @@ func GoSrcSplit(dir string, valPercent, testPercent int) Split {
 	return Train
 }
 
-// NewGoSrc reads the Go source tree. It returns an error if the tree has no
-// .go files or a split comes out empty.
+// NewGoSrc reads the Go source tree. Its errors are KeyErrors: about root
+// if the tree has no .go files or a split comes out empty, about the
+// offending key for a value out of range.
 func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
-	if c.Root == "" {
-		r, err := GoRootSrc()
-		if err != nil {
-			return nil, err
-		}
-		c.Root = r
-	}
 	if c.SeqLen == 0 {
 		c.SeqLen = 256
 	}
@@ -108,11 +102,30 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 	if c.TestPercent == 0 {
 		c.TestPercent = 5
 	}
-	if c.SeqLen < 1 || c.ValPercent < 0 || c.TestPercent < 0 || c.ValPercent+c.TestPercent >= 100 {
-		return nil, fmt.Errorf("gosrc: invalid seq_len %d or percentages %d, %d", c.SeqLen, c.ValPercent, c.TestPercent)
+	switch {
+	case c.SeqLen < 1:
+		return nil, keyErr("gosrc", "seq_len", "want ≥ 1, got %d", c.SeqLen)
+	case c.ValPercent < 0:
+		return nil, keyErr("gosrc", "val_percent", "want ≥ 0, got %d", c.ValPercent)
+	case c.TestPercent < 0:
+		return nil, keyErr("gosrc", "test_percent", "want ≥ 0, got %d", c.TestPercent)
+	case c.ValPercent+c.TestPercent >= 100:
+		return nil, keyErr("gosrc", "test_percent", "want val_percent + test_percent < 100, got %d + %d", c.ValPercent, c.TestPercent)
+	case c.MaxTrain < 0:
+		return nil, keyErr("gosrc", "max_train_bytes", "want ≥ 0, got %d", c.MaxTrain)
+	case c.MaxVal < 0:
+		return nil, keyErr("gosrc", "max_val_bytes", "want ≥ 0, got %d", c.MaxVal)
+	case c.MaxTest < 0:
+		return nil, keyErr("gosrc", "max_test_bytes", "want ≥ 0, got %d", c.MaxTest)
+	case c.EvalContext < 0 || c.EvalContext >= c.SeqLen:
+		return nil, keyErr("gosrc", "eval_context", "want in [0, seq_len (%d)), got %d", c.SeqLen, c.EvalContext)
 	}
-	if c.EvalContext < 0 || c.EvalContext >= c.SeqLen {
-		return nil, fmt.Errorf("gosrc: eval_context %d must lie in [0, seq_len %d)", c.EvalContext, c.SeqLen)
+	if c.Root == "" {
+		r, err := GoRootSrc()
+		if err != nil {
+			return nil, &KeyError{Prefix: "gosrc", Key: "root", Err: err}
+		}
+		c.Root = r
 	}
 	var paths []string
 	err := filepath.WalkDir(c.Root, func(p string, d fs.DirEntry, err error) error {
@@ -131,10 +144,10 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("gosrc: %v", err)
+		return nil, keyErr("gosrc", "root", "%v", err)
 	}
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("gosrc: no .go files under %s", c.Root)
+		return nil, keyErr("gosrc", "root", "no .go files under %s", c.Root)
 	}
 	sort.Strings(paths)
 	g := &GoSrc{cfg: c}
@@ -147,7 +160,7 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("gosrc: %v", err)
+			return nil, keyErr("gosrc", "root", "%v", err)
 		}
 		g.bytes[s] = append(g.bytes[s], b...)
 		g.files[s] = append(g.files[s], filepath.ToSlash(rel))
@@ -157,14 +170,14 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 			g.bytes[s] = g.bytes[s][:caps[s]]
 		}
 		if len(g.bytes[s]) < 2 {
-			return nil, fmt.Errorf("gosrc: %s split of %s is empty", Split(s), c.Root)
+			return nil, keyErr("gosrc", "root", "the %s split of %s is empty", Split(s), c.Root)
 		}
 		ctx := c.EvalContext
 		if Split(s) == Train {
 			ctx = 0
 		}
 		if g.win[s], err = NewWindows(g.bytes[s], c.SeqLen, ctx); err != nil {
-			return nil, fmt.Errorf("gosrc: %v", err)
+			return nil, keyErr("gosrc", "seq_len", "%v", err)
 		}
 	}
 	return g, nil

@@ -74,19 +74,22 @@ type ListOps struct {
 	labels [3][]int8 // per split
 }
 
-// NewListOps generates a ListOps dataset. It returns an error for invalid
+// NewListOps generates a ListOps dataset. It returns a KeyError for invalid
 // sizes or bounds.
 func NewListOps(c ListOpsConfig) (*ListOps, error) {
 	c.defaults()
+	if err := checkSplits("listops", c.Train, c.Val, c.Test); err != nil {
+		return nil, err
+	}
 	switch {
-	case c.Train < 0 || c.Val < 0 || c.Test < 0:
-		return nil, fmt.Errorf("listops: negative split size")
-	case c.MinLen < 1 || c.MaxLen <= c.MinLen+1:
-		return nil, fmt.Errorf("listops: want 1 ≤ min_len < max_len-1, got %d, %d", c.MinLen, c.MaxLen)
+	case c.MinLen < 1:
+		return nil, keyErr("listops", "min_len", "want ≥ 1, got %d", c.MinLen)
+	case c.MaxLen <= c.MinLen+1:
+		return nil, keyErr("listops", "max_len", "want > min_len+1 (%d), got %d", c.MinLen+1, c.MaxLen)
 	case c.MaxDepth < 2:
-		return nil, fmt.Errorf("listops: max_depth %d < 2", c.MaxDepth)
+		return nil, keyErr("listops", "max_depth", "want ≥ 2, got %d", c.MaxDepth)
 	case c.MaxArgs < 2:
-		return nil, fmt.Errorf("listops: max_args %d < 2", c.MaxArgs)
+		return nil, keyErr("listops", "max_args", "want ≥ 2, got %d", c.MaxArgs)
 	}
 	l := &ListOps{cfg: c}
 	g := listOpsGen{

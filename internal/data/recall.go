@@ -77,18 +77,30 @@ type Recall struct {
 	cfg RecallConfig
 }
 
-// NewRecall returns the recall task, or an error for an impossible config.
+// NewRecall returns the recall task, or a KeyError for an impossible
+// config.
 func NewRecall(c RecallConfig) (*Recall, error) {
 	c.defaults()
+	w := 2 // tokens per pair
+	if c.Fused {
+		w = 1
+	}
 	switch {
-	case c.Pairs < 1 || c.Queries < 1 || 2*c.Pairs+c.Queries > c.Len && !c.Fused || c.Pairs+c.Queries > c.Len:
-		return nil, fmt.Errorf("recall: %d pairs and %d queries do not fit in len %d", c.Pairs, c.Queries, c.Len)
-	case c.Keys < c.Pairs || c.Values < c.Pairs:
-		return nil, fmt.Errorf("recall: keys %d and values %d must be ≥ pairs %d", c.Keys, c.Values, c.Pairs)
+	case c.Pairs < 1:
+		return nil, keyErr("recall", "pairs", "want ≥ 1, got %d", c.Pairs)
+	case c.Queries < 1:
+		return nil, keyErr("recall", "queries", "want ≥ 1, got %d", c.Queries)
+	case w*c.Pairs+c.Queries > c.Len:
+		return nil, keyErr("recall", "len", "%d pairs and %d queries need ≥ %d tokens, got %d", c.Pairs, c.Queries, w*c.Pairs+c.Queries, c.Len)
+	case c.Keys < c.Pairs:
+		return nil, keyErr("recall", "keys", "want ≥ pairs (%d), got %d", c.Pairs, c.Keys)
+	case c.Values < c.Pairs:
+		return nil, keyErr("recall", "values", "want ≥ pairs (%d), got %d", c.Pairs, c.Values)
 	case c.Values < 2:
-		return nil, fmt.Errorf("recall: values %d < 2", c.Values)
-	case c.Train < 0 || c.Val < 0 || c.Test < 0:
-		return nil, fmt.Errorf("recall: negative split size")
+		return nil, keyErr("recall", "values", "want ≥ 2, got %d", c.Values)
+	}
+	if err := checkSplits("recall", c.Train, c.Val, c.Test); err != nil {
+		return nil, err
 	}
 	return &Recall{cfg: c}, nil
 }

@@ -2,6 +2,7 @@ package data
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"path/filepath"
@@ -95,13 +96,52 @@ func LookupTask(name string) (TaskSpec, error) {
 }
 
 // NewTask builds the task name from its config keys (all but "name"); see
-// TaskSpec.New.
+// TaskSpec.New. Every error about a key names it as "task.<key>": a
+// KeyError from the task's constructor comes back with Prefix "task".
 func NewTask(name string, keys map[string]json.RawMessage, cacheDir string) (Task, error) {
 	t, err := LookupTask(name)
 	if err != nil {
 		return nil, err
 	}
-	return t.New(keys, cacheDir)
+	task, err := t.New(keys, cacheDir)
+	var ke *KeyError
+	if errors.As(err, &ke) {
+		return nil, &KeyError{Prefix: "task", Key: ke.Key, Err: ke.Err}
+	}
+	return task, err
+}
+
+// KeyError is an error about one key of a task's config. It reads
+// "<Prefix>.<Key>: <Err>": the task's name as the prefix when its
+// constructor (NewRecall, NewGoSrc, ...) is called directly, "task" when
+// NewTask returns it, so the key is named by its path in a preset.
+type KeyError struct {
+	Prefix string // "listops", "fmnist", "gosrc", "recall"; "task" from NewTask
+	Key    string // the key as its config's JSON spells it
+	Err    error
+}
+
+func (e *KeyError) Error() string { return e.Prefix + "." + e.Key + ": " + e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// keyErr returns a KeyError about key of task's config.
+func keyErr(task, key, format string, args ...any) error {
+	return &KeyError{Prefix: task, Key: key, Err: fmt.Errorf(format, args...)}
+}
+
+// checkSplits returns a KeyError naming the first negative split size.
+func checkSplits(task string, train, val, test int) error {
+	for _, s := range []struct {
+		key string
+		n   int
+	}{{"train", train}, {"val", val}, {"test", test}} {
+		if s.n < 0 {
+			return keyErr(task, s.key, "want ≥ 0, got %d", s.n)
+		}
+	}
+	return nil
 }
 
 // decodeTask decodes a task's keys strictly into dst, naming them

@@ -2,6 +2,7 @@ package data
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,18 +64,51 @@ func TestNewTask(t *testing.T) {
 	if info := task.Info(); info.Name != "recall" || info.MaxLen != 16 {
 		t.Errorf("recall info %+v", info)
 	}
-	for _, tc := range []struct{ name, keys, err string }{
-		{"recall", `{"lenn": 16}`, "task.lenn"},
-		{"recall", `{"len": "16"}`, "task.len"},
-		{"recall", `{"len": null}`, "task.len"},
-		{"listops", `{"max_len": 1.5}`, "task.max_len"},
-		{"gosrc", `{"root": 3}`, "task.root"},
-		{"fmnist", `{"data_dir": []}`, "task.data_dir"},
-		{"nope", `{}`, "task.name"},
+	gosrc := t.TempDir()
+	os.WriteFile(filepath.Join(gosrc, "a.go"), []byte("package a\n"), 0o644)
+	for _, tc := range []struct{ name, keys, key, want string }{
+		{"recall", `{"lenn": 16}`, "task.lenn", "unknown key"},
+		{"recall", `{"len": "16"}`, "task.len", `want an integer, got "16"`},
+		{"recall", `{"len": null}`, "task.len", "want an integer, got null"},
+		{"recall", `{"len": 8, "pairs": 4}`, "task.len", "4 pairs and 1 queries need ≥ 9 tokens, got 8"},
+		{"recall", `{"len": 4, "pairs": 4, "fused": true}`, "task.len", "4 pairs and 1 queries need ≥ 5 tokens, got 4"},
+		{"recall", `{"pairs": -1}`, "task.pairs", "want ≥ 1, got -1"},
+		{"recall", `{"queries": -2}`, "task.queries", "want ≥ 1, got -2"},
+		{"recall", `{"len": 16, "pairs": 3, "keys": 2}`, "task.keys", "want ≥ pairs (3), got 2"},
+		{"recall", `{"len": 16, "pairs": 3, "values": 2}`, "task.values", "want ≥ pairs (3), got 2"},
+		{"recall", `{"len": 16, "pairs": 1, "values": 1}`, "task.values", "want ≥ 2, got 1"},
+		{"recall", `{"len": 16, "pairs": 3, "val": -1}`, "task.val", "want ≥ 0, got -1"},
+		{"listops", `{"max_len": 1.5}`, "task.max_len", "want an integer, got 1.5"},
+		{"listops", `{"test": -4}`, "task.test", "want ≥ 0, got -4"},
+		{"listops", `{"min_len": -1}`, "task.min_len", "want ≥ 1, got -1"},
+		{"listops", `{"min_len": 10, "max_len": 11}`, "task.max_len", "want > min_len+1 (11), got 11"},
+		{"listops", `{"max_depth": 1}`, "task.max_depth", "want ≥ 2, got 1"},
+		{"listops", `{"max_args": 1}`, "task.max_args", "want ≥ 2, got 1"},
+		{"gosrc", `{"root": 3}`, "task.root", "want a string, got 3"},
+		{"gosrc", `{"seq_len": -1}`, "task.seq_len", "want ≥ 1, got -1"},
+		{"gosrc", `{"val_percent": -5}`, "task.val_percent", "want ≥ 0, got -5"},
+		{"gosrc", `{"val_percent": 60, "test_percent": 40}`, "task.test_percent", "want val_percent + test_percent < 100, got 60 + 40"},
+		{"gosrc", `{"max_val_bytes": -1}`, "task.max_val_bytes", "want ≥ 0, got -1"},
+		{"gosrc", `{"seq_len": 8, "eval_context": 8}`, "task.eval_context", "want in [0, seq_len (8)), got 8"},
+		{"gosrc", `{"root": "` + t.TempDir() + `"}`, "task.root", "no .go files under"},
+		{"gosrc", `{"root": "` + gosrc + `"}`, "task.root", "split of"},
+		{"fmnist", `{"data_dir": []}`, "task.data_dir", "want a string, got []"},
+		{"fmnist", `{"train": -1}`, "task.train", "want ≥ 0, got -1"},
+		{"fmnist", `{"data_dir": "` + t.TempDir() + `"}`, "task.data_dir", "not in"},
+		{"nope", `{}`, "task.name", `unknown task "nope"`},
 	} {
-		if _, err := NewTask(tc.name, keys(tc.keys), ""); err == nil || !strings.Contains(err.Error(), tc.err) {
-			t.Errorf("%s %s: error %v, want one naming %s", tc.name, tc.keys, err, tc.err)
+		_, err := NewTask(tc.name, keys(tc.keys), "")
+		if err == nil || !strings.HasPrefix(err.Error(), tc.key+": ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: error %v, want %q", tc.name, tc.keys, err, tc.key+": …"+tc.want)
 		}
+	}
+	// The constructors name the key after the task; a missing Fashion-MNIST
+	// file still wraps ErrNoFMNIST through NewTask.
+	if _, err := NewRecall(RecallConfig{Values: 1, Pairs: 1}); err == nil || err.Error() != "recall.values: want ≥ 2, got 1" {
+		t.Errorf("NewRecall: error %v", err)
+	}
+	if _, err := NewTask("fmnist", keys(`{"data_dir": "`+t.TempDir()+`"}`), ""); !errors.Is(err, ErrNoFMNIST) {
+		t.Errorf("fmnist: error %v does not wrap ErrNoFMNIST", err)
 	}
 }
 

@@ -2,8 +2,9 @@ package train
 
 import (
 	"math"
-	"slices"
 	"time"
+
+	"github.com/tokenmix/tokenmix/internal/bench/stat"
 )
 
 // calibSteps are timed to turn a duration budget into a step count; their
@@ -28,9 +29,9 @@ const Unplanned = 1 << 30
 // left, so the run ends near the planned step, at the schedule's low LR.
 type pacer struct {
 	budget time.Duration
-	calib  []time.Duration
-	seen   int     // steps observed, including the first, untimed one
-	per    float64 // running seconds per step; 0 while calibrating
+	calib  []float64 // seconds of the calibration steps
+	seen   int       // steps observed, including the first, untimed one
+	per    float64   // running seconds per step; 0 while calibrating
 }
 
 // plan records that a step took dt (step steps done, used of the budget
@@ -42,12 +43,11 @@ func (p *pacer) plan(step int, dt, used time.Duration) int {
 	case p.seen == 1:
 		return 0
 	case p.per == 0:
-		p.calib = append(p.calib, dt)
+		p.calib = append(p.calib, dt.Seconds())
 		if len(p.calib) < calibSteps {
 			return 0
 		}
-		slices.Sort(p.calib)
-		p.per = p.calib[len(p.calib)/2].Seconds()
+		p.per = stat.Median(p.calib)
 	default:
 		p.per += paceEMA * (dt.Seconds() - p.per)
 	}

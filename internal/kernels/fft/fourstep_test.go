@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
-	"syscall"
 	"testing"
 
+	"github.com/tokenmix/tokenmix/internal/bench/stat"
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 )
@@ -170,15 +169,6 @@ func TestFourStepLong(t *testing.T) {
 	}
 }
 
-// cpuTime is the process's user+system CPU time in nanoseconds: on a
-// shared machine it is steadier than wall time, all the more with
-// TOKENMIX_THREADS=1 (no worker pool spinning between calls).
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return ru.Utime.Nano() + ru.Stime.Nano()
-}
-
 // BenchmarkBatch compares the plain Stockham run and the four-step path of
 // TransformBatch at w=16 (FNet's column block), alternating them iteration
 // by iteration so that both see the same load on a shared machine, and
@@ -199,16 +189,15 @@ func BenchmarkBatch(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				for v, min := range []int{math.MaxInt, 0} {
 					fourStepMinNW = min
-					t0 := cpuTime()
+					t0 := stat.ProcessCPU()
 					p.TransformBatch(re, im, w, s)
-					ts[v] = append(ts[v], float64(cpuTime()-t0)/1e3)
+					ts[v] = append(ts[v], float64(stat.ProcessCPU()-t0)/1e3)
 				}
 			}
 			for v, name := range []string{"plain", "four"} {
-				sort.Float64s(ts[v])
-				b.ReportMetric(ts[v][len(ts[v])/2], name+"-us")
+				b.ReportMetric(stat.Median(ts[v]), name+"-us")
 			}
-			b.ReportMetric(ts[1][len(ts[1])/2]/ts[0][len(ts[0])/2], "four/plain")
+			b.ReportMetric(stat.Median(ts[1])/stat.Median(ts[0]), "four/plain")
 		})
 	}
 }
@@ -245,25 +234,24 @@ func BenchmarkRealBatchAB(b *testing.B) {
 					fourStepMinNW = map[bool]int{false: math.MaxInt, true: 0}[v.four]
 					w := v.w
 					ncb := (nk + w - 1) / w
-					t0 := cpuTime()
+					t0 := stat.ProcessCPU()
 					parallel.For(parallel.Threads(), ncb, 1, func(t, lo, hi int) {
 						for c := lo; c < hi; c++ {
 							k0 := c * w
 							r.Batch(zr[k0:], zr[ld+k0:], 2*ld, zr[k0:], zi[k0:], ld, min(k0+w, nk)-k0, work[t*ws:(t+1)*ws])
 						}
 					})
-					ts[vi] = append(ts[vi], float64(cpuTime()-t0)/1e3)
+					ts[vi] = append(ts[vi], float64(stat.ProcessCPU()-t0)/1e3)
 				}
 			}
 			for vi, v := range vs {
-				sort.Float64s(ts[vi])
 				name := fmt.Sprintf("plain%d", v.w)
 				if v.four {
 					name = fmt.Sprintf("four%d", v.w)
 				}
-				b.ReportMetric(ts[vi][len(ts[vi])/2], name+"-us")
+				b.ReportMetric(stat.Median(ts[vi]), name+"-us")
 				if vi > 0 {
-					b.ReportMetric(ts[vi][len(ts[vi])/2]/ts[0][len(ts[0])/2], name+"/plain16")
+					b.ReportMetric(stat.Median(ts[vi])/stat.Median(ts[0]), name+"/plain16")
 				}
 			}
 		})

@@ -5,10 +5,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tokenmix/tokenmix/internal/bench/stat"
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/kernels/fft"
 	"github.com/tokenmix/tokenmix/internal/mixer/mixertest"
@@ -305,7 +305,7 @@ func benchApply(b *testing.B, method string, T int, backward bool) {
 	scr := make([]float32, f.ScratchSize(1, T))
 	p := mixer.Pass{B: 1, T: T}
 	b.ResetTimer()
-	c0 := cpuTime()
+	c0 := stat.ProcessCPU()
 	for i := 0; i < b.N; i++ {
 		if backward {
 			f.Backward(out, scr, x, nil, x, p)
@@ -313,15 +313,7 @@ func benchApply(b *testing.B, method string, T int, backward bool) {
 			f.Forward(out, nil, scr, x, p)
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
-}
-
-// cpuTime is the process's user+system CPU time, steadier than wall time
-// on a shared machine.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(stat.ProcessCPU()-c0)/float64(b.N), "cpu-ns/op")
 }
 
 func BenchmarkForward(b *testing.B) {
@@ -382,13 +374,13 @@ func benchOrderAB(b *testing.B, D, T int, bwd bool) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for j, f := range fs {
-			w0, c0 := time.Now(), cpuTime()
+			w0, c0 := time.Now(), stat.ProcessCPU()
 			if bwd {
 				f.Backward(out, scr, x, nil, x, p)
 			} else {
 				f.Forward(out, nil, scr, x, p)
 			}
-			cpu[j] += cpuTime() - c0
+			cpu[j] += stat.ProcessCPU() - c0
 			wall[j] += time.Since(w0)
 		}
 	}
