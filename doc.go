@@ -12,7 +12,11 @@
 // one longer than max_len, a token outside the vocabulary or the wrong
 // task is an error naming the sequence and the limit, never a panic.
 // Results come in fresh memory and do not depend on how sequences are
-// batched (to within 1e-6).
+// batched beyond float32 rounding: padding changes nothing a position
+// sees, but a batch may round differently (a matrix product of one short
+// sequence sums in another order than a batch's), so each logit agrees
+// with the one computed alone to within 1e-6·max(1, |the sequence's
+// largest logit|).
 //
 // A Model is safe for concurrent use by many goroutines. Its weights are
 // loaded once; calls run one forward pass at a time per process on the

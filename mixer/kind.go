@@ -12,7 +12,9 @@ type Kind struct {
 	// PadInvariant says a sequence's outputs do not change when positions
 	// are appended to it as padding (pad keys, or later positions under
 	// causal masking), so sequences of different lengths may share a
-	// padded batch. LSH's bucket chunks depend on the padded length: false.
+	// padded batch; float32 results may still round differently (a
+	// projection of at most 16 rows sums in another order). LSH's bucket
+	// chunks depend on the padded length: false.
 	PadInvariant bool
 	// Decode says the kind's mixers implement Decoder (causal kinds only):
 	// the conformance suite then checks that decoding position by position

@@ -32,7 +32,10 @@ func Exp[F Float](dst, src []F) {
 // may be the same slice. The float32 exp is Exp's; the float32 subtraction
 // rounds, adding up to |src[i]−m|·2⁻²⁴ to the relative error. With m = -Inf
 // (a fully masked row) the differences are NaN, so callers skip such rows as
-// SoftmaxRows does. ExpSub panics if len(dst) < len(src).
+// SoftmaxRows does. On every path the float32 sum, to the last bit, does not
+// change when entries whose exp is 0 (−Inf: masked keys) are appended to
+// src, so a softmax row padded with masked keys sums as the row alone.
+// ExpSub panics if len(dst) < len(src).
 func ExpSub[F Float](dst, src []F, m F) (sum F) {
 	dst = dst[:len(src)]
 	if d32, ok := any(dst).([]float32); ok {

@@ -66,23 +66,27 @@ func (a asmVec) exp(dst, src []float32) {
 	}
 }
 
+// expSub runs the tail as one more vector, padded with −Inf (exp 0), in
+// the same lane sums as the whole vectors, so that the sum does not change
+// when entries of exp 0 (masked keys) are appended to src.
 func (a asmVec) expSub(dst, src []float32, m float32) float32 {
 	n := len(src)
 	dst = dst[:n]
 	b := a.body(n)
-	var s float32
+	var d0, s0 *float32
 	if b > 0 {
-		s = a.expSubRaw(&dst[0], &src[0], b, m)
+		d0, s0 = &dst[0], &src[0]
 	}
-	if b < n {
-		var buf [16]float32
-		copy(buf[:], src[b:])
-		a.expSubRaw(&buf[0], &buf[0], a.lanes(), m)
-		for _, e := range buf[:n-b] {
-			s += e
-		}
-		copy(dst[b:], buf[:n-b])
+	if b == n {
+		return a.expSubRaw(d0, s0, b, m, nil)
 	}
+	var buf [16]float32
+	copy(buf[:], src[b:])
+	for i := n - b; i < len(buf); i++ {
+		buf[i] = float32(math.Inf(-1))
+	}
+	s := a.expSubRaw(d0, s0, b, m, &buf[0])
+	copy(dst[b:], buf[:n-b])
 	return s
 }
 

@@ -106,8 +106,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func expSubVecAVX2(dst, src *float32, n int, m float32) float32
-TEXT ·expSubVecAVX2(SB), NOSPLIT, $0-36
+// func expSubVecAVX2(dst, src *float32, n int, m float32, tail *float32) float32
+TEXT ·expSubVecAVX2(SB), NOSPLIT, $0-44
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -115,7 +115,8 @@ TEXT ·expSubVecAVX2(SB), NOSPLIT, $0-36
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	SHRQ $3, CX
-	JZ   done
+	MOVQ CX, DX
+	JZ   last
 loop2:
 	CMPQ CX, $2
 	JLT  loop1
@@ -183,7 +184,7 @@ loop2:
 	JMP  loop2
 loop1:
 	TESTQ CX, CX
-	JZ    done
+	JZ    last
 	VMOVUPS (SI), Y0
 	VSUBPS Y8, Y0, Y0
 	VMOVUPS ·vecTab+0(SB), Y1
@@ -213,6 +214,47 @@ loop1:
 	VMULPS Y2, Y1, Y0
 	VMOVUPS Y0, (DI)
 	VADDPS Y0, Y9, Y9
+last:
+	// A non-nil tail is one more vector (padded by the caller with lanes
+	// whose exp is 0), summed into the accumulator of its index (Y9 even,
+	// Y10 odd) like the others: appending such lanes changes no lane sum.
+	MOVQ tail+32(FP), SI
+	TESTQ SI, SI
+	JZ    done
+	VMOVUPS (SI), Y0
+	VSUBPS Y8, Y0, Y0
+	VMOVUPS ·vecTab+0(SB), Y1
+	VMAXPS Y0, Y1, Y0
+	VMOVUPS ·vecTab+64(SB), Y1
+	VMINPS Y0, Y1, Y0
+	VMOVUPS ·vecTab+192(SB), Y2
+	VFMADD231PS ·vecTab+128(SB), Y0, Y2
+	VSUBPS ·vecTab+192(SB), Y2, Y1
+	VFNMADD231PS ·vecTab+256(SB), Y1, Y0
+	VFNMADD231PS ·vecTab+320(SB), Y1, Y0
+	VMOVUPS ·vecTab+384(SB), Y1
+	VFMADD213PS ·vecTab+448(SB), Y0, Y1
+	VFMADD213PS ·vecTab+512(SB), Y0, Y1
+	VFMADD213PS ·vecTab+576(SB), Y0, Y1
+	VFMADD213PS ·vecTab+640(SB), Y0, Y1
+	VFMADD213PS ·vecTab+704(SB), Y0, Y1
+	VFMADD213PS ·vecTab+704(SB), Y0, Y1
+	VPSUBD ·vecTab+192(SB), Y2, Y2
+	VPSRAD $1, Y2, Y0
+	VPSUBD Y0, Y2, Y2
+	VPADDD ·vecTab+768(SB), Y0, Y0
+	VPADDD ·vecTab+768(SB), Y2, Y2
+	VPSLLD $23, Y0, Y0
+	VPSLLD $23, Y2, Y2
+	VMULPS Y0, Y1, Y1
+	VMULPS Y2, Y1, Y0
+	VMOVUPS Y0, (SI)
+	TESTQ $1, DX
+	JNZ   odd
+	VADDPS Y0, Y9, Y9
+	JMP   done
+odd:
+	VADDPS Y0, Y10, Y10
 done:
 	VADDPS Y10, Y9, Y9
 	VEXTRACTF128 $1, Y9, X1
@@ -221,7 +263,7 @@ done:
 	VADDPS X1, X9, X9
 	VMOVSHDUP X9, X1
 	VADDSS X1, X9, X9
-	VMOVSS X9, ret+32(FP)
+	VMOVSS X9, ret+40(FP)
 	VZEROUPPER
 	RET
 
@@ -881,8 +923,8 @@ done:
 	VZEROUPPER
 	RET
 
-// func expSubVecAVX512(dst, src *float32, n int, m float32) float32
-TEXT ·expSubVecAVX512(SB), NOSPLIT, $0-36
+// func expSubVecAVX512(dst, src *float32, n int, m float32, tail *float32) float32
+TEXT ·expSubVecAVX512(SB), NOSPLIT, $0-44
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -890,7 +932,8 @@ TEXT ·expSubVecAVX512(SB), NOSPLIT, $0-36
 	VXORPS Z9, Z9, Z9
 	VXORPS Z10, Z10, Z10
 	SHRQ $4, CX
-	JZ   done
+	MOVQ CX, DX
+	JZ   last
 loop2:
 	CMPQ CX, $2
 	JLT  loop1
@@ -958,7 +1001,7 @@ loop2:
 	JMP  loop2
 loop1:
 	TESTQ CX, CX
-	JZ    done
+	JZ    last
 	VMOVUPS (SI), Z0
 	VSUBPS Z8, Z0, Z0
 	VMOVUPS ·vecTab+0(SB), Z1
@@ -988,6 +1031,47 @@ loop1:
 	VMULPS Z2, Z1, Z0
 	VMOVUPS Z0, (DI)
 	VADDPS Z0, Z9, Z9
+last:
+	// A non-nil tail is one more vector (padded by the caller with lanes
+	// whose exp is 0), summed into the accumulator of its index (Z9 even,
+	// Z10 odd) like the others: appending such lanes changes no lane sum.
+	MOVQ tail+32(FP), SI
+	TESTQ SI, SI
+	JZ    done
+	VMOVUPS (SI), Z0
+	VSUBPS Z8, Z0, Z0
+	VMOVUPS ·vecTab+0(SB), Z1
+	VMAXPS Z0, Z1, Z0
+	VMOVUPS ·vecTab+64(SB), Z1
+	VMINPS Z0, Z1, Z0
+	VMOVUPS ·vecTab+192(SB), Z2
+	VFMADD231PS ·vecTab+128(SB), Z0, Z2
+	VSUBPS ·vecTab+192(SB), Z2, Z1
+	VFNMADD231PS ·vecTab+256(SB), Z1, Z0
+	VFNMADD231PS ·vecTab+320(SB), Z1, Z0
+	VMOVUPS ·vecTab+384(SB), Z1
+	VFMADD213PS ·vecTab+448(SB), Z0, Z1
+	VFMADD213PS ·vecTab+512(SB), Z0, Z1
+	VFMADD213PS ·vecTab+576(SB), Z0, Z1
+	VFMADD213PS ·vecTab+640(SB), Z0, Z1
+	VFMADD213PS ·vecTab+704(SB), Z0, Z1
+	VFMADD213PS ·vecTab+704(SB), Z0, Z1
+	VPSUBD ·vecTab+192(SB), Z2, Z2
+	VPSRAD $1, Z2, Z0
+	VPSUBD Z0, Z2, Z2
+	VPADDD ·vecTab+768(SB), Z0, Z0
+	VPADDD ·vecTab+768(SB), Z2, Z2
+	VPSLLD $23, Z0, Z0
+	VPSLLD $23, Z2, Z2
+	VMULPS Z0, Z1, Z1
+	VMULPS Z2, Z1, Z0
+	VMOVUPS Z0, (SI)
+	TESTQ $1, DX
+	JNZ   odd
+	VADDPS Z0, Z9, Z9
+	JMP   done
+odd:
+	VADDPS Z0, Z10, Z10
 done:
 	VADDPS Z10, Z9, Z9
 	VEXTRACTF64X4 $1, Z9, Y1
@@ -998,7 +1082,7 @@ done:
 	VADDPS X1, X9, X9
 	VMOVSHDUP X9, X1
 	VADDSS X1, X9, X9
-	VMOVSS X9, ret+32(FP)
+	VMOVSS X9, ret+40(FP)
 	VZEROUPPER
 	RET
 

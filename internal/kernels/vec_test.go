@@ -202,6 +202,30 @@ func TestSoftmaxRows(t *testing.T) {
 	}
 }
 
+// TestExpSubMaskedTail: appending −Inf entries (masked keys) to a row
+// leaves ExpSub's sum and outputs bitwise unchanged on every path, for rows
+// that end inside a vector, on a vector boundary, or in its second
+// accumulator.
+func TestExpSubMaskedTail(t *testing.T) {
+	in, _ := randInputs(9, 1, 80, -8, 2)
+	ninf := float32(math.Inf(-1))
+	forPaths(t, func(t *testing.T) {
+		for n := 0; n <= 40; n++ {
+			x := in[0][:n]
+			want := make([]float32, n)
+			ws := ExpSub(want, x, 2)
+			for k := 1; k <= 40; k++ {
+				xp := append(slices.Clone(x), slices.Repeat([]float32{ninf}, k)...)
+				got := make([]float32, n+k)
+				gs := ExpSub(got, xp, 2)
+				if math.Float32bits(gs) != math.Float32bits(ws) || !slices.Equal(got[:n], want) || slices.ContainsFunc(got[n:], func(v float32) bool { return v != 0 }) {
+					t.Fatalf("length %d with %d masked entries appended: sum %v, alone %v", n, k, gs, ws)
+				}
+			}
+		}
+	})
+}
+
 func TestLayerNorm(t *testing.T) {
 	for _, tc := range []struct{ N, C, threads int }{
 		{1, 1, 1}, {7, 13, 1}, {3, 17, 2}, {5, 31, 1}, {2, 33, 3}, {4, 1000, 2},

@@ -19,16 +19,16 @@ func (avx512 asmVec) expRaw(dst, src *float32, n int) {
 }
 
 //go:noescape
-func expSubVecAVX2(dst, src *float32, n int, m float32) float32
+func expSubVecAVX2(dst, src *float32, n int, m float32, tail *float32) float32
 
 //go:noescape
-func expSubVecAVX512(dst, src *float32, n int, m float32) float32
+func expSubVecAVX512(dst, src *float32, n int, m float32, tail *float32) float32
 
-func (avx512 asmVec) expSubRaw(dst, src *float32, n int, m float32) float32 {
+func (avx512 asmVec) expSubRaw(dst, src *float32, n int, m float32, tail *float32) float32 {
 	if avx512 {
-		return expSubVecAVX512(dst, src, n, m)
+		return expSubVecAVX512(dst, src, n, m, tail)
 	}
-	return expSubVecAVX2(dst, src, n, m)
+	return expSubVecAVX2(dst, src, n, m, tail)
 }
 
 //go:noescape

@@ -2,6 +2,7 @@ package sparse
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -426,5 +427,76 @@ func TestGatherLen(t *testing.T) {
 				t.Fatalf("l=%d c=%d T=%d: GatherLen %d, want %d", lc[0], lc[1], T, got, want)
 			}
 		}
+	}
+}
+
+// TestPadAppendBitwise: a sequence's outputs are bitwise the same alone and
+// with positions appended (pad keys, or later positions under causal
+// masking), on every kernel path, for the sparse kinds and full attention
+// (mixer.Kind.PadInvariant), so sequences of different lengths share a
+// padded batch exactly. The appended keys extend some tiles with masked
+// scores (a strided residue class of 7 keys at T = 27 has 25 at T = 100;
+// full's second key tile grows from 6 to 36), which must leave the softmax
+// sums unchanged. Sequences are longer than 16 tokens: a projection of at
+// most 16 rows runs as dot products in kernels.Gemm, which round
+// differently from the packed kernel a longer one takes.
+func TestPadAppendBitwise(t *testing.T) {
+	const D, long = 8, 100
+	seed := uint32(3)
+	rnd := func() float32 { seed = seed*1664525 + 1013904223; return float32(int32(seed>>8)-1<<23) / (1 << 23) }
+	x := make([]float32, long*D)
+	for i := range x {
+		x[i] = rnd()
+	}
+	for _, path := range kernels.Paths() {
+		old := kernels.SetPath(path)
+		for _, causal := range []bool{false, true} {
+			for _, name := range []string{"strided", "fixed", "full"} {
+				c := cfg(name, causal, opts(name == "fixed", 4, 2, Merge), 2, 0)
+				c.MaxLen = long
+				var m *attn.Attention[float32]
+				var err error
+				if name == "full" {
+					c.Opts = mixer.OptionsOf(name, nil)
+					m, err = full.New[float32](c)
+				} else {
+					m, err = New[float32](c)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				var w, g [][]float32
+				for _, s := range m.Params() {
+					v := make([]float32, s.Size())
+					for i := range v {
+						v[i] = rnd() * 0.5
+					}
+					w, g = append(w, v), append(g, make([]float32, s.Size()))
+				}
+				m.Bind(w, g)
+				run := func(T int, pad []bool) []float32 {
+					out := make([]float32, T*D)
+					m.Forward(out, make([]float32, m.ActSize(1, T)), make([]float32, m.ScratchSize(1, T)), x[:T*D], mixer.Pass{B: 1, T: T, Pad: pad})
+					return out
+				}
+				for _, T := range []int{17, 27, 33, 70} {
+					var pad []bool
+					if !causal {
+						pad = make([]bool, long)
+						for j := T; j < long; j++ {
+							pad[j] = true
+						}
+					}
+					alone, padded := run(T, nil), run(long, pad)
+					for i := range alone {
+						if math.Float32bits(alone[i]) != math.Float32bits(padded[i]) {
+							t.Errorf("%v %s causal=%v T=%d: output %d is %v alone, %v padded to %d", path, name, causal, T, i, alone[i], padded[i], long)
+							break
+						}
+					}
+				}
+			}
+		}
+		kernels.SetPath(old)
 	}
 }

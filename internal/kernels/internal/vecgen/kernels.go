@@ -34,8 +34,8 @@ loop1:
 done:
 	VZEROUPPER
 	RET`, `
-// func expSubVec{S}(dst, src *float32, n int, m float32) float32
-TEXT ·expSubVec{S}(SB), NOSPLIT, $0-36
+// func expSubVec{S}(dst, src *float32, n int, m float32, tail *float32) float32
+TEXT ·expSubVec{S}(SB), NOSPLIT, $0-44
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -43,7 +43,8 @@ TEXT ·expSubVec{S}(SB), NOSPLIT, $0-36
 	VXORPS V9, V9, V9
 	VXORPS V10, V10, V10
 	SHRQ ${SH}, CX
-	JZ   done
+	MOVQ CX, DX
+	JZ   last
 loop2:
 	CMPQ CX, $2
 	JLT  loop1
@@ -63,16 +64,33 @@ loop2:
 	JMP  loop2
 loop1:
 	TESTQ CX, CX
-	JZ    done
+	JZ    last
 	VMOVUPS (SI), V0
 	VSUBPS V8, V0, V0
 	@EXP V0 V1 V2
 	VMOVUPS V0, (DI)
 	VADDPS V0, V9, V9
+last:
+	// A non-nil tail is one more vector (padded by the caller with lanes
+	// whose exp is 0), summed into the accumulator of its index (V9 even,
+	// V10 odd) like the others: appending such lanes changes no lane sum.
+	MOVQ tail+32(FP), SI
+	TESTQ SI, SI
+	JZ    done
+	VMOVUPS (SI), V0
+	VSUBPS V8, V0, V0
+	@EXP V0 V1 V2
+	VMOVUPS V0, (SI)
+	TESTQ $1, DX
+	JNZ   odd
+	VADDPS V0, V9, V9
+	JMP   done
+odd:
+	VADDPS V0, V10, V10
 done:
 	VADDPS V10, V9, V9
 	@REDUCE VADDPS V9 V1
-	VMOVSS X9, ret+32(FP)
+	VMOVSS X9, ret+40(FP)
 	VZEROUPPER
 	RET`, `
 // func maxVec{S}(x *float32, n int) float32

@@ -7,7 +7,8 @@
 // Each kernel is written once below with vector registers V0…V15; vecgen
 // emits it twice, with Y registers (8 lanes, AVX2) and Z registers (16
 // lanes, AVX-512F/DQ). Kernels process n elements, n a multiple of the lane
-// count; the Go wrappers in vec_amd64.go handle the tails. Constants are
+// count; the Go wrappers in vec_amd64.go handle the tails (expSub takes its
+// tail as one more vector, padded, so that it joins the lane sums). Constants are
 // read from the Go table vecTab (one 64-byte row per constant), indexed by
 // the names in tab, which must match the order in vec_amd64.go.
 //
