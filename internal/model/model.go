@@ -47,6 +47,12 @@ type Model[F kernels.Float] struct {
 	// Threads is the thread budget of every pass of the model, its mixers'
 	// included (0: the default, parallel.Threads() at the time of the
 	// call). Change it between steps, never between Forward and Backward.
+	// The logits of Forward and of decoding are bitwise the same on every
+	// budget. The loss's last bits depend on it (per-thread partial sums),
+	// and so do the gradients of entmax and topk (a head shared by two
+	// threads' work is summed from private accumulators) and aft_conv's
+	// rel_bias gradient (per-thread partial sums); every other gradient
+	// does not (TestThreadBudget).
 	Threads int
 
 	// inspect, set only by Diagnose, sees every layer's output and every

@@ -262,6 +262,19 @@ func runCase(t *testing.T, k mixer.Kind, c Case, allPad bool) {
 			t.Fatalf("forward not deterministic at %d: %v vs %v", i, out[i], out2[i])
 		}
 	}
+	// Thread budget: the output is bitwise the same on 1 and 3 threads
+	// (Pass.Threads, with scratch sized for it) as on the default.
+	for _, th := range []int{1, 3} {
+		p := in.p
+		p.Threads = th
+		o := make([]float64, in.n)
+		in.m.Forward(o, make([]float64, in.m.ActSize(c.B, c.T)), make([]float64, in.m.ScratchSize(c.B, c.T, th)), in.x, p)
+		for i := range out {
+			if math.Float64bits(o[i]) != math.Float64bits(out[i]) {
+				t.Fatalf("forward on %d threads differs at %d: %v vs %v on the default", th, i, o[i], out[i])
+			}
+		}
+	}
 
 	// Causality: perturbing positions > t0 leaves outputs at ≤ t0 unchanged.
 	if c.Cfg.Causal {
