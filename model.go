@@ -58,8 +58,9 @@ type options struct {
 }
 
 // WithThreads sets the number of threads this model's calls use (default:
-// GOMAXPROCS, or TOKENMIX_THREADS when set). It returns an error from Load
-// when n < 1.
+// GOMAXPROCS, or TOKENMIX_THREADS when set). Results do not depend on it:
+// every call gives bitwise the same outputs on any number of threads. It
+// returns an error from Load when n < 1.
 func WithThreads(n int) Option {
 	return func(o *options) error {
 		if n < 1 {

@@ -13,10 +13,10 @@ import (
 // registered to test the streams that run their prefix again.
 type prevMixer[F float32 | float64] struct{ d int }
 
-func (p prevMixer[F]) Params() []mixer.ParamSpec { return nil }
-func (p prevMixer[F]) Bind(w, g [][]F)           {}
-func (p prevMixer[F]) ActSize(b, t int) int      { return 0 }
-func (p prevMixer[F]) ScratchSize(b, t int) int  { return 0 }
+func (p prevMixer[F]) Params() []mixer.ParamSpec   { return nil }
+func (p prevMixer[F]) Bind(w, g [][]F)             {}
+func (p prevMixer[F]) ActSize(b, t int) int        { return 0 }
+func (p prevMixer[F]) ScratchSize(b, t, _ int) int { return 0 }
 func (p prevMixer[F]) Forward(out, act, scratch, x []F, pa mixer.Pass) {
 	D := p.d
 	for b := range pa.B {

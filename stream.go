@@ -154,8 +154,8 @@ type GenerateOptions struct {
 	// tokens whose probability reaches TopP (0 or 1: all).
 	Temperature, TopP float64
 	TopK              int
-	// Seed seeds the draws: the same seed, binary, thread count and kernel
-	// path give the same tokens.
+	// Seed seeds the draws: the same seed, binary and kernel path give the
+	// same tokens, on any thread count.
 	Seed uint64
 	// Stop ends generation when the output ends with one of these token
 	// sequences, which is not included in it.

@@ -19,9 +19,10 @@ type Decoder[F kernels.Float] interface {
 	// draw random numbers, such as LSH).
 	NewState(maxLen int, seed uint64) State
 	// Decode writes out [n,D] for the inputs x [n,D] of the n positions
-	// after those st holds, and adds them to st. It returns an error, and
-	// leaves st unchanged, when st would exceed its maxLen.
-	Decode(out, x []F, st State, n int) error
+	// after those st holds, and adds them to st, on at most threads threads
+	// (a thread budget as Pass.Threads; 0 is the default). It returns an
+	// error, and leaves st unchanged, when st would exceed its maxLen.
+	Decode(out, x []F, st State, n, threads int) error
 }
 
 // State is one sequence's decoding state.
@@ -34,10 +35,11 @@ type State interface {
 
 // BatchDecoder is implemented by decoders that also step many sequences at
 // once: row i of x [len(states), D] is the next position of states[i], and
-// out [len(states), D] gets its output. The projections then read their
-// weights once for all the sequences.
+// out [len(states), D] gets its output, on at most threads threads (as in
+// Decode). The projections then read their weights once for all the
+// sequences.
 type BatchDecoder[F kernels.Float] interface {
-	DecodeBatch(out, x []F, states []State) error
+	DecodeBatch(out, x []F, states []State, threads int) error
 }
 
 // BatchStates returns the states of a DecodeBatch call as their concrete

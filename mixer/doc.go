@@ -9,6 +9,13 @@
 // its whole memory plan before running. Backward accumulates (+=) into dx and
 // into the parameter gradients.
 //
+// Threads are given per call: Pass.Threads (and the threads argument of
+// ScratchSize, Decode, DecodeBatch and UseBF16) is the call's thread budget,
+// which the model sets to its own (tokenmix.WithThreads), 0 standing for
+// the process default (Budget). A mixer splits its work by that budget
+// alone, so passes of different models run at the same time on different
+// threads, and a result does not depend on what else runs.
+//
 // The implementations live in the module's internal/mixer packages (full,
 // sparse, entmax, topk, lsh, aft, fnet), each of the same shape: Kinds()
 // returns its registry entries (one Kind per mixer kind it defines), and

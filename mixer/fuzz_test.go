@@ -86,7 +86,7 @@ func run(t *testing.T, m mixer.Mixer[float32], k mixer.Kind) {
 		w = append(w, make([]float32, n))
 		g = append(g, make([]float32, n))
 	}
-	act, scratch := m.ActSize(B, T), m.ScratchSize(B, T)
+	act, scratch := m.ActSize(B, T), m.ScratchSize(B, T, 0)
 	if act < 0 || scratch < 0 {
 		t.Fatalf("%s: ActSize %d, ScratchSize %d", k.Name, act, scratch)
 	}

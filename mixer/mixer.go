@@ -1,6 +1,9 @@
 package mixer
 
-import "github.com/tokenmix/tokenmix/internal/kernels"
+import (
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
+)
 
 // Mixer is a token-mixing layer: full attention, sparse attention, AFT, FNet…
 //
@@ -16,8 +19,10 @@ type Mixer[F kernels.Float] interface {
 	// ActSize is the number of elements Forward saves for Backward.
 	ActSize(b, t int) int
 	// ScratchSize is the number of elements of temporary workspace Forward
-	// and Backward need; its contents do not survive between calls.
-	ScratchSize(b, t int) int
+	// and Backward need on passes of thread budget threads (Pass.Threads:
+	// per-thread work space grows with it; 0 is the default budget); its
+	// contents do not survive between calls.
+	ScratchSize(b, t, threads int) int
 	// Forward writes out [B,T,D] from x [B,T,D], filling act for Backward.
 	// It must not modify x.
 	Forward(out, act, scratch, x []F, p Pass)
@@ -35,6 +40,23 @@ type Pass struct {
 	// Seed seeds anything random in the layer (e.g. LSH rotations). Forward
 	// and Backward get the same Seed, so randomness replays exactly.
 	Seed uint64
+	// Threads is the call's thread budget: at most this many threads (the
+	// caller's and idle pool workers) work on it, and the work splits
+	// depend only on it, never on other passes running at the same time.
+	// The model sets its own budget; 0 is the default budget (see Budget).
+	// Forward and Backward get the same Threads, the one ScratchSize was
+	// asked for.
+	Threads int
+}
+
+// Budget resolves a thread budget: threads itself when it is at least 1,
+// else the default budget, parallel.Threads() at the time of the call (the
+// CLI's --threads).
+func Budget(threads int) int {
+	if threads >= 1 {
+		return threads
+	}
+	return parallel.Threads()
 }
 
 // Allowed reports whether key position j of sequence b may be attended to
@@ -96,11 +118,12 @@ type Stats interface {
 
 // BF16Inference is implemented by mixers whose matrix products can run in
 // bf16 for inference (tokenmix.WithPrecision("bf16")): UseBF16 packs the
-// bound weights once, and later forward passes and decoding steps multiply
-// bf16 and accumulate in float32. The packed copy does not follow later
-// changes of the weights: a mixer in bf16 inference is not trained.
+// bound weights once, on at most threads threads (0: the default budget),
+// and later forward passes and decoding steps multiply bf16 and accumulate
+// in float32. The packed copy does not follow later changes of the
+// weights: a mixer in bf16 inference is not trained.
 type BF16Inference interface {
-	UseBF16() error
+	UseBF16(threads int) error
 }
 
 // SplitMix is SplitMix64's output function of x + 0x9e3779b97f4a7c15: the

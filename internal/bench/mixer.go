@@ -25,8 +25,9 @@ type Layer struct {
 // NewLayer builds kind k's float32 mixer of config c for batch B and
 // length T, with the weights model.Init gives block c.Layer (seed 1, so
 // GPT-2 initialisation), inputs x and output gradients dout drawn from
-// N(0,1) by a fixed seed, and the pass seed of step 0. It returns an error
-// if T exceeds c.MaxLen or the mixer cannot be built.
+// N(0,1) by a fixed seed, and the pass seed of step 0, on the default
+// thread budget at the time of the call. It returns an error if T exceeds
+// c.MaxLen or the mixer cannot be built.
 func NewLayer(k mixer.Kind, c mixer.Config, B, T int) (*Layer, error) {
 	if T > c.MaxLen {
 		return nil, fmt.Errorf("bench: len %d exceeds max_len %d", T, c.MaxLen)
@@ -42,12 +43,12 @@ func NewLayer(k mixer.Kind, c mixer.Config, B, T int) (*Layer, error) {
 		w, g = append(w, wi), append(g, make([]float32, s.Size()))
 	}
 	mx.Bind(w, g)
-	D := c.D
+	D, th := c.D, mixer.Budget(0)
 	rng := rand.New(rand.NewPCG(1, 1))
 	return &Layer{m: mx, B: B, T: T, D: D,
 		x: randn(rng, B*T*D), dout: randn(rng, B*T*D), out: make([]float32, B*T*D), dx: make([]float32, B*T*D),
-		act: make([]float32, mx.ActSize(B, T)), scr: make([]float32, mx.ScratchSize(B, T)),
-		p: mixer.Pass{B: B, T: T, Seed: model.PassSeed(0, 0, c.Layer)}}, nil
+		act: make([]float32, mx.ActSize(B, T)), scr: make([]float32, mx.ScratchSize(B, T, th)),
+		p: mixer.Pass{B: B, T: T, Seed: model.PassSeed(0, 0, c.Layer), Threads: th}}, nil
 }
 
 // Forward runs the layer's forward pass.
@@ -58,7 +59,7 @@ func (l *Layer) Forward() { l.m.Forward(l.out, l.act, l.scr, l.x, l.p) }
 func (l *Layer) Backward() { l.m.Backward(l.dx, l.scr, l.dout, l.act, l.x, l.p) }
 
 // Bytes is the layer's planned memory (model.MixerBytes).
-func (l *Layer) Bytes() int64 { return model.MixerBytes(l.m, l.B, l.T, l.D) }
+func (l *Layer) Bytes() int64 { return model.MixerBytes(l.m, l.B, l.T, l.D, l.p.Threads) }
 
 // MixerWarmup is how long Mixer calls forward and backward before it
 // times them (see Mixer).

@@ -120,7 +120,7 @@ func TestLayer(t *testing.T) {
 	if len(l.out) != 2*8*16 || !nonzero(l.out) || !nonzero(l.dx) {
 		t.Errorf("forward or backward wrote nothing: out %v, dx %v", l.out[:4], l.dx[:4])
 	}
-	if want := model.MixerBytes(l.m, 2, 8, 16); l.Bytes() != want || want <= 0 {
+	if want := model.MixerBytes(l.m, 2, 8, 16, l.p.Threads); l.Bytes() != want || want <= 0 {
 		t.Errorf("Bytes %d, want %d", l.Bytes(), want)
 	}
 	r := testing.Benchmark(func(b *testing.B) { MixerBenchmark(b, cfg.Kind(), c, 1, 8) })

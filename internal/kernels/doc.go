@@ -109,9 +109,9 @@
 //   - SoftmaxRows (row maximum subtracted), on the calling goroutine;
 //   - LayerNormForward/Backward, GeluForward/Backward (tanh form, computed
 //     as x·σ(2u)), Add, AddTo and AdamW, which split inputs of 32K elements
-//     or more (8K for AdamW, which weighs an element as 4) across
-//     parallel.Threads() goroutines, with results that do not depend on the
-//     thread count.
+//     or more (8K for AdamW, which weighs an element as 4) across the
+//     caller's thread budget (their first argument, as for Gemm), with
+//     results that do not depend on the thread count.
 //
 // # Files
 //

@@ -97,10 +97,11 @@ const (
 
 // Keep rounds x in place to the format and writes its bits into dst, so
 // that x afterwards holds exactly the values Load reads back from dst. It
-// splits large inputs across threads. It panics if len(dst) < len(x).
-func (f Format16) Keep(dst []uint16, x []float32) {
+// splits large inputs across at most threads threads. It panics if
+// len(dst) < len(x).
+func (f Format16) Keep(threads int, dst []uint16, x []float32) {
 	dst = dst[:len(x)]
-	splitWork(len(x), 16, 1, func(lo, hi int) { f.KeepST(dst[lo:hi], x[lo:hi]) })
+	splitWork(threads, len(x), 16, 1, func(lo, hi int) { f.KeepST(dst[lo:hi], x[lo:hi]) })
 }
 
 // KeepST is Keep on the calling goroutine.
@@ -133,10 +134,10 @@ func (f Format16) LoadST(dst []float32, src []uint16) {
 }
 
 // Load reads the format's bits src into dst (exactly), splitting large
-// inputs across threads. It panics if len(dst) < len(src).
-func (f Format16) Load(dst []float32, src []uint16) {
+// inputs across at most threads threads. It panics if len(dst) < len(src).
+func (f Format16) Load(threads int, dst []float32, src []uint16) {
 	dst = dst[:len(src)]
-	splitWork(len(src), 16, 1, func(lo, hi int) { f.LoadST(dst[lo:hi], src[lo:hi]) })
+	splitWork(threads, len(src), 16, 1, func(lo, hi int) { f.LoadST(dst[lo:hi], src[lo:hi]) })
 }
 
 // AsBF16 views 16-bit storage as bf16 values.

@@ -3,6 +3,8 @@ package kernels
 import (
 	"math"
 	"testing"
+
+	"github.com/tokenmix/tokenmix/internal/parallel"
 )
 
 // refHalf rounds x to binary16 by comparing the two neighbouring half
@@ -108,7 +110,7 @@ func TestFormat16(t *testing.T) {
 			for _, f := range []Format16{StoreBF16, StoreHalf} {
 				x := append([]float32(nil), src...)
 				got := make([]uint16, n)
-				f.Keep(got, x)
+				f.Keep(parallel.Threads(), got, x)
 				want := make([]uint16, n)
 				if f == StoreHalf {
 					ToHalf(want, src)
@@ -116,7 +118,7 @@ func TestFormat16(t *testing.T) {
 					ToBF16(AsBF16(want), src)
 				}
 				back := make([]float32, n)
-				f.Load(back, got)
+				f.Load(parallel.Threads(), back, got)
 				for i := range src {
 					nan := math.IsNaN(float64(src[i]))
 					switch {

@@ -137,23 +137,23 @@ func SoftmaxRows[F Float](x []F, rows, cols int) {
 // kernels stay on the calling goroutine.
 const vecParallelMin = 1 << 15
 
-// serialWork reports whether splitWork(n, _, cost, _) would stay on the
+// serialWork reports whether splitWork(threads, n, _, cost, _) would stay on the
 // calling goroutine. Kernels called per row test it first and call the row
 // kernel directly: the closure handed to splitWork escapes (it may run on
 // other goroutines), so building it costs a heap allocation per call.
-func serialWork(n, cost int) bool {
-	return n*cost < vecParallelMin || parallel.Threads() < 2
+func serialWork(threads, n, cost int) bool {
+	return n*cost < vecParallelMin || threads < 2
 }
 
-// splitWork runs fn over [0,n) in chunks that are multiples of grain, across
-// parallel.Threads() goroutines when n·cost ≥ vecParallelMin (cost is the work
-// per unit of n), else on the calling goroutine.
-func splitWork(n, grain, cost int, fn func(lo, hi int)) {
-	if serialWork(n, cost) {
+// splitWork runs fn over [0,n) in chunks that are multiples of grain, on at
+// most threads threads when n·cost ≥ vecParallelMin (cost is the work per
+// unit of n), else on the calling goroutine.
+func splitWork(threads, n, grain, cost int, fn func(lo, hi int)) {
+	if serialWork(threads, n, cost) {
 		fn(0, n)
 		return
 	}
-	parallel.For(parallel.Threads(), n, grain, func(_, lo, hi int) { fn(lo, hi) })
+	parallel.For(threads, n, grain, func(_, lo, hi int) { fn(lo, hi) })
 }
 
 // LayerNormEps is the LayerNorm epsilon of the model contract.
@@ -163,13 +163,13 @@ const LayerNormEps = 1e-5
 // weight and bias [C]: out = (inp-mean)·rstd·weight + bias. It stores the row
 // mean and reciprocal standard deviation in mean and rstd [N] for backward.
 // The float32 version accumulates in float32 (vector lanes) and splits large
-// inputs across parallel.Threads() goroutines by rows; the float64 version
-// is plain Go. LayerNormForward panics if a slice is shorter than its shape.
-func LayerNormForward[F Float](out, mean, rstd, inp, weight, bias []F, N, C int) {
+// inputs across at most threads threads by rows; the float64 version is
+// plain Go. LayerNormForward panics if a slice is shorter than its shape.
+func LayerNormForward[F Float](threads int, out, mean, rstd, inp, weight, bias []F, N, C int) {
 	_, _, _, _ = out[:N*C], inp[:N*C], mean[:N], rstd[:N]
 	_, _ = weight[:C], bias[:C]
 	if o32, ok := any(out).([]float32); ok {
-		layerNormForward32(o32, any(mean).([]float32), any(rstd).([]float32), any(inp).([]float32), any(weight).([]float32), any(bias).([]float32), N, C)
+		layerNormForward32(threads, o32, any(mean).([]float32), any(rstd).([]float32), any(inp).([]float32), any(weight).([]float32), any(bias).([]float32), N, C)
 		return
 	}
 	for i := 0; i < N; i++ {
@@ -194,10 +194,10 @@ func LayerNormForward[F Float](out, mean, rstd, inp, weight, bias []F, N, C int)
 	}
 }
 
-func layerNormForward32(out, mean, rstd, inp, weight, bias []float32, N, C int) {
+func layerNormForward32(threads int, out, mean, rstd, inp, weight, bias []float32, N, C int) {
 	v := vecs()
 	w, b := weight[:C], bias[:C]
-	splitWork(N, 1, C, func(lo, hi int) {
+	splitWork(threads, N, 1, C, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			x := inp[i*C : (i+1)*C]
 			m := v.sum(x) / float32(C)
@@ -211,15 +211,15 @@ func layerNormForward32(out, mean, rstd, inp, weight, bias []float32, N, C int) 
 
 // LayerNormBackward accumulates the gradients of LayerNormForward into dinp
 // [N,C], dweight and dbias [C], given dout [N,C] and the forward's inp,
-// weight, mean and rstd. The float32 version splits large inputs across
-// parallel.Threads() goroutines (dinp by rows, dweight and dbias by
-// columns); its result does not depend on the thread count. It panics if a
-// slice is shorter than its shape.
-func LayerNormBackward[F Float](dinp, dweight, dbias, dout, inp, weight, mean, rstd []F, N, C int) {
+// weight, mean and rstd. The float32 version splits large inputs across at
+// most threads threads (dinp by rows, dweight and dbias by columns); its
+// result does not depend on the thread count. It panics if a slice is
+// shorter than its shape.
+func LayerNormBackward[F Float](threads int, dinp, dweight, dbias, dout, inp, weight, mean, rstd []F, N, C int) {
 	_, _, _, _, _ = dinp[:N*C], dout[:N*C], inp[:N*C], mean[:N], rstd[:N]
 	_, _, _ = dweight[:C], dbias[:C], weight[:C]
 	if d32, ok := any(dinp).([]float32); ok {
-		layerNormBackward32(d32, any(dweight).([]float32), any(dbias).([]float32), any(dout).([]float32), any(inp).([]float32), any(weight).([]float32), any(mean).([]float32), any(rstd).([]float32), N, C)
+		layerNormBackward32(threads, d32, any(dweight).([]float32), any(dbias).([]float32), any(dout).([]float32), any(inp).([]float32), any(weight).([]float32), any(mean).([]float32), any(rstd).([]float32), N, C)
 		return
 	}
 	for i := 0; i < N; i++ {
@@ -246,10 +246,10 @@ func LayerNormBackward[F Float](dinp, dweight, dbias, dout, inp, weight, mean, r
 	}
 }
 
-func layerNormBackward32(dinp, dweight, dbias, dout, inp, weight, mean, rstd []float32, N, C int) {
+func layerNormBackward32(threads int, dinp, dweight, dbias, dout, inp, weight, mean, rstd []float32, N, C int) {
 	v := vecs()
 	w := weight[:C]
-	splitWork(N, 1, C, func(lo, hi int) {
+	splitWork(threads, N, 1, C, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			x, g := inp[i*C:(i+1)*C], dout[i*C:(i+1)*C]
 			sd, sdx := v.lnBackDots(g, x, w, mean[i], rstd[i])
@@ -258,7 +258,7 @@ func layerNormBackward32(dinp, dweight, dbias, dout, inp, weight, mean, rstd []f
 	})
 	// Columns in chunks of 64 keep the vector loops full; every column sums
 	// its rows in order, whatever the split.
-	splitWork(C, 64, N, func(lo, hi int) {
+	splitWork(threads, C, 64, N, func(lo, hi int) {
 		for i := 0; i < N; i++ {
 			v.lnBackW(dweight[lo:hi], dbias[lo:hi], dout[i*C+lo:i*C+hi], inp[i*C+lo:i*C+hi], mean[i], rstd[i])
 		}
@@ -274,17 +274,17 @@ const geluC = 0.7978845608028654 // √(2/π)
 // its relative error is at most 1.5e-6 for x ≥ −4 (measured on a 2M-point
 // grid); further out, where |GELU(x)| < 1e-4, it grows like 2⁻²⁴·|2u| from
 // rounding u (1e-5 near x = −9), and results below about 1e-37 flush to −0.
-// It splits large inputs across parallel.Threads() goroutines. GeluForward
+// It splits large inputs across at most threads threads. GeluForward
 // panics if len(out) < len(inp).
-func GeluForward[F Float](out, inp []F) {
+func GeluForward[F Float](threads int, out, inp []F) {
 	out = out[:len(inp)]
 	if o32, ok := any(out).([]float32); ok {
 		i32, v := any(inp).([]float32), vecs()
-		if serialWork(len(inp), 1) {
+		if serialWork(threads, len(inp), 1) {
 			v.gelu(o32, i32)
 			return
 		}
-		splitWork(len(inp), 1024, 1, func(lo, hi int) { v.gelu(o32[lo:hi], i32[lo:hi]) })
+		splitWork(threads, len(inp), 1024, 1, func(lo, hi int) { v.gelu(o32[lo:hi], i32[lo:hi]) })
 		return
 	}
 	for i, x := range inp {
@@ -294,17 +294,17 @@ func GeluForward[F Float](out, inp []F) {
 }
 
 // GeluBackward accumulates dinp += dout·GELU'(inp). The float32 version uses
-// the fast exp and splits large inputs across parallel.Threads()
-// goroutines. GeluBackward panics if inp or dout is shorter than dinp.
-func GeluBackward[F Float](dinp, inp, dout []F) {
+// the fast exp and splits large inputs across at most threads threads.
+// GeluBackward panics if inp or dout is shorter than dinp.
+func GeluBackward[F Float](threads int, dinp, inp, dout []F) {
 	inp, dout = inp[:len(dinp)], dout[:len(dinp)]
 	if d32, ok := any(dinp).([]float32); ok {
 		i32, g32, v := any(inp).([]float32), any(dout).([]float32), vecs()
-		if serialWork(len(dinp), 1) {
+		if serialWork(threads, len(dinp), 1) {
 			v.geluBack(d32, i32, g32)
 			return
 		}
-		splitWork(len(dinp), 1024, 1, func(lo, hi int) { v.geluBack(d32[lo:hi], i32[lo:hi], g32[lo:hi]) })
+		splitWork(threads, len(dinp), 1024, 1, func(lo, hi int) { v.geluBack(d32[lo:hi], i32[lo:hi], g32[lo:hi]) })
 		return
 	}
 	for i, x := range inp {
@@ -318,18 +318,18 @@ func GeluBackward[F Float](dinp, inp, dout []F) {
 }
 
 // Add sets dst = a + b elementwise (the residual add). dst may alias a or b.
-// The float32 version splits large inputs across parallel.Threads()
-// goroutines. Add panics if b or dst is shorter than a.
-func Add[F Float](dst, a, b []F) {
+// The float32 version splits large inputs across at most threads threads.
+// Add panics if b or dst is shorter than a.
+func Add[F Float](threads int, dst, a, b []F) {
 	b = b[:len(a)]
 	dst = dst[:len(a)]
 	if d32, ok := any(dst).([]float32); ok {
 		a32, b32, v := any(a).([]float32), any(b).([]float32), vecs()
-		if serialWork(len(a), 1) {
+		if serialWork(threads, len(a), 1) {
 			v.add(d32, a32, b32)
 			return
 		}
-		splitWork(len(a), 4096, 1, func(lo, hi int) { v.add(d32[lo:hi], a32[lo:hi], b32[lo:hi]) })
+		splitWork(threads, len(a), 4096, 1, func(lo, hi int) { v.add(d32[lo:hi], a32[lo:hi], b32[lo:hi]) })
 		return
 	}
 	for i := range a {
@@ -338,17 +338,17 @@ func Add[F Float](dst, a, b []F) {
 }
 
 // AddTo accumulates dst += a elementwise (residual fan-in in backward). The
-// float32 version splits large inputs across parallel.Threads() goroutines.
+// float32 version splits large inputs across at most threads threads.
 // AddTo panics if dst is shorter than a.
-func AddTo[F Float](dst, a []F) {
+func AddTo[F Float](threads int, dst, a []F) {
 	dst = dst[:len(a)]
 	if d32, ok := any(dst).([]float32); ok {
 		a32, v := any(a).([]float32), vecs()
-		if serialWork(len(a), 1) {
+		if serialWork(threads, len(a), 1) {
 			v.addTo(d32, a32)
 			return
 		}
-		splitWork(len(a), 4096, 1, func(lo, hi int) { v.addTo(d32[lo:hi], a32[lo:hi]) })
+		splitWork(threads, len(a), 4096, 1, func(lo, hi int) { v.addTo(d32[lo:hi], a32[lo:hi]) })
 		return
 	}
 	for i := range a {
@@ -364,9 +364,9 @@ func AddTo[F Float](dst, a []F) {
 //	p -= lr·( m/(1−β1^step) / (√(v/(1−β2^step)) + eps) + wd·p )
 //
 // The float32 version computes in float32 with bias corrections folded into
-// reciprocals, and splits large inputs across parallel.Threads()
-// goroutines. AdamW panics if grads, m or v is shorter than params.
-func AdamW[F Float](params, grads, m, v []F, lr, beta1, beta2, eps, wd float64, step int) {
+// reciprocals, and splits large inputs across at most threads threads.
+// AdamW panics if grads, m or v is shorter than params.
+func AdamW[F Float](threads int, params, grads, m, v []F, lr, beta1, beta2, eps, wd float64, step int) {
 	grads, m, v = grads[:len(params)], m[:len(params)], v[:len(params)]
 	bc1 := 1 - math.Pow(beta1, float64(step))
 	bc2 := 1 - math.Pow(beta2, float64(step))
@@ -376,7 +376,7 @@ func AdamW[F Float](params, grads, m, v []F, lr, beta1, beta2, eps, wd float64, 
 			b1: float32(beta1), a1: float32(1 - beta1), b2: float32(beta2), a2: float32(1 - beta2),
 			ib1: float32(1 / bc1), ib2: float32(1 / bc2), lr: float32(lr), eps: float32(eps), wd: float32(wd),
 		}
-		splitWork(len(params), 4096, 4, func(lo, hi int) {
+		splitWork(threads, len(params), 4096, 4, func(lo, hi int) {
 			vs.adamW(p32[lo:hi], g32[lo:hi], m32[lo:hi], v32[lo:hi], c)
 		})
 		return

@@ -87,22 +87,34 @@ func runAxpy[F Float](in [][]F) []F {
 	return o
 }
 func runScale[F Float](in [][]F) []F { o := slices.Clone(in[0]); Scale(o, F(-1.3)); return o }
-func runAdd[F Float](in [][]F) []F   { o := make([]F, len(in[0])); Add(o, in[0], in[1]); return o }
-func runAddAlias[F Float](in [][]F) []F {
-	o := slices.Clone(in[1])
-	Add(o, in[0], o)
+func runAdd[F Float](in [][]F) []F {
+	o := make([]F, len(in[0]))
+	Add(parallel.Threads(), o, in[0], in[1])
 	return o
 }
-func runAddTo[F Float](in [][]F) []F { o := slices.Clone(in[0]); AddTo(o, in[1]); return o }
+func runAddAlias[F Float](in [][]F) []F {
+	o := slices.Clone(in[1])
+	Add(parallel.Threads(), o, in[0], o)
+	return o
+}
+func runAddTo[F Float](in [][]F) []F {
+	o := slices.Clone(in[0])
+	AddTo(parallel.Threads(), o, in[1])
+	return o
+}
 func runSoftmax[F Float](in [][]F) []F {
 	o := slices.Clone(in[0])
 	SoftmaxRows(o, 1, len(o))
 	return o
 }
-func runGelu[F Float](in [][]F) []F { o := make([]F, len(in[0])); GeluForward(o, in[0]); return o }
+func runGelu[F Float](in [][]F) []F {
+	o := make([]F, len(in[0]))
+	GeluForward(parallel.Threads(), o, in[0])
+	return o
+}
 func runGeluBack[F Float](in [][]F) []F {
 	o := slices.Clone(in[2])
-	GeluBackward(o, in[0], in[1])
+	GeluBackward(parallel.Threads(), o, in[0], in[1])
 	return o
 }
 func runAdamW[F Float](in [][]F) []F {
@@ -110,7 +122,7 @@ func runAdamW[F Float](in [][]F) []F {
 	for i := range v {
 		v[i] *= v[i]
 	}
-	AdamW(p, in[1], m, v, 1e-3, 0.9, 0.95, 1e-8, 0.1, 7)
+	AdamW(parallel.Threads(), p, in[1], m, v, 1e-3, 0.9, 0.95, 1e-8, 0.1, 7)
 	return slices.Concat(p, m, v)
 }
 
@@ -238,25 +250,23 @@ func TestLayerNorm(t *testing.T) {
 		in32, in64 := randInputs(int64(N*C), 4, N*C, -2, 3)
 		g32, g64 := randInputs(int64(N*C)+1, 3, N*C, -1, 1)
 		out64, mean64, rstd64 := make([]float64, N*C), make([]float64, N), make([]float64, N)
-		LayerNormForward(out64, mean64, rstd64, in64[0], in64[1][:C], in64[2][:C], N, C)
-		LayerNormBackward(g64[0], g64[1][:C], g64[2][:C], in64[3], in64[0], in64[1][:C], mean64, rstd64, N, C)
-		old := parallel.SetThreads(tc.threads)
+		LayerNormForward(1, out64, mean64, rstd64, in64[0], in64[1][:C], in64[2][:C], N, C)
+		LayerNormBackward(1, g64[0], g64[1][:C], g64[2][:C], in64[3], in64[0], in64[1][:C], mean64, rstd64, N, C)
 		forPaths(t, func(t *testing.T) {
 			in, saved := clone2(in32), clone2(in32)
 			g := clone2(g32)
 			out, mean, rstd := make([]float32, N*C), make([]float32, N), make([]float32, N)
-			LayerNormForward(out, mean, rstd, in[0], in[1][:C], in[2][:C], N, C)
+			LayerNormForward(tc.threads, out, mean, rstd, in[0], in[1][:C], in[2][:C], N, C)
 			checkClose(t, name+" out", out, out64, 2e-6, 2e-6)
 			checkClose(t, name+" mean", mean, mean64, 1e-6, 1e-6)
 			checkClose(t, name+" rstd", rstd, rstd64, 0, 2e-6)
-			LayerNormBackward(g[0], g[1][:C], g[2][:C], in[3], in[0], in[1][:C], mean, rstd, N, C)
+			LayerNormBackward(tc.threads, g[0], g[1][:C], g[2][:C], in[3], in[0], in[1][:C], mean, rstd, N, C)
 			checkUnchanged(t, name, in, saved)
 			checkClose(t, name+" dinp", g[0], g64[0], 1e-5, 1e-5)
 			sq := math.Sqrt(float64(N))
 			checkClose(t, name+" dweight", g[1][:C], g64[1][:C], 1e-6*sq, 1e-5)
 			checkClose(t, name+" dbias", g[2][:C], g64[2][:C], 1e-6*sq, 1e-5)
 		})
-		parallel.SetThreads(old)
 	}
 }
 
@@ -276,9 +286,9 @@ func TestThreadsBitwise(t *testing.T) {
 		// dout in[2], gradients starting from in[3].
 		N := n/C - 2
 		o, mean, rstd := make([]float32, N*C), make([]float32, N), make([]float32, N)
-		LayerNormForward(o, mean, rstd, in[0][:N*C], in[1][:C], in[1][C:2*C], N, C)
+		LayerNormForward(parallel.Threads(), o, mean, rstd, in[0][:N*C], in[1][:C], in[1][C:2*C], N, C)
 		g := slices.Clone(in[3][:N*C+2*C])
-		LayerNormBackward(g[:N*C], g[N*C:N*C+C], g[N*C+C:], in[2][:N*C], in[0][:N*C], in[1][:C], mean, rstd, N, C)
+		LayerNormBackward(parallel.Threads(), g[:N*C], g[N*C:N*C+C], g[N*C+C:], in[2][:N*C], in[0][:N*C], in[1][:C], mean, rstd, N, C)
 		return slices.Concat(out, o, mean, rstd, g)
 	}
 	forPaths(t, func(t *testing.T) {
@@ -309,13 +319,13 @@ func TestLayerNormBackwardFD(t *testing.T) {
 	x, w, b, r := in[0], in[1][:C], in[2][:C], in[3]
 	loss := func() float64 {
 		out, mean, rstd := make([]float64, N*C), make([]float64, N), make([]float64, N)
-		LayerNormForward(out, mean, rstd, x, w, b, N, C)
+		LayerNormForward(parallel.Threads(), out, mean, rstd, x, w, b, N, C)
 		return Dot(out, r)
 	}
 	out, mean, rstd := make([]float64, N*C), make([]float64, N), make([]float64, N)
-	LayerNormForward(out, mean, rstd, x, w, b, N, C)
+	LayerNormForward(parallel.Threads(), out, mean, rstd, x, w, b, N, C)
 	dx, dw, db := make([]float64, N*C), make([]float64, C), make([]float64, C)
-	LayerNormBackward(dx, dw, db, r, x, w, mean, rstd, N, C)
+	LayerNormBackward(parallel.Threads(), dx, dw, db, r, x, w, mean, rstd, N, C)
 	for _, p := range []struct {
 		name      string
 		val, grad []float64
@@ -341,10 +351,10 @@ func TestGeluBackwardFD(t *testing.T) {
 	const h = 1e-6
 	xs := []float64{-30, -9, -5, -2.5, -0.75, -0.1, 0, 1e-3, 0.3, 1, 2.2, 6, 30}
 	d := make([]float64, len(xs))
-	GeluBackward(d, xs, slices.Repeat([]float64{1}, len(xs)))
+	GeluBackward(parallel.Threads(), d, xs, slices.Repeat([]float64{1}, len(xs)))
 	y := make([]float64, 2)
 	for i, x := range xs {
-		GeluForward(y, []float64{x + h, x - h})
+		GeluForward(parallel.Threads(), y, []float64{x + h, x - h})
 		fd := (y[0] - y[1]) / (2 * h)
 		if math.Abs(fd-d[i]) > 1e-7*(1+math.Abs(fd)) {
 			t.Errorf("GELU'(%v) = %v, finite difference %v", x, d[i], fd)
@@ -357,16 +367,16 @@ func TestGeluBackwardFD(t *testing.T) {
 func TestGeluExtremes(t *testing.T) {
 	xs := []float64{-1e30, -1e20, -1e10, -1e5, -30, -12, 12, 30, 1e5, 1e10, 1e20, 1e30}
 	y64, d64 := make([]float64, len(xs)), make([]float64, len(xs))
-	GeluForward(y64, xs)
-	GeluBackward(d64, xs, slices.Repeat([]float64{1}, len(xs)))
+	GeluForward(parallel.Threads(), y64, xs)
+	GeluBackward(parallel.Threads(), d64, xs, slices.Repeat([]float64{1}, len(xs)))
 	forPaths(t, func(t *testing.T) {
 		x := make([]float32, len(xs))
 		for i, v := range xs {
 			x[i] = float32(v)
 		}
 		y, d := make([]float32, len(x)), make([]float32, len(x))
-		GeluForward(y, x)
-		GeluBackward(d, x, slices.Repeat([]float32{1}, len(x)))
+		GeluForward(parallel.Threads(), y, x)
+		GeluBackward(parallel.Threads(), d, x, slices.Repeat([]float32{1}, len(x)))
 		for i := range x {
 			if e := math.Abs(float64(y[i]) - y64[i]); !(e <= 1e-6*math.Max(1, math.Abs(y64[i]))) {
 				t.Errorf("GELU(%g) = %g, want %g", xs[i], y[i], y64[i])
@@ -411,9 +421,9 @@ func benchLN(b *testing.B, backward bool) {
 	benchVec(b, N*C, 4, func(x [][]float32) {
 		w, bias, mean, rstd := x[3][:C], x[3][C:2*C], x[3][2*C:2*C+N], x[3][3*C:3*C+N]
 		if backward {
-			LayerNormBackward(x[2], x[3][4*C:5*C], x[3][5*C:6*C], x[1], x[0], w, mean, rstd, N, C)
+			LayerNormBackward(parallel.Threads(), x[2], x[3][4*C:5*C], x[3][5*C:6*C], x[1], x[0], w, mean, rstd, N, C)
 		} else {
-			LayerNormForward(x[1], mean, rstd, x[0], w, bias, N, C)
+			LayerNormForward(parallel.Threads(), x[1], mean, rstd, x[0], w, bias, N, C)
 		}
 	})
 }
@@ -434,21 +444,25 @@ func BenchmarkAxpy(b *testing.B) {
 	benchPaths(b, func(b *testing.B) { benchVec(b, 1024, 2, func(x [][]float32) { Axpy(x[0], 1e-3, x[1]) }) })
 }
 func BenchmarkGeluForward(b *testing.B) {
-	benchPaths(b, func(b *testing.B) { benchVec(b, 1<<16, 2, func(x [][]float32) { GeluForward(x[1], x[0]) }) })
+	benchPaths(b, func(b *testing.B) {
+		benchVec(b, 1<<16, 2, func(x [][]float32) { GeluForward(parallel.Threads(), x[1], x[0]) })
+	})
 }
 func BenchmarkGeluBackward(b *testing.B) {
 	benchPaths(b, func(b *testing.B) {
-		benchVec(b, 1<<16, 3, func(x [][]float32) { GeluBackward(x[2], x[0], x[1]) })
+		benchVec(b, 1<<16, 3, func(x [][]float32) { GeluBackward(parallel.Threads(), x[2], x[0], x[1]) })
 	})
 }
 func BenchmarkLayerNormForward(b *testing.B)  { benchPaths(b, func(b *testing.B) { benchLN(b, false) }) }
 func BenchmarkLayerNormBackward(b *testing.B) { benchPaths(b, func(b *testing.B) { benchLN(b, true) }) }
 func BenchmarkAdd(b *testing.B) {
-	benchPaths(b, func(b *testing.B) { benchVec(b, 1<<16, 3, func(x [][]float32) { Add(x[2], x[0], x[1]) }) })
+	benchPaths(b, func(b *testing.B) {
+		benchVec(b, 1<<16, 3, func(x [][]float32) { Add(parallel.Threads(), x[2], x[0], x[1]) })
+	})
 }
 func BenchmarkAdamW(b *testing.B) {
 	benchPaths(b, func(b *testing.B) {
-		benchVecIn(b, 1<<16, 4, 0, 1, func(x [][]float32) { AdamW(x[0], x[1], x[2], x[3], 1e-3, 0.9, 0.95, 1e-8, 0.1, 3) })
+		benchVecIn(b, 1<<16, 4, 0, 1, func(x [][]float32) { AdamW(parallel.Threads(), x[0], x[1], x[2], x[3], 1e-3, 0.9, 0.95, 1e-8, 0.1, 3) })
 	})
 }
 
@@ -460,10 +474,10 @@ func TestSmallAddsDoNotAllocate(t *testing.T) {
 	b := make([]float32, 256)
 	d := make([]float32, 256)
 	for name, f := range map[string]func(){
-		"Add":          func() { Add(d, a, b) },
-		"AddTo":        func() { AddTo(d, a) },
-		"GeluForward":  func() { GeluForward(d, a) },
-		"GeluBackward": func() { GeluBackward(d, a, b) },
+		"Add":          func() { Add(parallel.Threads(), d, a, b) },
+		"AddTo":        func() { AddTo(parallel.Threads(), d, a) },
+		"GeluForward":  func() { GeluForward(parallel.Threads(), d, a) },
+		"GeluBackward": func() { GeluBackward(parallel.Threads(), d, a, b) },
 	} {
 		if n := testing.AllocsPerRun(100, f); n != 0 {
 			t.Errorf("%s on 256 elements: %v allocations per call, want 0", name, n)

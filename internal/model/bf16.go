@@ -51,7 +51,7 @@ func (m *Model[F]) UseBF16() error {
 			}
 			return fmt.Errorf("model: mixer kind %q has no bf16 path", c.kind.Name)
 		}
-		if err := bi.UseBF16(); err != nil {
+		if err := bi.UseBF16(m.threads()); err != nil {
 			return fmt.Errorf("model: block %d: %w", i, err)
 		}
 	}

@@ -23,7 +23,7 @@ func (m *Model[F]) blockMixerForward(i int, out, res, x []F) {
 	N, D := p.B*p.T, c.DModel
 	bw := &m.w.blocks[i]
 	ln1 := m.act(a.ln1)
-	layerNormForward(ln1, m.act(a.ln1Mean), m.act(a.ln1Rstd), x, bw.ln1w, bw.ln1b, N, D)
+	layerNormForward(p.Threads, ln1, m.act(a.ln1Mean), m.act(a.ln1Rstd), x, bw.ln1w, bw.ln1b, N, D)
 	m.store(ln1)
 	if m.MixerInput != nil {
 		m.MixerInput(i, ln1)
@@ -33,14 +33,14 @@ func (m *Model[F]) blockMixerForward(i int, out, res, x []F) {
 	}
 	tmp := m.grad(p.dln) // the mixer output; dln is free during forward
 	mx := m.mixers[i]
-	mx.Forward(tmp, m.act(a.mixAct)[:mx.ActSize(p.B, p.T)], m.grad(p.mixScr)[:mx.ScratchSize(p.B, p.T)], ln1, m.pass(i))
+	mx.Forward(tmp, m.act(a.mixAct)[:mx.ActSize(p.B, p.T)], m.grad(p.mixScr)[:mx.ScratchSize(p.B, p.T, p.Threads)], ln1, m.pass(i))
 	if m.dropping {
 		m.drop(tmp, tmp, i, 0)
 	}
 	if m.inspect != nil {
 		m.inspect(fmt.Sprintf("blocks.%d.mixer: output", i), tmp)
 	}
-	addRows(out, res, tmp)
+	addRows(p.Threads, out, res, tmp)
 	m.store(out)
 }
 
@@ -56,13 +56,13 @@ func (m *Model[F]) blockMixerBackward(i int, dx, dout, x []F) {
 		dout = m.dropGrad(dout, i, 0)
 	}
 	mx := m.mixers[i]
-	mx.Backward(dln, m.grad(p.mixScr)[:mx.ScratchSize(p.B, p.T)], dout, m.act(a.mixAct)[:mx.ActSize(p.B, p.T)], m.act(a.ln1), m.pass(i))
+	mx.Backward(dln, m.grad(p.mixScr)[:mx.ScratchSize(p.B, p.T, p.Threads)], dout, m.act(a.mixAct)[:mx.ActSize(p.B, p.T)], m.act(a.ln1), m.pass(i))
 	if m.inspect != nil {
 		m.inspect(fmt.Sprintf("blocks.%d.mixer backward: input gradient", i), dln)
 		m.inspectGrads(fmt.Sprintf("blocks.%d.mixer.", i))
 	}
 	bw, bg := &m.w.blocks[i], &m.g.blocks[i]
-	layerNormBackward(dx, bg.ln1w, bg.ln1b, dln, x, bw.ln1w, m.act(a.ln1Mean), m.act(a.ln1Rstd), N, D)
+	layerNormBackward(p.Threads, dx, bg.ln1w, bg.ln1b, dln, x, bw.ln1w, m.act(a.ln1Mean), m.act(a.ln1Rstd), N, D)
 	if m.inspect != nil {
 		m.inspectGrads(fmt.Sprintf("blocks.%d.ln1.", i))
 		m.inspect(fmt.Sprintf("blocks.%d.ln1 backward: input gradient", i), dx)
@@ -82,7 +82,7 @@ func (m *Model[F]) ffSave(i int, x []F) (g []F) {
 	N, D, H := p.B*p.T, c.DModel, c.DFF
 	bw := &m.w.blocks[i]
 	ln2 := m.act(a.ln2)
-	layerNormForward(ln2, m.act(a.ln2Mean), m.act(a.ln2Rstd), x, bw.ln2w, bw.ln2b, N, D)
+	layerNormForward(p.Threads, ln2, m.act(a.ln2Mean), m.act(a.ln2Rstd), x, bw.ln2w, bw.ln2b, N, D)
 	m.store(ln2)
 	var h []F
 	if c.FFChunks == 1 {
@@ -101,7 +101,7 @@ func (m *Model[F]) ffSave(i int, x []F) (g []F) {
 				}
 			}
 		}
-		fc1GeluForward(m.prec, h, g, ln2, bw.fc1w, m.packed(i).fc1(), bw.fc1b, N, D, H, round, keep)
+		fc1GeluForward(p.Threads, m.prec, h, g, ln2, bw.fc1w, m.packed(i).fc1(), bw.fc1b, N, D, H, round, keep)
 		if keep == nil {
 			m.store(h)
 			m.store(g)
@@ -127,7 +127,7 @@ func (m *Model[F]) blockFFForward(i int, out, res, x []F) {
 		clear(br)
 		m.ffBranch(i, br, g)
 		m.drop(br, br, i, 1)
-		addRows(out, res, br)
+		addRows(m.plan.Threads, out, res, br)
 	} else {
 		copy(out, res)
 		m.ffBranch(i, out, g)
@@ -149,19 +149,19 @@ func (m *Model[F]) ffBranch(i int, out, g []F) {
 		if p.HalfElems > 0 && m.prec == kernels.PrecBF16 {
 			// fc2 reads ffSave's bf16 g as its packed input.
 			if a16, ok := kernels.RowsA(N, H, kernels.AsBF16(m.gelu16())); ok {
-				kernels.BiasRows(m.threads(), out, bw.fc2b, N, D, true)
-				kernels.GemmBF16(m.threads(), 1, kernels.PackedA(&a16), kernels.Float32B(true, a16.K, D, any(bw.fc2w).([]float32), H), 1, any(out).([]float32), D)
+				kernels.BiasRows(m.plan.Threads, out, bw.fc2b, N, D, true)
+				kernels.GemmBF16(m.plan.Threads, 1, kernels.PackedA(&a16), kernels.Float32B(true, a16.K, D, any(bw.fc2w).([]float32), H), 1, any(out).([]float32), D)
 				return
 			}
 		}
-		kernels.LinearForward(m.threads(), m.prec, out, g, bw.fc2w, m.packed(i).fc2(), bw.fc2b, N, H, D, true)
+		kernels.LinearForward(m.plan.Threads, m.prec, out, g, bw.fc2w, m.packed(i).fc2(), bw.fc2b, N, H, D, true)
 		return
 	}
 	ln2 := m.act(a.ln2)
 	R := ffRows(c, N)
 	for lo := 0; lo < N; lo += R {
 		r := min(R, N-lo)
-		ffForward(m.prec, out[lo*D:(lo+r)*D], m.grad(p.ffh)[:r*H], m.grad(p.ffg)[:r*H], ln2[lo*D:(lo+r)*D],
+		ffForward(p.Threads, m.prec, out[lo*D:(lo+r)*D], m.grad(p.ffh)[:r*H], m.grad(p.ffg)[:r*H], ln2[lo*D:(lo+r)*D],
 			bw.fc1w, bw.fc1b, bw.fc2w, bw.fc2b, m.packed(i), r, D, H)
 	}
 }
@@ -186,18 +186,18 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 		case p.HalfElems > 0 && m.prec == kernels.PrecBF16:
 			// g is recomputed in bf16, which fc2's weight gradient reads.
 			g16 := m.gelu16()
-			geluFrom16(m.f16, nil, g16, m.act16(a.fch))
+			geluFrom16(p.Threads, m.f16, nil, g16, m.act16(a.fch))
 			hs = hidden[F]{h16: m.act16(a.fch), f16: m.f16, g16: g16}
 		case p.HalfElems > 0:
 			// g is recomputed into dh, which GELU's backward overwrites
 			// only after the last use of g; h is read back chunk by chunk.
 			g = m.grad(p.dh)
-			geluFrom16(m.f16, any(g).([]float32), nil, m.act16(a.fch))
+			geluFrom16(p.Threads, m.f16, any(g).([]float32), nil, m.act16(a.fch))
 			hs = hidden[F]{h16: m.act16(a.fch), f16: m.f16}
 		default:
 			hs, g = hidden[F]{h: m.act(a.fch)}, m.act(a.fcg)
 		}
-		ffBackward(m.prec, dln, bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg), m.grad(p.dh), dout, ln2,
+		ffBackward(p.Threads, m.prec, dln, bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg), m.grad(p.dh), dout, ln2,
 			hs, g, bw.fc1w, bw.fc2w, N, D, H)
 	} else {
 		R := ffRows(c, N)
@@ -205,8 +205,8 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 			r := min(R, N-lo)
 			h, g := m.grad(p.ffh)[:r*H], m.grad(p.ffg)[:r*H]
 			in := ln2[lo*D : (lo+r)*D]
-			fc1GeluForward(m.prec, h, g, in, bw.fc1w, nil, bw.fc1b, r, D, H, nil, nil)
-			ffBackward(m.prec, dln[lo*D:(lo+r)*D], bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg)[:r*H], m.grad(p.dh)[:r*H],
+			fc1GeluForward(p.Threads, m.prec, h, g, in, bw.fc1w, nil, bw.fc1b, r, D, H, nil, nil)
+			ffBackward(p.Threads, m.prec, dln[lo*D:(lo+r)*D], bg.fc1w, bg.fc1b, bg.fc2w, bg.fc2b, m.grad(p.dg)[:r*H], m.grad(p.dh)[:r*H],
 				dout[lo*D:(lo+r)*D], in, hidden[F]{h: h}, g, bw.fc1w, bw.fc2w, r, D, H)
 		}
 	}
@@ -214,7 +214,7 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 		m.inspectGrads(fmt.Sprintf("blocks.%d.ff.fc2.", i), fmt.Sprintf("blocks.%d.ff.fc1.", i))
 		m.inspect(fmt.Sprintf("blocks.%d.ff backward: input gradient", i), dln)
 	}
-	layerNormBackward(dx, bg.ln2w, bg.ln2b, dln, x, bw.ln2w, m.act(a.ln2Mean), m.act(a.ln2Rstd), N, D)
+	layerNormBackward(p.Threads, dx, bg.ln2w, bg.ln2b, dln, x, bw.ln2w, m.act(a.ln2Mean), m.act(a.ln2Rstd), N, D)
 	if m.inspect != nil {
 		m.inspectGrads(fmt.Sprintf("blocks.%d.ln2.", i))
 		m.inspect(fmt.Sprintf("blocks.%d.ln2 backward: input gradient", i), dx)
@@ -231,8 +231,8 @@ func (m *Model[F]) blockRecompute(i int) {
 	m.ffSave(i, mid)
 }
 
-// addRows sets dst = a + b (kernels.Add splits large inputs across
-// threads).
-func addRows[F kernels.Float](dst, a, b []F) {
-	kernels.Add(dst, a, b)
+// addRows sets dst = a + b (kernels.Add splits large inputs across at
+// most threads threads).
+func addRows[F kernels.Float](threads int, dst, a, b []F) {
+	kernels.Add(threads, dst, a, b)
 }

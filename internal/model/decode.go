@@ -98,10 +98,11 @@ func (m *Model[F]) Decode(d *Decoding[F], tokens []int32, logits []F) error {
 	d.h, d.g = growTo(d.h, n*H), growTo(d.g, n*H)
 	d.mean, d.rstd = growTo(d.mean, n), growTo(d.rstd, n)
 	embeddingForward(d.x, tokens, m.w.embed, m.w.pos[d.n*D:], 1, n, D)
+	th := m.threads()
 	step := func(i int, out, x []F) error {
-		return m.mixers[i].(mixer.Decoder[F]).Decode(out, x, d.states[i], n)
+		return m.mixers[i].(mixer.Decoder[F]).Decode(out, x, d.states[i], n, th)
 	}
-	if err := m.decodeBlocks(step, d.x, d.x2, d.ln, d.tmp, d.h, d.g, d.mean, d.rstd, logits, n); err != nil {
+	if err := m.decodeBlocks(th, step, d.x, d.x2, d.ln, d.tmp, d.h, d.g, d.mean, d.rstd, logits, n); err != nil {
 		d.broken = true
 		return err
 	}
@@ -165,7 +166,8 @@ func (m *Model[F]) DecodeBatch(ds []*Decoding[F], tokens []int32, logits []F) er
 		errMu sync.Mutex
 		errs  []error
 	)
-	parallel.For(m.threads(), n, 1, func(_, lo, hi int) {
+	th := m.threads()
+	parallel.For(th, n, 1, func(_, lo, hi int) {
 		rows := func(b []F, width int) []F { return b[lo*width : hi*width] }
 		x := rows(w.x, D)
 		for i := lo; i < hi; i++ {
@@ -176,9 +178,9 @@ func (m *Model[F]) DecodeBatch(ds []*Decoding[F], tokens []int32, logits []F) er
 			for i, d := range ds[lo:hi] {
 				states[i] = d.states[layer]
 			}
-			return m.mixers[layer].(mixer.BatchDecoder[F]).DecodeBatch(out, in, states)
+			return m.mixers[layer].(mixer.BatchDecoder[F]).DecodeBatch(out, in, states, th)
 		}
-		if err := m.decodeBlocks(step, x, rows(w.x2, D), rows(w.ln, D), rows(w.tmp, D), rows(w.h, H), rows(w.g, H),
+		if err := m.decodeBlocks(th, step, x, rows(w.x2, D), rows(w.ln, D), rows(w.tmp, D), rows(w.h, H), rows(w.g, H),
 			rows(w.mean, 1), rows(w.rstd, 1), rows(logits[:n*V], V), hi-lo); err != nil {
 			errMu.Lock()
 			errs = append(errs, err)
@@ -202,8 +204,9 @@ var batchPool sync.Pool
 
 // decodeBlocks runs the blocks, the final LayerNorm and the head on the n
 // embedded rows x: step(i, out, in) is block i's mixer on the LN1 rows in.
-// x2, ln, tmp [n,D], h, g [n,d_ff] and mean, rstd [n] are workspace.
-func (m *Model[F]) decodeBlocks(step func(i int, out, in []F) error, x, x2, ln, tmp, h, g, mean, rstd, logits []F, n int) error {
+// x2, ln, tmp [n,D], h, g [n,d_ff] and mean, rstd [n] are workspace. The
+// kernels run on at most th threads.
+func (m *Model[F]) decodeBlocks(th int, step func(i int, out, in []F) error, x, x2, ln, tmp, h, g, mean, rstd, logits []F, n int) error {
 	c := m.Config
 	D, H, V := c.DModel, c.DFF, c.VocabSize
 	if !c.Reversible {
@@ -215,21 +218,21 @@ func (m *Model[F]) decodeBlocks(step func(i int, out, in []F) error, x, x2, ln, 
 		bw := &m.w.blocks[i]
 		// x1 += mixer(LN1(x2)); x2 += FF(LN2(x1)), with x1 = x2 = x unless
 		// the blocks are reversible.
-		layerNormForward(ln, mean, rstd, x2, bw.ln1w, bw.ln1b, n, D)
+		layerNormForward(th, ln, mean, rstd, x2, bw.ln1w, bw.ln1b, n, D)
 		if err := step(i, tmp, ln); err != nil {
 			return fmt.Errorf("model: block %d: %w", i, err)
 		}
 		kernels.AddRow(x, tmp)
-		layerNormForward(ln, mean, rstd, x, bw.ln2w, bw.ln2b, n, D)
-		ffForward(m.prec, x2, h, g, ln, bw.fc1w, bw.fc1b, bw.fc2w, bw.fc2b, m.packed(i), n, D, H)
+		layerNormForward(th, ln, mean, rstd, x, bw.ln2w, bw.ln2b, n, D)
+		ffForward(th, m.prec, x2, h, g, ln, bw.fc1w, bw.fc1b, bw.fc2w, bw.fc2b, m.packed(i), n, D, H)
 	}
 	if c.Reversible {
 		for k := range x {
 			x[k] = (x[k] + x2[k]) / 2
 		}
 	}
-	layerNormForward(ln, mean, rstd, x, m.w.lnfw, m.w.lnfb, n, D)
-	kernels.LinearForward(m.threads(), m.prec, logits[:n*V], ln, m.w.headw, m.headBF16, m.w.headb, n, D, V, false)
+	layerNormForward(th, ln, mean, rstd, x, m.w.lnfw, m.w.lnfb, n, D)
+	kernels.LinearForward(th, m.prec, logits[:n*V], ln, m.w.headw, m.headBF16, m.w.headb, n, D, V, false)
 	return nil
 }
 

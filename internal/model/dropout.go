@@ -39,7 +39,7 @@ func (m *Model[F]) drop(dst, src []F, layer, branch int) {
 	thresh, key := dropThreshold(p), m.dropKey(layer, branch)
 	factor := [2]F{F(1 / (1 - p)), 0}
 	words := (len(src) + 3) / 4
-	parallel.For(parallel.Threads(), words, 1<<12, func(_, lo, hi int) {
+	parallel.For(m.plan.Threads, words, 1<<12, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			w := mixer.SplitMix(key + uint64(n))
 			for j := 4 * n; j < min(4*n+4, len(src)); j++ {

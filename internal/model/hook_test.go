@@ -37,7 +37,7 @@ func TestMixerInputHook(t *testing.T) {
 	for i := 0; i < L; i++ {
 		want := make([]float64, B*T*D)
 		bw := &plain.w.blocks[i]
-		layerNormForward(want, make([]float64, B*T), make([]float64, B*T), plain.act(plain.plan.res[i]), bw.ln1w, bw.ln1b, B*T, D)
+		layerNormForward(plain.plan.Threads, want, make([]float64, B*T), make([]float64, B*T), plain.act(plain.plan.res[i]), bw.ln1w, bw.ln1b, B*T, D)
 		for k := range seen {
 			if !slices.Equal(seen[k][i], want) {
 				t.Errorf("checkpoint=%v: block %d hook input is not LN1(res[%d])", k == 1, i, i)

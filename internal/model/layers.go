@@ -43,30 +43,30 @@ func embeddingBackward[F kernels.Float](dembed, dpos, dout []F, tokens []int32, 
 
 // layerNormForward is kernels.LayerNormForward (which splits rows across
 // threads itself). out [N,C], mean, rstd [N], inp [N,C], weight, bias [C].
-func layerNormForward[F kernels.Float](out, mean, rstd, inp, weight, bias []F, N, C int) {
-	kernels.LayerNormForward(out, mean, rstd, inp, weight, bias, N, C)
+func layerNormForward[F kernels.Float](threads int, out, mean, rstd, inp, weight, bias []F, N, C int) {
+	kernels.LayerNormForward(threads, out, mean, rstd, inp, weight, bias, N, C)
 }
 
 // layerNormBackward is kernels.LayerNormBackward: it accumulates into dinp,
 // dweight and dbias, with a result independent of the thread count.
-func layerNormBackward[F kernels.Float](dinp, dweight, dbias, dout, inp, weight, mean, rstd []F, N, C int) {
-	kernels.LayerNormBackward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
+func layerNormBackward[F kernels.Float](threads int, dinp, dweight, dbias, dout, inp, weight, mean, rstd []F, N, C int) {
+	kernels.LayerNormBackward(threads, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C)
 }
 
 // fc1GeluForward sets h = inp·Wᵀ + b and g = GELU(h), adding the bias and
 // applying GELU to blocks of a few rows while they are in cache. On each
 // block it calls round(lo, hi) between the bias and GELU, and keep(lo, hi)
 // after GELU, each when not nil (the model stores h in 16 bits, rounded
-// in place, and g in 16 bits there).
+// in place, and g in 16 bits there). It runs on at most threads threads.
 // h, g [N,H], inp [N,D], w [H,D] (wb: packed in bf16, or nil), b [H].
-func fc1GeluForward[F kernels.Float](p kernels.Prec, h, g, inp, w []F, wb *kernels.BF16B, b []F, N, D, H int, round, keep func(lo, hi int)) {
+func fc1GeluForward[F kernels.Float](threads int, p kernels.Prec, h, g, inp, w []F, wb *kernels.BF16B, b []F, N, D, H int, round, keep func(lo, hi int)) {
 	if wb != nil {
-		kernels.GemmBF16(parallel.Threads(), 1, kernels.Float32A(false, N, D, any(inp).([]float32), D), kernels.PackedB(wb), 0, any(h).([]float32), H)
+		kernels.GemmBF16(threads, 1, kernels.Float32A(false, N, D, any(inp).([]float32), D), kernels.PackedB(wb), 0, any(h).([]float32), H)
 	} else {
-		kernels.Gemm(parallel.Threads(), p, false, true, N, H, D, 1, inp, D, w, D, 0, h, H)
+		kernels.Gemm(threads, p, false, true, N, H, D, 1, inp, D, w, D, 0, h, H)
 	}
 	rows := max(1, (16<<10)/max(H, 1)) // a block of about 16K values of h, and of g, stays in L2
-	parallel.For(parallel.Threads(), N, 16, func(_, lo, hi int) {
+	parallel.For(threads, N, 16, func(_, lo, hi int) {
 		for r0 := lo; r0 < hi; r0 += rows {
 			r1 := min(r0+rows, hi)
 			for n := r0; n < r1; n++ {
@@ -75,7 +75,7 @@ func fc1GeluForward[F kernels.Float](p kernels.Prec, h, g, inp, w []F, wb *kerne
 			if round != nil {
 				round(r0, r1)
 			}
-			kernels.GeluForward(g[r0*H:r1*H], h[r0*H:r1*H])
+			kernels.GeluForward(threads, g[r0*H:r1*H], h[r0*H:r1*H])
 			if keep != nil {
 				keep(r0, r1)
 			}
@@ -85,15 +85,16 @@ func fc1GeluForward[F kernels.Float](p kernels.Prec, h, g, inp, w []F, wb *kerne
 
 // geluFrom16 recomputes g = GELU(h) from h stored in 16-bit format f,
 // as fc1GeluForward computed it from the rounded h: into g16 in bf16 when
-// g16 is not nil, else into g rounded to IEEE half (fp16's storage).
-func geluFrom16(f kernels.Format16, g []float32, g16, h16 []uint16) {
-	parallel.For(parallel.Threads(), len(h16), 4096, func(_, lo, hi int) {
+// g16 is not nil, else into g rounded to IEEE half (fp16's storage), on at
+// most threads threads.
+func geluFrom16(threads int, f kernels.Format16, g []float32, g16, h16 []uint16) {
+	parallel.For(threads, len(h16), 4096, func(_, lo, hi int) {
 		var tmp [2048]float32
 		for s := lo; s < hi; s += len(tmp) {
 			e := min(s+len(tmp), hi)
 			t := tmp[:e-s]
 			f.LoadST(t, h16[s:e])
-			kernels.GeluForward(t, t)
+			kernels.GeluForward(1, t, t) // 2048 values: on this thread
 			if g16 != nil {
 				kernels.ToBF16(kernels.AsBF16(g16[s:e]), t)
 				continue
@@ -106,10 +107,11 @@ func geluFrom16(f kernels.Format16, g []float32, g16, h16 []uint16) {
 
 // ffForward accumulates out += fc2(GELU(fc1(inp))) and saves h = fc1(inp)
 // and g = GELU(h). out, inp [N,D], h, g [N,H], fc1w [H,D], fc1b [H],
-// fc2w [D,H], fc2b [D]; pk holds the weights packed in bf16, or is nil.
-func ffForward[F kernels.Float](p kernels.Prec, out, h, g, inp, fc1w, fc1b, fc2w, fc2b []F, pk *blockBF16, N, D, H int) {
-	fc1GeluForward(p, h, g, inp, fc1w, pk.fc1(), fc1b, N, D, H, nil, nil)
-	kernels.LinearForward(parallel.Threads(), p, out, g, fc2w, pk.fc2(), fc2b, N, H, D, true)
+// fc2w [D,H], fc2b [D]; pk holds the weights packed in bf16, or is nil. It
+// runs on at most threads threads.
+func ffForward[F kernels.Float](threads int, p kernels.Prec, out, h, g, inp, fc1w, fc1b, fc2w, fc2b []F, pk *blockBF16, N, D, H int) {
+	fc1GeluForward(threads, p, h, g, inp, fc1w, pk.fc1(), fc1b, N, D, H, nil, nil)
+	kernels.LinearForward(threads, p, out, g, fc2w, pk.fc2(), fc2b, N, H, D, true)
 }
 
 // hidden is the fc1 output h that ffBackward reads: in F, or stored in 16
@@ -123,11 +125,12 @@ type hidden[F kernels.Float] struct {
 	g16 []uint16
 }
 
-// geluBackward sets dh[lo:hi] = GELU'(h)·dg over that range.
+// geluBackward sets dh[lo:hi] = GELU'(h)·dg over that range, on the
+// calling thread (ffBackward's loop calls it on chunks of 4096).
 func (hs hidden[F]) geluBackward(dh, dg []F, lo, hi int) {
 	clear(dh[lo:hi])
 	if hs.h16 == nil {
-		kernels.GeluBackward(dh[lo:hi], hs.h[lo:hi], dg[lo:hi])
+		kernels.GeluBackward(1, dh[lo:hi], hs.h[lo:hi], dg[lo:hi])
 		return
 	}
 	var tmp [2048]float32
@@ -135,7 +138,7 @@ func (hs hidden[F]) geluBackward(dh, dg []F, lo, hi int) {
 	for s := lo; s < hi; s += len(tmp) {
 		e := min(s+len(tmp), hi)
 		hs.f16.LoadST(tmp[:e-s], hs.h16[s:e])
-		kernels.GeluBackward(d32[s:e], tmp[:e-s], g32[s:e])
+		kernels.GeluBackward(1, d32[s:e], tmp[:e-s], g32[s:e])
 	}
 }
 
@@ -143,19 +146,19 @@ func (hs hidden[F]) geluBackward(dh, dg []F, lo, hi int) {
 // weight gradients, given dout [N,D] and the saved h and g. dg and dh [N,H]
 // are scratch (overwritten, need not be zero); g may alias dh (it is read
 // before dh is written). dinp may alias dout: dout is fully read before
-// dinp is written.
-func ffBackward[F kernels.Float](p kernels.Prec, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp []F, h hidden[F], g, fc1w, fc2w []F, N, D, H int) {
-	kernels.Gemm(parallel.Threads(), p, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
+// dinp is written. It runs on at most threads threads.
+func ffBackward[F kernels.Float](threads int, p kernels.Prec, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp []F, h hidden[F], g, fc1w, fc2w []F, N, D, H int) {
+	kernels.Gemm(threads, p, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
 	if h.g16 != nil {
-		kernels.GemmBF16(parallel.Threads(), 1, kernels.Float32A(true, D, N, any(dout).([]float32), D), kernels.RowsB(N, H, kernels.AsBF16(h.g16), H), 1, any(dfc2w).([]float32), H)
-		kernels.BiasGrad(parallel.Threads(), dfc2b, dout, N, D)
+		kernels.GemmBF16(threads, 1, kernels.Float32A(true, D, N, any(dout).([]float32), D), kernels.RowsB(N, H, kernels.AsBF16(h.g16), H), 1, any(dfc2w).([]float32), H)
+		kernels.BiasGrad(threads, dfc2b, dout, N, D)
 	} else {
-		kernels.LinearBackward(parallel.Threads(), p, nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D, false)
+		kernels.LinearBackward(threads, p, nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D, false)
 	}
-	parallel.For(parallel.Threads(), N*H, 4096, func(_, lo, hi int) { // dh = GELU'(h)·dg
+	parallel.For(threads, N*H, 4096, func(_, lo, hi int) { // dh = GELU'(h)·dg
 		h.geluBackward(dh, dg, lo, hi)
 	})
-	kernels.LinearBackward(parallel.Threads(), p, dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H, false)
+	kernels.LinearBackward(threads, p, dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H, false)
 }
 
 // poolForward sets out[b] = mean of inp[b,t] over positions t with
@@ -224,13 +227,13 @@ func poolBackward[F kernels.Float](dinp, dout []F, pad []bool, first bool, B, T,
 // −log softmax(logits[n])[target[n]], and the number of such rows (the
 // loss is 0 when there are none). logits [N,V], targets [N]. Each row's
 // log-sum-exp uses the kernels' Max and ExpSub (the fast exp in float32)
-// and is summed in float64. crossEntropyForward panics if a target is
-// outside [−1, V).
-func crossEntropyForward[F kernels.Float](logits []F, targets []int32, N, V int) (loss float64, count int) {
-	nt := parallel.Threads()
-	sums := make([]float64, nt)
-	counts := make([]int, nt)
-	parallel.For(parallel.Threads(), N, 64, func(w, lo, hi int) {
+// and is summed in float64, per thread and then over the threads, so the
+// loss's last bits depend on the thread count threads. crossEntropyForward
+// panics if a target is outside [−1, V).
+func crossEntropyForward[F kernels.Float](threads int, logits []F, targets []int32, N, V int) (loss float64, count int) {
+	sums := make([]float64, threads)
+	counts := make([]int, threads)
+	parallel.For(threads, N, 64, func(w, lo, hi int) {
 		tmp := make([]F, V)
 		for n := lo; n < hi; n++ {
 			y := int(targets[n])
@@ -260,9 +263,9 @@ func crossEntropyForward[F kernels.Float](logits []F, targets []int32, N, V int)
 // crossEntropyBackward sets dlogits[n] = scale·(softmax(logits[n]) −
 // onehot(target[n])) for rows with target ≠ −1 and 0 for the others; scale
 // is dloss/count. Unlike the other backward functions it overwrites, so
-// dlogits need not be zeroed.
-func crossEntropyBackward[F kernels.Float](dlogits, logits []F, targets []int32, N, V int, scale float64) {
-	parallel.For(parallel.Threads(), N, 64, func(_, lo, hi int) {
+// dlogits need not be zeroed. It runs on at most threads threads.
+func crossEntropyBackward[F kernels.Float](threads int, dlogits, logits []F, targets []int32, N, V int, scale float64) {
+	parallel.For(threads, N, 64, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			y := int(targets[n])
 			d := dlogits[n*V : (n+1)*V]

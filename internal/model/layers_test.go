@@ -99,9 +99,9 @@ func TestLayerFiniteDifferences(t *testing.T) {
 		inputs: map[string][]float64{"x": x, "w": lw, "b": lb},
 		grads:  map[string][]float64{"x": dx, "w": dlw, "b": dlb},
 		outLen: N * D,
-		fwd:    func(out []float64) { layerNormForward(out, mean, rstd, x, lw, lb, N, D) },
+		fwd:    func(out []float64) { layerNormForward(parallel.Threads(), out, mean, rstd, x, lw, lb, N, D) },
 		bwd: func(dout []float64) {
-			layerNormBackward(dx, dlw, dlb, dout, x, lw, mean, rstd, N, D)
+			layerNormBackward(parallel.Threads(), dx, dlw, dlb, dout, x, lw, mean, rstd, N, D)
 		},
 	})
 
@@ -110,8 +110,8 @@ func TestLayerFiniteDifferences(t *testing.T) {
 		inputs: map[string][]float64{"x": x},
 		grads:  map[string][]float64{"x": dx},
 		outLen: N * D,
-		fwd:    func(out []float64) { kernels.GeluForward(out, x) },
-		bwd:    func(dout []float64) { kernels.GeluBackward(dx, x, dout) },
+		fwd:    func(out []float64) { kernels.GeluForward(parallel.Threads(), out, x) },
+		bwd:    func(dout []float64) { kernels.GeluBackward(parallel.Threads(), dx, x, dout) },
 	})
 
 	w1, b1, w2, b2 := randVec(rng, H*D, 0.5), randVec(rng, H, 0.5), randVec(rng, D*H, 0.5), randVec(rng, D, 0.5)
@@ -122,9 +122,11 @@ func TestLayerFiniteDifferences(t *testing.T) {
 		inputs: map[string][]float64{"x": x, "fc1.w": w1, "fc1.b": b1, "fc2.w": w2, "fc2.b": b2},
 		grads:  map[string][]float64{"x": dx, "fc1.w": dw1, "fc1.b": db1, "fc2.w": dw2, "fc2.b": db2},
 		outLen: N * D,
-		fwd:    func(out []float64) { ffForward(kernels.PrecFP32, out, hh, gg, x, w1, b1, w2, b2, nil, N, D, H) },
+		fwd: func(out []float64) {
+			ffForward(parallel.Threads(), kernels.PrecFP32, out, hh, gg, x, w1, b1, w2, b2, nil, N, D, H)
+		},
 		bwd: func(dout []float64) {
-			ffBackward(kernels.PrecFP32, dx, dw1, db1, dw2, db2, dg, dh, dout, x, hidden[float64]{h: hh}, gg, w1, w2, N, D, H)
+			ffBackward(parallel.Threads(), kernels.PrecFP32, dx, dw1, db1, dw2, db2, dg, dh, dout, x, hidden[float64]{h: hh}, gg, w1, w2, N, D, H)
 		},
 	})
 
@@ -152,10 +154,10 @@ func TestLayerFiniteDifferences(t *testing.T) {
 		grads:  map[string][]float64{"logits": dlogits},
 		outLen: 1,
 		fwd:    func(out []float64) {},
-		scalar: func() float64 { l, _ := crossEntropyForward(logits, targets, N, V); return l },
+		scalar: func() float64 { l, _ := crossEntropyForward(parallel.Threads(), logits, targets, N, V); return l },
 		bwd: func([]float64) {
-			_, n := crossEntropyForward(logits, targets, N, V)
-			crossEntropyBackward(dlogits, logits, targets, N, V, 1/float64(n))
+			_, n := crossEntropyForward(parallel.Threads(), logits, targets, N, V)
+			crossEntropyBackward(parallel.Threads(), dlogits, logits, targets, N, V, 1/float64(n))
 		},
 	})
 }
@@ -164,11 +166,11 @@ func TestLayerFiniteDifferences(t *testing.T) {
 // over V classes give loss log V, and ignored rows do not count.
 func TestCrossEntropyKnown(t *testing.T) {
 	logits := []float64{0, 0, 0, 0, 5, 1, 2, 3}
-	l, n := crossEntropyForward(logits, []int32{2, -1}, 2, 4)
+	l, n := crossEntropyForward(parallel.Threads(), logits, []int32{2, -1}, 2, 4)
 	if n != 1 || l != 1.3862943611198906 { // ln 4
 		t.Errorf("loss %v over %d rows, want ln 4 over 1", l, n)
 	}
-	if l, n := crossEntropyForward(logits, []int32{-1, -1}, 2, 4); l != 0 || n != 0 {
+	if l, n := crossEntropyForward(parallel.Threads(), logits, []int32{-1, -1}, 2, 4); l != 0 || n != 0 {
 		t.Errorf("all ignored: loss %v over %d rows", l, n)
 	}
 }

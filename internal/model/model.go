@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
-	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -45,9 +44,15 @@ type Model[F kernels.Float] struct {
 	// error it returns stops the forward there, which returns that error
 	// (and leaves nothing for Backward).
 	Cancel func() error
-	// Threads is the thread budget of the model's own products and loops
-	// (0: parallel.Threads(), the default). The mixers run on the default
-	// budget.
+	// Threads is the thread budget of every pass of the model, its mixers'
+	// included (0: the default, parallel.Threads() at the time of the
+	// call). Change it between steps, never between Forward and Backward.
+	// The logits of Forward and of decoding are bitwise the same on every
+	// budget. The loss's last bits depend on it (per-thread partial sums),
+	// and so do the gradients of entmax and topk (a head shared by two
+	// threads' work is summed from private accumulators) and aft_conv's
+	// rel_bias gradient (per-thread partial sums); every other gradient
+	// does not (TestThreadBudget).
 	Threads int
 
 	// inspect, set only by Diagnose, sees every layer's output and every
@@ -72,10 +77,9 @@ type Model[F kernels.Float] struct {
 	bf16     []blockBF16
 	headBF16 *kernels.BF16B
 
-	plan        Plan
-	planThreads int      // parallel.Threads() when plan was made
-	acts, grds  []F      // activation slab and gradient slab
-	acts16      []uint16 // the 16-bit activation slab (Plan.HalfElems)
+	plan       Plan
+	acts, grds []F      // activation slab and gradient slab
+	acts16     []uint16 // the 16-bit activation slab (Plan.HalfElems)
 
 	// The last forward's inputs.
 	tokens, targets []int32
@@ -154,10 +158,10 @@ func sizeOf[F kernels.Float](F) int {
 	return 8
 }
 
-// Plan returns the memory plan for a batch of B sequences of length T,
-// without allocating it.
+// Plan returns the memory plan for a batch of B sequences of length T on
+// the model's thread budget, without allocating it.
 func (m *Model[F]) Plan(B, T int) Plan {
-	return newPlan(m.Config, m.mixers, B, T)
+	return newPlan(m.Config, m.mixers, B, T, m.threads())
 }
 
 // Mixer returns block i's mixer (for reporting statistics).
@@ -182,24 +186,18 @@ func (m *Model[F]) act16(s span) []uint16 {
 func (m *Model[F]) grad(s span) []F { return m.grds[s.off : s.off+s.n : s.off+s.n] }
 
 // threads is the model's thread budget (Threads, else the default).
-func (m *Model[F]) threads() int {
-	if m.Threads > 0 {
-		return m.Threads
-	}
-	return parallel.Threads()
-}
+func (m *Model[F]) threads() int { return mixer.Budget(m.Threads) }
 
-// reserve makes the slabs fit the plan of (B,T), reallocating only when a
-// slab must grow.
+// reserve makes the slabs fit the plan of (B,T) on the model's thread
+// budget, reallocating only when a slab must grow. Mixer scratch is sized
+// per thread, so a changed budget re-plans too; the passes until the next
+// reserve run on m.plan.Threads.
 func (m *Model[F]) reserve(B, T int) {
-	// Mixer scratch is sized per thread, so a changed thread count re-plans
-	// too (NOTE: change threads between steps, never between Forward and
-	// Backward).
-	if m.plan.B == B && m.plan.T == T && m.planThreads == parallel.Threads() && m.acts != nil {
+	th := m.threads()
+	if m.plan.B == B && m.plan.T == T && m.plan.Threads == th && m.acts != nil {
 		return
 	}
-	m.plan = newPlan(m.Config, m.mixers, B, T)
-	m.planThreads = parallel.Threads()
+	m.plan = newPlan(m.Config, m.mixers, B, T, th)
 	if cap(m.acts) < m.plan.ActElems {
 		m.acts = make([]F, m.plan.ActElems)
 	}
@@ -258,7 +256,7 @@ func PassSeed(seed uint64, step, layer int) uint64 {
 }
 
 func (m *Model[F]) pass(layer int) mixer.Pass {
-	return mixer.Pass{B: m.plan.B, T: m.plan.T, Pad: m.pad, Seed: PassSeed(m.Seed, m.Step, layer)}
+	return mixer.Pass{B: m.plan.B, T: m.plan.T, Pad: m.pad, Seed: PassSeed(m.Seed, m.Step, layer), Threads: m.plan.Threads}
 }
 
 // Forward runs the model on tokens [B,T] and returns the loss when targets
@@ -347,17 +345,17 @@ func (m *Model[F]) headForward() float64 {
 	B, T, D, V := p.B, p.T, c.DModel, c.HeadOut()
 	N := B * T
 	lnf := m.act(p.lnf)
-	layerNormForward(lnf, m.act(p.lnfMean), m.act(p.lnfRstd), m.act(p.res[c.NLayers]), m.w.lnfw, m.w.lnfb, N, D)
+	layerNormForward(p.Threads, lnf, m.act(p.lnfMean), m.act(p.lnfRstd), m.act(p.res[c.NLayers]), m.w.lnfw, m.w.lnfb, N, D)
 	m.store(lnf)
 	logits := m.act(p.logits)
 	rows := N
 	if c.Task == "classify" {
 		pooled := m.act(p.pooled)
 		poolForward(pooled, lnf, m.pad, c.Pool == "first", B, T, D)
-		kernels.LinearForward(m.threads(), m.prec, logits, pooled, m.w.headw, m.headBF16, m.w.headb, B, D, V, false)
+		kernels.LinearForward(p.Threads, m.prec, logits, pooled, m.w.headw, m.headBF16, m.w.headb, B, D, V, false)
 		rows = B
 	} else {
-		kernels.LinearForward(m.threads(), m.prec, logits, lnf, m.w.headw, m.headBF16, m.w.headb, N, D, V, false)
+		kernels.LinearForward(p.Threads, m.prec, logits, lnf, m.w.headw, m.headBF16, m.w.headb, N, D, V, false)
 	}
 	if m.inspect != nil {
 		m.inspect("ln_f: output", lnf)
@@ -367,7 +365,7 @@ func (m *Model[F]) headForward() float64 {
 		m.nTargets = 0
 		return 0
 	}
-	loss, n := crossEntropyForward(logits, m.targets, rows, V)
+	loss, n := crossEntropyForward(p.Threads, logits, m.targets, rows, V)
 	m.nTargets = n
 	return loss
 }
@@ -414,19 +412,19 @@ func (m *Model[F]) headBackward(dres []F) {
 			scale *= m.LossScale
 		}
 		if c.Task == "classify" {
-			crossEntropyBackward(dlogits, logits, m.targets, B, V, scale)
+			crossEntropyBackward(p.Threads, dlogits, logits, m.targets, B, V, scale)
 			m.store(dlogits)
 			dpooled := m.grad(p.dpooled)
 			clear(dpooled)
-			kernels.LinearBackward(m.threads(), m.prec, dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V, false)
+			kernels.LinearBackward(p.Threads, m.prec, dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V, false)
 			poolBackward(dln, dpooled, m.pad, c.Pool == "first", B, T, D)
 		} else {
-			crossEntropyBackward(dlogits, logits, m.targets, N, V, scale)
+			crossEntropyBackward(p.Threads, dlogits, logits, m.targets, N, V, scale)
 			m.store(dlogits)
-			kernels.LinearBackward(m.threads(), m.prec, dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V, false)
+			kernels.LinearBackward(p.Threads, m.prec, dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V, false)
 		}
 	}
-	layerNormBackward(dres, m.g.lnfw, m.g.lnfb, dln, m.act(p.res[c.NLayers]), m.w.lnfw, m.act(p.lnfMean), m.act(p.lnfRstd), N, D)
+	layerNormBackward(p.Threads, dres, m.g.lnfw, m.g.lnfb, dln, m.act(p.res[c.NLayers]), m.w.lnfw, m.act(p.lnfMean), m.act(p.lnfRstd), N, D)
 	if m.inspect != nil {
 		m.inspect("head backward: logits gradient", dlogits)
 		m.inspectGrads("head.", "ln_f.")

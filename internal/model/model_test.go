@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tokenmix/tokenmix/internal/parallel"
+	"github.com/tokenmix/tokenmix/mixer"
 )
 
 const tinyLM = `{"vocab_size": 11, "d_model": 8, "n_heads": 2, "n_layers": 2, "d_ff": 12, "max_len": 8,
@@ -276,8 +277,9 @@ func TestCheckBatch(t *testing.T) {
 }
 
 // TestThreadsChangeReplans: mixer scratch is sized per thread, so raising
-// the thread count between steps must re-plan instead of indexing past the
-// scratch of the old plan.
+// the thread budget between steps (Model.Threads, or the default it falls
+// back to) must re-plan instead of indexing past the scratch of the old
+// plan.
 func TestThreadsChangeReplans(t *testing.T) {
 	for _, kind := range []string{"full", "aft_local", "fnet", "entmax"} {
 		cfg := `{"vocab_size": 16, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 64,
@@ -294,10 +296,14 @@ func TestThreadsChangeReplans(t *testing.T) {
 		tokens := make([]int32, 2*64)
 		targets := make([]int32, 2*64)
 		old := parallel.SetThreads(1)
-		for _, threads := range []int{1, 4} {
-			parallel.SetThreads(threads)
+		for _, tc := range []struct{ model, def int }{{0, 1}, {0, 4}, {1, 4}, {5, 4}} {
+			m.Threads = tc.model
+			parallel.SetThreads(tc.def)
 			if _, err := m.Forward(tokens, targets, 2, 64); err != nil {
 				t.Fatal(err)
+			}
+			if want := mixer.Budget(tc.model); m.plan.Threads != want {
+				t.Errorf("%s: Threads %d, default %d: plan for %d threads, want %d", kind, tc.model, tc.def, m.plan.Threads, want)
 			}
 			m.Backward()
 		}

@@ -31,6 +31,9 @@ type blockPlan struct {
 type Plan struct {
 	B, T     int
 	ElemSize int // bytes per element (4 or 8)
+	// Threads is the thread budget the mixers' scratch is sized for (the
+	// model's, at the time of the plan): every pass on the plan uses it.
+	Threads int
 
 	ActElems, GradElems int // slab sizes in elements
 	// HalfElems is the 16-bit activation slab ("act16"): under precision
@@ -56,7 +59,7 @@ type Plan struct {
 	ffh, ffg span // [R,DFF]: fc1 output and GELU when ff_chunks > 1 (R = chunk rows)
 	dg, dh   span // [R,DFF]: gradients of GELU output and fc1 output
 	ffg16    span // [B·T·DFF/2]: the GELU output in bf16 (see Model.gelu16)
-	mixScr   span // max over blocks of mixer.ScratchSize(B,T)
+	mixScr   span // max over blocks of mixer.ScratchSize(B,T,Threads)
 	dlogits  span // like logits
 	dpooled  span // [B,D] (classify)
 	ddrop    span // [B,T,D]: a branch's output gradient through the dropout mask (dropout > 0)
@@ -123,10 +126,11 @@ func ffRows(c *Config, bt int) int {
 }
 
 // newPlan computes the memory plan for config c with the given mixers
-// (for their ActSize and ScratchSize) at batch B and length T.
-func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan {
+// (for their ActSize and ScratchSize) at batch B and length T, for passes
+// on at most threads threads.
+func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads int) Plan {
 	var zero F
-	p := Plan{B: B, T: T, ElemSize: int(unsafe.Sizeof(zero))}
+	p := Plan{B: B, T: T, ElemSize: int(unsafe.Sizeof(zero)), Threads: threads}
 	D, BT, L := c.DModel, B*T, c.NLayers
 	R := ffRows(c, BT)
 	add := func(slab, name string, count, n int) span {
@@ -166,7 +170,7 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T int) Plan
 	maxAct, maxScr := 0, 0
 	for _, m := range mixers {
 		maxAct = max(maxAct, m.ActSize(B, T))
-		maxScr = max(maxScr, m.ScratchSize(B, T))
+		maxScr = max(maxScr, m.ScratchSize(B, T, threads))
 	}
 	for i := 0; i < nb; i++ {
 		cnt := b2i(i == 0) * nb
@@ -249,11 +253,12 @@ func b2i(b bool) int {
 	return 0
 }
 
-// MixerBytes is the planned memory of one mixer layer run alone at (B,T):
-// its input x, output, their gradients ([B,T,D] each), its activations and
-// its scratch, in bytes of F. `tokenmix bench mixer` reports it.
-func MixerBytes[F kernels.Float](m mixer.Mixer[F], B, T, D int) int64 {
+// MixerBytes is the planned memory of one mixer layer run alone at (B,T)
+// on a budget of threads threads: its input x, output, their gradients
+// ([B,T,D] each), its activations and its scratch, in bytes of F.
+// `tokenmix bench mixer` reports it.
+func MixerBytes[F kernels.Float](m mixer.Mixer[F], B, T, D, threads int) int64 {
 	var zero F
-	n := 4*B*T*D + m.ActSize(B, T) + m.ScratchSize(B, T)
+	n := 4*B*T*D + m.ActSize(B, T) + m.ScratchSize(B, T, threads)
 	return int64(n) * int64(unsafe.Sizeof(zero))
 }

@@ -23,7 +23,7 @@ func TestPlanLinearInT(t *testing.T) {
 		if float64(b) > 2.05*float64(a) {
 			t.Errorf("model plan: %d bytes at T=%d, %d at T=%d (more than linear)", a, T, b, 2*T)
 		}
-		ma, mb := MixerBytes(m.Mixer(0), 1, T, 64), MixerBytes(m.Mixer(0), 1, 2*T, 64)
+		ma, mb := MixerBytes(m.Mixer(0), 1, T, 64, 2), MixerBytes(m.Mixer(0), 1, 2*T, 64, 2)
 		if float64(mb) > 2.05*float64(ma) {
 			t.Errorf("mixer plan: %d bytes at T=%d, %d at T=%d (more than linear)", ma, T, mb, 2*T)
 		}

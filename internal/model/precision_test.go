@@ -190,7 +190,7 @@ func TestGeluRecompute(t *testing.T) {
 		if prec == "bf16" {
 			want := slices.Clone(m.gelu16())
 			got := make([]uint16, len(want))
-			geluFrom16(m.f16, nil, got, h16)
+			geluFrom16(2, m.f16, nil, got, h16)
 			if !slices.Equal(got, want) {
 				t.Errorf("bf16: recomputed GELU differs from forward's")
 			}
@@ -201,7 +201,7 @@ func TestGeluRecompute(t *testing.T) {
 		}
 		want := slices.Clone(m.grad(p.dg))
 		got := make([]float32, len(want))
-		geluFrom16(m.f16, got, nil, h16)
+		geluFrom16(2, m.f16, got, nil, h16)
 		if !slices.Equal(got, want) {
 			t.Errorf("fp16: recomputed GELU differs from forward's")
 		}

@@ -92,7 +92,7 @@ func (m *Model[F]) revForward() error {
 		m.blockFFForward(i, x2, x2, x1)    // y2 = x2 + FF(LN2(y1))
 	}
 	mean := m.act(p.res[c.NLayers])
-	parallel.For(parallel.Threads(), len(mean), 1<<14, func(_, lo, hi int) {
+	parallel.For(p.Threads, len(mean), 1<<14, func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			mean[k] = (x1[k] + x2[k]) / 2
 		}
@@ -110,7 +110,7 @@ func (m *Model[F]) revBackward() {
 	d1, d2 := m.grad(p.dres), m.grad(p.rev.d2)
 	clear(d1)
 	m.headBackward(d1) // ∂loss/∂mean
-	parallel.For(parallel.Threads(), len(d1), 1<<14, func(_, lo, hi int) {
+	parallel.For(p.Threads, len(d1), 1<<14, func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			d1[k] /= 2
 			d2[k] = d1[k]
@@ -132,25 +132,25 @@ func (m *Model[F]) revBackward() {
 		for i := L - 1; i >= 0; i-- {
 			clear(br)
 			m.blockFFForward(i, br, br, y1) // FF(LN2(y1)), refilling block internals
-			sub(y2, br)                     // y2 ← x2
+			sub(p.Threads, y2, br)          // y2 ← x2
 			m.blockFFBackward(i, d1, d2, y1)
 			clear(br)
 			m.blockMixerForward(i, br, br, y2) // mixer(LN1(x2))
-			sub(y1, br)                        // y1 ← x1
+			sub(p.Threads, y1, br)             // y1 ← x1
 			m.blockMixerBackward(i, d2, d1, y2)
 		}
 	}
 	// x1 = x2 = embeddings: their gradients add.
-	addRows(d1, d1, d2)
+	addRows(p.Threads, d1, d1, d2)
 	embeddingBackward(m.g.embed, m.g.pos, d1, m.tokens, p.B, p.T, c.DModel)
 }
 
-// sub sets dst −= a across threads.
-func sub[F interface{ ~float32 | ~float64 }](dst, a []F) {
+// sub sets dst −= a across at most threads threads.
+func sub[F interface{ ~float32 | ~float64 }](threads int, dst, a []F) {
 	if len(dst) != len(a) {
 		panic(fmt.Sprintf("model: sub of %d and %d elements", len(dst), len(a)))
 	}
-	parallel.For(parallel.Threads(), len(a), 1<<14, func(_, lo, hi int) {
+	parallel.For(threads, len(a), 1<<14, func(_, lo, hi int) {
 		for k := lo; k < hi; k++ {
 			dst[k] -= a[k]
 		}

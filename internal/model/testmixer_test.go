@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
-	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 	"github.com/tokenmix/tokenmix/mixer/registry"
 )
@@ -19,10 +18,10 @@ type cumMean[F kernels.Float] struct {
 	w, g   [][]F
 }
 
-func (m *cumMean[F]) Params() []mixer.ParamSpec { return mixer.Linear("o", m.d, m.d, true) }
-func (m *cumMean[F]) Bind(w, g [][]F)           { m.w, m.g = w, g }
-func (m *cumMean[F]) ActSize(b, t int) int      { return b * t * m.d }
-func (m *cumMean[F]) ScratchSize(b, t int) int  { return b * t * m.d }
+func (m *cumMean[F]) Params() []mixer.ParamSpec   { return mixer.Linear("o", m.d, m.d, true) }
+func (m *cumMean[F]) Bind(w, g [][]F)             { m.w, m.g = w, g }
+func (m *cumMean[F]) ActSize(b, t int) int        { return b * t * m.d }
+func (m *cumMean[F]) ScratchSize(b, t, _ int) int { return b * t * m.d }
 
 func (m *cumMean[F]) allowed(p mixer.Pass, b, t, j int) bool {
 	return p.Allowed(b, j) && (!m.causal || j <= t)
@@ -37,7 +36,7 @@ func (m *cumMean[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 			n := 0
 			for j := 0; j < p.T; j++ {
 				if m.allowed(p, b, t, j) {
-					kernels.AddTo(u, x[(b*p.T+j)*D:(b*p.T+j+1)*D])
+					kernels.AddTo(1, u, x[(b*p.T+j)*D:(b*p.T+j+1)*D])
 					n++
 				}
 			}
@@ -48,14 +47,14 @@ func (m *cumMean[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 			}
 		}
 	}
-	kernels.LinearForward(parallel.Threads(), kernels.PrecFP32, out, act, m.w[0], nil, m.w[1], p.B*p.T, D, D, false)
+	kernels.LinearForward(mixer.Budget(p.Threads), kernels.PrecFP32, out, act, m.w[0], nil, m.w[1], p.B*p.T, D, D, false)
 }
 
 func (m *cumMean[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	D := m.d
 	du := scratch[:p.B*p.T*D]
 	clear(du)
-	kernels.LinearBackward(parallel.Threads(), kernels.PrecFP32, du, m.g[0], m.g[1], dout, act, m.w[0], p.B*p.T, D, D, false)
+	kernels.LinearBackward(mixer.Budget(p.Threads), kernels.PrecFP32, du, m.g[0], m.g[1], dout, act, m.w[0], p.B*p.T, D, D, false)
 	for b := 0; b < p.B; b++ {
 		for t := 0; t < p.T; t++ {
 			n := 0

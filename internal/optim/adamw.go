@@ -38,12 +38,15 @@ func Groups(sizes []int, noDecay []bool) []Group {
 
 // AdamW is the optimiser state for one parameter slab: hyper-parameters,
 // groups, the first and second moments M and V (same length as the slab) and
-// the number of updates done so far.
+// the number of updates done so far. Threads is the thread budget of
+// Update (0: the default, parallel.Threads() at the time of the call); the
+// result does not depend on it.
 type AdamW[F kernels.Float] struct {
 	Beta1, Beta2, Eps, WeightDecay float64
 	Groups                         []Group
 	M, V                           []F
 	Step                           int
+	Threads                        int
 }
 
 // NewAdamW returns AdamW state with zero moments for a slab of n parameters.
@@ -71,14 +74,18 @@ func (o *AdamW[F]) Update(params, grads []F, lr float64) {
 		panic(fmt.Sprintf("optim: Update with %d params and %d grads, state has %d", len(params), len(grads), len(o.M)))
 	}
 	o.Step++
+	th := o.Threads
+	if th < 1 {
+		th = parallel.Threads()
+	}
 	for _, g := range o.Groups {
 		wd := 0.0
 		if g.Decay {
 			wd = o.WeightDecay
 		}
-		parallel.For(parallel.Threads(), g.Hi-g.Lo, 1<<14, func(_, lo, hi int) {
+		parallel.For(th, g.Hi-g.Lo, 1<<14, func(_, lo, hi int) {
 			lo, hi = lo+g.Lo, hi+g.Lo
-			kernels.AdamW(params[lo:hi], grads[lo:hi], o.M[lo:hi], o.V[lo:hi], lr, o.Beta1, o.Beta2, o.Eps, wd, o.Step)
+			kernels.AdamW(th, params[lo:hi], grads[lo:hi], o.M[lo:hi], o.V[lo:hi], lr, o.Beta1, o.Beta2, o.Eps, wd, o.Step)
 		})
 	}
 }

@@ -36,9 +36,9 @@ var (
 func (p *poison[F]) Params() []mixer.ParamSpec {
 	return []mixer.ParamSpec{{Name: "scale.weight", Shape: []int{p.d}, Init: mixer.InitOnes, NoDecay: true}}
 }
-func (p *poison[F]) Bind(w, g [][]F)          { p.w, p.g = w[0], g[0] }
-func (p *poison[F]) ActSize(b, t int) int     { return 0 }
-func (p *poison[F]) ScratchSize(b, t int) int { return 0 }
+func (p *poison[F]) Bind(w, g [][]F)             { p.w, p.g = w[0], g[0] }
+func (p *poison[F]) ActSize(b, t int) int        { return 0 }
+func (p *poison[F]) ScratchSize(b, t, _ int) int { return 0 }
 func (p *poison[F]) Forward(out, act, scratch, x []F, ps mixer.Pass) {
 	for i, v := range x[:ps.B*ps.T*p.d] {
 		out[i] = p.w[i%p.d] * v

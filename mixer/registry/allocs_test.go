@@ -37,7 +37,7 @@ func allocs(t *testing.T, k mixer.Kind, b, T int) (fwd, bwd float64) {
 	for i := range x {
 		x[i], dout[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
 	}
-	act, scratch := make([]float32, m.ActSize(b, T)), make([]float32, m.ScratchSize(b, T))
+	act, scratch := make([]float32, m.ActSize(b, T)), make([]float32, m.ScratchSize(b, T, 0))
 	p := mixer.Pass{B: b, T: T, Seed: 7}
 	m.Forward(out, act, scratch, x, p)
 	m.Backward(dx, scratch, dout, act, x, p)

@@ -69,7 +69,7 @@ func (s *shift[F]) Params() []mixer.ParamSpec {
 }
 func (s *shift[F]) Bind(w, g [][]F)                 { s.w, s.g = w[0], g[0] }
 func (s *shift[F]) ActSize(b, t int) int            { return 0 }
-func (s *shift[F]) ScratchSize(b, t int) int        { return 0 }
+func (s *shift[F]) ScratchSize(b, t, _ int) int     { return 0 }
 func (s *shift[F]) key(p mixer.Pass, b, t int) bool { return t > 0 && p.Allowed(b, t-1) }
 
 func (s *shift[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {

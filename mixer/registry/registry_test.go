@@ -87,7 +87,7 @@ func forwardFinite(t *testing.T, name string, m mixer.Mixer[float32]) {
 		out[i] = float32(math.NaN())
 	}
 	act := make([]float32, m.ActSize(B, T))
-	scr := make([]float32, m.ScratchSize(B, T))
+	scr := make([]float32, m.ScratchSize(B, T, 0))
 	m.Forward(out, act, scr, x, mixer.Pass{B: B, T: T, Seed: 1})
 	for i, v := range out {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {

@@ -117,7 +117,7 @@ func (a *AFT[F]) Bind(w, g [][]F) {
 
 // UseBF16 implements mixer.BF16Inference: the q, k, v and o projections
 // multiply in bf16 from now on; the sums stay in F.
-func (a *AFT[F]) UseBF16() error { return a.proj.UseBF16() }
+func (a *AFT[F]) UseBF16(threads int) error { return a.proj.UseBF16(threads) }
 
 // bias returns the positional parameter (nil for aft_simple) and its
 // gradient.
@@ -171,16 +171,17 @@ func (a *AFT[F]) ActSize(b, t int) int {
 // ScratchSize covers Forward (K [B,T,D], allowed-token counts [B,T+1],
 // per-row-block maxima and sums [B,T/64,3D]) and Backward (dY, dQ, dV
 // [B,T,D], the weighted gradients and their transposed sums [B,T,2D] each),
-// plus per-thread rows or tiles (parallel.Threads() at the time of the
-// call). aft_simple's is 3·B·T·D, 4·D per row block of 64, one flag per
-// block, 3·D and 4·D per thread.
-func (a *AFT[F]) ScratchSize(b, t int) int {
+// plus per-thread rows or tiles (threads of them, the pass's budget).
+// aft_simple's is 3·B·T·D, 4·D per row block of 64, one flag per block,
+// 3·D and 4·D per thread.
+func (a *AFT[F]) ScratchSize(b, t, threads int) int {
 	n := b * t * a.D
 	nblk := b * ((t + blockT - 1) / blockT)
+	nt := mixer.Budget(threads)
 	if a.v == vSimple {
-		return 3*n + 4*nblk*a.D + nblk + 3*a.D + parallel.Threads()*4*a.D
+		return 3*n + 4*nblk*a.D + nblk + 3*a.D + nt*4*a.D
 	}
-	return 7*n + b*(t+1) + nblk*3*a.D + parallel.Threads()*a.workerSize(t)
+	return 7*n + b*(t+1) + nblk*3*a.D + nt*a.workerSize(t)
 }
 
 // Forward computes out = o(σ(Q)⊙R) for x [B,T,D]; see the package doc.
@@ -189,32 +190,32 @@ func (a *AFT[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	if (a.v == vFull || a.v == vLocal) && p.T > a.MaxLen {
 		panic(fmt.Sprintf("aft: T=%d exceeds max_len %d", p.T, a.MaxLen))
 	}
-	N, D := p.B*p.T, a.D
+	N, D, th := p.B*p.T, a.D, mixer.Budget(p.Threads)
 	s := a.split(act, p.B, p.T)
 	x = x[:N*D]
-	a.proj.Forward(pq, s.sq, x, N)
-	sigmoid(s.sq)
+	a.proj.Forward(th, pq, s.sq, x, N)
+	sigmoid(th, s.sq)
 	k := scratch[:N*D]
-	a.proj.Forward(pk, k, x, N)
-	a.proj.Forward(pv, s.v, x, N)
+	a.proj.Forward(th, pk, k, x, N)
+	a.proj.Forward(th, pv, s.v, x, N)
 	if a.v == vSimple {
 		a.simpleForward(s, k, scratch[N*D:], p)
 	} else {
 		a.bandForward(s, k, scratch[N*D:], p)
 	}
-	a.proj.Forward(po, out, s.y, N)
+	a.proj.Forward(th, po, out, s.y, N)
 }
 
 // Backward accumulates dx and the parameter gradients given dout and the
 // matching Forward's act.
 func (a *AFT[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
-	N, D := p.B*p.T, a.D
+	N, D, th := p.B*p.T, a.D, mixer.Budget(p.Threads)
 	s := a.split(act, p.B, p.T)
 	x, dout = x[:N*D], dout[:N*D]
 	dy, dq, dv := scratch[:N*D], scratch[N*D:2*N*D], scratch[2*N*D:3*N*D]
-	a.proj.Backward(po, dy, dout, s.y, N, true)
+	a.proj.Backward(th, po, dy, dout, s.y, N, true)
 	// dq = dY⊙R⊙σ'(Q), the same for every kind.
-	parallel.For(parallel.Threads(), N, 64, func(_, lo, hi int) {
+	parallel.For(th, N, 64, func(_, lo, hi int) {
 		for i := lo * D; i < hi*D; i++ {
 			sq := s.sq[i]
 			dq[i] = dy[i] * s.r[i] * sq * (1 - sq)
@@ -227,14 +228,14 @@ func (a *AFT[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 		a.bandBackward(dy, dv, s, scratch[3*N*D:], p)
 	}
 	dk := dy
-	a.proj.Backward(pq, dx, dq, x, N, false)
-	a.proj.Backward(pk, dx, dk, x, N, false)
-	a.proj.Backward(pv, dx, dv, x, N, false)
+	a.proj.Backward(th, pq, dx, dq, x, N, false)
+	a.proj.Backward(th, pk, dx, dk, x, N, false)
+	a.proj.Backward(th, pv, dx, dv, x, N, false)
 }
 
-// sigmoid replaces x with 1/(1+exp(−x)).
-func sigmoid[F kernels.Float](x []F) {
-	parallel.For(parallel.Threads(), len(x), 4096, func(_, lo, hi int) {
+// sigmoid replaces x with 1/(1+exp(−x)), on at most threads threads.
+func sigmoid[F kernels.Float](threads int, x []F) {
+	parallel.For(threads, len(x), 4096, func(_, lo, hi int) {
 		seg := x[lo:hi]
 		for i, v := range seg {
 			seg[i] = -v

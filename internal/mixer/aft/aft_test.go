@@ -137,7 +137,7 @@ func TestMatchesNaive(t *testing.T) {
 		}
 		out := make([]float64, N)
 		act := make([]float64, fast.ActSize(c.B, c.T))
-		scr := make([]float64, fast.ScratchSize(c.B, c.T))
+		scr := make([]float64, fast.ScratchSize(c.B, c.T, 0))
 		fast.Forward(out, act, scr, x, p)
 		dx1, dx2 := make([]float64, N), make([]float64, N)
 		fast.Backward(dx1, scr, dout, act, x, p)
@@ -175,7 +175,7 @@ func TestThreadsAgree(t *testing.T) {
 			p := mixer.Pass{B: B, T: T}
 			out := make([]float64, len(x))
 			act := make([]float64, a.ActSize(B, T))
-			scr := make([]float64, a.ScratchSize(B, T))
+			scr := make([]float64, a.ScratchSize(B, T, 0))
 			a.Forward(out, act, scr, x, p)
 			dx := make([]float64, len(x))
 			a.Backward(dx, scr, x, act, x, p)
@@ -258,7 +258,7 @@ func TestFloat32ExtremeFinite(t *testing.T) {
 			p := mixer.Pass{B: B, T: T, Pad: pad}
 			out, dx := make([]float32, len(x)), make([]float32, len(x))
 			act := make([]float32, a.ActSize(B, T))
-			scr := make([]float32, a.ScratchSize(B, T))
+			scr := make([]float32, a.ScratchSize(B, T, 0))
 			a.Forward(out, act, scr, x, p)
 			a.Backward(dx, scr, out, act, x, p)
 			for _, v := range [][]float32{out, dx, g[2], g[len(g)-1]} {

@@ -56,31 +56,31 @@ func (a *AFT[F]) NewState(maxLen int, _ uint64) mixer.State {
 // O(S·D) for aft_local and aft_conv and O(t·D) for aft_full; for those
 // three a prompt (the first positions of a state, n > 1) runs as one
 // Forward instead.
-func (a *AFT[F]) Decode(out, x []F, st mixer.State, n int) error {
+func (a *AFT[F]) Decode(out, x []F, st mixer.State, n, threads int) error {
 	states, err := mixer.RepeatState(st, n, func(s *decodeState[F]) int { return s.max })
 	if err != nil {
 		return err
 	}
 	if s := states[0]; s.n == 0 && n > 1 && s.keep > 0 && a.Causal {
-		a.prefill(out, x, s, n)
+		a.prefill(out, x, s, n, threads)
 		return nil
 	}
-	return a.decodeRows(out, x, states)
+	return a.decodeRows(out, x, states, threads)
 }
 
 // prefill decodes the first n positions of the empty state s with one
 // causal Forward over them (the band GEMMs and blocked scans rather than n
 // window scans), then leaves in s what those positions leave: the rows the
 // bias still reaches, and the sums of the positions beyond its reach.
-func (a *AFT[F]) prefill(out, x []F, s *decodeState[F], n int) {
+func (a *AFT[F]) prefill(out, x []F, s *decodeState[F], n, threads int) {
 	D := a.D
-	p := mixer.Pass{B: 1, T: n}
+	p := mixer.Pass{B: 1, T: n, Threads: mixer.Budget(threads)}
 	na := a.ActSize(1, n)
-	buf := make([]F, na+a.ScratchSize(1, n)+2*n*D)
+	buf := make([]F, na+a.ScratchSize(1, n, p.Threads)+2*n*D)
 	act, scratch, k, v := buf[:na], buf[na:len(buf)-2*n*D], buf[len(buf)-2*n*D:len(buf)-n*D], buf[len(buf)-n*D:]
 	a.Forward(out[:n*D], act, scratch, x[:n*D], p)
-	a.proj.Forward(pk, k, x, n)
-	a.proj.Forward(pv, v, x, n)
+	a.proj.Forward(p.Threads, pk, k, x, n)
+	a.proj.Forward(p.Threads, pv, v, x, n)
 	e := make([]F, D)
 	for j := range n {
 		kj, vj := k[j*D:(j+1)*D], v[j*D:(j+1)*D]
@@ -96,12 +96,12 @@ func (a *AFT[F]) prefill(out, x []F, s *decodeState[F], n int) {
 
 // DecodeBatch implements mixer.BatchDecoder: one next position for each of
 // several sequences, with the projections over all of them at once.
-func (a *AFT[F]) DecodeBatch(out, x []F, states []mixer.State) error {
+func (a *AFT[F]) DecodeBatch(out, x []F, states []mixer.State, threads int) error {
 	ss, err := mixer.BatchStates(states, func(s *decodeState[F]) int { return s.max })
 	if err != nil {
 		return err
 	}
-	return a.decodeRows(out, x, ss)
+	return a.decodeRows(out, x, ss, threads)
 }
 
 // decodeWork is one decodeRows call's workspace: the projected rows, and
@@ -121,11 +121,12 @@ var decodePool sync.Pool
 
 // decodeRows decodes row r of x as the next position of states[r] (one
 // state may take several consecutive rows, decoded in order; distinct
-// states are decoded in parallel).
-func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
+// states are decoded in parallel, on at most threads threads).
+func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F], threads int) error {
 	if !a.Causal {
 		return fmt.Errorf("aft: decoding needs a causal mixer")
 	}
+	th := mixer.Budget(threads)
 	n, D := len(states), a.D
 	w, ok := decodePool.Get().(*decodeWork[F])
 	if !ok {
@@ -138,7 +139,7 @@ func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
 		}
 		*b = (*b)[:n*D]
 	}
-	for len(w.scratch) < parallel.Threads() {
+	for len(w.scratch) < th {
 		w.scratch = append(w.scratch, rowScratch[F]{})
 	}
 	for i := range w.scratch {
@@ -146,10 +147,10 @@ func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
 			*sc = rowScratch[F]{e: make([]F, D), wmx: make([]F, D), mx: make([]float64, D), num: make([]float64, D), den: make([]float64, D)}
 		}
 	}
-	a.proj.Forward(pq, w.q, x, n)
-	sigmoid(w.q)
-	a.proj.Forward(pk, w.k, x, n)
-	a.proj.Forward(pv, w.v, x, n)
+	a.proj.Forward(th, pq, w.q, x, n)
+	sigmoid(th, w.q)
+	a.proj.Forward(th, pk, w.k, x, n)
+	a.proj.Forward(th, pv, w.v, x, n)
 	bias, _ := a.bias()
 	rows := func(worker, lo, hi int) {
 		for r := lo; r < hi; r++ {
@@ -159,9 +160,9 @@ func (a *AFT[F]) decodeRows(out, x []F, states []*decodeState[F]) error {
 	if n > 1 && states[0] == states[1] {
 		rows(0, 0, n) // one sequence's consecutive positions
 	} else {
-		parallel.For(parallel.Threads(), n, 1, rows)
+		parallel.For(th, n, 1, rows)
 	}
-	a.proj.Forward(po, out, w.y, n)
+	a.proj.Forward(th, po, out, w.y, n)
 	return nil
 }
 

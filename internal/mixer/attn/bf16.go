@@ -105,21 +105,21 @@ func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
 			hp.dkT, hp.dvT = hp.dkT[:m], hp.dvT[:m]
 		}
 	}
-	parallel.For(parallel.Threads(), n, 1, func(_, lo, hi int) {
+	parallel.For(d.threads, n, 1, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			off := u/d.H*T*D + u%d.H*Dh
-			kernels.PackBF16A(parallel.Threads(), &hp.qa[u], false, T, Dh, q[off:], D)
-			kernels.PackBF16B(parallel.Threads(), &hp.kt[u], true, Dh, T, k[off:], D)
+			kernels.PackBF16A(d.threads, &hp.qa[u], false, T, Dh, q[off:], D)
+			kernels.PackBF16B(d.threads, &hp.kt[u], true, Dh, T, k[off:], D)
 			if !backward {
-				kernels.PackBF16B(parallel.Threads(), &hp.vb[u], false, T, Dh, v[off:], D)
+				kernels.PackBF16B(d.threads, &hp.vb[u], false, T, Dh, v[off:], D)
 				continue
 			}
-			kernels.PackBF16A(parallel.Threads(), &hp.doa[u], false, T, Dh, do[off:], D)
-			kernels.PackBF16B(parallel.Threads(), &hp.vt[u], true, Dh, T, v[off:], D)
-			kernels.PackBF16B(parallel.Threads(), &hp.dob[u], false, T, Dh, do[off:], D)
-			kernels.PackBF16B(parallel.Threads(), &hp.kb[u], false, T, Dh, k[off:], D)
-			kernels.PackBF16A(parallel.Threads(), &hp.qT[u], true, Dh, T, q[off:], D)
-			kernels.PackBF16A(parallel.Threads(), &hp.doT[u], true, Dh, T, do[off:], D)
+			kernels.PackBF16A(d.threads, &hp.doa[u], false, T, Dh, do[off:], D)
+			kernels.PackBF16B(d.threads, &hp.vt[u], true, Dh, T, v[off:], D)
+			kernels.PackBF16B(d.threads, &hp.dob[u], false, T, Dh, do[off:], D)
+			kernels.PackBF16B(d.threads, &hp.kb[u], false, T, Dh, k[off:], D)
+			kernels.PackBF16A(d.threads, &hp.qT[u], true, Dh, T, q[off:], D)
+			kernels.PackBF16A(d.threads, &hp.doT[u], true, Dh, T, do[off:], D)
 			clear(hp.dkT[u*Dh*T : (u+1)*Dh*T])
 			clear(hp.dvT[u*Dh*T : (u+1)*Dh*T])
 		}
@@ -143,7 +143,7 @@ func (hp *headPacks) addKeyGrads(dk, dv []float32, d dims) {
 	T, D, Dh, H := d.T, d.D, d.Dh, d.H
 	const tb = 16
 	nb := (T + tb - 1) / tb
-	parallel.For(parallel.Threads(), d.B*H*nb, 1, func(_, lo, hi int) {
+	parallel.For(d.threads, d.B*H*nb, 1, func(_, lo, hi int) {
 		for w := lo; w < hi; w++ {
 			u, t0 := w/nb, w%nb*tb
 			t1 := min(t0+tb, T)

@@ -62,7 +62,7 @@ func TestBF16Packed(t *testing.T) {
 					}
 				}
 				act := make([]float32, a.ActSize(B, c.T))
-				scr := make([]float32, a.ScratchSize(B, c.T))
+				scr := make([]float32, a.ScratchSize(B, c.T, 0))
 				outs[i] = make([]float32, len(x))
 				a.Forward(outs[i], act, scr, x, p)
 				dxs[i] = make([]float32, len(x))

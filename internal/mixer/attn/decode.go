@@ -102,29 +102,29 @@ func grow[F kernels.Float](b []F, n int) []F {
 // next n positions' inputs x [n,D]. Position t visits the cached keys and
 // values its pattern allows (KeyLister, or Allow on every earlier
 // position), O(allowed·D) arithmetic.
-func (a *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
+func (a *Attention[F]) Decode(out, x []F, st mixer.State, n, threads int) error {
 	states, err := mixer.RepeatState(st, n, func(s *kvState[F]) int { return s.max })
 	if err != nil {
 		return err
 	}
-	return a.decodeRows(out, x, states)
+	return a.decodeRows(out, x, states, threads)
 }
 
 // DecodeBatch implements mixer.BatchDecoder: one next position for each of
 // several sequences, with the projections over all of them at once.
-func (a *Attention[F]) DecodeBatch(out, x []F, states []mixer.State) error {
+func (a *Attention[F]) DecodeBatch(out, x []F, states []mixer.State, threads int) error {
 	ss, err := mixer.BatchStates(states, func(s *kvState[F]) int { return s.max })
 	if err != nil {
 		return err
 	}
-	return a.decodeRows(out, x, ss)
+	return a.decodeRows(out, x, ss, threads)
 }
 
-func (a *Attention[F]) decodeRows(out, x []F, states []*kvState[F]) error {
+func (a *Attention[F]) decodeRows(out, x []F, states []*kvState[F], threads int) error {
 	if !a.Causal {
 		return fmt.Errorf("attn: decoding needs a causal pattern")
 	}
-	decodeRows(out, x, states, a.H, &a.proj, a.decodeHead)
+	decodeRows(out, x, states, a.H, &a.proj, a.decodeHead, threads)
 	return nil
 }
 
@@ -133,8 +133,10 @@ func (a *Attention[F]) decodeRows(out, x []F, states []*kvState[F]) error {
 // consecutive rows). ps holds the query, key, value and output
 // projections, in that order. The rows' keys and values join
 // their caches first, in order; then every (row, head) pair attends in
-// parallel through head, each reading its cache up to its own position.
-func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], H int, ps *proj.Set[F], head func(o, q []F, s *kvState[F], i, h int, hs *headScratch[F])) {
+// parallel through head, each reading its cache up to its own position,
+// on at most threads threads (a budget as mixer.Pass.Threads).
+func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], H int, ps *proj.Set[F], head func(o, q []F, s *kvState[F], i, h int, hs *headScratch[F]), threads int) {
+	th := mixer.Budget(threads)
 	n, D := len(states), ps.D
 	Dh := D / H
 	wk := getWork[F]()
@@ -144,24 +146,24 @@ func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], H int, ps *pr
 		wk.pos = make([]int, n)
 	}
 	wk.pos = wk.pos[:n]
-	for len(wk.heads) < parallel.Threads() {
+	for len(wk.heads) < th {
 		wk.heads = append(wk.heads, headScratch[F]{})
 	}
-	ps.Forward(pq, wk.q, x, n)
-	ps.Forward(pk, wk.k, x, n)
-	ps.Forward(pv, wk.v, x, n)
+	ps.Forward(th, pq, wk.q, x, n)
+	ps.Forward(th, pk, wk.k, x, n)
+	ps.Forward(th, pv, wk.v, x, n)
 	for r, s := range states {
 		wk.pos[r] = s.n
 		s.append(wk.k[r*D:(r+1)*D], wk.v[r*D:(r+1)*D], H, Dh)
 	}
-	parallel.For(parallel.Threads(), n*H, 1, func(worker, lo, hi int) {
+	parallel.For(th, n*H, 1, func(worker, lo, hi int) {
 		hs := &wk.heads[worker]
 		for u := lo; u < hi; u++ {
 			r, h := u/H, u%H
 			head(wk.o[r*D+h*Dh:r*D+(h+1)*Dh], wk.q[r*D+h*Dh:r*D+(h+1)*Dh], states[r], wk.pos[r], h, hs)
 		}
 	})
-	ps.Forward(po, out, wk.o, n)
+	ps.Forward(th, po, out, wk.o, n)
 }
 
 // decodeHead writes head h's output o [Dh] for query q [Dh] at position i

@@ -39,8 +39,9 @@
 // proportional to the number of visited pairs times Dh, not T².
 //
 // Parallelism: the forward pass runs phase by phase; within a phase the
-// units are (batch, head, group), pulled dynamically by parallel.Threads()
-// workers, each with two score tiles from the declared scratch. Backward
+// units are (batch, head, group), pulled dynamically by the workers of the
+// pass's thread budget (mixer.Pass.Threads), each with two score tiles from
+// the declared scratch. Backward
 // units are (batch, head) pairs (a unit owns its head's dq, dk, dv), sorted
 // by cost; with fewer pairs than threads some threads idle there. Every
 // row's arithmetic is independent of the worker that runs it, so float32

@@ -52,7 +52,7 @@ func (g gbuf[F]) fill(k, v []F, d dims, lay []*Layout) {
 	}
 	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
 	ld := g.n + 16
-	parallel.For(parallel.Threads(), B*H, 1, func(_, lo, hi int) {
+	parallel.For(d.threads, B*H, 1, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			b, h := u/H, u%H
 			gl := lay[h].Gather
@@ -90,7 +90,7 @@ func (g gbuf[F]) scatter(dk, dv []F, gl []int, d dims, b, h int) {
 	u := b*d.H + h
 	for r, j := range gl {
 		dst := (b*d.T+j)*d.D + h*d.Dh
-		kernels.AddTo(dk[dst:dst+d.Dh], g.dk[(u*g.n+r)*d.Dh:(u*g.n+r+1)*d.Dh])
-		kernels.AddTo(dv[dst:dst+d.Dh], g.dv[(u*g.n+r)*d.Dh:(u*g.n+r+1)*d.Dh])
+		kernels.AddTo(1, dk[dst:dst+d.Dh], g.dk[(u*g.n+r)*d.Dh:(u*g.n+r+1)*d.Dh])
+		kernels.AddTo(1, dv[dst:dst+d.Dh], g.dv[(u*g.n+r)*d.Dh:(u*g.n+r+1)*d.Dh])
 	}
 }

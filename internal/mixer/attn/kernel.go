@@ -28,6 +28,8 @@ type dims struct {
 	slopes []float64
 	// prec is the arithmetic of the score and value products.
 	prec kernels.Prec
+	// threads is the call's thread budget (Pass.Threads resolved, ≥ 1).
+	threads int
 }
 
 // biasScores adds the ALiBi bias −slope·|i−j| to the nq×nk score tile s of
@@ -42,7 +44,7 @@ func biasScores[F kernels.Float](s []F, blk *Block, gl []int, tab []F, n int) {
 		row := s[a*nk : (a+1)*nk]
 		if !blk.Gathered && blk.KS == 1 {
 			off := blk.K0 - i + n - 1
-			kernels.AddTo(row, tab[off:off+nk])
+			kernels.AddTo(1, row, tab[off:off+nk])
 			continue
 		}
 		for c := range row {
@@ -86,11 +88,12 @@ func workerSize(t Tiles) int {
 	return (2*n + 15) &^ 15 // keep every worker's tiles 64-byte congruent
 }
 
-// runUnits runs fn(w, u) for u in [0,n) on up to nw workers that pull units
-// from a shared counter (dynamic scheduling: groups differ in cost). Every
-// unit runs exactly once; w < nw indexes per-worker scratch.
-func runUnits(nw, n int, fn func(w, u int)) {
-	nw = min(nw, n, parallel.Threads())
+// runUnits runs fn(w, u) for u in [0,n) on up to nw workers, at most
+// threads of them, that pull units from a shared counter (dynamic
+// scheduling: groups differ in cost). Every unit runs exactly once; w < nw
+// indexes per-worker scratch.
+func runUnits(threads, nw, n int, fn func(w, u int)) {
+	nw = min(nw, n, threads)
 	if nw <= 1 {
 		for u := 0; u < n; u++ {
 			fn(0, u)
@@ -98,7 +101,7 @@ func runUnits(nw, n int, fn func(w, u int)) {
 		return
 	}
 	var next atomic.Int64
-	parallel.For(parallel.Threads(), nw, 1, func(_, lo, hi int) {
+	parallel.For(threads, nw, 1, func(_, lo, hi int) {
 		for w := lo; w < hi; w++ {
 			for {
 				u := int(next.Add(1) - 1)
@@ -128,7 +131,7 @@ func sortUnits(us []unit) {
 // excluded.
 func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles, units *[]unit) {
 	B, T, D, H := d.B, d.T, d.D, d.H
-	pclear(o[:B*T*D])
+	pclear(d.threads, o[:B*T*D])
 	ninf := F(math.Inf(-1))
 	for i := range lse[:B*H*T] {
 		lse[i] = ninf // running max m
@@ -161,7 +164,7 @@ func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay
 			}
 		}
 		sortUnits(us)
-		runUnits(nw, len(us), func(w, u int) {
+		runUnits(d.threads, nw, len(us), func(w, u int) {
 			un := us[u]
 			gr := &lay[un.h].Phases[ph].Groups[un.g]
 			s := work[w*ws : w*ws+tn]
@@ -177,7 +180,7 @@ func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay
 	}
 	*units = us
 	// Normalise: o /= l, lse = m + log l.
-	parallel.For(parallel.Threads(), B*T, 64, func(_, lo, hi int) {
+	parallel.For(d.threads, B*T, 64, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			b, i := r/T, r%T
 			for h := 0; h < H; h++ {
@@ -312,7 +315,7 @@ func fwdDiag[F kernels.Float](o, m, l []F, q, k, v []F, blk *Block, d dims, p mi
 // Work is split over (batch, head): each unit owns its head's dq, dk, dv.
 func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse, q []F, lay []*Layout, d dims, p mixer.Pass, tiles Tiles, units *[]unit) {
 	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
-	parallel.For(parallel.Threads(), B*T, 64, func(_, lo, hi int) {
+	parallel.For(d.threads, B*T, 64, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			b, i := r/T, r%T
 			for h := 0; h < H; h++ {
@@ -338,7 +341,7 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 	}
 	*units = us
 	sortUnits(us)
-	runUnits(nw, len(us), func(w, u int) {
+	runUnits(d.threads, nw, len(us), func(w, u int) {
 		un := us[u]
 		s := work[w*ws : w*ws+tn]
 		dp := work[w*ws+tn : w*ws+2*tn]

@@ -140,7 +140,7 @@ func (a *Attention[F]) Bind(w, g [][]F) { a.proj.Bind(w, g) }
 
 // UseBF16 implements mixer.BF16Inference: the q, k, v and o projections
 // multiply in bf16 from now on; the attention core stays in F.
-func (a *Attention[F]) UseBF16() error { return a.proj.UseBF16() }
+func (a *Attention[F]) UseBF16(threads int) error { return a.proj.UseBF16(threads) }
 
 // ActSize is q, k, v and the pre-projection output [B,T,D] each, plus the
 // per-row log-sum-exp [B,H,T]. With 16-bit storage the four [B,T,D]
@@ -155,11 +155,11 @@ func (a *Attention[F]) ActSize(b, t int) int {
 // ScratchSize is dout·Wo, dq, dk, dv [B,T,D] each, the per-head transposed
 // copies of k and v (about B·T·D each, twice with a Stride), the gathered
 // copies (see gather.go), one [B,H,T] vector and two score tiles per thread
-// (parallel.Threads() at the time of the call); with 16-bit storage, also
-// the float32 working copies of q, k, v and o [B,T,D] each.
-func (a *Attention[F]) ScratchSize(b, t int) int {
+// of the budget; with 16-bit storage, also the float32 working copies of
+// q, k, v and o [B,T,D] each.
+func (a *Attention[F]) ScratchSize(b, t, threads int) int {
 	n := 4*b*t*a.D + 2*tcopySize(b, t, a.D, a.Stride) + gbufSize(b, a.H, a.Dh, a.gatherLen(t)) +
-		b*a.H*t + parallel.Threads()*workerSize(a.Tiles)
+		b*a.H*t + mixer.Budget(threads)*workerSize(a.Tiles)
 	if a.store16 {
 		n += 4 * b * t * a.D
 	}
@@ -200,7 +200,8 @@ func (a *Attention[F]) dims(p mixer.Pass) dims {
 	if s <= 1 {
 		s = 0
 	}
-	return dims{B: p.B, T: p.T, D: a.D, H: a.H, Dh: a.Dh, scale: 1 / math.Sqrt(float64(a.Dh)), s: s, slopes: a.Slopes, prec: a.proj.Prec}
+	return dims{B: p.B, T: p.T, D: a.D, H: a.H, Dh: a.Dh, scale: 1 / math.Sqrt(float64(a.Dh)), s: s, slopes: a.Slopes, prec: a.proj.Prec,
+		threads: mixer.Budget(p.Threads)}
 }
 
 func (a *Attention[F]) layouts(T int) []*Layout {
@@ -229,10 +230,10 @@ func (a *Attention[F]) acts(act, scratch []F, p mixer.Pass) (q, k, v, o, lse, re
 }
 
 // keep16 rounds x, the i-th of q, k, v, o, to the 16-bit format in place
-// and stores it in act16.
-func (a *Attention[F]) keep16(act16 []uint16, i int, x []F) {
+// and stores it in act16, on at most threads threads.
+func (a *Attention[F]) keep16(threads int, act16 []uint16, i int, x []F) {
 	n := len(x)
-	a.f16.Keep(act16[i*n:(i+1)*n], any(x).([]float32))
+	a.f16.Keep(threads, act16[i*n:(i+1)*n], any(x).([]float32))
 }
 
 // Forward writes out [B,T,D] from x [B,T,D]. With 16-bit storage, q, k
@@ -241,48 +242,50 @@ func (a *Attention[F]) keep16(act16 []uint16, i int, x []F) {
 // back from act, sees exactly the values Forward used.
 func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	N := p.B * p.T
+	d := a.dims(p)
+	th := d.threads
 	q, k, v, o, lse, scratch, act16 := a.acts(act, scratch, p)
 	for i, y := range [3][]F{q, k, v} {
-		a.proj.Forward(pq+i, y, x, N)
+		a.proj.Forward(th, pq+i, y, x, N)
 		if a.store16 { // while the product's output is in cache
-			a.keep16(act16, i, y)
+			a.keep16(th, act16, i, y)
 		}
 	}
 	_, _, ks, l, work := a.split(scratch, k, v, p)
-	d := a.dims(p)
 	if ks.hp = a.bf16Packs(); ks.hp != nil {
 		defer packPool.put(ks.hp)
 		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), nil, d, false)
 	}
 	forward(o, lse, l, ks, work, q, a.layouts(p.T), d, p, a.Tiles, &a.units)
 	if a.store16 {
-		a.keep16(act16, 3, o)
+		a.keep16(th, act16, 3, o)
 	}
-	a.proj.Forward(po, out, o, N)
+	a.proj.Forward(th, po, out, o, N)
 }
 
 // Backward accumulates into dx [B,T,D] and the parameter gradients.
 func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	N := p.B * p.T
+	d := a.dims(p)
+	th := d.threads
 	q, k, v, o, lse, scratch, act16 := a.acts(act, scratch, p)
 	if a.store16 { // q, k, v, o are adjacent in scratch, as in act16
-		a.f16.Load(any(q[:4*len(q)]).([]float32), act16)
+		a.f16.Load(th, any(q[:4*len(q)]).([]float32), act16)
 	}
 	do, dq, ks, drow, work := a.split(scratch, k, v, p)
 	dk, dv := ks.dk, ks.dv
-	a.proj.Backward(po, do, dout, o, N, true)
-	pclear(dq)
-	pclear(dk)
-	pclear(dv)
-	d := a.dims(p)
+	a.proj.Backward(th, po, do, dout, o, N, true)
+	pclear(th, dq)
+	pclear(th, dk)
+	pclear(th, dv)
 	if ks.hp = a.bf16Packs(); ks.hp != nil {
 		defer packPool.put(ks.hp)
 		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), any(do).([]float32), d, true)
 	}
 	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), d, p, a.Tiles, &a.units)
-	a.proj.Backward(pq, dx, dq, x, N, false)
-	a.proj.Backward(pk, dx, dk, x, N, false)
-	a.proj.Backward(pv, dx, dv, x, N, false)
+	a.proj.Backward(th, pq, dx, dq, x, N, false)
+	a.proj.Backward(th, pk, dx, dk, x, N, false)
+	a.proj.Backward(th, pv, dx, dv, x, N, false)
 }
 
 // bf16Packs returns a store for the packed operands, from packPool (the
@@ -296,10 +299,10 @@ func (a *Attention[F]) bf16Packs() *headPacks {
 	return packPool.get()
 }
 
-// pclear zeroes x using every thread (the kernels accumulate into large
-// [B,T,D] buffers).
-func pclear[F kernels.Float](x []F) {
-	parallel.For(parallel.Threads(), len(x), 1<<16, func(_, lo, hi int) { clear(x[lo:hi]) })
+// pclear zeroes x on at most threads threads (the kernels accumulate into
+// large [B,T,D] buffers).
+func pclear[F kernels.Float](threads int, x []F) {
+	parallel.For(threads, len(x), 1<<16, func(_, lo, hi int) { clear(x[lo:hi]) })
 }
 
 // Connectivity returns head h's visited query–key pairs at length T as a

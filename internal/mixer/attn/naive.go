@@ -55,7 +55,7 @@ func naiveLinearBack[F kernels.Float](dx, dw, db, dy, x, w []F, N, D int, beta F
 func (n *Naive[F]) ActSize(b, t int) int { return 4*b*t*n.D + b*n.H*t*t }
 
 // ScratchSize is dout·Wo, dq, dk, dv [B,T,D] and one T-vector.
-func (n *Naive[F]) ScratchSize(b, t int) int { return 4*b*t*n.D + t }
+func (n *Naive[F]) ScratchSize(b, t, _ int) int { return 4*b*t*n.D + t }
 
 // Forward writes out [B,T,D] from x [B,T,D].
 func (n *Naive[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {

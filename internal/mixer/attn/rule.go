@@ -116,7 +116,7 @@ func (a *RuleAttention[F]) Bind(w, g [][]F) { a.proj.Bind(w, g) }
 
 // UseBF16 implements mixer.BF16Inference: the q, k, v and o projections
 // multiply in bf16 from now on; the scores and the rule stay in F.
-func (a *RuleAttention[F]) UseBF16() error { return a.proj.UseBF16() }
+func (a *RuleAttention[F]) UseBF16(threads int) error { return a.proj.UseBF16(threads) }
 
 // ZeroFrac returns, per head, the mean fraction of exact zeros among the
 // allowed keys of a query row in the last Forward (rows without allowed
@@ -131,8 +131,11 @@ type geom struct {
 	pool            int
 	act             int // act size
 	worker          int // per-worker scratch
-	scratch         int
 }
+
+// scratch is the scratch size on nt threads: dq, dk, dv, dy, kᵀ, vᵀ and
+// nt workers.
+func (g geom) scratch(nt int) int { return 6*g.n + nt*g.worker }
 
 func (a *RuleAttention[F]) geom(b, t int) geom {
 	g := geom{B: b, T: t, R: min(a.Rows, t), n: b * t * a.D}
@@ -150,7 +153,6 @@ func (a *RuleAttention[F]) geom(b, t int) geom {
 	// two private dK, dV accumulators (for heads it shares with another
 	// worker).
 	g.worker = 2*g.R*t + t + 4*t*a.Dh
-	g.scratch = 6*g.n + parallel.Threads()*g.worker // dq, dk, dv, dy, kᵀ, vᵀ + workers
 	return g
 }
 
@@ -159,17 +161,19 @@ func (a *RuleAttention[F]) geom(b, t int) geom {
 // O(T·(D + H·C)), never T².
 func (a *RuleAttention[F]) ActSize(b, t int) int { return a.geom(b, t).act }
 
-// ScratchSize is 6·B·T·D + Threads()·(2·R·T + T + 4·T·Dh). It depends on
-// parallel.Threads() at the time of the call; Forward and Backward panic if
-// the scratch they get is too small for the current thread count.
-func (a *RuleAttention[F]) ScratchSize(b, t int) int { return a.geom(b, t).scratch }
+// ScratchSize is 6·B·T·D + threads·(2·R·T + T + 4·T·Dh) for the thread
+// budget threads; Forward and Backward panic if the scratch they get is
+// too small for their Pass.Threads.
+func (a *RuleAttention[F]) ScratchSize(b, t, threads int) int {
+	return a.geom(b, t).scratch(mixer.Budget(threads))
+}
 
 func (a *RuleAttention[F]) check(g geom, out, act, scratch, x []F, p mixer.Pass) {
 	if p.B < 1 || p.T < 1 {
 		panic("entmax: pass with B or T < 1")
 	}
-	if len(out) < g.n || len(x) < g.n || len(act) < g.act || len(scratch) < g.scratch {
-		panic("entmax: buffer too small (thread count changed after ScratchSize?)")
+	if len(out) < g.n || len(x) < g.n || len(act) < g.act || len(scratch) < g.scratch(mixer.Budget(p.Threads)) {
+		panic("entmax: buffer too small (Pass.Threads above ScratchSize's?)")
 	}
 	if p.Pad != nil && len(p.Pad) < p.B*p.T {
 		panic("entmax: Pass.Pad shorter than B·T")
@@ -191,18 +195,18 @@ func (a *RuleAttention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	g := a.geom(p.B, p.T)
 	a.check(g, out, act, scratch, x, p)
 	BT := p.B * p.T
+	nt := mixer.Budget(p.Threads)
 	q, k, v, y := act[:g.n], act[g.n:2*g.n], act[2*g.n:3*g.n], act[3*g.n:4*g.n]
-	a.proj.Forward(pq, q, x, BT)
-	a.proj.Forward(pk, k, x, BT)
-	a.proj.Forward(pv, v, x, BT)
+	a.proj.Forward(nt, pq, q, x, BT)
+	a.proj.Forward(nt, pk, k, x, BT)
+	a.proj.Forward(nt, pv, v, x, BT)
 
 	kt := scratch[4*g.n : 5*g.n]
-	transposeHeadsRule(kt, k, p.B, p.T, a.D, a.H)
-	nt := parallel.Threads()
+	transposeHeadsRule(nt, kt, k, p.B, p.T, a.D, a.H)
 	acc := make([]float64, 2*nt*a.H) // per worker and head: Σ zero fraction, rows
 	units := p.B * a.H * g.nrb
 	ws := scratch[6*g.n:]
-	parallel.For(parallel.Threads(), units, 1, func(w, lo, hi int) {
+	parallel.For(nt, units, 1, func(w, lo, hi int) {
 		wk := ws[w*g.worker : (w+1)*g.worker]
 		for u := lo; u < hi; u++ {
 			bh := u / g.nrb
@@ -221,7 +225,7 @@ func (a *RuleAttention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 			a.zeros[h] = s / n
 		}
 	}
-	a.proj.Forward(po, out, y, BT)
+	a.proj.Forward(nt, po, out, y, BT)
 }
 
 // scores writes the nr×nk block S = q_blk·kᵀ/√Dh for rows [r0, r0+nr) of
@@ -331,15 +335,15 @@ func (a *RuleAttention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.
 		panic("entmax: dx too small")
 	}
 	D, T, Dh, BT := a.D, p.T, a.Dh, p.B*p.T
+	nt := mixer.Budget(p.Threads)
 	q, k, v, y := act[:g.n], act[g.n:2*g.n], act[2*g.n:3*g.n], act[3*g.n:4*g.n]
 	dq, dk, dv, dy := scratch[:g.n], scratch[g.n:2*g.n], scratch[2*g.n:3*g.n], scratch[3*g.n:4*g.n]
 	clear(scratch[:3*g.n])
-	a.proj.Backward(po, dy, dout, y, BT, true)
+	a.proj.Backward(nt, po, dy, dout, y, BT, true)
 
 	kt, vt := scratch[4*g.n:5*g.n], scratch[5*g.n:6*g.n]
-	transposeHeadsRule(kt, k, p.B, T, D, a.H)
-	transposeHeadsRule(vt, v, p.B, T, D, a.H)
-	nt := parallel.Threads()
+	transposeHeadsRule(nt, kt, k, p.B, T, D, a.H)
+	transposeHeadsRule(nt, vt, v, p.B, T, D, a.H)
 	da := make([]float64, nt*a.H)
 	// Each worker's first and last (b,h) may be shared with a neighbour:
 	// their dK, dV go to private buffers, summed after the join.
@@ -350,7 +354,7 @@ func (a *RuleAttention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.
 	ws := scratch[6*g.n:]
 	units := p.B * a.H * g.nrb
 	TDh := T * Dh
-	parallel.For(parallel.Threads(), units, 1, func(w, lo, hi int) {
+	parallel.For(nt, units, 1, func(w, lo, hi int) {
 		wk := ws[w*g.worker : (w+1)*g.worker]
 		priv := wk[2*g.R*T+T:]
 		for u := lo; u < hi; {
@@ -385,8 +389,8 @@ func (a *RuleAttention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.
 			pk, pv := priv[2*slot*TDh:(2*slot+1)*TDh], priv[(2*slot+1)*TDh:(2*slot+2)*TDh]
 			for j := 0; j < T; j++ {
 				o := (b*T+j)*D + h*Dh
-				kernels.AddTo(dk[o:o+Dh], pk[j*Dh:(j+1)*Dh])
-				kernels.AddTo(dv[o:o+Dh], pv[j*Dh:(j+1)*Dh])
+				kernels.AddTo(1, dk[o:o+Dh], pk[j*Dh:(j+1)*Dh])
+				kernels.AddTo(1, dv[o:o+Dh], pv[j*Dh:(j+1)*Dh])
 			}
 		}
 		if dalpha != nil {
@@ -395,9 +399,9 @@ func (a *RuleAttention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.
 			}
 		}
 	}
-	a.proj.Backward(pq, dx, dq, x, BT, false)
-	a.proj.Backward(pk, dx, dk, x, BT, false)
-	a.proj.Backward(pv, dx, dv, x, BT, false)
+	a.proj.Backward(nt, pq, dx, dq, x, BT, false)
+	a.proj.Backward(nt, pk, dx, dk, x, BT, false)
+	a.proj.Backward(nt, pv, dx, dv, x, BT, false)
 }
 
 // backwardBlock accumulates the gradients of one row block: dq rows into dq
@@ -462,10 +466,11 @@ func (a *RuleAttention[F]) backwardBlock(g geom, act, wk []F, q, k, v, kt, vt, d
 	return dalpha
 }
 
-// transposeHeads sets xt [B,H,Dh,T] to the per-head transpose of x [B,T,D].
-func transposeHeadsRule[F kernels.Float](xt, x []F, B, T, D, H int) {
+// transposeHeadsRule sets xt [B,H,Dh,T] to the per-head transpose of
+// x [B,T,D], on at most threads threads.
+func transposeHeadsRule[F kernels.Float](threads int, xt, x []F, B, T, D, H int) {
 	Dh := D / H
-	parallel.For(parallel.Threads(), B*H, 1, func(_, lo, hi int) {
+	parallel.For(threads, B*H, 1, func(_, lo, hi int) {
 		for bh := lo; bh < hi; bh++ {
 			b, h := bh/H, bh%H
 			dst := xt[bh*Dh*T : (bh+1)*Dh*T]
@@ -491,9 +496,10 @@ func (a *RuleAttention[F]) AttentionWeights(x []float64, T int) [][]float64 {
 		xf[i] = F(x[i])
 	}
 	q, k, kt := make([]F, T*D), make([]F, T*D), make([]F, T*D)
-	a.proj.Forward(pq, q, xf, T)
-	a.proj.Forward(pk, k, xf, T)
-	transposeHeadsRule(kt, k, 1, T, D, H)
+	th := mixer.Budget(0)
+	a.proj.Forward(th, pq, q, xf, T)
+	a.proj.Forward(th, pk, k, xf, T)
+	transposeHeadsRule(th, kt, k, 1, T, D, H)
 	R := min(a.Rows, T)
 	S, tmp := make([]F, R*T), make([]F, T)
 	out := make([][]float64, H)

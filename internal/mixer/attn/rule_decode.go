@@ -18,29 +18,29 @@ func (a *RuleAttention[F]) NewState(maxLen int, _ uint64) mixer.State {
 // Rule: position t scores every cached key, the rule (α-entmax, top-k)
 // turns the row into probabilities, and y = Σ p_j·v_j over its support.
 // O(t·D) per position.
-func (a *RuleAttention[F]) Decode(out, x []F, st mixer.State, n int) error {
+func (a *RuleAttention[F]) Decode(out, x []F, st mixer.State, n, threads int) error {
 	states, err := mixer.RepeatState(st, n, func(s *kvState[F]) int { return s.max })
 	if err != nil {
 		return err
 	}
-	return a.decodeRows(out, x, states)
+	return a.decodeRows(out, x, states, threads)
 }
 
 // DecodeBatch implements mixer.BatchDecoder: one next position for each of
 // several sequences, with the projections over all of them at once.
-func (a *RuleAttention[F]) DecodeBatch(out, x []F, states []mixer.State) error {
+func (a *RuleAttention[F]) DecodeBatch(out, x []F, states []mixer.State, threads int) error {
 	ss, err := mixer.BatchStates(states, func(s *kvState[F]) int { return s.max })
 	if err != nil {
 		return err
 	}
-	return a.decodeRows(out, x, ss)
+	return a.decodeRows(out, x, ss, threads)
 }
 
-func (a *RuleAttention[F]) decodeRows(out, x []F, states []*kvState[F]) error {
+func (a *RuleAttention[F]) decodeRows(out, x []F, states []*kvState[F], threads int) error {
 	if !a.Causal {
 		return fmt.Errorf("attn: decoding needs a causal mixer")
 	}
-	decodeRows(out, x, states, a.H, &a.proj, a.decodeHead)
+	decodeRows(out, x, states, a.H, &a.proj, a.decodeHead, threads)
 	return nil
 }
 

@@ -150,7 +150,7 @@ func transposeHeads[F kernels.Float](xt, x []F, d dims, t tshape, lay []*Layout,
 		}
 	}
 	nh := len(heads)
-	parallel.For(parallel.Threads(), B*nh*nt, 1, func(_, lo, hi int) {
+	parallel.For(d.threads, B*nh*nt, 1, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			b, h, c0 := u/(nh*nt), heads[u/nt%nh], u%nt*64
 			bh := b*H + h

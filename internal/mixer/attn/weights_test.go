@@ -48,7 +48,7 @@ func TestAttentionWeights(t *testing.T) {
 		}
 		p := mixer.Pass{B: 1, T: T}
 		out := make([]float64, T*D)
-		a.Forward(out, make([]float64, a.ActSize(1, T)), make([]float64, a.ScratchSize(1, T)), x, p)
+		a.Forward(out, make([]float64, a.ActSize(1, T)), make([]float64, a.ScratchSize(1, T, 0)), x, p)
 
 		P := a.AttentionWeights(x, T)
 		lin := func(y, x, w, b []float64) { // y [T,D] = x·wᵀ + b

@@ -120,9 +120,9 @@ func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
 // Forward is Attention.Forward with α-entmax rows.
 // Decode implements mixer.Decoder with the current α (learned or not).
-func (m *Attention[F]) Decode(out, x []F, st mixer.State, n int) error {
+func (m *Attention[F]) Decode(out, x []F, st mixer.State, n, threads int) error {
 	m.setAlpha()
-	return m.RuleAttention.Decode(out, x, st, n)
+	return m.RuleAttention.Decode(out, x, st, n, threads)
 }
 
 func (m *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {

@@ -169,7 +169,7 @@ func TestNaiveTwin(t *testing.T) {
 					x := randVec(rng, B*T*D, 1)
 					p := mixer.Pass{B: B, T: T, Pad: suitePad(B, T)}
 					out := make([]float64, B*T*D)
-					m.Forward(out, make([]float64, m.ActSize(B, T)), make([]float64, m.ScratchSize(B, T)), x, p)
+					m.Forward(out, make([]float64, m.ActSize(B, T)), make([]float64, m.ScratchSize(B, T, 0)), x, p)
 					want := make([]float64, B*T*D)
 					P := attn.NaiveRuleForward(want, x, w, D, H, causal, p, func(z []float64, h int) { tc.oracle(z) })
 					if d := maxAbsDiff(out, want); d > 1e-9 {
@@ -227,7 +227,7 @@ func TestSparseDenseAgree(t *testing.T) {
 		p := mixer.Pass{B: B, T: T}
 		out := make([]float64, B*T*D)
 		act := make([]float64, m.ActSize(B, T))
-		scr := make([]float64, m.ScratchSize(B, T))
+		scr := make([]float64, m.ScratchSize(B, T, 0))
 		m.Forward(out, act, scr, x, p)
 		dx := make([]float64, B*T*D)
 		m.Backward(dx, scr, randVec(rand.New(rand.NewPCG(1, 1)), B*T*D, 1), act, x, p)

@@ -101,17 +101,18 @@ func (f *FNet[F]) useGemm(t int) bool {
 // (one folded column block and its transform's scratch, or one chunk of the
 // output pass); for the channel-first FFT path, the half spectrum Z [B·T, zStride(D)] (real and imaginary), for even
 // D its Nyquist column [B·T] and a zero column [T], and per-thread work space
-// for one block of columns (parallel.Threads() at the time of the call);
-// when the channel DFT is a GEMM, the work space holds one chunk of
-// foldChunk folded rows.
-func (f *FNet[F]) ScratchSize(b, t int) int {
+// for one block of columns (threads of them, the pass's budget); when the
+// channel DFT is a GEMM, the work space holds one chunk of foldChunk
+// folded rows.
+func (f *FNet[F]) ScratchSize(b, t, threads int) int {
 	if f.useGemm(t) {
 		return 2 * t * f.D
 	}
+	nt := mixer.Budget(threads)
 	if f.timeFirst() {
-		return b*t*zStride(f.D) + nyqSize(f.D, b, t) + parallel.Threads()*f.tfWorkerSize(t)
+		return b*t*zStride(f.D) + nyqSize(f.D, b, t) + nt*f.tfWorkerSize(t)
 	}
-	return 2*b*t*zStride(f.D) + nyqSize(f.D, b, t) + parallel.Threads()*f.workerSize(t)
+	return 2*b*t*zStride(f.D) + nyqSize(f.D, b, t) + nt*f.workerSize(t)
 }
 
 // nyqSize is the Nyquist column [B·T] and a zero column [T] for even D, or
@@ -144,29 +145,29 @@ func (f *FNet[F]) workerSize(t int) int {
 // Forward sets out = Re(FFT_time(FFT_channels(x))) per sequence. It ignores
 // p.Pad: padding positions are mixed like any token.
 func (f *FNet[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
-	f.apply(out, scratch, x, p.B, p.T, false)
+	f.apply(mixer.Budget(p.Threads), out, scratch, x, p.B, p.T, false)
 }
 
 // Backward accumulates dx += Re(FFT_time(FFT_channels(dout))): the operator
 // is self-adjoint (see the package doc).
 func (f *FNet[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
-	f.apply(dx, scratch, dout, p.B, p.T, true)
+	f.apply(mixer.Budget(p.Threads), dx, scratch, dout, p.B, p.T, true)
 }
 
 // apply sets dst = A·src, or dst += A·src when acc, for B sequences
-// [T,D].
-func (f *FNet[F]) apply(dst, scratch, src []F, B, T int, acc bool) {
+// [T,D], on at most th threads.
+func (f *FNet[F]) apply(th int, dst, scratch, src []F, B, T int, acc bool) {
 	n := B * T * f.D
 	dst, src = dst[:n], src[:n]
 	if f.useGemm(T) {
-		f.applyGemm(dst, scratch, src, B, T, acc)
+		f.applyGemm(th, dst, scratch, src, B, T, acc)
 		return
 	}
 	if f.timeFirst() {
-		f.applyTimeFirst(dst, scratch, src, B, T, acc)
+		f.applyTimeFirst(th, dst, scratch, src, B, T, acc)
 		return
 	}
-	f.applyFFT(dst, scratch, src, B, T, acc)
+	f.applyFFT(th, dst, scratch, src, B, T, acc)
 }
 
 // timeFirst reports whether the FFT path transforms time first.
@@ -203,7 +204,7 @@ func trigFor[F kernels.Float](n int) *trig[F] {
 }
 
 // applyGemm evaluates C_T·X·C_D − S_T·X·S_D with four GEMMs per sequence.
-func (f *FNet[F]) applyGemm(dst, scratch, src []F, B, T int, acc bool) {
+func (f *FNet[F]) applyGemm(th int, dst, scratch, src []F, B, T int, acc bool) {
 	D := f.D
 	td, tt := trigFor[F](D), trigFor[F](T)
 	y := scratch[:2*T*D] // [T,2D]: X·C_D | X·S_D
@@ -214,10 +215,10 @@ func (f *FNet[F]) applyGemm(dst, scratch, src []F, B, T int, acc bool) {
 	for b := 0; b < B; b++ {
 		x := src[b*T*D : (b+1)*T*D]
 		o := dst[b*T*D : (b+1)*T*D]
-		kernels.Gemm(parallel.Threads(), kernels.PrecFP32, false, false, T, D, D, 1, x, D, td.c, D, 0, y, 2*D)
-		kernels.Gemm(parallel.Threads(), kernels.PrecFP32, false, false, T, D, D, 1, x, D, td.s, D, 0, y[D:], 2*D)
-		kernels.Gemm(parallel.Threads(), kernels.PrecFP32, false, false, T, D, T, 1, tt.c, T, y, 2*D, beta, o, D)
-		kernels.Gemm(parallel.Threads(), kernels.PrecFP32, false, false, T, D, T, -1, tt.s, T, y[D:], 2*D, 1, o, D)
+		kernels.Gemm(th, kernels.PrecFP32, false, false, T, D, D, 1, x, D, td.c, D, 0, y, 2*D)
+		kernels.Gemm(th, kernels.PrecFP32, false, false, T, D, D, 1, x, D, td.s, D, 0, y[D:], 2*D)
+		kernels.Gemm(th, kernels.PrecFP32, false, false, T, D, T, 1, tt.c, T, y, 2*D, beta, o, D)
+		kernels.Gemm(th, kernels.PrecFP32, false, false, T, D, T, -1, tt.s, T, y[D:], 2*D, 1, o, D)
 	}
 }
 
@@ -247,7 +248,7 @@ const TimeFirstMaxD = 768
 // columns in blocks of colBlock, each writing its real parts back into its
 // own columns of Re Z, and of the Nyquist column, then one pass writing (or
 // adding) whole rows of dst from those real parts and their mirror images.
-func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
+func (f *FNet[F]) applyFFT(th int, dst, scratch, src []F, B, T int, acc bool) {
 	D := f.D
 	nz, ld := zCols(D), zStride(D)
 	zr := scratch[:B*T*ld]
@@ -260,20 +261,20 @@ func (f *FNet[F]) applyFFT(dst, scratch, src []F, B, T int, acc bool) {
 	}
 	ws := f.workerSize(T)
 	work := scratch[2*B*T*ld+nyqSize(D, B, T):]
-	if len(work) < parallel.Threads()*ws {
-		panic("fnet: scratch smaller than ScratchSize (threads raised since?)")
+	if len(work) < th*ws {
+		panic("fnet: scratch smaller than ScratchSize (Pass.Threads above its?)")
 	}
 	if D <= f.ChannelGemmMaxD {
-		f.channelGemm(zr, zi, nyq, work, src, B*T, ws)
+		f.channelGemm(th, zr, zi, nyq, work, src, B*T, ws)
 	} else {
-		f.channelFFT(zr, zi, nyq, work, src, B*T, ws)
+		f.channelFFT(th, zr, zi, nyq, work, src, B*T, ws)
 	}
-	timePass(zr, zi, nyq, zero, work, B, T, ld, nz, ws)
+	timePass(th, zr, zi, nyq, zero, work, B, T, ld, nz, ws)
 	// Every row of dst from its own real parts and, mirrored, those of
 	// row (T−t) mod T: streaming whole rows, rows t and T−t together so
 	// that each row of Re Z is read from memory once.
 	np := T/2 + 1
-	parallel.For(parallel.Threads(), B*np, 32, func(_, lo, hi int) {
+	parallel.For(th, B*np, 32, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			b, t := i/np, i%np
 			r, rm := b*T+t, b*T+(T-t)%T
@@ -316,11 +317,12 @@ func timeItems(B, nz int, withNyq bool) (ncb, items int) {
 // with Re(FFT_time) of the complex columns (zr, zi), in blocks of colBlock
 // columns split over the threads, and the Nyquist column nyq [B·T] (nil for
 // odd D; real, with the zero column zero [T] as imaginary part) with its own
-// Re(FFT_time). work holds parallel.Threads() work spaces of ws elements.
-func timePass[F kernels.Float](zr, zi, nyq, zero, work []F, B, T, ld, nz, ws int) {
+// Re(FFT_time), on at most th threads. work holds th work spaces of ws
+// elements.
+func timePass[F kernels.Float](th int, zr, zi, nyq, zero, work []F, B, T, ld, nz, ws int) {
 	rp, pt := timePlans[F](T)
 	ncb, items := timeItems(B, nz, nyq != nil)
-	parallel.For(parallel.Threads(), items, 1, func(w, lo, hi int) {
+	parallel.For(th, items, 1, func(w, lo, hi int) {
 		fs := work[w*ws : (w+1)*ws]
 		for i := lo; i < hi; i++ {
 			if i >= B*ncb {
@@ -377,12 +379,12 @@ const foldChunk = 256
 // and xo[c−1] = x[c] − x[D−c] (1 ≤ c ≤ ns = (D−1)/2),
 // Z = Xe·C[0…nk−1, :nz] − i·Xo·S[1…ns, :nz]; the Nyquist column (even D)
 // is the alternating sum foldRow returns.
-func (f *FNet[F]) channelGemm(zr, zi, nyq, work, src []F, n, ws int) {
+func (f *FNet[F]) channelGemm(th int, zr, zi, nyq, work, src []F, n, ws int) {
 	D := f.D
 	nk, ns, nz, ld := D/2+1, (D-1)/2, zCols(D), zStride(D)
 	td := trigFor[F](D)
 	nc := (n + foldChunk - 1) / foldChunk
-	parallel.For(parallel.Threads(), nc, 1, func(w, lo, hi int) {
+	parallel.For(th, nc, 1, func(w, lo, hi int) {
 		fs := work[w*ws : (w+1)*ws]
 		for i := lo; i < hi; i++ {
 			r0, r1 := i*foldChunk, min((i+1)*foldChunk, n)
@@ -403,12 +405,12 @@ func (f *FNet[F]) channelGemm(zr, zi, nyq, work, src []F, n, ws int) {
 // channelFFT fills the half spectra rows of Z (and the Nyquist column)
 // with one complex FFT per pair of rows (fft.Plan.Real2), for the n = B·T
 // rows of src.
-func (f *FNet[F]) channelFFT(zr, zi, nyq, work, src []F, n, ws int) {
+func (f *FNet[F]) channelFFT(th int, zr, zi, nyq, work, src []F, n, ws int) {
 	D := f.D
 	nk, nz, ld := D/2+1, zCols(D), zStride(D)
 	pd := fft.PlanFor[F](D)
 	np := (n + 1) / 2
-	parallel.For(parallel.Threads(), np, 16, func(w, lo, hi int) {
+	parallel.For(th, np, 16, func(w, lo, hi int) {
 		fs := work[w*ws : (w+1)*ws]
 		// Two half spectra [nk] each, then a zero row and Real2's scratch.
 		r1, i1, r2, i2 := fs[:nk], fs[nk:2*nk], fs[2*nk:3*nk], fs[3*nk:4*nk]

@@ -62,7 +62,7 @@ func TestPathsAgree(t *testing.T) {
 		setOrder(f64, tc.order)
 		p := mixer.Pass{B: B, T: T}
 		want, wantDx := make([]float64, len(x)), append([]float64(nil), dx0...)
-		scr := make([]float64, f64.ScratchSize(B, T))
+		scr := make([]float64, f64.ScratchSize(B, T, 0))
 		f64.Forward(want, nil, scr, x, p)
 		f64.Backward(wantDx, scr, x, nil, x, p)
 		var scale float64
@@ -96,7 +96,7 @@ func run32(f *FNet[float32], path kernels.Path, x, dx0 []float64, p mixer.Pass) 
 		x32[i], dx[i] = float32(x[i]), float32(dx0[i])
 	}
 	out = make([]float32, len(x))
-	s32 := make([]float32, f.ScratchSize(p.B, p.T))
+	s32 := make([]float32, f.ScratchSize(p.B, p.T, 0))
 	f.Forward(out, nil, s32, x32, p)
 	f.Backward(dx, s32, x32, nil, x32, p)
 	return out, dx
@@ -147,7 +147,7 @@ func TestMatchesNaive(t *testing.T) {
 				f.ChannelGemmMaxD = 0 // channel DFT by real FFTs of row pairs
 			}
 			got := make([]float64, len(x))
-			f.Forward(got, nil, make([]float64, f.ScratchSize(B, T)), x, mixer.Pass{B: B, T: T})
+			f.Forward(got, nil, make([]float64, f.ScratchSize(B, T, 0)), x, mixer.Pass{B: B, T: T})
 			var e float64
 			for i := range got {
 				e = math.Max(e, math.Abs(got[i]-want[i]))
@@ -209,7 +209,7 @@ func TestLongT(t *testing.T) {
 		setOrder(f64, tc.order)
 		p := mixer.Pass{B: B, T: T}
 		got := make([]float64, len(x))
-		f64.Forward(got, nil, make([]float64, f64.ScratchSize(B, T)), x, p)
+		f64.Forward(got, nil, make([]float64, f64.ScratchSize(B, T, 0)), x, p)
 		var e, scale float64
 		for i := range got {
 			e = math.Max(e, math.Abs(got[i]-want[i]))
@@ -251,7 +251,7 @@ func TestAdjoint(t *testing.T) {
 		for i := range x {
 			x[i], y[i] = rng.NormFloat64(), rng.NormFloat64()
 		}
-		scr := make([]float64, f.ScratchSize(B, T))
+		scr := make([]float64, f.ScratchSize(B, T, 0))
 		p := mixer.Pass{B: B, T: T}
 		ax, ay := make([]float64, len(x)), make([]float64, len(x))
 		f.Forward(ax, nil, scr, x, p)
@@ -302,7 +302,7 @@ func benchApply(b *testing.B, method string, T int, backward bool) {
 		x[i] = float32(i%7) - 3
 	}
 	out := make([]float32, T*D)
-	scr := make([]float32, f.ScratchSize(1, T))
+	scr := make([]float32, f.ScratchSize(1, T, 0))
 	p := mixer.Pass{B: 1, T: T}
 	b.ResetTimer()
 	c0 := stat.ProcessCPU()
@@ -368,7 +368,7 @@ func benchOrderAB(b *testing.B, D, T int, bwd bool) {
 		x[i] = float32(i%7) - 3
 	}
 	out := make([]float32, T*D)
-	scr := make([]float32, max(fs[0].ScratchSize(1, T), fs[1].ScratchSize(1, T)))
+	scr := make([]float32, max(fs[0].ScratchSize(1, T, 0), fs[1].ScratchSize(1, T, 0)))
 	p := mixer.Pass{B: 1, T: T}
 	var wall, cpu [2]time.Duration
 	b.ResetTimer()

@@ -84,7 +84,7 @@ func (f *FNet[F]) tfWorkerSize(T int) int {
 // the rows and half the columns of the channel-first GEMM), and rows t and
 // T−t of dst are written (or added): out[t, c] = out[T−t, D−c] = U − V and
 // out[t, D−c] = out[T−t, c] = U + V.
-func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
+func (f *FNet[F]) applyTimeFirst(th int, dst, scratch, src []F, B, T int, acc bool) {
 	D := f.D
 	nk, ns, nz, ld := D/2+1, (D-1)/2, zCols(D), zStride(D)
 	y := scratch[:B*T*ld]
@@ -96,8 +96,8 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	}
 	ws := f.tfWorkerSize(T)
 	work := scratch[B*T*ld+nyqSize(D, B, T):]
-	if len(work) < parallel.Threads()*ws {
-		panic("fnet: scratch smaller than ScratchSize (threads raised since?)")
+	if len(work) < th*ws {
+		panic("fnet: scratch smaller than ScratchSize (Pass.Threads above its?)")
 	}
 	rp, pt := timePlans[F](T)
 	ncb, items := timeItems(B, nz, nyq != nil)
@@ -105,7 +105,7 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	// block's time at T=16384) last: a static split of d=256's 8 blocks and
 	// one Nyquist column over 2 threads would give one thread 5 blocks.
 	var next atomic.Int64
-	parallel.For(parallel.Threads(), min(parallel.Threads(), items), 1, func(wk, _, _ int) {
+	parallel.For(th, min(th, items), 1, func(wk, _, _ int) {
 		fs := work[wk*ws : (wk+1)*ws]
 		for {
 			i := int(next.Add(1) - 1)
@@ -148,7 +148,7 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	// Chunks of at most outChunk rows, a multiple of the thread count of
 	// them, so that the threads get equal shares.
 	nch := (np + outChunk - 1) / outChunk
-	if th := parallel.Threads(); B*nch%th != 0 {
+	if B*nch%th != 0 {
 		nch = min(np, ((B*nch+th-1)/th*th+B-1)/B)
 	}
 	rows := (np + nch - 1) / nch
@@ -157,7 +157,7 @@ func (f *FNet[F]) applyTimeFirst(dst, scratch, src []F, B, T int, acc bool) {
 	if !useSymAsm[F]() {
 		pf = 0 // prefetchLines counts float32 cache lines
 	}
-	parallel.For(parallel.Threads(), B*nch, 1, func(wk, lo, hi int) {
+	parallel.For(th, B*nch, 1, func(wk, lo, hi int) {
 		fs := work[wk*ws : (wk+1)*ws]
 		for i := lo; i < hi; i++ {
 			b, t0 := i/nch, (i%nch)*rows

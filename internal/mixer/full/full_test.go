@@ -130,14 +130,14 @@ func TestALiBiWeights(t *testing.T) {
 		a.Bind(w, g)
 		// A longer pass first: its bias table must serve the shorter one.
 		const L = 11
-		a.Forward(make([]float64, L*D), make([]float64, a.ActSize(1, L)), make([]float64, a.ScratchSize(1, L)),
+		a.Forward(make([]float64, L*D), make([]float64, a.ActSize(1, L)), make([]float64, a.ScratchSize(1, L, 0)),
 			make([]float64, L*D), mixer.Pass{B: 1, T: L})
 		x := make([]float64, T*D)
 		for i := range x {
 			x[i] = float64(i%7) - 2.5
 		}
 		out := make([]float64, T*D)
-		a.Forward(out, make([]float64, a.ActSize(1, T)), make([]float64, a.ScratchSize(1, T)), x, mixer.Pass{B: 1, T: T})
+		a.Forward(out, make([]float64, a.ActSize(1, T)), make([]float64, a.ScratchSize(1, T, 0)), x, mixer.Pass{B: 1, T: T})
 		for h, m := range []float64{1.0 / 16, 1.0 / 256} {
 			for i := 0; i < T; i++ {
 				var z float64

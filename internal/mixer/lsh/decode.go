@@ -64,8 +64,9 @@ func (m *LSH[F]) NewState(maxLen int, seed uint64) mixer.State {
 // query/key in every round, joins the end of its bucket's list, and
 // attends (one softmax over the union of its rounds' windows) to the keys
 // of its chunk and the bucket's previous chunk, itself only when it has no
-// other key: O(R·(dh·NB + bucket_size·D)) per position.
-func (m *LSH[F]) Decode(out, x []F, st mixer.State, n int) error {
+// other key: O(R·(dh·NB + bucket_size·D)) per position. Only the
+// projections use more than one thread (at most threads).
+func (m *LSH[F]) Decode(out, x []F, st mixer.State, n, threads int) error {
 	s, ok := st.(*lshState[F])
 	if !ok {
 		return fmt.Errorf("lsh: a decoding state of another mixer")
@@ -85,8 +86,9 @@ func (m *LSH[F]) Decode(out, x []F, st mixer.State, n int) error {
 	}
 	s.qk, s.vn, s.att = grow(s.qk, n*D), grow(s.vn, n*D), grow(s.att, n*D)
 	s.proj = grow(s.proj, half)
-	m.proj.Forward(pqk, s.qk, x, n)
-	m.proj.Forward(pv, s.vn, x, n)
+	th := mixer.Budget(threads)
+	m.proj.Forward(th, pqk, s.qk, x, n)
+	m.proj.Forward(th, pv, s.vn, x, n)
 	for row := range n {
 		i := s.n
 		qk := s.qk[row*D : (row+1)*D]
@@ -148,6 +150,6 @@ func (m *LSH[F]) Decode(out, x []F, st mixer.State, n int) error {
 		}
 		s.n++
 	}
-	m.proj.Forward(po, out, s.att, n)
+	m.proj.Forward(th, po, out, s.att, n)
 	return nil
 }

@@ -107,7 +107,7 @@ func (m *LSH[F]) Bind(w, g [][]F) {
 
 // UseBF16 implements mixer.BF16Inference: the qk, v and o projections
 // multiply in bf16 from now on; hashing and attention stay in F.
-func (m *LSH[F]) UseBF16() error { return m.proj.UseBF16() }
+func (m *LSH[F]) UseBF16(threads int) error { return m.proj.UseBF16(threads) }
 
 // NBuckets is the number of hash buckets for sequence length t:
 // t/bucket_size rounded down to an even number, at least 2.
@@ -120,10 +120,10 @@ func (m *LSH[F]) NBuckets(t int) int {
 func (m *LSH[F]) ActSize(b, t int) int { return 3*b*t*m.d + b*m.h*t }
 
 // ScratchSize is 3·B·T·D (gradient buffers of qk, v and the attention
-// output) plus one work slot per thread (at most B·H), each O(T·(dh + R) +
-// bucket_size²).
-func (m *LSH[F]) ScratchSize(b, t int) int {
-	return 3*b*t*m.d + min(parallel.Threads(), b*m.h)*m.slotSize(t)
+// output) plus one work slot per thread of the budget (at most B·H), each
+// O(T·(dh + R) + bucket_size²).
+func (m *LSH[F]) ScratchSize(b, t, threads int) int {
+	return 3*b*t*m.d + min(mixer.Budget(threads), b*m.h)*m.slotSize(t)
 }
 
 // acts splits act into qk, v, att [B,T,D] and lse [B,H,T].
@@ -136,34 +136,35 @@ func (m *LSH[F]) acts(act []F, b, t int) (qk, v, att, lse []F) {
 // Forward computes out = Attn(x) following the package doc. Forward panics if
 // a buffer is shorter than its declared size.
 func (m *LSH[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
-	n := p.B * p.T
+	n, th := p.B*p.T, mixer.Budget(p.Threads)
 	qk, v, att, lse := m.acts(act, p.B, p.T)
-	m.proj.Forward(pqk, qk, x, n)
-	m.proj.Forward(pv, v, x, n)
+	m.proj.Forward(th, pqk, qk, x, n)
+	m.proj.Forward(th, pv, v, x, n)
 	m.each(scratch[3*n*m.d:], p, func(w *work[F], b, h int) {
 		w.forward(att, lse, qk, v, b, h, p)
 	})
-	m.proj.Forward(po, out, att, n)
+	m.proj.Forward(th, po, out, att, n)
 }
 
 // Backward accumulates into dx and the parameter gradients. It recomputes the
 // hash buckets from qk and p.Seed exactly as Forward drew them. Backward
 // panics if a buffer is shorter than its declared size.
 func (m *LSH[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
-	n := p.B * p.T
+	n, th := p.B*p.T, mixer.Budget(p.Threads)
 	D := m.d
 	qk, v, att, lse := m.acts(act, p.B, p.T)
 	dqk, dv, datt := scratch[:n*D], scratch[n*D:2*n*D], scratch[2*n*D:3*n*D]
-	m.proj.Backward(po, datt, dout, att, n, true)
+	m.proj.Backward(th, po, datt, dout, att, n, true)
 	m.each(scratch[3*n*D:], p, func(w *work[F], b, h int) {
 		w.backward(dqk, dv, datt, att, lse, qk, v, b, h, p)
 	})
-	m.proj.Backward(pqk, dx, dqk, x, n, false)
-	m.proj.Backward(pv, dx, dv, x, n, false)
+	m.proj.Backward(th, pqk, dx, dqk, x, n, false)
+	m.proj.Backward(th, pv, dx, dv, x, n, false)
 }
 
 // each runs fn for every (batch, head) item, spreading the items over the
-// work slots that fit in scratch; one slot serves one item at a time.
+// work slots that fit in scratch, on at most p.Threads threads; one slot
+// serves one item at a time.
 func (m *LSH[F]) each(scratch []F, p mixer.Pass, fn func(w *work[F], b, h int)) {
 	items := p.B * m.h
 	size := m.slotSize(p.T)
@@ -171,7 +172,7 @@ func (m *LSH[F]) each(scratch []F, p mixer.Pass, fn func(w *work[F], b, h int)) 
 	if slots < 1 {
 		panic("lsh: scratch smaller than ScratchSize")
 	}
-	parallel.For(parallel.Threads(), slots, 1, func(_, lo, hi int) {
+	parallel.For(mixer.Budget(p.Threads), slots, 1, func(_, lo, hi int) {
 		for s := lo; s < hi; s++ {
 			w := m.carve(scratch[s*size:(s+1)*size], p.T)
 			for it := s; it < items; it += slots {

@@ -122,7 +122,7 @@ func TestTwin(t *testing.T) {
 				m, tw, x, p := setup(t, c, seed)
 				out := make([]float64, len(x))
 				act := make([]float64, m.ActSize(p.B, p.T))
-				scr := make([]float64, m.ScratchSize(p.B, p.T))
+				scr := make([]float64, m.ScratchSize(p.B, p.T, 0))
 				m.Forward(out, act, scr, x, p)
 				want, _, _ := tw.forward(x, p)
 				if e := maxRel(out, want); e > 1e-12 {
@@ -164,7 +164,7 @@ func TestSeedAndLayer(t *testing.T) {
 	run := func(m *LSH[float64], seed uint64) []float64 {
 		out := make([]float64, len(x))
 		p.Seed = seed
-		m.Forward(out, make([]float64, m.ActSize(p.B, p.T)), make([]float64, m.ScratchSize(p.B, p.T)), x, p)
+		m.Forward(out, make([]float64, m.ActSize(p.B, p.T)), make([]float64, m.ScratchSize(p.B, p.T, 0)), x, p)
 		return out
 	}
 	a, b := run(m, 1), run(m, 2)
@@ -242,7 +242,7 @@ func TestDominantKey(t *testing.T) {
 		}
 		m.Bind(w, g)
 		out := make([]float64, len(x))
-		m.Forward(out, make([]float64, m.ActSize(B, T)), make([]float64, m.ScratchSize(B, T)), x, p)
+		m.Forward(out, make([]float64, m.ActSize(B, T)), make([]float64, m.ScratchSize(B, T, 0)), x, p)
 		full := &twin{m: m, w: w, full: true}
 		want, _, _ := full.forward(x, p)
 		var num, den float64

@@ -121,14 +121,14 @@ func Decode(t *testing.T, k mixer.Kind, c Case, tol float64) {
 					n = 1
 				}
 				rows := in.x[(b*T+pos)*D : (b*T+pos+n)*D]
-				if err := dec.Decode(got[(b*T+pos)*D:(b*T+pos+n)*D], rows, st, n); err != nil {
+				if err := dec.Decode(got[(b*T+pos)*D:(b*T+pos+n)*D], rows, st, n, in.p.Threads); err != nil {
 					t.Fatal(err)
 				}
 				if st.Len() != pos+n {
 					t.Fatalf("state length %d after %d positions", st.Len(), pos+n)
 				}
 			}
-			if err := dec.Decode(make([]float64, D), in.x[:D], st, 1); err == nil {
+			if err := dec.Decode(make([]float64, D), in.x[:D], st, 1, in.p.Threads); err == nil {
 				t.Errorf("decoding past the state's max length: no error")
 			}
 		}
@@ -222,7 +222,7 @@ func build(t *testing.T, k mixer.Kind, c Case, allPad bool) *inst {
 	}
 	m.Bind(in.w, in.g)
 	in.act = make([]float64, m.ActSize(c.B, c.T))
-	in.scr = make([]float64, m.ScratchSize(c.B, c.T))
+	in.scr = make([]float64, m.ScratchSize(c.B, c.T, in.p.Threads))
 	return in
 }
 
@@ -260,6 +260,19 @@ func runCase(t *testing.T, k mixer.Kind, c Case, allPad bool) {
 	for i := range out {
 		if out[i] != out2[i] {
 			t.Fatalf("forward not deterministic at %d: %v vs %v", i, out[i], out2[i])
+		}
+	}
+	// Thread budget: the output is bitwise the same on 1 and 3 threads
+	// (Pass.Threads, with scratch sized for it) as on the default.
+	for _, th := range []int{1, 3} {
+		p := in.p
+		p.Threads = th
+		o := make([]float64, in.n)
+		in.m.Forward(o, make([]float64, in.m.ActSize(c.B, c.T)), make([]float64, in.m.ScratchSize(c.B, c.T, th)), in.x, p)
+		for i := range out {
+			if math.Float64bits(o[i]) != math.Float64bits(out[i]) {
+				t.Fatalf("forward on %d threads differs at %d: %v vs %v on the default", th, i, o[i], out[i])
+			}
 		}
 	}
 
@@ -482,7 +495,7 @@ func (in *inst) run32(t *testing.T, k mixer.Kind, cfg mixer.Config, r []float64)
 	m32.Bind(w32, g)
 	B, T := in.p.B, in.p.T
 	act := make([]float32, m32.ActSize(B, T))
-	scr := make([]float32, m32.ScratchSize(B, T))
+	scr := make([]float32, m32.ScratchSize(B, T, in.p.Threads))
 	x32 := to32(in.x)
 	out = make([]float32, in.n)
 	m32.Forward(out, act, scr, x32, in.p)

@@ -15,7 +15,6 @@ import (
 	"fmt"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
-	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -91,9 +90,9 @@ func (s *Set[F]) Weights(i int) (w, b []F) { return s.w[2*i], s.w[2*i+1] }
 
 // UseBF16 packs the bound float32 weights in bf16, and from then on Forward
 // multiplies in bf16 (inference: the packed copy does not follow later
-// changes of the weights, and Backward stays in F). It returns an error
-// for float64 projections.
-func (s *Set[F]) UseBF16() error {
+// changes of the weights, and Backward stays in F), packing on at most
+// threads threads. It returns an error for float64 projections.
+func (s *Set[F]) UseBF16(threads int) error {
 	var z F
 	if _, ok := any(z).(float32); !ok {
 		return fmt.Errorf("proj: bf16 needs float32 weights")
@@ -103,26 +102,28 @@ func (s *Set[F]) UseBF16() error {
 		if s.fp32 != nil && s.fp32[i] {
 			continue
 		}
-		kernels.PackBF16B(parallel.Threads(), &s.bf16[i], true, s.D, s.D, any(s.w[2*i]).([]float32), s.D)
+		kernels.PackBF16B(mixer.Budget(threads), &s.bf16[i], true, s.D, s.D, any(s.w[2*i]).([]float32), s.D)
 	}
 	return nil
 }
 
 // Forward writes y [n,D] = x·W_iᵀ + b_i for the n rows x [n,D]
-// (kernels.LinearForward, in bf16 on the packed weights after UseBF16).
-func (s *Set[F]) Forward(i int, y, x []F, n int) {
+// (kernels.LinearForward, in bf16 on the packed weights after UseBF16), on
+// at most threads threads (a resolved budget, ≥ 1).
+func (s *Set[F]) Forward(threads, i int, y, x []F, n int) {
 	D := s.D
 	var wb *kernels.BF16B
 	if s.bf16 != nil && s.bf16[i].Data != nil {
 		wb = &s.bf16[i]
 	}
-	kernels.LinearForward(parallel.Threads(), s.prec(i), y[:n*D], x[:n*D], s.w[2*i], wb, s.w[2*i+1], n, D, D, false)
+	kernels.LinearForward(threads, s.prec(i), y[:n*D], x[:n*D], s.w[2*i], wb, s.w[2*i+1], n, D, D, false)
 }
 
 // Backward is Forward's backward (kernels.LinearBackward): it adds dyᵀ·x
 // to W_i's gradient and the column sums of dy to b_i's, and adds dy·W_i
-// to dx (or writes it there, with set). Every product has n rows of D.
-func (s *Set[F]) Backward(i int, dx, dy, x []F, n int, set bool) {
+// to dx (or writes it there, with set). Every product has n rows of D and
+// runs on at most threads threads.
+func (s *Set[F]) Backward(threads, i int, dx, dy, x []F, n int, set bool) {
 	D := s.D
-	kernels.LinearBackward(parallel.Threads(), s.prec(i), dx[:n*D], s.g[2*i], s.g[2*i+1], dy[:n*D], x[:n*D], s.w[2*i], n, D, D, set)
+	kernels.LinearBackward(threads, s.prec(i), dx[:n*D], s.g[2*i], s.g[2*i+1], dy[:n*D], x[:n*D], s.w[2*i], n, D, D, set)
 }

@@ -68,7 +68,7 @@ func TestForward(t *testing.T) {
 	s, w, _ := set(d, rng)
 	x := randVec(rng, n*d)
 	y := make([]float64, n*d)
-	s.Forward(1, y, x, n)
+	s.Forward(2, 1, y, x, n)
 	for r := range n {
 		for o := range d {
 			want := w[3][o]
@@ -92,7 +92,7 @@ func TestBackward(t *testing.T) {
 	x, dy := randVec(rng, n*d), randVec(rng, n*d)
 	loss := func() float64 {
 		y := make([]float64, n*d)
-		s.Forward(i, y, x, n)
+		s.Forward(2, i, y, x, n)
 		var l float64
 		for k := range y {
 			l += y[k] * dy[k]
@@ -101,9 +101,9 @@ func TestBackward(t *testing.T) {
 	}
 	dx := randVec(rng, n*d)
 	before := append([]float64(nil), dx...)
-	s.Backward(i, dx, dy, x, n, false)
+	s.Backward(2, i, dx, dy, x, n, false)
 	set := make([]float64, n*d)
-	s.Backward(i, set, dy, x, n, true)
+	s.Backward(2, i, set, dy, x, n, true)
 	for k := range dx {
 		if math.Abs(dx[k]-before[k]-set[k]) > 1e-12 {
 			t.Fatalf("dx[%d]: added %v, set %v", k, dx[k]-before[k], set[k])

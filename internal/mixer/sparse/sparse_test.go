@@ -239,7 +239,7 @@ func same(t *testing.T, name string, a, b mixer.Mixer[float32], B, T, D int) {
 	p := mixer.Pass{B: B, T: T, Pad: attntest.Pad(B, T, false)}
 	run := func(m mixer.Mixer[float32]) ([]float32, []float32) {
 		act := make([]float32, m.ActSize(B, T))
-		scr := make([]float32, m.ScratchSize(B, T))
+		scr := make([]float32, m.ScratchSize(B, T, 0))
 		out := make([]float32, len(x))
 		dx := make([]float32, len(x))
 		m.Forward(out, act, scr, x, p)

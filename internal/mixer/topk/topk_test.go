@@ -197,7 +197,7 @@ func TestNaiveTwin(t *testing.T) {
 					x := randVec(rng, B*T*D, 1)
 					p := mixer.Pass{B: B, T: T, Pad: suitePad(B, T)}
 					out := make([]float64, B*T*D)
-					m.Forward(out, make([]float64, m.ActSize(B, T)), make([]float64, m.ScratchSize(B, T)), x, p)
+					m.Forward(out, make([]float64, m.ActSize(B, T)), make([]float64, m.ScratchSize(B, T, 0)), x, p)
 					row := func(z []float64, h int) { sortTopK(z, k) }
 					if k >= T {
 						row = func(z []float64, h int) { softmax(z) } // full attention

@@ -40,7 +40,7 @@ func Twins(t *testing.T, fast, naive mixer.Mixer[float64], B, T, D int, pad []bo
 	p := mixer.Pass{B: B, T: T, Pad: pad}
 	run := func(m mixer.Mixer[float64]) (out, dx []float64) {
 		act := make([]float64, m.ActSize(B, T))
-		scr := make([]float64, m.ScratchSize(B, T))
+		scr := make([]float64, m.ScratchSize(B, T, 0))
 		out = make([]float64, n)
 		dx = make([]float64, n)
 		m.Forward(out, act, scr, x, p)
