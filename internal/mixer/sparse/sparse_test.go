@@ -476,7 +476,7 @@ func TestPadAppendBitwise(t *testing.T) {
 				m.Bind(w, g)
 				run := func(T int, pad []bool) []float32 {
 					out := make([]float32, T*D)
-					m.Forward(out, make([]float32, m.ActSize(1, T)), make([]float32, m.ScratchSize(1, T)), x[:T*D], mixer.Pass{B: 1, T: T, Pad: pad})
+					m.Forward(out, make([]float32, m.ActSize(1, T)), make([]float32, m.ScratchSize(1, T, 0)), x[:T*D], mixer.Pass{B: 1, T: T, Pad: pad})
 					return out
 				}
 				for _, T := range []int{17, 27, 33, 70} {
