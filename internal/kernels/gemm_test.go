@@ -181,7 +181,7 @@ func TestGemmNoAlloc(t *testing.T) {
 		})
 		SetPath(old)
 		if allocs != 0 {
-			t.Errorf("%v: %v allocations per GemmST call", p, allocs)
+			t.Errorf("%v: %v allocations per one-thread Gemm call", p, allocs)
 		}
 	}
 }

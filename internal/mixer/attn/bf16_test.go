@@ -17,7 +17,7 @@ func (p densePat) Layout(h, T int, t Tiles) *Layout { return Dense(T, t, p.causa
 
 // TestBF16Packed: in precision bf16, the tile products on operands packed
 // once per pass (headPacks) give bitwise the outputs and gradients of
-// packing every tile's operands (kernels.GemmSTP): both round the same
+// packing every tile's operands (kernels.Gemm with PrecBF16): both round the same
 // values to bf16 and multiply them in the same order. The lengths span
 // several key tiles, with a partial last one; d_head 128 spans two
 // panels of packed B.
