@@ -19,10 +19,11 @@
 // largest logit|).
 //
 // A Model is safe for concurrent use by many goroutines. Its weights are
-// loaded once; calls run one forward pass at a time per process on the
-// model's threads (WithThreads), so concurrent callers share the cores
-// instead of each claiming all of them, and a cancelled context ends a
-// call between layers.
+// loaded once; calls on one model run one forward pass at a time (it has
+// one workspace), each on the model's threads (WithThreads), while calls
+// on different models run at the same time, each on its own threads and
+// with the results it would give alone. A cancelled context ends a call
+// between layers.
 //
 // A causal lm also generates: NewStream keeps one sequence's decoding
 // state (a key–value cache for attention, per-bucket caches for LSH,
