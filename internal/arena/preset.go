@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -516,9 +517,16 @@ func mixerOptions(kind string, opts map[string]any) (mixer.Options, error) {
 	return mixer.NewOptions(kind, raw), nil
 }
 
-// modelKeys are the keys of ModelSection.
-var modelKeys = map[string]bool{"d_model": true, "n_heads": true, "n_layers": true, "d_ff": true, "causal": true,
-	"checkpoint": true, "ff_chunks": true, "reversible": true, "precision": true, "dropout": true, "pool": true}
+// modelKeys are the keys of ModelSection, by their json tags.
+var modelKeys = func() map[string]bool {
+	t := reflect.TypeFor[ModelSection]()
+	keys := make(map[string]bool, t.NumField())
+	for i := range t.NumField() {
+		k, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		keys[k] = true
+	}
+	return keys
+}()
 
 // presetKey renames the key that begins a model config error by its place
 // in the preset: a key of the model object as model.<key>, a mixer option
