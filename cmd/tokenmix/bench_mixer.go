@@ -32,6 +32,6 @@ func runBenchMixer(ctx context.Context, args []string) error {
 		return printJSON(r)
 	}
 	fmt.Printf("mixer %s, B=%d T=%d, %s (bf16 path %s), %d thread(s): forward %.2f ms, backward %.2f ms; planned %s, peak RSS %s\n",
-		r.Mixer, r.Batch, r.Len, r.Precision, r.BF16Kernels, parallel.Threads(), r.FwdMs, r.BwdMs, mib(r.PlannedBytes), mib(r.PeakRSSBytes))
+		r.Mixer, r.Batch, r.Len, r.Precision, r.BF16Kernels, parallel.Threads(), r.FwdMs, r.BwdMs, bench.MiB(r.PlannedBytes), bench.MiB(r.PeakRSSBytes))
 	return nil
 }

@@ -25,7 +25,7 @@ func runBenchTrain(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Print(m.Plan(*b.B, *b.T).String())
-		fmt.Printf("  parameters %d: params+grads+AdamW %s\n", m.NumParams(), mib(m.ParamBytes()))
+		fmt.Printf("  parameters %d: params+grads+AdamW %s\n", m.NumParams(), bench.MiB(m.ParamBytes()))
 		return nil
 	}
 	if child {
@@ -43,6 +43,6 @@ func runBenchTrain(ctx context.Context, args []string) error {
 		return printJSON(r)
 	}
 	fmt.Printf("train step B=%d T=%d, %s (bf16 path %s), %d thread(s): %.1f ms/step, %.0f tokens/s; planned %s, params+grads+AdamW %s, peak RSS %s\n",
-		*b.B, *b.T, r.Precision, r.BF16Kernels, parallel.Threads(), r.StepMs, r.TokensPerS, mib(r.PlannedBytes), mib(r.ParamBytes), mib(r.PeakRSSBytes))
+		*b.B, *b.T, r.Precision, r.BF16Kernels, parallel.Threads(), r.StepMs, r.TokensPerS, bench.MiB(r.PlannedBytes), bench.MiB(r.ParamBytes), bench.MiB(r.PeakRSSBytes))
 	return nil
 }

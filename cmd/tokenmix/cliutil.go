@@ -11,9 +11,6 @@ import (
 // printJSON writes v to stdout as one JSON line.
 func printJSON(v any) error { return json.NewEncoder(os.Stdout).Encode(v) }
 
-// mib formats n bytes as MiB with one decimal.
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
-
 // hiddenFlag removes every occurrence of the boolean flag name from args and
 // reports whether there was one.
 func hiddenFlag(args []string, name string) ([]string, bool) {

@@ -123,7 +123,7 @@ func Decode(ctx context.Context, w io.Writer, m *tokenmix.Model, o DecodeOptions
 			}
 			continue
 		}
-		fmt.Fprintf(w, "position %5d: %.3f ms per token, state %s\n", p.Pos, p.MsPerToken, mib(p.StateBytes))
+		fmt.Fprintf(w, "position %5d: %.3f ms per token, state %s\n", p.Pos, p.MsPerToken, MiB(p.StateBytes))
 	}
 	at = nil
 	if o.Streams == 0 || 256+o.Reps > c.MaxLen {
@@ -164,9 +164,6 @@ func Decode(ctx context.Context, w io.Writer, m *tokenmix.Model, o DecodeOptions
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// mib formats n bytes as MiB with one decimal.
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // OpenModel loads the model in dir with opts, or, when dir is "", a model
 // of the config file cfgPath with freshly initialised weights (seed 1),

@@ -42,15 +42,13 @@ var SampleTime = 20 * time.Millisecond
 
 // Gemm measures kernels.Gemm (float32, alpha=1, beta=0, dense strides) on s
 // with the transposes trans ("NN", "NT", "TN" or "TT") on threads threads,
-// and returns the median GFLOP/s of reps samples after a warm-up. The
-// thread count is restored afterwards. Gemm returns an error for an unknown
-// trans or reps < 1.
+// and returns the median GFLOP/s of reps samples after a warm-up. Gemm
+// returns an error for an unknown trans or reps < 1.
 func Gemm(s Shape, trans string, threads, reps int) (Result, error) {
-	run, err := gemmRunner(s, trans, false)
+	run, err := gemmRunner(s, trans, threads)
 	if err != nil || reps < 1 {
 		return Result{}, errors.Join(err, repsErr(reps))
 	}
-	defer parallel.SetThreads(parallel.SetThreads(threads))
 	sec := median(run, reps)
 	return Result{Op: "gemm", M: s.M, N: s.N, K: s.K, Trans: trans, Threads: threads,
 		GFLOPS: 2 * float64(s.M) * float64(s.N) * float64(s.K) / sec / 1e9}, nil
@@ -61,7 +59,7 @@ func Gemm(s Shape, trans string, threads, reps int) (Result, error) {
 // shared with other work it measures the kernel, not the scheduler. It
 // returns an error where per-thread CPU time is unavailable (non-Linux).
 func GemmCPU(s Shape, trans string, reps int) (Result, error) {
-	run, err := gemmRunner(s, trans, true)
+	run, err := gemmRunner(s, trans, 1)
 	if err != nil || reps < 1 {
 		return Result{}, errors.Join(err, repsErr(reps))
 	}
@@ -101,15 +99,14 @@ func GemmBF16(s Shape, trans string, threads, reps int) (Result, error) {
 	var pb kernels.BF16B
 	kernels.PackBF16A(parallel.Threads(), &pa, transA, s.M, s.K, a, lda)
 	kernels.PackBF16B(parallel.Threads(), &pb, transB, s.K, s.N, b, ldb)
-	defer parallel.SetThreads(parallel.SetThreads(threads))
 	sec := median(func() { kernels.GemmBF16(threads, 1, kernels.PackedA(&pa), kernels.PackedB(&pb), 0, c, s.N) }, reps)
 	return Result{Op: "gemm_bf16", M: s.M, N: s.N, K: s.K, Trans: trans, ISA: kernels.BF16Path(), Threads: threads,
 		GFLOPS: 2 * float64(s.M) * float64(s.N) * float64(s.K) / sec / 1e9}, nil
 }
 
 // gemmRunner allocates random operands for s and returns a function that
-// runs one product (on one thread when st).
-func gemmRunner(s Shape, trans string, st bool) (func(), error) {
+// runs one product on threads threads.
+func gemmRunner(s Shape, trans string, threads int) (func(), error) {
 	transA, transB, err := parseTrans(trans)
 	if err != nil {
 		return nil, err
@@ -124,10 +121,6 @@ func gemmRunner(s Shape, trans string, st bool) (func(), error) {
 		ldb = s.K
 	}
 	return func() {
-		threads := 1
-		if !st {
-			threads = parallel.Threads()
-		}
 		kernels.Gemm(threads, kernels.PrecFP32, transA, transB, s.M, s.N, s.K, 1, a, lda, b, ldb, 0, c, s.N)
 	}, nil
 }

@@ -63,6 +63,9 @@ func InChild(dst any, env []string, args ...string) error {
 	return nil
 }
 
+// MiB formats n bytes as MiB with one decimal.
+func MiB(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
 // FormatBytes formats a byte count in binary units ("–" for n ≤ 0).
 func FormatBytes(n int64) string {
 	switch {
