@@ -148,7 +148,7 @@ func evalClassify(ctx context.Context, m *tokenmix.Model, path string) (evalResu
 		}
 		t.want[i] = int32(k)
 	}
-	ev, err := data.Evaluate(publicForward(ctx, m), t, data.Test, evalBatch, 0, 0)
+	ev, err := data.Evaluate(publicForward(ctx, m), t, data.Test, evalBatchOf(t.info), 0, 0)
 	if err != nil {
 		return evalResult{}, err
 	}
@@ -169,11 +169,7 @@ func evalTask(ctx context.Context, m *tokenmix.Model, arg string, s data.Split) 
 		return evalResult{}, data.Info{}, err
 	}
 	info := task.Info()
-	batch := evalBatch
-	if info.Mode == data.LM {
-		batch = max(1, evalBatch*64/max(1, info.MaxLen))
-	}
-	ev, err := data.Evaluate(publicForward(ctx, m), task, s, batch, 0, 0)
+	ev, err := data.Evaluate(publicForward(ctx, m), task, s, evalBatchOf(info), 0, 0)
 	if err != nil {
 		return evalResult{}, info, err
 	}
@@ -213,7 +209,7 @@ func scoreText(ctx context.Context, m *tokenmix.Model, text []byte, context int)
 	if err != nil {
 		return evalResult{}, err
 	}
-	ev, err := data.Evaluate(publicForward(ctx, m), task, data.Val, max(1, evalBatch*64/W), 0, 0)
+	ev, err := data.Evaluate(publicForward(ctx, m), task, data.Val, evalBatchOf(task.Info()), 0, 0)
 	if err != nil {
 		return evalResult{}, err
 	}
@@ -223,6 +219,16 @@ func scoreText(ctx context.Context, m *tokenmix.Model, text []byte, context int)
 // evalBatch is the number of inputs, or of 64-token windows, per call of
 // the model.
 const evalBatch = 256
+
+// evalBatchOf is the examples per call of the model for a task: evalBatch
+// inputs, or for a language model as many windows of info.MaxLen tokens
+// as evalBatch 64-token windows hold (at least one).
+func evalBatchOf(info data.Info) int {
+	if info.Mode != data.LM {
+		return evalBatch
+	}
+	return max(1, evalBatch*64/max(1, info.MaxLen))
+}
 
 // publicForward is m's forward pass for data.Evaluate: each row of the
 // batch without its padding, through Model.Logits.

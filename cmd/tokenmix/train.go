@@ -98,7 +98,7 @@ func runTrain(ctx context.Context, args []string) error {
 	}
 	prog := train.NewProgress(os.Stderr)
 	var src train.Source
-	var eval func() (map[string]any, error)
+	var val data.Task // the validation split's task
 	var labels []string
 	switch {
 	case *taskArg != "":
@@ -111,18 +111,7 @@ func runTrain(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "%d parameters; task %s, %d training and %d validation examples; %d steps\n",
 			m.NumParams(), info.Name, task.Len(data.Train), task.Len(data.Val), tc.Steps)
 		src = train.TaskSource{L: data.NewLoader(task, data.Train, tc.BatchSize, true, tc.Seed, 0)}
-		eval = func() (map[string]any, error) {
-			ev, err := data.Evaluate(train.Forward(m), task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
-			if err != nil {
-				return nil, err
-			}
-			if info.Metric == data.BitsPerByte {
-				prog.Note(fmt.Sprintf("step %d: validation loss %.4f (%.3f bits/byte)", m.Step+1, ev.Loss, ev.Metric))
-			} else {
-				prog.Note(fmt.Sprintf("step %d: validation loss %.4f, accuracy %.2f%%", m.Step+1, ev.Loss, 100*ev.Accuracy))
-			}
-			return map[string]any{"val_loss": ev.Loss, "val_" + string(info.Metric): ev.Metric}, nil
-		}
+		val = task
 	case cfg.Task == "lm":
 		if cfg.VocabSize < 256 {
 			return fmt.Errorf("train: byte-level text needs vocab_size ≥ 256, the config has %d", cfg.VocabSize)
@@ -136,17 +125,8 @@ func runTrain(ctx context.Context, args []string) error {
 		if src, err = train.NewTextSource(corpus.Train, tc.BatchSize, tc.SeqLen, tc.Seed); err != nil {
 			return err
 		}
-		val, err := textTask(corpus.Val, tc.SeqLen, 0)
-		if err != nil {
+		if val, err = textTask(corpus.Val, tc.SeqLen, 0); err != nil {
 			return err
-		}
-		eval = func() (map[string]any, error) {
-			ev, err := data.Evaluate(train.Forward(m), val, data.Val, tc.BatchSize, tc.EvalBatches, 0)
-			if err != nil {
-				return nil, err
-			}
-			prog.Note(fmt.Sprintf("step %d: validation loss %.4f (%.3f bits/byte)", m.Step+1, ev.Loss, ev.Metric))
-			return map[string]any{"val_loss": ev.Loss, "val_bits_per_byte": ev.Metric}, nil
 		}
 	case cfg.Task == "classify":
 		task, err := labeledTask(cfg, *dataPath, *valPath, *valFrac)
@@ -157,16 +137,22 @@ func runTrain(ctx context.Context, args []string) error {
 		fmt.Fprintf(os.Stderr, "%d parameters; %d training and %d validation inputs, %d classes; %d steps\n",
 			m.NumParams(), task.Len(data.Train), task.Len(data.Val), len(labels), tc.Steps)
 		src = train.TaskSource{L: data.NewLoader(task, data.Train, tc.BatchSize, true, tc.Seed, 0)}
-		eval = func() (map[string]any, error) {
-			ev, err := data.Evaluate(train.Forward(m), task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
-			if err != nil {
-				return nil, err
-			}
-			prog.Note(fmt.Sprintf("step %d: validation loss %.4f, accuracy %.2f%%", m.Step+1, ev.Loss, 100*ev.Accuracy))
-			return map[string]any{"val_loss": ev.Loss, "val_accuracy": ev.Accuracy}, nil
-		}
+		val = task
 	default:
 		return fmt.Errorf("train: task %q: want \"lm\" (text) or \"classify\" (JSONL)", cfg.Task)
+	}
+	metric := val.Info().Metric
+	eval := func() (map[string]any, error) {
+		ev, err := data.Evaluate(train.Forward(m), val, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+		if err != nil {
+			return nil, err
+		}
+		if metric == data.BitsPerByte {
+			prog.Note(fmt.Sprintf("step %d: validation loss %.4f (%.3f bits/byte)", m.Step+1, ev.Loss, ev.Metric))
+		} else {
+			prog.Note(fmt.Sprintf("step %d: validation loss %.4f, accuracy %.2f%%", m.Step+1, ev.Loss, 100*ev.Accuracy))
+		}
+		return map[string]any{"val_loss": ev.Loss, "val_" + string(metric): ev.Metric}, nil
 	}
 	if d == nil {
 		cb, _ := json.MarshalIndent(cfg, "", "  ")

@@ -12,12 +12,18 @@ import (
 // LogNorm returns the maximum mx of x and log Σ exp(x − mx): log softmax(x)[k]
 // is float64(x[k]−mx) − logZ. LogNorm panics if x is empty.
 func LogNorm(x []float32) (mx float32, logZ float64) {
+	mx, sum := expSum(x)
+	return mx, math.Log(sum)
+}
+
+// expSum returns the maximum mx of x and Σ exp(x − mx). It panics if x is
+// empty.
+func expSum(x []float32) (mx float32, sum float64) {
 	mx = slices.Max(x)
-	var sum float64
 	for _, v := range x {
 		sum += math.Exp(float64(v - mx))
 	}
-	return mx, math.Log(sum)
+	return mx, sum
 }
 
 // LogSoftmaxAt returns log softmax(x)[k]. It panics if k is out of range.
@@ -28,11 +34,7 @@ func LogSoftmaxAt(x []float32, k int) float64 {
 
 // Softmax returns softmax(x) in fresh memory. It panics if x is empty.
 func Softmax(x []float32) []float32 {
-	mx := slices.Max(x)
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v - mx))
-	}
+	mx, sum := expSum(x)
 	out := make([]float32, len(x))
 	for i, v := range x {
 		out[i] = float32(math.Exp(float64(v-mx)) / sum)

@@ -58,15 +58,6 @@ func NewWindows(text []byte, T, context int) (*Windows, error) {
 // Len is the number of deterministic windows.
 func (w *Windows) Len() int { return w.numWins }
 
-// T is the window length in tokens.
-func (w *Windows) T() int { return w.t }
-
-// Context is the least context of a scored byte.
-func (w *Windows) Context() int { return w.ctx }
-
-// Text returns the bytes the windows cover (not a copy: do not modify).
-func (w *Windows) Text() []byte { return w.text }
-
 // ExampleLen is the token count of window i.
 func (w *Windows) ExampleLen(i int) int {
 	return min(w.t, len(w.text)-1-i*(w.t-w.ctx))
@@ -124,9 +115,6 @@ type TextTask struct {
 func NewTextTask(name string, train, val, test *Windows) *TextTask {
 	return &TextTask{name: name, splits: [3]*Windows{train, val, test}}
 }
-
-// Windows returns split s's windows, or nil.
-func (t *TextTask) Windows(s Split) *Windows { return t.splits[s] }
 
 // Info implements Task.
 func (t *TextTask) Info() Info {
