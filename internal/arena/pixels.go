@@ -206,14 +206,7 @@ func trainPixels(task data.Task, hidden int, seed uint64) (acc float64, steps in
 		pixels(x, &b)
 		n.forward(logits, h, x, b.B)
 		for r, t := range b.Targets[:b.B] {
-			row := logits[r*out : (r+1)*out]
-			best := 0
-			for j, v := range row {
-				if v > row[best] {
-					best = j
-				}
-			}
-			if best == int(t) {
+			if data.Argmax(logits[r*out:(r+1)*out]) == int(t) {
 				correct++
 			}
 		}
