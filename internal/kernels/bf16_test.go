@@ -237,8 +237,8 @@ func BenchmarkGemmPrec(b *testing.B) {
 
 // TestBF16Views: a product of views (BF16A.Rows, BF16B.View, odd row
 // counts included) equals the product of the same sub-matrices packed on
-// their own, on every bf16 path, and GemmBF16RowsST (transposed or not)
-// equals GemmP.
+// their own, on every bf16 path, as does GemmBF16 of a Float32A
+// (transposed or not) against the view.
 func TestBF16Views(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	const M, K, N = 37, 70, 150

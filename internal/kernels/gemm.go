@@ -46,7 +46,7 @@ func Gemm[F Float](threads int, p Prec, transA, transB bool, m, n, k int, alpha 
 	}
 	a32, b32 := any(a).([]float32), any(b).([]float32)
 	if p == PrecBF16 {
-		gemmBF16F32(transA, transB, m, n, k, float32(alpha), a32, lda, b32, ldb, float32(beta), c32, ldc, threads)
+		GemmBF16(threads, float32(alpha), Float32A(transA, m, k, a32, lda), Float32B(transB, k, n, b32, ldb), float32(beta), c32, ldc)
 		return
 	}
 	if m == 0 || n == 0 {
@@ -57,18 +57,6 @@ func Gemm[F Float](threads int, p Prec, transA, transB bool, m, n, k int, alpha 
 		return
 	}
 	gemm32(threads, transA, transB, m, n, k, float32(alpha), a32, lda, b32, ldb, float32(beta), c32, ldc)
-}
-
-// gemmBF16F32 packs both float32 operands in pooled buffers and runs the
-// bf16 product across up to threads goroutines.
-func gemmBF16F32(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, threads int) {
-	var pa BF16A
-	var pb BF16B
-	pa.Data, pb.Data = packBufs.get(sizeA(m, k)), packBufs.get(sizeB(k, n))
-	packBF16A(&pa, transA, m, k, a, lda, threads)
-	packBF16B(&pb, transB, k, n, b, ldb, threads)
-	gemmBF16(&pa, &pb, alpha, beta, c, ldc, threads)
-	packBufs.put(pa.Data, pb.Data)
 }
 
 func checkGemm(transA, transB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) {

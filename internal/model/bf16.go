@@ -42,7 +42,7 @@ func (m *Model[F]) UseBF16() error {
 		return fmt.Errorf("model: bf16 inference needs a float32 model")
 	}
 	c := m.Config
-	D, H := c.DModel, c.DFF
+	D, H, th := c.DModel, c.DFF, m.threads()
 	for i, mx := range m.mixers {
 		bi, ok := mx.(mixer.BF16Inference)
 		if !ok {
@@ -51,18 +51,18 @@ func (m *Model[F]) UseBF16() error {
 			}
 			return fmt.Errorf("model: mixer kind %q has no bf16 path", c.kind.Name)
 		}
-		if err := bi.UseBF16(m.threads()); err != nil {
+		if err := bi.UseBF16(th); err != nil {
 			return fmt.Errorf("model: block %d: %w", i, err)
 		}
 	}
 	m.bf16 = make([]blockBF16, c.NLayers)
 	for i := range m.bf16 {
 		bw := &m.w.blocks[i]
-		kernels.PackBF16B(m.threads(), &m.bf16[i].w1, true, D, H, any(bw.fc1w).([]float32), D)
-		kernels.PackBF16B(m.threads(), &m.bf16[i].w2, true, H, D, any(bw.fc2w).([]float32), H)
+		kernels.PackBF16B(th, &m.bf16[i].w1, true, D, H, any(bw.fc1w).([]float32), D)
+		kernels.PackBF16B(th, &m.bf16[i].w2, true, H, D, any(bw.fc2w).([]float32), H)
 	}
 	m.headBF16 = new(kernels.BF16B)
-	kernels.PackBF16B(m.threads(), m.headBF16, true, D, c.HeadOut(), any(m.w.headw).([]float32), D)
+	kernels.PackBF16B(th, m.headBF16, true, D, c.HeadOut(), any(m.w.headw).([]float32), D)
 	return nil
 }
 

@@ -159,14 +159,18 @@ func (m *Model[F]) DecodeBatch(ds []*Decoding[F], tokens []int32, logits []F) er
 	w.h, w.g = growTo(w.h, n*H), growTo(w.g, n*H)
 	w.mean, w.rstd = growTo(w.mean, n), growTo(w.rstd, n)
 	// The sequences are independent: each thread takes a share of them
-	// through every block, and the kernels inside run serially (a nested
-	// parallel.For), so a step has one fork and one join instead of
-	// several per block.
+	// through every block, and the kernels inside run on one thread (on the
+	// whole budget when there is one sequence), so a step has one fork and
+	// one join instead of several per block.
 	var (
 		errMu sync.Mutex
 		errs  []error
 	)
 	th := m.threads()
+	inner := th
+	if n > 1 {
+		inner = 1
+	}
 	parallel.For(th, n, 1, func(_, lo, hi int) {
 		rows := func(b []F, width int) []F { return b[lo*width : hi*width] }
 		x := rows(w.x, D)
@@ -178,9 +182,9 @@ func (m *Model[F]) DecodeBatch(ds []*Decoding[F], tokens []int32, logits []F) er
 			for i, d := range ds[lo:hi] {
 				states[i] = d.states[layer]
 			}
-			return m.mixers[layer].(mixer.BatchDecoder[F]).DecodeBatch(out, in, states, th)
+			return m.mixers[layer].(mixer.BatchDecoder[F]).DecodeBatch(out, in, states, inner)
 		}
-		if err := m.decodeBlocks(th, step, x, rows(w.x2, D), rows(w.ln, D), rows(w.tmp, D), rows(w.h, H), rows(w.g, H),
+		if err := m.decodeBlocks(inner, step, x, rows(w.x2, D), rows(w.ln, D), rows(w.tmp, D), rows(w.h, H), rows(w.g, H),
 			rows(w.mean, 1), rows(w.rstd, 1), rows(logits[:n*V], V), hi-lo); err != nil {
 			errMu.Lock()
 			errs = append(errs, err)

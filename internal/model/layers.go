@@ -75,7 +75,7 @@ func fc1GeluForward[F kernels.Float](threads int, p kernels.Prec, h, g, inp, w [
 			if round != nil {
 				round(r0, r1)
 			}
-			kernels.GeluForward(threads, g[r0*H:r1*H], h[r0*H:r1*H])
+			kernels.GeluForward(1, g[r0*H:r1*H], h[r0*H:r1*H]) // inside a chunk: on this thread
 			if keep != nil {
 				keep(r0, r1)
 			}

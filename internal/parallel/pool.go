@@ -148,7 +148,6 @@ func runPool(n, grain, nt, units int, fn func(worker, lo, hi int)) {
 	case <-c.done:
 	default:
 	}
-	limit := max(nt-1, runtime.GOMAXPROCS(0)-1)
 	pool.mu.Lock()
 	for k := 0; k < nt-1; k++ {
 		var wk *worker
@@ -156,7 +155,7 @@ func runPool(n, grain, nt, units int, fn func(worker, lo, hi int)) {
 		case len(pool.idle) > 0:
 			wk = pool.idle[len(pool.idle)-1]
 			pool.idle = pool.idle[:len(pool.idle)-1]
-		case pool.total < limit:
+		case pool.total < max(nt-1, runtime.GOMAXPROCS(0)-1): // only when none is idle
 			wk = &worker{wake: make(chan struct{}, 1)}
 			pool.total++
 			go wk.loop()

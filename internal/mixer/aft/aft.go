@@ -191,6 +191,7 @@ func (a *AFT[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 		panic(fmt.Sprintf("aft: T=%d exceeds max_len %d", p.T, a.MaxLen))
 	}
 	N, D, th := p.B*p.T, a.D, mixer.Budget(p.Threads)
+	p.Threads = th // the cores read the resolved budget
 	s := a.split(act, p.B, p.T)
 	x = x[:N*D]
 	a.proj.Forward(th, pq, s.sq, x, N)
@@ -210,6 +211,7 @@ func (a *AFT[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 // matching Forward's act.
 func (a *AFT[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	N, D, th := p.B*p.T, a.D, mixer.Budget(p.Threads)
+	p.Threads = th // the cores read the resolved budget
 	s := a.split(act, p.B, p.T)
 	x, dout = x[:N*D], dout[:N*D]
 	dy, dq, dv := scratch[:N*D], scratch[N*D:2*N*D], scratch[2*N*D:3*N*D]

@@ -195,7 +195,7 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 	rows := func(b, blk int) (int, int) { return blk * blockT, min(blk*blockT+blockT, T) }
 
 	// Block maxima of K over allowed rows (a block without any keeps −Inf).
-	parallel.For(mixer.Budget(p.Threads), nblk, 1, func(_, lo2, hi2 int) {
+	parallel.For(p.Threads, nblk, 1, func(_, lo2, hi2 int) {
 		for it := lo2; it < hi2; it++ {
 			b, blk := it/nrb, it%nrb
 			t0, t1 := rows(b, blk)
@@ -227,7 +227,7 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 	}
 
 	// E rows and block sums.
-	parallel.For(mixer.Budget(p.Threads), nblk, 1, func(_, lo2, hi2 int) {
+	parallel.For(p.Threads, nblk, 1, func(_, lo2, hi2 int) {
 		for it := lo2; it < hi2; it++ {
 			b, blk := it/nrb, it%nrb
 			t0, t1 := rows(b, blk)
@@ -253,7 +253,7 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 					}
 				}
 				if sums {
-					kernels.AddTo(mixer.Budget(p.Threads), acc, er)
+					kernels.AddTo(1, acc, er)
 				}
 			}
 		}
@@ -263,7 +263,7 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 	}
 
 	// Per row block: row statistics, the band GEMMs and the ratio.
-	parallel.For(mixer.Budget(p.Threads), nblk, 1, func(w, lo2, hi2 int) {
+	parallel.For(p.Threads, nblk, 1, func(w, lo2, hi2 int) {
 		ww := work[w*ws : (w+1)*ws]
 		nc := a.tileCols(T)
 		tile, nd := ww[:blockT*nc], ww[blockT*nc:blockT*nc+blockT*2*D]
@@ -289,7 +289,7 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 				row := (b*T + t) * D
 				if sums {
 					if a.Causal {
-						kernels.AddTo(mixer.Budget(p.Threads), acc, s.e[(b*T+t)*2*D:(b*T+t+1)*2*D])
+						kernels.AddTo(1, acc, s.e[(b*T+t)*2*D:(b*T+t+1)*2*D])
 					}
 					for h := 0; h < H; h++ {
 						c0 := s.c0[(b*T+t)*H+h]
@@ -372,7 +372,7 @@ func (g *bandGrad[F]) rowGrads() {
 	sums := g.sums
 	dy, hh, bs := g.dy, g.hh, g.bs
 
-	parallel.For(mixer.Budget(p.Threads), nblk, 1, func(_, lo2, hi2 int) {
+	parallel.For(p.Threads, nblk, 1, func(_, lo2, hi2 int) {
 		for it := lo2; it < hi2; it++ {
 			b, t0 := it/nrb, (it%nrb)*blockT
 			t1 := min(t0+blockT, T)
@@ -447,7 +447,7 @@ func (g *bandGrad[F]) columnGrads() {
 	// Per column block [u0,u1): G rows get the c0 part (running suffix or
 	// total), then G += band tileᵀ·Hh over the rows whose band reaches the
 	// block.
-	parallel.For(mixer.Budget(p.Threads), nblk, 1, func(w, lo2, hi2 int) {
+	parallel.For(p.Threads, nblk, 1, func(w, lo2, hi2 int) {
 		tile := work[w*ws : w*ws+blockT*a.tileCols(T)]
 		for it := lo2; it < hi2; it++ {
 			b, u0 := it/nrb, (it%nrb)*blockT
@@ -499,7 +499,7 @@ func (g *bandGrad[F]) keyValueGrads() {
 	N := p.B * T
 	dy, dv, gg := g.dy, g.dv, g.gg
 
-	parallel.For(mixer.Budget(p.Threads), N, 16, func(_, lo, hi int) {
+	parallel.For(p.Threads, N, 16, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			b, t := i/T, i%T
 			if !p.Allowed(b, t) {
@@ -538,7 +538,7 @@ func (g *bandGrad[F]) biasGrad() {
 		items = p.B * nrb
 	}
 	nc, po := a.tileCols(T), a.partOff(T)
-	th := mixer.Budget(p.Threads)
+	th := p.Threads
 	for w := 0; w < th; w++ {
 		clear(work[w*ws+po : (w+1)*ws])
 	}

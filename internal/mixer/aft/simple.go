@@ -33,7 +33,7 @@ func (a *AFT[F]) simpleForward(s act[F], k, scratch []F, p mixer.Pass) {
 	row := func(x []F, b, t int) []F { return x[(b*T+t)*D : (b*T+t+1)*D] }
 
 	// Block summaries; ek rows hold exp(K − m_b) meanwhile.
-	parallel.For(mixer.Budget(p.Threads), nblk, 1, func(_, lo, hi int) {
+	parallel.For(p.Threads, nblk, 1, func(_, lo, hi int) {
 		for it := lo; it < hi; it++ {
 			b, t0 := it/nrb, (it%nrb)*blockT
 			t1 := min(t0+blockT, T)
@@ -134,7 +134,7 @@ func (a *AFT[F]) simpleForward(s act[F], k, scratch []F, p mixer.Pass) {
 	}
 
 	// Replay each block from the state before it.
-	parallel.For(mixer.Budget(p.Threads), nblk, 1, func(w, lo, hi int) {
+	parallel.For(p.Threads, nblk, 1, func(w, lo, hi int) {
 		ws := work[4*w*D : 4*(w+1)*D]
 		m, nu, de, sc := ws[:D], ws[D:2*D], ws[2*D:3*D], ws[3*D:]
 		for it := lo; it < hi; it++ {
@@ -273,7 +273,7 @@ func (a *AFT[F]) simpleBackward(dy, dv, scratch []F, s act[F], p mixer.Pass) {
 	// Block-local sums: Σ g and Σ g⊙R (bidirectional), or the block-local
 	// suffix S at the block's first live row (causal), with the factors
 	// e^{m[t]−m[t+1]} parked in dv.
-	parallel.For(mixer.Budget(p.Threads), nblk, 1, func(w, lo, hi int) {
+	parallel.For(p.Threads, nblk, 1, func(w, lo, hi int) {
 		g1, g2 := work[4*w*D:(4*w+1)*D], work[(4*w+1)*D:(4*w+2)*D]
 		for it := lo; it < hi; it++ {
 			b, t0 := it/nrb, (it%nrb)*blockT
@@ -284,8 +284,8 @@ func (a *AFT[F]) simpleBackward(dy, dv, scratch []F, s act[F], p mixer.Pass) {
 			if !a.Causal {
 				for t := t0; t < t1; t++ {
 					gAt(g1, g2, b, t)
-					kernels.AddTo(mixer.Budget(p.Threads), s1, g1)
-					kernels.AddTo(mixer.Budget(p.Threads), s2, g2)
+					kernels.AddTo(1, s1, g1)
+					kernels.AddTo(1, s2, g2)
 				}
 				continue
 			}
@@ -307,8 +307,8 @@ func (a *AFT[F]) simpleBackward(dy, dv, scratch []F, s act[F], p mixer.Pass) {
 					}
 				}
 				gAt(g1, g2, b, t)
-				kernels.AddTo(mixer.Budget(p.Threads), s1, g1)
-				kernels.AddTo(mixer.Budget(p.Threads), s2, g2)
+				kernels.AddTo(1, s1, g1)
+				kernels.AddTo(1, s2, g2)
 			}
 		}
 	})
@@ -319,7 +319,7 @@ func (a *AFT[F]) simpleBackward(dy, dv, scratch []F, s act[F], p mixer.Pass) {
 			tot := in[b*nrb*2*D : (b*nrb+1)*2*D]
 			clear(tot)
 			for blk := 0; blk < nrb; blk++ {
-				kernels.AddTo(mixer.Budget(p.Threads), tot, loc[(b*nrb+blk)*2*D:(b*nrb+blk+1)*2*D])
+				kernels.AddTo(p.Threads, tot, loc[(b*nrb+blk)*2*D:(b*nrb+blk+1)*2*D])
 			}
 			for blk := 1; blk < nrb; blk++ {
 				copy(in[(b*nrb+blk)*2*D:(b*nrb+blk+1)*2*D], tot)
@@ -346,7 +346,7 @@ func (a *AFT[F]) simpleBackward(dy, dv, scratch []F, s act[F], p mixer.Pass) {
 	}
 
 	// Gradients, per block.
-	parallel.For(mixer.Budget(p.Threads), nblk, 1, func(w, lo, hi int) {
+	parallel.For(p.Threads, nblk, 1, func(w, lo, hi int) {
 		ws := work[4*w*D : 4*(w+1)*D]
 		g1, g2, s1, s2 := ws[:D], ws[D:2*D], ws[2*D:3*D], ws[3*D:]
 		for it := lo; it < hi; it++ {
@@ -386,8 +386,8 @@ func (a *AFT[F]) simpleBackward(dy, dv, scratch []F, s act[F], p mixer.Pass) {
 					s2[c] *= dvr[c]
 				}
 				gAt(g1, g2, b, t)
-				kernels.AddTo(mixer.Budget(p.Threads), s1, g1)
-				kernels.AddTo(mixer.Budget(p.Threads), s2, g2)
+				kernels.AddTo(1, s1, g1)
+				kernels.AddTo(1, s2, g2)
 				if !p.Allowed(b, t) {
 					clear(dk)
 					clear(dvr)

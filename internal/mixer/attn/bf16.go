@@ -105,21 +105,27 @@ func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
 			hp.dkT, hp.dvT = hp.dkT[:m], hp.dvT[:m]
 		}
 	}
+	// The packs run inside the split over units: on one thread, or on the
+	// whole budget when there is one unit (the split then runs inline).
+	pt := d.threads
+	if n > 1 {
+		pt = 1
+	}
 	parallel.For(d.threads, n, 1, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			off := u/d.H*T*D + u%d.H*Dh
-			kernels.PackBF16A(d.threads, &hp.qa[u], false, T, Dh, q[off:], D)
-			kernels.PackBF16B(d.threads, &hp.kt[u], true, Dh, T, k[off:], D)
+			kernels.PackBF16A(pt, &hp.qa[u], false, T, Dh, q[off:], D)
+			kernels.PackBF16B(pt, &hp.kt[u], true, Dh, T, k[off:], D)
 			if !backward {
-				kernels.PackBF16B(d.threads, &hp.vb[u], false, T, Dh, v[off:], D)
+				kernels.PackBF16B(pt, &hp.vb[u], false, T, Dh, v[off:], D)
 				continue
 			}
-			kernels.PackBF16A(d.threads, &hp.doa[u], false, T, Dh, do[off:], D)
-			kernels.PackBF16B(d.threads, &hp.vt[u], true, Dh, T, v[off:], D)
-			kernels.PackBF16B(d.threads, &hp.dob[u], false, T, Dh, do[off:], D)
-			kernels.PackBF16B(d.threads, &hp.kb[u], false, T, Dh, k[off:], D)
-			kernels.PackBF16A(d.threads, &hp.qT[u], true, Dh, T, q[off:], D)
-			kernels.PackBF16A(d.threads, &hp.doT[u], true, Dh, T, do[off:], D)
+			kernels.PackBF16A(pt, &hp.doa[u], false, T, Dh, do[off:], D)
+			kernels.PackBF16B(pt, &hp.vt[u], true, Dh, T, v[off:], D)
+			kernels.PackBF16B(pt, &hp.dob[u], false, T, Dh, do[off:], D)
+			kernels.PackBF16B(pt, &hp.kb[u], false, T, Dh, k[off:], D)
+			kernels.PackBF16A(pt, &hp.qT[u], true, Dh, T, q[off:], D)
+			kernels.PackBF16A(pt, &hp.doT[u], true, Dh, T, do[off:], D)
 			clear(hp.dkT[u*Dh*T : (u+1)*Dh*T])
 			clear(hp.dvT[u*Dh*T : (u+1)*Dh*T])
 		}

@@ -168,11 +168,13 @@ func (a *RuleAttention[F]) ScratchSize(b, t, threads int) int {
 	return a.geom(b, t).scratch(mixer.Budget(threads))
 }
 
-func (a *RuleAttention[F]) check(g geom, out, act, scratch, x []F, p mixer.Pass) {
+// check panics unless the pass and its buffers fit geometry g and the
+// pass's resolved thread budget nt.
+func (a *RuleAttention[F]) check(g geom, nt int, out, act, scratch, x []F, p mixer.Pass) {
 	if p.B < 1 || p.T < 1 {
 		panic("entmax: pass with B or T < 1")
 	}
-	if len(out) < g.n || len(x) < g.n || len(act) < g.act || len(scratch) < g.scratch(mixer.Budget(p.Threads)) {
+	if len(out) < g.n || len(x) < g.n || len(act) < g.act || len(scratch) < g.scratch(nt) {
 		panic("entmax: buffer too small (Pass.Threads above ScratchSize's?)")
 	}
 	if p.Pad != nil && len(p.Pad) < p.B*p.T {
@@ -192,10 +194,9 @@ func zigzag(u, nrb int) int {
 // Forward writes out [B,T,D] = o(concat_heads(P·v)) and fills act.
 // It panics if a buffer is smaller than ActSize/ScratchSize ask.
 func (a *RuleAttention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
-	g := a.geom(p.B, p.T)
-	a.check(g, out, act, scratch, x, p)
+	g, nt := a.geom(p.B, p.T), mixer.Budget(p.Threads)
+	a.check(g, nt, out, act, scratch, x, p)
 	BT := p.B * p.T
-	nt := mixer.Budget(p.Threads)
 	q, k, v, y := act[:g.n], act[g.n:2*g.n], act[2*g.n:3*g.n], act[3*g.n:4*g.n]
 	a.proj.Forward(nt, pq, q, x, BT)
 	a.proj.Forward(nt, pk, k, x, BT)
@@ -329,13 +330,12 @@ func (a *RuleAttention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass)
 // BackwardAlpha is Backward that also accumulates ∂L/∂α_h, as the Rule
 // reports it, into dalpha [H] when dalpha is not nil.
 func (a *RuleAttention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.Pass, dalpha []float64) {
-	g := a.geom(p.B, p.T)
-	a.check(g, dout, act, scratch, x, p)
+	g, nt := a.geom(p.B, p.T), mixer.Budget(p.Threads)
+	a.check(g, nt, dout, act, scratch, x, p)
 	if len(dx) < g.n {
 		panic("entmax: dx too small")
 	}
 	D, T, Dh, BT := a.D, p.T, a.Dh, p.B*p.T
-	nt := mixer.Budget(p.Threads)
 	q, k, v, y := act[:g.n], act[g.n:2*g.n], act[2*g.n:3*g.n], act[3*g.n:4*g.n]
 	dq, dk, dv, dy := scratch[:g.n], scratch[g.n:2*g.n], scratch[2*g.n:3*g.n], scratch[3*g.n:4*g.n]
 	clear(scratch[:3*g.n])
