@@ -20,6 +20,12 @@ type Eval struct {
 	Accuracy float64
 	// Metric is the task's metric: Accuracy, or BitsPerByte = Loss / ln 2.
 	Metric float64
+	// StdErr is Metric's standard error, counting the targets as
+	// independent draws: √(p(1−p)/Targets) for accuracy, the per-target
+	// cross-entropy's standard deviation over √Targets (in bits) for bits
+	// per byte. Neighbouring targets of one example are correlated, so for
+	// language models it understates the error.
+	StdErr float64
 	// Targets is the number of scored targets (bytes, for text);
 	// Examples the number of examples (windows) run.
 	Targets, Examples int
@@ -43,7 +49,7 @@ func Evaluate(fwd Forward, task Task, s Split, batch, maxBatches, bucket int) (E
 		l.Bucket(bucket)
 	}
 	var b Batch
-	var nats float64
+	var nats, sq float64
 	var correct int
 	for k := 0; (maxBatches == 0 || k < maxBatches) && l.Next(&b); k++ {
 		logits, err := fwd(&b)
@@ -62,7 +68,9 @@ func Evaluate(fwd Forward, task Task, s Split, batch, maxBatches, bucket int) (E
 				return Eval{}, fmt.Errorf("data: target %d outside the model's %d outputs", t, V)
 			}
 			row := logits[i*V : (i+1)*V]
-			nats -= LogSoftmaxAt(row, int(t))
+			nll := -LogSoftmaxAt(row, int(t))
+			nats += nll
+			sq += nll * nll
 			if Argmax(row) == int(t) {
 				correct++
 			}
@@ -73,11 +81,14 @@ func Evaluate(fwd Forward, task Task, s Split, batch, maxBatches, bucket int) (E
 	if ev.Targets == 0 {
 		return Eval{Examples: ev.Examples}, nil
 	}
-	ev.Loss = nats / float64(ev.Targets)
-	ev.Accuracy = float64(correct) / float64(ev.Targets)
+	n := float64(ev.Targets)
+	ev.Loss = nats / n
+	ev.Accuracy = float64(correct) / n
 	ev.Metric = ev.Accuracy
+	ev.StdErr = math.Sqrt(ev.Accuracy * (1 - ev.Accuracy) / n)
 	if info.Metric == BitsPerByte {
 		ev.Metric = ev.Loss / math.Ln2
+		ev.StdErr = math.Sqrt(max(sq/n-ev.Loss*ev.Loss, 0)/n) / math.Ln2
 	}
 	return ev, nil
 }

@@ -144,7 +144,7 @@ func readFMNISTPair(dir, prefix string) (x, y []byte, err error) {
 
 // Info implements Task.
 func (f *FMNIST) Info() Info {
-	return Info{Name: "fmnist", Mode: Classify, Vocab: 256, Classes: 10, PadID: -1,
+	return Info{Name: "fmnist", Mode: Classify, Vocab: 256, Classes: 10, Chance: 0.1, PadID: -1,
 		MaxLen: FMNISTLen, Metric: Accuracy, LabelNames: FMNISTLabels}
 }
 

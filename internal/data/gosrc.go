@@ -185,7 +185,7 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 
 // Info implements Task.
 func (g *GoSrc) Info() Info {
-	return Info{Name: "gosrc", Mode: LM, Vocab: 256, PadID: -1, MaxLen: g.cfg.SeqLen,
+	return Info{Name: "gosrc", Mode: LM, Vocab: 256, Chance: 8, PadID: -1, MaxLen: g.cfg.SeqLen,
 		Causal: true, Metric: BitsPerByte}
 }
 

@@ -274,8 +274,21 @@ func ListOpsString(toks []int32) string {
 // Info implements Task.
 func (l *ListOps) Info() Info {
 	return Info{Name: "listops", Mode: Classify, Vocab: ListOpsVocab, Classes: 10,
-		PadID: ListOpsPad, MaxLen: l.cfg.MaxLen - 1, Metric: Accuracy,
+		Chance: l.majorityShare(), PadID: ListOpsPad, MaxLen: l.cfg.MaxLen - 1, Metric: Accuracy,
 		LabelNames: []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}}
+}
+
+// majorityShare is the share of the training split's most frequent class:
+// the accuracy of always guessing it (ListOps's classes are not balanced).
+func (l *ListOps) majorityShare() float64 {
+	var counts [10]int
+	for _, y := range l.labels[Train] {
+		counts[y]++
+	}
+	if len(l.labels[Train]) == 0 {
+		return 0.1
+	}
+	return float64(slices.Max(counts[:])) / float64(len(l.labels[Train]))
 }
 
 // Config returns the resolved configuration (defaults filled in).

@@ -114,7 +114,10 @@ func (r *Recall) Info() Info {
 	if r.cfg.Fused {
 		v += r.cfg.Keys * r.cfg.Values
 	}
-	return Info{Name: "recall", Mode: LM, Vocab: v, PadID: -1, MaxLen: r.cfg.Len, Metric: Accuracy}
+	// Chance: a model that copies one of the sequence's values at random
+	// without recall scores 1/Pairs (≥ 1/Values).
+	return Info{Name: "recall", Mode: LM, Vocab: v, PadID: -1, MaxLen: r.cfg.Len, Metric: Accuracy,
+		Chance: 1 / float64(r.cfg.Pairs)}
 }
 
 // Len implements Task.

@@ -67,6 +67,13 @@ type Info struct {
 	Causal bool
 	// Metric is the test metric.
 	Metric Metric
+	// Chance is the metric of a guess that ignores the input, when the
+	// task knows it (0 otherwise): 1/Classes for balanced classes, the
+	// most frequent training class's share for unbalanced ones (ListOps),
+	// the accuracy of copying a random value of the context (recall), 8
+	// bits per byte for a uniform byte (text). A result is above chance when
+	// its 95% confidence interval lies beyond it.
+	Chance float64 `json:",omitempty"`
 	// LabelNames names the classes (Classify), or is nil.
 	LabelNames []string `json:",omitempty"`
 }

@@ -124,7 +124,7 @@ func (t *TextTask) Info() Info {
 			T = max(T, w.t)
 		}
 	}
-	return Info{Name: t.name, Mode: LM, Vocab: 256, PadID: -1, MaxLen: T, Causal: true, Metric: BitsPerByte}
+	return Info{Name: t.name, Mode: LM, Vocab: 256, PadID: -1, MaxLen: T, Causal: true, Metric: BitsPerByte, Chance: 8}
 }
 
 // Len implements Task.
