@@ -10,15 +10,22 @@ import (
 	"strings"
 
 	"github.com/tokenmix/tokenmix/internal/arena"
+	"github.com/tokenmix/tokenmix/internal/bench"
 )
 
-// taskPresets maps a task to the preset `tokenmix arena --task T` uses.
-var taskPresets = map[string]string{
-	"recall":  "recall",
-	"listops": "listops",
-	"fmnist":  "fmnist",
-	"gosrc":   "gosrc",
+// taskPresets maps `tokenmix arena --task T`'s T to its preset and the
+// preset's task: mqar is the recall task in its pairs-first layout.
+var taskPresets = map[string]struct{ preset, task string }{
+	"recall":     {"recall", "recall"},
+	"mqar":       {"mqar", "recall"},
+	"listops":    {"listops", "listops"},
+	"fmnist":     {"fmnist", "fmnist"},
+	"gosrc":      {"gosrc", "gosrc"},
+	"pathfinder": {"pathfinder", "pathfinder"},
 }
+
+// taskList names taskPresets' tasks for help and errors.
+const taskList = "recall, mqar, listops, fmnist, gosrc or pathfinder"
 
 // runArena is `tokenmix arena`: train every registered mixer side by side on
 // one task, for a fixed number of steps each and one or more seeds, and
@@ -26,10 +33,11 @@ var taskPresets = map[string]string{
 // preset (recall, ≤ 10 minutes on 2 cores).
 func runArena(ctx context.Context, args []string) error {
 	fs := newFlags("arena")
-	task := fs.String("task", "", "task: recall, listops, fmnist or gosrc (picks that task's preset)")
+	task := fs.String("task", "", "task: "+taskList+" (picks that task's preset)")
 	preset := fs.String("preset", "", "preset name (tokenmix presets lists them) or path to a preset file")
 	mixers := fs.String("mixers", "", "comma-separated mixer kinds (default: the preset's, or every registered kind)")
-	seqLen := fs.Int("len", 0, "sequence length (recall len, gosrc seq_len, listops max_len with min_len = len/4)")
+	seqLen := fs.String("len", "", "sequence length (recall len, gosrc seq_len, listops max_len with min_len = len/4), or a comma-separated list for a length sweep: every mixer at every length")
+	maxMemory := fs.String("max-memory", "", "each run's memory budget (e.g. 16GiB): a run whose plan needs more is not started (default: the memory available when the arena starts, shared among --jobs)")
 	budget := fs.String("budget", "", "every mixer's budget, instead of the preset's step counts: steps (e.g. 2000) or training time (e.g. 5m)")
 	seeds := fs.Int("seeds", 0, "train each mixer with this many seeds (train.seed, +1, …); tables give the mean and the range (default: the preset's seeds, else 1)")
 	out := fs.String("out", "", "arena directory for results, checkpoints and plots (default runs/arena-TASK)")
@@ -57,12 +65,12 @@ func runArena(ctx context.Context, args []string) error {
 	}
 	name := *preset
 	if *task != "" {
-		p, ok := taskPresets[*task]
+		tp, ok := taskPresets[*task]
 		if !ok {
-			return usageErr("arena: unknown task %q (want recall, listops, fmnist or gosrc)", *task)
+			return usageErr("arena: unknown task %q (want %s)", *task, taskList)
 		}
 		if name == "" {
-			name = p
+			name = tp.preset
 		}
 	}
 	if name == "" {
@@ -74,7 +82,7 @@ func runArena(ctx context.Context, args []string) error {
 	} else if err != nil {
 		return err
 	}
-	if *task != "" && p.TaskName() != *task {
+	if *task != "" && p.TaskName() != taskPresets[*task].task {
 		return usageErr("arena: preset %s is for task %s, not %s", name, p.TaskName(), *task)
 	}
 	if *mixers != "" {
@@ -83,9 +91,18 @@ func runArena(ctx context.Context, args []string) error {
 			return usageErr("arena --%v", err)
 		}
 	}
-	if *seqLen > 0 {
-		if err := p.SetLen(*seqLen); err != nil {
-			return usageErr("%v", err)
+	if *seqLen != "" {
+		lens, err := parseInts(*seqLen)
+		if err != nil {
+			return usageErr("arena --len: %v", err)
+		}
+		if len(lens) == 1 && !p.Sweep() {
+			err = p.SetLen(lens[0])
+		} else {
+			err = p.SetLens(lens)
+		}
+		if err != nil {
+			return usageErr("arena %v", err)
 		}
 	}
 	if *budget != "" {
@@ -120,6 +137,13 @@ func runArena(ctx context.Context, args []string) error {
 		*out = filepath.Join("runs", "arena-"+p.TaskName())
 	}
 	o := arena.Options{Preset: p, Out: *out, Stdout: os.Stdout, Stderr: os.Stderr}
+	if *maxMemory != "" {
+		if o.MaxMemory, err = parseBytes(*maxMemory); err != nil || o.MaxMemory == 0 {
+			return usageErr("arena --max-memory: want a size such as 16GiB, got %q", *maxMemory)
+		}
+	} else if avail, err := bench.AvailableMemory(); err == nil {
+		o.MaxMemory = avail / int64(max(p.Jobs, 1)) // runs at once share it
+	}
 	if *asJSON {
 		o.Stdout = os.Stderr
 	}

@@ -15,13 +15,15 @@ import (
 
 // runBenchScaling is `tokenmix bench scaling`: bench.ScalingSweep, forward
 // and backward time and peak memory of one layer of every mixer against T,
-// up to where full attention exceeds --mem-budget, with log–log plots.
+// up to where full attention exceeds --max-memory (alias --mem-budget),
+// with log–log plots.
 func runBenchScaling(ctx context.Context, args []string) error {
 	fs := newFlags("bench scaling")
 	mixers := fs.String("mixers", "", "comma-separated mixer kinds (default: every registered kind)")
 	minLen := fs.Int("min-len", 256, "first sequence length")
 	maxLen := fs.Int("max-len", 65536, "last sequence length")
-	memBudget := fs.String("mem-budget", "4GiB", "stop after full attention needs more than this (e.g. 512MiB, 4GiB)")
+	memBudget := fs.String("max-memory", "4GiB", "stop after full attention needs more than this (e.g. 512MiB, 4GiB)")
+	fs.StringVar(memBudget, "mem-budget", "4GiB", "alias of --max-memory")
 	timeLimit := fs.Duration("time-limit", 20*time.Second, "drop a mixer after its forward+backward exceeds this")
 	batch := fs.Int("batch", 1, "batch size B")
 	d := fs.Int("d-model", 256, "channels d")
@@ -39,7 +41,7 @@ func runBenchScaling(ctx context.Context, args []string) error {
 	}
 	budget, err := parseBytes(*memBudget)
 	if err != nil {
-		return usageErr("bench scaling: --mem-budget: %v", err)
+		return usageErr("bench scaling: --max-memory: %v", err)
 	}
 	p, err := arena.LoadPreset(*preset)
 	if errors.Is(err, arena.ErrUnknownPreset) {

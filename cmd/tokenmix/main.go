@@ -98,7 +98,7 @@ func benchCommands() map[string]command {
 			"GEMM GFLOP/s on the benchmark shapes: float32 against the measured FMA peak, or bf16 against float32", runBenchGemm, false, false},
 		"peak": {"[--threads-list 1,2] [--reps N] [--clock wall|cpu] [--json]",
 			"the FMA peak of this CPU per thread count, and the bf16 dot-product peak where it has one", runBenchPeak, false, false},
-		"scaling": {"[--mixers a,b] [--min-len N] [--max-len N] [--mem-budget 4GiB] [--out DIR] [flags]",
+		"scaling": {"[--mixers a,b] [--min-len N] [--max-len N] [--max-memory 4GiB] [--out DIR] [flags]",
 			"time and memory of every mixer over doubling sequence lengths, with plots", runBenchScaling, false, false},
 		"serve": {"--run DIR | --config C [--run … | --config …] [--clients 1,8,64] [--streams 1,16] [--duration D] [--idle D] [--json]",
 			"an in-process server under HTTP load: classify requests/s and latency with and without batching, completion tokens/s, idle CPU", runBenchServe, false, false},

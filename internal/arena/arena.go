@@ -17,6 +17,7 @@ import (
 	"github.com/tokenmix/tokenmix/internal/bench"
 	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/train"
 	"github.com/tokenmix/tokenmix/internal/version"
@@ -35,25 +36,40 @@ type Options struct {
 	// each run's peak memory is its own and a crash stays in its run.
 	// Empty runs every mixer in this process.
 	Worker []string
+	// MaxMemory, when positive, is each run's memory budget in bytes: a
+	// run whose plan (activations and their gradients, parameters,
+	// gradients, AdamW moments and scratch, at the longest batch) exceeds
+	// it is not started, and its row says so.
+	MaxMemory int64
 	// Stdout receives the summaries and the table, Stderr the progress.
 	Stdout, Stderr io.Writer
 }
 
-// planned is one resolved run: a mixer and a seed.
+// planned is one resolved run: a mixer, a seed and, in a sweep, a length.
 type planned struct {
 	kind   string
 	seed   int // index: the run trains with Preset.Seed(seed)
+	length int // the sweep's length; 0 outside a sweep
 	causal bool
 	note   string
 	skip   string // reason, when skipped
 	budget Budget
+	bytes  int64 // the memory plan (0 when the config did not build)
+	// preset is the run's single-length preset (Preset.AtLen in a
+	// sweep), task and info its task.
+	preset *Preset
+	task   data.Task
+	info   data.Info
 }
 
 // name is the run's directory under runs/: the kind for the first seed,
-// kind.s<i> for seed index i ≥ 1.
-func (r planned) name() string { return runName(r.kind, r.seed) }
+// kind.s<i> for seed index i ≥ 1, with .len<T> after the kind in a sweep.
+func (r planned) name() string { return runName(r.kind, r.seed, r.length) }
 
-func runName(kind string, seed int) string {
+func runName(kind string, seed, length int) string {
+	if length > 0 {
+		kind = fmt.Sprintf("%s.len%d", kind, length)
+	}
 	if seed == 0 {
 		return kind
 	}
@@ -65,6 +81,7 @@ func runName(kind string, seed int) string {
 type jobFile struct {
 	Kind   string `json:"kind,omitempty"`
 	Seed   int    `json:"seed,omitempty"` // index
+	Len    int    `json:"len,omitempty"`  // the sweep's length
 	Causal bool   `json:"causal"`
 	Note   string `json:"note"`
 	Budget string `json:"budget"`
@@ -98,10 +115,17 @@ func Run(ctx context.Context, o Options) (*File, error) {
 		}
 		fmt.Fprintf(o.Stdout, "resuming the arena in %s\n", o.Out)
 	}
-	task, err := p.BuildTaskCached(o.Out)
+	qs, err := p.LenPresets()
 	if err != nil {
 		return nil, err
 	}
+	tasks := make([]data.Task, len(qs))
+	for i, q := range qs {
+		if tasks[i], err = q.BuildTaskCached(o.Out); err != nil {
+			return nil, err
+		}
+	}
+	task := tasks[0]
 	// Written once the task exists, so a failed start (say, a missing
 	// dataset) does not pin the directory to those settings. A resumed
 	// arena may differ in its number of seeds only.
@@ -111,9 +135,20 @@ func Run(ctx context.Context, o Options) (*File, error) {
 		}
 	}
 	info := task.Info()
-	runs, err := planRuns(p, info)
-	if err != nil {
-		return nil, err
+	var runs []planned
+	for i, q := range qs {
+		length := 0
+		if p.Sweep() {
+			length = p.Lens[i].Len
+		}
+		rs, err := planRuns(q, tasks[i].Info(), length, o.MaxMemory)
+		if err != nil {
+			return nil, err
+		}
+		for j := range rs {
+			rs[j].task = tasks[i]
+		}
+		runs = append(runs, rs...)
 	}
 	seeds := make([]uint64, p.NumSeeds())
 	for i := range seeds {
@@ -122,14 +157,22 @@ func Run(ctx context.Context, o Options) (*File, error) {
 	jobs, threads := jobsThreads(o)
 	f := &File{Task: info, Preset: canon, Budget: p.Budget, Seeds: seeds, Results: []Result{}, Version: version.Get().String(),
 		CPU: bench.CPUName(), Kernels: kernels.CurrentPath().String(), BF16Kernels: kernels.BF16Path(),
-		Threads: threads, Jobs: jobs}
+		Threads: threads, Jobs: jobs, MaxMemory: o.MaxMemory}
+	for _, l := range p.Lens {
+		f.Lens = append(f.Lens, l.Len)
+	}
 	f.Machine = bench.MachineLine(f.CPU, f.Threads, f.Jobs, f.Kernels, f.BF16Kernels)
-	mixers := fmt.Sprintf("%d mixers", len(runs)/len(seeds))
+	mixers := fmt.Sprintf("%d mixers", len(runs)/len(seeds)/len(qs))
 	if len(seeds) > 1 {
 		mixers += fmt.Sprintf(" × %d seeds", len(seeds))
 	}
-	fmt.Fprintf(o.Stdout, "arena: task %s (T ≤ %d, %d/%d/%d examples), %s, %s; %s\n",
-		info.Name, info.MaxLen, task.Len(data.Train), task.Len(data.Val), task.Len(data.Test),
+	lens := fmt.Sprintf("T ≤ %d", info.MaxLen)
+	if p.Sweep() {
+		mixers += fmt.Sprintf(" × %d lengths", len(qs))
+		lens = "T = " + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(f.Lens)), ", "), "[]")
+	}
+	fmt.Fprintf(o.Stdout, "arena: task %s (%s, %d/%d/%d examples), %s, %s; %s\n",
+		info.Name, lens, task.Len(data.Train), task.Len(data.Val), task.Len(data.Test),
 		mixers, budgetLine(runs), f.Machine)
 	switch t := task.(type) {
 	case *data.GoSrc:
@@ -139,7 +182,7 @@ func Run(ctx context.Context, o Options) (*File, error) {
 	case *data.FMNIST:
 		f.Baselines = pixelBaselines(t, seeds[0])
 	}
-	interrupted, err := runAll(ctx, o, task, info, runs, f)
+	interrupted, err := runAll(ctx, o, runs, f)
 	if err != nil {
 		return f, err
 	}
@@ -172,7 +215,7 @@ func jobsThreads(o Options) (jobs, threads int) {
 // in the runs' order and rewriting the outputs after each one finishes. It
 // reports whether a run was interrupted; runs not yet started then stay
 // unstarted.
-func runAll(ctx context.Context, o Options, task data.Task, info data.Info, runs []planned, f *File) (interrupted bool, err error) {
+func runAll(ctx context.Context, o Options, runs []planned, f *File) (interrupted bool, err error) {
 	jobs, threads := jobsThreads(o)
 	res := make([]*Result, len(runs))
 	var mu sync.Mutex
@@ -181,7 +224,7 @@ func runAll(ctx context.Context, o Options, task data.Task, info data.Info, runs
 		mu.Lock()
 		defer mu.Unlock()
 		res[i] = &r
-		fmt.Fprintln(o.Stdout, summary(r, len(f.Seeds) > 1))
+		fmt.Fprintln(o.Stdout, summary(r, len(f.Seeds) > 1, len(f.Lens) > 0))
 		f.Results = f.Results[:0]
 		for _, r := range res {
 			if r != nil {
@@ -196,8 +239,8 @@ func runAll(ctx context.Context, o Options, task data.Task, info data.Info, runs
 	var wg sync.WaitGroup
 	for i, r := range runs {
 		if r.skip != "" {
-			seed := o.Preset.Seed(r.seed)
-			finish(i, Result{Mixer: r.kind, Seed: seed, Status: StatusSkipped, Note: r.skip, Metric: info.Metric})
+			finish(i, Result{Mixer: r.kind, Len: r.resultLen(), Seed: r.preset.Seed(r.seed), Status: StatusSkipped,
+				Note: r.skip, Metric: r.info.Metric, PlannedBytes: r.bytes})
 			continue
 		}
 		sem <- struct{}{}
@@ -211,7 +254,7 @@ func runAll(ctx context.Context, o Options, task data.Task, info data.Info, runs
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			r2, err := runOne(ctx, o, task, info, r, threads, jobs > 1)
+			r2, err := runOne(ctx, o, r, threads, jobs > 1)
 			if errors.Is(err, ErrInterrupted) {
 				mu.Lock()
 				interrupted = true
@@ -226,9 +269,21 @@ func runAll(ctx context.Context, o Options, task data.Task, info data.Info, runs
 	return interrupted || ctx.Err() != nil, werr
 }
 
-// planRuns resolves the mixer list, their modes and budgets: one run per
-// mixer and seed, the seeds of a mixer next to each other.
-func planRuns(p *Preset, info data.Info) ([]planned, error) {
+// resultLen is the length a run's result reports: the sweep's, else the
+// task's longest sequence.
+func (r planned) resultLen() int {
+	if r.length > 0 {
+		return r.length
+	}
+	return r.info.MaxLen
+}
+
+// planRuns resolves the mixer list of a single-length preset, their modes,
+// budgets and memory plans: one run per mixer and seed, the seeds of a
+// mixer next to each other. length is the sweep's length (0 outside a
+// sweep). A run whose plan exceeds maxMemory (when positive) is skipped.
+// The caller sets each run's task.
+func planRuns(p *Preset, info data.Info, length int, maxMemory int64) ([]planned, error) {
 	causal, err := p.Causal(info)
 	if err != nil {
 		return nil, err
@@ -245,7 +300,7 @@ func planRuns(p *Preset, info data.Info) ([]planned, error) {
 	var kinds []planned
 	n := 0 // runnable runs with a duration budget
 	for _, name := range names {
-		r := planned{kind: name, causal: causal}
+		r := planned{kind: name, causal: causal, length: length, preset: p, info: info}
 		k, err := registry.Lookup(name)
 		if err != nil {
 			return nil, err
@@ -262,6 +317,13 @@ func planRuns(p *Preset, info data.Info) ([]planned, error) {
 		}
 		if info.PadID >= 0 && !k.KeyPadding {
 			r.note = joinNote(r.note, "no key padding: pads are mixed in")
+		}
+		if r.skip == "" && maxMemory > 0 {
+			r.bytes = planBytes(p, name, info, r.causal)
+			if r.bytes > maxMemory {
+				r.skip = fmt.Sprintf("over the memory budget: the plan needs %s, --max-memory is %s",
+					bench.FormatBytes(r.bytes), bench.FormatBytes(maxMemory))
+			}
 		}
 		if r.skip == "" && r.budget.Duration > 0 {
 			n += p.NumSeeds()
@@ -285,6 +347,21 @@ func planRuns(p *Preset, info data.Info) ([]planned, error) {
 		}
 	}
 	return runs, nil
+}
+
+// planBytes is kind's memory plan under p at the task's longest batch (0
+// when its config does not build: the run then fails with the reason).
+// Building the model allocates its parameters only.
+func planBytes(p *Preset, kind string, info data.Info, causal bool) int64 {
+	cfg, err := p.ModelConfig(kind, info, causal, 1)
+	if err != nil {
+		return 0
+	}
+	m, err := model.New[float32](cfg)
+	if err != nil {
+		return 0
+	}
+	return m.Plan(cfg.Train.BatchSize, info.MaxLen).Bytes() + m.ParamBytes()
 }
 
 // budgetLine describes the runs' budgets: "budget 1200 steps each",
@@ -326,7 +403,7 @@ func sameArena(old []byte, p *Preset) bool {
 
 // runOne returns the finished result found in the run directory, or trains
 // the mixer (in this process or a worker).
-func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r planned, threads int, lines bool) (Result, error) {
+func runOne(ctx context.Context, o Options, r planned, threads int, lines bool) (Result, error) {
 	dir := runDir(o.Out, r.name())
 	var res Result
 	if err := readJSON(filepath.Join(dir, "result.json"), &res); err == nil && res.Status == StatusDone {
@@ -337,7 +414,7 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 		return res, err
 	}
 	if len(o.Worker) == 0 {
-		j := &job{kind: r.kind, seed: r.seed, task: task, info: info, preset: o.Preset, causal: r.causal,
+		j := &job{kind: r.kind, seed: r.seed, length: r.length, task: r.task, info: r.info, preset: r.preset, causal: r.causal,
 			budget: r.budget, dir: dir, note: r.note, prog: train.NewProgress(o.Stderr)}
 		res, err := j.train(ctx)
 		if errors.Is(err, ErrInterrupted) {
@@ -349,7 +426,7 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 		writeJSON(filepath.Join(dir, "result.json"), res)
 		return res, nil
 	}
-	jf := jobFile{Kind: r.kind, Seed: r.seed, Causal: r.causal, Note: r.note, Budget: r.budget.String()}
+	jf := jobFile{Kind: r.kind, Seed: r.seed, Len: r.length, Causal: r.causal, Note: r.note, Budget: r.budget.String()}
 	if r.budget.Steps > 0 {
 		jf.Budget = strconv.Itoa(r.budget.Steps)
 	}
@@ -384,8 +461,8 @@ func runOne(ctx context.Context, o Options, task data.Task, info data.Info, r pl
 		if werr != nil {
 			msg += ": " + werr.Error()
 		}
-		seed := o.Preset.Seed(r.seed)
-		return Result{Mixer: r.kind, Seed: seed, Status: StatusFailed, Note: joinNote(r.note, msg), Metric: info.Metric}, nil
+		return Result{Mixer: r.kind, Len: r.resultLen(), Seed: r.preset.Seed(r.seed), Status: StatusFailed,
+			Note: joinNote(r.note, msg), Metric: r.info.Metric, PlannedBytes: r.bytes}, nil
 	}
 	return res, nil
 }
@@ -418,11 +495,16 @@ func Worker(ctx context.Context, out, name string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if jf.Len > 0 {
+		if p, err = lenPreset(p, jf.Len); err != nil {
+			return err
+		}
+	}
 	var res Result
 	task, err := p.BuildTaskCached(out)
 	build := time.Since(start).Seconds()
 	if err == nil {
-		j := &job{kind: kind, seed: jf.Seed, task: task, info: task.Info(), preset: p, causal: jf.Causal,
+		j := &job{kind: kind, seed: jf.Seed, length: jf.Len, task: task, info: task.Info(), preset: p, causal: jf.Causal,
 			budget: budget, dir: dir, note: jf.Note, prog: train.NewProgress(stderr)}
 		res, err = j.train(ctx)
 		if errors.Is(err, ErrInterrupted) {
@@ -438,11 +520,25 @@ func Worker(ctx context.Context, out, name string, stderr io.Writer) error {
 	return writeJSON(filepath.Join(dir, "result.json"), res)
 }
 
-// summary is the line printed when a run ends; withSeed names its seed.
-func summary(r Result, withSeed bool) string {
+// lenPreset returns the single-length preset of sweep p at length n.
+func lenPreset(p *Preset, n int) (*Preset, error) {
+	for _, l := range p.Lens {
+		if l.Len == n {
+			return p.AtLen(l)
+		}
+	}
+	return nil, fmt.Errorf("arena: length %d is not among the preset's lens", n)
+}
+
+// summary is the line printed when a run ends; withSeed names its seed,
+// withLen its length.
+func summary(r Result, withSeed, withLen bool) string {
 	name := r.Mixer
+	if withLen {
+		name = fmt.Sprintf("%s at T=%d", r.Mixer, r.Len)
+	}
 	if withSeed {
-		name = fmt.Sprintf("%s (seed %d)", r.Mixer, r.Seed)
+		name = fmt.Sprintf("%s (seed %d)", name, r.Seed)
 	}
 	if r.Status != StatusDone {
 		return fmt.Sprintf("%s: %s (%s)", name, r.Status, r.Note)

@@ -272,7 +272,7 @@ func TestParsePresetErrors(t *testing.T) {
 func TestPlanRuns(t *testing.T) {
 	p := tinyPreset(t, nil, "10m")
 	p.TotalBudget = "1m"
-	runs, err := planRuns(p, data.Info{Name: "gosrc", Mode: data.LM, Causal: true, PadID: -1})
+	runs, err := planRuns(p, data.Info{Name: "gosrc", Mode: data.LM, Causal: true, PadID: -1}, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestPlanRuns(t *testing.T) {
 	p = tinyPreset(t, []string{"full", "fnet", "lsh"}, "30s")
 	p.MixerSteps = map[string]int{"full": 7, "fnet": 9}
 	p.TotalBudget, p.Seeds = "20s", 2
-	runs, err = planRuns(p, data.Info{Name: "gosrc", Mode: data.LM, Causal: true, PadID: -1})
+	runs, err = planRuns(p, data.Info{Name: "gosrc", Mode: data.LM, Causal: true, PadID: -1}, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,6 +351,7 @@ func TestPresetsAcceptedByEveryMixer(t *testing.T) {
 		"fmnist": (&data.FMNIST{}).Info(),
 		"gosrc":  {Name: "gosrc", Mode: data.LM, Vocab: 256, PadID: -1, MaxLen: 256, Causal: true, Metric: data.BitsPerByte},
 	}
+	infos["pathfinder"] = data.Info{Name: "pathfinder", Mode: data.Classify, Vocab: 256, Classes: 2, PadID: -1, MaxLen: 1024, Metric: data.Accuracy}
 	infos["listops"] = data.Info{Name: "listops", Mode: data.Classify, Vocab: data.ListOpsVocab, Classes: 10, PadID: 0, MaxLen: 1999, Metric: data.Accuracy}
 	for _, name := range configs.Names() {
 		p, err := LoadPreset(name)
@@ -361,20 +362,29 @@ func TestPresetsAcceptedByEveryMixer(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: no test info for task %s", name, p.TaskName())
 		}
-		runs, err := planRuns(p, info)
+		qs, err := p.LenPresets()
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range runs {
-			if r.skip != "" {
-				continue
+		for i, q := range qs {
+			if p.Sweep() {
+				info.MaxLen = p.Lens[i].Len
 			}
-			b, err := p.ModelJSON(r.kind, info, r.causal, 10)
-			if err == nil {
-				_, err = model.ParseConfig(b)
-			}
+			runs, err := planRuns(q, info, 0, 0)
 			if err != nil {
-				t.Errorf("preset %s, mixer %s: %v", name, r.kind, err)
+				t.Fatal(err)
+			}
+			for _, r := range runs {
+				if r.skip != "" {
+					continue
+				}
+				b, err := q.ModelJSON(r.kind, info, r.causal, 10)
+				if err == nil {
+					_, err = model.ParseConfig(b)
+				}
+				if err != nil {
+					t.Errorf("preset %s at T=%d, mixer %s: %v", name, info.MaxLen, r.kind, err)
+				}
 			}
 		}
 	}

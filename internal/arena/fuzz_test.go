@@ -58,7 +58,7 @@ func FuzzPreset(f *testing.F) {
 			t.Fatalf("canonical form changed:\n%s\n%s", canon, c2)
 		}
 		p.TaskName()
-		runs, err := planRuns(p, info)
+		runs, err := planRuns(p, info, 0, 0)
 		if err != nil {
 			return
 		}

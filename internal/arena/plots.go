@@ -19,7 +19,13 @@ const (
 // Plots draws the training and validation loss curves (one line per mixer:
 // its first finished seed) and the test metric against training throughput
 // (one point per mixer: the means over its finished seeds) into out.
+//
+// A length sweep gets the test metric against length and, per length, the
+// validation metric against training time instead (sweepPlots).
 func Plots(out string, f *File) error {
+	if len(f.Lens) > 0 {
+		return sweepPlots(out, f)
+	}
 	var tr, va []plot.Series
 	var pts []plot.Point
 	for _, s := range statsOf(f.Results) {

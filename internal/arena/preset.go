@@ -68,11 +68,36 @@ type Preset struct {
 	MixerOptions map[string]map[string]any `json:"mixer_options,omitempty"`
 	// TestExamples caps the test examples evaluated (0 = the whole split).
 	TestExamples int `json:"test_examples,omitempty"`
+	// MaxTrainTime, a duration, caps each run's training time: a run that
+	// has not finished its step budget by then stops there, and its note
+	// says so (over the time budget). It keeps a preset within its wall
+	// time at lengths where a mixer is slower than its budget assumed.
+	MaxTrainTime string `json:"max_train_time,omitempty"`
+	// Lens makes the arena a length sweep: every mixer runs at each of
+	// these sequence lengths (TaskSpec.Len sets the task's keys), each
+	// (mixer, length) a run of its own named <kind>.len<T>. An entry may
+	// set its own task keys, budget, mixer_steps, test_examples,
+	// max_train_time and batch_size. Empty: one length, the task's own.
+	Lens []LenSection `json:"lens,omitempty"`
 	// Bucket > 1 batches training examples of similar length together
 	// (data.Loader.Bucket: runs of Bucket batches sorted by length), and
 	// evaluates a whole split in order of length: less padding for tasks of
 	// variable length. Order of batches stays seeded and resumable.
 	Bucket int `json:"bucket,omitempty"`
+}
+
+// LenSection is one length of a sweep (Preset.Lens): the length, and what
+// differs there from the preset's top-level keys (left out: the same).
+type LenSection struct {
+	Len int `json:"len"`
+	// Task holds task keys set at this length only, over the task's own
+	// and the length's (gosrc's eval_context, say).
+	Task         map[string]strict.RawMessage `json:"task,omitempty"`
+	Budget       string                       `json:"budget,omitempty"`
+	MixerSteps   map[string]int               `json:"mixer_steps,omitempty"`
+	TestExamples int                          `json:"test_examples,omitempty"`
+	MaxTrainTime string                       `json:"max_train_time,omitempty"`
+	BatchSize    int                          `json:"batch_size,omitempty"`
 }
 
 // TaskSection is the preset's "task" object: the task's name and its own
@@ -274,8 +299,19 @@ func (p *Preset) BudgetFor(kind string) (Budget, error) {
 
 // BudgetSummary describes the budgets in a few words, e.g. "876–2903 steps
 // per mixer (mixer_steps), 1200 for any other" or "45s per mixer, 8m in
-// all".
+// all"; a sweep's per length.
 func (p *Preset) BudgetSummary() string {
+	if p.Sweep() {
+		var parts []string
+		for _, l := range p.Lens {
+			q, err := p.AtLen(l)
+			if err != nil {
+				return err.Error()
+			}
+			parts = append(parts, fmt.Sprintf("T = %d: %s", l.Len, q.BudgetSummary()))
+		}
+		return strings.Join(parts, "; ")
+	}
 	one := p.Budget
 	if b, err := ParseBudget(p.Budget); err == nil {
 		one = b.String()
@@ -294,14 +330,111 @@ func (p *Preset) BudgetSummary() string {
 	return s
 }
 
-// SetBudget makes budget (a step count or a duration) every mixer's budget,
-// dropping MixerSteps and TotalBudget.
+// SetBudget makes budget (a step count or a duration) every mixer's budget
+// at every length, dropping MixerSteps, TotalBudget and the lengths' own
+// budgets.
 func (p *Preset) SetBudget(budget string) error {
 	if _, err := ParseBudget(budget); err != nil {
 		return err
 	}
 	p.Budget, p.MixerSteps, p.TotalBudget = budget, nil, ""
+	for i := range p.Lens {
+		p.Lens[i].Budget, p.Lens[i].MixerSteps = "", nil
+	}
 	return nil
+}
+
+// Sweep reports whether the preset is a length sweep (Lens is not empty).
+func (p *Preset) Sweep() bool { return len(p.Lens) > 0 }
+
+// SetLens makes the preset a sweep over ns, in that order, keeping the
+// settings of lengths it already lists; it checks each length against the
+// task (SetLen).
+func (p *Preset) SetLens(ns []int) error {
+	old := map[int]LenSection{}
+	for _, l := range p.Lens {
+		old[l.Len] = l
+	}
+	seen := map[int]bool{}
+	var ls []LenSection
+	for _, n := range ns {
+		switch {
+		case n < 1:
+			return fmt.Errorf("--len: want lengths ≥ 1, got %d", n)
+		case seen[n]:
+			return fmt.Errorf("--len: %d is listed twice", n)
+		}
+		seen[n] = true
+		l, ok := old[n]
+		if !ok {
+			l = LenSection{Len: n}
+		}
+		if _, err := p.AtLen(l); err != nil {
+			return err
+		}
+		ls = append(ls, l)
+	}
+	p.Lens = ls
+	return nil
+}
+
+// AtLen returns the single-length preset of sweep entry l: the task at
+// length l.Len, and l's settings in place of the top-level ones it sets.
+func (p *Preset) AtLen(l LenSection) (*Preset, error) {
+	q := *p
+	q.Lens = nil
+	if err := q.SetLen(l.Len); err != nil {
+		return nil, err
+	}
+	if len(l.Task) > 0 {
+		kv := make(map[string]any, len(l.Task))
+		for k, v := range l.Task {
+			kv[k] = v
+		}
+		if err := q.SetTask("", kv); err != nil {
+			return nil, err
+		}
+	}
+	if l.Budget != "" {
+		q.Budget, q.MixerSteps, q.TotalBudget = l.Budget, nil, ""
+	}
+	if l.MixerSteps != nil {
+		q.MixerSteps = l.MixerSteps
+	}
+	if l.TestExamples > 0 {
+		q.TestExamples = l.TestExamples
+	}
+	if l.MaxTrainTime != "" {
+		q.MaxTrainTime = l.MaxTrainTime
+	}
+	if l.BatchSize > 0 {
+		bs := l.BatchSize
+		q.Train.BatchSize = &bs
+	}
+	return &q, nil
+}
+
+// LenPresets returns the preset of each length of the sweep, in order, or
+// the preset itself when it is not a sweep.
+func (p *Preset) LenPresets() ([]*Preset, error) {
+	if !p.Sweep() {
+		return []*Preset{p}, nil
+	}
+	var qs []*Preset
+	for _, l := range p.Lens {
+		q, err := p.AtLen(l)
+		if err != nil {
+			return nil, err
+		}
+		qs = append(qs, q)
+	}
+	return qs, nil
+}
+
+// maxTrainTime is MaxTrainTime parsed (0 when absent).
+func (p *Preset) maxTrainTime() time.Duration {
+	d, _ := time.ParseDuration(p.MaxTrainTime)
+	return d
 }
 
 // ErrUnknownPreset is returned (wrapped) by LoadPreset for a name that is
@@ -345,14 +478,6 @@ func ParsePreset(b []byte) (*Preset, error) {
 	if p.Seeds < 0 || p.Seeds > MaxSeeds {
 		return nil, fmt.Errorf("seeds: want 0–%d, got %d", MaxSeeds, p.Seeds)
 	}
-	for _, k := range sortedKeys(p.MixerSteps) {
-		if _, err := registry.Lookup(k); err != nil {
-			return nil, fmt.Errorf("mixer_steps: %w", err)
-		}
-		if n := p.MixerSteps[k]; n < 1 {
-			return nil, fmt.Errorf("mixer_steps.%s: want ≥ 1 step, got %d", k, n)
-		}
-	}
 	if p.Time != "" {
 		if d, err := time.ParseDuration(p.Time); err != nil || d <= 0 {
 			return nil, fmt.Errorf("time: want a positive duration, got %q", p.Time)
@@ -366,7 +491,71 @@ func ParsePreset(b []byte) (*Preset, error) {
 			return nil, fmt.Errorf("total_budget: want a positive duration, got %q", p.TotalBudget)
 		}
 	}
+	if err := checkMixerSteps("mixer_steps", p.MixerSteps); err != nil {
+		return nil, err
+	}
+	if err := checkDuration("max_train_time", p.MaxTrainTime); err != nil {
+		return nil, err
+	}
+	if p.TestExamples < 0 {
+		return nil, fmt.Errorf("test_examples: want ≥ 0, got %d", p.TestExamples)
+	}
+	seen := map[int]bool{}
+	for i, l := range p.Lens {
+		at := fmt.Sprintf("lens[%d].", i)
+		switch {
+		case l.Len < 1:
+			return nil, fmt.Errorf("%slen: want ≥ 1, got %d", at, l.Len)
+		case seen[l.Len]:
+			return nil, fmt.Errorf("%slen: %d is listed twice", at, l.Len)
+		case l.TestExamples < 0:
+			return nil, fmt.Errorf("%stest_examples: want ≥ 0, got %d", at, l.TestExamples)
+		case l.BatchSize < 0:
+			return nil, fmt.Errorf("%sbatch_size: want ≥ 1, got %d", at, l.BatchSize)
+		}
+		if _, ok := l.Task["name"]; ok {
+			return nil, fmt.Errorf("%stask.name: a length cannot change the task; remove it", at)
+		}
+		seen[l.Len] = true
+		if l.Budget != "" {
+			if _, err := ParseBudget(l.Budget); err != nil {
+				return nil, fmt.Errorf("%s%w", at, err)
+			}
+		}
+		if err := checkMixerSteps(at+"mixer_steps", l.MixerSteps); err != nil {
+			return nil, err
+		}
+		if err := checkDuration(at+"max_train_time", l.MaxTrainTime); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// checkMixerSteps returns an error naming key for an unknown kind or a
+// step count below 1.
+func checkMixerSteps(key string, steps map[string]int) error {
+	for _, k := range sortedKeys(steps) {
+		if _, err := registry.Lookup(k); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		if n := steps[k]; n < 1 {
+			return fmt.Errorf("%s.%s: want ≥ 1 step, got %d", key, k, n)
+		}
+	}
+	return nil
+}
+
+// checkDuration returns an error naming key unless s is empty or a
+// positive duration.
+func checkDuration(key, s string) error {
+	if s == "" {
+		return nil
+	}
+	if d, err := time.ParseDuration(s); err != nil || d <= 0 {
+		return fmt.Errorf("%s: want a positive duration such as 10m, got %q", key, s)
+	}
+	return nil
 }
 
 // UnmarshalStrict reads a preset's keys; task, model and budget are

@@ -24,7 +24,10 @@ const (
 // CurvePoint is one point of a run's learning curve. At steps without
 // validation HasVal is false and ValLoss and Val are zero (omitted in JSON).
 type CurvePoint struct {
-	Step      int     `json:"step"`
+	Step int `json:"step"`
+	// TrainS is the training time spent up to this step (0 in files
+	// written before it was logged: then Step·ms_per_step stands in).
+	TrainS    float64 `json:"train_s,omitempty"`
 	TrainLoss float64 `json:"train_loss"`
 	ValLoss   float64 `json:"val_loss,omitempty"`
 	Val       float64 `json:"val,omitempty"`
@@ -34,6 +37,9 @@ type CurvePoint struct {
 // Result is one run: a mixer with one seed.
 type Result struct {
 	Mixer string `json:"mixer"`
+	// Len is the run's sequence length, the task's longest (0 in files
+	// written before length sweeps).
+	Len int `json:"len"`
 	// Seed is the training seed (train.seed of the run's config).
 	Seed    uint64         `json:"seed"`
 	Status  string         `json:"status"`
@@ -45,6 +51,10 @@ type Result struct {
 	// Test is the test metric; TestLoss the mean test cross-entropy (nats).
 	Test     float64 `json:"test"`
 	TestLoss float64 `json:"test_loss"`
+	// TestStdErr is Test's standard error (data.Eval.StdErr) over
+	// TestTargets scored targets; 0 in older files.
+	TestStdErr  float64 `json:"test_stderr,omitempty"`
+	TestTargets int     `json:"test_targets,omitempty"`
 	// Val is the validation metric at the end of training.
 	Val          float64 `json:"val"`
 	Steps        int     `json:"steps"`
@@ -86,9 +96,15 @@ type File struct {
 	Kernels     string `json:"kernels,omitempty"`
 	BF16Kernels string `json:"bf16_kernels,omitempty"`
 	// Threads is each run's thread count; Jobs the runs trained at once.
-	Threads int    `json:"threads,omitempty"`
-	Jobs    int    `json:"jobs,omitempty"`
-	Version string `json:"version"` // of the build that wrote the file
+	Threads int `json:"threads,omitempty"`
+	Jobs    int `json:"jobs,omitempty"`
+	// Lens are a length sweep's sequence lengths, in order (absent for an
+	// arena at the task's own length).
+	Lens []int `json:"lens,omitempty"`
+	// MaxMemory is the memory budget each run's plan was checked against
+	// (0: none).
+	MaxMemory int64  `json:"max_memory,omitempty"`
+	Version   string `json:"version"` // of the build that wrote the file
 }
 
 // writeJSON writes v to path as indented JSON, through a temporary file.
@@ -120,7 +136,7 @@ func readJSON(path string, v any) error {
 // csvHeader is the column list of results.csv.
 var csvHeader = []string{"mixer", "seed", "status", "metric", "test", "test_loss", "val", "params",
 	"steps", "train_tokens", "tokens_per_s", "ms_per_step", "planned_bytes", "peak_rss_bytes",
-	"train_s", "wall_s", "threads", "causal", "note"}
+	"train_s", "wall_s", "threads", "causal", "note", "len", "test_stderr"}
 
 // WriteCSV writes one row per result.
 func WriteCSV(w io.Writer, rs []Result) error {
@@ -132,7 +148,7 @@ func WriteCSV(w io.Writer, rs []Result) error {
 			strconv.Itoa(r.Params), strconv.Itoa(r.Steps), strconv.FormatInt(r.TrainTokens, 10),
 			f(r.TokensPerSec), f(r.MsPerStep), strconv.FormatInt(r.PlannedBytes, 10),
 			strconv.FormatInt(r.PeakBytes, 10), f(r.TrainSeconds), f(r.WallSeconds),
-			strconv.Itoa(r.Threads), strconv.FormatBool(r.Causal), r.Note})
+			strconv.Itoa(r.Threads), strconv.FormatBool(r.Causal), r.Note, strconv.Itoa(r.Len), f(r.TestStdErr)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -174,5 +190,5 @@ func mdEscape(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ")
 }
 
-// runDir is where a mixer's run keeps its result and checkpoint.
-func runDir(out, mixer string) string { return filepath.Join(out, "runs", mixer) }
+// runDir is where a run keeps its result and checkpoint.
+func runDir(out, run string) string { return filepath.Join(out, "runs", run) }

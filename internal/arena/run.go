@@ -24,6 +24,7 @@ var ErrInterrupted = train.ErrInterrupted
 type job struct {
 	kind   string
 	seed   int // index: trains with preset.Seed(seed)
+	length int // the sweep's length, 0 outside a sweep
 	task   data.Task
 	info   data.Info
 	preset *Preset
@@ -38,7 +39,10 @@ type job struct {
 // train.Run (resuming from the run directory's newest checkpoint), evaluate
 // on validation and test.
 func (j *job) train(ctx context.Context) (res Result, err error) {
-	res = Result{Mixer: j.kind, Metric: j.info.Metric, Causal: j.causal, Threads: parallel.Threads(), Note: j.note}
+	res = Result{Mixer: j.kind, Len: j.length, Metric: j.info.Metric, Causal: j.causal, Threads: parallel.Threads(), Note: j.note}
+	if res.Len == 0 {
+		res.Len = j.info.MaxLen
+	}
 	res.Options, _ = j.preset.MixerOpts(j.kind, j.info.MaxLen)
 	steps := j.budget.Steps
 	if steps == 0 {
@@ -81,7 +85,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	valKey := "val_" + string(j.info.Metric)
 	fwd := train.Forward(m)
 	r, err := train.Run(ctx, d, tr, train.TaskSource{L: loader}, train.Options{
-		Steps: j.budget.Steps, Duration: j.budget.Duration, Progress: j.prog, Name: j.kind,
+		Steps: j.budget.Steps, Duration: j.budget.Duration, Cap: j.preset.maxTrainTime(), Progress: j.prog, Name: j.name(),
 		Eval: func() (map[string]any, error) {
 			ev, err := data.Evaluate(fwd, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
 			return map[string]any{"val_loss": ev.Loss, valKey: ev.Metric}, err
@@ -97,8 +101,13 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	}
 	res.Curve = curve(ms, valKey)
 	res.Steps, res.PlannedSteps = r.Steps, r.Planned
-	if j.budget.Duration > 0 && r.Steps < r.Planned {
+	switch {
+	case r.Steps >= r.Planned:
+	case j.budget.Duration > 0:
 		res.Note = joinNote(res.Note, fmt.Sprintf("time budget hit at step %d of %d", r.Steps, r.Planned))
+	case j.preset.MaxTrainTime != "":
+		res.Note = joinNote(res.Note, fmt.Sprintf("over the time budget: max_train_time %s reached at step %d of %d",
+			j.preset.MaxTrainTime, r.Steps, r.Planned))
 	}
 	res.TrainTokens, res.TrainSeconds = r.Tokens, r.TrainSeconds
 	if r.TrainSeconds > 0 && r.Steps > 0 {
@@ -128,10 +137,18 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
-	res.TestLoss, res.Test = ev.Loss, ev.Metric
+	res.TestLoss, res.Test, res.TestStdErr, res.TestTargets = ev.Loss, ev.Metric, ev.StdErr, ev.Targets
 	res.Status = StatusDone
 	res.WallSeconds = r.WallSeconds + time.Since(start).Seconds()
 	return res, nil
+}
+
+// name labels the run's progress: the kind, and its length in a sweep.
+func (j *job) name() string {
+	if j.length > 0 {
+		return fmt.Sprintf("%s T=%d", j.kind, j.length)
+	}
+	return j.kind
 }
 
 // curve turns the run's metrics lines into curve points.
@@ -141,6 +158,7 @@ func curve(ms []map[string]any, valKey string) []CurvePoint {
 		step, _ := m["step"].(float64)
 		pt := CurvePoint{Step: int(step)}
 		pt.TrainLoss, _ = m["loss"].(float64)
+		pt.TrainS, _ = m["train_s"].(float64)
 		if v, ok := m[valKey].(float64); ok {
 			pt.Val, pt.HasVal = v, true
 			pt.ValLoss, _ = m["val_loss"].(float64)

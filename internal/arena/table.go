@@ -73,7 +73,14 @@ func meanOf(rs []Result, f func(Result) float64) float64 {
 // over the finished seeds and a range column their least and greatest
 // test metric; speed and wall time are means per run, peak memory the
 // greatest.
+//
+// A length sweep's file gets a table per length instead, then the
+// crossover table and which mixers are above chance (sweepMarkdown).
 func Markdown(w io.Writer, f *File) {
+	if len(f.Lens) > 0 {
+		sweepMarkdown(w, f)
+		return
+	}
 	m := f.Task.Metric
 	stats := statsOf(f.Results)
 	multi := false

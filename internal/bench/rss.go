@@ -80,3 +80,29 @@ func FormatBytes(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+// AvailableMemory returns the memory the kernel says new work can use
+// without swapping (MemAvailable from /proc/meminfo), in bytes. It returns
+// an error where /proc is unavailable.
+func AvailableMemory() (int64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, "MemAvailable:")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) != 2 || fields[1] != "kB" {
+			return 0, fmt.Errorf("bench: unexpected MemAvailable line %q", line)
+		}
+		kb, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bench: MemAvailable: %v", err)
+		}
+		return kb << 10, nil
+	}
+	return 0, fmt.Errorf("bench: no MemAvailable in /proc/meminfo")
+}

@@ -44,6 +44,11 @@ type Options struct {
 	// number of updates, and with it the learning-rate schedule, follow the
 	// pace (see pacer), and training stops when the time is spent.
 	Duration time.Duration
+	// Cap, when positive, stops training once that much training time is
+	// spent, without re-planning: the schedule still follows Steps (a
+	// time cap on a step budget, so a run that is too slow for its
+	// budget ends within a preset's wall time).
+	Cap time.Duration
 	// SkipNonFinite is how many steps with a non-finite loss or gradient
 	// norm Run skips (no update; the batch is passed over and the skip is
 	// a metrics line) before it stops on one.
@@ -119,6 +124,9 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 	deadline := time.Duration(math.MaxInt64)
 	if o.Duration > 0 {
 		deadline = o.Duration
+	}
+	if o.Cap > 0 {
+		deadline = min(deadline, o.Cap)
 	}
 	trainTime := time.Duration(st.TrainSeconds * float64(time.Second))
 	wall := func() float64 { return st.WallSeconds + time.Since(start).Seconds() }
@@ -217,7 +225,7 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 		if res.Steps%tc.LogEvery == 0 || last || eval {
 			// loss is the mean over the steps since the previous line.
 			rec := map[string]any{"step": res.Steps, "loss": lossSum / float64(lossN), "lr": s.LR, "grad_norm": s.GradNorm,
-				"tokens": res.Tokens, "tokens_per_s": tps, "elapsed_s": wall()}
+				"tokens": res.Tokens, "tokens_per_s": tps, "elapsed_s": wall(), "train_s": trainTime.Seconds()}
 			if sc := tr.Scale; sc != nil {
 				rec["loss_scale"], rec["overflow_skips"] = sc.Scale, sc.Skipped
 			}

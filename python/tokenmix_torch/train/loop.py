@@ -261,7 +261,7 @@ def train(o, topo, j):
         ev = tc["eval_every"] > 0 and (step % tc["eval_every"] == 0 or last)
         if step % tc["log_every"] == 0 or last or ev:
             rec = {"step": step, "loss": loss_sum / loss_n, "lr": lr, "grad_norm": gn, "tokens": tokens,
-                   "tokens_per_s": tokens / max(train_s, 1e-9), "elapsed_s": wall()}
+                   "tokens_per_s": tokens / max(train_s, 1e-9), "elapsed_s": wall(), "train_s": train_s}
             loss_sum, loss_n = 0.0, 0
             if ev:
                 last_eval = evaluate(j, model, topo, device, o.bf16)
