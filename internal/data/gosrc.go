@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -37,18 +38,36 @@ type GoSrcConfig struct {
 	// scored exactly once. Must be below SeqLen. Training windows do not
 	// overlap whatever its value.
 	EvalContext int `json:"eval_context"`
+	// Order is the order of the files in a split ("path"): "path" sorts
+	// their paths as strings, which can put a subdirectory's files between
+	// a package's own (a/b.go, a/c/d.go, a/z.go); "package" sorts by
+	// package directory (component by component, so a package's
+	// subpackages follow it), then file name, so each package's files are
+	// contiguous and a long window holds whole files of one package.
+	// "path" is the default because it reproduces the splits of the
+	// committed results.
+	Order string `json:"order"`
 }
+
+// GoSrc file orders (GoSrcConfig.Order).
+const (
+	GoSrcPathOrder    = "path"
+	GoSrcPackageOrder = "package"
+)
 
 // GoSrc is byte-level language modelling on Go source: the non-test .go
 // files under Root (skipping testdata directories), each assigned to a
 // split by a stable hash (FNV-1a) of its package directory relative to Root,
 // so a package — and so a file — is never in two splits. A split is its
-// files' bytes concatenated in path order, cut into fixed windows of SeqLen
-// tokens (Windows), so every byte but the split's first is predicted
-// exactly once. With EvalContext c > 0 the validation and test windows
-// slide instead, so a scored byte always has at least c bytes before it: a
+// files' bytes concatenated in Order (path order, or package by package),
+// cut into fixed windows of SeqLen tokens (Windows), so every byte but the
+// split's first is predicted exactly once. With EvalContext c > 0 the
+// validation and test windows slide instead, so a scored byte always has at
+// least c bytes before it (outside the split's first window): a
 // window-start byte otherwise is predicted from nothing, which a compressor
-// such as gzip never has to do.
+// such as gzip never has to do. Package order with c = SeqLen/2 is the
+// long-context shape: a window holds whole files of a package and their
+// shared identifiers, and every scored byte sees half a window.
 type GoSrc struct {
 	cfg   GoSrcConfig
 	bytes [3][]byte
@@ -102,6 +121,9 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 	if c.TestPercent == 0 {
 		c.TestPercent = 5
 	}
+	if c.Order == "" {
+		c.Order = GoSrcPathOrder
+	}
 	switch {
 	case c.SeqLen < 1:
 		return nil, keyErr("gosrc", "seq_len", "want ≥ 1, got %d", c.SeqLen)
@@ -119,6 +141,8 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 		return nil, keyErr("gosrc", "max_test_bytes", "want ≥ 0, got %d", c.MaxTest)
 	case c.EvalContext < 0 || c.EvalContext >= c.SeqLen:
 		return nil, keyErr("gosrc", "eval_context", "want in [0, seq_len (%d)), got %d", c.SeqLen, c.EvalContext)
+	case c.Order != GoSrcPathOrder && c.Order != GoSrcPackageOrder:
+		return nil, keyErr("gosrc", "order", "want %q or %q, got %q", GoSrcPathOrder, GoSrcPackageOrder, c.Order)
 	}
 	if c.Root == "" {
 		r, err := GoRootSrc()
@@ -150,6 +174,9 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 		return nil, keyErr("gosrc", "root", "no .go files under %s", c.Root)
 	}
 	sort.Strings(paths)
+	if c.Order == GoSrcPackageOrder {
+		sortByPackage(paths)
+	}
 	g := &GoSrc{cfg: c}
 	caps := [3]int{c.MaxTrain, c.MaxVal, c.MaxTest}
 	for _, p := range paths {
@@ -181,6 +208,19 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 		}
 	}
 	return g, nil
+}
+
+// sortByPackage sorts file paths by directory, compared component by
+// component, then by file name: each directory's files come together,
+// followed by its subdirectories'.
+func sortByPackage(paths []string) {
+	slices.SortStableFunc(paths, func(a, b string) int {
+		da, db := strings.Split(filepath.ToSlash(filepath.Dir(a)), "/"), strings.Split(filepath.ToSlash(filepath.Dir(b)), "/")
+		if c := slices.Compare(da, db); c != 0 {
+			return c
+		}
+		return strings.Compare(filepath.Base(a), filepath.Base(b))
+	})
 }
 
 // Info implements Task.

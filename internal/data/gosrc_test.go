@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path"
@@ -180,9 +181,189 @@ func TestGoSrcGoroot(t *testing.T) {
 	if _, err := os.Stat(root); err != nil {
 		t.Skip(err)
 	}
-	g, err := NewGoSrc(GoSrcConfig{Root: root, MaxTrain: 1 << 20})
+	for _, order := range []string{"path", "package"} {
+		g, err := NewGoSrc(GoSrcConfig{Root: root, MaxTrain: 1 << 20, Order: order})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGoSrcSplits(t, g)
+		if order == "package" {
+			for s := Train; s <= Test; s++ {
+				checkPackageOrder(t, g.Files(s))
+			}
+		}
+	}
+}
+
+// nestedGoTree writes a fixed tree whose package directories hold both
+// files and subpackages that sort between those files in path order
+// (t0/a.go, t0/c0/a.go, t0/m.go), a sibling that sorts before the
+// subpackages (t0-x), and a third level (t0/c0/d). Its files run from about
+// 400 to 2,500 bytes; their content depends only on their place in the tree.
+func nestedGoTree(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	write := func(dir, name string, n int) {
+		os.MkdirAll(filepath.Join(root, dir), 0o755)
+		var b strings.Builder
+		fmt.Fprintf(&b, "package %s\n\n// %s/%s\n", path.Base(dir), dir, name)
+		for k := range n {
+			fmt.Fprintf(&b, "var v%d = %d * %d\n", k, k, len(dir)+len(name))
+		}
+		if err := os.WriteFile(filepath.Join(root, dir, name), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		top := fmt.Sprintf("t%d", i)
+		for k, f := range []string{"a.go", "m.go", "z.go"} {
+			write(top, f, 20+30*k+7*i)
+		}
+		write(top+"-x", "x.go", 30)
+		for j := range 6 {
+			sub := fmt.Sprintf("%s/c%d", top, j)
+			write(sub, "a.go", 40+5*j)
+			write(sub, "b.go", 60+3*i)
+			write(sub+"/d", "x.go", 25+j+i)
+		}
+	}
+	return root
+}
+
+// checkPackageOrder checks that files (slash-separated) come package by
+// package: the files of each directory, and of each directory's subtree,
+// are contiguous, and a directory's files are in name order.
+func checkPackageOrder(t *testing.T, files []string) {
+	t.Helper()
+	keys := func(f string) []string {
+		d := path.Dir(f)
+		ks := []string{"dir " + d}
+		for p := d; p != "." && p != "/"; p = path.Dir(p) {
+			ks = append(ks, "tree "+p)
+		}
+		return ks
+	}
+	closed := map[string]bool{}
+	for k := 1; k < len(files); k++ {
+		prev, next := files[k-1], files[k]
+		kn := keys(next)
+		for _, key := range keys(prev) {
+			if !slices.Contains(kn, key) {
+				closed[key] = true
+			}
+		}
+		for _, key := range kn {
+			if closed[key] {
+				t.Fatalf("%s after %s: %s is not contiguous", next, prev, key)
+			}
+		}
+		if path.Dir(prev) == path.Dir(next) && path.Base(prev) >= path.Base(next) {
+			t.Fatalf("%s after %s", next, prev)
+		}
+	}
+}
+
+// TestGoSrcOrder: "path" (the default) keeps today's order, the paths
+// sorted as strings; "package" keeps each package's files together, with
+// the same files and so the same bytes, rearranged.
+func TestGoSrcOrder(t *testing.T) {
+	root := nestedGoTree(t)
+	c := GoSrcConfig{Root: root, SeqLen: 64, ValPercent: 20, TestPercent: 20}
+	byPath, err := NewGoSrc(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkGoSrcSplits(t, g)
+	c.Order = "package"
+	byPkg, err := NewGoSrc(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := byPath.Config().Order; o != "path" {
+		t.Errorf("default order %q", o)
+	}
+	checkGoSrcSplits(t, byPkg)
+	moved := false
+	for s := Train; s <= Test; s++ {
+		fp, fk := byPath.Files(s), byPkg.Files(s)
+		if !slices.IsSorted(fp) {
+			t.Errorf("%s: path order is not sorted: %v", s, fp)
+		}
+		checkPackageOrder(t, fk)
+		if !slices.Equal(slices.Sorted(slices.Values(fk)), fp) {
+			t.Errorf("%s: the orders hold different files", s)
+		}
+		if !slices.Equal(fp, fk) {
+			moved = true
+		}
+		if len(byPath.Bytes(s)) != len(byPkg.Bytes(s)) {
+			t.Errorf("%s: %d bytes in path order, %d in package order", s, len(byPath.Bytes(s)), len(byPkg.Bytes(s)))
+		}
+	}
+	if !moved {
+		t.Error("the fixture does not tell the orders apart")
+	}
+}
+
+// TestGoSrcLongContext: the long-context shape, seq_len 4096 with
+// eval_context 2048, on the fixed tree in package order. Every scored
+// validation or test byte but those of a split's first window is predicted
+// from at least 2048 bytes (the window's tokens up to its own), each byte
+// once; the split bytes match committed hashes.
+func TestGoSrcLongContext(t *testing.T) {
+	root := nestedGoTree(t)
+	const T, ctx = 4096, 2048
+	for _, tc := range []struct {
+		order string
+		want  [3]uint64 // FNV-1a 64 of each split's bytes (train, val, test)
+	}{
+		// "path": computed by the code before the order key existed
+		// (commit 35db221) and unchanged since, so it pins the default
+		// order's bytes. "package": computed by this test; its test split
+		// happens to hold no parent and child package, so it equals path's.
+		{"path", [3]uint64{0x14b10cd230e314dc, 0xb5c65661daa9fd27, 0x3deee6e5999a2bec}},
+		{"package", [3]uint64{0x55ea69629d49f370, 0xda94d17736a047f3, 0x3deee6e5999a2bec}},
+	} {
+		g, err := NewGoSrc(GoSrcConfig{Root: root, SeqLen: T, EvalContext: ctx, ValPercent: 20, TestPercent: 20, Order: tc.order})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s := Train; s <= Test; s++ {
+			h := fnv.New64a()
+			h.Write(g.Bytes(s))
+			if got := h.Sum64(); got != tc.want[s] {
+				t.Errorf("%s %s: %d bytes, hash %#016x, want %#016x", tc.order, s, len(g.Bytes(s)), got, tc.want[s])
+			}
+			if s == Train {
+				continue
+			}
+			b := g.Bytes(s)
+			if g.Len(s) < 4 {
+				t.Fatalf("%s %s: %d windows of %d bytes; the fixture is too small", tc.order, s, g.Len(s), len(b))
+			}
+			tok, tg := make([]int32, T), make([]int32, T)
+			next := 1 // the next byte to be scored
+			for i := range g.Len(s) {
+				n := g.ExampleLen(s, i)
+				g.Example(tok[:n], tg[:n], s, i)
+				start := i * (T - ctx) // window i holds bytes start..start+n−1
+				for j := range n {
+					if tg[j] < 0 {
+						continue
+					}
+					// Target j is byte start+j+1, predicted from bytes
+					// start..start+j: j+1 of them.
+					if i > 0 && j+1 < ctx {
+						t.Fatalf("%s %s window %d: byte %d scored with %d bytes of context", tc.order, s, i, start+j+1, j+1)
+					}
+					if start+j+1 != next || byte(tg[j]) != b[next] || byte(tok[j]) != b[start+j] {
+						t.Fatalf("%s %s window %d position %d: scores byte %d, want byte %d", tc.order, s, i, j, start+j+1, next)
+					}
+					next++
+				}
+			}
+			if next != len(b) {
+				t.Errorf("%s %s: %d of %d bytes scored", tc.order, s, next-1, len(b)-1)
+			}
+		}
+	}
 }

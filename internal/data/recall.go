@@ -32,6 +32,12 @@ type RecallConfig struct {
 	// content-based lookup instead of a lookup plus a hop to the
 	// neighbouring position.
 	Fused bool `json:"fused"`
+	// Layout places the pairs ("random"): "random" puts them at uniformly
+	// random non-overlapping positions among the fillers; "pairs_first"
+	// puts them contiguously at the start, so the distance from a pair to
+	// its query grows with Len (Zoology's MQAR layout, the long-range
+	// case).
+	Layout string `json:"layout"`
 }
 
 func (c *RecallConfig) defaults() {
@@ -48,7 +54,16 @@ func (c *RecallConfig) defaults() {
 	def(&c.Train, 100000)
 	def(&c.Val, 1000)
 	def(&c.Test, 2000)
+	if c.Layout == "" {
+		c.Layout = RecallRandom
+	}
 }
+
+// Recall layouts (RecallConfig.Layout).
+const (
+	RecallRandom     = "random"
+	RecallPairsFirst = "pairs_first"
+)
 
 // Recall token ids: 0 is unused (pad), 1 the filler, then the keys, then the
 // values.
@@ -58,10 +73,14 @@ const (
 )
 
 // Recall is synthetic associative recall: a sequence of Len tokens holds
-// Pairs adjacent (key, value) pairs with distinct keys, at uniformly random
-// non-overlapping positions among filler tokens in the first Len−Queries
-// cells, and ends with Queries query keys, each drawn uniformly from those
-// keys. Keys are distinct within a sequence, and so are values. The
+// Pairs adjacent (key, value) pairs with distinct keys among filler tokens
+// in the first Len−Queries cells, and ends with Queries query keys, each
+// drawn uniformly from those keys. With Layout "random" (the default) the
+// pairs sit at uniformly random non-overlapping positions; with
+// "pairs_first" they fill cells 0..2·Pairs−1 (0..Pairs−1 when fused), in
+// random key order, and the fillers follow, so every query comes at least
+// Len−Queries−2·Pairs+1 cells after its pair's value: recall at long range.
+// Keys are distinct within a sequence, and so are values. The
 // targets are at the query positions only: the value paired with
 // each query (accuracy over those targets; chance is 1/Values, and 1/Pairs
 // for a model that only learned which values occur). It is framed
@@ -98,6 +117,8 @@ func NewRecall(c RecallConfig) (*Recall, error) {
 		return nil, keyErr("recall", "values", "want ≥ pairs (%d), got %d", c.Pairs, c.Values)
 	case c.Values < 2:
 		return nil, keyErr("recall", "values", "want ≥ 2, got %d", c.Values)
+	case c.Layout != RecallRandom && c.Layout != RecallPairsFirst:
+		return nil, keyErr("recall", "layout", "want %q or %q, got %q", RecallRandom, RecallPairsFirst, c.Layout)
 	}
 	if err := checkSplits("recall", c.Train, c.Val, c.Test); err != nil {
 		return nil, err
@@ -141,14 +162,23 @@ func (r *Recall) Example(tokens, targets []int32, s Split, i int) {
 		targets[j] = -1
 	}
 	// Place Pairs blocks of width w (2, or 1 when fused) in the first
-	// Len-Queries cells: choose Pairs distinct sorted slots among
-	// Len-Queries-(w-1)·Pairs and shift the j-th by (w-1)·j.
+	// Len-Queries cells. Random layout: choose Pairs distinct sorted slots
+	// among Len-Queries-(w-1)·Pairs and shift the j-th by (w-1)·j. Pairs
+	// first: slot j is j, so block j starts at w·j.
 	n := c.Len - c.Queries
 	w := 2
 	if c.Fused {
 		w = 1
 	}
-	slots := sampleSorted(rng, n-(w-1)*c.Pairs, c.Pairs)
+	var slots []int
+	if c.Layout == RecallPairsFirst {
+		slots = make([]int, c.Pairs)
+		for j := range slots {
+			slots[j] = j
+		}
+	} else {
+		slots = sampleSorted(rng, n-(w-1)*c.Pairs, c.Pairs)
+	}
 	keys := rng.Perm(c.Keys)[:c.Pairs]
 	perm := rng.Perm(c.Values)
 	vals := make([]int32, c.Pairs)
