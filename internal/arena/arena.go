@@ -37,9 +37,10 @@ type Options struct {
 	// Empty runs every mixer in this process.
 	Worker []string
 	// MaxMemory, when positive, is each run's memory budget in bytes: a
-	// run whose plan (activations and their gradients, parameters,
-	// gradients, AdamW moments and scratch, at the longest batch) exceeds
-	// it is not started, and its row says so.
+	// run whose plan (runBytes: activations and their gradients,
+	// parameters, gradients, AdamW moments, scratch and the checkpoint
+	// save's buffers, at the longest batch) exceeds it is not started, and
+	// its row says so.
 	MaxMemory int64
 	// Stdout receives the summaries and the table, Stderr the progress.
 	Stdout, Stderr io.Writer
@@ -309,6 +310,8 @@ func planRuns(p *Preset, info data.Info, length int, maxMemory int64) ([]planned
 			return nil, err
 		}
 		switch {
+		case p.Skip[name] != "":
+			r.skip = p.Skip[name]
 		case causal && !k.Causal:
 			r.skip = "not causal: cannot run a next-token task"
 		case !causal && !k.Bidirectional:
@@ -361,7 +364,18 @@ func planBytes(p *Preset, kind string, info data.Info, causal bool) int64 {
 	if err != nil {
 		return 0
 	}
-	return m.Plan(cfg.Train.BatchSize, info.MaxLen).Bytes() + m.ParamBytes()
+	return runBytes(m, cfg.Train.BatchSize, info.MaxLen)
+}
+
+// runBytes is a run's memory plan: the model's plan at batch b and length
+// t (activations, their gradients and scratch), its parameters, gradients
+// and AdamW moments, and the checkpoint save's buffers. run.Dir.SaveTrainer
+// encodes the weights and both moments into tensors and then into one byte
+// image per file, so it holds about six parameter-sized arrays at once: at
+// T = 16384, AFT-full's T×T position biases make that 12 GiB.
+func runBytes(m *model.Model[float32], b, t int) int64 {
+	param := m.ParamBytes() / 4 // one float32 array of the parameters' size
+	return m.Plan(b, t).Bytes() + m.ParamBytes() + 6*param
 }
 
 // budgetLine describes the runs' budgets: "budget 1200 steps each",

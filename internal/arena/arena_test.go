@@ -213,12 +213,20 @@ func TestPresets(t *testing.T) {
 		}
 		// A step budget for every mixer: the figures must not depend on the
 		// machine's speed. Each mixer the preset names has its own count.
-		if b, err := ParseBudget(p.Budget); err != nil || b.Steps == 0 || p.TotalBudget != "" {
-			t.Errorf("%s: budget %q (total %q) is not a step count", name, p.Budget, p.TotalBudget)
+		// A sweep's lengths each have theirs.
+		qs, err := p.LenPresets()
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
 		}
-		for _, k := range p.Mixers {
-			if p.MixerSteps[k] == 0 {
-				t.Errorf("%s: mixer %s has no mixer_steps entry", name, k)
+		for _, q := range qs {
+			if b, err := ParseBudget(q.Budget); err != nil || b.Steps == 0 || q.TotalBudget != "" {
+				t.Errorf("%s: budget %q (total %q) is not a step count", name, q.Budget, q.TotalBudget)
+			}
+			for _, k := range p.Mixers {
+				if q.MixerSteps[k] == 0 {
+					t.Errorf("%s: mixer %s has no mixer_steps entry", name, k)
+				}
 			}
 		}
 		// Every registered kind must accept the preset's options for it

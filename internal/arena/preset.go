@@ -68,6 +68,10 @@ type Preset struct {
 	MixerOptions map[string]map[string]any `json:"mixer_options,omitempty"`
 	// TestExamples caps the test examples evaluated (0 = the whole split).
 	TestExamples int `json:"test_examples,omitempty"`
+	// Skip maps a kind to the reason it is not run (say, "over the time
+	// budget: 119 s per step in the pace run"); the table lists the kind
+	// with that reason.
+	Skip map[string]string `json:"skip,omitempty"`
 	// MaxTrainTime, a duration, caps each run's training time: a run that
 	// has not finished its step budget by then stops there, and its note
 	// says so (over the time budget). It keeps a preset within its wall
@@ -77,7 +81,8 @@ type Preset struct {
 	// these sequence lengths (TaskSpec.Len sets the task's keys), each
 	// (mixer, length) a run of its own named <kind>.len<T>. An entry may
 	// set its own task keys, budget, mixer_steps, test_examples,
-	// max_train_time and batch_size. Empty: one length, the task's own.
+	// max_train_time, batch_size and skip. Empty: one length, the task's
+	// own.
 	Lens []LenSection `json:"lens,omitempty"`
 	// Bucket > 1 batches training examples of similar length together
 	// (data.Loader.Bucket: runs of Bucket batches sorted by length), and
@@ -98,6 +103,7 @@ type LenSection struct {
 	TestExamples int                          `json:"test_examples,omitempty"`
 	MaxTrainTime string                       `json:"max_train_time,omitempty"`
 	BatchSize    int                          `json:"batch_size,omitempty"`
+	Skip         map[string]string            `json:"skip,omitempty"`
 }
 
 // TaskSection is the preset's "task" object: the task's name and its own
@@ -411,6 +417,9 @@ func (p *Preset) AtLen(l LenSection) (*Preset, error) {
 		bs := l.BatchSize
 		q.Train.BatchSize = &bs
 	}
+	if l.Skip != nil {
+		q.Skip = l.Skip
+	}
 	return &q, nil
 }
 
@@ -494,6 +503,9 @@ func ParsePreset(b []byte) (*Preset, error) {
 	if err := checkMixerSteps("mixer_steps", p.MixerSteps); err != nil {
 		return nil, err
 	}
+	if err := checkSkip("skip", p.Skip); err != nil {
+		return nil, err
+	}
 	if err := checkDuration("max_train_time", p.MaxTrainTime); err != nil {
 		return nil, err
 	}
@@ -528,6 +540,9 @@ func ParsePreset(b []byte) (*Preset, error) {
 		if err := checkDuration(at+"max_train_time", l.MaxTrainTime); err != nil {
 			return nil, err
 		}
+		if err := checkSkip(at+"skip", l.Skip); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }
@@ -541,6 +556,20 @@ func checkMixerSteps(key string, steps map[string]int) error {
 		}
 		if n := steps[k]; n < 1 {
 			return fmt.Errorf("%s.%s: want ≥ 1 step, got %d", key, k, n)
+		}
+	}
+	return nil
+}
+
+// checkSkip returns an error naming key for an unknown kind or an empty
+// reason.
+func checkSkip(key string, skip map[string]string) error {
+	for _, k := range sortedKeys(skip) {
+		if _, err := registry.Lookup(k); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		if strings.TrimSpace(skip[k]) == "" {
+			return fmt.Errorf("%s.%s: want the reason the kind is not run", key, k)
 		}
 	}
 	return nil

@@ -63,9 +63,9 @@ type Result struct {
 	TrainSeconds float64 `json:"train_s"`
 	TokensPerSec float64 `json:"tokens_per_s"`
 	MsPerStep    float64 `json:"ms_per_step"`
-	// PlannedBytes is the model's memory plan at the longest batch:
+	// PlannedBytes is the run's memory plan at the longest batch (runBytes):
 	// activations and activation gradients plus parameters, gradients and
-	// AdamW moments. PeakBytes is the process's peak RSS (VmHWM) when the
+	// AdamW moments, and the checkpoint save's buffers. PeakBytes is the process's peak RSS (VmHWM) when the
 	// run had a process of its own, else 0.
 	PlannedBytes int64        `json:"planned_bytes"`
 	PeakBytes    int64        `json:"peak_rss_bytes"`

@@ -72,8 +72,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	m.Init(tc.Seed)
 	tr := model.NewTrainer(m)
 	res.Params = m.NumParams()
-	plan := m.Plan(tc.BatchSize, j.info.MaxLen)
-	res.PlannedBytes = plan.Bytes() + m.ParamBytes()
+	res.PlannedBytes = runBytes(m, tc.BatchSize, j.info.MaxLen)
 
 	// One forward at the longest batch sizes the activation slabs once, so
 	// batches of growing length do not reallocate them (and leave garbage
