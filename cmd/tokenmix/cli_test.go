@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -643,6 +644,22 @@ func TestCLIDataExport(t *testing.T) {
 		t.Errorf("%d lines, labels %v", len(recs), names)
 	}
 	checkUsageError(t, cli(t, dir, "data", "export", "--task", "gosrc"), []string{"gosrc"}, "classification tasks")
+	checkUsageError(t, cli(t, dir, "data", "export", "--task", "fmnist", "--len", "100"), []string{"fmnist", "--len"}, "fixed length")
+	// Pathfinder at 16×16 (--len 256 needs shorter contours than the
+	// defaults, so its error names the key) and at 32×32, read back.
+	if r := cli(t, dir, "data", "export", "--task", "pathfinder", "--len", "256"); r.code != 1 || !strings.Contains(r.stderr, "task.contour_len:") {
+		t.Errorf("pathfinder --len 256: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := cli(t, dir, "data", "export", "--task", "pathfinder", "--len", "1024", "--split", "val", "--out", "p.jsonl"); r.code != 0 {
+		t.Fatalf("data export pathfinder: exit %d\n%s", r.code, r.stderr)
+	}
+	recs, err = data.ReadRecords(filepath.Join(dir, "p.jsonl"), true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := data.LabelNames(recs); len(recs) != 1000 || !slices.Equal(names, []string{"0", "1"}) || len(recs[0].Tokens) != 1024 {
+		t.Errorf("pathfinder: %d lines, labels %v, %d tokens", len(recs), names, len(recs[0].Tokens))
+	}
 }
 
 // TestCLIGenerate continues a prompt with the example lm, greedily, with a

@@ -7,10 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/tokenmix/tokenmix/internal/data"
 )
+
+// exportTasks are the classification tasks of the task list, the ones
+// `tokenmix data export` writes.
+var exportTasks = []string{"listops", "fmnist", "pathfinder"}
 
 // runData is `tokenmix data export`: a built-in task's split as JSONL
 // lines {"tokens": […], "label": name}, the format tokenmix train reads.
@@ -24,8 +29,9 @@ func runData(ctx context.Context, args []string) error {
 		args = args[1:]
 	}
 	fs := newFlags("data")
-	task := fs.String("task", "", "fmnist or listops (the task list's entry, default settings)")
+	task := fs.String("task", "", "listops, fmnist or pathfinder (the task list's entry, default settings)")
 	split := fs.String("split", "test", "train, val or test")
+	seqLen := fs.Int("len", 0, "sequence length, set through the task list's length keys (listops max_len with min_len = len/4, pathfinder len = side²); not for fmnist")
 	dataDir := fs.String("data-dir", "", "fmnist: directory of the IDX files")
 	out := fs.String("out", "", "output file (default: stdout)")
 	if err := parseFlags(fs, args); err != nil {
@@ -38,12 +44,25 @@ func runData(ctx context.Context, args []string) error {
 	if !ok {
 		return usageErr("data export: --split: want train, val or test, got %q", *split)
 	}
-	if *task != "fmnist" && *task != "listops" {
-		return usageErr("data export: --task: want fmnist or listops (classification tasks), got %q", *task)
+	if !slices.Contains(exportTasks, *task) {
+		return usageErr("data export: --task: want listops, fmnist or pathfinder (classification tasks), got %q", *task)
 	}
 	keys := map[string]json.RawMessage{}
 	if *dataDir != "" {
 		keys["data_dir"], _ = json.Marshal(*dataDir)
+	}
+	if *seqLen != 0 {
+		spec, err := data.LookupTask(*task)
+		if err != nil {
+			return err
+		}
+		kv := spec.Len(*seqLen)
+		if kv == nil {
+			return usageErr("data export: --len: task %s has a fixed length", *task)
+		}
+		for k, v := range kv {
+			keys[k], _ = json.Marshal(v)
+		}
 	}
 	t, err := data.NewTask(*task, keys, "")
 	if err != nil {

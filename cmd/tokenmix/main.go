@@ -67,7 +67,7 @@ func commands() map[string]command {
 			"classify or score input lines (JSONL or plain text) with a trained model, one JSON result per line", runPredict, false, false},
 		"eval": {"--run DIR (--data PATH [--context N] [--split all|train|val] [--val-frac F] | --task T [--split train|val|test]) [--json]",
 			"a classifier's loss and accuracy on labelled JSONL, a causal lm's bits per byte on a text file or directory, or a model's metric on a split of a built-in task", runEval, false, false},
-		"data": {"export --task fmnist|listops [--split train|val|test] [--data-dir DIR] [--out F]",
+		"data": {"export --task listops|fmnist|pathfinder [--split train|val|test] [--len N] [--data-dir DIR] [--out F]",
 			"write a built-in classification task's split as JSONL, the format tokenmix train reads", runData, false, false},
 		"export": {"--run DIR --out MODEL [--dtype f32|bf16] [--checkpoint N]",
 			"write a run's config and weights, without optimizer state, as a model directory", runExport, false, false},

@@ -21,6 +21,9 @@
 //     source; the metric is bits per byte, next to gzip -9 and xz -9e.
 //   - recall: synthetic associative recall (key–value pairs, then a query
 //     key; predict its value) at any length.
+//   - pathfinder: LRA's Pathfinder (Linsley et al. 2018), drawn by our own
+//     generator at any side² length: are two markers joined by one dashed
+//     contour among distractors? Pixel tokens (vocab 256), 2 classes.
 //
 // A classification example has one target, the class. A language-modelling
 // example has one target per token, −1 meaning "no target"; the metric is

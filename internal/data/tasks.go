@@ -13,7 +13,7 @@ import (
 
 // TaskSpec is one entry of the task list.
 type TaskSpec struct {
-	Name    string // "listops", "fmnist", "gosrc", "recall", ...
+	Name    string // "listops", "fmnist", "gosrc", "recall", "pathfinder", ...
 	Summary string // one line for help texts
 	// New builds the task from the keys of its config object other than
 	// "name", decoded strictly (errors name the key as "task.<key>");
@@ -70,6 +70,18 @@ func Tasks() []TaskSpec {
 			},
 			Len: func(n int) map[string]any { return map[string]any{"len": n} },
 		},
+		{
+			Name:    "pathfinder",
+			Summary: "LRA's Pathfinder: are two markers joined by one dashed contour among distractors? side² pixel tokens, 2 classes",
+			New: func(keys map[string]json.RawMessage, _ string) (Task, error) {
+				var c PathfinderConfig
+				if err := decodeTask(keys, &c); err != nil {
+					return nil, err
+				}
+				return NewPathfinder(c)
+			},
+			Len: func(n int) map[string]any { return map[string]any{"len": n} },
+		},
 	}
 }
 
@@ -116,7 +128,7 @@ func NewTask(name string, keys map[string]json.RawMessage, cacheDir string) (Tas
 // constructor (NewRecall, NewGoSrc, ...) is called directly, "task" when
 // NewTask returns it, so the key is named by its path in a preset.
 type KeyError struct {
-	Prefix string // "listops", "fmnist", "gosrc", "recall"; "task" from NewTask
+	Prefix string // "listops", "fmnist", "gosrc", "recall", "pathfinder"; "task" from NewTask
 	Key    string // the key as its config's JSON spells it
 	Err    error
 }

@@ -11,7 +11,7 @@ import (
 )
 
 func TestTaskList(t *testing.T) {
-	if got, want := TaskNames(), []string{"listops", "fmnist", "gosrc", "recall"}; !slices.Equal(got, want) {
+	if got, want := TaskNames(), []string{"listops", "fmnist", "gosrc", "recall", "pathfinder"}; !slices.Equal(got, want) {
 		t.Errorf("tasks %v, want %v", got, want)
 	}
 	for _, s := range Tasks() {
@@ -23,7 +23,7 @@ func TestTaskList(t *testing.T) {
 		}
 	}
 	_, err := LookupTask("lisops")
-	if err == nil || !strings.Contains(err.Error(), `task.name: unknown task "lisops" (want listops, fmnist, gosrc or recall)`) {
+	if err == nil || !strings.Contains(err.Error(), `task.name: unknown task "lisops" (want listops, fmnist, gosrc, recall or pathfinder)`) {
 		t.Errorf("unknown task: %v", err)
 	}
 }
@@ -34,6 +34,7 @@ func TestTaskLen(t *testing.T) {
 		want map[string]any
 	}{
 		{"recall", map[string]any{"len": 64}},
+		{"pathfinder", map[string]any{"len": 64}},
 		{"gosrc", map[string]any{"seq_len": 64}},
 		{"listops", map[string]any{"max_len": 64, "min_len": 16}},
 		{"fmnist", nil},
@@ -98,6 +99,11 @@ func TestNewTask(t *testing.T) {
 		{"fmnist", `{"data_dir": []}`, "task.data_dir", "want a string, got []"},
 		{"fmnist", `{"train": -1}`, "task.train", "want ≥ 0, got -1"},
 		{"fmnist", `{"data_dir": "` + t.TempDir() + `"}`, "task.data_dir", "not in"},
+		{"pathfinder", `{"len": 1000}`, "task.len", "want side² with side ≥ 16"},
+		{"pathfinder", `{"contour_len": -3}`, "task.contour_len", "want ≥ 1, got -3"},
+		{"pathfinder", `{"distractors": "5"}`, "task.distractors", `want an integer, got "5"`},
+		{"pathfinder", `{"gap": -1}`, "task.gap", "want ≥ 1, got -1"},
+		{"pathfinder", `{"test": -2}`, "task.test", "want ≥ 0, got -2"},
 		{"nope", `{}`, "task.name", `unknown task "nope"`},
 	} {
 		_, err := NewTask(tc.name, keys(tc.keys), "")
