@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tokenmix/tokenmix/internal/arena"
@@ -40,7 +41,7 @@ func runArena(ctx context.Context, args []string) error {
 	maxMemory := fs.String("max-memory", "", "each run's memory budget (e.g. 16GiB): a run whose plan needs more is not started (default: the memory available when the arena starts, shared among --jobs)")
 	budget := fs.String("budget", "", "every mixer's budget, instead of the preset's step counts: steps (e.g. 2000) or training time (e.g. 5m)")
 	seeds := fs.Int("seeds", 0, "train each mixer with this many seeds (train.seed, +1, …); tables give the mean and the range (default: the preset's seeds, else 1)")
-	out := fs.String("out", "", "arena directory for results, checkpoints and plots (default runs/arena-TASK)")
+	out := fs.String("out", "", "arena directory for results, checkpoints and plots (default runs/arena-PRESET for a built-in preset such as mqar, else runs/arena-TASK)")
 	dataDir := fs.String("data-dir", "", "fmnist: directory of the IDX files; gosrc: the source tree to read")
 	precision := fs.String("precision", "", "every mixer's precision, overriding the preset's: fp32, bf16 or fp16")
 	jobs := fs.Int("jobs", 0, "train this many mixers at once in workers, each with threads/jobs threads (default: the preset's jobs, else 1)")
@@ -134,7 +135,12 @@ func runArena(ctx context.Context, args []string) error {
 		}
 	}
 	if *out == "" {
-		*out = filepath.Join("runs", "arena-"+p.TaskName())
+		// A built-in preset's own directory: mqar and recall share a task.
+		dirName := p.TaskName()
+		if slices.Contains(arena.PresetNames(), name) {
+			dirName = name
+		}
+		*out = filepath.Join("runs", "arena-"+dirName)
 	}
 	o := arena.Options{Preset: p, Out: *out, Stdout: os.Stdout, Stderr: os.Stderr}
 	if *maxMemory != "" {
