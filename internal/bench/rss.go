@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -13,32 +12,30 @@ import (
 
 // PeakRSS returns this process's peak resident set size in bytes (VmHWM
 // from /proc/self/status). It returns an error where /proc is unavailable.
-func PeakRSS() (int64, error) {
-	f, err := os.Open("/proc/self/status")
+func PeakRSS() (int64, error) { return procKB("/proc/self/status", "VmHWM") }
+
+// procKB returns the "<key>: N kB" line of a /proc file, in bytes.
+func procKB(path, key string) (int64, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "VmHWM:") {
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, key+":")
+		if !ok {
 			continue
 		}
-		fields := strings.Fields(line[len("VmHWM:"):])
+		fields := strings.Fields(rest)
 		if len(fields) != 2 || fields[1] != "kB" {
-			return 0, fmt.Errorf("bench: unexpected VmHWM line %q", line)
+			return 0, fmt.Errorf("bench: unexpected %s line %q", key, line)
 		}
 		kb, err := strconv.ParseInt(fields[0], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("bench: VmHWM: %v", err)
+			return 0, fmt.Errorf("bench: %s: %v", key, err)
 		}
 		return kb << 10, nil
 	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("bench: no VmHWM in /proc/self/status")
+	return 0, fmt.Errorf("bench: no %s in %s", key, path)
 }
 
 // InChild re-executes this binary with args and extra environment
@@ -84,25 +81,4 @@ func FormatBytes(n int64) string {
 // AvailableMemory returns the memory the kernel says new work can use
 // without swapping (MemAvailable from /proc/meminfo), in bytes. It returns
 // an error where /proc is unavailable.
-func AvailableMemory() (int64, error) {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		rest, ok := strings.CutPrefix(line, "MemAvailable:")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(rest)
-		if len(fields) != 2 || fields[1] != "kB" {
-			return 0, fmt.Errorf("bench: unexpected MemAvailable line %q", line)
-		}
-		kb, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("bench: MemAvailable: %v", err)
-		}
-		return kb << 10, nil
-	}
-	return 0, fmt.Errorf("bench: no MemAvailable in /proc/meminfo")
-}
+func AvailableMemory() (int64, error) { return procKB("/proc/meminfo", "MemAvailable") }

@@ -37,50 +37,26 @@ func Tasks() []TaskSpec {
 		{
 			Name:    "fmnist",
 			Summary: "sequential Fashion-MNIST: 784 pixel tokens, 10 classes, from IDX files (data_dir)",
-			New: func(keys map[string]json.RawMessage, _ string) (Task, error) {
-				var c FMNISTConfig
-				if err := decodeTask(keys, &c); err != nil {
-					return nil, err
-				}
-				return NewFMNIST(c)
-			},
-			Len: func(int) map[string]any { return nil },
+			New:     decoded(NewFMNIST),
+			Len:     func(int) map[string]any { return nil },
 		},
 		{
 			Name:    "gosrc",
 			Summary: "byte-level language modelling on the Go standard library's source (bits per byte)",
-			New: func(keys map[string]json.RawMessage, _ string) (Task, error) {
-				var c GoSrcConfig
-				if err := decodeTask(keys, &c); err != nil {
-					return nil, err
-				}
-				return NewGoSrc(c)
-			},
-			Len: func(n int) map[string]any { return map[string]any{"seq_len": n} },
+			New:     decoded(NewGoSrc),
+			Len:     func(n int) map[string]any { return map[string]any{"seq_len": n} },
 		},
 		{
 			Name:    "recall",
 			Summary: "synthetic associative recall: key-value pairs, then a query key; predict its value",
-			New: func(keys map[string]json.RawMessage, _ string) (Task, error) {
-				var c RecallConfig
-				if err := decodeTask(keys, &c); err != nil {
-					return nil, err
-				}
-				return NewRecall(c)
-			},
-			Len: func(n int) map[string]any { return map[string]any{"len": n} },
+			New:     decoded(NewRecall),
+			Len:     func(n int) map[string]any { return map[string]any{"len": n} },
 		},
 		{
 			Name:    "pathfinder",
 			Summary: "LRA's Pathfinder: are two markers joined by one dashed contour among distractors? side² pixel tokens, 2 classes",
-			New: func(keys map[string]json.RawMessage, _ string) (Task, error) {
-				var c PathfinderConfig
-				if err := decodeTask(keys, &c); err != nil {
-					return nil, err
-				}
-				return NewPathfinder(c)
-			},
-			Len: func(n int) map[string]any { return map[string]any{"len": n} },
+			New:     decoded(NewPathfinder),
+			Len:     func(n int) map[string]any { return map[string]any{"len": n} },
 		},
 	}
 }
@@ -154,6 +130,22 @@ func checkSplits(task string, train, val, test int) error {
 		}
 	}
 	return nil
+}
+
+// decoded returns a TaskSpec.New that decodes the keys strictly into the
+// constructor's config (decodeTask) and calls it.
+func decoded[C any, T Task](ctor func(C) (T, error)) func(map[string]json.RawMessage, string) (Task, error) {
+	return func(keys map[string]json.RawMessage, _ string) (Task, error) {
+		var c C
+		if err := decodeTask(keys, &c); err != nil {
+			return nil, err
+		}
+		t, err := ctor(c)
+		if err != nil {
+			return nil, err // not a Task holding a nil pointer
+		}
+		return t, nil
+	}
 }
 
 // decodeTask decodes a task's keys strictly into dst, naming them
