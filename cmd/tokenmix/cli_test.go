@@ -242,6 +242,10 @@ func TestCLIMixers(t *testing.T) {
 		required       bool
 	}{
 		{"full", "alibi", "boolean", false, "", false},
+		{"full", "rope", "boolean", false, "", false},
+		{"strided", "rope_base", "number", float64(10000), "", false},
+		{"lsh", "rope", "boolean", false, "", false},
+		{"entmax", "rope_base", "number", float64(10000), "", false},
 		{"strided", "block", "integer", nil, "", true},
 		{"fixed", "summary", "integer", nil, "", true},
 		{"fixed", "combine", "string", "merge", "", false},

@@ -159,7 +159,7 @@ func parityCase[F kernels.Float](t *testing.T, cfg *Config, weights, batch, ref 
 		floor, zero := 0.0, false
 		if strings.HasPrefix(n, "grad.") {
 			floor = 1e-6 * gmax
-			if zero = zeroGrad(n); zero {
+			if zero = zeroGrad(n, cfg.Mixer.Has("rope")); zero {
 				if r := relErr(want, make([]float64, len(want)), 0); r > 1e-9*gmax {
 					t.Fatalf("%s: reference max|g| = %.3g is not ~0 (gmax %.3g): zeroGrad is wrong for this mixer", n, r, gmax)
 				}
@@ -207,9 +207,11 @@ func parityCase[F kernels.Float](t *testing.T, cfg *Config, weights, batch, ref 
 // the key bias of every mixer that has one (full, strided, fixed, entmax,
 // topk: adding a constant to a query's score row leaves softmax, α-entmax
 // and top-k selection unchanged; aft_*: AFT is invariant to a per-channel
-// shift of K). LSH has a shared qk projection and no k.bias.
-func zeroGrad(n string) bool {
-	return strings.HasSuffix(n, ".mixer.k.bias")
+// shift of K). LSH has a shared qk projection and no k.bias. With RoPE
+// the key bias is rotated by each key's position, so it is no longer a
+// constant shift of the row: rope says the mixer has that option.
+func zeroGrad(n string, rope bool) bool {
+	return !rope && strings.HasSuffix(n, ".mixer.k.bias")
 }
 
 // relErr is max|a−b| / max(max|b|, floor) (max|a−b| when that is 0).

@@ -122,7 +122,12 @@ class RunDir(unittest.TestCase):
         for bad, key in (({"d_model": 15}, "n_heads"), ({"colour": 1}, "colour"), ({"pool": "first"}, "pool"),
                          ({"mixer": {"kind": "full", "k": 3}}, "mixer.k"), ({"mixer": {"kind": "nope"}}, "mixer.kind"),
                          ({"mixer": {"kind": "strided"}}, "mixer.block"), ({"reversible": True, "checkpoint": True},
-                                                                          "checkpoint")):
+                                                                          "checkpoint"),
+                         ({"mixer": {"kind": "full", "rope": True, "alibi": True}}, "mixer.rope"),
+                         ({"mixer": {"kind": "topk", "rope_base": 100}}, "mixer.rope_base"),
+                         ({"mixer": {"kind": "lsh", "rope": True, "rope_base": 0}}, "mixer.rope_base"),
+                         ({"mixer": {"kind": "full", "rope": True}, "d_model": 24, "n_heads": 8}, "mixer.rope"),
+                         ({"mixer": {"kind": "aft_simple", "rope": True}}, "mixer.rope")):
             c = cfg({"kind": "full"})
             c.update(bad)
             with self.assertRaisesRegex(ValueError, key):
@@ -135,7 +140,8 @@ class Paths(unittest.TestCase):
     def test_row_blocks_and_scans(self):
         kinds = [{"kind": "full", "alibi": True}, {"kind": "strided", "block": 3}, {"kind": "fixed", "block": 4,
                  "summary": 2, "combine": "heads"}, {"kind": "topk", "k": 3}, {"kind": "entmax", "alpha": 1.5},
-                 {"kind": "aft_full"}, {"kind": "aft_local", "window": 3}, {"kind": "aft_simple"}]
+                 {"kind": "aft_full"}, {"kind": "aft_local", "window": 3}, {"kind": "aft_simple"},
+                 {"kind": "full", "rope": True, "rope_base": 100}, {"kind": "topk", "k": 3, "rope": True}]
         for causal in (True, False):
             for mixer in kinds:
                 c = cfg(mixer, causal=causal, task="lm" if causal else "classify",
@@ -190,7 +196,8 @@ class Paths(unittest.TestCase):
                 s = s + attn_mask
             return torch.softmax(s, -1) @ v
         for mixer, extra in (({"kind": "full"}, {}), ({"kind": "full"}, {"pad_id": None}),
-                             ({"kind": "fixed", "block": 4, "summary": 1, "alibi": True}, {})):
+                             ({"kind": "fixed", "block": 4, "summary": 1, "alibi": True}, {}),
+                             ({"kind": "full", "rope": True}, {"pad_id": None})):
             c = cfg(mixer, **extra)
             c = {k: v for k, v in c.items() if v is not None}
             want = outputs(c)

@@ -39,6 +39,13 @@ CASES = {
     "strided_merge_lm": (case({"kind": "strided", "block": 4}), 20),
     "strided_heads_cls": (case({"kind": "strided", "block": 3, "combine": "heads"}, CLS), 20),
     "strided_interleave_alibi_lm": (case({"kind": "strided", "block": 5, "combine": "interleave", "alibi": True}), 20),
+    "full_rope_lm": (case({"kind": "full", "rope": True, "rope_base": 100}), 20),
+    "full_rope_cls": (case({"kind": "full", "rope": True}, CLS), 20),
+    "strided_rope_heads_cls": (case({"kind": "strided", "block": 3, "combine": "heads", "rope": True}, CLS), 20),
+    "fixed_rope_lm": (case({"kind": "fixed", "block": 4, "summary": 1, "rope": True, "rope_base": 50}), 20),
+    "topk_rope_lm": (case({"kind": "topk", "k": 3, "rope": True, "rope_base": 100}), 20),
+    "entmax_rope_learned_cls": (case({"kind": "entmax", "alpha": 1.5, "learn_alpha": True, "rope": True}, CLS), 20),
+    "lsh_rope_lm": (case({"kind": "lsh", "bucket_size": 4, "n_hashes": 2, "rope": True, "rope_base": 1000}), 20),
     "fixed_merge_lm": (case({"kind": "fixed", "block": 4, "summary": 2}), 20),
     "fixed_heads_cls": (case({"kind": "fixed", "block": 5, "summary": 1, "combine": "heads"}, CLS), 20),
     "fixed_interleave_alibi_cls": (case({"kind": "fixed", "block": 4, "summary": 3, "combine": "interleave",
@@ -115,7 +122,7 @@ class GoParity(unittest.TestCase):
         # Parity on top-k only shows the same keys were selected when the
         # k-th and (k+1)-th scores are well apart; check that they are in
         # the test batches (so a selection difference would show).
-        for name in ("topk_lm", "topk_cls"):
+        for name in ("topk_lm", "topk_cls", "topk_rope_lm"):
             cfg, T = CASES[name]
             w, b = parity.make_weights(cfg, 0), parity.make_batch(cfg, 0, 2, T)
             m = Model(cfg, dtype=torch.float64)

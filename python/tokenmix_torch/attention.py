@@ -1,7 +1,8 @@
 """Multi-head attention kinds: full, strided, fixed, topk and entmax.
 
 All share q, k, v, o (d→d linears, o the residual projection) and heads as
-contiguous channel groups of dh = d/n_heads. Per head, with
+contiguous channel groups of dh = d/n_heads. With RoPE (option rope), q and
+k are rotated right after their projections (see rope). Per head, with
 s_ij = q_i·k_j/√dh (minus m_h·|i−j| with ALiBi, m_h = 2^(−8(h+1)/n_heads)),
 p_i = rule(s_i over the allowed keys A(i)) and out = o(concat_h p·v). A(i)
 is j ≤ i when causal, never a key holding pad_id, and each kind's pattern;
@@ -96,6 +97,40 @@ def entmax(s, alpha, allow):
     return torch.where(supp, us ** (1 / beta), zero)
 
 
+def rope_option(o, d, heads, alibi):
+    """The base of RoPE from options rope and rope_base (default 10000), or
+    None without rope; the same refusals as Go's attn.RopeOption."""
+    on = o.bool("rope", False)
+    has_base = o.has("rope_base")
+    base = o.float("rope_base", 10000.0)
+    if has_base and not on:
+        raise ValueError("mixer.rope_base: is set but rope is not true")
+    if not on:
+        return None
+    if not (base > 0 and math.isfinite(base)):
+        raise ValueError(f"mixer.rope_base: must be a positive number, got {base}")
+    if alibi:
+        raise ValueError("mixer.rope: cannot be combined with alibi: choose one position scheme")
+    if heads > 0 and d % heads == 0 and (d // heads) % 2:
+        raise ValueError(f"mixer.rope: needs an even head width (d_model/n_heads = {d // heads})")
+    return base
+
+
+def rope(x, base):
+    """Rotary position embedding (Su et al. 2021) of x [..., T, dh], the
+    "rotate half" convention of GPT-NeoX and LLaMA: dimension a < dh/2 pairs
+    with a + dh/2, and at position p (the index along T) the pair turns by p·θ_a,
+    θ_a = base^(−2a/dh). The angles, cosines and sines are float64."""
+    T, dh = x.shape[-2], x.shape[-1]
+    half = dh // 2
+    a = torch.arange(half, dtype=torch.float64, device=x.device)
+    theta = torch.pow(torch.tensor(base, dtype=torch.float64), -2 * a / dh)
+    ang = torch.arange(T, dtype=torch.float64, device=x.device)[:, None] * theta[None, :]
+    cos, sin = ang.cos().to(x.dtype), ang.sin().to(x.dtype)
+    x0, x1 = x[..., :half], x[..., half:]
+    return torch.cat([x0 * cos - x1 * sin, x1 * cos + x0 * sin], -1)
+
+
 class Attention(nn.Module):
     """The shared q, k, v, o attention; subclasses set self.rule and
     implement pattern(i0, i1, tk) (a bool [H or 1, bq, tk] mask of allowed
@@ -109,6 +144,7 @@ class Attention(nn.Module):
         self.h, self.causal, self.d = mc.heads, mc.causal, mc.d
         if mc.d % mc.heads:
             raise ValueError(f"n_heads: must divide d_model ({mc.d} % {mc.heads} != 0)")
+        self.rope_base = rope_option(o, mc.d, mc.heads, self.alibi)
         self.q, self.k, self.v, self.o = (nn.Linear(mc.d, mc.d) for _ in range(4))
 
     has_alibi = False
@@ -155,6 +191,8 @@ class Attention(nn.Module):
         B, T, D = x.shape
         H, dh = self.h, D // self.h
         q, k, v = (f(x).view(B, T, H, dh).transpose(1, 2) for f in (self.q, self.k, self.v))
+        if self.rope_base is not None:
+            q, k = rope(q, self.rope_base), rope(k, self.rope_base)
         if (self.softmax and HAS_SDPA and pad is None and not self.alibi
                 and self.pattern(0, 1, 1, x.device) is None):
             out = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
@@ -196,7 +234,8 @@ def row_blocks(fn, q, k, v, pad, causal, block=None):
 
 
 class Full(Attention):
-    """Full attention ("full", Vaswani et al. 2017); option alibi (Press et al. 2022)."""
+    """Full attention ("full", Vaswani et al. 2017); options alibi (Press et
+    al. 2022) or rope with rope_base (Su et al. 2021)."""
     has_alibi = True
 
     def __init__(self, mc):

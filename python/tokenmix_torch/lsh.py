@@ -24,6 +24,7 @@ import torch
 import torch.nn as nn
 
 from . import rng
+from .attention import rope, rope_option
 from .options import Options
 
 _ROTATIONS = {}
@@ -47,6 +48,7 @@ class LSH(nn.Module):
         o = Options(mc.kind, mc.opts)
         self.bucket_size = o.int("bucket_size", 64)
         self.n_hashes = o.int("n_hashes", 4)
+        self.rope_base = rope_option(o, mc.d, mc.heads, False)
         o.done()
         if self.bucket_size < 2:
             raise ValueError(f"mixer.bucket_size: want an integer ≥ 2, got {self.bucket_size}")
@@ -122,6 +124,8 @@ class LSH(nn.Module):
         H, dh, R = self.h, D // self.h, self.n_hashes
         N = B * H
         s = self.qk(x).view(B, T, H, dh).transpose(1, 2)  # [B, H, T, dh]
+        if self.rope_base is not None:
+            s = rope(s, self.rope_base)  # before hashing
         v = self.v(x).view(B, T, H, dh).transpose(1, 2)
         bks = self.buckets(s, pad, seed)
         s, v = s.reshape(N, T, dh), v.reshape(N, T, dh)

@@ -124,18 +124,19 @@ func (a *Attention[F]) decodeRows(out, x []F, states []*kvState[F], threads int)
 	if !a.Causal {
 		return fmt.Errorf("attn: decoding needs a causal pattern")
 	}
-	decodeRows(out, x, states, a.H, &a.proj, a.decodeHead, threads)
+	decodeRows(out, x, states, a.H, &a.proj, a.Rope, a.decodeHead, threads)
 	return nil
 }
 
 // decodeRows is the decoding step of every attention engine: row r of x
 // is the next position of states[r] (one state may take several
 // consecutive rows). ps holds the query, key, value and output
-// projections, in that order. The rows' keys and values join
+// projections, in that order, and rope (nil: none) rotates each row's query
+// and key at its absolute position. The rows' keys and values join
 // their caches first, in order; then every (row, head) pair attends in
 // parallel through head, each reading its cache up to its own position,
 // on at most threads threads (a budget as mixer.Pass.Threads).
-func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], H int, ps *proj.Set[F], head func(o, q []F, s *kvState[F], i, h int, hs *headScratch[F]), threads int) {
+func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], H int, ps *proj.Set[F], rope *Rope, head func(o, q []F, s *kvState[F], i, h int, hs *headScratch[F]), threads int) {
 	th := mixer.Budget(threads)
 	n, D := len(states), ps.D
 	Dh := D / H
@@ -154,6 +155,8 @@ func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], H int, ps *pr
 	ps.Forward(th, pv, wk.v, x, n)
 	for r, s := range states {
 		wk.pos[r] = s.n
+		RopeRows(rope, wk.q[r*D:(r+1)*D], wk.pos[r:r+1])
+		RopeRows(rope, wk.k[r*D:(r+1)*D], wk.pos[r:r+1])
 		s.append(wk.k[r*D:(r+1)*D], wk.v[r*D:(r+1)*D], H, Dh)
 	}
 	parallel.For(th, n*H, 1, func(worker, lo, hi int) {

@@ -58,6 +58,13 @@
 // the packs do not cover (strided or gathered keys) pack per tile
 // (kernels.Gemm on one thread), with bitwise the same result.
 //
+// Positions: with a Rope (options "rope", "rope_base"), Attention and
+// RuleAttention rotate q and k right after their projections, so act and
+// every kernel see rotated vectors; Backward rotates dq and dk back before
+// the projections' backward, and decoding rotates each new row at its
+// absolute position. With 16-bit storage the rotated values are the ones
+// rounded.
+//
 // Storage: under "bf16" and "fp16" (a float32 mixer) the activations keep
 // q, k, v and o [B,T,D] as 16-bit values (bf16 or IEEE half), two per
 // float32 element of act. Forward rounds q, k and v to the format before

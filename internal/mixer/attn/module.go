@@ -48,6 +48,8 @@ type Attention[F kernels.Float] struct {
 	// Slopes, when set (one per head), add the ALiBi position bias
 	// −Slopes[h]·|i−j| to the scaled scores of head h (see ALiBiSlopes).
 	Slopes []float64
+	// Rope, when set, rotates q and k by their positions (see Rope).
+	Rope *Rope
 	// Causal says the pattern never lets a query see a later key; Decode
 	// needs it.
 	Causal bool
@@ -236,8 +238,9 @@ func (a *Attention[F]) keep16(threads int, act16 []uint16, i int, x []F) {
 	a.f16.Keep(threads, act16[i*n:(i+1)*n], any(x).([]float32))
 }
 
-// Forward writes out [B,T,D] from x [B,T,D]. With 16-bit storage, q, k
-// and v are rounded to the format before the attention core reads them,
+// Forward writes out [B,T,D] from x [B,T,D]. With Rope, q and k are
+// rotated right after their projections, and act keeps them rotated. With
+// 16-bit storage, q, k and v are rounded to the format before the attention core reads them,
 // and o before the output projection, so that Backward, which reads them
 // back from act, sees exactly the values Forward used.
 func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
@@ -247,6 +250,9 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	q, k, v, o, lse, scratch, act16 := a.acts(act, scratch, p)
 	for i, y := range [3][]F{q, k, v} {
 		a.proj.Forward(th, pq+i, y, x, N)
+		if i < 2 {
+			RopeApply(a.Rope, th, y, p.B, p.T, false)
+		}
 		if a.store16 { // while the product's output is in cache
 			a.keep16(th, act16, i, y)
 		}
@@ -283,6 +289,8 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), any(do).([]float32), d, true)
 	}
 	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), d, p, a.Tiles, &a.units)
+	RopeApply(a.Rope, th, dq, p.B, p.T, true) // back through the rotation: its transpose
+	RopeApply(a.Rope, th, dk, p.B, p.T, true)
 	a.proj.Backward(th, pq, dx, dq, x, N, false)
 	a.proj.Backward(th, pk, dx, dk, x, N, false)
 	a.proj.Backward(th, pv, dx, dv, x, N, false)

@@ -66,6 +66,8 @@ func (n *Naive[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	naiveLinear(q, x, n.w[0], n.w[1], N, D)
 	naiveLinear(k, x, n.w[2], n.w[3], N, D)
 	naiveLinear(v, x, n.w[4], n.w[5], N, D)
+	RopeRef(q, B, T, D, Dh, RopeBase(n.Rope), false)
+	RopeRef(k, B, T, D, Dh, RopeBase(n.Rope), false)
 	scale := F(1 / math.Sqrt(float64(Dh)))
 	ninf := F(math.Inf(-1))
 	for b := 0; b < B; b++ {
@@ -146,6 +148,8 @@ func (n *Naive[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 			}
 		}
 	}
+	RopeRef(dq, B, T, D, Dh, RopeBase(n.Rope), true)
+	RopeRef(dk, B, T, D, Dh, RopeBase(n.Rope), true)
 	for i, dy := range [][]F{dq, dk, dv} {
 		naiveLinearBack(dx, n.g[2*i], n.g[2*i+1], dy, x, n.w[2*i], N, D, 1)
 	}

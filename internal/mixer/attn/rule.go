@@ -69,6 +69,8 @@ type RuleAttention[F kernels.Float] struct {
 	// Rows is R, the query rows per block (RowBlock by default; tests use
 	// small blocks so that short sequences span several).
 	Rows int
+	// Rope, when set, rotates q and k by their positions (see Rope).
+	Rope *Rope
 	rule Rule[F]
 	proj proj.Set[F] // q, k, v, o
 	// scorePrec is the score product's arithmetic: the projections' unless
@@ -201,6 +203,8 @@ func (a *RuleAttention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	a.proj.Forward(nt, pq, q, x, BT)
 	a.proj.Forward(nt, pk, k, x, BT)
 	a.proj.Forward(nt, pv, v, x, BT)
+	RopeApply(a.Rope, nt, q, p.B, p.T, false) // act keeps q and k rotated
+	RopeApply(a.Rope, nt, k, p.B, p.T, false)
 
 	kt := scratch[4*g.n : 5*g.n]
 	transposeHeadsRule(nt, kt, k, p.B, p.T, a.D, a.H)
@@ -399,6 +403,8 @@ func (a *RuleAttention[F]) BackwardAlpha(dx, scratch, dout, act, x []F, p mixer.
 			}
 		}
 	}
+	RopeApply(a.Rope, nt, dq, p.B, T, true) // back through the rotation: its transpose
+	RopeApply(a.Rope, nt, dk, p.B, T, true)
 	a.proj.Backward(nt, pq, dx, dq, x, BT, false)
 	a.proj.Backward(nt, pk, dx, dk, x, BT, false)
 	a.proj.Backward(nt, pv, dx, dv, x, BT, false)
@@ -499,6 +505,8 @@ func (a *RuleAttention[F]) AttentionWeights(x []float64, T int) [][]float64 {
 	th := mixer.Budget(0)
 	a.proj.Forward(th, pq, q, xf, T)
 	a.proj.Forward(th, pk, k, xf, T)
+	RopeApply(a.Rope, th, q, 1, T, false)
+	RopeApply(a.Rope, th, k, 1, T, false)
 	transposeHeadsRule(th, kt, k, 1, T, D, H)
 	R := min(a.Rows, T)
 	S, tmp := make([]F, R*T), make([]F, T)

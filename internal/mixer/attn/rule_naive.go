@@ -11,9 +11,10 @@ import (
 // each query row of head h (row gets the scores with −Inf for disallowed keys
 // and must replace them by probabilities) and writes
 // out [B,T,D] = o(concat_heads(P·v)). w holds q, k, v, o weights and biases
-// as in Attention.Params. It also returns P [B,H,T,T]. NaiveRuleForward panics if
-// a slice is too short.
-func NaiveRuleForward(out, x []float64, w [][]float64, D, H int, causal bool, p mixer.Pass, row func(z []float64, h int)) []float64 {
+// as in Attention.Params; ropeBase, when not 0, rotates q and k by RoPE
+// (RopeRef). It also returns P [B,H,T,T]. NaiveRuleForward panics if a
+// slice is too short.
+func NaiveRuleForward(out, x []float64, w [][]float64, D, H int, causal bool, ropeBase float64, p mixer.Pass, row func(z []float64, h int)) []float64 {
 	B, T, Dh := p.B, p.T, D/H
 	lin := func(wt, bs []float64) []float64 {
 		y := make([]float64, B*T*D)
@@ -29,6 +30,8 @@ func NaiveRuleForward(out, x []float64, w [][]float64, D, H int, causal bool, p 
 		return y
 	}
 	q, k, v := lin(w[0], w[1]), lin(w[2], w[3]), lin(w[4], w[5])
+	RopeRef(q, B, T, D, Dh, ropeBase, false)
+	RopeRef(k, B, T, D, Dh, ropeBase, false)
 	y := make([]float64, B*T*D)
 	P := make([]float64, B*H*T*T)
 	scale := 1 / math.Sqrt(float64(Dh))

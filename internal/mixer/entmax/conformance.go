@@ -22,5 +22,11 @@ func tests() []mixer.TestCase {
 	for _, o := range []map[string]any{{"alpha": 1.5}, {"alpha": 1.3, "learn_alpha": true}} {
 		out = append(out, mixer.TestCase{Name: fmt.Sprintf("alpha=%v/causal/nopad", o["alpha"]), D: 12, Heads: 3, MaxLen: 64, Causal: true, Opts: o, B: 2, T: 37})
 	}
+	// RoPE: decoding (causal, no padding) and padding (bidirectional).
+	for _, causal := range []bool{true, false} {
+		o := map[string]any{"alpha": 1.5, "learn_alpha": true, "rope": true, "rope_base": 100}
+		out = append(out, mixer.TestCase{Name: fmt.Sprintf("alpha=1.5/learn/rope/causal=%v", causal), D: 12, Heads: 3, MaxLen: 64,
+			Causal: causal, Opts: o, B: 2, T: 37, Pad: !causal})
+	}
 	return out
 }

@@ -10,7 +10,9 @@
 //	"mixer": {"kind": "entmax", "alpha": 1.5, "learn_alpha": true}
 //
 // alpha ≥ 1 (default 1.5): 1 is softmax, 1.5 the paper's default, 2
-// sparsemax. With learn_alpha each block gets a parameter
+// sparsemax. "rope": true (with "rope_base", default 10000) rotates q and
+// k by their positions before the scores, as for full attention
+// (attn.Rope). With learn_alpha each block gets a parameter
 // blocks.{i}.mixer.alpha_raw [n_heads] (no weight decay), head h uses
 // α_h = 1 + sigmoid(alpha_raw_h), and alpha (then strictly inside (1, 2)) is
 // the initial value: alpha_raw = logit(alpha − 1). The paper reports heads

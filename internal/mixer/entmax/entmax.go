@@ -35,12 +35,15 @@ func Kinds() []mixer.Kind {
 type Options struct {
 	Alpha float64 // α ≥ 1; the initial α when Learn
 	Learn bool    // learn α per head, α_h = 1 + sigmoid(alpha_raw_h)
+	// Rope is options "rope" and "rope_base": rotary embeddings of q and k
+	// (attn.Rope), nil without them.
+	Rope *attn.Rope
 }
 
-// ParseOptions reads and validates alpha and learn_alpha from o, rejecting
-// unknown keys.
-func ParseOptions(o mixer.Options) (Options, error) {
-	op := Options{Alpha: o.Float("alpha", 1.5), Learn: o.Bool("learn_alpha", false)}
+// ParseOptions reads and validates alpha, learn_alpha, rope and rope_base
+// from o for d channels in heads heads, rejecting unknown keys.
+func ParseOptions(o mixer.Options, d, heads int) (Options, error) {
+	op := Options{Alpha: o.Float("alpha", 1.5), Learn: o.Bool("learn_alpha", false), Rope: attn.RopeOption(&o, d, heads, false)}
 	if err := o.Err(); err != nil {
 		return op, err
 	}
@@ -65,7 +68,7 @@ type Attention[F kernels.Float] struct {
 // New returns an entmax mixer for cfg, or an error naming the first invalid
 // option or size.
 func New[F kernels.Float](cfg mixer.Config) (*Attention[F], error) {
-	opt, err := ParseOptions(cfg.Opts)
+	opt, err := ParseOptions(cfg.Opts, cfg.D, cfg.Heads)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +77,7 @@ func New[F kernels.Float](cfg mixer.Config) (*Attention[F], error) {
 	if err != nil {
 		return nil, err
 	}
+	a.Rope = opt.Rope
 	m := &Attention[F]{RuleAttention: a, opt: opt, rule: r, dalpha: make([]float64, cfg.Heads)}
 	m.setAlpha()
 	return m, nil

@@ -68,7 +68,7 @@ func suitePad(B, T int) []bool {
 func margin(w [][]float64, x []float64, c mixer.Config, B, T int, pad []bool, alpha float64) float64 {
 	out := make([]float64, B*T*c.D)
 	m := math.Inf(1)
-	attn.NaiveRuleForward(out, x, w, c.D, c.Heads, c.Causal, mixer.Pass{B: B, T: T, Pad: pad}, func(z []float64, h int) {
+	attn.NaiveRuleForward(out, x, w, c.D, c.Heads, c.Causal, attn.RopeBase(attn.RopeOption(&c.Opts, c.D, c.Heads, false)), mixer.Pass{B: B, T: T, Pad: pad}, func(z []float64, h int) {
 		s := append([]float64(nil), z...)
 		tau, _, _ := Row(z, make([]float64, len(z)), alpha, MethodFor(alpha, false))
 		for _, v := range s {
@@ -171,7 +171,7 @@ func TestNaiveTwin(t *testing.T) {
 					out := make([]float64, B*T*D)
 					m.Forward(out, make([]float64, m.ActSize(B, T)), make([]float64, m.ScratchSize(B, T, 0)), x, p)
 					want := make([]float64, B*T*D)
-					P := attn.NaiveRuleForward(want, x, w, D, H, causal, p, func(z []float64, h int) { tc.oracle(z) })
+					P := attn.NaiveRuleForward(want, x, w, D, H, causal, 0, p, func(z []float64, h int) { tc.oracle(z) })
 					if d := maxAbsDiff(out, want); d > 1e-9 {
 						t.Errorf("α=%v causal=%v cap=%d threads=%d: max |out − naive| = %.3g", tc.alpha, causal, cp, threads, d)
 					}
@@ -331,7 +331,7 @@ func TestAttentionWeights(t *testing.T) {
 			x := randVec(rng, T*D, 1)
 			got := m.AttentionWeights(x, T)
 			al := m.Alpha()
-			P := attn.NaiveRuleForward(make([]float64, T*D), x, w, D, H, causal, mixer.Pass{B: 1, T: T}, func(z []float64, h int) {
+			P := attn.NaiveRuleForward(make([]float64, T*D), x, w, D, H, causal, 0, mixer.Pass{B: 1, T: T}, func(z []float64, h int) {
 				Row(z, make([]float64, len(z)), al[h], MethodFor(al[h], opts["learn_alpha"] != nil))
 			})
 			for h := 0; h < H; h++ {

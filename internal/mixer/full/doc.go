@@ -42,5 +42,20 @@
 // (attn.ALiBiSlopes): one addition per score, small next to the score GEMM.
 // The model's learned absolute positions stay.
 //
+// # RoPE
+//
+// Option "rope": true, with "rope_base" (default 10000), rotates q and k by
+// their positions after the projections (Su et al. 2021, "RoFormer:
+// Enhanced Transformer with Rotary Position Embedding"; attn.Rope states
+// the convention). A rotation by pθ is orthogonal, so
+//
+//	(R_i q_i)·(R_j k_j) = q_i·R_{j−i} k_j
+//
+// depends on the positions only through j − i. The kernels then see rotated
+// q and k, and act keeps them rotated; backward rotates dq and dk back (the
+// transpose) before the projections' backward, and decoding rotates each
+// new query and key at its absolute position before the key joins the
+// cache. RoPE and ALiBi are exclusive.
+//
 // Any other key besides "kind" is an error.
 package full

@@ -20,18 +20,20 @@ func Kinds() []mixer.Kind {
 	}}
 }
 
-// New returns full attention for config c. Its one option is "alibi"
-// (default false), the ALiBi position bias (attn.ALiBiSlopes); New returns
-// an error naming the key for any other option, or if c.Heads does not
-// divide c.D.
+// New returns full attention for config c. Its options are the position
+// schemes "alibi" (default false), the ALiBi bias (attn.ALiBiSlopes), and
+// "rope" with "rope_base", rotary embeddings (attn.Rope), one or the
+// other; New returns an error naming the key for any other option, or if
+// c.Heads does not divide c.D.
 func New[F kernels.Float](c mixer.Config) (*attn.Attention[F], error) {
 	slopes := attn.ALiBiOption(&c.Opts, c.Heads)
+	rope := attn.RopeOption(&c.Opts, c.D, c.Heads, slopes != nil)
 	if err := c.Opts.Err(); err != nil {
 		return nil, err
 	}
 	a, err := attn.New[F](c, &Pattern{Causal: c.Causal})
 	if err == nil {
-		a.Tiles, a.Slopes, a.Causal = Tiles, slopes, c.Causal
+		a.Tiles, a.Slopes, a.Rope, a.Causal = Tiles, slopes, rope, c.Causal
 	}
 	return a, err
 }
@@ -44,12 +46,13 @@ var Tiles = attn.Tiles{Q: 128, K: 64}
 // NewNaive returns the materialised-T×T twin of New (the test oracle).
 func NewNaive[F kernels.Float](c mixer.Config) (*attn.Naive[F], error) {
 	slopes := attn.ALiBiOption(&c.Opts, c.Heads)
+	rope := attn.RopeOption(&c.Opts, c.D, c.Heads, slopes != nil)
 	if err := c.Opts.Err(); err != nil {
 		return nil, err
 	}
 	n, err := attn.NewNaive[F](c, &Pattern{Causal: c.Causal})
 	if err == nil {
-		n.Slopes = slopes
+		n.Slopes, n.Rope = slopes, rope
 	}
 	return n, err
 }

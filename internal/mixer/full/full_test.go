@@ -75,20 +75,22 @@ func TestOptionsRejected(t *testing.T) {
 // TestTwin compares the tiled kernel with the materialised twin for tiles
 // that divide T, do not, and exceed it, with and without padding (including
 // a sequence whose padded queries see no key at all in causal mode... and
-// bidirectional rows that only see position 0).
+// bidirectional rows that only see position 0), with ALiBi and with RoPE
+// (the twin rotates by the definition, attn.RopeRef, not the table).
 func TestTwin(t *testing.T) {
-	for _, alibi := range []bool{false, true} {
+	for _, pos := range []map[string]any{{}, {"alibi": true}, {"rope": true, "rope_base": 10}} {
+		alibi := pos["alibi"] == true
 		for _, causal := range []bool{true, false} {
 			for _, T := range []int{1, 5, 8, 13} {
 				for _, tile := range []attn.Tiles{{Q: 1, K: 1}, {Q: 3, K: 3}, {Q: 4, K: 2}, {Q: 2, K: 5}, {Q: 64, K: 64}, Tiles} {
 					for _, pad := range []bool{false, true} {
 						c := mixer.Config{D: 8, Heads: 2, MaxLen: T, Causal: causal,
-							Opts: mixer.OptionsOf("full", map[string]any{"alibi": alibi})}
+							Opts: mixer.OptionsOf("full", pos)}
 						f, _ := New[float64](c)
 						f.Tiles = tile
 						n, _ := NewNaive[float64](c)
-						if (f.Slopes != nil) != alibi || (n.Slopes != nil) != alibi {
-							t.Fatalf("alibi %v: slopes %v, naive %v", alibi, f.Slopes, n.Slopes)
+						if (f.Slopes != nil) != alibi || (n.Slopes != nil) != alibi || (f.Rope != nil) != (pos["rope"] == true) || (n.Rope != nil) != (f.Rope != nil) {
+							t.Fatalf("%v: slopes %v, naive %v; rope %v, naive %v", pos, f.Slopes, n.Slopes, f.Rope, n.Rope)
 						}
 						var pm []bool
 						if pad {

@@ -11,6 +11,10 @@ func tests() []mixer.TestCase {
 		return mixer.TestCase{Name: name, D: 8, Heads: 2, MaxLen: 32, Layer: 1, Causal: causal, B: B, T: T, Pad: pad,
 			Opts: map[string]any{"bucket_size": bs, "n_hashes": nh}}
 	}
+	rope := func(c mixer.TestCase) mixer.TestCase {
+		c.Opts["rope"], c.Opts["rope_base"] = true, 100
+		return c
+	}
 	return []mixer.TestCase{
 		c("causal", true, 4, 3, 2, 16, false),
 		c("causal-pad", true, 4, 3, 2, 16, true),
@@ -19,5 +23,7 @@ func tests() []mixer.TestCase {
 		c("causal-1round-odd", true, 2, 1, 1, 11, true),
 		c("bucket>T", false, 16, 2, 2, 7, false),
 		c("causal-4rounds", true, 3, 4, 1, 19, false),
+		rope(c("causal-rope", true, 4, 3, 2, 16, false)),
+		rope(c("bidir-pad-rope", false, 3, 2, 2, 13, true)),
 	}
 }

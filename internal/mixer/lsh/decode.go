@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/mixer/attn"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -92,6 +93,7 @@ func (m *LSH[F]) Decode(out, x []F, st mixer.State, n, threads int) error {
 	for row := range n {
 		i := s.n
 		qk := s.qk[row*D : (row+1)*D]
+		attn.RopeRows(m.rope, qk, []int{i})
 		// The unit keys and the value of position i join the state.
 		s.k = slices.Grow(s.k, D)[:len(s.k)+D]
 		for h := range H {

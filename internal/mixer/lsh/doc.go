@@ -10,8 +10,11 @@
 //	"mixer": {"kind": "lsh", "bucket_size": 64, "n_hashes": 4}
 //
 // bucket_size (int ≥ 2, default 64) is the chunk length; n_hashes (int in
-// [1,64], default 4) is the number of hash rounds. Both are validated
-// strictly; any other key is an error.
+// [1,64], default 4) is the number of hash rounds. "rope": true (with
+// "rope_base", default 10000) rotates the shared qk by its positions
+// (attn.Rope) right after the projection, so the hash and the scores both
+// see rotated vectors. All are validated strictly; any other key is an
+// error.
 //
 // # Equations
 //

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/mixer/attn"
 	"github.com/tokenmix/tokenmix/internal/mixer/proj"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
@@ -41,6 +42,7 @@ type LSH[F kernels.Float] struct {
 	nHashes    int
 	causal     bool
 	layer      int
+	rope       *attn.Rope  // options rope, rope_base: rotates qk before hashing
 	scale      F           // 1/√dh
 	logN       []float64   // logN[k] = log k, k ≤ R
 	proj       proj.Set[F] // qk, v, o
@@ -54,7 +56,8 @@ const (
 )
 
 // New returns an LSH mixer for cfg. Options: bucket_size (int ≥ 2, default
-// 64) and n_hashes (int in [1,64], default 4). It returns an error if D is
+// 64), n_hashes (int in [1,64], default 4), and rope with rope_base
+// (attn.Rope: the shared qk is rotated before hashing). It returns an error if D is
 // not a positive multiple of Heads, an option is invalid, or an unknown option
 // is given.
 func New[F kernels.Float](cfg mixer.Config) (*LSH[F], error) {
@@ -67,6 +70,7 @@ func New[F kernels.Float](cfg mixer.Config) (*LSH[F], error) {
 	if nh < 1 || nh > maxNHashes {
 		o.Fail("n_hashes", "want an integer in [1,%d], got %d", maxNHashes, nh)
 	}
+	rope := attn.RopeOption(&o, cfg.D, cfg.Heads, false)
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
@@ -78,7 +82,7 @@ func New[F kernels.Float](cfg mixer.Config) (*LSH[F], error) {
 	}
 	m := &LSH[F]{
 		d: cfg.D, h: cfg.Heads, dh: cfg.D / cfg.Heads,
-		bucketSize: bs, nHashes: nh, causal: cfg.Causal, layer: cfg.Layer,
+		bucketSize: bs, nHashes: nh, causal: cfg.Causal, layer: cfg.Layer, rope: rope,
 		proj: proj.New[F](cfg.D, kernels.PrecOf(cfg.Precision), "qk", "v", "o"),
 	}
 	// The shared query-key projection stays in F under bf16: the buckets
@@ -139,6 +143,7 @@ func (m *LSH[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	n, th := p.B*p.T, mixer.Budget(p.Threads)
 	qk, v, att, lse := m.acts(act, p.B, p.T)
 	m.proj.Forward(th, pqk, qk, x, n)
+	attn.RopeApply(m.rope, th, qk, p.B, p.T, false) // before hashing; act keeps qk rotated
 	m.proj.Forward(th, pv, v, x, n)
 	m.each(scratch[3*n*m.d:], p, func(w *work[F], b, h int) {
 		w.forward(att, lse, qk, v, b, h, p)
@@ -158,6 +163,7 @@ func (m *LSH[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	m.each(scratch[3*n*D:], p, func(w *work[F], b, h int) {
 		w.backward(dqk, dv, datt, att, lse, qk, v, b, h, p)
 	})
+	attn.RopeApply(m.rope, th, dqk, p.B, p.T, true) // the rotation's transpose
 	m.proj.Backward(th, pqk, dx, dqk, x, n, false)
 	m.proj.Backward(th, pv, dx, dv, x, n, false)
 }

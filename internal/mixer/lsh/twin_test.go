@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/tokenmix/tokenmix/internal/mixer/attn"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -223,6 +224,7 @@ func (tw *twin) forward(x []float64, p mixer.Pass) (out, att []float64, sts [][]
 	qk := make([]float64, n*D)
 	v := make([]float64, n*D)
 	twinLinear(qk, x, tw.w[0], tw.w[1], n, D, D)
+	attn.RopeRef(qk, p.B, p.T, D, m.dh, attn.RopeBase(m.rope), false)
 	twinLinear(v, x, tw.w[2], tw.w[3], n, D, D)
 	att = make([]float64, n*D)
 	sts = make([][]*headState, p.B)
@@ -329,6 +331,7 @@ func (tw *twin) backward(x, dout []float64, p mixer.Pass) ([]float64, [][]float6
 			}
 		}
 	}
+	attn.RopeRef(dqk, p.B, p.T, D, dh, attn.RopeBase(m.rope), true)
 	dx := make([]float64, n*D)
 	linGrad(g[0], g[1], dqk, x, dx, tw.w[0])
 	linGrad(g[2], g[3], dv, x, dx, tw.w[2])

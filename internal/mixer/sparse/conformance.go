@@ -30,5 +30,16 @@ func tests(fixed bool) []mixer.TestCase {
 			}
 		}
 	}
+	// RoPE (rope_base small enough that every pair turns at these lengths).
+	for _, causal := range []bool{true, false} {
+		opts := map[string]any{"block": 3, "combine": Merge, "rope": true, "rope_base": 100}
+		if fixed {
+			opts["summary"] = 1
+		}
+		c := mixer.TestCase{Name: fmt.Sprintf("merge/causal=%v/rope", causal), D: 8, Heads: 2, Causal: causal, Opts: opts, B: 2, T: 11}
+		out = append(out, c)
+		c.Name, c.Pad = c.Name+"/pad", true
+		out = append(out, c)
+	}
 	return out
 }

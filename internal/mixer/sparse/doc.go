@@ -86,6 +86,8 @@
 // For strided, use "kind": "strided" and drop "summary" (an error there).
 // Options are validated: block ≥ 1; for fixed 1 ≤ summary ≤ block; combine
 // is one of the three modes; "heads" with odd n_heads is an error.
-// "alibi": true adds the ALiBi bias −m_h·|i−j| to the allowed scores, as for
-// full attention (see package full); the pattern is unchanged.
+// "alibi": true adds the ALiBi bias −m_h·|i−j| to the allowed scores, or
+// "rope": true (with "rope_base", default 10000) rotates q and k by their
+// positions, as for full attention (see package full); the pattern is
+// unchanged.
 package sparse

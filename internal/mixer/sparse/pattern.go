@@ -31,6 +31,8 @@ type Pattern struct {
 	// Slopes are the ALiBi slopes of option "alibi" (nil without it);
 	// they bias scores, not the pattern.
 	Slopes []float64
+	// Rope is option "rope"'s rotation of q and k (nil without it).
+	Rope *attn.Rope
 }
 
 // layoutKey identifies a layout: the pattern's parameters that shape it.

@@ -74,6 +74,7 @@ func Options(c mixer.Config) (*Pattern, error) {
 	p.Combine = comb
 	p.Layer = c.Layer
 	p.Slopes = attn.ALiBiOption(&o, c.Heads)
+	p.Rope = attn.RopeOption(&o, c.D, c.Heads, p.Slopes != nil)
 	if err := o.Err(); err != nil {
 		return nil, err
 	}
@@ -90,7 +91,7 @@ func New[F kernels.Float](c mixer.Config) (*attn.Attention[F], error) {
 	}
 	a, err := attn.New[F](c, p)
 	if err == nil {
-		a.Tiles, a.Slopes, a.Causal = Tiles, p.Slopes, c.Causal
+		a.Tiles, a.Slopes, a.Rope, a.Causal = Tiles, p.Slopes, p.Rope, c.Causal
 		if !p.Fixed {
 			a.Stride = p.L // strided keys i, i−l, …: residue-class copies
 		}
@@ -110,7 +111,7 @@ func NewNaive[F kernels.Float](c mixer.Config) (*attn.Naive[F], error) {
 	}
 	n, err := attn.NewNaive[F](c, p)
 	if err == nil {
-		n.Slopes = p.Slopes
+		n.Slopes, n.Rope = p.Slopes, p.Rope
 	}
 	return n, err
 }

@@ -30,7 +30,16 @@ func tests() []mixer.TestCase {
 	// Without padding, so the suite also checks decoding.
 	c := mixer.TestCase{Name: "k=3/causal/nopad", D: 12, Heads: 3, MaxLen: 64, Causal: true, Opts: map[string]any{"k": 3}, B: 1, T: 37}
 	c.Setup = withGap(c.Config("topk"), c.B, c.T, 3)
-	return append(out, c)
+	out = append(out, c)
+	// RoPE, with and without padding (rope_base small enough that every
+	// pair turns at this length).
+	for _, pad := range []bool{false, true} {
+		c := mixer.TestCase{Name: fmt.Sprintf("k=3/causal/rope/pad=%v", pad), D: 12, Heads: 3, MaxLen: 64, Causal: true,
+			Opts: map[string]any{"k": 3, "rope": true, "rope_base": 100}, B: 1, T: 37, Pad: pad}
+		c.Setup = withGap(c.Config("topk"), c.B, c.T, 3)
+		out = append(out, c)
+	}
+	return out
 }
 
 // suitePad is the padding mask mixertest builds for B, T.
@@ -57,7 +66,7 @@ func gap(w [][]float64, x []float64, c mixer.Config, B, T, k int) float64 {
 	g := math.Inf(1)
 	out := make([]float64, B*T*c.D)
 	for _, pad := range [][]bool{nil, suitePad(B, T)} {
-		attn.NaiveRuleForward(out, x, w, c.D, c.Heads, c.Causal, mixer.Pass{B: B, T: T, Pad: pad}, func(z []float64, h int) {
+		attn.NaiveRuleForward(out, x, w, c.D, c.Heads, c.Causal, attn.RopeBase(attn.RopeOption(&c.Opts, c.D, c.Heads, false)), mixer.Pass{B: B, T: T, Pad: pad}, func(z []float64, h int) {
 			var s []float64
 			for _, v := range z {
 				if !math.IsInf(v, -1) {

@@ -7,7 +7,9 @@
 //	"mixer": {"kind": "topk", "k": 8}
 //
 // k ≥ 1 (default 8). The paper finds k around 8 best for translation and
-// language modelling; small k also makes the layer cheap (below).
+// language modelling; small k also makes the layer cheap (below). "rope":
+// true (with "rope_base", default 10000) rotates q and k by their positions
+// before the scores, as for full attention (attn.Rope).
 //
 // # Equations
 //

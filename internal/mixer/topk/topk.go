@@ -39,6 +39,7 @@ type Attention[F kernels.Float] struct {
 // option or size.
 func New[F kernels.Float](cfg mixer.Config) (*Attention[F], error) {
 	k := cfg.Opts.Int("k", DefaultK)
+	rope := attn.RopeOption(&cfg.Opts, cfg.D, cfg.Heads, false)
 	if err := cfg.Opts.Err(); err != nil {
 		return nil, err
 	}
@@ -53,6 +54,7 @@ func New[F kernels.Float](cfg mixer.Config) (*Attention[F], error) {
 		return nil, err
 	}
 	a.KeepScoresFP32()
+	a.Rope = rope
 	return &Attention[F]{RuleAttention: a, K: k}, nil
 }
 

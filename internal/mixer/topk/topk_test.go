@@ -203,7 +203,7 @@ func TestNaiveTwin(t *testing.T) {
 						row = func(z []float64, h int) { softmax(z) } // full attention
 					}
 					want := make([]float64, B*T*D)
-					attn.NaiveRuleForward(want, x, w, D, H, causal, p, row)
+					attn.NaiveRuleForward(want, x, w, D, H, causal, 0, p, row)
 					var d float64
 					for i := range out {
 						d = max(d, math.Abs(out[i]-want[i]))
