@@ -10,10 +10,21 @@ package kernels
 //go:noescape
 func packBTGather512(dst *float32, pw int, src *float32, ldb int, kc int, groups int)
 
+// packBTTrans8 packs 8·groups columns of op(B) = Bᵀ: for g < groups and
+// q < kc (a positive multiple of 8), dst[q·pw+8g+i] = src[(8g+i)·ldb+q] for
+// i < 8 (AVX2 8×8 register transposes).
+//
+//go:noescape
+func packBTTrans8(dst *float32, pw int, src *float32, ldb int, kc int, groups int)
+
 // packBT packs columns j0..j0+cols of op(B) = Bᵀ (kc of them from q0) into
 // dst with row length pw, and returns how many columns it packed: whole
-// groups of 16 on the AVX-512 path (the caller packs the rest), else 0.
+// groups of 16 on the AVX-512 path, of 8 on the AVX2 path (the caller packs
+// the rest), else 0.
 func packBT(p Path, dst []float32, pw int, b []float32, ldb, q0, kc, j0, cols int) int {
+	if p == PathAVX2 {
+		return packBTAVX2(dst, pw, b, ldb, q0, kc, j0, cols)
+	}
 	g := cols / 16
 	if p != PathAVX512 || g == 0 || kc == 0 || 16*ldb > 1<<31/4 {
 		return 0
@@ -22,6 +33,27 @@ func packBT(p Path, dst []float32, pw int, b []float32, ldb, q0, kc, j0, cols in
 	_ = b[(j0+16*g-1)*ldb+q0+kc-1]
 	packBTGather512(&dst[0], pw, &b[j0*ldb+q0], ldb, kc, g)
 	return 16 * g
+}
+
+// packBTAVX2 is packBT on the AVX2 path: whole groups of 8 columns, the
+// rows q below kc rounded down to a multiple of 8 by 8×8 transposes, the
+// last kc mod 8 rows by a loop.
+func packBTAVX2(dst []float32, pw int, b []float32, ldb, q0, kc, j0, cols int) int {
+	g, k8 := cols/8, kc&^7
+	if g == 0 || k8 == 0 {
+		return 0
+	}
+	n := 8 * g
+	_ = dst[(kc-1)*pw+n-1]
+	_ = b[(j0+n-1)*ldb+q0+kc-1]
+	packBTTrans8(&dst[0], pw, &b[j0*ldb+q0], ldb, k8, g)
+	for q := k8; q < kc; q++ {
+		row := dst[q*pw : q*pw+n]
+		for j := range row {
+			row[j] = b[(j0+j)*ldb+q0+q]
+		}
+	}
+	return n
 }
 
 // packATPanels6 copies groups full micro-panels of op(A) = Aᵀ: for q < kc

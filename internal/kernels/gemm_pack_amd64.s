@@ -104,3 +104,93 @@ pgroup:
 
 pdone:
 	RET
+
+// func packBTTrans8(dst *float32, pw int, src *float32, ldb int, kc int, groups int)
+//
+// For g < groups and q < kc (kc a positive multiple of 8, groups ≥ 1):
+// dst[q·pw + 8g + i] = src[(8g+i)·ldb + q], i < 8. Each 8×8 block of B
+// (8 rows, 8 consecutive columns) is read as 8 vectors, transposed in
+// registers (unpack, shuffle, lane permute) and written as 8 rows of dst.
+TEXT ·packBTTrans8(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ pw+8(FP), R8
+	SHLQ $2, R8 // dst row stride in bytes
+	MOVQ src+16(FP), SI
+	MOVQ ldb+24(FP), R9
+	SHLQ $2, R9 // B row stride in bytes
+	MOVQ kc+32(FP), R10
+	MOVQ groups+40(FP), DX
+
+group:
+	MOVQ SI, AX  // B rows 8g..8g+7, column q
+	MOVQ DI, BX  // dst row q, column 8g
+	MOVQ R10, CX
+
+block:
+	MOVQ    AX, R11
+	VMOVUPS (R11), Y0
+	VMOVUPS (R11)(R9*1), Y1
+	LEAQ    (R11)(R9*2), R11
+	VMOVUPS (R11), Y2
+	VMOVUPS (R11)(R9*1), Y3
+	LEAQ    (R11)(R9*2), R11
+	VMOVUPS (R11), Y4
+	VMOVUPS (R11)(R9*1), Y5
+	LEAQ    (R11)(R9*2), R11
+	VMOVUPS (R11), Y6
+	VMOVUPS (R11)(R9*1), Y7
+
+	// Per 128-bit lane: pairs of rows interleaved.
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+
+	// Four rows of columns c and c+4 per register.
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+
+	// Columns 0..7 of the block, all eight rows each.
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+
+	MOVQ    BX, R12
+	VMOVUPS Y8, (R12)
+	VMOVUPS Y9, (R12)(R8*1)
+	LEAQ    (R12)(R8*2), R12
+	VMOVUPS Y10, (R12)
+	VMOVUPS Y11, (R12)(R8*1)
+	LEAQ    (R12)(R8*2), R12
+	VMOVUPS Y12, (R12)
+	VMOVUPS Y13, (R12)(R8*1)
+	LEAQ    (R12)(R8*2), R12
+	VMOVUPS Y14, (R12)
+	VMOVUPS Y15, (R12)(R8*1)
+
+	ADDQ $32, AX         // the next 8 columns of B
+	LEAQ (BX)(R8*8), BX  // the next 8 rows of dst
+	SUBQ $8, CX
+	JNZ  block
+
+	LEAQ (SI)(R9*8), SI // the next 8 rows of B
+	ADDQ $32, DI        // the next 8 columns of dst
+	DECQ DX
+	JNZ  group
+	VZEROUPPER
+	RET

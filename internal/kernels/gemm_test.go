@@ -208,7 +208,11 @@ func BenchmarkGemm2048x2048x64(b *testing.B)  { benchGemm(b, false, false, 2048,
 func BenchmarkGemm2048x64x2048(b *testing.B)  { benchGemm(b, false, false, 2048, 64, 2048) }
 func BenchmarkGemm4096x1024x256(b *testing.B) { benchGemm(b, false, false, 4096, 1024, 256) }
 func BenchmarkGemmNT512(b *testing.B)         { benchGemm(b, false, true, 512, 512, 512) }
-func BenchmarkGemmTN512(b *testing.B)         { benchGemm(b, true, false, 512, 512, 512) }
+
+// BenchmarkGemmNT128x1024x256 is an inference-shaped linear layer, y = x·Wᵀ
+// for 128 rows and W [1024, 256]: packing Wᵀ is a large share of it.
+func BenchmarkGemmNT128x1024x256(b *testing.B) { benchGemm(b, false, true, 128, 1024, 256) }
+func BenchmarkGemmTN512(b *testing.B)          { benchGemm(b, true, false, 512, 512, 512) }
 
 func benchGemm(bb *testing.B, transA, transB bool, m, n, k int) {
 	a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
