@@ -18,7 +18,7 @@ const gemmSerialFlops = 48 * 48 * 48
 // place, so no thread repeats another's packing; with row blocks every
 // thread packs all of op(B).
 func gemm32(threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if !transA && transB && m <= gemvRows {
+	if !transA && transB && m <= gemvRows(path) {
 		gemv32NT(threads, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
@@ -53,7 +53,7 @@ func gemm32(threads int, transA, transB bool, m, n, k int, alpha float32, a []fl
 
 // gemm32ST is the single-threaded float32 GEMM after argument checks.
 func gemm32ST(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	if !transA && transB && m <= gemvRows {
+	if !transA && transB && m <= gemvRows(path) {
 		gemvNT(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
@@ -92,10 +92,19 @@ func alignedFloats(n int) []float32 {
 	return s[off : off+n : off+n]
 }
 
-// gemvRows is the most rows of A that the NT products take without
-// packing B: below it, packing B (a whole weight matrix for one token in
-// decoding) costs more than the product.
-const gemvRows = 16
+// gemvRows is the most rows of A that the NT products on path p take
+// without packing B: below it, packing B (a whole weight matrix for one
+// token in decoding) costs more than the product. The AVX2 path's gemv has
+// no dot tiles (one dot product per element of C), and from 4 rows on the
+// blocked kernel beats it at every k measured, most at small k, as LSH's
+// chunk scores (16×32×16: 0.8 against 16 GFLOP/s on one Zen 3 core;
+// 16×1024×256: 13 against 35; 2×1024×256: 12 against 9).
+func gemvRows(p Path) int {
+	if p == PathAVX2 {
+		return 3
+	}
+	return 16
+}
 
 // gemv32NT computes C = alpha·A·Bᵀ + beta·C for a few rows of A without
 // packing (gemvNT), across up to threads goroutines over blocks of columns.
