@@ -126,25 +126,53 @@ func (w *work[F]) scores(r int, c chunk) {
 // itself when it has other keys), minus log N_ij otherwise.
 func (w *work[F]) mask(row []F, keys []int32, ka int, i int32, qa int, selfOK bool) {
 	m := w.m
-	R := m.nHashes
+	R, causal, logN := m.nHashes, m.causal, m.logN
+	row = row[:len(keys)]
+	ninf := F(math.Inf(-1))
+	if R == 1 {
+		for col, j := range keys {
+			if (causal && j > i) || (j == i && !selfOK) {
+				row[col] = ninf
+			}
+		}
+		return
+	}
 	ci := w.sigC[qa*R : (qa+1)*R]
 	pi := w.sigP[qa*R : (qa+1)*R]
+	sig := w.sigC[ka*R : (ka+len(keys))*R]
+	if R == 2 { // the common case, unrolled: N_ij is 1 or 2
+		c0, c1, p0, p1 := ci[0], ci[1], pi[0], pi[1]
+		l1, l2 := F(logN[1]), F(logN[2])
+		for col, j := range keys {
+			if (causal && j > i) || (j == i && !selfOK) {
+				row[col] = ninf
+				continue
+			}
+			s := sig[2*col : 2*col+2]
+			in0 := s[0] == c0 || s[0] == p0
+			in1 := s[1] == c1 || s[1] == p1
+			if in0 && in1 {
+				row[col] -= l2
+			} else {
+				row[col] -= l1
+			}
+		}
+		return
+	}
 	for col, j := range keys {
-		if (m.causal && j > i) || (j == i && !selfOK) {
-			row[col] = F(math.Inf(-1))
+		if (causal && j > i) || (j == i && !selfOK) {
+			row[col] = ninf
 			continue
 		}
-		if R > 1 {
-			// N_ij, the number of rounds in which key j is in query i's
-			// window (Reformer eq. 7): at least 1, this round.
-			n := 0
-			for r, c := range w.sigC[(ka+col)*R : (ka+col+1)*R] {
-				if c == ci[r] || c == pi[r] {
-					n++
-				}
+		// N_ij, the number of rounds in which key j is in query i's
+		// window (Reformer eq. 7): at least 1, this round.
+		n := 0
+		for r, c := range sig[col*R : col*R+R] {
+			if c == ci[r] || c == pi[r] {
+				n++
 			}
-			row[col] -= F(m.logN[n])
 		}
+		row[col] -= F(logN[n])
 	}
 }
 
