@@ -647,7 +647,31 @@ func TestCLIDataExport(t *testing.T) {
 	if names := data.LabelNames(recs); len(recs) != 2000 || len(names) != 10 || names[9] != "9" {
 		t.Errorf("%d lines, labels %v", len(recs), names)
 	}
-	checkUsageError(t, cli(t, dir, "data", "export", "--task", "gosrc"), []string{"gosrc"}, "classification tasks")
+	if r := cli(t, dir, "data", "export", "--task", "nope"); r.code != 1 || !strings.Contains(r.stderr, `task.name: unknown task "nope"`) {
+		t.Errorf("data export --task nope: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// An lm task (mqar-style recall: pairs first, queries last) exports
+	// tokens and targets, and tokenmix train reads them back as an lm's
+	// .jsonl, scored by accuracy over the targets.
+	recall := `{"name": "recall", "layout": "pairs_first", "len": 48, "pairs": 4, "queries": 4, "keys": 16, "values": 16, "train": 200, "val": 20, "test": 20}`
+	if r := cli(t, dir, "data", "export", "--task", recall, "--split", "train", "--out", "r.jsonl"); r.code != 0 {
+		t.Fatalf("data export recall: exit %d\n%s", r.code, r.stderr)
+	}
+	recs, err = data.ReadRecords(filepath.Join(dir, "r.jsonl"), false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 200 || len(recs[0].Tokens) != 48 || len(recs[0].Targets) != 48 || recs[0].Targets[0] != -1 || recs[0].Targets[47] < 0 {
+		t.Fatalf("recall: %d lines, first %+v", len(recs), recs[0])
+	}
+	os.WriteFile(filepath.Join(dir, "lm.json"), []byte(`{"vocab_size": 64, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 48,
+		"causal": true, "task": "lm", "mixer": {"kind": "full"}, "train": {"batch_size": 4, "steps": 4, "eval_every": 2}}`), 0o644)
+	if r := cli(t, dir, "train", "--config", "lm.json", "--data", "r.jsonl", "--out", "run"); r.code != 0 || !strings.Contains(r.stderr, "metric accuracy") {
+		t.Fatalf("train on the exported recall lines: exit %d\n%s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "run", "metrics.jsonl")); !strings.Contains(string(b), `"val_accuracy"`) {
+		t.Errorf("metrics without val_accuracy:\n%s", b)
+	}
 	checkUsageError(t, cli(t, dir, "data", "export", "--task", "fmnist", "--len", "100"), []string{"fmnist", "--len"}, "fixed length")
 	// Pathfinder at 16×16 (--len 256 needs shorter contours than the
 	// defaults, so its error names the key) and at 32×32, read back.

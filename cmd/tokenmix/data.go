@@ -7,18 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 
 	"github.com/tokenmix/tokenmix/internal/data"
 )
 
-// exportTasks are the classification tasks of the task list, the ones
-// `tokenmix data export` writes.
-var exportTasks = []string{"listops", "fmnist", "pathfinder"}
-
-// runData is `tokenmix data export`: a built-in task's split as JSONL
-// lines {"tokens": […], "label": name}, the format tokenmix train reads.
+// runData is `tokenmix data export`: a split of a task of the task list
+// as JSONL, the format tokenmix train reads: {"tokens": […], "label": name}
+// lines for a classification task, {"tokens": […], "targets": […]} for an
+// lm task (a target per position, −1 for none).
 func runData(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "export" && args[0] != "-h" && args[0] != "--help" {
 		return usageErr("data: want tokenmix data %s (got %q)", commands()["data"].synopsis, args)
@@ -29,10 +26,10 @@ func runData(ctx context.Context, args []string) error {
 		args = args[1:]
 	}
 	fs := newFlags("data")
-	task := fs.String("task", "", "listops, fmnist or pathfinder (the task list's entry, default settings)")
+	task := fs.String("task", "", "a task of the task list: its name (default settings) or its JSON object, e.g. {\"name\": \"recall\", \"layout\": \"pairs_first\", \"len\": 1024}")
 	split := fs.String("split", "test", "train, val or test")
-	seqLen := fs.Int("len", 0, "sequence length, set through the task list's length keys (listops max_len with min_len = len/4, pathfinder len = side²); not for fmnist")
-	dataDir := fs.String("data-dir", "", "fmnist: directory of the IDX files")
+	seqLen := fs.Int("len", 0, "sequence length, set through the task list's length keys (recall len, listops max_len with min_len = len/4, pathfinder len = side², gosrc seq_len); not for fmnist")
+	dataDir := fs.String("data-dir", "", "fmnist: directory of the IDX files; gosrc: the source tree to read")
 	out := fs.String("out", "", "output file (default: stdout)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -44,27 +41,27 @@ func runData(ctx context.Context, args []string) error {
 	if !ok {
 		return usageErr("data export: --split: want train, val or test, got %q", *split)
 	}
-	if !slices.Contains(exportTasks, *task) {
-		return usageErr("data export: --task: want listops, fmnist or pathfinder (classification tasks), got %q", *task)
+	name, keys, err := taskArg("data export", *task)
+	if err != nil {
+		return err
 	}
-	keys := map[string]json.RawMessage{}
 	if *dataDir != "" {
 		keys["data_dir"], _ = json.Marshal(*dataDir)
 	}
 	if *seqLen != 0 {
-		spec, err := data.LookupTask(*task)
+		spec, err := data.LookupTask(name)
 		if err != nil {
 			return err
 		}
 		kv := spec.Len(*seqLen)
 		if kv == nil {
-			return usageErr("data export: --len: task %s has a fixed length", *task)
+			return usageErr("data export: --len: task %s has a fixed length", name)
 		}
 		for k, v := range kv {
 			keys[k], _ = json.Marshal(v)
 		}
 	}
-	t, err := data.NewTask(*task, keys, "")
+	t, err := data.NewTask(name, keys, "")
 	if err != nil {
 		return err
 	}
@@ -79,20 +76,27 @@ func runData(ctx context.Context, args []string) error {
 	}
 	bw := bufio.NewWriter(w)
 	info := t.Info()
-	tokens, target := make([]int32, info.MaxLen+1), make([]int32, 1)
+	tokens, target := make([]int32, info.MaxLen+1), make([]int32, info.MaxLen+1)
 	type line struct {
-		Tokens []int32 `json:"tokens"`
-		Label  string  `json:"label"`
+		Tokens  []int32 `json:"tokens"`
+		Label   string  `json:"label,omitempty"`
+		Targets []int32 `json:"targets,omitempty"`
 	}
 	enc := json.NewEncoder(bw)
 	for i := range t.Len(s) {
 		n := t.ExampleLen(s, i)
-		t.Example(tokens[:n], target, s, i)
-		name := strconv.Itoa(int(target[0]))
-		if int(target[0]) < len(info.LabelNames) {
-			name = info.LabelNames[target[0]]
+		l := line{Tokens: tokens[:n]}
+		if info.Mode == data.LM {
+			t.Example(tokens[:n], target[:n], s, i)
+			l.Targets = target[:n]
+		} else {
+			t.Example(tokens[:n], target[:1], s, i)
+			l.Label = strconv.Itoa(int(target[0]))
+			if int(target[0]) < len(info.LabelNames) {
+				l.Label = info.LabelNames[target[0]]
+			}
 		}
-		if err := enc.Encode(line{tokens[:n], name}); err != nil {
+		if err := enc.Encode(l); err != nil {
 			return err
 		}
 	}
@@ -104,7 +108,7 @@ func runData(ctx context.Context, args []string) error {
 		os.Remove(*out) // no partial file
 	}
 	if err == nil && *out != "" {
-		fmt.Fprintf(os.Stderr, "wrote %d %s lines of %s to %s\n", t.Len(s), *split, *task, *out)
+		fmt.Fprintf(os.Stderr, "wrote %d %s lines of %s to %s\n", t.Len(s), *split, name, *out)
 	}
 	return err
 }

@@ -24,8 +24,8 @@ import (
 func runTrain(ctx context.Context, args []string) error {
 	fs := newFlags("train")
 	cfgPath := fs.String("config", "", "model config JSON; its \"train\" object sets the run (defaults otherwise)")
-	dataPath := fs.String("data", "", "lm: a text file or directory (bytes; vocab_size ≥ 256); classify: JSONL lines {\"text\"|\"tokens\": …, \"label\": …}")
-	valPath := fs.String("val", "", "classify: JSONL validation lines (default: hold out --val-frac of --data)")
+	dataPath := fs.String("data", "", "lm: a text file or directory (bytes; vocab_size ≥ 256), or a .jsonl file of lines {\"text\"|\"tokens\": …, \"targets\": …}; classify: JSONL lines {\"text\"|\"tokens\": …, \"label\": …}")
+	valPath := fs.String("val", "", "JSONL validation lines (default: hold out --val-frac of --data)")
 	taskArg := fs.String("task", "", "instead of --data, a task of the task list: its name (default settings) or its JSON object, e.g. {\"name\": \"recall\", \"len\": 64}")
 	out := fs.String("out", "", "run directory")
 	resume := fs.Bool("resume", false, "continue the run in --out from its newest checkpoint")
@@ -88,8 +88,9 @@ func runTrain(ctx context.Context, args []string) error {
 			}
 		}
 	}
-	if *valPath != "" && cfg.Task != "classify" {
-		return usageErr("train: --val applies to a classifier (task \"classify\"), not task %q", cfg.Task)
+	lmJSONL := cfg.Task == "lm" && strings.HasSuffix(*dataPath, ".jsonl")
+	if *valPath != "" && cfg.Task != "classify" && !lmJSONL {
+		return usageErr("train: --val applies to JSONL lines (a classifier's, or an lm's .jsonl), not to text")
 	}
 	tc := cfg.Train
 	m, err := model.New[float32](cfg)
@@ -110,6 +111,15 @@ func runTrain(ctx context.Context, args []string) error {
 		labels = info.LabelNames
 		fmt.Fprintf(os.Stderr, "%d parameters; task %s, %d training and %d validation examples; %d steps\n",
 			m.NumParams(), info.Name, task.Len(data.Train), task.Len(data.Val), tc.Steps)
+		src = train.TaskSource{L: data.NewLoader(task, data.Train, tc.BatchSize, true, tc.Seed, 0)}
+		val = task
+	case lmJSONL:
+		task, err := sequenceTask(cfg, *dataPath, *valPath, *valFrac)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%d parameters; %d training and %d validation sequences, metric %s; %d steps\n",
+			m.NumParams(), task.Len(data.Train), task.Len(data.Val), task.Info().Metric, tc.Steps)
 		src = train.TaskSource{L: data.NewLoader(task, data.Train, tc.BatchSize, true, tc.Seed, 0)}
 		val = task
 	case cfg.Task == "lm":
@@ -217,15 +227,9 @@ func textTask(text []byte, T, context int) (*data.TextTask, error) {
 // cfg's model fits it: its task, classes, vocabulary, length, causality and
 // padding.
 func listTask(cmd, arg string, cfg *model.Config) (data.Task, error) {
-	name, keys := arg, map[string]json.RawMessage{}
-	if strings.HasPrefix(strings.TrimSpace(arg), "{") {
-		if err := json.Unmarshal([]byte(arg), &keys); err != nil {
-			return nil, usageErr("%s --task: %v", cmd, err)
-		}
-		if err := json.Unmarshal(keys["name"], &name); err != nil || name == "" {
-			return nil, usageErr("%s --task: task.name: want one of %s", cmd, strings.Join(data.TaskNames(), ", "))
-		}
-		delete(keys, "name")
+	name, keys, err := taskArg(cmd, arg)
+	if err != nil {
+		return nil, err
 	}
 	task, err := data.NewTask(name, keys, "")
 	if err != nil {
@@ -251,6 +255,38 @@ func listTask(cmd, arg string, cfg *model.Config) (data.Task, error) {
 		return nil, fmt.Errorf("%s --task %s: the task pads with token %d; set pad_id %d", cmd, name, info.PadID, info.PadID)
 	}
 	return task, nil
+}
+
+// sequenceTask reads an lm's JSONL training (and validation) lines for
+// cfg (data.NewSequences).
+func sequenceTask(cfg *model.Config, trainPath, valPath string, valFrac float64) (*data.Labeled, error) {
+	recs, err := data.ReadRecords(trainPath, false, false)
+	if err != nil {
+		return nil, err
+	}
+	var val []data.Record
+	if valPath != "" {
+		if val, err = data.ReadRecords(valPath, false, false); err != nil {
+			return nil, err
+		}
+	}
+	return data.NewSequences(recs, val, data.Limits{Vocab: cfg.VocabSize, MaxLen: cfg.MaxLen, PadID: -1}, valFrac, cfg.Train.Seed)
+}
+
+// taskArg splits a --task argument, a task list name or its JSON object,
+// into the name and the other keys.
+func taskArg(cmd, arg string) (string, map[string]json.RawMessage, error) {
+	name, keys := arg, map[string]json.RawMessage{}
+	if strings.HasPrefix(strings.TrimSpace(arg), "{") {
+		if err := json.Unmarshal([]byte(arg), &keys); err != nil {
+			return "", nil, usageErr("%s --task: %v", cmd, err)
+		}
+		if err := json.Unmarshal(keys["name"], &name); err != nil || name == "" {
+			return "", nil, usageErr("%s --task: task.name: want one of %s", cmd, strings.Join(data.TaskNames(), ", "))
+		}
+		delete(keys, "name")
+	}
+	return name, keys, nil
 }
 
 // labeledTask reads a classifier's JSONL training (and validation) lines

@@ -16,12 +16,14 @@ import (
 
 // Record is one input line of a JSONL file: {"text": "..."} or
 // {"tokens": [3, 17, …]}, with "label" (a string, or an integer used as a
-// name) where the file is labelled. Other fields are ignored.
+// name) where the file is labelled, or, for an lm, "targets" (one integer
+// per token, −1 for a position without one). Other fields are ignored.
 type Record struct {
-	Tokens []int32
-	Text   bool   // the tokens are the bytes of "text"
-	Label  string // "" when the line has no label
-	Where  string // "file:line", for messages
+	Tokens  []int32
+	Text    bool    // the tokens are the bytes of "text"
+	Label   string  // "" when the line has no label
+	Targets []int32 // nil when the line has no "targets"
+	Where   string  // "file:line", for messages
 }
 
 // ReadRecords reads the JSONL file at path. A line that is not a JSON
@@ -97,6 +99,14 @@ func parseRecord(line []byte, wantLabel bool) (Record, error) {
 	}
 	if len(rec.Tokens) == 0 {
 		return rec, fmt.Errorf("empty input")
+	}
+	if tg, ok := m["targets"]; ok {
+		if err := json.Unmarshal(tg, &rec.Targets); err != nil || rec.Targets == nil {
+			return rec, fmt.Errorf(`"targets": want an array of integers, got %s`, clip(tg))
+		}
+		if len(rec.Targets) != len(rec.Tokens) {
+			return rec, fmt.Errorf(`"targets": %d values for %d tokens: want one per token (−1 for none)`, len(rec.Targets), len(rec.Tokens))
+		}
 	}
 	l, ok := m["label"]
 	switch {
@@ -184,18 +194,41 @@ func (l Limits) Check(r Record) error {
 			return fmt.Errorf("%s: token %d outside the vocabulary [0, %d)", r.Where, v, l.Vocab)
 		}
 	}
+	for _, v := range r.Targets {
+		if v < -1 || int(v) >= l.Vocab {
+			return fmt.Errorf("%s: target %d outside the vocabulary [0, %d) (−1 for none)", r.Where, v, l.Vocab)
+		}
+	}
 	if r.Text && l.PadID >= 0 && l.PadID < 256 {
 		return fmt.Errorf("%s: text input needs a pad_id outside the byte range 0–255 (so vocab_size ≥ 257); the config's pad_id is %d", r.Where, l.PadID)
 	}
 	return nil
 }
 
-// Labeled is a classification task built from JSONL records: train and
-// validation splits (Test is the validation split).
+// Labeled is a task built from JSONL records, with train and validation
+// splits (Test is the validation split): a classifier's labelled lines
+// (NewLabeled), or an lm's token sequences with a target per position
+// (NewSequences).
 type Labeled struct {
-	info   Info
-	tokens [2][][]int32
-	labels [2][]int32
+	info    Info
+	tokens  [2][][]int32
+	labels  [2][]int32   // Classify
+	targets [2][][]int32 // LM
+}
+
+// holdOut returns train and val; with val nil, the last valFrac of the
+// training records (at least one) after a shuffle drawn from seed.
+func holdOut(train, val []Record, valFrac float64, seed uint64) ([]Record, []Record, error) {
+	if val != nil {
+		return train, val, nil
+	}
+	train = slices.Clone(train)
+	rand.New(rand.NewPCG(seed, 0x6a736f6e6c)).Shuffle(len(train), func(i, j int) { train[i], train[j] = train[j], train[i] })
+	n := max(1, int(valFrac*float64(len(train))+0.5))
+	if n >= len(train) {
+		return nil, nil, fmt.Errorf("data: %d lines are too few to hold out %d for validation", len(train), n)
+	}
+	return train[:len(train)-n], train[len(train)-n:], nil
 }
 
 // NewLabeled builds the task of train and val records with the class names
@@ -204,14 +237,9 @@ type Labeled struct {
 // a shuffle drawn from seed. Records must fit lim; a label not in names,
 // and inputs of different lengths without a pad_id, are errors.
 func NewLabeled(train, val []Record, names []string, lim Limits, valFrac float64, seed uint64) (*Labeled, error) {
-	if val == nil {
-		train = slices.Clone(train)
-		rand.New(rand.NewPCG(seed, 0x6a736f6e6c)).Shuffle(len(train), func(i, j int) { train[i], train[j] = train[j], train[i] })
-		n := max(1, int(valFrac*float64(len(train))+0.5))
-		if n >= len(train) {
-			return nil, fmt.Errorf("data: %d labelled lines are too few to hold out %d for validation", len(train), n)
-		}
-		train, val = train[:len(train)-n], train[len(train)-n:]
+	train, val, err := holdOut(train, val, valFrac, seed)
+	if err != nil {
+		return nil, err
 	}
 	index := map[string]int32{}
 	for i, n := range names {
@@ -241,6 +269,55 @@ func NewLabeled(train, val []Record, names []string, lim Limits, valFrac float64
 	return l, nil
 }
 
+// NewSequences builds an lm task (next-token prediction, causal) of train
+// and val records, split as NewLabeled splits them. A record's targets are
+// its "targets", or, without them, its next tokens (the last position has
+// none). The metric is bits per byte when every target is the next token
+// (text; for token ids it is bits per token), and accuracy over the
+// targets otherwise (tasks that score some positions, such as recall's
+// queries). Records must fit lim; a line without a target, and a label,
+// are errors. Sequences of different lengths are padded at the end in a
+// batch, with no target there.
+func NewSequences(train, val []Record, lim Limits, valFrac float64, seed uint64) (*Labeled, error) {
+	train, val, err := holdOut(train, val, valFrac, seed)
+	if err != nil {
+		return nil, err
+	}
+	l := &Labeled{info: Info{Name: "jsonl", Mode: LM, Vocab: lim.Vocab, PadID: -1, Causal: true, Metric: BitsPerByte}}
+	for s, recs := range [][]Record{train, val} {
+		for _, r := range recs {
+			if err := lim.Check(r); err != nil {
+				return nil, err
+			}
+			if r.Label != "" {
+				return nil, fmt.Errorf(`%s: a "label" in an lm's lines: an lm takes "targets" (or the next tokens)`, r.Where)
+			}
+			tg := r.Targets
+			if tg == nil {
+				tg = make([]int32, len(r.Tokens))
+				copy(tg, r.Tokens[1:])
+				tg[len(tg)-1] = -1
+			}
+			n := 0
+			for i, v := range tg {
+				if v >= 0 {
+					n++
+				}
+				if i+1 < len(tg) && v != r.Tokens[i+1] || i+1 == len(tg) && v != -1 {
+					l.info.Metric = Accuracy
+				}
+			}
+			if n == 0 {
+				return nil, fmt.Errorf("%s: no target: every value of \"targets\" is −1 (or the line has a single token)", r.Where)
+			}
+			l.tokens[s] = append(l.tokens[s], r.Tokens)
+			l.targets[s] = append(l.targets[s], tg)
+			l.info.MaxLen = max(l.info.MaxLen, len(r.Tokens))
+		}
+	}
+	return l, nil
+}
+
 // Info implements Task.
 func (l *Labeled) Info() Info { return l.info }
 
@@ -261,5 +338,9 @@ func (l *Labeled) ExampleLen(s Split, i int) int { return len(l.tokens[l.split(s
 func (l *Labeled) Example(tokens, targets []int32, s Split, i int) {
 	k := l.split(s)
 	copy(tokens, l.tokens[k][i])
+	if l.info.Mode == LM {
+		copy(targets, l.targets[k][i])
+		return
+	}
 	targets[0] = l.labels[k][i]
 }

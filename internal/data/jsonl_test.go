@@ -25,6 +25,9 @@ func TestRecordErrors(t *testing.T) {
 		{`{"text": "x", "label": [1]}`, `f.jsonl:2: "label": want a string or an integer, got [1]`},
 		{`{"text": "x", "label": 1.5}`, `f.jsonl:2: "label": want a string or an integer, got 1.5`},
 		{`{"text": "x", "label": ""}`, `f.jsonl:2: "label" is empty`},
+		{`{"tokens": [1, 2], "targets": [2], "label": "a"}`, `f.jsonl:2: "targets": 1 values for 2 tokens`},
+		{`{"tokens": [1, 2], "targets": "x", "label": "a"}`, `f.jsonl:2: "targets": want an array of integers, got "x"`},
+		{`{"tokens": [1, 2], "targets": null, "label": "a"}`, `f.jsonl:2: "targets": want an array of integers, got null`},
 	} {
 		_, err := ParseRecords(strings.NewReader(`{"text": "ok", "label": "a"}`+"\n"+c.line+"\n"), "f.jsonl", true, false)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -117,5 +120,57 @@ func TestLabeledErrors(t *testing.T) {
 	l.Example(tok, tg, Train, 1)
 	if l.Len(Train) != 2 || l.Len(Val) != 1 || l.ExampleLen(Train, 0) != 2 || tok[0] != 3 || tg[0] != 1 || l.Info().MaxLen != 2 {
 		t.Errorf("task: %d/%d examples, example 1 %v → %v, info %+v", l.Len(Train), l.Len(Val), tok, tg, l.Info())
+	}
+}
+
+// TestSequences: an lm's lines, with explicit targets (scored by accuracy)
+// or the next tokens (bits per byte), the held-out split, and the errors.
+func TestSequences(t *testing.T) {
+	lim := Limits{Vocab: 10, MaxLen: 6, PadID: -1}
+	parse := func(s string) []Record {
+		t.Helper()
+		recs, err := ParseRecords(strings.NewReader(s), "f.jsonl", false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+	next := parse("{\"tokens\": [1, 2, 3]}\n{\"tokens\": [4, 5, 6, 7]}\n{\"tokens\": [8, 9]}\n")
+	task, err := NewSequences(next[:2], next[2:], lim, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := task.Info()
+	if info.Mode != LM || !info.Causal || info.Metric != BitsPerByte || info.MaxLen != 4 || task.Len(Train) != 2 || task.Len(Val) != 1 {
+		t.Fatalf("info %+v, %d train, %d val", info, task.Len(Train), task.Len(Val))
+	}
+	tok, tg := make([]int32, 4), make([]int32, 4)
+	task.Example(tok, tg, Train, 1)
+	if !reflect.DeepEqual(tok, []int32{4, 5, 6, 7}) || !reflect.DeepEqual(tg, []int32{5, 6, 7, -1}) {
+		t.Errorf("derived targets: tokens %v, targets %v", tok, tg)
+	}
+	// Targets equal to the next tokens are still text; any other target
+	// makes the metric accuracy.
+	same := parse("{\"tokens\": [1, 2, 3], \"targets\": [2, 3, -1]}\n{\"tokens\": [4, 5]}\n")
+	if task, err := NewSequences(same, nil, lim, 0.5, 1); err != nil || task.Info().Metric != BitsPerByte {
+		t.Errorf("next-token targets: metric %v, err %v", task.Info().Metric, err)
+	}
+	query := parse("{\"tokens\": [1, 2, 3, 1], \"targets\": [-1, -1, -1, 2]}\n{\"tokens\": [4, 5]}\n{\"tokens\": [6, 7]}\n")
+	task, err = NewSequences(query, nil, lim, 0.3, 1)
+	if err != nil || task.Info().Metric != Accuracy || task.Len(Train)+task.Len(Val) != 3 || task.Len(Val) != 1 {
+		t.Fatalf("query targets: %+v, err %v", task.Info(), err)
+	}
+	for _, c := range []struct{ lines, want string }{
+		{"{\"tokens\": [1, 2], \"targets\": [-1, -1]}\n{\"tokens\": [1, 2]}\n", "f.jsonl:1: no target"},
+		{"{\"tokens\": [1]}\n{\"tokens\": [1, 2]}\n", "f.jsonl:1: no target"},
+		{"{\"tokens\": [1, 2], \"targets\": [12, -1]}\n{\"tokens\": [1, 2]}\n", "f.jsonl:1: target 12 outside the vocabulary"},
+		{"{\"tokens\": [1, 2], \"targets\": [-2, 1]}\n{\"tokens\": [1, 2]}\n", "f.jsonl:1: target -2 outside the vocabulary"},
+		{"{\"tokens\": [1, 2, 3, 4, 5, 6, 7]}\n{\"tokens\": [1, 2]}\n", "f.jsonl:1: 7 tokens, longer than max_len 6"},
+		{"{\"tokens\": [1, 2], \"label\": \"a\"}\n{\"tokens\": [1, 2]}\n", `f.jsonl:1: a "label" in an lm's lines`},
+	} {
+		recs := parse(c.lines)
+		if _, err := NewSequences(recs[:1], recs[1:], lim, 0, 1); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.lines, err, c.want)
+		}
 	}
 }
