@@ -87,6 +87,14 @@ type TrainConfig struct {
 	// KeepCheckpoints is keep_checkpoints: the newest N complete
 	// checkpoints are kept (default 2).
 	KeepCheckpoints int
+	// LabelSmoothing is label_smoothing: the training loss is the
+	// cross-entropy against (1−ε)·onehot + ε/V (default 0, in [0, 1)).
+	// Validation and evaluation losses are not smoothed.
+	LabelSmoothing float64
+	// Schedule is schedule: the learning rate after warmup, "cosine"
+	// (decay to min_lr at the last step, the default) or "constant" (lr
+	// throughout; min_lr must then be 0).
+	Schedule string
 }
 
 // Limits of a config, so that a corrupt or hostile config is an error at
@@ -390,7 +398,7 @@ func parseTrain(data []byte) (*TrainConfig, error) {
 	}
 	p.Hint = "docs/model.md lists the keys"
 	t := &TrainConfig{BatchSize: 8, Steps: 1000, LR: 3e-4, GradClip: 1, Beta1: 0.9, Beta2: 0.999,
-		Eps: 1e-8, LogEvery: 10, EvalEvery: 100, EvalBatches: 4, KeepCheckpoints: 2}
+		Eps: 1e-8, LogEvery: 10, EvalEvery: 100, EvalBatches: 4, KeepCheckpoints: 2, Schedule: "cosine"}
 	p.Int("batch_size", &t.BatchSize)
 	p.Int("seq_len", &t.SeqLen)
 	p.Int("steps", &t.Steps)
@@ -409,6 +417,8 @@ func parseTrain(data []byte) (*TrainConfig, error) {
 	p.Int("eval_batches", &t.EvalBatches)
 	p.Int("checkpoint_every", &t.CheckpointEvery)
 	p.Int("keep_checkpoints", &t.KeepCheckpoints)
+	p.Float("label_smoothing", &t.LabelSmoothing)
+	p.String("schedule", &t.Schedule)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
@@ -457,6 +467,12 @@ func (t *TrainConfig) check() error {
 		return fmt.Errorf("train.checkpoint_every: must be ≥ 0")
 	case t.KeepCheckpoints < 1:
 		return fmt.Errorf("train.keep_checkpoints: must be ≥ 1")
+	case !(t.LabelSmoothing >= 0 && t.LabelSmoothing < 1):
+		return fmt.Errorf("train.label_smoothing: must be in [0, 1), got %v", t.LabelSmoothing)
+	case t.Schedule != "cosine" && t.Schedule != "constant":
+		return fmt.Errorf("train.schedule: want \"cosine\" or \"constant\", got %q", t.Schedule)
+	case t.Schedule == "constant" && t.MinLR != 0:
+		return fmt.Errorf("train.min_lr: the constant schedule has no decay: leave min_lr out (or 0)")
 	}
 	return nil
 }
@@ -503,14 +519,23 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 	}
 	w("mixer", c.Mixer.Raw())
 	if t := c.Train; t != nil {
-		w("train", map[string]any{
+		tm := map[string]any{
 			"batch_size": t.BatchSize, "seq_len": t.SeqLen, "steps": t.Steps, "lr": t.LR,
 			"min_lr": t.MinLR, "warmup": t.Warmup, "weight_decay": t.WeightDecay,
 			"grad_clip": t.GradClip, "beta1": t.Beta1, "beta2": t.Beta2, "eps": t.Eps,
 			"seed": t.Seed, "log_every": t.LogEvery, "eval_every": t.EvalEvery,
 			"eval_batches": t.EvalBatches, "checkpoint_every": t.CheckpointEvery,
 			"keep_checkpoints": t.KeepCheckpoints,
-		})
+		}
+		// Written only when set, so that configs without them stay as
+		// they were.
+		if t.LabelSmoothing != 0 {
+			tm["label_smoothing"] = t.LabelSmoothing
+		}
+		if t.Schedule != "cosine" {
+			tm["schedule"] = t.Schedule
+		}
+		w("train", tm)
 	}
 	b.WriteString("\n}")
 	return b.Bytes(), nil

@@ -225,12 +225,14 @@ func poolBackward[F kernels.Float](dinp, dout []F, pad []bool, first bool, B, T,
 
 // crossEntropyForward returns the mean over rows with target ≠ −1 of
 // −log softmax(logits[n])[target[n]], and the number of such rows (the
-// loss is 0 when there are none). logits [N,V], targets [N]. Each row's
+// loss is 0 when there are none). logits [N,V], targets [N]. With label
+// smoothing eps > 0 a row's loss is (1−eps)·(−log p_y) + eps·mean_j(−log p_j),
+// the cross-entropy against (1−eps)·onehot(y) + eps/V. Each row's
 // log-sum-exp uses the kernels' Max and ExpSub (the fast exp in float32)
 // and is summed in float64, per thread and then over the threads, so the
 // loss's last bits depend on the thread count threads. crossEntropyForward
 // panics if a target is outside [−1, V).
-func crossEntropyForward[F kernels.Float](threads int, logits []F, targets []int32, N, V int) (loss float64, count int) {
+func crossEntropyForward[F kernels.Float](threads int, logits []F, targets []int32, N, V int, eps float64) (loss float64, count int) {
 	sums := make([]float64, threads)
 	counts := make([]int, threads)
 	parallel.For(threads, N, 64, func(w, lo, hi int) {
@@ -246,7 +248,16 @@ func crossEntropyForward[F kernels.Float](threads int, logits []F, targets []int
 			row := logits[n*V : (n+1)*V]
 			mx := kernels.Max(row)
 			s := kernels.ExpSub(tmp, row, mx)
-			sums[w] += float64(mx) + math.Log(float64(s)) - float64(row[y])
+			l := float64(mx) + math.Log(float64(s)) - float64(row[y])
+			if eps > 0 {
+				var mean float64
+				for _, z := range row {
+					mean += float64(z)
+				}
+				mean /= float64(V)
+				l += eps * (float64(row[y]) - mean)
+			}
+			sums[w] += l
 			counts[w]++
 		}
 	})
@@ -261,10 +272,11 @@ func crossEntropyForward[F kernels.Float](threads int, logits []F, targets []int
 }
 
 // crossEntropyBackward sets dlogits[n] = scale·(softmax(logits[n]) −
-// onehot(target[n])) for rows with target ≠ −1 and 0 for the others; scale
-// is dloss/count. Unlike the other backward functions it overwrites, so
-// dlogits need not be zeroed. It runs on at most threads threads.
-func crossEntropyBackward[F kernels.Float](threads int, dlogits, logits []F, targets []int32, N, V int, scale float64) {
+// onehot(target[n])) for rows with target ≠ −1 and 0 for the others (with
+// label smoothing eps, the target distribution (1−eps)·onehot + eps/V);
+// scale is dloss/count. Unlike the other backward functions it overwrites,
+// so dlogits need not be zeroed. It runs on at most threads threads.
+func crossEntropyBackward[F kernels.Float](threads int, dlogits, logits []F, targets []int32, N, V int, scale, eps float64) {
 	parallel.For(threads, N, 64, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
 			y := int(targets[n])
@@ -276,7 +288,13 @@ func crossEntropyBackward[F kernels.Float](threads int, dlogits, logits []F, tar
 			row := logits[n*V : (n+1)*V]
 			s := kernels.ExpSub(d, row, kernels.Max(row))
 			kernels.Scale(d, F(scale/float64(s)))
-			d[y] -= F(scale)
+			if eps > 0 {
+				u := F(scale * eps / float64(V))
+				for j := range d {
+					d[j] -= u
+				}
+			}
+			d[y] -= F(scale * (1 - eps))
 		}
 	})
 }

@@ -1,6 +1,8 @@
 package model
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -148,29 +150,42 @@ func TestLayerFiniteDifferences(t *testing.T) {
 	logits := randVec(rng, N*V, 2)
 	dlogits := make([]float64, N*V)
 	targets := []int32{0, -1, 4, 2, -1, 1}
-	runLayerCase(t, layerCase{
-		name:   "cross-entropy ignore -1",
-		inputs: map[string][]float64{"logits": logits},
-		grads:  map[string][]float64{"logits": dlogits},
-		outLen: 1,
-		fwd:    func(out []float64) {},
-		scalar: func() float64 { l, _ := crossEntropyForward(parallel.Threads(), logits, targets, N, V); return l },
-		bwd: func([]float64) {
-			_, n := crossEntropyForward(parallel.Threads(), logits, targets, N, V)
-			crossEntropyBackward(parallel.Threads(), dlogits, logits, targets, N, V, 1/float64(n))
-		},
-	})
+	for _, eps := range []float64{0, 0.1, 0.5} {
+		runLayerCase(t, layerCase{
+			name:   fmt.Sprintf("cross-entropy ignore -1, label smoothing %g", eps),
+			inputs: map[string][]float64{"logits": logits},
+			grads:  map[string][]float64{"logits": dlogits},
+			outLen: 1,
+			fwd:    func(out []float64) {},
+			scalar: func() float64 { l, _ := crossEntropyForward(parallel.Threads(), logits, targets, N, V, eps); return l },
+			bwd: func([]float64) {
+				_, n := crossEntropyForward(parallel.Threads(), logits, targets, N, V, eps)
+				crossEntropyBackward(parallel.Threads(), dlogits, logits, targets, N, V, 1/float64(n), eps)
+			},
+		})
+	}
 }
 
 // TestCrossEntropyKnown checks a value worked out by hand: uniform logits
 // over V classes give loss log V, and ignored rows do not count.
 func TestCrossEntropyKnown(t *testing.T) {
 	logits := []float64{0, 0, 0, 0, 5, 1, 2, 3}
-	l, n := crossEntropyForward(parallel.Threads(), logits, []int32{2, -1}, 2, 4)
+	l, n := crossEntropyForward(parallel.Threads(), logits, []int32{2, -1}, 2, 4, 0)
 	if n != 1 || l != 1.3862943611198906 { // ln 4
 		t.Errorf("loss %v over %d rows, want ln 4 over 1", l, n)
 	}
-	if l, n := crossEntropyForward(parallel.Threads(), logits, []int32{-1, -1}, 2, 4); l != 0 || n != 0 {
+	if l, n := crossEntropyForward(parallel.Threads(), logits, []int32{-1, -1}, 2, 4, 0); l != 0 || n != 0 {
 		t.Errorf("all ignored: loss %v over %d rows", l, n)
+	}
+	// Smoothing: uniform logits stay at ln 4 whatever ε; on the second
+	// row (target 0, log-probabilities l_j) the loss is
+	// (1−ε)(−l_0) + ε·mean_j(−l_j).
+	if l, _ := crossEntropyForward(parallel.Threads(), logits, []int32{2, -1}, 2, 4, 0.3); math.Abs(l-1.3862943611198906) > 1e-15 {
+		t.Errorf("smoothed uniform row: %v, want ln 4", l)
+	}
+	lse := math.Log(math.Exp(5) + math.Exp(1) + math.Exp(2) + math.Exp(3))
+	want := 0.7*(lse-5) + 0.3*(lse-(5+1+2+3)/4.0)
+	if l, _ := crossEntropyForward(parallel.Threads(), logits, []int32{-1, 0}, 2, 4, 0.3); math.Abs(l-want) > 1e-12 {
+		t.Errorf("smoothed row: %v, want %v", l, want)
 	}
 }

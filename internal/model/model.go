@@ -87,7 +87,8 @@ type Model[F kernels.Float] struct {
 	padBuf          []bool
 	nTargets        int
 	loss            float64
-	dropping        bool // the last Forward dropped (Train, dropout > 0)
+	dropping        bool    // the last Forward dropped (Train, dropout > 0)
+	smooth          float64 // the last Forward's label smoothing (Train only)
 }
 
 // New builds a model for config c, which must come from ParseConfig (or
@@ -365,7 +366,11 @@ func (m *Model[F]) headForward() float64 {
 		m.nTargets = 0
 		return 0
 	}
-	loss, n := crossEntropyForward(p.Threads, logits, m.targets, rows, V)
+	m.smooth = 0
+	if m.Train && c.Train != nil {
+		m.smooth = c.Train.LabelSmoothing
+	}
+	loss, n := crossEntropyForward(p.Threads, logits, m.targets, rows, V, m.smooth)
 	m.nTargets = n
 	return loss
 }
@@ -412,14 +417,14 @@ func (m *Model[F]) headBackward(dres []F) {
 			scale *= m.LossScale
 		}
 		if c.Task == "classify" {
-			crossEntropyBackward(p.Threads, dlogits, logits, m.targets, B, V, scale)
+			crossEntropyBackward(p.Threads, dlogits, logits, m.targets, B, V, scale, m.smooth)
 			m.store(dlogits)
 			dpooled := m.grad(p.dpooled)
 			clear(dpooled)
 			kernels.LinearBackward(p.Threads, m.prec, dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V, false)
 			poolBackward(dln, dpooled, m.pad, c.Pool == "first", B, T, D)
 		} else {
-			crossEntropyBackward(p.Threads, dlogits, logits, m.targets, N, V, scale)
+			crossEntropyBackward(p.Threads, dlogits, logits, m.targets, N, V, scale, m.smooth)
 			m.store(dlogits)
 			kernels.LinearBackward(p.Threads, m.prec, dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V, false)
 		}

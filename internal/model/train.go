@@ -73,7 +73,7 @@ func NewTrainer[F kernels.Float](m *Model[F]) *Trainer[F] {
 	t := &Trainer[F]{
 		Model: m,
 		Opt:   optim.NewAdamW[F](len(m.Params), optim.Groups(sizes, noDecay), tc.Beta1, tc.Beta2, tc.Eps, tc.WeightDecay),
-		Sched: optim.Schedule{LR: tc.LR, MinLR: tc.MinLR, Warmup: tc.Warmup, Steps: tc.Steps},
+		Sched: optim.Schedule{LR: tc.LR, MinLR: tc.MinLR, Warmup: tc.Warmup, Steps: tc.Steps, Constant: tc.Schedule == "constant"},
 		Clip:  tc.GradClip,
 	}
 	if m.half {

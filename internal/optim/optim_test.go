@@ -26,6 +26,13 @@ func TestSchedule(t *testing.T) {
 	if got := (Schedule{LR: 2, Steps: 10}).At(0); got != 2 {
 		t.Errorf("no-warmup At(0) = %v, want 2", got)
 	}
+	// Constant after the warmup, also past Steps.
+	c := Schedule{LR: 1e-3, Warmup: 4, Steps: 14, Constant: true}
+	for step, want := range map[int]float64{0: 0.25e-3, 3: 1e-3, 4: 1e-3, 9: 1e-3, 13: 1e-3, 100: 1e-3} {
+		if got := c.At(step); got != want {
+			t.Errorf("constant At(%d) = %v, want %v", step, got, want)
+		}
+	}
 }
 
 func TestGroups(t *testing.T) {
