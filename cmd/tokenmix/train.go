@@ -178,20 +178,26 @@ func runTrain(ctx context.Context, args []string) error {
 		Extra: func() map[string]any { return withMixerStats(map[string]any{}, m, cfg.NLayers) },
 	})
 	if errors.Is(err, train.ErrInterrupted) {
-		fmt.Fprintf(os.Stderr, "interrupted at step %d; checkpoint saved in %s (continue with --resume)\n", res.Steps, d.CkptPath(res.Steps))
+		fmt.Fprintf(os.Stderr, "interrupted at step %d; checkpoint saved in %s (continue with --resume)\n", res.RunSteps(), d.CkptPath(res.RunSteps()))
 		return context.Canceled
 	}
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	ckpt := d.CkptPath(res.Steps)
+	ckpt := d.CkptPath(res.RunSteps())
 	valLoss, _ := res.LastEval["val_loss"].(float64)
 	if *asJSON {
 		r := map[string]any{"steps": res.Steps, "tokens": res.Tokens, "train_s": res.TrainSeconds, "checkpoint": ckpt}
+		if tc.Pretrain != nil {
+			r["pretrain_steps"] = res.PretrainSteps
+		}
 		if res.LastEval != nil {
 			r["val_loss"] = valLoss
 		}
 		return printJSON(r)
+	}
+	if tc.Pretrain != nil {
+		fmt.Printf("pretrained %d steps (%s); ", res.PretrainSteps, tc.Pretrain.Objective)
 	}
 	fmt.Printf("done: %d steps, %d tokens in %s", res.Steps, res.Tokens, time.Duration(res.TrainSeconds*float64(time.Second)).Round(time.Second))
 	if res.LastEval != nil {
