@@ -219,3 +219,23 @@ func checkState(t *testing.T, path string, step int, stage string, start int) {
 		t.Errorf("%s: checkpoint %d: stage %q, stage_start %d (%v), want %q, %d", path, step, st.Stage, st.StageStart, err, stage, start)
 	}
 }
+
+// TestTrainPretrainMaskInData: data that uses train.pretrain.mask_id is
+// refused, naming the line; so is a --task whose vocabulary holds it.
+func TestTrainPretrainMaskInData(t *testing.T) {
+	dir := t.TempDir()
+	jsonl, cfg := filepath.Join(dir, "d.jsonl"), filepath.Join(dir, "c.json")
+	os.WriteFile(jsonl, []byte("{\"tokens\": [1, 2], \"label\": \"a\"}\n{\"tokens\": [3, 15, 4], \"label\": \"b\"}\n{\"tokens\": [5], \"label\": \"c\"}\n"), 0o644)
+	os.WriteFile(cfg, []byte(pretrainCfg), 0o644)
+	quiet(t)
+	err := runTrain(context.Background(), []string{"--config", cfg, "--data", jsonl, "--out", filepath.Join(dir, "r")})
+	if err == nil || !strings.Contains(err.Error(), "d.jsonl:2: uses token 15, the config's train.pretrain.mask_id") {
+		t.Errorf("data with the mask token: %v", err)
+	}
+	os.WriteFile(cfg, []byte(strings.Replace(pretrainCfg, `"n_classes": 3`, `"n_classes": 10`, 1)), 0o644)
+	task := `{"name": "listops", "train": 8, "val": 2, "test": 2, "min_len": 5, "max_len": 12}`
+	err = runTrain(context.Background(), []string{"--config", cfg, "--task", task, "--out", filepath.Join(dir, "r2")})
+	if err == nil || !strings.Contains(err.Error(), "train.pretrain.mask_id 15 is in the task's vocabulary [0, 16)") {
+		t.Errorf("--task: %v", err)
+	}
+}

@@ -256,7 +256,35 @@ func listTask(cmd, arg string, cfg *model.Config) (data.Task, error) {
 	case info.PadID >= 0 && pad != info.PadID:
 		return nil, fmt.Errorf("%s --task %s: the task pads with token %d; set pad_id %d", cmd, name, info.PadID, info.PadID)
 	}
+	if pc := pretrainMLM(cfg); pc != nil && pc.MaskID < info.Vocab {
+		return nil, fmt.Errorf("%s --task %s: train.pretrain.mask_id %d is in the task's vocabulary [0, %d); use an id ≥ %d below vocab_size", cmd, name, pc.MaskID, info.Vocab, info.Vocab)
+	}
 	return task, nil
+}
+
+// pretrainMLM is cfg's pretrain object when its objective is mlm, else nil.
+func pretrainMLM(cfg *model.Config) *model.PretrainConfig {
+	if cfg.Train == nil || cfg.Train.Pretrain == nil || cfg.Train.Pretrain.Objective != model.ObjectiveMLM {
+		return nil
+	}
+	return cfg.Train.Pretrain
+}
+
+// checkMaskID returns an error naming the first input line that uses the
+// mlm mask token (train.pretrain.mask_id), which the data must not use.
+func checkMaskID(cfg *model.Config, sets ...[]data.Record) error {
+	pc := pretrainMLM(cfg)
+	if pc == nil {
+		return nil
+	}
+	for _, recs := range sets {
+		for _, r := range recs {
+			if slices.Contains(r.Tokens, int32(pc.MaskID)) {
+				return fmt.Errorf("train: %s: uses token %d, the config's train.pretrain.mask_id (the mask token must not occur in the data)", r.Where, pc.MaskID)
+			}
+		}
+	}
+	return nil
 }
 
 // labeledTask reads a classifier's JSONL training (and validation) lines
@@ -271,6 +299,9 @@ func labeledTask(cfg *model.Config, trainPath, valPath string, valFrac float64) 
 		if val, err = data.ReadRecords(valPath, true, false); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkMaskID(cfg, recs, val); err != nil {
+		return nil, err
 	}
 	names := data.LabelNames(recs)
 	if len(names) != cfg.NClasses {
