@@ -2,7 +2,8 @@
 // arena run call Run: batches from a Source, model.Trainer steps (forward,
 // backward, clipping, AdamW on the warmup + cosine schedule), a step or
 // training-time budget, metrics lines, evaluation, progress, and
-// checkpoints in a run directory (package run) that resume bit for bit.
+// checkpoints in a run directory (package run) that resume bit for bit;
+// with train.pretrain, a self-pretraining stage first (pretrain.go).
 package train
 
 import (
@@ -37,7 +38,8 @@ type Source interface {
 
 // Options configure Run.
 type Options struct {
-	// Steps is the planned number of updates. With Duration, it is the
+	// Steps is the planned number of updates (of fine-tuning, after a
+	// train.pretrain stage, which plans its own). With Duration, it is the
 	// plan until the pace is known (0 for none).
 	Steps int
 	// Duration, when positive, is a training-time budget: the planned
