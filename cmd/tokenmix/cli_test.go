@@ -590,7 +590,7 @@ func TestCLIDataErrors(t *testing.T) {
 		{"empty", cls, good + "{\"text\": \"\", \"label\": \"y\"}\n", "d.jsonl:4: empty input"},
 		{"pad_id in the byte range", strings.Replace(cls, `"pad_id": 256`, `"pad_id": 32`, 1), good, "d.jsonl:1: text input needs a pad_id outside the byte range 0–255"},
 		{"classes", strings.Replace(cls, `"n_classes": 2`, `"n_classes": 3`, 1), good, "d.jsonl has 2 distinct labels (x, y), the config's n_classes is 3"},
-		{"wrong task for --val", strings.Replace(strings.Replace(cls, `"classify", "n_classes": 2`, `"lm", "causal": true`, 1), `"pad_id": 256,`, "", 1), good, "--val applies to a classifier"},
+		{"labels in an lm's JSONL", strings.Replace(strings.Replace(cls, `"classify", "n_classes": 2`, `"lm", "causal": true`, 1), `"pad_id": 256,`, "", 1), good, `d.jsonl:1: a "label" in an lm's lines`},
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "c.json"), []byte(c.cfg), 0o644)
@@ -603,6 +603,11 @@ func TestCLIDataErrors(t *testing.T) {
 			t.Errorf("%s: the failed train wrote its run directory", c.name)
 		}
 	}
+	// --val with an lm's text (not JSONL) is a usage error.
+	lmDir := t.TempDir()
+	os.WriteFile(filepath.Join(lmDir, "c.json"), []byte(strings.Replace(strings.Replace(cls, `"classify", "n_classes": 2`, `"lm", "causal": true`, 1), `"pad_id": 256,`, "", 1)), 0o644)
+	os.WriteFile(filepath.Join(lmDir, "d.txt"), []byte(strings.Repeat("some text ", 50)), 0o644)
+	checkUsageError(t, cli(t, lmDir, "train", "--config", "c.json", "--data", "d.txt", "--val", "d.txt", "--out", "run"), []string{"--val"}, "--val applies to JSONL lines")
 	// predict and eval on the example classifier.
 	spam, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "spam"))
 	dir := t.TempDir()

@@ -188,20 +188,26 @@ func runTrain(ctx context.Context, args []string) error {
 		Extra: func() map[string]any { return withMixerStats(map[string]any{}, m, cfg.NLayers) },
 	})
 	if errors.Is(err, train.ErrInterrupted) {
-		fmt.Fprintf(os.Stderr, "interrupted at step %d; checkpoint saved in %s (continue with --resume)\n", res.Steps, d.CkptPath(res.Steps))
+		fmt.Fprintf(os.Stderr, "interrupted at step %d; checkpoint saved in %s (continue with --resume)\n", res.RunSteps(), d.CkptPath(res.RunSteps()))
 		return context.Canceled
 	}
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	ckpt := d.CkptPath(res.Steps)
+	ckpt := d.CkptPath(res.RunSteps())
 	valLoss, _ := res.LastEval["val_loss"].(float64)
 	if *asJSON {
 		r := map[string]any{"steps": res.Steps, "tokens": res.Tokens, "train_s": res.TrainSeconds, "checkpoint": ckpt}
+		if tc.Pretrain != nil {
+			r["pretrain_steps"] = res.PretrainSteps
+		}
 		if res.LastEval != nil {
 			r["val_loss"] = valLoss
 		}
 		return printJSON(r)
+	}
+	if tc.Pretrain != nil {
+		fmt.Printf("pretrained %d steps (%s); ", res.PretrainSteps, tc.Pretrain.Objective)
 	}
 	fmt.Printf("done: %d steps, %d tokens in %s", res.Steps, res.Tokens, time.Duration(res.TrainSeconds*float64(time.Second)).Round(time.Second))
 	if res.LastEval != nil {
@@ -254,6 +260,9 @@ func listTask(cmd, arg string, cfg *model.Config) (data.Task, error) {
 	case info.PadID >= 0 && pad != info.PadID:
 		return nil, fmt.Errorf("%s --task %s: the task pads with token %d; set pad_id %d", cmd, name, info.PadID, info.PadID)
 	}
+	if pc := pretrainMLM(cfg); pc != nil && pc.MaskID < info.Vocab {
+		return nil, fmt.Errorf("%s --task %s: train.pretrain.mask_id %d is in the task's vocabulary [0, %d); use an id ≥ %d below vocab_size", cmd, name, pc.MaskID, info.Vocab, info.Vocab)
+	}
 	return task, nil
 }
 
@@ -289,6 +298,31 @@ func taskArg(cmd, arg string) (string, map[string]json.RawMessage, error) {
 	return name, keys, nil
 }
 
+// pretrainMLM is cfg's pretrain object when its objective is mlm, else nil.
+func pretrainMLM(cfg *model.Config) *model.PretrainConfig {
+	if cfg.Train == nil || cfg.Train.Pretrain == nil || cfg.Train.Pretrain.Objective != model.ObjectiveMLM {
+		return nil
+	}
+	return cfg.Train.Pretrain
+}
+
+// checkMaskID returns an error naming the first input line that uses the
+// mlm mask token (train.pretrain.mask_id), which the data must not use.
+func checkMaskID(cfg *model.Config, sets ...[]data.Record) error {
+	pc := pretrainMLM(cfg)
+	if pc == nil {
+		return nil
+	}
+	for _, recs := range sets {
+		for _, r := range recs {
+			if slices.Contains(r.Tokens, int32(pc.MaskID)) {
+				return fmt.Errorf("train: %s: uses token %d, the config's train.pretrain.mask_id (the mask token must not occur in the data)", r.Where, pc.MaskID)
+			}
+		}
+	}
+	return nil
+}
+
 // labeledTask reads a classifier's JSONL training (and validation) lines
 // for cfg: n_classes must equal the number of distinct training labels.
 func labeledTask(cfg *model.Config, trainPath, valPath string, valFrac float64) (*data.Labeled, error) {
@@ -301,6 +335,9 @@ func labeledTask(cfg *model.Config, trainPath, valPath string, valFrac float64) 
 		if val, err = data.ReadRecords(valPath, true, false); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkMaskID(cfg, recs, val); err != nil {
+		return nil, err
 	}
 	names := data.LabelNames(recs)
 	if len(names) != cfg.NClasses {

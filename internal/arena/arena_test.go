@@ -257,6 +257,11 @@ func TestParsePresetErrors(t *testing.T) {
 		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "seeds": 101}`, "seeds: want 0–100, got 101"},
 		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "train": {"seed": -2}}`, "train.seed: want a non-negative integer, got -2"},
 		{`{"task": {"name": "recall"}, "model": {"vocab_size": 3}, "budget": "10"}`, "model.vocab_size: set by the arena from the task; remove it"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "train": {"pretrain": {"objective": "mlm", "steps": 3}}}`, "train.pretrain.objective: set by the arena"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "train": {"pretrain": {"steps": 3, "mask_id": 1}}}`, "train.pretrain.mask_id: set by the arena"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "train": {"pretrain": {"lr": 0.1}}}`, "train.pretrain.steps: required"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "train": {"pretrain": {"steps": 3, "rate": 0.1}}}`, "train.pretrain.rate: unknown key"},
+		{`{"task": {"name": "recall"}, "model": {}, "budget": "10", "train": {"pretrain": null}}`, "train.pretrain"},
 	} {
 		_, err := ParsePreset([]byte(c.json))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -423,6 +428,72 @@ func TestArenaListOps(t *testing.T) {
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "listops-*.gob")); len(m) != 1 {
 		t.Errorf("listops cache files: %v", m)
+	}
+}
+
+// TestArenaPretrain runs a preset with a pretraining stage: every mixer
+// pretrains (mlm, bidirectional) for 3 updates, then fine-tunes for 4;
+// results.json and results.csv report both counts, the runs' configs have
+// the mask token after the task's vocabulary, and the curves hold the
+// fine-tuning lines only. A causal run's config pretrains with lm.
+func TestArenaPretrain(t *testing.T) {
+	mixers := twoMixers(t)
+	p := tinyPreset(t, mixers, "4")
+	if err := p.SetTask("listops", map[string]any{"train": 40, "val": 8, "test": 8, "min_len": 5, "max_len": 40}); err != nil {
+		t.Fatal(err)
+	}
+	lr := 0.01
+	p.Train.Pretrain = &PretrainSection{Steps: 3, LR: &lr}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	f, err := Run(context.Background(), Options{Preset: p, Out: dir, Stdout: &out})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, r := range f.Results {
+		if r.Status != StatusDone || r.Steps != 4 || r.PretrainSteps != 3 || len(r.Curve) != 2 || r.Curve[0].Step != 5 {
+			t.Errorf("%s: status %s, steps %d, pretrain_steps %d, curve %+v", r.Mixer, r.Status, r.Steps, r.PretrainSteps, r.Curve)
+		}
+	}
+	var saved File
+	if err := readJSON(filepath.Join(dir, "results.json"), &saved); err != nil || saved.Results[0].PretrainSteps != 3 {
+		t.Errorf("results.json: %v, pretrain_steps %+v", err, saved.Results)
+	}
+	csv, _ := os.ReadFile(filepath.Join(dir, "results.csv"))
+	rows := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	if !strings.HasSuffix(rows[0], ",test_stderr,pretrain_steps") || !strings.HasSuffix(rows[1], ",3") {
+		t.Errorf("results.csv:\n%s", csv)
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "runs", "*", run.ConfigName))
+	if len(runs) != 2 {
+		t.Fatalf("run configs %v", runs)
+	}
+	c, err := model.LoadConfig(runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := c.Train.Pretrain
+	if c.VocabSize != data.ListOpsVocab+1 || pc == nil || pc.Objective != "mlm" || pc.MaskID != data.ListOpsVocab || pc.Steps != 3 || pc.LR != 0.01 {
+		t.Errorf("run config: vocab_size %d, pretrain %+v", c.VocabSize, pc)
+	}
+	d, err := run.Open(filepath.Dir(runs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := d.Metrics()
+	if err != nil || len(ms) == 0 || ms[0]["stage"] != "pretrain" || ms[len(ms)-1]["stage"] != "train" {
+		t.Errorf("metrics lines %v (%v)", ms, err)
+	}
+	task, err := p.BuildTask()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err = p.ModelConfig(mixers[0], task.Info(), true, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc := c.Train.Pretrain; c.VocabSize != data.ListOpsVocab || pc.Objective != "lm" {
+		t.Errorf("causal run: vocab_size %d, pretrain %+v", c.VocabSize, pc)
 	}
 }
 

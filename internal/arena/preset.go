@@ -197,6 +197,38 @@ type TrainSection struct {
 	EvalBatches     *int     `json:"eval_batches,omitempty"`
 	CheckpointEvery *int     `json:"checkpoint_every,omitempty"`
 	KeepCheckpoints *int     `json:"keep_checkpoints,omitempty"`
+	// Pretrain is a self-pretraining stage run before every mixer's
+	// fine-tuning (the model contract's train.pretrain); nil: none.
+	Pretrain *PretrainSection `json:"pretrain,omitempty"`
+}
+
+// PretrainSection is the preset's train.pretrain object: the contract's
+// keys but objective and mask_id, which the arena sets per run: "mlm" for
+// a bidirectional run, with mask_id the task's vocabulary size (one id
+// above the task's, so vocab_size grows by one), and "lm" for a causal
+// run. A nil pointer is a key left out: the contract's default.
+type PretrainSection struct {
+	Steps    int      `json:"steps"`
+	MaskRate *float64 `json:"mask_rate,omitempty"`
+	LR       *float64 `json:"lr,omitempty"`
+	MinLR    *float64 `json:"min_lr,omitempty"`
+	Warmup   *int     `json:"warmup,omitempty"`
+}
+
+// UnmarshalStrict reads the pretrain object; objective and mask_id are
+// errors naming them.
+func (t *PretrainSection) UnmarshalStrict(o *strict.Object) error {
+	for _, k := range []string{"objective", "mask_id"} {
+		if _, ok := o.Raw(k); ok {
+			o.Fail(k, "set by the arena (mlm with a mask id above the task's vocabulary for bidirectional runs, lm for causal ones); remove it")
+			return nil
+		}
+	}
+	if _, ok := o.Peek("steps"); !ok {
+		o.Fail("steps", "required")
+		return nil
+	}
+	return o.Fields(t)
 }
 
 // UnmarshalStrict reads the train object; steps and seq_len are errors
@@ -237,6 +269,19 @@ func (t *TrainSection) config(c *model.Config, steps int, seed uint64) *model.Tr
 	set(&tc.CheckpointEvery, t.CheckpointEvery)
 	set(&tc.KeepCheckpoints, t.KeepCheckpoints)
 	tc.Steps, tc.Seed = steps, seed
+	if pt := t.Pretrain; pt != nil {
+		pc := &model.PretrainConfig{Objective: model.ObjectiveLM, Steps: pt.Steps, MaskID: -1, LR: tc.LR, MinLR: tc.MinLR, Warmup: tc.Warmup}
+		if !c.Causal {
+			// The mask token is the id after the task's vocabulary.
+			pc.Objective, pc.MaskRate, pc.MaskID = model.ObjectiveMLM, 0.15, c.VocabSize
+			c.VocabSize++
+		}
+		set(&pc.MaskRate, pt.MaskRate)
+		set(&pc.LR, pt.LR)
+		set(&pc.MinLR, pt.MinLR)
+		set(&pc.Warmup, pt.Warmup)
+		tc.Pretrain = pc
+	}
 	return tc
 }
 

@@ -56,13 +56,17 @@ type Result struct {
 	TestStdErr  float64 `json:"test_stderr,omitempty"`
 	TestTargets int     `json:"test_targets,omitempty"`
 	// Val is the validation metric at the end of training.
-	Val          float64 `json:"val"`
-	Steps        int     `json:"steps"`
-	PlannedSteps int     `json:"planned_steps"`
-	TrainTokens  int64   `json:"train_tokens"`
-	TrainSeconds float64 `json:"train_s"`
-	TokensPerSec float64 `json:"tokens_per_s"`
-	MsPerStep    float64 `json:"ms_per_step"`
+	Val float64 `json:"val"`
+	// Steps and PlannedSteps count the fine-tuning updates; PretrainSteps
+	// the updates of the preset's pretraining stage before them (0
+	// without one).
+	Steps         int     `json:"steps"`
+	PlannedSteps  int     `json:"planned_steps"`
+	PretrainSteps int     `json:"pretrain_steps,omitempty"`
+	TrainTokens   int64   `json:"train_tokens"`
+	TrainSeconds  float64 `json:"train_s"`
+	TokensPerSec  float64 `json:"tokens_per_s"`
+	MsPerStep     float64 `json:"ms_per_step"`
 	// PlannedBytes is the run's memory plan at the longest batch (runBytes):
 	// activations and activation gradients plus parameters, gradients and
 	// AdamW moments, and the checkpoint save's buffers. PeakBytes is the process's peak RSS (VmHWM) when the
@@ -136,7 +140,7 @@ func readJSON(path string, v any) error {
 // csvHeader is the column list of results.csv.
 var csvHeader = []string{"mixer", "seed", "status", "metric", "test", "test_loss", "val", "params",
 	"steps", "train_tokens", "tokens_per_s", "ms_per_step", "planned_bytes", "peak_rss_bytes",
-	"train_s", "wall_s", "threads", "causal", "note", "len", "test_stderr"}
+	"train_s", "wall_s", "threads", "causal", "note", "len", "test_stderr", "pretrain_steps"}
 
 // WriteCSV writes one row per result.
 func WriteCSV(w io.Writer, rs []Result) error {
@@ -148,7 +152,8 @@ func WriteCSV(w io.Writer, rs []Result) error {
 			strconv.Itoa(r.Params), strconv.Itoa(r.Steps), strconv.FormatInt(r.TrainTokens, 10),
 			f(r.TokensPerSec), f(r.MsPerStep), strconv.FormatInt(r.PlannedBytes, 10),
 			strconv.FormatInt(r.PeakBytes, 10), f(r.TrainSeconds), f(r.WallSeconds),
-			strconv.Itoa(r.Threads), strconv.FormatBool(r.Causal), r.Note, strconv.Itoa(r.Len), f(r.TestStdErr)})
+			strconv.Itoa(r.Threads), strconv.FormatBool(r.Causal), r.Note, strconv.Itoa(r.Len), f(r.TestStdErr),
+			strconv.Itoa(r.PretrainSteps)})
 	}
 	cw.Flush()
 	return cw.Error()

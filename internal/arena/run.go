@@ -99,7 +99,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		return res, err
 	}
 	res.Curve = curve(ms, valKey)
-	res.Steps, res.PlannedSteps = r.Steps, r.Planned
+	res.Steps, res.PlannedSteps, res.PretrainSteps = r.Steps, r.Planned, r.PretrainSteps
 	switch {
 	case r.Steps >= r.Planned:
 	case j.budget.Duration > 0:
@@ -150,10 +150,14 @@ func (j *job) name() string {
 	return j.kind
 }
 
-// curve turns the run's metrics lines into curve points.
+// curve turns the run's fine-tuning metrics lines into curve points (a
+// pretraining stage's lines and the head swap's are left out).
 func curve(ms []map[string]any, valKey string) []CurvePoint {
 	var out []CurvePoint
 	for _, m := range ms {
+		if _, swap := m["head_swap"]; swap || m["stage"] == run.StagePretrain {
+			continue
+		}
 		step, _ := m["step"].(float64)
 		pt := CurvePoint{Step: int(step)}
 		pt.TrainLoss, _ = m["loss"].(float64)

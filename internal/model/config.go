@@ -59,6 +59,8 @@ type Config struct {
 	Train *TrainConfig
 
 	kind mixer.Kind
+	// head is the head's name prefix when not "head" (PretrainStage).
+	head string
 	// revKeep (tests only) makes reversible blocks keep every block's
 	// inputs and internals instead of reconstructing them in backward.
 	revKeep bool
@@ -95,7 +97,41 @@ type TrainConfig struct {
 	// (decay to min_lr at the last step, the default) or "constant" (lr
 	// throughout; min_lr must then be 0).
 	Schedule string
+	// Pretrain is the optional "pretrain" object, a first stage of
+	// self-pretraining (nil when absent).
+	Pretrain *PretrainConfig
 }
+
+// PretrainConfig is the train object's "pretrain" object: a first stage
+// that trains the model with its own head, pretrain_head [vocab_size, d],
+// on the task's training inputs (labels unused), before the task head is
+// initialised and fine-tuning runs train.steps updates (docs/model.md,
+// "Self-pretraining").
+type PretrainConfig struct {
+	// Objective is objective: "mlm" (masked-token prediction, bidirectional
+	// models) or "lm" (next-token prediction, causal models). Required.
+	Objective string
+	Steps     int     // steps: updates of the stage (required, ≥ 1)
+	MaskRate  float64 // mask_rate: mlm, the probability a non-pad token is masked (default 0.15)
+	// MaskID is mask_id (mlm only, required there): the token id that
+	// replaces a masked token, below vocab_size and ≠ pad_id; the data must
+	// not use it.
+	MaskID int
+	LR     float64 // lr: the stage's peak learning rate (default train.lr)
+	MinLR  float64 // min_lr: the end of its cosine decay (default train.min_lr)
+	Warmup int     // warmup: its linear warmup updates (default train.warmup)
+}
+
+// Objectives of the pretraining stage.
+const (
+	ObjectiveMLM = "mlm"
+	ObjectiveLM  = "lm"
+)
+
+// PretrainHead is the name prefix of the pretraining stage's head,
+// PretrainHead+".weight" [vocab_size, d] and PretrainHead+".bias"
+// [vocab_size].
+const PretrainHead = "pretrain_head"
 
 // Limits of a config, so that a corrupt or hostile config is an error at
 // parse time rather than a hang or an allocation beyond any machine.
@@ -231,6 +267,9 @@ func (c *Config) resolve(lookup func(string) (mixer.Kind, error)) error {
 	}
 	if c.Train != nil && c.Train.SeqLen > c.MaxLen {
 		return fmt.Errorf("train.seq_len: %d exceeds max_len %d", c.Train.SeqLen, c.MaxLen)
+	}
+	if c.Train != nil && c.Train.Pretrain != nil {
+		return c.checkPretrain()
 	}
 	return nil
 }
@@ -419,6 +458,8 @@ func parseTrain(data []byte) (*TrainConfig, error) {
 	p.Int("keep_checkpoints", &t.KeepCheckpoints)
 	p.Float("label_smoothing", &t.LabelSmoothing)
 	p.String("schedule", &t.Schedule)
+	var pre json.RawMessage
+	hasPre := p.Object("pretrain", &pre)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
@@ -429,7 +470,131 @@ func parseTrain(data []byte) (*TrainConfig, error) {
 	if err := t.check(); err != nil {
 		return nil, err
 	}
+	if hasPre {
+		if t.Pretrain, err = parsePretrain(pre, t); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
+}
+
+// parsePretrain reads the train object's "pretrain" object; the learning
+// rate settings default to t's.
+func parsePretrain(data []byte, t *TrainConfig) (*PretrainConfig, error) {
+	p, err := strict.Parse("train.pretrain.", data)
+	if err != nil {
+		return nil, err
+	}
+	p.Hint = "docs/model.md lists the keys"
+	pc := &PretrainConfig{MaskRate: 0.15, MaskID: -1, LR: t.LR, MinLR: t.MinLR, Warmup: t.Warmup}
+	if !p.String("objective", &pc.Objective) {
+		p.Fail("objective", "required (\"mlm\" or \"lm\")")
+	}
+	p.IntRequired("steps", &pc.Steps)
+	hasRate := p.Float("mask_rate", &pc.MaskRate)
+	hasMask := p.Int("mask_id", &pc.MaskID)
+	p.Float("lr", &pc.LR)
+	p.Float("min_lr", &pc.MinLR)
+	p.Int("warmup", &pc.Warmup)
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	switch pc.Objective {
+	case ObjectiveMLM:
+		if !hasMask {
+			return nil, fmt.Errorf("train.pretrain.mask_id: required for objective \"mlm\" (a token id below vocab_size that the data does not use)")
+		}
+	case ObjectiveLM:
+		if hasRate {
+			return nil, fmt.Errorf("train.pretrain.mask_rate: only for objective \"mlm\"")
+		}
+		if hasMask {
+			return nil, fmt.Errorf("train.pretrain.mask_id: only for objective \"mlm\"")
+		}
+	default:
+		return nil, fmt.Errorf("train.pretrain.objective: must be \"mlm\" or \"lm\", got %q", pc.Objective)
+	}
+	if err := pc.check(); err != nil {
+		return nil, err
+	}
+	return pc, nil
+}
+
+// check checks the ranges of the pretrain object's values that need no
+// model config.
+func (pc *PretrainConfig) check() error {
+	switch {
+	case pc.Objective != ObjectiveMLM && pc.Objective != ObjectiveLM:
+		return fmt.Errorf("train.pretrain.objective: must be \"mlm\" or \"lm\", got %q", pc.Objective)
+	case pc.Steps < 1:
+		return fmt.Errorf("train.pretrain.steps: must be ≥ 1, got %d", pc.Steps)
+	case pc.Objective == ObjectiveMLM && !(pc.MaskRate > 0 && pc.MaskRate <= 1):
+		return fmt.Errorf("train.pretrain.mask_rate: must be in (0, 1], got %g", pc.MaskRate)
+	case pc.Objective == ObjectiveMLM && pc.MaskID < 0:
+		return fmt.Errorf("train.pretrain.mask_id: must be ≥ 0, got %d", pc.MaskID)
+	case !(pc.LR > 0):
+		return fmt.Errorf("train.pretrain.lr: must be > 0, got %g", pc.LR)
+	case pc.MinLR < 0 || pc.MinLR > pc.LR:
+		return fmt.Errorf("train.pretrain.min_lr: must be in [0, lr=%g], got %g (it defaults to train.min_lr)", pc.LR, pc.MinLR)
+	case pc.Warmup < 0:
+		return fmt.Errorf("train.pretrain.warmup: must be ≥ 0, got %d", pc.Warmup)
+	}
+	return nil
+}
+
+// checkPretrain checks the pretrain object against the model: the task,
+// the objective against causal, and mask_id against vocab_size and pad_id.
+func (c *Config) checkPretrain() error {
+	pc := c.Train.Pretrain
+	if err := pc.check(); err != nil {
+		return err
+	}
+	if c.Task != "classify" {
+		return fmt.Errorf("train.pretrain: only for task \"classify\" (an lm already trains on its inputs)")
+	}
+	if c.Train.Schedule == "constant" && pc.MinLR != 0 {
+		return fmt.Errorf("train.pretrain.min_lr: the constant schedule (train.schedule) has no decay: leave min_lr out (or 0)")
+	}
+	switch {
+	case pc.Objective == ObjectiveMLM && c.Causal:
+		return fmt.Errorf("train.pretrain.objective: \"mlm\" needs a bidirectional model (causal: false); a causal model pretrains with \"lm\"")
+	case pc.Objective == ObjectiveLM && !c.Causal:
+		return fmt.Errorf("train.pretrain.objective: \"lm\" needs a causal model (causal: true); a bidirectional model pretrains with \"mlm\"")
+	}
+	if pc.Objective == ObjectiveMLM {
+		if pc.MaskID >= c.VocabSize {
+			return fmt.Errorf("train.pretrain.mask_id: must be in [0, vocab_size=%d), got %d", c.VocabSize, pc.MaskID)
+		}
+		if c.PadID != nil && pc.MaskID == *c.PadID {
+			return fmt.Errorf("train.pretrain.mask_id: must differ from pad_id (%d)", *c.PadID)
+		}
+	}
+	return nil
+}
+
+// PretrainStage returns the config of the pretraining stage's model: c
+// with task "lm", so that the head is token-level [vocab_size, d], named
+// PretrainHead, and a train object whose steps and learning-rate settings
+// are the pretrain object's (the schedule's shape, train.schedule, is the
+// same; label smoothing is the fine-tuning loss's only). It panics if c
+// has no pretrain object.
+func (c *Config) PretrainStage() *Config {
+	pc := c.Train.Pretrain
+	p := *c
+	p.Task, p.NClasses, p.Pool, p.head = "lm", 0, "", PretrainHead
+	t := *c.Train
+	t.Steps, t.LR, t.MinLR, t.Warmup, t.Pretrain, t.LabelSmoothing = pc.Steps, pc.LR, pc.MinLR, pc.Warmup, nil, 0
+	p.Train = &t
+	return &p
+}
+
+// HeadName is the name prefix of the head's tensors: "head", or
+// PretrainHead in a pretraining stage's config (PretrainStage).
+func (c *Config) HeadName() string {
+	if c.head != "" {
+		return c.head
+	}
+	return "head"
 }
 
 // check checks the ranges of the train object's values.
@@ -534,6 +699,14 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 		}
 		if t.Schedule != "cosine" {
 			tm["schedule"] = t.Schedule
+		}
+		if pc := t.Pretrain; pc != nil {
+			pm := map[string]any{"objective": pc.Objective, "steps": pc.Steps, "lr": pc.LR,
+				"min_lr": pc.MinLR, "warmup": pc.Warmup}
+			if pc.Objective == ObjectiveMLM {
+				pm["mask_rate"], pm["mask_id"] = pc.MaskRate, pc.MaskID
+			}
+			tm["pretrain"] = pm
 		}
 		w("train", tm)
 	}

@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -97,5 +98,82 @@ func TestConfigRoundTrip(t *testing.T) {
 	b, _ = json.Marshal(c2)
 	if c3, err := ParseConfigWith(b, testLookup); err != nil || c3.Dropout != 0.125 {
 		t.Errorf("dropout 0.125 round trip: %s gave %v, %v", b, c3, err)
+	}
+}
+
+// TestPretrainConfig decodes the train object's "pretrain" object: every
+// error names its key, and a valid one resolves its defaults and round-trips.
+func TestPretrainConfig(t *testing.T) {
+	cls := `{` + baseCfg + `, "task": "classify", "n_classes": 3, "pad_id": 0, "mixer": {"kind": "cummean"}, "train": {"lr": 0.01, "min_lr": 0.001, "warmup": 3, "pretrain": %s}}`
+	causal := `{` + baseCfg + `, "task": "classify", "n_classes": 3, "causal": true, "mixer": {"kind": "cummean"}, "train": {"pretrain": %s}}`
+	lm := `{` + baseCfg + `, "task": "lm", "causal": true, "mixer": {"kind": "cummean"}, "train": {"pretrain": %s}}`
+	for _, c := range []struct{ cfg, pre, want string }{
+		{cls, `null`, "train.pretrain: want a JSON object, got null"},
+		{cls, `"mlm"`, `train.pretrain: want a JSON object, got "mlm"`},
+		{cls, `[]`, "train.pretrain: want a JSON object"},
+		{cls, `{"objective": "mlm", "steps": 5, "mask_id": 10, "masking": "bert"}`, "train.pretrain.masking: unknown key"},
+		{cls, `{"steps": 5, "mask_id": 10}`, "train.pretrain.objective: required"},
+		{cls, `{"objective": null, "steps": 5, "mask_id": 10}`, "train.pretrain.objective: want a string, got null"},
+		{cls, `{"objective": "denoise", "steps": 5}`, `train.pretrain.objective: must be "mlm" or "lm", got "denoise"`},
+		{cls, `{"objective": "mlm", "mask_id": 10}`, "train.pretrain.steps: required"},
+		{cls, `{"objective": "mlm", "steps": "5", "mask_id": 10}`, `train.pretrain.steps: want an integer, got "5"`},
+		{cls, `{"objective": "mlm", "steps": 2.5, "mask_id": 10}`, "train.pretrain.steps: want an integer, got 2.5"},
+		{cls, `{"objective": "mlm", "steps": 0, "mask_id": 10}`, "train.pretrain.steps: must be ≥ 1, got 0"},
+		{cls, `{"objective": "mlm", "steps": null, "mask_id": 10}`, "train.pretrain.steps: want an integer, got null"},
+		{cls, `{"objective": "mlm", "steps": 5}`, "train.pretrain.mask_id: required for objective \"mlm\""},
+		{cls, `{"objective": "mlm", "steps": 5, "mask_id": null}`, "train.pretrain.mask_id: want an integer, got null"},
+		{cls, `{"objective": "mlm", "steps": 5, "mask_id": -1}`, "train.pretrain.mask_id: must be ≥ 0, got -1"},
+		{cls, `{"objective": "mlm", "steps": 5, "mask_id": 11}`, "train.pretrain.mask_id: must be in [0, vocab_size=11), got 11"},
+		{cls, `{"objective": "mlm", "steps": 5, "mask_id": 0}`, "train.pretrain.mask_id: must differ from pad_id (0)"},
+		{cls, `{"objective": "mlm", "steps": 5, "mask_id": 10, "mask_rate": 0}`, "train.pretrain.mask_rate: must be in (0, 1], got 0"},
+		{cls, `{"objective": "mlm", "steps": 5, "mask_id": 10, "mask_rate": 1.5}`, "train.pretrain.mask_rate: must be in (0, 1], got 1.5"},
+		{cls, `{"objective": "mlm", "steps": 5, "mask_id": 10, "mask_rate": "0.15"}`, `train.pretrain.mask_rate: want a number, got "0.15"`},
+		{cls, `{"objective": "mlm", "steps": 5, "mask_id": 10, "lr": 0}`, "train.pretrain.lr: must be > 0, got 0"},
+		{cls, `{"objective": "mlm", "steps": 5, "mask_id": 10, "lr": 0.0005}`, "train.pretrain.min_lr: must be in [0, lr=0.0005], got 0.001 (it defaults to train.min_lr)"},
+		{cls, `{"objective": "mlm", "steps": 5, "mask_id": 10, "min_lr": -1}`, "train.pretrain.min_lr: must be in [0, lr=0.01], got -1"},
+		{cls, `{"objective": "mlm", "steps": 5, "mask_id": 10, "warmup": -2}`, "train.pretrain.warmup: must be ≥ 0, got -2"},
+		{cls, `{"objective": "mlm", "steps": 5, "mask_id": 10, "warmup": true}`, "train.pretrain.warmup: want an integer, got true"},
+		{cls, `{"objective": "lm", "steps": 5}`, `train.pretrain.objective: "lm" needs a causal model (causal: true)`},
+		{cls, `{"objective": "lm", "steps": 5, "mask_id": 10}`, `train.pretrain.mask_id: only for objective "mlm"`},
+		{cls, `{"objective": "lm", "steps": 5, "mask_rate": 0.2}`, `train.pretrain.mask_rate: only for objective "mlm"`},
+		{causal, `{"objective": "mlm", "steps": 5, "mask_id": 10}`, `train.pretrain.objective: "mlm" needs a bidirectional model (causal: false)`},
+		{lm, `{"objective": "lm", "steps": 5}`, `train.pretrain: only for task "classify"`},
+	} {
+		js := fmt.Sprintf(c.cfg, c.pre)
+		_, err := ParseConfigWith([]byte(js), testLookup)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("pretrain %s:\n got error %v\nwant one containing %q", c.pre, err, c.want)
+		}
+	}
+
+	// Defaults: mask_rate 0.15, and the schedule's keys from train.
+	c, err := ParseConfigWith([]byte(fmt.Sprintf(cls, `{"objective": "mlm", "steps": 7, "mask_id": 10}`)), testLookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := PretrainConfig{Objective: "mlm", Steps: 7, MaskRate: 0.15, MaskID: 10, LR: 0.01, MinLR: 0.001, Warmup: 3}
+	if *c.Train.Pretrain != want {
+		t.Errorf("pretrain %+v, want %+v", *c.Train.Pretrain, want)
+	}
+	b, _ := json.Marshal(c)
+	c2, err := ParseConfigWith(b, testLookup)
+	if err != nil || *c2.Train.Pretrain != want {
+		t.Fatalf("round trip of %s: %v, %v", b, c2, err)
+	}
+	// The stage's model: token-level head pretrain_head, the stage's
+	// schedule, the config itself untouched.
+	p := c.PretrainStage()
+	if p.Task != "lm" || p.HeadOut() != 11 || p.HeadName() != PretrainHead || p.Train.Steps != 7 || p.Train.Pretrain != nil ||
+		c.Task != "classify" || c.HeadName() != "head" || c.Train.Steps != 1000 {
+		t.Errorf("PretrainStage: task %q, head %s [%d], steps %d; the config: task %q, head %s, steps %d",
+			p.Task, p.HeadName(), p.HeadOut(), p.Train.Steps, c.Task, c.HeadName(), c.Train.Steps)
+	}
+	// lm: no mask keys written.
+	c, err = ParseConfigWith([]byte(fmt.Sprintf(causal, `{"objective": "lm", "steps": 4}`)), testLookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(c); strings.Contains(string(b), "mask") || !strings.Contains(string(b), `"objective":"lm"`) {
+		t.Errorf("lm pretrain config written as %s", b)
 	}
 }

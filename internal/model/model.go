@@ -432,7 +432,7 @@ func (m *Model[F]) headBackward(dres []F) {
 	layerNormBackward(p.Threads, dres, m.g.lnfw, m.g.lnfb, dln, m.act(p.res[c.NLayers]), m.w.lnfw, m.act(p.lnfMean), m.act(p.lnfRstd), N, D)
 	if m.inspect != nil {
 		m.inspect("head backward: logits gradient", dlogits)
-		m.inspectGrads("head.", "ln_f.")
+		m.inspectGrads(c.HeadName()+".", "ln_f.")
 		m.inspect("ln_f backward: input gradient", dres)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/mixer"
@@ -59,7 +61,7 @@ func paramSpecs(c *Config, mixerSpecs [][]mixer.ParamSpec) []mixer.ParamSpec {
 		s = append(s, mixer.Linear(pre+"ff.fc2", D, c.DFF, true)...)
 	}
 	s = append(s, ln("ln_f")...)
-	s = append(s, mixer.Linear("head", c.HeadOut(), D, false)...)
+	s = append(s, mixer.Linear(c.HeadName(), c.HeadOut(), D, false)...)
 	return s
 }
 
@@ -136,6 +138,31 @@ func InitTensor[F kernels.Float](w []F, s mixer.ParamSpec, seed uint64, nLayers 
 	default:
 		panic(fmt.Sprintf("model: parameter %s has unknown init kind %d", s.Name, s.Init))
 	}
+}
+
+// AdoptBody copies every parameter of src except its head into m, by
+// name, and fills m's head with its initial values from seed (Init's
+// streams): the switch from a pretraining stage's model (built from
+// Config.PretrainStage) to the task's. It returns an error naming the
+// first tensor that src lacks or whose shape differs.
+func (m *Model[F]) AdoptBody(src *Model[F], seed uint64) error {
+	head := m.Config.HeadName() + "."
+	for i, s := range m.Specs {
+		dst := m.ParamAt(i)
+		if strings.HasPrefix(s.Name, head) {
+			InitTensor(dst, s, seed, m.Config.NLayers)
+			continue
+		}
+		w, sp, ok := src.Param(s.Name)
+		if !ok {
+			return fmt.Errorf("model: %s: missing from the pretrained model", s.Name)
+		}
+		if !slices.Equal(sp.Shape, s.Shape) {
+			return fmt.Errorf("model: %s: shape %v in the pretrained model, want %v", s.Name, sp.Shape, s.Shape)
+		}
+		copy(dst, w)
+	}
+	return nil
 }
 
 // Param returns the slice of the parameter named name and its spec, or ok =

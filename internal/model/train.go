@@ -20,6 +20,11 @@ type Trainer[F kernels.Float] struct {
 	Clip  float64
 	// Scale is the dynamic loss scale of precision "fp16", nil otherwise.
 	Scale *LossScale
+	// Base is the run's step count before this trainer's first update (a
+	// fine-tuning stage after pretraining starts at the pretraining's
+	// updates): update Opt.Step runs its passes at step Base+Opt.Step
+	// (PassSeed, dropout), while the schedule follows Opt.Step.
+	Base int
 }
 
 // LossScale is dynamic loss scaling: Backward runs on the loss times
@@ -83,12 +88,12 @@ func NewTrainer[F kernels.Float](m *Model[F]) *Trainer[F] {
 }
 
 // Step performs the update with index Opt.Step on one batch and returns
-// its statistics. The model's pass seeds use that index. With a loss
+// its statistics. The model's pass seeds use Base+Opt.Step. With a loss
 // scale, gradients are unscaled before clipping; an overflowed step
 // (StepStats.Overflow) changes nothing but the scale.
 func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) {
 	m := t.Model
-	m.Step = t.Opt.Step
+	m.Step = t.Base + t.Opt.Step
 	m.Train = true
 	loss, err := m.Forward(tokens, targets, B, T)
 	if err != nil {

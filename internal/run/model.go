@@ -52,8 +52,8 @@ func (d *Dir) Restore(tr *model.Trainer[float32], step int) (State, error) {
 			return st, fmt.Errorf("run: %s: %w", filepath.Join(dir, f.name), err)
 		}
 	}
-	if tr.Opt.Step != st.Step {
-		return st, fmt.Errorf("run: %s: optimizer step %d, state step %d", dir, tr.Opt.Step, st.Step)
+	if tr.Opt.Step != st.Step-st.StageStart {
+		return st, fmt.Errorf("run: %s: optimizer step %d, state step %d of a stage that began at step %d", dir, tr.Opt.Step, st.Step, st.StageStart)
 	}
 	return st, nil
 }
@@ -95,6 +95,11 @@ func Read(path string, step int) (*Stored, error) {
 			if step < 0 {
 				return nil, fmt.Errorf("run: %s has no complete checkpoint yet", path)
 			}
+		}
+		// The weights decide whether the checkpoint exists (below); a
+		// readable state.json says whether it has the task's head.
+		if st, err := d.ReadState(step); err == nil && st.StageOf() == StagePretrain {
+			return nil, fmt.Errorf("run: %s: checkpoint %d is from the pretraining stage (train.pretrain): it has no task head yet; use a checkpoint of the fine-tuning stage", path, step)
 		}
 		s.WeightsPath = filepath.Join(d.CkptPath(step), WeightsName)
 		s.Labels, s.Step = d.Info.LabelNames, step

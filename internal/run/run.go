@@ -84,8 +84,31 @@ type State struct {
 	LossScale      float64 `json:"loss_scale,omitempty"`
 	LossScaleClean int     `json:"loss_scale_clean,omitempty"`
 	Overflows      int     `json:"overflow_skips,omitempty"`
+	// Stage is the training stage the checkpoint belongs to: StagePretrain
+	// (its weights have the pretraining head, train.pretrain) or
+	// StageTrain; absent (older runs) means StageTrain.
+	Stage string `json:"stage,omitempty"`
+	// StageStart is the run's step count when the stage began: the
+	// updates of the pretraining stage in StageTrain after one, 0
+	// otherwise (absent). The optimizer, the schedule (PlannedSteps),
+	// Tokens and TrainSeconds count the stage's own updates from there.
+	StageStart int `json:"stage_start,omitempty"`
 	// Version is the build that wrote the checkpoint.
 	Version string `json:"version"`
+}
+
+// Training stages, in State.Stage and in every metrics line's "stage".
+const (
+	StagePretrain = "pretrain"
+	StageTrain    = "train"
+)
+
+// StageOf returns st's stage, StageTrain for a state without one.
+func (st State) StageOf() string {
+	if st.Stage == "" {
+		return StageTrain
+	}
+	return st.Stage
 }
 
 // Dir is an open run directory.
@@ -194,6 +217,12 @@ func (d *Dir) ReadState(step int) (State, error) {
 	}
 	if st.Step != step {
 		return st, fmt.Errorf("run: %s: step %d in a checkpoint named %d", p, st.Step, step)
+	}
+	if s := st.StageOf(); s != StagePretrain && s != StageTrain {
+		return st, fmt.Errorf("run: %s: unknown stage %q (want %q or %q)", p, s, StagePretrain, StageTrain)
+	}
+	if st.StageStart < 0 || st.StageStart > st.Step {
+		return st, fmt.Errorf("run: %s: stage_start %d outside [0, step %d]", p, st.StageStart, st.Step)
 	}
 	return st, nil
 }
@@ -326,16 +355,17 @@ func (d *Dir) Metrics() ([]map[string]any, error) {
 	return out, err
 }
 
-// TrimMetrics drops the metrics lines of steps after step: a run resumed
-// from the checkpoint at step logs those steps again.
-func (d *Dir) TrimMetrics(step int) error {
+// TrimMetrics drops the metrics lines of steps after step, and, when
+// stage is StagePretrain, every line of stage StageTrain: a run resumed
+// from the checkpoint at step, in stage, logs those lines again.
+func (d *Dir) TrimMetrics(step int, stage string) error {
 	lines, err := d.metricLines()
 	if err != nil || lines == nil {
 		return err
 	}
 	var b []byte
 	for _, l := range lines {
-		if l.step <= step {
+		if l.step <= step && (stage != StagePretrain || l.stage != StageTrain) {
 			b = append(append(b, l.raw...), '\n')
 		}
 	}
@@ -351,6 +381,7 @@ func (d *Dir) TrimMetrics(step int) error {
 
 type metricLine struct {
 	step, line int // line: 1-based, in the file
+	stage      string
 	raw        []byte
 }
 
@@ -372,7 +403,8 @@ func (d *Dir) metricLines() ([]metricLine, error) {
 			continue
 		}
 		var m struct {
-			Step *int `json:"step"`
+			Step  *int   `json:"step"`
+			Stage string `json:"stage"`
 		}
 		if err := json.Unmarshal([]byte(line), &m); err != nil || m.Step == nil {
 			if i == len(lines)-1 {
@@ -380,7 +412,7 @@ func (d *Dir) metricLines() ([]metricLine, error) {
 			}
 			return out, fmt.Errorf("run: %s line %d: want an object with a step (%v)", p, i+1, err)
 		}
-		out = append(out, metricLine{*m.Step, i + 1, []byte(line)})
+		out = append(out, metricLine{*m.Step, i + 1, m.Stage, []byte(line)})
 	}
 	return out, nil
 }

@@ -348,3 +348,61 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("Metrics with 1e400: %d lines, %v; want the 2 before and an error naming line 3", len(ms), err)
 	}
 }
+
+// TestStages: a state.json without "stage" (older runs) reads as
+// StageTrain; an unknown stage and a stage_start beyond the step are
+// errors naming the file; TrimMetrics in the pretraining stage drops the
+// fine-tuning lines (the head swap's included) whatever their step; Read
+// refuses a pretraining checkpoint, saying why.
+func TestStages(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	d, tr := newRun(t, dir)
+	if err := d.SaveTrainer(tr, State{Step: 0}, 5); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(d.CkptPath(0), StateName)
+	b, _ := os.ReadFile(p)
+	if strings.Contains(string(b), "stage") {
+		t.Errorf("state.json of a plain run names a stage:\n%s", b)
+	}
+	if st, err := d.ReadState(0); err != nil || st.StageOf() != StageTrain {
+		t.Errorf("state without a stage: %q, %v; want %q", st.StageOf(), err, StageTrain)
+	}
+	for _, c := range []struct{ edit, want string }{
+		{`"stage": "warmup",`, `unknown stage "warmup"`},
+		{`"stage_start": 3,`, "stage_start 3 outside [0, step 0]"},
+	} {
+		os.WriteFile(p, []byte(strings.Replace(string(b), "{", "{"+c.edit, 1)), 0o644)
+		if _, err := d.ReadState(0); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s: %v, want an error naming %s and %q", c.edit, err, p, c.want)
+		}
+	}
+	os.WriteFile(p, []byte(strings.Replace(string(b), "{", `{"stage": "pretrain",`, 1)), 0o644)
+	if _, err := Read(dir, 0); err == nil || !strings.Contains(err.Error(), "pretraining stage") {
+		t.Errorf("Read of a pretraining checkpoint: %v", err)
+	}
+
+	lines := []map[string]any{{"step": 2, "stage": "pretrain"}, {"step": 4, "stage": "pretrain"},
+		{"step": 4, "stage": "train", "head_swap": true}, {"step": 6, "stage": "train"}}
+	for _, c := range []struct {
+		step  int
+		stage string
+		want  []float64
+	}{{4, StagePretrain, []float64{2, 4}}, {6, StageTrain, []float64{2, 4, 4, 6}}, {5, StageTrain, []float64{2, 4, 4}}, {2, StagePretrain, []float64{2}}} {
+		os.Remove(filepath.Join(dir, MetricsName))
+		if err := d.AppendMetrics(lines[0], lines[1], lines[2], lines[3]); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.TrimMetrics(c.step, c.stage); err != nil {
+			t.Fatal(err)
+		}
+		ms, _ := d.Metrics()
+		var got []float64
+		for _, m := range ms {
+			got = append(got, m["step"].(float64))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("TrimMetrics(%d, %s): steps %v, want %v", c.step, c.stage, got, c.want)
+		}
+	}
+}

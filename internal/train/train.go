@@ -2,7 +2,8 @@
 // arena run call Run: batches from a Source, model.Trainer steps (forward,
 // backward, clipping, AdamW on the warmup + cosine schedule), a step or
 // training-time budget, metrics lines, evaluation, progress, and
-// checkpoints in a run directory (package run) that resume bit for bit.
+// checkpoints in a run directory (package run) that resume bit for bit;
+// with train.pretrain, a self-pretraining stage first (pretrain.go).
 package train
 
 import (
@@ -37,7 +38,8 @@ type Source interface {
 
 // Options configure Run.
 type Options struct {
-	// Steps is the planned number of updates. With Duration, it is the
+	// Steps is the planned number of updates (of fine-tuning, after a
+	// train.pretrain stage, which plans its own). With Duration, it is the
 	// plan until the pace is known (0 for none).
 	Steps int
 	// Duration, when positive, is a training-time budget: the planned
@@ -65,15 +67,23 @@ type Options struct {
 	Name     string
 }
 
-// Result summarises a finished Run.
+// Result summarises a finished Run. With a pretraining stage, Steps,
+// Planned, Tokens and TrainSeconds are the fine-tuning stage's, and the
+// run's step count is PretrainSteps+Steps.
 type Result struct {
 	Steps, Planned int
 	Tokens         int64
 	TrainSeconds   float64 // in steps only, across resumptions
-	WallSeconds    float64 // across resumptions
+	WallSeconds    float64 // across resumptions and stages
 	Resumed        bool    // Run continued from a checkpoint
 	LastEval       map[string]any
+	// PretrainSteps is the updates of the pretraining stage (train.pretrain),
+	// done so far; 0 without one.
+	PretrainSteps int
 }
+
+// RunSteps is the run's step count: the updates of both stages.
+func (r Result) RunSteps() int { return r.PretrainSteps + r.Steps }
 
 // Run trains tr on the batches of src until the budget of o is spent,
 // writing metrics lines and checkpoints (train.checkpoint_every, and at the
@@ -86,9 +96,95 @@ type Result struct {
 // with ErrNonFinite naming the step, the first non-finite tensor
 // (Model.Diagnose) and the batch's data position, without saving. The metrics lines logged after the checkpoint resumed from (all of
 // them without one) are dropped first.
+//
+// With train.pretrain, Run first runs the pretraining stage: a model of
+// tr's config with the head pretrain_head (model.Config.PretrainStage),
+// initialised from train.seed, trains train.pretrain.steps updates on the
+// pretraining batches made from src's (no evaluation, no Extra; Cap
+// applies, Duration does not). Then tr's model takes its body
+// (Model.AdoptBody), its head freshly initialised, and the fine-tuning
+// stage runs as Run without pretraining does, with tr's fresh optimizer,
+// from the run step the first stage reached. Every metrics line has
+// "stage"; a checkpoint's state records its stage, so a run resumes in
+// the stage it stopped in.
 func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source, o Options) (Result, error) {
 	tc := tr.Model.Config.Train
 	start := time.Now()
+	res := Result{Planned: o.Steps}
+	latest, err := d.Latest()
+	if err != nil {
+		return res, err
+	}
+	var st run.State
+	if latest >= 0 {
+		if st, err = d.ReadState(latest); err != nil {
+			return res, err
+		}
+	}
+	if tc.Pretrain == nil && st.StageOf() != run.StageTrain {
+		return res, fmt.Errorf("run: %s: checkpoint %d is from a pretraining stage, and the config has no train.pretrain", d.Path, latest)
+	}
+	from := stageStart{latest: latest, state: st, start: start}
+	if tc.Pretrain != nil && (latest < 0 || st.StageOf() == run.StagePretrain) {
+		pcfg := tr.Model.Config.PretrainStage()
+		pm, err := model.New[float32](pcfg)
+		if err != nil {
+			return res, err
+		}
+		pm.Threads, pm.Cancel = tr.Model.Threads, tr.Model.Cancel
+		pm.Init(tc.Seed)
+		ptr := model.NewTrainer(pm)
+		pb := newPretrainBatch(tr.Model.Config)
+		from.stage, from.prep = run.StagePretrain, pb.make
+		po := Options{Steps: tc.Pretrain.Steps, Cap: o.Cap, SkipNonFinite: o.SkipNonFinite,
+			Progress: o.Progress, Name: o.Name + " pretrain"}
+		pres, err := runStage(ctx, d, ptr, src, po, from)
+		res.PretrainSteps, res.Resumed = pres.Steps, pres.Resumed
+		res.WallSeconds = pres.WallSeconds
+		if err != nil {
+			return res, err
+		}
+		// The switch: the pretraining head is dropped, the task head
+		// initialised; the optimizer and the schedule start afresh.
+		if err := tr.Model.AdoptBody(pm, tc.Seed); err != nil {
+			return res, err
+		}
+		head := tr.Model.Config.HeadName()
+		if err := d.AppendMetrics(map[string]any{"step": pres.Steps, "stage": run.StageTrain,
+			"head_swap": map[string]any{"dropped": []string{model.PretrainHead + ".weight", model.PretrainHead + ".bias"},
+				"initialised": []string{head + ".weight", head + ".bias"}}}); err != nil {
+			return res, err
+		}
+		from = stageStart{latest: -1, state: run.State{Step: pres.Steps, StageStart: pres.Steps,
+			WallSeconds: pres.WallSeconds}, start: time.Now()}
+	}
+	from.stage = run.StageTrain
+	tr.Base = from.state.StageStart
+	r, err := runStage(ctx, d, tr, src, o, from)
+	r.PretrainSteps = from.state.StageStart
+	r.Resumed = r.Resumed || res.Resumed
+	r.Steps = max(r.Steps-r.PretrainSteps, 0)
+	return r, err
+}
+
+// stageStart is where runStage begins: the checkpoint to restore (latest,
+// its state) or, with latest −1, the state of a fresh stage; the stage's
+// name, the batch preparation of a pretraining stage, and when the
+// process's part of it began.
+type stageStart struct {
+	latest int
+	state  run.State
+	stage  string
+	prep   func(b *data.Batch, step int) (tokens, targets []int32)
+	start  time.Time
+}
+
+// runStage is the training loop of one stage. Its Result's Steps is the
+// run's step count (the stage's updates plus state.StageStart); Planned,
+// Tokens and TrainSeconds are the stage's.
+func runStage(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source, o Options, from stageStart) (Result, error) {
+	tc := tr.Model.Config.Train
+	start := from.start
 	res := Result{Planned: o.Steps}
 	if o.Duration > 0 && res.Planned == 0 {
 		res.Planned = Unplanned
@@ -97,13 +193,11 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 	if prog == nil {
 		prog = quiet{}
 	}
-	var st run.State
-	latest, err := d.Latest()
-	if err != nil {
-		return res, err
-	}
-	if latest >= 0 {
-		if st, err = d.Restore(tr, latest); err != nil {
+	st := from.state
+	base := st.StageStart
+	if from.latest >= 0 {
+		var err error
+		if st, err = d.Restore(tr, from.latest); err != nil {
 			return res, err
 		}
 		if err := src.Restore(st.Step, st.Data); err != nil {
@@ -116,7 +210,7 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 	}
 	// Lines logged after the checkpoint (or, without one, at all) are
 	// logged again.
-	if err := d.TrimMetrics(st.Step); err != nil {
+	if err := d.TrimMetrics(st.Step, from.stage); err != nil {
 		return res, err
 	}
 	res.Steps, res.Tokens, res.TrainSeconds = st.Step, st.Tokens, st.TrainSeconds
@@ -138,7 +232,8 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 			return err
 		}
 		next := run.State{Step: res.Steps, PlannedSteps: res.Planned, Data: ds, Tokens: res.Tokens,
-			TrainSeconds: trainTime.Seconds(), WallSeconds: wall(), LossSum: lossSum, LossSteps: lossN}
+			TrainSeconds: trainTime.Seconds(), WallSeconds: wall(), LossSum: lossSum, LossSteps: lossN,
+			Stage: from.stage, StageStart: base}
 		if sc := tr.Scale; sc != nil {
 			next.LossScale, next.LossScaleClean, next.Overflows = sc.Scale, sc.Clean, sc.Skipped
 		}
@@ -146,8 +241,8 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 	}
 	pace := pacer{budget: o.Duration}
 	var b data.Batch
-	prog.Start(o.Name, res.Planned, res.Steps)
-	for res.Steps < res.Planned && trainTime < deadline {
+	prog.Start(o.Name, res.Planned, res.Steps-base)
+	for res.Steps-base < res.Planned && trainTime < deadline {
 		if ctx.Err() != nil {
 			prog.Finish()
 			res.TrainSeconds, res.WallSeconds = trainTime.Seconds(), wall()
@@ -162,7 +257,11 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 			return res, err
 		}
 		src.Next(&b)
-		s, err := tr.Step(b.Tokens, b.Targets, b.B, b.T)
+		tokens, targets := b.Tokens, b.Targets
+		if from.prep != nil {
+			tokens, targets = from.prep(&b, res.Steps)
+		}
+		s, err := tr.Step(tokens, targets, b.B, b.T)
 		if err != nil {
 			return res, err
 		}
@@ -179,7 +278,7 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 			if err := src.Restore(res.Steps, pos); err != nil {
 				return res, err
 			}
-			if err := d.AppendMetrics(map[string]any{"step": res.Steps, "overflow_skips": tr.Scale.Skipped,
+			if err := d.AppendMetrics(map[string]any{"step": res.Steps, "stage": from.stage, "overflow_skips": tr.Scale.Skipped,
 				"loss_scale": tr.Scale.Scale}); err != nil {
 				return res, err
 			}
@@ -192,7 +291,7 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 			where := dataPosition(res.Steps, pos)
 			if skipped < o.SkipNonFinite {
 				skipped++
-				if err := d.AppendMetrics(map[string]any{"step": res.Steps, "skipped_nonfinite": skipped,
+				if err := d.AppendMetrics(map[string]any{"step": res.Steps, "stage": from.stage, "skipped_nonfinite": skipped,
 					"nonfinite": what, "data": where}); err != nil {
 					return res, err
 				}
@@ -200,7 +299,7 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 				continue
 			}
 			prog.Finish()
-			first, err := tr.Model.Diagnose(b.Tokens, b.Targets, b.B, b.T)
+			first, err := tr.Model.Diagnose(tokens, targets, b.B, b.T)
 			if err != nil {
 				return res, err
 			}
@@ -209,22 +308,23 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 		}
 		dt := time.Since(t0)
 		trainTime += dt
-		res.Steps = tr.Opt.Step
+		k := tr.Opt.Step // the stage's updates
+		res.Steps = base + k
 		res.Tokens += int64(b.B * b.T)
 		lossSum += s.Loss
 		lossN++
 		if o.Duration > 0 {
-			if n := pace.plan(res.Steps, dt, trainTime); n > 0 && n != res.Planned {
+			if n := pace.plan(k, dt, trainTime); n > 0 && n != res.Planned {
 				res.Planned, tr.Sched.Steps = n, n
 				prog.SetTotal(n)
 			}
 		}
 		tps := float64(res.Tokens) / trainTime.Seconds()
-		last := res.Steps == res.Planned || trainTime >= deadline
-		eval := o.Eval != nil && tc.EvalEvery > 0 && (res.Steps%tc.EvalEvery == 0 || last)
-		if res.Steps%tc.LogEvery == 0 || last || eval {
+		last := k == res.Planned || trainTime >= deadline
+		eval := o.Eval != nil && tc.EvalEvery > 0 && (k%tc.EvalEvery == 0 || last)
+		if k%tc.LogEvery == 0 || last || eval {
 			// loss is the mean over the steps since the previous line.
-			rec := map[string]any{"step": res.Steps, "loss": lossSum / float64(lossN), "lr": s.LR, "grad_norm": s.GradNorm,
+			rec := map[string]any{"step": res.Steps, "stage": from.stage, "loss": lossSum / float64(lossN), "lr": s.LR, "grad_norm": s.GradNorm,
 				"tokens": res.Tokens, "tokens_per_s": tps, "elapsed_s": wall(), "train_s": trainTime.Seconds()}
 			if sc := tr.Scale; sc != nil {
 				rec["loss_scale"], rec["overflow_skips"] = sc.Scale, sc.Skipped
@@ -249,8 +349,8 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 				return res, err
 			}
 		}
-		prog.Update(res.Steps, s.Loss, tps)
-		if tc.CheckpointEvery > 0 && res.Steps%tc.CheckpointEvery == 0 && !last {
+		prog.Update(k, s.Loss, tps)
+		if tc.CheckpointEvery > 0 && k%tc.CheckpointEvery == 0 && !last {
 			if err := save(); err != nil {
 				return res, err
 			}

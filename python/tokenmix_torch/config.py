@@ -10,6 +10,8 @@ TRAIN_DEFAULTS = dict(batch_size=8, seq_len=None, steps=1000, lr=3e-4, min_lr=0.
 TRAIN_INTS = {"batch_size", "seq_len", "steps", "warmup", "seed", "log_every", "eval_every", "eval_batches",
               "checkpoint_every", "keep_checkpoints"}
 MAX_LAYERS, MAX_HEADS = 16384, 65536
+PRETRAIN_KEYS = {"objective", "steps", "mask_rate", "mask_id", "lr", "min_lr", "warmup"}
+PRETRAIN_HEAD = "pretrain_head"
 
 
 def _int(v):
@@ -77,8 +79,99 @@ def check(cfg):
     if not isinstance(m, dict) or not isinstance(m.get("kind"), str):
         raise ValueError('mixer: want an object with a "kind"')
     if "train" in c:
-        train(c)
+        tc = train(c)
+        if "pretrain" in tc:
+            _check_pretrain(c, tc["pretrain"])
     return c
+
+
+def _num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def pretrain(t, tc):
+    """The resolved train.pretrain object of the train dict t, whose other
+    settings (resolved) are tc: Go's parsePretrain."""
+    p = t["pretrain"]
+    if not isinstance(p, dict):
+        raise ValueError(f"train.pretrain: want a JSON object, got {json.dumps(p)}")
+    for k in sorted(set(p) - PRETRAIN_KEYS):
+        raise ValueError(f"train.pretrain.{k}: unknown key")
+    for k, v in p.items():
+        if v is None:
+            want = {"objective": "a string", "steps": "an integer", "mask_id": "an integer", "warmup": "an integer"}
+            raise ValueError(f"train.pretrain.{k}: want {want.get(k, 'a number')}, got null")
+    if "objective" not in p:
+        raise ValueError('train.pretrain.objective: required ("mlm" or "lm")')
+    if not isinstance(p["objective"], str):
+        raise ValueError(f"train.pretrain.objective: want a string, got {p['objective']!r}")
+    if "steps" not in p:
+        raise ValueError("train.pretrain.steps: required")
+    for k in ("steps", "mask_id", "warmup"):
+        if k in p and not _int(p[k]):
+            raise ValueError(f"train.pretrain.{k}: want an integer, got {p[k]!r}")
+    for k in ("mask_rate", "lr", "min_lr"):
+        if k in p and not _num(p[k]):
+            raise ValueError(f"train.pretrain.{k}: want a number, got {p[k]!r}")
+    out = {"objective": p["objective"], "steps": int(p["steps"]), "lr": float(p.get("lr", tc["lr"])),
+           "min_lr": float(p.get("min_lr", tc["min_lr"])), "warmup": int(p.get("warmup", tc["warmup"]))}
+    obj = out["objective"]
+    if obj == "mlm":
+        if "mask_id" not in p:
+            raise ValueError('train.pretrain.mask_id: required for objective "mlm" (a token id below vocab_size '
+                             'that the data does not use)')
+        out["mask_rate"], out["mask_id"] = float(p.get("mask_rate", 0.15)), int(p["mask_id"])
+    elif obj == "lm":
+        for k in ("mask_rate", "mask_id"):
+            if k in p:
+                raise ValueError(f'train.pretrain.{k}: only for objective "mlm"')
+    else:
+        raise ValueError(f'train.pretrain.objective: must be "mlm" or "lm", got {obj!r}')
+    if out["steps"] < 1:
+        raise ValueError(f"train.pretrain.steps: must be ≥ 1, got {out['steps']}")
+    if obj == "mlm" and not 0 < out["mask_rate"] <= 1:
+        raise ValueError(f"train.pretrain.mask_rate: must be in (0, 1], got {p['mask_rate']!r}")
+    if obj == "mlm" and out["mask_id"] < 0:
+        raise ValueError(f"train.pretrain.mask_id: must be ≥ 0, got {out['mask_id']}")
+    if not out["lr"] > 0:
+        raise ValueError(f"train.pretrain.lr: must be > 0, got {out['lr']}")
+    if not 0 <= out["min_lr"] <= out["lr"]:
+        raise ValueError(f"train.pretrain.min_lr: must be in [0, lr={out['lr']}], got {out['min_lr']} "
+                         "(it defaults to train.min_lr)")
+    if out["warmup"] < 0:
+        raise ValueError(f"train.pretrain.warmup: must be ≥ 0, got {out['warmup']}")
+    return out
+
+
+def _check_pretrain(c, pc):
+    """The pretrain object against the model: Go's Config.checkPretrain."""
+    if c["task"] != "classify":
+        raise ValueError('train.pretrain: only for task "classify" (an lm already trains on its inputs)')
+    if pc["objective"] == "mlm" and c["causal"]:
+        raise ValueError('train.pretrain.objective: "mlm" needs a bidirectional model (causal: false); '
+                         'a causal model pretrains with "lm"')
+    if pc["objective"] == "lm" and not c["causal"]:
+        raise ValueError('train.pretrain.objective: "lm" needs a causal model (causal: true); '
+                         'a bidirectional model pretrains with "mlm"')
+    if pc["objective"] == "mlm":
+        if pc["mask_id"] >= c["vocab_size"]:
+            raise ValueError(f"train.pretrain.mask_id: must be in [0, vocab_size={c['vocab_size']}), "
+                             f"got {pc['mask_id']}")
+        if c.get("pad_id") is not None and pc["mask_id"] == c["pad_id"]:
+            raise ValueError(f"train.pretrain.mask_id: must differ from pad_id ({c['pad_id']})")
+
+
+def pretrain_stage(c):
+    """The checked config c as its pretraining stage's model sees it (Go's
+    Config.PretrainStage): task "lm" (a token-level head, named
+    PRETRAIN_HEAD by the Model), and a train object with the stage's steps
+    and learning-rate settings and no pretrain object."""
+    tc = train(c)
+    pc = tc.pop("pretrain")
+    s = {k: v for k, v in c.items() if k not in ("n_classes", "pool")}
+    s["task"] = "lm"
+    s["train"] = dict(tc, steps=pc["steps"], lr=pc["lr"], min_lr=pc["min_lr"], warmup=pc["warmup"])
+    return s
 
 
 def train(cfg):
@@ -86,10 +179,12 @@ def train(cfg):
     t = cfg.get("train") or {}
     if not isinstance(t, dict):
         raise ValueError("train: want an object")
-    for k in sorted(set(t) - set(TRAIN_DEFAULTS)):
+    for k in sorted(set(t) - set(TRAIN_DEFAULTS) - {"pretrain"}):
         raise ValueError(f"train.{k}: unknown key")
     out = dict(TRAIN_DEFAULTS)
     for k, v in t.items():
+        if k == "pretrain":
+            continue
         ok = _int(v) if k in TRAIN_INTS else isinstance(v, (int, float)) and not isinstance(v, bool)
         if not ok:
             raise ValueError(f"train.{k}: want {'an integer' if k in TRAIN_INTS else 'a number'}, got {v!r}")
@@ -112,6 +207,8 @@ def train(cfg):
     for k, ok, msg in checks:
         if not ok:
             raise ValueError(f"train.{k}: {msg}")
+    if "pretrain" in t:
+        out["pretrain"] = pretrain(t, out)
     return out
 
 

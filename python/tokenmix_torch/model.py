@@ -106,18 +106,30 @@ class Block(nn.Module):
 
 class Model(nn.Module):
     """The model of config cfg (a dict, as in config.json), its parameters
-    in dtype (default: torch's default dtype)."""
+    in dtype (default: torch's default dtype). With stage "pretrain" it is
+    the model of cfg's pretraining stage (train.pretrain): the head is
+    pretrain_head [vocab_size, d] and the logits are per token, as for an
+    lm; self.config stays cfg (the run's config), self.cfg is the stage's
+    (config.pretrain_stage)."""
 
-    def __init__(self, cfg, dtype=None):
+    def __init__(self, cfg, dtype=None, stage="train"):
         super().__init__()
         self.config = copy.deepcopy(cfg)
         c = self.cfg = cfgmod.check(cfg)
+        if stage == "pretrain":
+            if "pretrain" not in cfgmod.train(c):
+                raise ValueError("train.pretrain: the config has none, so no pretraining stage")
+            c = self.cfg = cfgmod.pretrain_stage(c)
+        elif stage != "train":
+            raise ValueError(f'stage: want "train" or "pretrain", got {stage!r}')
+        self.stage = stage
+        self.head_name = cfgmod.PRETRAIN_HEAD if stage == "pretrain" else "head"
         d = c["d_model"]
         self.embed = nn.Embedding(c["vocab_size"], d)
         self.pos = nn.Embedding(c["max_len"], d)
         self.blocks = nn.ModuleList([Block(c, i) for i in range(c["n_layers"])])
         self.ln_f = nn.LayerNorm(d, eps=1e-5)
-        self.head = nn.Linear(d, c["n_classes"] if c["task"] == "classify" else c["vocab_size"])
+        setattr(self, self.head_name, nn.Linear(d, c["n_classes"] if c["task"] == "classify" else c["vocab_size"]))
         self.seed = cfgmod.train(c)["seed"]
         self.step = 0
         self.label_names = None
@@ -159,13 +171,14 @@ class Model(nn.Module):
                 else:
                     x = blk(x, pad, s)
         h = self.ln_f(x)
+        head = getattr(self, self.head_name)
         if c["task"] == "lm":
-            return self.head(h)
+            return head(h)
         if c["pool"] == "first":
-            return self.head(h[:, 0])
+            return head(h[:, 0])
         keep = torch.ones(B, T, dtype=h.dtype, device=h.device) if pad is None else (~pad).to(h.dtype)
         n = keep.sum(1, keepdim=True)
-        return self.head((h * keep[:, :, None]).sum(1) / n.clamp(min=1))
+        return head((h * keep[:, :, None]).sum(1) / n.clamp(min=1))
 
     def loss(self, logits, targets):
         """Mean cross-entropy over the targets ≠ −1 (0 when there are none)."""

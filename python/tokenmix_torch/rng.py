@@ -16,6 +16,14 @@ Dropout masks (docs/model.md, "Dropout") are drawn by dropout_keep: branch b
 key = splitmix(splitmix(s) XOR (2^63 | b)); element j of the branch output
 is dropped when the 16-bit lane j mod 4 of splitmix(key + floor(j/4)) is
 below round(p·2^16).
+
+The mlm masks of self-pretraining (docs/model.md, "Self-pretraining") are
+drawn by mask_positions: update step of a run with seed s keys
+key = splitmix(splitmix(splitmix(s) + step) XOR 2^62); position j of the
+[B, T] batch (row-major) is masked when it is not padding and the 16-bit
+lane j mod 4 of splitmix(key + floor(j/4)) is below round(rate·2^16); when
+that masks none, the non-pad position number splitmix(key) mod n of the n
+in order is.
 """
 import math
 
@@ -77,3 +85,20 @@ def dropout_keep(key, n, p):
         w = splitmix_np(np.arange(words, dtype=np.uint64) + np.uint64(key))
     lanes = np.stack([(w >> np.uint64(16 * k)) & np.uint64(0xFFFF) for k in range(4)], axis=1).reshape(-1)[:n]
     return lanes >= np.uint64(math.floor(p * 65536 + 0.5))
+
+
+def mask_key(seed, step):
+    """The key of the mlm mask of update step (Go's train.MaskKey)."""
+    return splitmix(splitmix((splitmix(seed & M64) + step) & M64) ^ (1 << 62))
+
+
+def mask_positions(key, eligible, rate):
+    """Which positions the mlm mask of key masks (a numpy bool array), of
+    the positions whose entry of eligible (a numpy bool array: not padding)
+    is true."""
+    n = len(eligible)
+    m = ~dropout_keep(key, n, rate) & eligible
+    if not m.any() and eligible.any():
+        k = splitmix(key) % int(eligible.sum())
+        m[np.flatnonzero(eligible)[k]] = True
+    return m

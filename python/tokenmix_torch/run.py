@@ -87,6 +87,10 @@ def load_run(run_dir, checkpoint=None, dtype=torch.float32, device=None):
         wpath = os.path.join(ckpt_path(run_dir, checkpoint), WEIGHTS)
         if not os.path.exists(wpath):
             raise ValueError(f"{wpath}: missing")
+        spath = os.path.join(ckpt_path(run_dir, checkpoint), STATE)
+        if os.path.exists(spath) and _json(spath).get("stage") == "pretrain":
+            raise ValueError(f"{run_dir}: checkpoint {checkpoint} is from the pretraining stage (train.pretrain): "
+                             "it has no task head yet; use a checkpoint of the fine-tuning stage")
     else:
         if checkpoint is not None:
             raise ValueError(f"{run_dir}: an exported model has no checkpoint {checkpoint}")
@@ -141,9 +145,10 @@ def append_metrics(run_dir, rec):
         f.write(json.dumps(rec, sort_keys=True) + "\n")
 
 
-def trim_metrics(run_dir, step):
-    """Drops the metrics lines logged after step (atomically), as a resumed
-    run does before it logs them again."""
+def trim_metrics(run_dir, step, stage="train"):
+    """Drops the metrics lines logged after step, and in stage "pretrain"
+    every line of stage "train" (atomically), as a resumed run does before
+    it logs them again."""
     p = os.path.join(run_dir, METRICS)
     if not os.path.exists(p):
         return
@@ -153,10 +158,11 @@ def trim_metrics(run_dir, step):
             if not line.strip():
                 continue
             try:
-                s = json.loads(line)["step"]
+                rec = json.loads(line)
+                s = rec["step"]
             except (json.JSONDecodeError, KeyError, TypeError):
                 raise ValueError(f"{p}:{n}: not a metrics line (a JSON object with a \"step\")") from None
-            if s <= step:
+            if s <= step and not (stage == "pretrain" and rec.get("stage") == "train"):
                 keep.append(line.rstrip("\n") + "\n")
     st.write_sync(p + ".tmp", "".join(keep).encode())
     os.replace(p + ".tmp", p)
@@ -190,7 +196,7 @@ def load_optimizer(run_dir, model, optimizer, checkpoint=None):
     return step
 
 
-def save_run(model, run_dir, step, optimizer=None, state=None, keep=None, label_names=None):
+def save_run(model, run_dir, step, optimizer=None, state=None, keep=None, label_names=None, optim_step=None):
     """Writes model's weights (F32), optimizer's AdamW moments (when given)
     and state.json as the checkpoint of step in run_dir, creating the run
     directory (config.json, run.json) when it has none. An existing run must
@@ -198,7 +204,9 @@ def save_run(model, run_dir, step, optimizer=None, state=None, keep=None, label_
     (planned_steps, data, tokens, train_s, wall_s, loss_sum, loss_steps).
     keep (default the config's train.keep_checkpoints) complete checkpoints
     are kept. Without an optimizer no optim.safetensors is written, and
-    `tokenmix train --resume` cannot resume from the checkpoint."""
+    `tokenmix train --resume` cannot resume from the checkpoint. optim_step
+    (default step) is the optimizer's update count, the stage's own in a
+    run with a pretraining stage (state stage_start = step − optim_step)."""
     run_dir = os.fspath(run_dir)
     if not isinstance(step, int) or step < 0:
         raise ValueError(f"step: want an integer ≥ 0, got {step!r}")
@@ -219,7 +227,8 @@ def save_run(model, run_dir, step, optimizer=None, state=None, keep=None, label_
         raise ValueError(f"{final}: a checkpoint of step {step} exists already")
     files = {WEIGHTS: st.dumps(model.weights())}
     if optimizer is not None:
-        files[OPTIM] = st.dumps(optimizer_tensors(model, optimizer), {"step": str(step)})
+        files[OPTIM] = st.dumps(optimizer_tensors(model, optimizer),
+                                {"step": str(step if optim_step is None else optim_step)})
     sd = {"step": step, "planned_steps": tc["steps"], "data": None, "tokens": 0, "train_s": 0.0,
           "wall_s": 0.0, "loss_sum": 0.0, "loss_steps": 0}
     sd.update(state or {})

@@ -67,7 +67,8 @@ def init(model, seed):
                 p.zero_()
             elif re.fullmatch(r"(blocks\.\d+\.ln[12]|ln_f)\.weight", name):
                 p.fill_(1)
-            elif name.endswith(".weight") and (name in ("embed.weight", "pos.weight", "head.weight")
+            elif name.endswith(".weight") and (name in ("embed.weight", "pos.weight", "head.weight",
+                                                        "pretrain_head.weight")
                                                or re.fullmatch(r"blocks\.\d+\.(ff\.fc[12]|mixer\.\w+)\.weight", name)):
                 residual = re.fullmatch(r"blocks\.\d+\.(ff\.fc2|mixer\.o)\.weight", name)
                 key = int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")

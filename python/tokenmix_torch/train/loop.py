@@ -24,7 +24,7 @@ from .. import config as cfgmod
 from .. import data as datamod
 from .. import run as runmod
 from ..model import Model
-from . import dist, init, optimizer, schedule
+from . import dist, init, optimizer, pretrain, schedule
 
 
 class Job:
@@ -87,6 +87,12 @@ def prepare(o, world):
     else:
         recs = datamod.read_records(o.data)
         val = datamod.read_records(o.val) if o.val else None
+        pc = tc.get("pretrain")
+        if pc and pc["objective"] == "mlm":
+            for tokens, _, _, where in recs + (val or []):
+                if pc["mask_id"] in tokens:
+                    raise ValueError(f"train: {where}: uses token {pc['mask_id']}, the config's train.pretrain.mask_id "
+                                     "(the mask token must not occur in the data)")
         names = datamod.label_names(recs)
         if len(names) != cfg["n_classes"]:
             raise ValueError(f"train: {o.data} has {len(names)} distinct labels ({', '.join(names)}), "
@@ -179,40 +185,110 @@ def say(topo, msg, out=sys.stderr):
 
 def train(o, topo, j):
     """Runs (or resumes) the run of flags o, prepared as j, on this rank;
-    returns the exit code. The process group must be joined (dist.init)."""
+    returns the exit code. The process group must be joined (dist.init).
+
+    With train.pretrain the run has two stages, as Go's train.Run: the
+    model of the pretraining stage (Model(cfg, stage="pretrain"), head
+    pretrain_head) trains on the pretraining batches (pretrain.batch) for
+    train.pretrain.steps updates; then the task model takes every tensor
+    but the head from it, its head as init left it, and fine-tuning runs
+    with a fresh optimizer and its own schedule from the run step the first
+    stage reached. A checkpoint's state.json names its stage."""
     tc, cfg = j.tc, j.cfg
     device = torch.device(o.device if o.device == "cpu" else f"cuda:{topo.local_rank}")
     if device.type == "cuda":
         torch.cuda.set_device(device)
+    pc = tc.get("pretrain")
+    st0 = runmod.read_state(o.out, j.latest) if j.latest >= 0 else {}
+    stage = st0.get("stage", "train")
+    if stage not in ("train", "pretrain"):
+        raise ValueError(f"{runmod.ckpt_path(o.out, j.latest)}: unknown stage {stage!r}")
+    if stage == "pretrain" and pc is None:
+        raise ValueError(f"{o.out}: checkpoint {j.latest} is from a pretraining stage, and the config has no "
+                         "train.pretrain")
+    if topo.rank == 0 and j.latest < 0 and not o.resume:
+        runmod.create_run(o.out, cfg, cfg["task"], j.labels)
     model = Model(cfg)
     model.label_names = j.labels
     init(model, tc["seed"])
     model.to(device)
-    opt = optimizer(model)
     src = (datamod.TextSource(j.train, tc["batch_size"], tc["seq_len"], tc["seed"]) if cfg["task"] == "lm"
            else datamod.TaskSource(j.task, tc["batch_size"], tc["seed"]))
-    st = {"step": 0, "planned_steps": tc["steps"], "tokens": 0, "train_s": 0.0, "wall_s": 0.0,
+    stop = Stop()
+    latest, base, wall0 = j.latest, st0.get("stage_start", 0), 0.0
+    if pc is not None and (j.latest < 0 or stage == "pretrain"):
+        pm = Model(cfg, stage="pretrain")
+        init(pm, tc["seed"])
+        pm.to(device)
+        r = run_stage(o, topo, j, pm, src, stop, "pretrain", j.latest, 0, 0.0)
+        if r.stopped:
+            return r.code
+        # The switch: pretrain_head is dropped, the task head is init's.
+        body = {k: v for k, v in pm.state_dict().items() if not k.startswith(cfgmod.PRETRAIN_HEAD + ".")}
+        missing, unexpected = model.load_state_dict(body, strict=False)
+        if sorted(missing) != ["head.bias", "head.weight"] or unexpected:
+            raise ValueError(f"pretrained model: missing {missing}, unexpected {unexpected}")
+        if topo.rank == 0:
+            runmod.append_metrics(o.out, {"step": r.step, "stage": "train", "head_swap": {
+                "dropped": [cfgmod.PRETRAIN_HEAD + ".weight", cfgmod.PRETRAIN_HEAD + ".bias"],
+                "initialised": ["head.weight", "head.bias"]}})
+        latest, base, wall0 = -1, r.step, r.wall
+        del pm
+    r = run_stage(o, topo, j, model, src, stop, "train", latest, base, wall0)
+    if r.stopped:
+        return r.code
+    if topo.rank == 0:
+        if o.json:
+            out = {"steps": r.step - base, "tokens": r.tokens, "train_s": r.train_s, "checkpoint": r.ckpt,
+                   "processes": topo.world}
+            if pc is not None:
+                out["pretrain_steps"] = base
+            if r.last_eval is not None:
+                out.update(r.last_eval)
+            print(json.dumps(out), flush=True)
+        else:
+            v = f", validation loss {r.last_eval['val_loss']:.4f}" if r.last_eval else ""
+            pre = f"pretrained {base} steps ({pc['objective']}); " if pc is not None else ""
+            print(f"{pre}done: {r.step - base} steps, {r.tokens} tokens in {r.train_s:.0f}s{v}; checkpoint in "
+                  f"{r.ckpt}", flush=True)
+    return 0
+
+
+class StageResult:
+    """What run_stage ends with: the run step, the stage's tokens and
+    training time, the wall time so far, the last evaluation, the
+    checkpoint, and whether it stopped early (then the exit code)."""
+
+
+def run_stage(o, topo, j, model, src, stop, stage, latest, base, wall0):
+    """The training loop of one stage of the run (Go's runStage) on this
+    rank: from the checkpoint of step latest (−1: a fresh stage at run step
+    base, with wall0 seconds of wall time before it) until the stage's
+    steps are done or it is stopped."""
+    tc, cfg = cfgmod.train(model.cfg), j.cfg
+    pc = j.tc.get("pretrain") if stage == "pretrain" else None
+    device = next(model.parameters()).device
+    opt = optimizer(model)
+    st = {"step": base, "planned_steps": tc["steps"], "tokens": 0, "train_s": 0.0, "wall_s": wall0,
           "loss_sum": 0.0, "loss_steps": 0}
-    if j.latest >= 0:
-        ck = runmod.ckpt_path(o.out, j.latest)
+    if latest >= 0:
+        ck = runmod.ckpt_path(o.out, latest)
         model.load_weights(os.path.join(ck, runmod.WEIGHTS))
-        runmod.load_optimizer(o.out, model, opt, j.latest)
-        st.update(runmod.read_state(o.out, j.latest))
+        runmod.load_optimizer(o.out, model, opt, latest)
+        st.update(runmod.read_state(o.out, latest))
         src.restore(st["step"], st.get("data"))
     model.step = st["step"]
     if topo.rank == 0:
-        if j.latest < 0 and not o.resume:
-            runmod.create_run(o.out, cfg, cfg["task"], j.labels)
-        runmod.trim_metrics(o.out, st["step"])
+        runmod.trim_metrics(o.out, st["step"], stage)
     if topo.world > 1:
         kw = {"device_ids": [device.index]} if device.type == "cuda" else {}
         net = torch.nn.parallel.DistributedDataParallel(model, **kw)
     else:
         net = model
     nparams = sum(p.numel() for p in model.parameters())
-    say(topo, f"{nparams} parameters; {j.what}; {tc['steps']} steps on {topo.world} process"
+    what = f"pretraining ({pc['objective']}) on {j.what}" if pc else j.what
+    say(topo, f"{nparams} parameters; {what}; {tc['steps']} steps on {topo.world} process"
               f"{'es' if topo.world > 1 else ''} ({device.type}{', bf16 autocast' if o.bf16 else ''})")
-    stop = Stop()
     rows = dist.rows(tc["batch_size"], topo.rank, topo.world)
     planned, step, tokens = st["planned_steps"], st["step"], st["tokens"]
     train_s, loss_sum, loss_n = st["train_s"], st["loss_sum"], st["loss_steps"]
@@ -223,30 +299,39 @@ def train(o, topo, j):
 
     def save():
         if topo.rank == 0:
-            runmod.save_run(model, o.out, step, opt, label_names=j.labels, state={
+            runmod.save_run(model, o.out, step, opt, label_names=j.labels, optim_step=step - base, state={
                 "planned_steps": planned, "data": src.state(), "tokens": tokens, "train_s": train_s,
-                "wall_s": wall(), "loss_sum": loss_sum, "loss_steps": loss_n})
+                "wall_s": wall(), "loss_sum": loss_sum, "loss_steps": loss_n, "stage": stage, "stage_start": base})
 
     params = list(model.parameters())
-    while step < planned:
+    while step - base < planned:
         t0 = time.perf_counter()
-        tok, tgt, nt = src.next(rows)
+        if pc is None:
+            tok, tgt, nt = src.next(rows)
+        else:
+            # The masks are drawn over the global batch; this rank reads its rows.
+            tok, _, _ = src.next()
+            tok, tgt = pretrain.batch(tok, cfg, pc, j.tc["seed"], step)
+            nt = max(int((tgt != -1).sum()), 1)  # none: a loss of 0, as in Go
+            tok, tgt = tok[rows.start:rows.stop], tgt[rows.start:rows.stop]
         opt.zero_grad(set_to_none=True)
         loss, gn, interrupted = gradients(net, params, tok.to(device), tgt.to(device), nt, topo.world,
                                           tc["grad_clip"], o.bf16, stop.flag)
-        lr = schedule(step, tc["lr"], tc["min_lr"], tc["warmup"], planned)
+        lr = schedule(step - base, tc["lr"], tc["min_lr"], tc["warmup"], planned)
         if not (math.isfinite(loss) and math.isfinite(gn)):
             what = f"loss {loss}, gradient norm {gn}"
             if skipped < o.skip_nonfinite:
                 skipped += 1
                 if topo.rank == 0:
-                    runmod.append_metrics(o.out, {"step": step, "skipped_nonfinite": skipped, "nonfinite": what,
-                                                  "data": f"the batch of step {step + 1}"})
+                    runmod.append_metrics(o.out, {"step": step, "stage": stage, "skipped_nonfinite": skipped,
+                                                  "nonfinite": what, "data": f"the batch of step {step + 1}"})
                 say(topo, f"skipped step {step + 1}: {what}")
                 continue
             say(topo, f"train: non-finite values at step {step + 1} ({what}); the run stops with its last "
                       "checkpoint untouched (--skip-nonfinite N passes over such steps)")
-            return 1
+            r = StageResult()
+            r.stopped, r.code = "non-finite", 1
+            return r
         for g in opt.param_groups:
             g["lr"] = lr
         opt.step()
@@ -257,11 +342,13 @@ def train(o, topo, j):
         train_s += time.perf_counter() - t0
         tokens += tok.shape[1] * tc["batch_size"]
         loss_sum, loss_n = loss_sum + loss, loss_n + 1
-        last = step == planned
-        ev = tc["eval_every"] > 0 and (step % tc["eval_every"] == 0 or last)
-        if step % tc["log_every"] == 0 or last or ev:
-            rec = {"step": step, "loss": loss_sum / loss_n, "lr": lr, "grad_norm": gn, "tokens": tokens,
-                   "tokens_per_s": tokens / max(train_s, 1e-9), "elapsed_s": wall(), "train_s": train_s}
+        k = step - base
+        last = k == planned
+        ev = pc is None and tc["eval_every"] > 0 and (k % tc["eval_every"] == 0 or last)
+        if k % tc["log_every"] == 0 or last or ev:
+            rec = {"step": step, "stage": stage, "loss": loss_sum / loss_n, "lr": lr, "grad_norm": gn,
+                   "tokens": tokens, "tokens_per_s": tokens / max(train_s, 1e-9), "elapsed_s": wall(),
+                   "train_s": train_s}
             loss_sum, loss_n = 0.0, 0
             if ev:
                 last_eval = evaluate(j, model, topo, device, o.bf16)
@@ -271,31 +358,25 @@ def train(o, topo, j):
                     else f", accuracy {100 * last_eval['val_accuracy']:.2f}%"))
             if topo.rank == 0:
                 runmod.append_metrics(o.out, rec)
-            say(topo, f"step {step}/{planned}: loss {rec['loss']:.4f}, {rec['tokens_per_s']:.0f} tokens/s")
+            say(topo, f"{'pretrain ' if pc else ''}step {k}/{planned}: loss {rec['loss']:.4f}, "
+                      f"{rec['tokens_per_s']:.0f} tokens/s")
         if interrupted or (o.stop_at is not None and step == o.stop_at and not last):
             stopped = "interrupted" if interrupted else "stopped (--stop-at)"
             break
-        if tc["checkpoint_every"] > 0 and step % tc["checkpoint_every"] == 0 and not last:
+        if tc["checkpoint_every"] > 0 and k % tc["checkpoint_every"] == 0 and not last:
             save()
             saved = step
-    if step != saved or j.latest < 0:
+    if step != saved or latest < 0:
         save()
     if topo.world > 1:
         tdist.barrier()
-    ckpt = runmod.ckpt_path(o.out, step)
+    r = StageResult()
+    r.step, r.tokens, r.train_s, r.wall, r.last_eval = step, tokens, train_s, wall(), last_eval
+    r.ckpt, r.stopped, r.code = runmod.ckpt_path(o.out, step), stopped, 0
     if stopped:
-        say(topo, f"{stopped} at step {step}; checkpoint saved in {ckpt} (continue with --resume)")
-        return 128 + stop.signum if stopped == "interrupted" else 0
-    if topo.rank == 0:
-        if o.json:
-            r = {"steps": step, "tokens": tokens, "train_s": train_s, "checkpoint": ckpt, "processes": topo.world}
-            if last_eval is not None:
-                r.update(last_eval)
-            print(json.dumps(r), flush=True)
-        else:
-            v = f", validation loss {last_eval['val_loss']:.4f}" if last_eval else ""
-            print(f"done: {step} steps, {tokens} tokens in {train_s:.0f}s{v}; checkpoint in {ckpt}", flush=True)
-    return 0
+        say(topo, f"{stopped} at step {step}; checkpoint saved in {r.ckpt} (continue with --resume)")
+        r.code = 128 + stop.signum if stopped == "interrupted" else 0
+    return r
 
 
 def run_rank(o, topo):
