@@ -127,7 +127,10 @@ class RunDir(unittest.TestCase):
                          ({"mixer": {"kind": "topk", "rope_base": 100}}, "mixer.rope_base"),
                          ({"mixer": {"kind": "lsh", "rope": True, "rope_base": 0}}, "mixer.rope_base"),
                          ({"mixer": {"kind": "full", "rope": True}, "d_model": 24, "n_heads": 8}, "mixer.rope"),
-                         ({"mixer": {"kind": "aft_simple", "rope": True}}, "mixer.rope")):
+                         ({"mixer": {"kind": "aft_simple", "rope": True}}, "mixer.rope"),
+                         ({"train": {"label_smoothing": 1}}, "train.label_smoothing"),
+                         ({"train": {"schedule": "linear"}}, "train.schedule"),
+                         ({"train": {"schedule": "constant", "min_lr": 1e-5}}, "train.min_lr")):
             c = cfg({"kind": "full"})
             c.update(bad)
             with self.assertRaisesRegex(ValueError, key):

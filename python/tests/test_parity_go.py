@@ -35,6 +35,8 @@ CASES = {
     "full_cls_nopad": (case({"kind": "full"}, CLS, pad_id=None), 20),
     "full_alibi_cls_first": (case({"kind": "full", "alibi": True}, CLS, pool="first"), 20),
     "full_ckpt_ffchunks": (case({"kind": "full"}, checkpoint=True, ff_chunks=3), 20),
+    "full_smoothing_cls": (case({"kind": "full"}, CLS, train={"seed": 3, "label_smoothing": 0.2}), 20),
+    "full_smoothing_lm": (case({"kind": "full"}, train={"seed": 3, "label_smoothing": 0.1}), 20),
     "full_rev_cls": (case({"kind": "full"}, CLS, reversible=True, n_layers=3), 20),
     "strided_merge_lm": (case({"kind": "strided", "block": 4}), 20),
     "strided_heads_cls": (case({"kind": "strided", "block": 3, "combine": "heads"}, CLS), 20),

@@ -6,7 +6,8 @@ KEYS = {"vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len", "caus
         "pad_id", "pool", "reversible", "checkpoint", "ff_chunks", "precision", "dropout", "mixer", "train"}
 TRAIN_DEFAULTS = dict(batch_size=8, seq_len=None, steps=1000, lr=3e-4, min_lr=0.0, warmup=0, weight_decay=0.0,
                       grad_clip=1.0, beta1=0.9, beta2=0.999, eps=1e-8, seed=0, log_every=10, eval_every=100,
-                      eval_batches=4, checkpoint_every=0, keep_checkpoints=2)
+                      eval_batches=4, checkpoint_every=0, keep_checkpoints=2, label_smoothing=0.0,
+                      schedule="cosine")
 TRAIN_INTS = {"batch_size", "seq_len", "steps", "warmup", "seed", "log_every", "eval_every", "eval_batches",
               "checkpoint_every", "keep_checkpoints"}
 MAX_LAYERS, MAX_HEADS = 16384, 65536
@@ -185,6 +186,13 @@ def train(cfg):
     for k, v in t.items():
         if k == "pretrain":
             continue
+        if k == "schedule":
+            if not isinstance(v, str):
+                raise ValueError(f"train.schedule: want a string, got {v!r}")
+            if v not in ("cosine", "constant"):
+                raise ValueError(f'train.schedule: want "cosine" or "constant", got {v!r}')
+            out[k] = v
+            continue
         ok = _int(v) if k in TRAIN_INTS else isinstance(v, (int, float)) and not isinstance(v, bool)
         if not ok:
             raise ValueError(f"train.{k}: want {'an integer' if k in TRAIN_INTS else 'a number'}, got {v!r}")
@@ -203,7 +211,10 @@ def train(cfg):
         ("eps", out["eps"] > 0, "must be > 0"), ("log_every", out["log_every"] >= 1, "must be ≥ 1"),
         ("eval_every", out["eval_every"] >= 0, "must be ≥ 0"), ("eval_batches", out["eval_batches"] >= 1, "must be ≥ 1"),
         ("checkpoint_every", out["checkpoint_every"] >= 0, "must be ≥ 0"),
-        ("keep_checkpoints", out["keep_checkpoints"] >= 1, "must be ≥ 1")]
+        ("keep_checkpoints", out["keep_checkpoints"] >= 1, "must be ≥ 1"),
+        ("label_smoothing", 0 <= out["label_smoothing"] < 1, f"must be in [0, 1), got {out['label_smoothing']}"),
+        ("min_lr", out["schedule"] == "cosine" or out["min_lr"] == 0,
+         "the constant schedule has no decay: leave min_lr out (or 0)")]
     for k, ok, msg in checks:
         if not ok:
             raise ValueError(f"train.{k}: {msg}")

@@ -180,13 +180,15 @@ class Model(nn.Module):
         n = keep.sum(1, keepdim=True)
         return head((h * keep[:, :, None]).sum(1) / n.clamp(min=1))
 
-    def loss(self, logits, targets):
-        """Mean cross-entropy over the targets ≠ −1 (0 when there are none)."""
+    def loss(self, logits, targets, label_smoothing=0.0):
+        """Mean cross-entropy over the targets ≠ −1 (0 when there are none),
+        against (1−ε)·onehot + ε/V with label_smoothing ε (train.label_smoothing,
+        training only)."""
         flat, tgt = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long().to(logits.device)
         if (tgt != -1).sum() == 0:
             return flat.sum() * 0
         return F.cross_entropy(flat.float() if flat.dtype in (torch.float16, torch.bfloat16) else flat,
-                               tgt, ignore_index=-1)
+                               tgt, ignore_index=-1, label_smoothing=label_smoothing)
 
     def param_groups(self, weight_decay):
         """AdamW groups: no decay for biases, LayerNorms, pos.weight and each

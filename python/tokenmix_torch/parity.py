@@ -4,6 +4,7 @@ per-tensor error measure of docs/model.md ("Parity with PyTorch")."""
 import numpy as np
 import torch
 
+from . import config as cfgmod
 from . import st
 from .model import Model
 from .train import train_steps
@@ -52,7 +53,7 @@ def grad(cfg, weights, batch, dtype=torch.float64):
     if not isinstance(batch, dict):
         batch = st.load(batch)[0]
     logits = model(batch["tokens"].long())
-    loss = model.loss(logits, batch["targets"])
+    loss = model.loss(logits, batch["targets"], cfgmod.train(cfg)["label_smoothing"])  # training mode
     loss.backward()
     out = {"logits": logits.detach(), "loss": loss.detach().reshape(())}
     for name, p in model.named_parameters():

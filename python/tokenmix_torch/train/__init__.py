@@ -13,11 +13,13 @@ from .. import config as cfgmod
 from ..rng import splitmix
 
 
-def schedule(step, lr, min_lr, warmup, steps):
+def schedule(step, lr, min_lr, warmup, steps, constant=False):
     """The learning rate of update step (0-based): linear warmup, then
-    cosine to min_lr (Go's optim.Schedule.At)."""
+    cosine to min_lr, or lr when constant (Go's optim.Schedule.At)."""
     if step < warmup:
         return lr * (step + 1) / warmup
+    if constant:
+        return lr
     if step >= steps or steps <= warmup:
         return min_lr
     p = (step - warmup) / (steps - warmup)
@@ -36,12 +38,12 @@ def step(model, opt, tokens, targets):
     loss before it."""
     tc = cfgmod.train(model.cfg)
     opt.zero_grad()
-    loss = model.loss(model(tokens), targets)
+    loss = model.loss(model(tokens), targets, tc["label_smoothing"])
     loss.backward()
     if tc["grad_clip"] > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), tc["grad_clip"])
     for g in opt.param_groups:
-        g["lr"] = schedule(model.step, tc["lr"], tc["min_lr"], tc["warmup"], tc["steps"])
+        g["lr"] = schedule(model.step, tc["lr"], tc["min_lr"], tc["warmup"], tc["steps"], tc["schedule"] == "constant")
     opt.step()
     model.step += 1
     return loss.item()

@@ -123,15 +123,15 @@ class Stop:
         self.flag, self.signum = True, signum
 
 
-def gradients(net, params, tokens, targets, n_targets, world, grad_clip, bf16, flag=False):
+def gradients(net, params, tokens, targets, n_targets, world, grad_clip, bf16, flag=False, smoothing=0.0):
     """Forward and backward of this rank's rows of a global batch with
-    n_targets targets, then clipping of the (averaged) gradients. Returns
-    the global batch's mean loss, the gradient norm before clipping, and
-    whether any rank had flag set."""
+    n_targets targets (label smoothing ε = smoothing), then clipping of the
+    (averaged) gradients. Returns the global batch's mean loss, the gradient
+    norm before clipping, and whether any rank had flag set."""
     with torch.autocast(tokens.device.type, dtype=torch.bfloat16, enabled=bf16):
         logits = net(tokens)
     s = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1),
-                        ignore_index=-1, reduction="sum")
+                        ignore_index=-1, reduction="sum", label_smoothing=smoothing)
     (s * (world / n_targets)).backward()  # DDP averages: Σ over ranks / n_targets
     gn = torch.nn.utils.clip_grad_norm_(params, grad_clip if grad_clip > 0 else math.inf).item()
     red = torch.stack([s.detach().double(), torch.tensor(float(flag), dtype=torch.float64, device=s.device)])
@@ -316,8 +316,9 @@ def run_stage(o, topo, j, model, src, stop, stage, latest, base, wall0):
             tok, tgt = tok[rows.start:rows.stop], tgt[rows.start:rows.stop]
         opt.zero_grad(set_to_none=True)
         loss, gn, interrupted = gradients(net, params, tok.to(device), tgt.to(device), nt, topo.world,
-                                          tc["grad_clip"], o.bf16, stop.flag)
-        lr = schedule(step - base, tc["lr"], tc["min_lr"], tc["warmup"], planned)
+                                          tc["grad_clip"], o.bf16, stop.flag,
+                                          smoothing=tc["label_smoothing"] if pc is None else 0.0)
+        lr = schedule(step - base, tc["lr"], tc["min_lr"], tc["warmup"], planned, tc["schedule"] == "constant")
         if not (math.isfinite(loss) and math.isfinite(gn)):
             what = f"loss {loss}, gradient norm {gn}"
             if skipped < o.skip_nonfinite:
