@@ -9,10 +9,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tokenmix/tokenmix/internal/run"
 	"github.com/tokenmix/tokenmix/internal/safetensors"
@@ -237,5 +240,89 @@ func TestTrainPretrainMaskInData(t *testing.T) {
 	err = runTrain(context.Background(), []string{"--config", cfg, "--task", task, "--out", filepath.Join(dir, "r2")})
 	if err == nil || !strings.Contains(err.Error(), "train.pretrain.mask_id 15 is in the task's vocabulary [0, 16)") {
 		t.Errorf("--task: %v", err)
+	}
+}
+
+// TestCLIPretrainKill kills `tokenmix train` (the binary, SIGKILL) once in
+// the pretraining stage and once in fine-tuning, after periodic
+// checkpoints of that stage, and resumes each: the weights and optimizer
+// state end byte-identical to an uninterrupted run's, and the metrics log
+// every step once, each line with its stage, with one head-swap line.
+func TestCLIPretrainKill(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewPCG(9, 9))
+	var lines []string
+	for range 60 {
+		toks := make([]int, 3+rng.IntN(9))
+		for i := range toks {
+			toks[i] = 1 + rng.IntN(13)
+		}
+		b, _ := json.Marshal(map[string]any{"tokens": toks, "label": "abc"[toks[0]%3 : toks[0]%3+1]})
+		lines = append(lines, string(b))
+	}
+	os.WriteFile(filepath.Join(dir, "d.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	cfg := strings.NewReplacer(`"steps": 6,`, `"steps": 600,`, `"log_every": 2, "eval_every": 3,`, `"log_every": 1, "eval_every": 0,`,
+		`"checkpoint_every": 2, "keep_checkpoints": 10,`, `"checkpoint_every": 100, "keep_checkpoints": 2,`,
+		`"steps": 5, "mask_id"`, `"steps": 600, "mask_id"`).Replace(pretrainCfg)
+	os.WriteFile(filepath.Join(dir, "c.json"), []byte(cfg), 0o644)
+	final := func(out, name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, out, "ckpt", "00001200", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if r := cli(t, dir, "train", "--config", "c.json", "--data", "d.jsonl", "--out", "ref"); r.code != 0 {
+		t.Fatalf("uninterrupted train: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, c := range []struct {
+		name  string
+		after int // SIGKILL once this many metrics lines are written
+		stage string
+	}{{"pretrain", 250, run.StagePretrain}, {"train", 900, run.StageTrain}} {
+		cmd := exec.Command(binary, "train", "--config", "c.json", "--data", "d.jsonl", "--out", c.name)
+		cmd.Dir = dir
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+		waitLines(filepath.Join(dir, c.name, "metrics.jsonl"), c.after)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		kill.Stop()
+		if cmd.ProcessState.ExitCode() != -1 {
+			t.Fatalf("%s: the run ended (exit %d) before the kill", c.name, cmd.ProcessState.ExitCode())
+		}
+		d, err := run.Open(filepath.Join(dir, c.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		latest, _ := d.Latest()
+		st, err := d.ReadState(latest)
+		if err != nil || st.Stage != c.stage || latest == 1200 {
+			t.Fatalf("%s: killed with checkpoint %d in stage %q (%v), want one in stage %q before the end", c.name, latest, st.Stage, err, c.stage)
+		}
+		t.Logf("%s: killed after checkpoint %d", c.name, latest)
+		if r := cli(t, dir, "train", "--resume", "--data", "d.jsonl", "--out", c.name); r.code != 0 {
+			t.Fatalf("%s: resume: exit %d\n%s", c.name, r.code, r.stderr)
+		}
+		for _, f := range []string{"weights.safetensors", "optim.safetensors"} {
+			if !bytes.Equal(final(c.name, f), final("ref", f)) {
+				t.Errorf("%s: resumed %s differs from the uninterrupted run's", c.name, f)
+			}
+		}
+		got, want := stageLines(t, filepath.Join(dir, c.name)), stageLines(t, filepath.Join(dir, "ref"))
+		if !slices.EqualFunc(got, want, func(x, y map[string]any) bool { return fmt.Sprint(x) == fmt.Sprint(y) }) {
+			t.Errorf("%s: the resumed run's metrics lines differ from the uninterrupted run's", c.name)
+		}
+		swaps := 0
+		for _, m := range got {
+			if _, ok := m["head_swap"]; ok {
+				swaps++
+			}
+		}
+		if swaps != 1 || len(got) != 1201 {
+			t.Errorf("%s: %d metrics lines with %d head swaps, want 1200 steps and one swap", c.name, len(got), swaps)
+		}
 	}
 }
