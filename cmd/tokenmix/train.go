@@ -269,17 +269,21 @@ func listTask(cmd, arg string, cfg *model.Config) (data.Task, error) {
 // sequenceTask reads an lm's JSONL training (and validation) lines for
 // cfg (data.NewSequences).
 func sequenceTask(cfg *model.Config, trainPath, valPath string, valFrac float64) (*data.Labeled, error) {
-	recs, err := data.ReadRecords(trainPath, false, false)
+	recs, val, err := readSplits(trainPath, valPath, false)
 	if err != nil {
 		return nil, err
 	}
-	var val []data.Record
-	if valPath != "" {
-		if val, err = data.ReadRecords(valPath, false, false); err != nil {
-			return nil, err
-		}
-	}
 	return data.NewSequences(recs, val, data.Limits{Vocab: cfg.VocabSize, MaxLen: cfg.MaxLen, PadID: -1}, valFrac, cfg.Train.Seed)
+}
+
+// readSplits reads the JSONL training lines and, when valPath is set, the
+// validation lines (nil otherwise); with wantLabel every line needs one.
+func readSplits(trainPath, valPath string, wantLabel bool) (train, val []data.Record, err error) {
+	if train, err = data.ReadRecords(trainPath, wantLabel, false); err != nil || valPath == "" {
+		return train, nil, err
+	}
+	val, err = data.ReadRecords(valPath, wantLabel, false)
+	return train, val, err
 }
 
 // taskArg splits a --task argument, a task list name or its JSON object,
@@ -326,15 +330,9 @@ func checkMaskID(cfg *model.Config, sets ...[]data.Record) error {
 // labeledTask reads a classifier's JSONL training (and validation) lines
 // for cfg: n_classes must equal the number of distinct training labels.
 func labeledTask(cfg *model.Config, trainPath, valPath string, valFrac float64) (*data.Labeled, error) {
-	recs, err := data.ReadRecords(trainPath, true, false)
+	recs, val, err := readSplits(trainPath, valPath, true)
 	if err != nil {
 		return nil, err
-	}
-	var val []data.Record
-	if valPath != "" {
-		if val, err = data.ReadRecords(valPath, true, false); err != nil {
-			return nil, err
-		}
 	}
 	if err := checkMaskID(cfg, recs, val); err != nil {
 		return nil, err
