@@ -354,20 +354,10 @@ func TestCLITrainSignals(t *testing.T) {
 		{syscall.SIGKILL, -1, 450},
 	} {
 		out := c.sig.String()
-		cmd := exec.Command(binary, "train", "--config", "c.json", "--data", "t.txt", "--out", out)
-		cmd.Dir = dir
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
-		waitLines(filepath.Join(dir, out, "metrics.jsonl"), c.after)
-		cmd.Process.Signal(c.sig)
-		cmd.Wait()
-		kill.Stop()
-		if got := cmd.ProcessState.ExitCode(); got != c.code {
-			t.Fatalf("%v after step %d: exit %d, want %d\n%s", c.sig, c.after, got, c.code, stderr.String())
+		got, _, stderr := signalAfter(t, dir, filepath.Join(out, "metrics.jsonl"), c.after, c.sig,
+			"train", "--config", "c.json", "--data", "t.txt", "--out", out)
+		if got != c.code {
+			t.Fatalf("%v after step %d: exit %d, want %d\n%s", c.sig, c.after, got, c.code, stderr)
 		}
 		steps := checkpoints(t, filepath.Join(dir, out))
 		switch {
@@ -412,6 +402,27 @@ func jsonLines[T any](t *testing.T, stdout string) []T {
 	return out
 }
 
+// signalAfter runs the binary with args in dir, sends sig once the file
+// metrics (a path under dir) has n lines, and returns the exit code (−1
+// when the signal killed it), stdout and stderr. A process still running
+// a minute after the start is killed.
+func signalAfter(t *testing.T, dir, metrics string, n int, sig os.Signal, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	defer kill.Stop()
+	waitLines(filepath.Join(dir, metrics), n)
+	cmd.Process.Signal(sig)
+	cmd.Wait()
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+}
+
 // waitLines returns once the file at path has n lines (a training run's
 // metrics.jsonl: n steps logged), or after a minute.
 func waitLines(path string, n int) {
@@ -449,22 +460,10 @@ func TestCLIArenaSignal(t *testing.T) {
 	preset := strings.NewReplacer(`"lr": 1e30`, `"lr": 1e-3`, `"budget": "4"`, `"budget": "20000"`).Replace(failingPreset)
 	os.WriteFile(filepath.Join(dir, "p.json"), []byte(preset), 0o644)
 	args := []string{"arena", "--preset", "p.json", "--out", "out"}
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
-	defer kill.Stop()
 	// Signal once the worker has logged its tenth step.
-	waitLines(filepath.Join(dir, "out", "runs", "aft_simple", "metrics.jsonl"), 10)
-	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
-	if got := cmd.ProcessState.ExitCode(); got != 143 || strings.Count(stderr.String(), "tokenmix:") != 1 ||
-		!strings.Contains(stderr.String(), "rerun the same command to resume") {
-		t.Fatalf("arena after SIGTERM: exit %d (want 143), stderr:\n%s", got, stderr.String())
+	got, _, stderr := signalAfter(t, dir, filepath.Join("out", "runs", "aft_simple", "metrics.jsonl"), 10, syscall.SIGTERM, args...)
+	if got != 143 || strings.Count(stderr, "tokenmix:") != 1 || !strings.Contains(stderr, "rerun the same command to resume") {
+		t.Fatalf("arena after SIGTERM: exit %d (want 143), stderr:\n%s", got, stderr)
 	}
 	steps := checkpoints(t, filepath.Join(dir, "out", "runs", "aft_simple"))
 	if len(steps) != 1 || steps[0] < 10 || steps[0] >= 20000 {

@@ -9,13 +9,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/tokenmix/tokenmix/internal/run"
 	"github.com/tokenmix/tokenmix/internal/safetensors"
@@ -30,6 +28,22 @@ const pretrainCfg = `{"vocab_size": 16, "d_model": 16, "n_heads": 2, "n_layers":
   "checkpoint_every": 2, "keep_checkpoints": 10, "seed": 4,
   "pretrain": {"objective": "mlm", "steps": 5, "mask_id": 15, "mask_rate": 0.3, "lr": 0.02, "warmup": 1}}}`
 
+// writePretrainData writes n labelled lines of 3–11 random tokens in 1–13
+// (0 is pretrainCfg's pad_id, 15 its mask_id) to path, drawn from seed.
+func writePretrainData(path string, n int, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	var lines []string
+	for range n {
+		toks := make([]int, 3+rng.IntN(9))
+		for i := range toks {
+			toks[i] = 1 + rng.IntN(13)
+		}
+		b, _ := json.Marshal(map[string]any{"tokens": toks, "label": "abc"[toks[0]%3 : toks[0]%3+1]})
+		lines = append(lines, string(b))
+	}
+	os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+}
+
 // TestTrainPretrainResume pretrains a tiny classifier with mlm, then
 // fine-tunes it: straight; interrupted in the pretraining stage and again
 // in fine-tuning, resumed each time; and "killed" in fine-tuning (the
@@ -41,18 +55,8 @@ const pretrainCfg = `{"vocab_size": 16, "d_model": 16, "n_heads": 2, "n_layers":
 // pretrain_head and the fine-tuning ones head.
 func TestTrainPretrainResume(t *testing.T) {
 	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(3, 3))
-	var lines []string
-	for range 40 {
-		toks := make([]int, 3+rng.IntN(9))
-		for i := range toks {
-			toks[i] = 1 + rng.IntN(13) // 0 is pad_id, 15 mask_id
-		}
-		b, _ := json.Marshal(map[string]any{"tokens": toks, "label": "abc"[toks[0]%3 : toks[0]%3+1]})
-		lines = append(lines, string(b))
-	}
 	jsonl, cfg := filepath.Join(dir, "d.jsonl"), filepath.Join(dir, "c.json")
-	os.WriteFile(jsonl, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	writePretrainData(jsonl, 40, 3)
 	os.WriteFile(cfg, []byte(pretrainCfg), 0o644)
 	quiet(t)
 	args := func(out string) []string { return []string{"--config", cfg, "--data", jsonl, "--out", out} }
@@ -250,17 +254,7 @@ func TestTrainPretrainMaskInData(t *testing.T) {
 // every step once, each line with its stage, with one head-swap line.
 func TestCLIPretrainKill(t *testing.T) {
 	dir := t.TempDir()
-	rng := rand.New(rand.NewPCG(9, 9))
-	var lines []string
-	for range 60 {
-		toks := make([]int, 3+rng.IntN(9))
-		for i := range toks {
-			toks[i] = 1 + rng.IntN(13)
-		}
-		b, _ := json.Marshal(map[string]any{"tokens": toks, "label": "abc"[toks[0]%3 : toks[0]%3+1]})
-		lines = append(lines, string(b))
-	}
-	os.WriteFile(filepath.Join(dir, "d.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	writePretrainData(filepath.Join(dir, "d.jsonl"), 60, 9)
 	cfg := strings.NewReplacer(`"steps": 6,`, `"steps": 600,`, `"log_every": 2, "eval_every": 3,`, `"log_every": 1, "eval_every": 0,`,
 		`"checkpoint_every": 2, "keep_checkpoints": 10,`, `"checkpoint_every": 100, "keep_checkpoints": 2,`,
 		`"steps": 5, "mask_id"`, `"steps": 600, "mask_id"`).Replace(pretrainCfg)
@@ -280,18 +274,10 @@ func TestCLIPretrainKill(t *testing.T) {
 		after int // SIGKILL once this many metrics lines are written
 		stage string
 	}{{"pretrain", 250, run.StagePretrain}, {"train", 900, run.StageTrain}} {
-		cmd := exec.Command(binary, "train", "--config", "c.json", "--data", "d.jsonl", "--out", c.name)
-		cmd.Dir = dir
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
-		waitLines(filepath.Join(dir, c.name, "metrics.jsonl"), c.after)
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-		kill.Stop()
-		if cmd.ProcessState.ExitCode() != -1 {
-			t.Fatalf("%s: the run ended (exit %d) before the kill", c.name, cmd.ProcessState.ExitCode())
+		code, _, _ := signalAfter(t, dir, filepath.Join(c.name, "metrics.jsonl"), c.after, syscall.SIGKILL,
+			"train", "--config", "c.json", "--data", "d.jsonl", "--out", c.name)
+		if code != -1 {
+			t.Fatalf("%s: the run ended (exit %d) before the kill", c.name, code)
 		}
 		d, err := run.Open(filepath.Join(dir, c.name))
 		if err != nil {
