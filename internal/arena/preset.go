@@ -273,7 +273,7 @@ func (t *TrainSection) config(c *model.Config, steps int, seed uint64) *model.Tr
 		pc := &model.PretrainConfig{Objective: model.ObjectiveLM, Steps: pt.Steps, MaskID: -1, LR: tc.LR, MinLR: tc.MinLR, Warmup: tc.Warmup}
 		if !c.Causal {
 			// The mask token is the id after the task's vocabulary.
-			pc.Objective, pc.MaskRate, pc.MaskID = model.ObjectiveMLM, 0.15, c.VocabSize
+			pc.Objective, pc.MaskRate, pc.MaskID = model.ObjectiveMLM, model.DefaultMaskRate, c.VocabSize
 			c.VocabSize++
 		}
 		set(&pc.MaskRate, pt.MaskRate)

@@ -112,7 +112,7 @@ type PretrainConfig struct {
 	// models) or "lm" (next-token prediction, causal models). Required.
 	Objective string
 	Steps     int     // steps: updates of the stage (required, ≥ 1)
-	MaskRate  float64 // mask_rate: mlm, the probability a non-pad token is masked (default 0.15)
+	MaskRate  float64 // mask_rate: mlm, the probability a non-pad token is masked (default DefaultMaskRate)
 	// MaskID is mask_id (mlm only, required there): the token id that
 	// replaces a masked token, below vocab_size and ≠ pad_id; the data must
 	// not use it.
@@ -121,6 +121,9 @@ type PretrainConfig struct {
 	MinLR  float64 // min_lr: the end of its cosine decay (default train.min_lr)
 	Warmup int     // warmup: its linear warmup updates (default train.warmup)
 }
+
+// DefaultMaskRate is train.pretrain.mask_rate when it is not given.
+const DefaultMaskRate = 0.15
 
 // Objectives of the pretraining stage.
 const (
@@ -486,7 +489,7 @@ func parsePretrain(data []byte, t *TrainConfig) (*PretrainConfig, error) {
 		return nil, err
 	}
 	p.Hint = "docs/model.md lists the keys"
-	pc := &PretrainConfig{MaskRate: 0.15, MaskID: -1, LR: t.LR, MinLR: t.MinLR, Warmup: t.Warmup}
+	pc := &PretrainConfig{MaskRate: DefaultMaskRate, MaskID: -1, LR: t.LR, MinLR: t.MinLR, Warmup: t.Warmup}
 	if !p.String("objective", &pc.Objective) {
 		p.Fail("objective", "required (\"mlm\" or \"lm\")")
 	}
