@@ -70,16 +70,18 @@ def train_losses(cfg, weights, batch, n, dtype=torch.float64):
     return train_steps(model, batch["tokens"].long(), batch["targets"].long(), n)
 
 
-def zero_grad(name):
+def zero_grad(name, rope=False):
     """Whether gradient name is zero in exact arithmetic (every key bias:
-    softmax, α-entmax, top-k and AFT are invariant to its shift)."""
-    return name.endswith(".mixer.k.bias")
+    softmax, α-entmax, top-k and AFT are invariant to its shift; not with
+    RoPE, which rotates the bias by each key's position), as Go's zeroGrad."""
+    return not rope and name.endswith(".mixer.k.bias")
 
 
-def compare(got, want):
+def compare(got, want, rope=False):
     """The per-tensor errors of docs/model.md: {name: max|a−b| / max(max|b|,
-    floor)}, floor 1e-6·gmax (1e-3·gmax for zero-exact gradients), gmax the
-    largest |want| gradient. Raises ValueError when the names or shapes differ."""
+    floor)}, floor 1e-6·gmax (1e-3·gmax for zero-exact gradients, see
+    zero_grad; rope: the mixer rotates by RoPE), gmax the largest |want|
+    gradient. Raises ValueError when the names or shapes differ."""
     if set(got) != set(want):
         raise ValueError(f"tensor names differ: {sorted(set(got) ^ set(want))}")
     gmax = max((want[k].double().abs().max().item() for k in want if k.startswith("grad.")), default=0.0)
@@ -90,7 +92,7 @@ def compare(got, want):
             raise ValueError(f"{k}: shape {list(a.shape)}, want {list(b.shape)}")
         floor = 0.0
         if k.startswith("grad."):
-            floor = (1e-3 if zero_grad(k) else 1e-6) * gmax
+            floor = (1e-3 if zero_grad(k, rope) else 1e-6) * gmax
         num = (a - b).abs().max().item() if a.numel() else 0.0
         den = max(b.abs().max().item() if b.numel() else 0.0, floor)
         errs[k] = num / den if den else num
