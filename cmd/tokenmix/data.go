@@ -41,7 +41,7 @@ func runData(ctx context.Context, args []string) error {
 	if !ok {
 		return usageErr("data export: --split: want train, val or test, got %q", *split)
 	}
-	name, keys, err := taskArg("data export", *task)
+	name, keys, err := splitTaskArg("data export", *task)
 	if err != nil {
 		return err
 	}

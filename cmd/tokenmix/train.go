@@ -101,11 +101,22 @@ func runTrain(ctx context.Context, args []string) error {
 	var src train.Source
 	var val data.Task // the validation split's task
 	var labels []string
+	// stage makes a length curriculum's source (train.curriculum); nil
+	// where the data has no shorter form.
+	var stage func(n, batch int) (train.Source, error)
 	switch {
 	case *taskArg != "":
 		task, err := listTask("train", *taskArg, cfg)
 		if err != nil {
 			return err
+		}
+		name, keys, _ := splitTaskArg("train", *taskArg)
+		stage = func(n, batch int) (train.Source, error) {
+			t, err := data.NewTaskAtLen(name, keys, n, "")
+			if err != nil {
+				return nil, err
+			}
+			return train.TaskSource{L: data.NewLoader(t, data.Train, batch, true, tc.Seed, 0)}, nil
 		}
 		info := task.Info()
 		labels = info.LabelNames
@@ -132,9 +143,12 @@ func runTrain(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(os.Stderr, "%d parameters; %d training and %d validation bytes; %d steps\n",
 			m.NumParams(), len(corpus.Train), len(corpus.Val), tc.Steps)
-		if src, err = train.NewTextSource(corpus.Train, tc.BatchSize, tc.SeqLen, tc.Seed); err != nil {
+		ts, err := train.NewTextSource(corpus.Train, tc.BatchSize, tc.SeqLen, tc.Seed)
+		if err != nil {
 			return err
 		}
+		src = ts
+		stage = func(n, batch int) (train.Source, error) { return ts.WithLen(batch, n) }
 		if val, err = textTask(corpus.Val, tc.SeqLen, 0); err != nil {
 			return err
 		}
@@ -150,6 +164,12 @@ func runTrain(ctx context.Context, args []string) error {
 		val = task
 	default:
 		return fmt.Errorf("train: task %q: want \"lm\" (text) or \"classify\" (JSONL)", cfg.Task)
+	}
+	if len(tc.Curriculum) > 0 && stage == nil {
+		return fmt.Errorf("train: train.curriculum needs data that has shorter forms: text, or a --task whose length can be set; the lines of %s have their own lengths", *dataPath)
+	}
+	if src, err = train.NewCurriculum(tc, src, stage); err != nil {
+		return err
 	}
 	metric := val.Info().Metric
 	eval := func() (map[string]any, error) {
@@ -233,7 +253,7 @@ func textTask(text []byte, T, context int) (*data.TextTask, error) {
 // cfg's model fits it: its task, classes, vocabulary, length, causality and
 // padding.
 func listTask(cmd, arg string, cfg *model.Config) (data.Task, error) {
-	name, keys, err := taskArg(cmd, arg)
+	name, keys, err := splitTaskArg(cmd, arg)
 	if err != nil {
 		return nil, err
 	}
@@ -286,9 +306,9 @@ func readSplits(trainPath, valPath string, wantLabel bool) (train, val []data.Re
 	return train, val, err
 }
 
-// taskArg splits a --task argument, a task list name or its JSON object,
+// splitTaskArg splits a --task argument, a task list name or its JSON object,
 // into the name and the other keys.
-func taskArg(cmd, arg string) (string, map[string]json.RawMessage, error) {
+func splitTaskArg(cmd, arg string) (string, map[string]json.RawMessage, error) {
 	name, keys := arg, map[string]json.RawMessage{}
 	if strings.HasPrefix(strings.TrimSpace(arg), "{") {
 		if err := json.Unmarshal([]byte(arg), &keys); err != nil {

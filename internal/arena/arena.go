@@ -356,7 +356,11 @@ func planRuns(p *Preset, info data.Info, length int, maxMemory int64) ([]planned
 // when its config does not build: the run then fails with the reason).
 // Building the model allocates its parameters only.
 func planBytes(p *Preset, kind string, info data.Info, causal bool) int64 {
-	cfg, err := p.ModelConfig(kind, info, causal, 1)
+	steps := 1 // the fewest a config takes: one, after any curriculum
+	for _, cs := range p.Train.Curriculum {
+		steps += cs.Steps
+	}
+	cfg, err := p.ModelConfig(kind, info, causal, steps)
 	if err != nil {
 		return 0
 	}
@@ -364,7 +368,7 @@ func planBytes(p *Preset, kind string, info data.Info, causal bool) int64 {
 	if err != nil {
 		return 0
 	}
-	return runBytes(m, cfg.Train.BatchSize, info.MaxLen)
+	return trainBytes(m, cfg.Train, info.MaxLen)
 }
 
 // runBytes is a run's memory plan: the model's plan at batch b and length
@@ -376,6 +380,16 @@ func planBytes(p *Preset, kind string, info data.Info, causal bool) int64 {
 func runBytes(m *model.Model[float32], b, t int) int64 {
 	param := m.ParamBytes() / 4 // one float32 array of the parameters' size
 	return m.Plan(b, t).Bytes() + m.ParamBytes() + 6*param
+}
+
+// trainBytes is runBytes of a run of tc at length t, or of the largest of
+// its length curriculum's stages (train.curriculum) when that needs more.
+func trainBytes(m *model.Model[float32], tc *model.TrainConfig, t int) int64 {
+	n := runBytes(m, tc.BatchSize, t)
+	for _, st := range tc.Curriculum {
+		n = max(n, runBytes(m, st.BatchSize, st.Len))
+	}
+	return n
 }
 
 // budgetLine describes the runs' budgets: "budget 1200 steps each",

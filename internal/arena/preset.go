@@ -197,9 +197,23 @@ type TrainSection struct {
 	EvalBatches     *int     `json:"eval_batches,omitempty"`
 	CheckpointEvery *int     `json:"checkpoint_every,omitempty"`
 	KeepCheckpoints *int     `json:"keep_checkpoints,omitempty"`
+	LabelSmoothing  *float64 `json:"label_smoothing,omitempty"`
+	Schedule        *string  `json:"schedule,omitempty"`
 	// Pretrain is a self-pretraining stage run before every mixer's
 	// fine-tuning (the model contract's train.pretrain); nil: none.
 	Pretrain *PretrainSection `json:"pretrain,omitempty"`
+	// Curriculum is a length curriculum run by every mixer (the model
+	// contract's train.curriculum): its stages' updates count in each
+	// mixer's steps. Every length of a sweep must exceed its last len.
+	Curriculum []CurriculumSection `json:"curriculum,omitempty"`
+}
+
+// CurriculumSection is one stage of the preset's train.curriculum: the
+// contract's keys.
+type CurriculumSection struct {
+	Len       int  `json:"len"`
+	Steps     int  `json:"steps"`
+	BatchSize *int `json:"batch_size,omitempty"`
 }
 
 // PretrainSection is the preset's train.pretrain object: the contract's
@@ -268,7 +282,14 @@ func (t *TrainSection) config(c *model.Config, steps int, seed uint64) *model.Tr
 	set(&tc.EvalBatches, t.EvalBatches)
 	set(&tc.CheckpointEvery, t.CheckpointEvery)
 	set(&tc.KeepCheckpoints, t.KeepCheckpoints)
+	set(&tc.LabelSmoothing, t.LabelSmoothing)
+	set(&tc.Schedule, t.Schedule)
 	tc.Steps, tc.Seed = steps, seed
+	for _, cs := range t.Curriculum {
+		st := model.CurriculumStage{Len: cs.Len, Steps: cs.Steps, BatchSize: tc.BatchSize}
+		set(&st.BatchSize, cs.BatchSize)
+		tc.Curriculum = append(tc.Curriculum, st)
+	}
 	if pt := t.Pretrain; pt != nil {
 		pc := &model.PretrainConfig{Objective: model.ObjectiveLM, Steps: pt.Steps, MaskID: -1, LR: tc.LR, MinLR: tc.MinLR, Warmup: tc.Warmup}
 		if !c.Causal {
@@ -704,6 +725,12 @@ func (p *Preset) SetLen(n int) error {
 		}
 	}
 	return fmt.Errorf("--len: task %s has a fixed length", name)
+}
+
+// BuildTaskAtLen constructs the preset's task at sequence length n (a
+// length curriculum's stage; data.NewTaskAtLen).
+func (p *Preset) BuildTaskAtLen(n int) (data.Task, error) {
+	return data.NewTaskAtLen(p.Task.Name, p.Task.Keys, n, "")
 }
 
 // BuildTask constructs the preset's task.

@@ -72,7 +72,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	m.Init(tc.Seed)
 	tr := model.NewTrainer(m)
 	res.Params = m.NumParams()
-	res.PlannedBytes = runBytes(m, tc.BatchSize, j.info.MaxLen)
+	res.PlannedBytes = trainBytes(m, tc, j.info.MaxLen)
 
 	// One forward at the longest batch sizes the activation slabs once, so
 	// batches of growing length do not reallocate them (and leave garbage
@@ -81,9 +81,19 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		return res, err
 	}
 	loader := data.NewLoader(j.task, data.Train, tc.BatchSize, true, tc.Seed, 0).Bucket(j.preset.Bucket)
+	src, err := train.NewCurriculum(tc, train.TaskSource{L: loader}, func(n, batch int) (train.Source, error) {
+		t, err := j.preset.BuildTaskAtLen(n)
+		if err != nil {
+			return nil, err
+		}
+		return train.TaskSource{L: data.NewLoader(t, data.Train, batch, true, tc.Seed, 0).Bucket(j.preset.Bucket)}, nil
+	})
+	if err != nil {
+		return res, err
+	}
 	valKey := "val_" + string(j.info.Metric)
 	fwd := train.Forward(m)
-	r, err := train.Run(ctx, d, tr, train.TaskSource{L: loader}, train.Options{
+	r, err := train.Run(ctx, d, tr, src, train.Options{
 		Steps: j.budget.Steps, Duration: j.budget.Duration, Cap: j.preset.maxTrainTime(), Progress: j.prog, Name: j.name(),
 		Eval: func() (map[string]any, error) {
 			ev, err := data.Evaluate(fwd, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)

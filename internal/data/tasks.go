@@ -99,6 +99,32 @@ func NewTask(name string, keys map[string]json.RawMessage, cacheDir string) (Tas
 	return task, err
 }
 
+// NewTaskAtLen is NewTask with the task's sequence length set to n: the
+// keys its TaskSpec.Len gives for n override those of keys. A task whose
+// length is fixed (fmnist) is an error.
+func NewTaskAtLen(name string, keys map[string]json.RawMessage, n int, cacheDir string) (Task, error) {
+	spec, err := LookupTask(name)
+	if err != nil {
+		return nil, err
+	}
+	kv := spec.Len(n)
+	if kv == nil {
+		return nil, fmt.Errorf("task %s has a fixed length", name)
+	}
+	at := make(map[string]json.RawMessage, len(keys)+len(kv))
+	for k, v := range keys {
+		at[k] = v
+	}
+	for k, v := range kv {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		at[k] = b
+	}
+	return NewTask(name, at, cacheDir)
+}
+
 // KeyError is an error about one key of a task's config. It reads
 // "<Prefix>.<Key>: <Err>": the task's name as the prefix when its
 // constructor (NewRecall, NewGoSrc, ...) is called directly, "task" when

@@ -100,6 +100,33 @@ type TrainConfig struct {
 	// Pretrain is the optional "pretrain" object, a first stage of
 	// self-pretraining (nil when absent).
 	Pretrain *PretrainConfig
+	// Curriculum is curriculum, a length curriculum: the first updates
+	// of training (after any pretraining stage) run on shorter sequences,
+	// stage by stage, and the rest at the training length. train.steps
+	// counts them; the learning-rate schedule spans them all. nil when
+	// absent.
+	Curriculum []CurriculumStage
+}
+
+// CurriculumStage is one entry of train.curriculum.
+type CurriculumStage struct {
+	// Len is len: the stage's sequence length, below the training length
+	// (seq_len), and above the previous stage's (required).
+	Len int
+	// Steps is steps: the stage's updates (required, ≥ 1).
+	Steps int
+	// BatchSize is batch_size: its sequences per batch (default
+	// train.batch_size).
+	BatchSize int
+}
+
+// CurriculumSteps is the updates of every train.curriculum stage.
+func (t *TrainConfig) CurriculumSteps() int {
+	n := 0
+	for _, s := range t.Curriculum {
+		n += s.Steps
+	}
+	return n
 }
 
 // PretrainConfig is the train object's "pretrain" object: a first stage
@@ -270,6 +297,11 @@ func (c *Config) resolve(lookup func(string) (mixer.Kind, error)) error {
 	}
 	if c.Train != nil && c.Train.SeqLen > c.MaxLen {
 		return fmt.Errorf("train.seq_len: %d exceeds max_len %d", c.Train.SeqLen, c.MaxLen)
+	}
+	if c.Train != nil {
+		if n := len(c.Train.Curriculum); n > 0 && c.Train.Curriculum[n-1].Len >= c.Train.SeqLen {
+			return fmt.Errorf("train.curriculum[%d].len: %d is not below the training length %d (train.seq_len, default max_len)", n-1, c.Train.Curriculum[n-1].Len, c.Train.SeqLen)
+		}
 	}
 	if c.Train != nil && c.Train.Pretrain != nil {
 		return c.checkPretrain()
@@ -463,8 +495,14 @@ func parseTrain(data []byte) (*TrainConfig, error) {
 	p.String("schedule", &t.Schedule)
 	var pre json.RawMessage
 	hasPre := p.Object("pretrain", &pre)
+	cur, hasCur := p.Raw("curriculum")
 	if err := p.Err(); err != nil {
 		return nil, err
+	}
+	if hasCur {
+		if t.Curriculum, err = parseCurriculum(cur, t.BatchSize); err != nil {
+			return nil, err
+		}
 	}
 	t.Seed = uint64(seed)
 	if seed < 0 {
@@ -479,6 +517,69 @@ func parseTrain(data []byte) (*TrainConfig, error) {
 		}
 	}
 	return t, nil
+}
+
+// parseCurriculum reads the train object's "curriculum" array; a stage's
+// batch_size defaults to batch.
+func parseCurriculum(data []byte, batch int) ([]CurriculumStage, error) {
+	var raws []json.RawMessage
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '[' || json.Unmarshal(t, &raws) != nil {
+		return nil, fmt.Errorf("train.curriculum: want an array of {\"len\", \"steps\", \"batch_size\"} objects, got %s", clipJSON(data))
+	}
+	if len(raws) == 0 {
+		return nil, fmt.Errorf("train.curriculum: empty (leave it out for none)")
+	}
+	stages := make([]CurriculumStage, len(raws))
+	for i, r := range raws {
+		p, err := strict.Parse(fmt.Sprintf("train.curriculum[%d].", i), r)
+		if err != nil {
+			return nil, err
+		}
+		p.Hint = "want len, steps and batch_size"
+		s := CurriculumStage{BatchSize: batch}
+		p.IntRequired("len", &s.Len)
+		p.IntRequired("steps", &s.Steps)
+		p.Int("batch_size", &s.BatchSize)
+		if err := p.Err(); err != nil {
+			return nil, err
+		}
+		stages[i] = s
+	}
+	return stages, nil
+}
+
+// clipJSON is a JSON value for an error message, shortened past 40 bytes.
+func clipJSON(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if len(b) > 40 {
+		return string(b[:40]) + "…"
+	}
+	return string(b)
+}
+
+// checkCurriculum checks train.curriculum's stages: each len ≥ 1 and above
+// the previous one, steps ≥ 1, batch_size ≥ 1, and at least one update
+// left at the training length.
+func (t *TrainConfig) checkCurriculum() error {
+	prev := 0
+	for i, s := range t.Curriculum {
+		k := fmt.Sprintf("train.curriculum[%d].", i)
+		switch {
+		case s.Len < 1:
+			return fmt.Errorf("%slen: must be ≥ 1, got %d", k, s.Len)
+		case s.Len <= prev:
+			return fmt.Errorf("%slen: must exceed the previous stage's len (%d), got %d", k, prev, s.Len)
+		case s.Steps < 1:
+			return fmt.Errorf("%ssteps: must be ≥ 1, got %d", k, s.Steps)
+		case s.BatchSize < 1:
+			return fmt.Errorf("%sbatch_size: must be ≥ 1, got %d", k, s.BatchSize)
+		}
+		prev = s.Len
+	}
+	if n := t.CurriculumSteps(); len(t.Curriculum) > 0 && n >= t.Steps {
+		return fmt.Errorf("train.curriculum: its stages take %d updates, train.steps is %d: train.steps counts the curriculum's updates and must leave at least one at the training length", n, t.Steps)
+	}
+	return nil
 }
 
 // parsePretrain reads the train object's "pretrain" object; the learning
@@ -579,7 +680,7 @@ func (c *Config) checkPretrain() error {
 // with task "lm", so that the head is token-level [vocab_size, d], named
 // PretrainHead, and a train object whose steps and learning-rate settings
 // are the pretrain object's (the schedule's shape, train.schedule, is the
-// same; label smoothing is the fine-tuning loss's only). It panics if c
+// same; label smoothing and the length curriculum are fine-tuning's only). It panics if c
 // has no pretrain object.
 func (c *Config) PretrainStage() *Config {
 	pc := c.Train.Pretrain
@@ -587,6 +688,7 @@ func (c *Config) PretrainStage() *Config {
 	p.Task, p.NClasses, p.Pool, p.head = "lm", 0, "", PretrainHead
 	t := *c.Train
 	t.Steps, t.LR, t.MinLR, t.Warmup, t.Pretrain, t.LabelSmoothing = pc.Steps, pc.LR, pc.MinLR, pc.Warmup, nil, 0
+	t.Curriculum = nil // the curriculum is fine-tuning's
 	p.Train = &t
 	return &p
 }
@@ -642,7 +744,7 @@ func (t *TrainConfig) check() error {
 	case t.Schedule == "constant" && t.MinLR != 0:
 		return fmt.Errorf("train.min_lr: the constant schedule has no decay: leave min_lr out (or 0)")
 	}
-	return nil
+	return t.checkCurriculum()
 }
 
 // MarshalJSON writes the resolved config (defaults filled in) with the keys
@@ -710,6 +812,13 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 				pm["mask_rate"], pm["mask_id"] = pc.MaskRate, pc.MaskID
 			}
 			tm["pretrain"] = pm
+		}
+		if len(t.Curriculum) > 0 {
+			var cs []map[string]int
+			for _, st := range t.Curriculum {
+				cs = append(cs, map[string]int{"len": st.Len, "steps": st.Steps, "batch_size": st.BatchSize})
+			}
+			tm["curriculum"] = cs
 		}
 		w("train", tm)
 	}

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -50,6 +51,19 @@ func TestConfigErrors(t *testing.T) {
 		{`{` + baseCfg + `, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"schedule": "linear"}}`, `train.schedule: want "cosine" or "constant", got "linear"`},
 		{`{` + baseCfg + `, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"schedule": 3}}`, "train.schedule: want a string"},
 		{`{` + baseCfg + `, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"schedule": "constant", "lr": 0.01, "min_lr": 0.001}}`, "train.min_lr: the constant schedule has no decay"},
+		{fmt.Sprintf(`{`+baseCfg+`, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"steps": 10, "curriculum": %s}}`, `{}`), "train.curriculum: want an array"},
+		{fmt.Sprintf(`{`+baseCfg+`, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"steps": 10, "curriculum": %s}}`, `[]`), "train.curriculum: empty"},
+		{fmt.Sprintf(`{`+baseCfg+`, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"steps": 10, "curriculum": %s}}`, `[{"len": 4}]`), "train.curriculum[0].steps: required"},
+		{fmt.Sprintf(`{`+baseCfg+`, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"steps": 10, "curriculum": %s}}`, `[{"steps": 4}]`), "train.curriculum[0].len: required"},
+		{fmt.Sprintf(`{`+baseCfg+`, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"steps": 10, "curriculum": %s}}`, `[{"len": 4, "steps": 2, "size": 1}]`), "train.curriculum[0].size: unknown key"},
+		{fmt.Sprintf(`{`+baseCfg+`, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"steps": 10, "curriculum": %s}}`, `[{"len": 4, "steps": "2"}]`), "train.curriculum[0].steps: want an integer"},
+		{fmt.Sprintf(`{`+baseCfg+`, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"steps": 10, "curriculum": %s}}`, `[{"len": 0, "steps": 2}]`), "train.curriculum[0].len: must be ≥ 1, got 0"},
+		{fmt.Sprintf(`{`+baseCfg+`, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"steps": 10, "curriculum": %s}}`, `[{"len": 4, "steps": 2}, {"len": 4, "steps": 2}]`), "train.curriculum[1].len: must exceed the previous stage's len (4), got 4"},
+		{fmt.Sprintf(`{`+baseCfg+`, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"steps": 10, "curriculum": %s}}`, `[{"len": 4, "steps": 0}]`), "train.curriculum[0].steps: must be ≥ 1, got 0"},
+		{fmt.Sprintf(`{`+baseCfg+`, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"steps": 10, "curriculum": %s}}`, `[{"len": 4, "steps": 2, "batch_size": 0}]`), "train.curriculum[0].batch_size: must be ≥ 1, got 0"},
+		{fmt.Sprintf(`{`+baseCfg+`, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"steps": 10, "curriculum": %s}}`, `[{"len": 4, "steps": 6}, {"len": 6, "steps": 4}]`), "train.curriculum: its stages take 10 updates, train.steps is 10"},
+		{fmt.Sprintf(`{`+baseCfg+`, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"steps": 10, "curriculum": %s}}`, `[{"len": 8, "steps": 2}]`), "train.curriculum[0].len: 8 is not below the training length 8"},
+		{fmt.Sprintf(`{`+baseCfg+`, "task": "lm", "mixer": {"kind": "cummean"}, "train": {"steps": 10, "curriculum": %s}}`, `[{"len": 4, "steps": 2}, null]`), "train.curriculum[1]"},
 		{`{` + baseCfg + `, "task": "lm", "mixer": {"kind": "cummean"}} {}`, "trailing data"},
 		{`[1]`, "config:"},
 		{`{` + baseCfg + `, "task": null, "mixer": {"kind": "cummean"}}`, "task: want a string, got null"},
@@ -98,6 +112,39 @@ func TestConfigRoundTrip(t *testing.T) {
 	b, _ = json.Marshal(c2)
 	if c3, err := ParseConfigWith(b, testLookup); err != nil || c3.Dropout != 0.125 {
 		t.Errorf("dropout 0.125 round trip: %s gave %v, %v", b, c3, err)
+	}
+}
+
+// TestCurriculumConfig decodes train.curriculum: a stage's batch_size
+// defaults to train.batch_size, it round-trips, a config without one
+// writes none, and a pretraining stage's config carries none.
+func TestCurriculumConfig(t *testing.T) {
+	c, err := ParseConfigWith([]byte(`{`+baseCfg+`, "task": "classify", "n_classes": 3, "mixer": {"kind": "cummean"},
+		"train": {"batch_size": 6, "steps": 20, "curriculum": [{"len": 2, "steps": 5, "batch_size": 24}, {"len": 4, "steps": 3}],
+		"pretrain": {"objective": "mlm", "steps": 4, "mask_id": 10}}}`), testLookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []CurriculumStage{{Len: 2, Steps: 5, BatchSize: 24}, {Len: 4, Steps: 3, BatchSize: 6}}
+	if !slices.Equal(c.Train.Curriculum, want) || c.Train.CurriculumSteps() != 8 {
+		t.Errorf("curriculum %+v, want %+v", c.Train.Curriculum, want)
+	}
+	b, _ := json.Marshal(c)
+	c2, err := ParseConfigWith(b, testLookup)
+	if err != nil || !slices.Equal(c2.Train.Curriculum, want) {
+		t.Errorf("round trip of %s: %+v, %v", b, c2, err)
+	}
+	if p := c.PretrainStage(); p.Train.Curriculum != nil {
+		t.Errorf("the pretraining stage's config has a curriculum: %+v", p.Train.Curriculum)
+	}
+	c.Train.Curriculum = nil
+	if b, _ := json.Marshal(c); strings.Contains(string(b), "curriculum") {
+		t.Errorf("no curriculum, yet written: %s", b)
+	}
+	// A config built in Go is checked as a parsed one is.
+	c.Train.Curriculum = []CurriculumStage{{Len: 4, Steps: 30, BatchSize: 1}}
+	if err := c.Resolve(); err == nil || !strings.Contains(err.Error(), "train.curriculum: its stages take 30 updates") {
+		t.Errorf("Resolve of a curriculum longer than train.steps: %v", err)
 	}
 }
 

@@ -28,6 +28,7 @@ func (s TaskSource) Restore(step int, _ json.RawMessage) error {
 // TextSource draws batches of B random windows of T tokens from a text
 // (data.Windows.Random) with a seeded PCG whose state a checkpoint keeps.
 type TextSource struct {
+	text []byte
 	win  *data.Windows
 	B, T int
 	pcg  *rand.PCG
@@ -45,7 +46,7 @@ func NewTextSource(text []byte, B, T int, seed uint64) (*TextSource, error) {
 		return nil, fmt.Errorf("train: %d bytes of text, too few for a window of %d", len(text), T+1)
 	}
 	pcg := rand.NewPCG(seed, 0x7465787462617463)
-	return &TextSource{win: w, B: B, T: T, pcg: pcg, rng: rand.New(pcg)}, nil
+	return &TextSource{text: text, win: w, B: B, T: T, pcg: pcg, rng: rand.New(pcg)}, nil
 }
 
 // Next fills b with B random windows.
@@ -78,4 +79,17 @@ func (s *TextSource) Restore(_ int, state json.RawMessage) error {
 		return fmt.Errorf("text source state: %v", err)
 	}
 	return s.pcg.UnmarshalBinary(st.PCG)
+}
+
+// WithLen returns a source of batch B, length T over the same text that
+// draws from s's PCG, so that the two share one random stream and one
+// state (a length curriculum's stages, NewCurriculum). It returns an error
+// if the text has T bytes or fewer.
+func (s *TextSource) WithLen(B, T int) (*TextSource, error) {
+	t, err := NewTextSource(s.text, B, T, 0)
+	if err != nil {
+		return nil, err
+	}
+	t.pcg, t.rng = s.pcg, s.rng
+	return t, nil
 }
