@@ -169,6 +169,7 @@ def pretrain_stage(c):
     and learning-rate settings and no pretrain object."""
     tc = train(c)
     pc = tc.pop("pretrain")
+    tc.pop("curriculum", None)  # the curriculum is fine-tuning's
     s = {k: v for k, v in c.items() if k not in ("n_classes", "pool")}
     s["task"] = "lm"
     s["train"] = dict(tc, steps=pc["steps"], lr=pc["lr"], min_lr=pc["min_lr"], warmup=pc["warmup"])
@@ -180,11 +181,11 @@ def train(cfg):
     t = cfg.get("train") or {}
     if not isinstance(t, dict):
         raise ValueError("train: want an object")
-    for k in sorted(set(t) - set(TRAIN_DEFAULTS) - {"pretrain"}):
+    for k in sorted(set(t) - set(TRAIN_DEFAULTS) - {"pretrain", "curriculum"}):
         raise ValueError(f"train.{k}: unknown key")
     out = dict(TRAIN_DEFAULTS)
     for k, v in t.items():
-        if k == "pretrain":
+        if k in ("pretrain", "curriculum"):
             continue
         if k == "schedule":
             if not isinstance(v, str):
@@ -218,8 +219,56 @@ def train(cfg):
     for k, ok, msg in checks:
         if not ok:
             raise ValueError(f"train.{k}: {msg}")
+    if "curriculum" in t:
+        out["curriculum"] = curriculum(t["curriculum"], out)
     if "pretrain" in t:
         out["pretrain"] = pretrain(t, out)
+    return out
+
+
+CURRICULUM_KEYS = ("len", "steps", "batch_size")
+
+
+def curriculum(cs, tc):
+    """The resolved train.curriculum list of the resolved train settings tc
+    (Go's parseCurriculum and checkCurriculum): stages of len, steps and
+    batch_size (default train.batch_size)."""
+    if not isinstance(cs, list):
+        raise ValueError(f'train.curriculum: want an array of {{"len", "steps", "batch_size"}} objects, '
+                         f'got {json.dumps(cs)[:40]}')
+    if not cs:
+        raise ValueError("train.curriculum: empty (leave it out for none)")
+    out, prev = [], 0
+    for i, st in enumerate(cs):
+        k = f"train.curriculum[{i}]."
+        if not isinstance(st, dict):
+            raise ValueError(f"{k[:-1]}: want a JSON object, got {json.dumps(st)[:40]}")
+        for u in sorted(set(st) - set(CURRICULUM_KEYS)):
+            raise ValueError(f"{k}{u}: unknown key (want len, steps and batch_size)")
+        for r in ("len", "steps"):
+            if r not in st:
+                raise ValueError(f"{k}{r}: required")
+        for r in CURRICULUM_KEYS:
+            if r in st and not _int(st[r]):
+                raise ValueError(f"{k}{r}: want an integer, got {json.dumps(st[r])}")
+        s = {"len": int(st["len"]), "steps": int(st["steps"]), "batch_size": int(st.get("batch_size", tc["batch_size"]))}
+        if s["len"] < 1:
+            raise ValueError(f"{k}len: must be ≥ 1, got {s['len']}")
+        if s["len"] <= prev:
+            raise ValueError(f"{k}len: must exceed the previous stage's len ({prev}), got {s['len']}")
+        if s["steps"] < 1:
+            raise ValueError(f"{k}steps: must be ≥ 1, got {s['steps']}")
+        if s["batch_size"] < 1:
+            raise ValueError(f"{k}batch_size: must be ≥ 1, got {s['batch_size']}")
+        prev = s["len"]
+        out.append(s)
+    n = sum(s["steps"] for s in out)
+    if n >= tc["steps"]:
+        raise ValueError(f"train.curriculum: its stages take {n} updates, train.steps is {tc['steps']}: train.steps "
+                         "counts the curriculum's updates and must leave at least one at the training length")
+    if prev >= tc["seq_len"]:
+        raise ValueError(f"train.curriculum[{len(out) - 1}].len: {prev} is not below the training length "
+                         f"{tc['seq_len']} (train.seq_len, default max_len)")
     return out
 
 

@@ -142,6 +142,36 @@ class TextSource:
             raise ValueError(f"state.json: data: {json.dumps(state)[:60]} is not a text source's position") from None
 
 
+class Curriculum:
+    """Go's train.Curriculum over a TextSource: the run's first updates
+    after base (train.pretrain.steps) take the stages' windows, stage by
+    stage, drawn from the source's one random stream; then its own."""
+
+    def __init__(self, src, stages, base=0):
+        self.src, self.k, self.shapes = src, 0, []
+        for s in stages:
+            self.shapes += [(s["batch_size"], s["len"])] * s["steps"]
+        self.base = base
+
+    def shape(self, step=None):
+        """The (B, T) of run step step (default: the next batch's)."""
+        i = (self.k if step is None else step) - self.base
+        return self.shapes[i] if 0 <= i < len(self.shapes) else (self.src.B, self.src.T)
+
+    def next(self, rows=None):
+        B, T = self.shape()
+        self.k += 1
+        tok, tgt = text_batch(self.src.text, B, T, self.src.rng, rows)
+        return tok, tgt, B * T
+
+    def state(self):
+        return self.src.state()
+
+    def restore(self, step, state):
+        self.k = step
+        self.src.restore(step, state)
+
+
 def val_rng(seed):
     """The generator of the lm validation windows (text_batch eval_batches times)."""
     return GoRand(seed, VAL_STREAM)

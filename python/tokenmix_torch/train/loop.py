@@ -214,6 +214,11 @@ def train(o, topo, j):
     model.to(device)
     src = (datamod.TextSource(j.train, tc["batch_size"], tc["seq_len"], tc["seed"]) if cfg["task"] == "lm"
            else datamod.TaskSource(j.task, tc["batch_size"], tc["seed"]))
+    if "curriculum" in tc:
+        if cfg["task"] != "lm":
+            raise ValueError("train.curriculum needs data that has shorter forms (text, for an lm); a classifier's "
+                             "lines have their own lengths")
+        src = datamod.Curriculum(src, tc["curriculum"], pc["steps"] if pc else 0)
     stop = Stop()
     latest, base, wall0 = j.latest, st0.get("stage_start", 0), 0.0
     if pc is not None and (j.latest < 0 or stage == "pretrain"):
@@ -289,7 +294,8 @@ def run_stage(o, topo, j, model, src, stop, stage, latest, base, wall0):
     what = f"pretraining ({pc['objective']}) on {j.what}" if pc else j.what
     say(topo, f"{nparams} parameters; {what}; {tc['steps']} steps on {topo.world} process"
               f"{'es' if topo.world > 1 else ''} ({device.type}{', bf16 autocast' if o.bf16 else ''})")
-    rows = dist.rows(tc["batch_size"], topo.rank, topo.world)
+    def batch_size():  # the global batch of the next step: a curriculum stage's, or train.batch_size
+        return src.shape()[0] if isinstance(src, datamod.Curriculum) else tc["batch_size"]
     planned, step, tokens = st["planned_steps"], st["step"], st["tokens"]
     train_s, loss_sum, loss_n = st["train_s"], st["loss_sum"], st["loss_steps"]
     start, skipped, last_eval, stopped, saved = time.monotonic(), 0, None, None, step
@@ -306,6 +312,8 @@ def run_stage(o, topo, j, model, src, stop, stage, latest, base, wall0):
     params = list(model.parameters())
     while step - base < planned:
         t0 = time.perf_counter()
+        B = batch_size()
+        rows = dist.rows(B, topo.rank, topo.world)
         if pc is None:
             tok, tgt, nt = src.next(rows)
         else:
@@ -341,7 +349,7 @@ def run_stage(o, topo, j, model, src, stop, stage, latest, base, wall0):
         if device.type == "cuda":
             torch.cuda.synchronize()
         train_s += time.perf_counter() - t0
-        tokens += tok.shape[1] * tc["batch_size"]
+        tokens += tok.shape[1] * B
         loss_sum, loss_n = loss_sum + loss, loss_n + 1
         k = step - base
         last = k == planned
