@@ -676,6 +676,26 @@ func TestCLIDataExport(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "run", "metrics.jsonl")); !strings.Contains(string(b), `"val_accuracy"`) {
 		t.Errorf("metrics without val_accuracy:\n%s", b)
 	}
+	// A length curriculum over the task: 2 updates at T = 24, then 2 at
+	// 48; over the exported lines, an error (they have their own lengths).
+	os.WriteFile(filepath.Join(dir, "cur.json"), []byte(`{"vocab_size": 64, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 48,
+		"causal": true, "task": "lm", "mixer": {"kind": "full"}, "train": {"batch_size": 4, "steps": 4, "log_every": 2, "eval_every": 2,
+		"curriculum": [{"len": 24, "steps": 2}]}}`), 0o644)
+	if r := cli(t, dir, "train", "--config", "cur.json", "--task", recall, "--out", "cur"); r.code != 0 {
+		t.Fatalf("train --task with a curriculum: exit %d\n%s", r.code, r.stderr)
+	}
+	cd, err := run.Open(filepath.Join(dir, "cur"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := cd.Metrics()
+	if err != nil || len(ms) != 2 || ms[0]["tokens"] != 2.0*4*24 || ms[1]["tokens"] != 2.0*4*24+2*4*48 {
+		t.Errorf("curriculum run's metrics lines: %v", ms)
+	}
+	if r := cli(t, dir, "train", "--config", "cur.json", "--data", "r.jsonl", "--out", "cur2"); r.code != 1 ||
+		!strings.Contains(r.stderr, "train.curriculum needs data that has shorter forms") {
+		t.Errorf("a curriculum over JSONL lines: exit %d, stderr %q", r.code, r.stderr)
+	}
 	checkUsageError(t, cli(t, dir, "data", "export", "--task", "fmnist", "--len", "100"), []string{"fmnist", "--len"}, "fixed length")
 	// Pathfinder at 16×16 (--len 256 needs shorter contours than the
 	// defaults, so its error names the key) and at 32×32, read back.

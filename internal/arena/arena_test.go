@@ -497,6 +497,55 @@ func TestArenaPretrain(t *testing.T) {
 	}
 }
 
+// TestArenaCurriculum: a preset's train.curriculum reaches every run's
+// config and batches (the metrics lines' tokens follow its stages), its
+// updates count in the run's steps, and a sweep length not above its last
+// len fails that run with an error naming the key, while the others run.
+func TestArenaCurriculum(t *testing.T) {
+	p := tinyPreset(t, []string{"full", "strided"}, "6")
+	b := 8
+	p.Train.Curriculum = []CurriculumSection{{Len: 10, Steps: 3, BatchSize: &b}}
+	if err := p.SetLens([]int{10, 16}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	f, err := Run(context.Background(), Options{Preset: p, Out: dir, Stdout: &out})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(f.Results) != 4 {
+		t.Fatalf("%d results", len(f.Results))
+	}
+	for _, r := range f.Results {
+		switch {
+		case r.Len == 10 && (r.Status != StatusFailed || !strings.Contains(r.Note, "train.curriculum[0].len: 10 is not below the training length 10")):
+			t.Errorf("%s T=10: status %s, note %q", r.Mixer, r.Status, r.Note)
+		case r.Len == 16 && (r.Status != StatusDone || r.Steps != 6):
+			t.Errorf("%s T=16: status %s, %d steps (%s)", r.Mixer, r.Status, r.Steps, r.Note)
+		}
+	}
+	d, err := run.Open(filepath.Join(dir, "runs", runName("full", 0, 16)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := model.LoadConfig(filepath.Join(d.Path, run.ConfigName))
+	if err != nil || !slices.Equal(c.Train.Curriculum, []model.CurriculumStage{{Len: 10, Steps: 3, BatchSize: 8}}) {
+		t.Fatalf("run config: %+v, %v", c, err)
+	}
+	ms, err := d.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// log_every 2: steps 2, 4 and 6; 3 batches of 8×10, then 4×16.
+	want := map[float64]float64{2: 160, 4: 240 + 64, 6: 240 + 3*64}
+	for _, m := range ms {
+		if w, ok := want[m["step"].(float64)]; ok && m["tokens"].(float64) != w {
+			t.Errorf("step %v: %v tokens, want %v", m["step"], m["tokens"], w)
+		}
+	}
+}
+
 // workerEnv makes this test binary act as `tokenmix arena --worker OUT
 // KIND` (see TestMain), so tests can run the arena's worker processes.
 const workerEnv = "TOKENMIX_ARENA_TEST_WORKER"

@@ -324,8 +324,11 @@ func crossoverMarkdown(w io.Writer, f *File) {
 				cell = "wins: full attention did not run"
 			default:
 				verb := "loses"
-				if d.beats {
+				switch {
+				case d.beats:
 					verb = "wins"
+				case d.mine == d.its:
+					verb = "ties" // no win: a tie does not cross over
 				}
 				cell = fmt.Sprintf("%s: %s vs %s at %s", verb, FormatMetric(m, d.mine), FormatMetric(m, d.its), formatDuration(d.at))
 			}

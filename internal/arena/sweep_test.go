@@ -113,7 +113,7 @@ func TestSweepEndToEnd(t *testing.T) {
 
 // TestCrossover checks the crossover rule on made-up curves: a mixer that
 // wins at equal training time from some length on, one that wins only
-// where full attention did not run, one that never wins.
+// where full attention did not run, one that never wins, one that ties.
 func TestCrossover(t *testing.T) {
 	curve := func(ms float64, vals ...float64) []CurvePoint {
 		var c []CurvePoint
@@ -131,6 +131,7 @@ func TestCrossover(t *testing.T) {
 		Results: []Result{
 			// T=100: full is fast and good.
 			run("full", 100, 10, 0.5, 0.9), run("fast", 100, 5, 0.4, 0.45), run("never", 100, 10, 0.3, 0.4),
+			run("tie", 100, 10, 0.5, 0.9),
 			// T=200: full is slow; at fast's 0.1 s full has only its first point.
 			run("full", 200, 50, 0.5, 0.9), run("fast", 200, 5, 0.6, 0.7), run("never", 200, 50, 0.3, 0.4),
 			// T=400: full did not fit.
@@ -154,7 +155,8 @@ func TestCrossover(t *testing.T) {
 	}
 	var md bytes.Buffer
 	crossoverMarkdown(&md, f)
-	for _, want := range []string{"| fast | from 200 |", "| never | from 400 |", "wins: full attention did not run"} {
+	for _, want := range []string{"| fast | from 200 |", "| never | from 400 |", "wins: full attention did not run",
+		"| tie | never up to 400 | ties: 90.00% vs 90.00% at 0.2s | did not run |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("crossover table lacks %q:\n%s", want, md.String())
 		}

@@ -3,7 +3,8 @@
 // backward, clipping, AdamW on the warmup + cosine schedule), a step or
 // training-time budget, metrics lines, evaluation, progress, and
 // checkpoints in a run directory (package run) that resume bit for bit;
-// with train.pretrain, a self-pretraining stage first (pretrain.go).
+// with train.pretrain, a self-pretraining stage first (pretrain.go); with
+// train.curriculum, shorter sequences first (Curriculum, a Source).
 package train
 
 import (
