@@ -680,8 +680,8 @@ func (c *Config) checkPretrain() error {
 // with task "lm", so that the head is token-level [vocab_size, d], named
 // PretrainHead, and a train object whose steps and learning-rate settings
 // are the pretrain object's (the schedule's shape, train.schedule, is the
-// same; label smoothing and the length curriculum are fine-tuning's only). It panics if c
-// has no pretrain object.
+// same; label smoothing and the length curriculum are fine-tuning's only).
+// It panics if c has no pretrain object.
 func (c *Config) PretrainStage() *Config {
 	pc := c.Train.Pretrain
 	p := *c

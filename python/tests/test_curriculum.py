@@ -4,7 +4,9 @@ an lm on text trains each stage's updates on windows of the stage's length
 and batch size drawn from the run's one random stream, so Go and this trainer
 log the same tokens at every line; a run stopped inside the curriculum and
 resumed ends with the same bytes; Go resumes a run this trainer stopped there
-with the training losses this trainer logs (1e-4); and a classifier's curriculum is refused."""
+with the training losses this trainer logs (1e-4); 2 processes make the
+updates 1 process makes (1e-5 of the largest weight), and a stage's batch
+must split over them; and a classifier's curriculum is refused."""
 import json
 import os
 import subprocess
@@ -18,6 +20,7 @@ sys.path[:0] = [HERE, PY]
 import gobin  # noqa: E402
 import tokenmix_torch  # noqa: E402
 from tokenmix_torch import config as cfgmod  # noqa: E402
+from tokenmix_torch import st  # noqa: E402
 
 STEPS = 12
 CUR = [{"len": 6, "steps": 3, "batch_size": 8}, {"len": 10, "steps": 4}]
@@ -121,6 +124,27 @@ class Runs(unittest.TestCase):
         for x, y in zip(a[4:], b[4:]):
             self.assertLessEqual(abs(x["loss"] - y["loss"]), TOL * abs(y["loss"]), f"step {y['step']}")
         self.assertEqual(tokenmix_torch.load_run(run).step, STEPS)
+
+    def test_processes(self):
+        # 2 processes make the updates 1 process makes, through the stages
+        # (every batch of the curriculum splits over them).
+        run = os.path.join(self.d, "two")
+        train("--config", self.cfg, "--data", self.text, "--out", run, "--nproc", "2")
+        path = os.path.join("ckpt", f"{STEPS:08d}", "weights.safetensors")
+        got, want = st.load(os.path.join(run, path))[0], st.load(os.path.join(self.trun, path))[0]
+        wmax = max(v.abs().max().item() for v in want.values())
+        for k, w in want.items():
+            self.assertLessEqual((got[k].double() - w.double()).abs().max().item(), 1e-5 * wmax, k)
+        self.assertEqual([m["tokens"] for m in metrics(run)], [m["tokens"] for m in metrics(self.trun)])
+
+    def test_stage_batch_splits(self):
+        cfg = write(os.path.join(self.d, "odd.json"),
+                    json.dumps(dict(LM, train=dict(LM["train"], curriculum=[{"len": 6, "steps": 2, "batch_size": 3}]))))
+        p = train("--config", cfg, "--data", self.text, "--out", os.path.join(self.d, "odd"), "--nproc", "2",
+                  check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("train.curriculum[0].batch_size 3 does not split over 2 processes", p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
 
     def test_classifier_refused(self):
         cls = {"vocab_size": 16, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "max_len": 12,

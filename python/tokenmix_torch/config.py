@@ -251,7 +251,8 @@ def curriculum(cs, tc):
         for r in CURRICULUM_KEYS:
             if r in st and not _int(st[r]):
                 raise ValueError(f"{k}{r}: want an integer, got {json.dumps(st[r])}")
-        s = {"len": int(st["len"]), "steps": int(st["steps"]), "batch_size": int(st.get("batch_size", tc["batch_size"]))}
+        s = {"len": int(st["len"]), "steps": int(st["steps"]),
+             "batch_size": int(st.get("batch_size", tc["batch_size"]))}
         if s["len"] < 1:
             raise ValueError(f"{k}len: must be ≥ 1, got {s['len']}")
         if s["len"] <= prev:

@@ -77,6 +77,10 @@ def prepare(o, world):
     if tc["batch_size"] % world:
         raise ValueError(f"train.batch_size {tc['batch_size']} does not split over {world} processes: "
                          "make it a multiple of the process count")
+    for i, st in enumerate(tc.get("curriculum", [])):
+        if st["batch_size"] % world:
+            raise ValueError(f"train.curriculum[{i}].batch_size {st['batch_size']} does not split over {world} "
+                             "processes: make it a multiple of the process count")
     Model(cfg)  # the mixer's options
     j.labels = None
     if cfg["task"] == "lm":
