@@ -38,22 +38,7 @@ func curriculumRun(t *testing.T, dir string, seen *[][2]int) (*run.Dir, *model.T
 	 "causal": true, "task": "lm", "mixer": {"kind": "full"},
 	 "train": {"batch_size": 4, "steps": 9, "lr": 0.003, "log_every": 2, "eval_every": 0, "seed": 5,
 	  "checkpoint_every": 2, "curriculum": [{"len": 8, "steps": 2, "batch_size": 2}, {"len": 12, "steps": 3}]}}`, info.Vocab, info.MaxLen)
-	c, err := model.ParseConfig([]byte(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := model.New[float32](c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Init(5)
-	d, err := run.Open(dir)
-	if err != nil {
-		d, err = run.Create(dir, []byte(cfg), run.Info{Task: "lm"})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, tr, c := newRun(t, dir, cfg)
 	main := TaskSource{L: data.NewLoader(task, data.Train, 4, true, 5, 0)}
 	src, err := NewCurriculum(c.Train, main, func(n, batch int) (Source, error) {
 		r := rc
@@ -67,7 +52,7 @@ func curriculumRun(t *testing.T, dir string, seen *[][2]int) (*run.Dir, *model.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d, model.NewTrainer(m), shapes{src, seen}
+	return d, tr, shapes{src, seen}
 }
 
 // TestCurriculumRun: the batches follow the curriculum's lengths and

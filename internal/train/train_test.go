@@ -26,6 +26,15 @@ func setup(t *testing.T, keep, every int) (*run.Dir, *model.Trainer[float32], So
 	 "causal": true, "task": "lm", "mixer": {"kind": "full"},
 	 "train": {"batch_size": 4, "steps": 7, "lr": 0.003, "log_every": 2, "eval_every": 0, "seed": 5,
 	  "checkpoint_every": %d, "keep_checkpoints": %d}}`, info.Vocab, info.MaxLen, every, keep)
+	d, tr, _ := newRun(t, t.TempDir()+"/r", cfg)
+	return d, tr, TaskSource{L: data.NewLoader(task, data.Train, 4, true, 5, 0)}
+}
+
+// newRun parses the lm config cfg, builds its model initialised from seed
+// 5 and a trainer, and opens the run directory dir, creating it with cfg
+// when it holds no run.
+func newRun(t *testing.T, dir, cfg string) (*run.Dir, *model.Trainer[float32], *model.Config) {
+	t.Helper()
 	c, err := model.ParseConfig([]byte(cfg))
 	if err != nil {
 		t.Fatal(err)
@@ -35,14 +44,14 @@ func setup(t *testing.T, keep, every int) (*run.Dir, *model.Trainer[float32], So
 		t.Fatal(err)
 	}
 	m.Init(5)
-	d, err := run.Open(t.TempDir() + "/r")
+	d, err := run.Open(dir)
 	if err != nil {
-		d, err = run.Create(t.TempDir()+"/r", []byte(cfg), run.Info{Task: "lm"})
+		d, err = run.Create(dir, []byte(cfg), run.Info{Task: "lm"})
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d, model.NewTrainer(m), TaskSource{L: data.NewLoader(task, data.Train, 4, true, 5, 0)}
+	return d, model.NewTrainer(m), c
 }
 
 // TestRunKeepCheckpoints: checkpoint_every 1 and keep_checkpoints K leave

@@ -148,15 +148,16 @@ class Curriculum:
     stage, drawn from the source's one random stream; then its own."""
 
     def __init__(self, src, stages, base=0):
-        self.src, self.k, self.shapes = src, 0, []
-        for s in stages:
-            self.shapes += [(s["batch_size"], s["len"])] * s["steps"]
-        self.base = base
+        self.src, self.stages, self.base, self.k = src, stages, base, 0
 
     def shape(self, step=None):
         """The (B, T) of run step step (default: the next batch's)."""
         i = (self.k if step is None else step) - self.base
-        return self.shapes[i] if 0 <= i < len(self.shapes) else (self.src.B, self.src.T)
+        for s in self.stages if i >= 0 else ():
+            if i < s["steps"]:
+                return s["batch_size"], s["len"]
+            i -= s["steps"]
+        return self.src.B, self.src.T
 
     def next(self, rows=None):
         B, T = self.shape()
