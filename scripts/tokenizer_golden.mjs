@@ -3,13 +3,17 @@
 // byte-pair merge). Writes tokenizer/testdata/:
 //   gpt2.tiktoken.gz, cl100k_base.tiktoken.gz   the rank files js-tiktoken ships
 //   golden_fuzz.jsonl.gz   10,000 seeded strings: text, pieces of each pattern, ids
+//   golden_trained.jsonl.gz  the ids that @huggingface/transformers gives with
+//                          tokenizer/testdata/trained_go.json (written by the Go
+//                          test TestTrainGolden) for 2,000 of the fuzzed strings and
+//                          the non-test .go files of net/http
 //   golden_files.jsonl.gz  per file of $GOROOT/src (non-test .go, outside testdata)
 //                          and of this repository's README.md and docs/*.md: the
 //                          text's SHA-256, and each encoding's id count and SHA-256
 //                          of the ids written as decimal numbers joined by ","
 //
 // Regenerate (Node 20; run from the repository root):
-//   mkdir -p /tmp/tkref && (cd /tmp/tkref && npm install js-tiktoken@1.0.21)
+//   mkdir -p /tmp/tkref && (cd /tmp/tkref && npm install --ignore-scripts js-tiktoken@1.0.21 @huggingface/transformers@4.3.2)
 //   NODE_PATH=/tmp/tkref/node_modules node scripts/tokenizer_golden.mjs "$(go env GOROOT)/src"
 //
 // JavaScript's \s differs from Unicode's White_Space on two characters (it has
@@ -25,6 +29,7 @@ import zlib from "node:zlib";
 
 const require = createRequire(path.join(process.env.NODE_PATH || ".", "x.js"));
 const { Tiktoken } = require("js-tiktoken/lite");
+const { PreTrainedTokenizer } = require("@huggingface/transformers");
 const ranks = {
   gpt2: require("js-tiktoken/ranks/gpt2"),
   cl100k: require("js-tiktoken/ranks/cl100k_base"),
@@ -88,6 +93,16 @@ for (let i = 0; i < 10000; i++) {
   fuzz.push(JSON.stringify(row));
 }
 fs.writeFileSync(`${out}/golden_fuzz.jsonl.gz`, zlib.gzipSync(fuzz.join("\n") + "\n", { level: 9 }));
+
+// The trained tokenizer through the Hugging Face reference.
+const hf = new PreTrainedTokenizer(JSON.parse(fs.readFileSync(`${out}/trained_go.json`, "utf8")), {});
+const trained = fuzz.slice(0, 2000).map((l) => JSON.parse(l).text);
+const httpDir = path.join(goSrc, "net/http");
+for (const f of fs.readdirSync(httpDir).sort()) {
+  if (f.endsWith(".go") && !f.endsWith("_test.go")) trained.push(fs.readFileSync(path.join(httpDir, f), "utf8"));
+}
+fs.writeFileSync(`${out}/golden_trained.jsonl.gz`, zlib.gzipSync(
+  trained.map((text) => JSON.stringify({ text, ids: hf.encode(text, { add_special_tokens: false }) })).join("\n") + "\n", { level: 9 }));
 
 // Files: Go's sources and this repository's docs.
 function walk(dir, rel, acc) {

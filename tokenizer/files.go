@@ -456,8 +456,11 @@ func parseMerges(raw json.RawMessage, ids map[string]int32) ([][2]int32, error) 
 func (t *Tokenizer) WriteJSON(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	q := func(s string) string {
-		b, _ := json.Marshal(s)
-		return string(b)
+		var b bytes.Buffer
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		e.Encode(s)
+		return strings.TrimSuffix(b.String(), "\n")
 	}
 	fmt.Fprintf(bw, "{\n  \"version\": \"1.0\",\n  \"truncation\": null,\n  \"padding\": null,\n  \"added_tokens\": [")
 	for i, s := range t.special {

@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
-	"os"
 	"strconv"
-	"strings"
 
 	"github.com/tokenmix/tokenmix/internal/bench"
 	"github.com/tokenmix/tokenmix/internal/kernels"
@@ -18,27 +15,9 @@ import (
 // sub-command parses its flags, calls its protocol in internal/bench and
 // prints the result; this file holds the flags they share.
 func runBench(ctx context.Context, args []string) error {
-	cs := benchCommands()
-	names := strings.Join(sortedNames(cs), ", ")
-	if len(args) == 0 {
-		return usageErr("bench: want one of: %s (tokenmix help bench)", names)
-	}
-	if args[0] == "-h" || args[0] == "--help" {
-		fmt.Printf("usage: tokenmix bench %s\n\n%s.\n\nbenchmarks:\n", commands()["bench"].synopsis, upperFirst(commands()["bench"].summary))
-		for _, n := range sortedNames(cs) {
-			fmt.Fprintf(os.Stdout, "  %-8s %s\n", n, cs[n].summary)
-		}
-		fmt.Println("\nRun 'tokenmix help bench NAME' for a benchmark's flags.")
-		return errHelp
-	}
-	c, ok := cs[args[0]]
-	if !ok {
-		return usageErr("bench: unknown benchmark %q (want one of: %s)", args[0], names)
-	}
-	return c.run(ctx, args[1:])
+	return runGroup(ctx, "bench", "benchmark", args)
 }
 
-// gemmFlags are the flags `bench gemm` and `bench peak` share.
 type gemmFlags struct {
 	fs                 *flag.FlagSet
 	asJSON             *bool

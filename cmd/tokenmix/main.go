@@ -40,7 +40,7 @@ import (
 	"github.com/tokenmix/tokenmix/internal/parallel"
 )
 
-// command is one subcommand, or one `bench` sub-command.
+// command is one subcommand, or one sub-command of `bench` or `tokenizer`.
 type command struct {
 	synopsis string // the arguments after the command's name
 	summary  string
@@ -83,6 +83,8 @@ func commands() map[string]command {
 			"list the built-in arena presets", runPresets, false, false},
 		"serve": {"--run NAME=DIR [--run NAME=DIR …] [--addr 127.0.0.1:8080] [--token-file F] [flags]",
 			"serve models over HTTP: classify, score and OpenAI-style completions, batched, with metrics", runServe, true, true},
+		"tokenizer": {"<" + strings.Join(sortedNames(tokenizerCommands()), "|") + "> [flags]",
+			"train, inspect and run byte-level BPE tokenizers (tokenizer.json, tiktoken rank files)", runTokenizer, false, false},
 		"version": {"[--json]",
 			"print the module version and VCS revision", runVersion, false, false},
 	}
@@ -244,10 +246,38 @@ func sortedNames(cs map[string]command) []string {
 	return names
 }
 
+// groups lists the commands that have sub-commands, with their lists.
+func groups() map[string]func() map[string]command {
+	return map[string]func() map[string]command{"bench": benchCommands, "tokenizer": tokenizerCommands}
+}
+
+// runGroup runs the sub-command args[0] of group (bench, tokenizer).
+func runGroup(ctx context.Context, group, what string, args []string) error {
+	cs := groups()[group]()
+	names := strings.Join(sortedNames(cs), ", ")
+	if len(args) == 0 {
+		return usageErr("%s: want one of: %s (tokenmix help %s)", group, names, group)
+	}
+	if args[0] == "-h" || args[0] == "--help" {
+		c := commands()[group]
+		fmt.Printf("usage: tokenmix %s %s\n\n%s.\n\n%ss:\n", group, c.synopsis, upperFirst(c.summary), what)
+		for _, n := range sortedNames(cs) {
+			fmt.Fprintf(os.Stdout, "  %-8s %s\n", n, cs[n].summary)
+		}
+		fmt.Printf("\nRun 'tokenmix help %s NAME' for a %s's flags.\n", group, what)
+		return errHelp
+	}
+	c, ok := cs[args[0]]
+	if !ok {
+		return usageErr("%s: unknown %s %q (want one of: %s)", group, what, args[0], names)
+	}
+	return c.run(ctx, args[1:])
+}
+
 // lookup returns the command of a flag set's name: "train" or "bench gemm".
 func lookup(name string) command {
-	if sub, ok := strings.CutPrefix(name, "bench "); ok {
-		return benchCommands()[sub]
+	if group, sub, ok := strings.Cut(name, " "); ok {
+		return groups()[group]()[sub]
 	}
 	return commands()[name]
 }
