@@ -12,9 +12,14 @@ import (
 	"strings"
 )
 
-// maxID bounds the ids a file may give, so that a damaged file cannot make
-// the loader allocate without limit.
+// maxID bounds the ids a file may give; idLimit bounds them by the number
+// of tokens, so that a damaged file cannot make the loader allocate far
+// beyond its size.
 const maxID = 1 << 24
+
+// idLimit is the bound on ids for a file of n tokens: ids may leave holes,
+// but fewer than n + 1024 of them.
+func idLimit(n int) int { return min(2*n+1024, maxID) }
 
 // Open reads a tokenizer file: a Hugging Face tokenizer.json, or a
 // tiktoken rank file (one "base64-token rank" per line). A rank file
@@ -57,7 +62,11 @@ func ReadTiktoken(r io.Reader, p Pattern, special []Special) (*Tokenizer, error)
 	if _, ok := patternNames[p]; !ok {
 		return nil, fmt.Errorf("invalid pattern %d", int(p))
 	}
-	var tokens []string
+	type entry struct {
+		rank int
+		tok  string
+	}
+	var entries []entry
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	seen := map[int]int{}
@@ -82,13 +91,21 @@ func ReadTiktoken(r io.Reader, p Pattern, special []Special) (*Tokenizer, error)
 			return nil, fmt.Errorf("line %d: rank %d is already the rank of line %d", line, rank, prev)
 		}
 		seen[rank] = line
-		for len(tokens) <= rank {
-			tokens = append(tokens, "")
-		}
-		tokens[rank] = string(tok)
+		entries = append(entries, entry{rank, string(tok)})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
+	}
+	limit := idLimit(len(entries) + len(special))
+	tokens := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.rank >= limit {
+			return nil, fmt.Errorf("line %d: rank %d out of range [0, %d) for a file of %d tokens", seen[e.rank], e.rank, limit, len(entries))
+		}
+		for len(tokens) <= e.rank {
+			tokens = append(tokens, "")
+		}
+		tokens[e.rank] = e.tok
 	}
 	tokens, err := addSpecials(tokens, special)
 	if err != nil {
@@ -99,9 +116,10 @@ func ReadTiktoken(r io.Reader, p Pattern, special []Special) (*Tokenizer, error)
 
 // addSpecials places the special tokens' contents at their ids.
 func addSpecials(tokens []string, special []Special) ([]string, error) {
+	limit := idLimit(len(tokens) + len(special))
 	for _, s := range special {
-		if s.ID < 0 || s.ID >= maxID {
-			return nil, fmt.Errorf("special token %q: id %d out of range [0, %d)", s.Content, s.ID, maxID)
+		if s.ID < 0 || s.ID >= limit {
+			return nil, fmt.Errorf("special token %q: id %d out of range [0, %d)", clip(s.Content), s.ID, limit)
 		}
 		if s.Content == "" {
 			return nil, fmt.Errorf("special token %d: empty content", s.ID)
@@ -263,7 +281,9 @@ func ParseJSON(b []byte) (*Tokenizer, error) {
 	}
 	byLevel := make(map[string]int32, len(tokens))
 	for id, s := range tokens {
-		byLevel[toByteLevel(s)] = int32(id)
+		if s != "" {
+			byLevel[toByteLevel(s)] = int32(id)
+		}
 	}
 	merges, err := parseMerges(m.Merges, byLevel)
 	if err != nil {
@@ -273,8 +293,8 @@ func ParseJSON(b []byte) (*Tokenizer, error) {
 	// pre-tokenizer only where the caller allows it (EncodeSpecial).
 	var special []Special
 	for i, a := range f.AddedTokens {
-		if a.ID < 0 || a.ID >= maxID {
-			return nil, fmt.Errorf("added_tokens[%d].id: %d out of range [0, %d)", i, a.ID, maxID)
+		if limit := idLimit(len(tokens) + len(f.AddedTokens)); a.ID < 0 || a.ID >= limit {
+			return nil, fmt.Errorf("added_tokens[%d].id: %d out of range [0, %d)", i, a.ID, limit)
 		}
 		if a.Content == "" {
 			return nil, fmt.Errorf("added_tokens[%d].content: empty", i)
@@ -359,8 +379,8 @@ func parsePreTokenizer(raw json.RawMessage) (Pattern, error) {
 }
 
 // parseVocab reads model.vocab, an object from byte-level token to id, in
-// file order so that a repeated token is seen; ids are unique and in
-// [0, 2^24), and the ids no token has are holes.
+// file order so that a repeated token is seen; ids are unique and below
+// idLimit, and the ids no token has are holes.
 func parseVocab(raw json.RawMessage) ([]string, error) {
 	if isNull(raw) {
 		return nil, fmt.Errorf("model.vocab: missing")
@@ -394,10 +414,10 @@ func parseVocab(raw json.RawMessage) ([]string, error) {
 		seen[key] = true
 		keys, ids = append(keys, key), append(ids, id)
 	}
-	size := 0
+	size, limit := 0, idLimit(len(keys))
 	for i, key := range keys {
-		if ids[i] < 0 || ids[i] >= maxID {
-			return nil, fmt.Errorf("model.vocab[%q]: id %d out of range [0, %d)", clip(key), ids[i], maxID)
+		if ids[i] < 0 || ids[i] >= limit {
+			return nil, fmt.Errorf("model.vocab[%q]: id %d out of range [0, %d) for %d tokens", clip(key), ids[i], limit, len(keys))
 		}
 		size = max(size, ids[i]+1)
 	}
