@@ -28,12 +28,16 @@ type Prediction struct {
 
 // Score is a causal lm's score of one sequence of n tokens: LogProbs[t−1]
 // is log p(token t | tokens before t) for t = 1…n−1 (position 0 has no
-// context), in nats; Nats is minus their sum and BitsPerToken that over
-// (n−1)·ln 2.
+// context), in nats; Nats is minus their sum, BitsPerToken that over
+// (n−1)·ln 2, and BitsPerByte that over ln 2 times the bytes of tokens
+// 1…n−1 (one each for a byte-level model, the token's bytes through a
+// tokenizer), so that models of different tokenizers compare; it is 0
+// when those tokens have no bytes.
 type Score struct {
 	LogProbs     []float32 `json:"log_probs"`
 	Nats         float64   `json:"nats"`
 	BitsPerToken float64   `json:"bits_per_token"`
+	BitsPerByte  float64   `json:"bits_per_byte"`
 }
 
 // maxBatchTokens caps the B·T of one forward, so a large call runs as
@@ -112,6 +116,9 @@ func (m *Model) Score(ctx context.Context, seqs [][]int32) ([]Score, error) {
 			sc.Nats -= lp
 		}
 		sc.BitsPerToken = sc.Nats / float64(len(s)-1) / math.Ln2
+		if n := len(m.appendText(nil, s[1:]...)); n > 0 {
+			sc.BitsPerByte = sc.Nats / float64(n) / math.Ln2
+		}
 		scores[i] = sc
 	})
 	if err != nil {

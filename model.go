@@ -8,6 +8,7 @@ import (
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/run"
+	"github.com/tokenmix/tokenmix/tokenizer"
 )
 
 // Model is a trained model loaded for inference. A Model is safe for
@@ -18,6 +19,7 @@ type Model struct {
 	threads int
 	net     *model.Model[float32] // weights plus the one workspace
 	passes  chan struct{}         // cap 1: the one pass the workspace holds
+	tok     *tokenizer.Tokenizer  // nil: text is bytes
 }
 
 // Config is a model's resolved configuration (config.json), as Model.Config
@@ -44,6 +46,9 @@ type Config struct {
 	// SeqLen is the training window (train.seq_len), 0 when the config has
 	// no train object: positions beyond it were never trained.
 	SeqLen int
+	// Tokenizer is the pattern of the tokenizer the model reads text
+	// through ("gpt2", "cl100k", "o200k"), or "" for byte-level text.
+	Tokenizer string
 	// JSON is config.json as stored with the model.
 	JSON json.RawMessage
 }
@@ -131,7 +136,7 @@ func Load(dir string, opts ...Option) (*Model, error) {
 	}
 	mc := net.Config
 	net.Threads = o.threads
-	m := &Model{threads: o.threads, net: net, passes: make(chan struct{}, 1), cfg: Config{
+	m := &Model{threads: o.threads, net: net, passes: make(chan struct{}, 1), tok: st.Tokenizer, cfg: Config{
 		VocabSize: mc.VocabSize, DModel: mc.DModel, NHeads: mc.NHeads, NLayers: mc.NLayers, DFF: mc.DFF,
 		MaxLen: mc.MaxLen, Causal: mc.Causal, Task: mc.Task, NClasses: mc.NClasses, PadID: mc.PadID,
 		Mixer: mc.Kind().Name, JSON: st.Config, LabelNames: st.Labels, Step: st.Step,
@@ -141,6 +146,9 @@ func Load(dir string, opts ...Option) (*Model, error) {
 		net.Seed = mc.Train.Seed
 	}
 	net.Step = m.cfg.Step
+	if m.tok != nil {
+		m.cfg.Tokenizer = m.tok.Pattern().String()
+	}
 	m.cfg.Precision = o.precision
 	if o.precision == "bf16" {
 		if err := net.UseBF16(); err != nil {
@@ -162,16 +170,66 @@ func (m *Model) Config() Config {
 	return c
 }
 
-// Encode returns the bytes of text as token ids 0–255, the byte-level
-// vocabulary tokenmix trains on text with. A model that pads needs its
-// pad_id outside 0–255 for text input (vocab_size ≥ 257); otherwise a byte
-// equal to pad_id is read as padding.
+// Encode returns the token ids of text: through the model's tokenizer
+// when its config names one (special tokens' contents in text encode as
+// ordinary text), else the bytes of text as ids 0–255, the byte-level
+// vocabulary. A byte-level model that pads needs its pad_id outside 0–255
+// for text input (vocab_size ≥ 257); otherwise a byte equal to pad_id is
+// read as padding.
 func (m *Model) Encode(text string) []int32 {
+	if m.tok != nil {
+		ids := m.tok.Encode(text)
+		out := make([]int32, len(ids))
+		for i, id := range ids {
+			out[i] = int32(id)
+		}
+		return out
+	}
 	ids := make([]int32, len(text))
 	for i := 0; i < len(text); i++ {
 		ids[i] = int32(text[i])
 	}
 	return ids
+}
+
+// Tokenizer returns the tokenizer the model reads text through, or nil for
+// a byte-level model.
+func (m *Model) Tokenizer() *tokenizer.Tokenizer { return m.tok }
+
+// Decode returns the text of ids, Encode's inverse: the bytes of their
+// tokens, or for a byte-level model the bytes the ids are. The result is
+// not valid UTF-8 where ids split a character. An id that is no token (for
+// a byte-level model, outside 0–255) is an error naming it.
+func (m *Model) Decode(ids []int32) (string, error) {
+	return string(m.appendText(nil, ids...)), m.checkText(ids)
+}
+
+// checkText returns an error naming the first id of ids that is no token.
+func (m *Model) checkText(ids []int32) error {
+	for i, id := range ids {
+		if m.tok != nil {
+			if _, ok := m.tok.Token(int(id)); ok {
+				continue
+			}
+		} else if id >= 0 && id < 256 {
+			continue
+		}
+		return fmt.Errorf("tokenmix: Decode: ids[%d] = %d is not a token of this model's text", i, id)
+	}
+	return nil
+}
+
+// appendText appends the bytes of the ids that are tokens to dst.
+func (m *Model) appendText(dst []byte, ids ...int32) []byte {
+	for _, id := range ids {
+		if m.tok != nil {
+			s, _ := m.tok.Token(int(id))
+			dst = append(dst, s...)
+		} else if id >= 0 && id < 256 {
+			dst = append(dst, byte(id))
+		}
+	}
+	return dst
 }
 
 // acquire waits for the model's pass slot or ctx.

@@ -14,9 +14,11 @@ import (
 // evalResult is what `tokenmix eval --json` prints.
 type evalResult struct {
 	// Inputs is the number of labelled inputs (classify), scored bytes
-	// (lm) or scored targets (--task); Windows the number of windows, or
-	// of a task's sequences, scored (lm).
+	// (lm) or scored targets (--task); Tokens, for an lm that reads text
+	// through a tokenizer, the tokens that cover those bytes; Windows the
+	// number of windows, or of a task's sequences, scored (lm).
 	Inputs      int      `json:"inputs"`
+	Tokens      int      `json:"tokens,omitempty"`
 	Windows     int      `json:"windows,omitempty"`
 	Loss        float64  `json:"loss"`               // mean cross-entropy, nats
 	Accuracy    *float64 `json:"accuracy,omitempty"` // classify, or a task measured by accuracy
@@ -120,7 +122,7 @@ func runEval(ctx context.Context, args []string) error {
 // evalClassify scores labelled JSONL lines: labels are the model's label
 // names, or class indices for a model without names.
 func evalClassify(ctx context.Context, m *tokenmix.Model, path string) (evalResult, error) {
-	recs, err := readInputs(path, true)
+	recs, err := readInputs(path, true, m)
 	if err != nil {
 		return evalResult{}, err
 	}
@@ -185,11 +187,13 @@ func evalTask(ctx context.Context, m *tokenmix.Model, arg string, s data.Split) 
 	return r, info, nil
 }
 
-// scoreText scores every byte of text after the first with a causal lm, in
-// windows of W tokens, W the training window (train.seq_len, else
-// max_len), that step by W−context (data.Windows): the first window
-// scores all its bytes, each later one only its last W−context, so every
-// byte is scored once with at least context bytes before it.
+// scoreText scores every token of text after the first with a causal lm
+// (its bytes, or its tokenizer's ids), in windows of W tokens, W the
+// training window (train.seq_len, else max_len), that step by W−context
+// (data.Windows): the first window scores all its tokens, each later one
+// only its last W−context, so every token is scored once with at least
+// context tokens before it. Bits per byte divide by the bytes the scored
+// tokens cover.
 func scoreText(ctx context.Context, m *tokenmix.Model, text []byte, context int) (evalResult, error) {
 	c := m.Config()
 	W := c.MaxLen
@@ -200,12 +204,14 @@ func scoreText(ctx context.Context, m *tokenmix.Model, text []byte, context int)
 		context = 3 * W / 4
 	}
 	if W < 1 || context >= W {
-		return evalResult{}, fmt.Errorf("eval: --context %d must be below the window of %d bytes", context, W)
+		return evalResult{}, fmt.Errorf("eval: --context %d must be below the window of %d tokens", context, W)
 	}
-	if len(text) < 2 {
-		return evalResult{}, fmt.Errorf("eval: the text has %d bytes; scoring needs at least 2", len(text))
+	tk := m.Tokenizer()
+	x := textOf(text, tk)
+	if x.Len() < 2 {
+		return evalResult{}, fmt.Errorf("eval: the text has %d tokens; scoring needs at least 2", x.Len())
 	}
-	task, err := textTask(text, W, context)
+	task, err := textTask(x, W, context, tk)
 	if err != nil {
 		return evalResult{}, err
 	}
@@ -213,7 +219,11 @@ func scoreText(ctx context.Context, m *tokenmix.Model, text []byte, context int)
 	if err != nil {
 		return evalResult{}, err
 	}
-	return evalResult{Inputs: ev.Targets, Windows: ev.Examples, Loss: ev.Loss, BitsPerByte: ev.Metric}, nil
+	r := evalResult{Inputs: ev.Bytes, Windows: ev.Examples, Loss: ev.Loss, BitsPerByte: ev.Metric}
+	if tk != nil {
+		r.Tokens = ev.Targets
+	}
+	return r, nil
 }
 
 // evalBatch is the number of inputs, or of 64-token windows, per call of

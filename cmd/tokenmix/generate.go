@@ -16,12 +16,12 @@ type stopFlags []string
 func (s *stopFlags) String() string     { return strings.Join(*s, ",") }
 func (s *stopFlags) Set(v string) error { *s = append(*s, v); return nil }
 
-// runGenerate is `tokenmix generate`: continue a prompt with a causal
-// byte-level lm, writing the bytes to stdout as they are produced.
+// runGenerate is `tokenmix generate`: continue a prompt with a causal lm,
+// writing the bytes of its tokens to stdout as they are produced.
 func runGenerate(ctx context.Context, args []string) error {
 	fs := newFlags("generate")
 	dir := fs.String("run", "", "run directory or exported model (a causal lm)")
-	prompt := fs.String("prompt", "", "the text to continue (its bytes are the tokens)")
+	prompt := fs.String("prompt", "", "the text to continue (its bytes are the tokens, or its tokenizer's ids where the model has one)")
 	maxTokens := fs.Int("max-tokens", 256, "most tokens to generate (0: until max_len)")
 	temp := fs.Float64("temperature", 0.8, "sampling temperature; 0 picks the most probable token")
 	topK := fs.Int("top-k", 0, "draw from the k most probable tokens only (0: all)")
@@ -31,7 +31,7 @@ func runGenerate(ctx context.Context, args []string) error {
 	fs.Var(&stops, "stop", "stop when the output ends with this text, which is left out (repeatable)")
 	step := fs.Int("checkpoint", -1, "the checkpoint of the run to use (default: the newest)")
 	precision := fs.String("precision", "fp32", "precision of the matrix products: fp32, or bf16 (bf16 products, float32 sums)")
-	asJSON := fs.Bool("json", false, "print one JSON object per token (id; text, the byte, replaced by U+FFFD when it is not valid UTF-8 alone; log_prob), then one with the finish reason")
+	asJSON := fs.Bool("json", false, "print one JSON object per token (id; text, the token's bytes, each byte that is not valid UTF-8 alone replaced by U+FFFD; log_prob), then one with the finish reason")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -51,9 +51,13 @@ func runGenerate(ctx context.Context, args []string) error {
 	enc := json.NewEncoder(w)
 	o.OnToken = func(tk tokenmix.Token) error {
 		if *asJSON {
-			return enc.Encode(map[string]any{"id": tk.ID, "text": string([]byte{byte(tk.ID)}), "log_prob": tk.LogProb})
+			return enc.Encode(map[string]any{"id": tk.ID, "text": m.Text([]int32{tk.ID}), "log_prob": tk.LogProb})
 		}
-		if err := w.WriteByte(byte(tk.ID)); err != nil {
+		b, err := m.Decode([]int32{tk.ID})
+		if err != nil {
+			return err
+		}
+		if _, err := w.WriteString(b); err != nil {
 			return err
 		}
 		return w.Flush()

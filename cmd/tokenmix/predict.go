@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/tokenmix/tokenmix"
@@ -32,7 +31,7 @@ func runPredict(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	recs, err := readInputs(*input, false)
+	recs, err := readInputs(*input, false, m)
 	if err != nil {
 		return err
 	}
@@ -80,12 +79,18 @@ func loadModel(dir string, step int, precision string) (*tokenmix.Model, error) 
 
 // readInputs reads JSONL or plain text lines from path, or stdin when path
 // is empty; labelled asks for a "label" on every line (and JSONL only).
-func readInputs(path string, labelled bool) ([]data.Record, error) {
+func readInputs(path string, labelled bool, m *tokenmix.Model) ([]data.Record, error) {
+	var recs []data.Record
+	var err error
 	if path != "" {
-		return data.ReadRecords(path, labelled, !labelled)
+		recs, err = data.ReadRecords(path, labelled, !labelled)
+	} else {
+		recs, err = data.ParseRecords(os.Stdin, "stdin", labelled, !labelled)
 	}
-	var r io.Reader = os.Stdin
-	return data.ParseRecords(r, "stdin", labelled, !labelled)
+	if err == nil {
+		retokenize(recs, m.Tokenizer())
+	}
+	return recs, err
 }
 
 // checkInputs checks every record against the model's limits, naming the

@@ -15,6 +15,7 @@ import (
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/run"
 	"github.com/tokenmix/tokenmix/internal/train"
+	"github.com/tokenmix/tokenmix/tokenizer"
 )
 
 // runTrain is `tokenmix train`: a byte-level language model on a text file
@@ -66,6 +67,9 @@ func runTrain(ctx context.Context, args []string) error {
 			if c2.Train == nil {
 				c2.Train = model.DefaultTrainConfig(c2)
 			}
+			if c2.Tokenizer != "" { // the run keeps its copy
+				c2.Tokenizer, c2.TokenizerPattern = cfg.Tokenizer, cfg.TokenizerPattern
+			}
 			a, _ := json.Marshal(cfg)
 			b, _ := json.Marshal(c2)
 			if string(a) != string(b) {
@@ -87,6 +91,22 @@ func runTrain(ctx context.Context, args []string) error {
 				return usageErr("train --precision: %v", err)
 			}
 		}
+	}
+	// The tokenizer the config names: the run's copy, or the file beside
+	// the config, which the new run copies as tokenizer.json.
+	tokDir := filepath.Dir(*cfgPath)
+	if *resume {
+		tokDir = *out
+	}
+	tk, err := run.OpenTokenizer(tokDir, cfg)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if tk != nil {
+		if *taskArg != "" {
+			return usageErr("train: the config's tokenizer applies to text (--data), not to --task, whose tokens are the task's")
+		}
+		cfg.Tokenizer, cfg.TokenizerPattern = run.TokenizerName, ""
 	}
 	lmJSONL := cfg.Task == "lm" && strings.HasSuffix(*dataPath, ".jsonl")
 	if *valPath != "" && cfg.Task != "classify" && !lmJSONL {
@@ -125,7 +145,7 @@ func runTrain(ctx context.Context, args []string) error {
 		src = train.TaskSource{L: data.NewLoader(task, data.Train, tc.BatchSize, true, tc.Seed, 0)}
 		val = task
 	case lmJSONL:
-		task, err := sequenceTask(cfg, *dataPath, *valPath, *valFrac)
+		task, err := sequenceTask(cfg, tk, *dataPath, *valPath, *valFrac)
 		if err != nil {
 			return err
 		}
@@ -134,26 +154,34 @@ func runTrain(ctx context.Context, args []string) error {
 		src = train.TaskSource{L: data.NewLoader(task, data.Train, tc.BatchSize, true, tc.Seed, 0)}
 		val = task
 	case cfg.Task == "lm":
-		if cfg.VocabSize < 256 {
+		if cfg.VocabSize < 256 && tk == nil {
 			return fmt.Errorf("train: byte-level text needs vocab_size ≥ 256, the config has %d", cfg.VocabSize)
 		}
 		corpus, err := data.LoadText(*dataPath, *valFrac, tc.SeqLen)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "%d parameters; %d training and %d validation bytes; %d steps\n",
-			m.NumParams(), len(corpus.Train), len(corpus.Val), tc.Steps)
-		ts, err := train.NewTextSource(corpus.Train, tc.BatchSize, tc.SeqLen, tc.Seed)
+		trainText, valText := textOf(corpus.Train, tk), textOf(corpus.Val, tk)
+		unit := "bytes"
+		if tk != nil {
+			unit = "tokens"
+			if trainText.Len() <= tc.SeqLen || valText.Len() <= tc.SeqLen {
+				return fmt.Errorf("train: %s: %d training and %d validation tokens is too little for windows of %d tokens", *dataPath, trainText.Len(), valText.Len(), tc.SeqLen+1)
+			}
+		}
+		fmt.Fprintf(os.Stderr, "%d parameters; %d training and %d validation %s; %d steps\n",
+			m.NumParams(), trainText.Len(), valText.Len(), unit, tc.Steps)
+		ts, err := train.NewTextSource(trainText, tc.BatchSize, tc.SeqLen, tc.Seed)
 		if err != nil {
 			return err
 		}
 		src = ts
 		stage = func(n, batch int) (train.Source, error) { return ts.WithLen(batch, n) }
-		if val, err = textTask(corpus.Val, tc.SeqLen, 0); err != nil {
+		if val, err = textTask(valText, tc.SeqLen, 0, tk); err != nil {
 			return err
 		}
 	case cfg.Task == "classify":
-		task, err := labeledTask(cfg, *dataPath, *valPath, *valFrac)
+		task, err := labeledTask(cfg, tk, *dataPath, *valPath, *valFrac)
 		if err != nil {
 			return err
 		}
@@ -187,6 +215,12 @@ func runTrain(ctx context.Context, args []string) error {
 	if d == nil {
 		cb, _ := json.MarshalIndent(cfg, "", "  ")
 		cb = append(cb, '\n')
+		if tk != nil {
+			// Before run.json: a complete run has its tokenizer.
+			if err := run.WriteTokenizer(*out, tk); err != nil {
+				return err
+			}
+		}
 		if d, err = run.Create(*out, cb, run.Info{Task: cfg.Task, LabelNames: labels}); err != nil {
 			return err
 		}
@@ -237,15 +271,59 @@ func runTrain(ctx context.Context, args []string) error {
 	return nil
 }
 
-// textTask is byte-level text as the validation split of a task, in
-// windows of T tokens with at least context bytes of context per scored
-// byte (0: fixed windows): what train validates on and eval scores.
-func textTask(text []byte, T, context int) (*data.TextTask, error) {
+// textTask is text as the validation split of a task, in windows of T
+// tokens with at least context tokens of context per scored token (0:
+// fixed windows): what train validates on and eval scores. With a
+// tokenizer, the task's bits per byte count each token's bytes.
+func textTask(text data.Text, T, context int, tk *tokenizer.Tokenizer) (*data.TextTask, error) {
 	w, err := data.NewWindows(text, T, context)
 	if err != nil {
 		return nil, err
 	}
-	return data.NewTextTask("text", nil, w, nil), nil
+	task := data.NewTextTask("text", nil, w, nil)
+	if tk != nil {
+		lens := make([]int, tk.VocabSize())
+		for id := range lens {
+			s, _ := tk.Token(id)
+			lens[id] = len(s)
+		}
+		task.WithTokens(tk.VocabSize(), lens)
+	}
+	return task, nil
+}
+
+// textOf is text as the model reads it: its bytes, or the ids of tk.
+func textOf(b []byte, tk *tokenizer.Tokenizer) data.Text {
+	if tk == nil {
+		return data.BytesText(b)
+	}
+	return data.IDText(encodeIDs(tk, string(b)))
+}
+
+// encodeIDs is tk's ids of s as int32.
+func encodeIDs(tk *tokenizer.Tokenizer, s string) []int32 {
+	ids := tk.Encode(s)
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+// retokenize replaces the byte tokens of the "text" records by tk's ids.
+func retokenize(recs []data.Record, tk *tokenizer.Tokenizer) {
+	if tk == nil {
+		return
+	}
+	for i := range recs {
+		if recs[i].Text {
+			b := make([]byte, len(recs[i].Tokens))
+			for j, t := range recs[i].Tokens {
+				b[j] = byte(t)
+			}
+			recs[i].Tokens = encodeIDs(tk, string(b))
+		}
+	}
 }
 
 // listTask builds the task of command cmd's --task, a name or a JSON object
@@ -288,11 +366,18 @@ func listTask(cmd, arg string, cfg *model.Config) (data.Task, error) {
 
 // sequenceTask reads an lm's JSONL training (and validation) lines for
 // cfg (data.NewSequences).
-func sequenceTask(cfg *model.Config, trainPath, valPath string, valFrac float64) (*data.Labeled, error) {
+func sequenceTask(cfg *model.Config, tk *tokenizer.Tokenizer, trainPath, valPath string, valFrac float64) (*data.Labeled, error) {
 	recs, val, err := readSplits(trainPath, valPath, false)
 	if err != nil {
 		return nil, err
 	}
+	for _, r := range append(recs[:len(recs):len(recs)], val...) {
+		if tk != nil && r.Text && r.Targets != nil {
+			return nil, fmt.Errorf("train: %s: \"targets\" with \"text\" under a tokenizer: the targets would not align with its tokens; give \"tokens\"", r.Where)
+		}
+	}
+	retokenize(recs, tk)
+	retokenize(val, tk)
 	return data.NewSequences(recs, val, data.Limits{Vocab: cfg.VocabSize, MaxLen: cfg.MaxLen, PadID: -1}, valFrac, cfg.Train.Seed)
 }
 
@@ -349,11 +434,13 @@ func checkMaskID(cfg *model.Config, sets ...[]data.Record) error {
 
 // labeledTask reads a classifier's JSONL training (and validation) lines
 // for cfg: n_classes must equal the number of distinct training labels.
-func labeledTask(cfg *model.Config, trainPath, valPath string, valFrac float64) (*data.Labeled, error) {
+func labeledTask(cfg *model.Config, tk *tokenizer.Tokenizer, trainPath, valPath string, valFrac float64) (*data.Labeled, error) {
 	recs, val, err := readSplits(trainPath, valPath, true)
 	if err != nil {
 		return nil, err
 	}
+	retokenize(recs, tk)
+	retokenize(val, tk)
 	if err := checkMaskID(cfg, recs, val); err != nil {
 		return nil, err
 	}

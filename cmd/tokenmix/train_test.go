@@ -134,7 +134,7 @@ func TestEvaluationAgrees(t *testing.T) {
 	}
 	all, _ := data.ReadText(corpus)
 	c, _ := data.SplitText(all, 0.05)
-	w, err := data.NewWindows(c.Val, 16, 0)
+	w, err := data.NewWindows(data.BytesText(c.Val), 16, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,9 @@ type Eval struct {
 	// Accuracy is the fraction of scored targets that are their logits'
 	// Argmax.
 	Accuracy float64
-	// Metric is the task's metric: Accuracy, or BitsPerByte = Loss / ln 2.
+	// Metric is the task's metric: Accuracy, or bits per byte: the
+	// scored targets' cross-entropy summed in bits over their bytes
+	// (Loss / ln 2 for byte-level text).
 	Metric float64
 	// StdErr is Metric's standard error, counting the targets as
 	// independent draws: √(p(1−p)/Targets) for accuracy, the per-target
@@ -26,9 +28,10 @@ type Eval struct {
 	// per byte. Neighbouring targets of one example are correlated, so for
 	// language models it understates the error.
 	StdErr float64
-	// Targets is the number of scored targets (bytes, for text);
+	// Targets is the number of scored targets (bytes, for byte-level
+	// text); Bytes, for a bits-per-byte task, the bytes they cover;
 	// Examples the number of examples (windows) run.
-	Targets, Examples int
+	Targets, Bytes, Examples int
 }
 
 // Evaluate scores split s of task with fwd, the one evaluator of
@@ -75,6 +78,9 @@ func Evaluate(fwd Forward, task Task, s Split, batch, maxBatches, bucket int) (E
 				correct++
 			}
 			ev.Targets++
+			if info.TokenBytes != nil {
+				ev.Bytes += info.TokenBytes[t]
+			}
 		}
 		ev.Examples += b.B
 	}
@@ -87,8 +93,16 @@ func Evaluate(fwd Forward, task Task, s Split, batch, maxBatches, bucket int) (E
 	ev.Metric = ev.Accuracy
 	ev.StdErr = math.Sqrt(ev.Accuracy * (1 - ev.Accuracy) / n)
 	if info.Metric == BitsPerByte {
-		ev.Metric = ev.Loss / math.Ln2
-		ev.StdErr = math.Sqrt(max(sq/n-ev.Loss*ev.Loss, 0)/n) / math.Ln2
+		// Per byte: the targets' bits over their bytes (one each at
+		// byte level), the standard error scaled alike.
+		perByte := 1.0
+		if info.TokenBytes == nil {
+			ev.Bytes = ev.Targets
+		} else if ev.Bytes > 0 {
+			perByte = n / float64(ev.Bytes)
+		}
+		ev.Metric = ev.Loss / math.Ln2 * perByte
+		ev.StdErr = math.Sqrt(max(sq/n-ev.Loss*ev.Loss, 0)/n) / math.Ln2 * perByte
 	}
 	return ev, nil
 }

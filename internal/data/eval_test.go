@@ -61,7 +61,7 @@ func TestEvaluate(t *testing.T) {
 	for _, tc := range []struct{ T, context, batch, maxBatches, bucket int }{
 		{8, 0, 2, 0, 0}, {8, 6, 3, 0, 0}, {8, 6, 3, 0, 4}, {7, 3, 1, 0, 0}, {39, 0, 5, 0, 0},
 	} {
-		w, _ := NewWindows(text, tc.T, tc.context)
+		w, _ := NewWindows(BytesText(text), tc.T, tc.context)
 		task := NewTextTask("t", nil, w, nil)
 		ev, err := Evaluate(fwd, task, Val, tc.batch, tc.maxBatches, tc.bucket)
 		if err != nil {
@@ -76,7 +76,7 @@ func TestEvaluate(t *testing.T) {
 		}
 	}
 	// A capped evaluation takes the first windows.
-	w, _ := NewWindows(text, 8, 0)
+	w, _ := NewWindows(BytesText(text), 8, 0)
 	ev, _ := Evaluate(fwd, NewTextTask("t", nil, w, nil), Val, 2, 1, 0)
 	if ev.Targets != 16 || ev.Examples != 2 {
 		t.Errorf("capped: %+v, want 16 targets in 2 windows", ev)

@@ -203,7 +203,7 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 		if Split(s) == Train {
 			ctx = 0
 		}
-		if g.win[s], err = NewWindows(g.bytes[s], c.SeqLen, ctx); err != nil {
+		if g.win[s], err = NewWindows(BytesText(g.bytes[s]), c.SeqLen, ctx); err != nil {
 			return nil, keyErr("gosrc", "seq_len", "%v", err)
 		}
 	}

@@ -76,6 +76,10 @@ type Info struct {
 	Chance float64 `json:",omitempty"`
 	// LabelNames names the classes (Classify), or is nil.
 	LabelNames []string `json:",omitempty"`
+	// TokenBytes, for text read through a tokenizer, is the byte length of
+	// each token id; bits per byte then divide by the scored tokens' bytes.
+	// nil for byte-level text, where each token is one byte.
+	TokenBytes []int `json:"-"`
 }
 
 // Task is a deterministic dataset with train, validation and test splits.

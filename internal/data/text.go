@@ -27,27 +27,56 @@ import (
 // window may be shorter, and every byte but the first is scored exactly
 // once.
 type Windows struct {
-	text    []byte
+	text    Text
 	t, ctx  int
 	numWins int
 }
 
+// Text is language-modelling text as a model reads it: bytes (the
+// byte-level vocabulary, ids 0–255) or the ids a tokenizer gave.
+type Text struct {
+	bytes []byte
+	ids   []int32
+}
+
+// BytesText is byte-level text; b is not copied.
+func BytesText(b []byte) Text { return Text{bytes: b} }
+
+// IDText is tokenised text; ids is not copied.
+func IDText(ids []int32) Text { return Text{ids: ids} }
+
+// Len is the number of tokens.
+func (x Text) Len() int {
+	if x.ids != nil {
+		return len(x.ids)
+	}
+	return len(x.bytes)
+}
+
+// At is token i.
+func (x Text) At(i int) int32 {
+	if x.ids != nil {
+		return x.ids[i]
+	}
+	return int32(x.bytes[i])
+}
+
 // NewWindows returns the windows of T tokens over text with at least
-// context bytes of context per scored byte (0: fixed windows). It returns
-// an error if T < 1, context is outside [0, T) or text has fewer than 2
-// bytes. text is not copied.
-func NewWindows(text []byte, T, context int) (*Windows, error) {
+// context tokens of context per scored token (0: fixed windows). It
+// returns an error if T < 1, context is outside [0, T) or text has fewer
+// than 2 tokens. text is not copied.
+func NewWindows(text Text, T, context int) (*Windows, error) {
 	if T < 1 {
 		return nil, fmt.Errorf("data: window length %d < 1", T)
 	}
 	if context < 0 || context >= T {
 		return nil, fmt.Errorf("data: context %d must lie in [0, window length %d)", context, T)
 	}
-	if len(text) < 2 {
-		return nil, fmt.Errorf("data: %d bytes of text; windows need at least 2", len(text))
+	if text.Len() < 2 {
+		return nil, fmt.Errorf("data: %d tokens of text; windows need at least 2", text.Len())
 	}
 	w := &Windows{text: text, t: T, ctx: context}
-	n, S := len(text)-1, T-context // n targets
+	n, S := text.Len()-1, T-context // n targets
 	w.numWins = 1
 	if n > T {
 		w.numWins = 1 + (n-T+S-1)/S
@@ -60,7 +89,7 @@ func (w *Windows) Len() int { return w.numWins }
 
 // ExampleLen is the token count of window i.
 func (w *Windows) ExampleLen(i int) int {
-	return min(w.t, len(w.text)-1-i*(w.t-w.ctx))
+	return min(w.t, w.text.Len()-1-i*(w.t-w.ctx))
 }
 
 // Example writes window i's tokens and targets (−1 for the context of a
@@ -71,14 +100,14 @@ func (w *Windows) Example(tokens, targets []int32, i int) {
 		panic(fmt.Sprintf("data: window %d of %d", i, w.numWins))
 	}
 	n := w.ExampleLen(i)
-	b := w.text[i*(w.t-w.ctx):]
+	at := i * (w.t - w.ctx)
 	first := 0 // first scored position
 	if i > 0 {
 		first = w.ctx
 	}
 	for j := range n {
-		tokens[j] = int32(b[j])
-		targets[j] = int32(b[j+1])
+		tokens[j] = w.text.At(at + j)
+		targets[j] = w.text.At(at + j + 1)
 		if j < first {
 			targets[j] = -1
 		}
@@ -91,29 +120,40 @@ func (w *Windows) Example(tokens, targets []int32, i int) {
 // or a slice is shorter than B·T.
 func (w *Windows) Random(tokens, targets []int32, B int, rng *rand.Rand) {
 	T := w.t
-	if len(w.text) <= T {
+	if w.text.Len() <= T {
 		panic("data: text shorter than a window")
 	}
 	for b := 0; b < B; b++ {
-		i := rng.IntN(len(w.text) - T)
+		i := rng.IntN(w.text.Len() - T)
 		for t := 0; t < T; t++ {
-			tokens[b*T+t] = int32(w.text[i+t])
-			targets[b*T+t] = int32(w.text[i+t+1])
+			tokens[b*T+t] = w.text.At(i + t)
+			targets[b*T+t] = w.text.At(i + t + 1)
 		}
 	}
 }
 
-// TextTask is byte-level language modelling (vocabulary 256, metric bits
-// per byte) over the deterministic windows of up to three splits; a nil
-// split has no examples.
+// TextTask is language modelling (metric bits per byte) over the
+// deterministic windows of up to three splits; a nil split has no
+// examples. Its vocabulary is the 256 bytes unless WithTokens sets a
+// tokenizer's.
 type TextTask struct {
-	name   string
-	splits [3]*Windows
+	name       string
+	splits     [3]*Windows
+	vocab      int
+	tokenBytes []int
 }
 
-// NewTextTask returns the task name whose splits are train, val and test.
+// NewTextTask returns the byte-level task name whose splits are train, val
+// and test.
 func NewTextTask(name string, train, val, test *Windows) *TextTask {
-	return &TextTask{name: name, splits: [3]*Windows{train, val, test}}
+	return &TextTask{name: name, splits: [3]*Windows{train, val, test}, vocab: 256}
+}
+
+// WithTokens makes the task's windows a tokenizer's ids: vocab ids, token
+// id of tokenBytes[id] bytes (Info.TokenBytes). It returns t.
+func (t *TextTask) WithTokens(vocab int, tokenBytes []int) *TextTask {
+	t.vocab, t.tokenBytes = vocab, tokenBytes
+	return t
 }
 
 // Info implements Task.
@@ -124,7 +164,8 @@ func (t *TextTask) Info() Info {
 			T = max(T, w.t)
 		}
 	}
-	return Info{Name: t.name, Mode: LM, Vocab: 256, PadID: -1, MaxLen: T, Causal: true, Metric: BitsPerByte, Chance: 8}
+	return Info{Name: t.name, Mode: LM, Vocab: t.vocab, PadID: -1, MaxLen: T, Causal: true, Metric: BitsPerByte, Chance: 8,
+		TokenBytes: t.tokenBytes}
 }
 
 // Len implements Task.

@@ -39,7 +39,7 @@ func TestWindows(t *testing.T) {
 	for _, tc := range []struct{ n, T, context int }{
 		{43, 8, 0}, {43, 8, 6}, {43, 8, 1}, {9, 8, 0}, {9, 8, 3}, {2, 8, 0}, {10, 1, 0}, {43, 43, 0}, {43, 5, 4},
 	} {
-		w, err := NewWindows(text[:tc.n], tc.T, tc.context)
+		w, err := NewWindows(BytesText(text[:tc.n]), tc.T, tc.context)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestWindows(t *testing.T) {
 		n, T, context int
 		err           string
 	}{{43, 0, 0, "window length"}, {43, 8, 8, "context"}, {43, 8, -1, "context"}, {1, 8, 0, "at least 2"}} {
-		if _, err := NewWindows(text[:tc.n], tc.T, tc.context); err == nil || !strings.Contains(err.Error(), tc.err) {
+		if _, err := NewWindows(BytesText(text[:tc.n]), tc.T, tc.context); err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%+v: error %v, want %q", tc, err, tc.err)
 		}
 	}
@@ -85,7 +85,7 @@ func TestWindows(t *testing.T) {
 // tokens shifted by one, the same for the same seed.
 func TestWindowsRandom(t *testing.T) {
 	text := []byte("hello, world")
-	w, err := NewWindows(text, 4, 0)
+	w, err := NewWindows(BytesText(text), 4, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestWindowsRandom(t *testing.T) {
 // empty.
 func TestTextTask(t *testing.T) {
 	text := []byte("0123456789abcdefghij")
-	val, _ := NewWindows(text, 6, 2)
+	val, _ := NewWindows(BytesText(text), 6, 2)
 	task := NewTextTask("text", nil, val, nil)
 	if info := task.Info(); info.MaxLen != 6 || info.Mode != LM || info.Metric != BitsPerByte || !info.Causal {
 		t.Errorf("info %+v", info)

@@ -52,6 +52,16 @@ type Config struct {
 	// disables it; see Model.Train and docs/model.md, "Dropout".
 	Dropout float64
 
+	// Tokenizer is tokenizer: the tokenizer file the model reads text
+	// through (a tokenizer.json, or a tiktoken rank file with
+	// TokenizerPattern), relative to the config file; a run directory and
+	// an export keep their copy as "tokenizer.json". Empty: text is bytes,
+	// ids 0–255.
+	Tokenizer string
+	// TokenizerPattern is tokenizer_pattern, the pre-tokenisation pattern
+	// of a tiktoken rank file (gpt2, cl100k or o200k), which carries none.
+	TokenizerPattern string
+
 	// Mixer is the "mixer" object: its kind and kind-specific options.
 	Mixer mixer.Options
 	// Train is the optional "train" object (nil when absent; `grad`
@@ -238,6 +248,8 @@ func ParseConfigWith(data []byte, lookup func(string) (mixer.Kind, error)) (*Con
 	p.Int("ff_chunks", &c.FFChunks)
 	p.String("precision", &c.Precision)
 	p.Float("dropout", &c.Dropout)
+	p.String("tokenizer", &c.Tokenizer)
+	p.String("tokenizer_pattern", &c.TokenizerPattern)
 	var mixRaw json.RawMessage
 	if !p.Object("mixer", &mixRaw) {
 		p.Fail("mixer", "required")
@@ -368,6 +380,16 @@ func (c *Config) validate() error {
 	}
 	if err := c.SetPrecision(c.Precision); err != nil {
 		return err
+	}
+	if c.TokenizerPattern != "" {
+		if c.Tokenizer == "" {
+			return fmt.Errorf("tokenizer_pattern: set without tokenizer")
+		}
+		switch c.TokenizerPattern {
+		case "gpt2", "cl100k", "o200k":
+		default:
+			return fmt.Errorf("tokenizer_pattern: want gpt2, cl100k or o200k, got %q", c.TokenizerPattern)
+		}
 	}
 	if !(c.Dropout >= 0 && c.Dropout < 1) {
 		return fmt.Errorf("dropout: must be in [0, 1), got %g", c.Dropout)
@@ -786,6 +808,12 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 	w("precision", c.Precision)
 	if c.Dropout > 0 {
 		w("dropout", c.Dropout)
+	}
+	if c.Tokenizer != "" {
+		w("tokenizer", c.Tokenizer)
+	}
+	if c.TokenizerPattern != "" {
+		w("tokenizer_pattern", c.TokenizerPattern)
 	}
 	w("mixer", c.Mixer.Raw())
 	if t := c.Train; t != nil {

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/safetensors"
+	"github.com/tokenmix/tokenmix/tokenizer"
 )
 
 // SaveTrainer writes the checkpoint of tr at st.Step: its weights, its
@@ -69,6 +71,9 @@ type Stored struct {
 	Labels []string
 	// Step is the training step of the weights (0 when unknown).
 	Step int
+	// Tokenizer is the tokenizer config.json names (tokenizer.json beside
+	// it), or nil for byte-level text.
+	Tokenizer *tokenizer.Tokenizer
 }
 
 // Read reads the model stored at path: for a run directory, config.json
@@ -106,6 +111,13 @@ func Read(path string, step int) (*Stored, error) {
 	}
 	if s.Config, err = os.ReadFile(s.ConfigPath); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
+	}
+	cfg, err := model.ParseConfig(s.Config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.ConfigPath, err)
+	}
+	if s.Tokenizer, err = OpenTokenizer(path, cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.ConfigPath, err)
 	}
 	// The header is validated now; the tensors are read by Model.
 	wr, err := safetensors.OpenReader(s.WeightsPath)
@@ -164,7 +176,8 @@ func LoadModel(path string, step int) (*model.Model[float32], error) {
 
 // Export writes the model stored at src (Read: a run directory's
 // checkpoint at step, −1 for the newest, or an exported model) to the new
-// directory dst: config.json and weights.safetensors only, in float32 or,
+// directory dst: config.json, weights.safetensors and, for a model that
+// reads text through a tokenizer, tokenizer.json only, in float32 or,
 // with bf16, each weight rounded to bfloat16, with the label names and the
 // step in the weights' metadata. dst is written under a temporary name and
 // renamed, so it is complete or absent; Export fails if dst exists.
@@ -207,7 +220,15 @@ func Export(src string, step int, dst string, bf16 bool) error {
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
-	for _, f := range []CkptFile{{ConfigName, s.Config}, {WeightsName, wb}} {
+	files := []CkptFile{{ConfigName, s.Config}, {WeightsName, wb}}
+	if s.Tokenizer != nil {
+		var b bytes.Buffer
+		if err := s.Tokenizer.WriteJSON(&b); err != nil {
+			return err
+		}
+		files = append(files, CkptFile{TokenizerName, b.Bytes()})
+	}
+	for _, f := range files {
 		if err := writeFileSync(filepath.Join(tmp, f.Name), f.Data); err != nil {
 			return err
 		}

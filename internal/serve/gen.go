@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -10,9 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tokenmix/tokenmix"
 )
@@ -250,7 +247,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		promptTokens += len(p)
 	}
 	if req.Stream {
-		s.stream(w, ctx, head, events, len(prompts), req.Logprobs)
+		s.stream(w, ctx, head, events, len(prompts), req.Logprobs, sv.m)
 		return
 	}
 	outs := make([]choiceState, len(prompts))
@@ -276,7 +273,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	completionTokens := 0
 	for i, o := range outs {
 		completionTokens += len(o.ids)
-		c := choice{Index: i, Text: textOf(o.ids), FinishReason: &outs[i].finish}
+		c := choice{Index: i, Text: sv.m.Text(o.ids), FinishReason: &outs[i].finish}
 		if req.Logprobs != nil {
 			c.Logprobs = o.logprobs(*req.Logprobs)
 		}
@@ -288,7 +285,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 
 // stream writes a completion as server-sent events: one per token, each
 // choice's last with its finish_reason, then [DONE].
-func (s *Server) stream(w http.ResponseWriter, ctx context.Context, head completion, events <-chan genEvent, n int, lp *int) {
+func (s *Server) stream(w http.ResponseWriter, ctx context.Context, head completion, events <-chan genEvent, n int, lp *int, m *tokenmix.Model) {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -307,7 +304,10 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, head complet
 		}
 		return len(events) > 0 || rc.Flush() == nil
 	}
-	pending := make([][]byte, n) // bytes held back until they form whole UTF-8 characters
+	pending := make([]*tokenmix.TextStream, n) // bytes held back until they form whole UTF-8 characters
+	for i := range pending {
+		pending[i] = m.NewTextStream()
+	}
 	for left := n; left > 0; {
 		var e genEvent
 		select {
@@ -327,12 +327,12 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, head complet
 		ev := head
 		c := choice{Index: e.index}
 		if e.done {
-			c.Text = flushText(pending[e.index])
+			c.Text = pending[e.index].Flush()
 			reason := finishReason(e.res.FinishReason)
 			c.FinishReason = &reason
 			left--
 		} else {
-			c.Text, pending[e.index] = nextText(pending[e.index], e.tok.ID)
+			c.Text = pending[e.index].Next(e.tok.ID)
 			if lp != nil {
 				var st choiceState
 				st.add(e.tok)
@@ -467,52 +467,4 @@ func (s *Server) checkCompletion(sv *served, req *completionRequest) ([]tokenmix
 		}
 	}
 	return opts, prompts, nil
-}
-
-// textOf is the text of byte tokens: bytes that do not form valid UTF-8
-// (and tokens above 255) each become U+FFFD.
-func textOf(ids []int32) string {
-	text, rest := "", []byte(nil)
-	for _, id := range ids {
-		var t string
-		t, rest = nextText(rest, id)
-		text += t
-	}
-	return text + flushText(rest)
-}
-
-// nextText appends token id's byte to the held-back bytes and returns the
-// text now complete and the bytes still held (the start of a character
-// that may yet be completed).
-func nextText(held []byte, id int32) (string, []byte) {
-	if id < 0 || id > 255 {
-		return flushText(held) + "\uFFFD", nil
-	}
-	var b strings.Builder
-	rest := decodeText(&b, append(held, byte(id)), false)
-	return b.String(), bytes.Clone(rest)
-}
-
-// flushText is the text of bytes held back at the end: each is U+FFFD
-// unless they form valid characters.
-func flushText(held []byte) string {
-	var b strings.Builder
-	decodeText(&b, held, true)
-	return b.String()
-}
-
-// decodeText writes the characters of p to b, each byte that is not part
-// of valid UTF-8 as U+FFFD, and returns the tail it leaves: a character
-// not yet complete, unless final.
-func decodeText(b *strings.Builder, p []byte, final bool) []byte {
-	for len(p) > 0 && (final || utf8.FullRune(p)) {
-		r, size := utf8.DecodeRune(p)
-		if r == utf8.RuneError && size == 1 {
-			b.WriteString("\uFFFD")
-		} else {
-			b.Write(p[:size])
-		}
-		p = p[size:]
-	}
-	return p
 }

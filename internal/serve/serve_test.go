@@ -187,37 +187,6 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// TestTextUTF8: bytes that do not form UTF-8 become U+FFFD, the same
-// whether the text is taken whole or token by token.
-func TestTextUTF8(t *testing.T) {
-	for _, c := range []struct {
-		ids  []int32
-		want string
-	}{
-		{[]int32{'h', 'i'}, "hi"},
-		{[]int32{0xc3, 0xa9}, "é"},
-		{[]int32{0xe2, 0x82, 0xac, '!'}, "€!"},
-		{[]int32{0xff, 'a'}, "\uFFFDa"},
-		{[]int32{0xe2, 0x82}, "\uFFFD\uFFFD"}, // cut short at the end
-		{[]int32{0xe2, 'a', 0x82}, "\uFFFDa\uFFFD"},
-		{[]int32{'a', 300, 'b'}, "a\uFFFDb"}, // a token above 255
-	} {
-		if got := textOf(c.ids); got != c.want {
-			t.Errorf("textOf(%v) = %q, want %q", c.ids, got, c.want)
-		}
-		var pieces string
-		var held []byte
-		for _, id := range c.ids {
-			var s string
-			s, held = nextText(held, id)
-			pieces += s
-		}
-		if pieces += flushText(held); pieces != c.want {
-			t.Errorf("token by token %v = %q, want %q", c.ids, pieces, c.want)
-		}
-	}
-}
-
 // TestCheckBind: a non-loopback address needs a token or InsecureBind.
 func TestCheckBind(t *testing.T) {
 	for _, c := range []struct {
@@ -327,7 +296,7 @@ func direct(t testing.TB, m *tokenmix.Model, prompt string, o tokenmix.GenerateO
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res, textOf(res.Tokens)
+	return res, m.Text(res.Tokens)
 }
 
 // near reports whether a and b agree within tol·(1+|b|) everywhere.

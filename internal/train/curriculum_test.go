@@ -141,7 +141,7 @@ func TestCurriculumText(t *testing.T) {
 	}
 	tc := &model.TrainConfig{Steps: 8, BatchSize: 3, Curriculum: []model.CurriculumStage{{Len: 5, Steps: 3, BatchSize: 6}}}
 	build := func() Source {
-		ts, err := NewTextSource(text, 3, 20, 11)
+		ts, err := NewTextSource(data.BytesText(text), 3, 20, 11)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +179,7 @@ func TestCurriculumText(t *testing.T) {
 			}
 		}
 	}
-	if _, err := (&TextSource{text: text[:10]}).WithLen(2, 10); err == nil {
+	if _, err := (&TextSource{text: data.BytesText(text[:10])}).WithLen(2, 10); err == nil {
 		t.Error("WithLen longer than the text: no error")
 	}
 }

@@ -58,7 +58,7 @@ func scaleRun(t *testing.T, dir string, stop int, scale float64) (Result, *run.D
 	}
 	tr := model.NewTrainer(m)
 	tr.Scale.Scale = scale
-	ts, err := NewTextSource(text, 2, 16, 9)
+	ts, err := NewTextSource(data.BytesText(text), 2, 16, 9)
 	if err != nil {
 		t.Fatal(err)
 	}

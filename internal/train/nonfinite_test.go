@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/run"
@@ -101,7 +102,7 @@ func poisonRun(t *testing.T, dir string, steps, skip int) (Result, *run.Dir, err
 	}
 	fwdCalls.Store(0)
 	bwdCalls.Store(0)
-	src, err := NewTextSource(text, 2, 16, 9)
+	src, err := NewTextSource(data.BytesText(text), 2, 16, 9)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func (s TaskSource) Restore(step int, _ json.RawMessage) error {
 // TextSource draws batches of B random windows of T tokens from a text
 // (data.Windows.Random) with a seeded PCG whose state a checkpoint keeps.
 type TextSource struct {
-	text []byte
+	text data.Text
 	win  *data.Windows
 	B, T int
 	pcg  *rand.PCG
@@ -36,14 +36,14 @@ type TextSource struct {
 }
 
 // NewTextSource returns the source of batch B, length T over text, drawn
-// from seed. It returns an error if text has T bytes or fewer.
-func NewTextSource(text []byte, B, T int, seed uint64) (*TextSource, error) {
+// from seed. It returns an error if text has T tokens or fewer.
+func NewTextSource(text data.Text, B, T int, seed uint64) (*TextSource, error) {
 	w, err := data.NewWindows(text, T, 0)
 	if err != nil {
 		return nil, err
 	}
-	if len(text) <= T {
-		return nil, fmt.Errorf("train: %d bytes of text, too few for a window of %d", len(text), T+1)
+	if text.Len() <= T {
+		return nil, fmt.Errorf("train: %d tokens of text, too few for a window of %d", text.Len(), T+1)
 	}
 	pcg := rand.NewPCG(seed, 0x7465787462617463)
 	return &TextSource{text: text, win: w, B: B, T: T, pcg: pcg, rng: rand.New(pcg)}, nil
@@ -84,7 +84,7 @@ func (s *TextSource) Restore(_ int, state json.RawMessage) error {
 // WithLen returns a source of batch B, length T over the same text that
 // draws from s's PCG, so that the two share one random stream and one
 // state (a length curriculum's stages, NewCurriculum). It returns an error
-// if the text has T bytes or fewer.
+// if the text has T tokens or fewer.
 func (s *TextSource) WithLen(B, T int) (*TextSource, error) {
 	t, err := NewTextSource(s.text, B, T, 0)
 	if err != nil {
