@@ -112,9 +112,14 @@ def load_text(path, val_frac, min_len):
 
 def text_batch(text, B, T, rng, rows=None):
     """B windows drawn by rng (all B draws are made): tokens [b, T] and
-    targets [b, T] of rows (a range of the B; default all)."""
+    targets [b, T] of rows (a range of the B; default all). text is bytes,
+    or a tokenizer's ids as a LongTensor."""
     starts = [rng.intn(len(text) - T) for _ in range(B)]
     rows = range(B) if rows is None else rows
+    if isinstance(text, torch.Tensor):
+        w = torch.stack([text[starts[i]:starts[i] + T + 1] for i in rows]) if len(rows) else \
+            torch.zeros(0, T + 1, dtype=torch.long)
+        return w[:, :-1], w[:, 1:]
     buf = torch.frombuffer(bytearray(b"".join(text[starts[i]:starts[i] + T + 1] for i in rows)), dtype=torch.uint8)
     w = buf.long().reshape(len(rows), T + 1)
     return w[:, :-1], w[:, 1:]

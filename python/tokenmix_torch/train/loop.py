@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from .. import config as cfgmod
 from .. import data as datamod
 from .. import run as runmod
+from .. import tokenizer as tokmod
 from ..model import Model
 from . import dist, init, optimizer, pretrain, schedule
 
@@ -83,11 +84,35 @@ def prepare(o, world):
                              "processes: make it a multiple of the process count")
     Model(cfg)  # the mixer's options
     j.labels = None
+    # The tokenizer the config names: the run's copy, or the file beside the
+    # config, which the new run copies as tokenizer.json.
+    j.tok, j.tok_file, j.token_bytes = None, None, None
+    if cfg.get("tokenizer"):
+        if cfg.get("tokenizer_pattern"):
+            raise ValueError("tokenizer: tokenmix_torch reads a tokenizer.json; a tiktoken rank file "
+                             "(tokenizer_pattern) is read by tokenmix in Go")
+        base = o.out if o.resume else os.path.dirname(o.config)
+        j.tok_file = os.path.join(base, cfg["tokenizer"])
+        j.tok = tokmod.load(j.tok_file)
+        if j.tok.vocab_size > cfg["vocab_size"]:
+            raise ValueError(f"tokenizer: {j.tok_file} has {j.tok.vocab_size} ids, above vocab_size {cfg['vocab_size']}")
+        if cfg["task"] != "lm":
+            raise ValueError("tokenizer: tokenmix_torch reads text through a tokenizer for an lm's text only")
+        cfg["tokenizer"] = "tokenizer.json"
+        j.token_bytes = torch.tensor(j.tok.token_bytes(), dtype=torch.float64)
     if cfg["task"] == "lm":
-        if cfg["vocab_size"] < 256:
+        if cfg["vocab_size"] < 256 and j.tok is None:
             raise ValueError(f"train: byte-level text needs vocab_size ≥ 256, the config has {cfg['vocab_size']}")
         j.train, j.val = datamod.load_text(o.data, o.val_frac, tc["seq_len"])
-        j.what = f"{len(j.train)} training and {len(j.val)} validation bytes"
+        unit = "bytes"
+        if j.tok is not None:
+            j.train = torch.tensor(j.tok.encode(j.train), dtype=torch.long)
+            j.val = torch.tensor(j.tok.encode(j.val), dtype=torch.long)
+            unit = "tokens"
+            if len(j.train) <= tc["seq_len"] or len(j.val) <= tc["seq_len"]:
+                raise ValueError(f"{o.data}: {len(j.train)} training and {len(j.val)} validation tokens is too "
+                                 f"little for windows of {tc['seq_len'] + 1} tokens")
+        j.what = f"{len(j.train)} training and {len(j.val)} validation {unit}"
     else:
         recs = datamod.read_records(o.data)
         val = datamod.read_records(o.val) if o.val else None
@@ -147,7 +172,7 @@ def gradients(net, params, tokens, targets, n_targets, world, grad_clip, bf16, f
 def evaluate(j, model, topo, device, bf16):
     """The validation metrics, computed over every rank's share."""
     tc, B, T = j.tc, j.tc["batch_size"], j.tc["seq_len"]
-    acc = torch.zeros(3, dtype=torch.float64, device=device)  # summed loss, targets, correct
+    acc = torch.zeros(3, dtype=torch.float64, device=device)  # summed loss, targets, correct (lm: bytes)
     model.eval()
     with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
         if j.cfg["task"] == "lm":
@@ -158,6 +183,8 @@ def evaluate(j, model, topo, device, bf16):
                 acc[0] += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1).to(device),
                                           reduction="sum").double()
                 acc[1] += tgt.numel()
+                # bytes of the targets: their tokens' through a tokenizer
+                acc[2] += tgt.numel() if j.token_bytes is None else j.token_bytes[tgt].sum().item()
         else:
             val = j.task.val
             for k in range(tc["eval_batches"]):
@@ -178,7 +205,7 @@ def evaluate(j, model, topo, device, bf16):
         tdist.all_reduce(acc)
     loss = (acc[0] / acc[1]).item()
     if j.cfg["task"] == "lm":
-        return {"val_loss": loss, "val_bits_per_byte": loss / math.log(2)}
+        return {"val_loss": loss, "val_bits_per_byte": (acc[0] / acc[2]).item() / math.log(2)}
     return {"val_loss": loss, "val_accuracy": (acc[2] / acc[1]).item()}
 
 
@@ -211,6 +238,10 @@ def train(o, topo, j):
         raise ValueError(f"{o.out}: checkpoint {j.latest} is from a pretraining stage, and the config has no "
                          "train.pretrain")
     if topo.rank == 0 and j.latest < 0 and not o.resume:
+        if j.tok is not None:  # before run.json: a complete run has its tokenizer
+            os.makedirs(o.out, exist_ok=True)
+            with open(j.tok_file, "rb") as f:
+                runmod.st.write_sync(os.path.join(o.out, "tokenizer.json"), f.read())
         runmod.create_run(o.out, cfg, cfg["task"], j.labels)
     model = Model(cfg)
     model.label_names = j.labels
