@@ -140,6 +140,10 @@ func runTrain(ctx context.Context, args []string) error {
 		}
 		info := task.Info()
 		labels = info.LabelNames
+		if info.Tokenizer != nil { // the task reads text through one (gosrc's tokenizer key)
+			tk = info.Tokenizer
+			cfg.Tokenizer, cfg.TokenizerPattern = run.TokenizerName, ""
+		}
 		fmt.Fprintf(os.Stderr, "%d parameters; task %s, %d training and %d validation examples; %d steps\n",
 			m.NumParams(), info.Name, task.Len(data.Train), task.Len(data.Val), tc.Steps)
 		src = train.TaskSource{L: data.NewLoader(task, data.Train, tc.BatchSize, true, tc.Seed, 0)}

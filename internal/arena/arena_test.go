@@ -21,6 +21,7 @@ import (
 	"github.com/tokenmix/tokenmix/internal/train"
 	"github.com/tokenmix/tokenmix/internal/version"
 	"github.com/tokenmix/tokenmix/mixer/registry"
+	"github.com/tokenmix/tokenmix/tokenizer"
 )
 
 // twoMixers returns two registered kinds that run bidirectionally (the
@@ -593,5 +594,56 @@ func TestArenaJobs(t *testing.T) {
 	}
 	if !strings.Contains(f.Machine, "2 jobs") {
 		t.Errorf("machine %q does not record the jobs", f.Machine)
+	}
+}
+
+// TestArenaGoSrcTokenizer runs gosrc through a tokenizer: each run keeps
+// its tokenizer.json, its config names it, and the test metric is bits
+// per byte over the tokens' bytes.
+func TestArenaGoSrcTokenizer(t *testing.T) {
+	root := t.TempDir()
+	var corpus strings.Builder
+	for i := range 30 {
+		dir := filepath.Join(root, fmt.Sprintf("pkg%d", i))
+		os.MkdirAll(dir, 0o755)
+		src := fmt.Sprintf("package pkg%d\n\n// F returns the answer.\nfunc F() int {\n\treturn %d\n}\n", i, i)
+		os.WriteFile(filepath.Join(dir, "a.go"), []byte(src), 0o644)
+		corpus.WriteString(src)
+	}
+	tk, err := tokenizer.Train([]string{corpus.String()}, tokenizer.TrainOptions{VocabSize: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpath := filepath.Join(t.TempDir(), "tok.json")
+	f, _ := os.Create(tpath)
+	tk.WriteJSON(f)
+	f.Close()
+	rj, _ := strict.Marshal(root)
+	tj, _ := strict.Marshal(tpath)
+	p, err := ParsePreset([]byte(`{
+		"task": {"name": "gosrc", "root": ` + string(rj) + `, "tokenizer": ` + string(tj) + `, "seq_len": 8, "val_percent": 20, "test_percent": 20},
+		"model": {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32},
+		"train": {"batch_size": 4, "lr": 0.003, "seed": 3, "log_every": 2, "eval_every": 2, "eval_batches": 2, "checkpoint_every": 4},
+		"budget": "4", "mixers": ["full"]
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	res, err := Run(context.Background(), Options{Preset: p, Out: dir, Stdout: &out})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	r := res.Results[0]
+	if r.Status != StatusDone || !(r.Test > 0 && r.Test < 20) {
+		t.Fatalf("result %+v", r)
+	}
+	st, err := run.Read(filepath.Join(dir, "runs", runName("full", 0, 0)), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Tokenizer == nil || st.Tokenizer.VocabSize() != 300 || !strings.Contains(string(st.Config), `"tokenizer": "tokenizer.json"`) {
+		t.Errorf("the run's tokenizer: %v, config %s", st.Tokenizer, st.Config)
 	}
 }

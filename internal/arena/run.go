@@ -53,12 +53,21 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
+	if j.info.Tokenizer != nil {
+		cfg.Tokenizer = run.TokenizerName // the run's copy
+	}
 	cfgJSON, err := strict.MarshalIndent(cfg)
 	if err != nil {
 		return res, err
 	}
 	d, err := run.Open(j.dir)
 	if errors.Is(err, os.ErrNotExist) {
+		if j.info.Tokenizer != nil {
+			// Before run.json: a complete run has its tokenizer.
+			if err := run.WriteTokenizer(j.dir, j.info.Tokenizer); err != nil {
+				return res, err
+			}
+		}
 		d, err = run.Create(j.dir, cfgJSON, run.Info{Task: cfg.Task, LabelNames: j.info.LabelNames})
 	}
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/tokenmix/tokenmix/tokenizer"
 )
 
 // GoSrcConfig selects the Go source tree and the split sizes.
@@ -47,6 +49,13 @@ type GoSrcConfig struct {
 	// "path" is the default because it reproduces the splits of the
 	// committed results.
 	Order string `json:"order"`
+	// Tokenizer, when set, names a tokenizer file (a tokenizer.json, or a
+	// tiktoken rank file with TokenizerPattern), relative to the current
+	// directory: the splits are then its ids, vocab its size, and bits
+	// per byte count each scored token's bytes. SeqLen, EvalContext and
+	// the byte caps keep their units (tokens, tokens, bytes).
+	Tokenizer        string `json:"tokenizer"`
+	TokenizerPattern string `json:"tokenizer_pattern"`
 }
 
 // GoSrc file orders (GoSrcConfig.Order).
@@ -73,6 +82,7 @@ type GoSrc struct {
 	bytes [3][]byte
 	files [3][]string // relative paths, per split
 	win   [3]*Windows // fixed training windows; validation and test with EvalContext
+	tok   *tokenizer.Tokenizer
 }
 
 // GoRootSrc returns $(go env GOROOT)/src: GOROOT from the environment, else
@@ -178,6 +188,22 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 		sortByPackage(paths)
 	}
 	g := &GoSrc{cfg: c}
+	if c.Tokenizer != "" {
+		var p tokenizer.Pattern
+		if c.TokenizerPattern != "" {
+			var err error
+			if p, err = tokenizer.ParsePattern(c.TokenizerPattern); err != nil {
+				return nil, keyErr("gosrc", "tokenizer_pattern", "%v", err)
+			}
+		}
+		tk, err := tokenizer.Open(c.Tokenizer, p)
+		if err != nil {
+			return nil, keyErr("gosrc", "tokenizer", "%v", err)
+		}
+		g.tok = tk
+	} else if c.TokenizerPattern != "" {
+		return nil, keyErr("gosrc", "tokenizer_pattern", "set without tokenizer")
+	}
 	caps := [3]int{c.MaxTrain, c.MaxVal, c.MaxTest}
 	for _, p := range paths {
 		rel, _ := filepath.Rel(c.Root, p)
@@ -203,7 +229,15 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 		if Split(s) == Train {
 			ctx = 0
 		}
-		if g.win[s], err = NewWindows(BytesText(g.bytes[s]), c.SeqLen, ctx); err != nil {
+		text := BytesText(g.bytes[s])
+		if g.tok != nil {
+			ids := g.tok.Encode(string(g.bytes[s]))
+			text = IDText(make([]int32, len(ids)))
+			for i, id := range ids {
+				text.ids[i] = int32(id)
+			}
+		}
+		if g.win[s], err = NewWindows(text, c.SeqLen, ctx); err != nil {
 			return nil, keyErr("gosrc", "seq_len", "%v", err)
 		}
 	}
@@ -225,8 +259,17 @@ func sortByPackage(paths []string) {
 
 // Info implements Task.
 func (g *GoSrc) Info() Info {
-	return Info{Name: "gosrc", Mode: LM, Vocab: 256, Chance: 8, PadID: -1, MaxLen: g.cfg.SeqLen,
+	info := Info{Name: "gosrc", Mode: LM, Vocab: 256, Chance: 8, PadID: -1, MaxLen: g.cfg.SeqLen,
 		Causal: true, Metric: BitsPerByte}
+	if g.tok != nil {
+		info.Vocab, info.Tokenizer = g.tok.VocabSize(), g.tok
+		info.TokenBytes = make([]int, g.tok.VocabSize())
+		for id := range info.TokenBytes {
+			t, _ := g.tok.Token(id)
+			info.TokenBytes[id] = len(t)
+		}
+	}
+	return info
 }
 
 // Config returns the resolved configuration.

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tokenmix/tokenmix/tokenizer"
 )
 
 // fakeGoTree writes n package directories, each with two source files, a
@@ -364,6 +366,75 @@ func TestGoSrcLongContext(t *testing.T) {
 			if next != len(b) {
 				t.Errorf("%s %s: %d of %d bytes scored", tc.order, s, next-1, len(b)-1)
 			}
+		}
+	}
+}
+
+// TestGoSrcTokenizer reads the splits through a tokenizer: ids below its
+// vocabulary, windows that decode to the split's bytes, bits per byte
+// over the tokens' bytes, and errors naming the key.
+func TestGoSrcTokenizer(t *testing.T) {
+	root := fakeGoTree(t, 40)
+	plain, err := NewGoSrc(GoSrcConfig{Root: root, SeqLen: 16, ValPercent: 20, TestPercent: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := tokenizer.Train([]string{string(plain.Bytes(Train))}, tokenizer.TrainOptions{VocabSize: 280})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "tokenizer.json")
+	f, _ := os.Create(path)
+	tk.WriteJSON(f)
+	f.Close()
+	g, err := NewGoSrc(GoSrcConfig{Root: root, SeqLen: 16, ValPercent: 20, TestPercent: 20, Tokenizer: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := g.Info()
+	if info.Vocab != 280 || info.Tokenizer == nil || len(info.TokenBytes) != 280 || info.TokenBytes['a'] != 1 {
+		t.Fatalf("info %+v", info)
+	}
+	for s := Train; s <= Test; s++ {
+		var text []byte
+		tokens, targets := make([]int32, 16), make([]int32, 16)
+		scored := 0
+		for i := range g.Len(s) {
+			n := g.ExampleLen(s, i)
+			g.Example(tokens, targets, s, i)
+			for j := range n {
+				if tokens[j] < 0 || int(tokens[j]) >= info.Vocab {
+					t.Fatalf("%s window %d: id %d", s, i, tokens[j])
+				}
+				if i == 0 && j == 0 {
+					b, _ := tk.Decode([]int{int(tokens[0])})
+					text = append(text, b...)
+				}
+				b, _ := tk.Decode([]int{int(targets[j])})
+				text = append(text, b...)
+				scored += info.TokenBytes[targets[j]]
+			}
+		}
+		if !bytes.Equal(text, g.Bytes(s)) {
+			t.Errorf("%s: the windows decode to %d bytes, not the split's %d", s, len(text), len(g.Bytes(s)))
+		}
+		if first, _ := tk.Decode([]int{int(g.win[s].text.At(0))}); scored != len(g.Bytes(s))-len(first) {
+			t.Errorf("%s: the targets cover %d bytes", s, scored)
+		}
+	}
+	if plain.Len(Train) <= g.Len(Train) {
+		t.Errorf("%d windows of tokens, %d of bytes: the tokens do not shorten the text", g.Len(Train), plain.Len(Train))
+	}
+	for _, c := range []struct {
+		cfg  GoSrcConfig
+		want string
+	}{
+		{GoSrcConfig{Root: root, Tokenizer: filepath.Join(root, "missing.json")}, "gosrc.tokenizer:"},
+		{GoSrcConfig{Root: root, TokenizerPattern: "cl100k"}, "gosrc.tokenizer_pattern: set without tokenizer"},
+		{GoSrcConfig{Root: root, Tokenizer: path, TokenizerPattern: "x"}, "gosrc.tokenizer_pattern:"},
+	} {
+		if _, err := NewGoSrc(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: err %v, want %q", c.cfg, err, c.want)
 		}
 	}
 }

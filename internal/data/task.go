@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/tokenmix/tokenmix/tokenizer"
 )
 
 // Split names one of a task's three splits.
@@ -80,6 +82,9 @@ type Info struct {
 	// each token id; bits per byte then divide by the scored tokens' bytes.
 	// nil for byte-level text, where each token is one byte.
 	TokenBytes []int `json:"-"`
+	// Tokenizer is the tokenizer of such text (its runs keep a copy), or
+	// nil.
+	Tokenizer *tokenizer.Tokenizer `json:"-"`
 }
 
 // Task is a deterministic dataset with train, validation and test splits.
