@@ -10,19 +10,20 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/tokenizer"
 )
 
 // tokenizerCommands is the list of `tokenmix tokenizer` sub-commands.
 func tokenizerCommands() map[string]command {
 	return map[string]command{
-		"train": {"--data PATH[,PATH] --vocab-size N --out tokenizer.json [--pattern P] [--special S,…] [--ext .go] [--max-bytes B] [--seed S]",
-			"learn a byte-level BPE tokenizer from text files or directories and write it as a tokenizer.json", runTokenizerTrain, false, false},
+		"train": {"(--data PATH[,PATH] | --task T) --vocab-size N --out tokenizer.json [--pattern P] [--special S,…] [--ext .go] [--max-bytes B] [--seed S]",
+			"learn a byte-level BPE tokenizer from text files or directories, or a text task's training split, and write it as a tokenizer.json", runTokenizerTrain, false, false},
 		"encode": {"--tokenizer F [--pattern P] [--input FILE] [--special]",
 			"read JSONL {\"text\": …} lines and print {\"ids\": […]} per line, in order", runTokenizerEncode, false, false},
 		"decode": {"--tokenizer F [--pattern P] [--input FILE]",
 			"read JSONL {\"ids\": […]} lines and print {\"text\": …} per line, in order", runTokenizerDecode, false, false},
-		"inspect": {"--tokenizer F [--pattern P] [--text PATH[,PATH]] [--ext .go] [--json]",
+		"inspect": {"--tokenizer F [--pattern P] [--text PATH[,PATH] [--ext .go] | --task T [--split S]] [--json]",
 			"print a tokenizer's vocabulary size, merges, pattern and special tokens, and its compression (bytes per token) on a text", runTokenizerInspect, false, false},
 	}
 }
@@ -51,6 +52,7 @@ const patternUsage = "pre-tokenisation pattern: gpt2, cl100k or o200k (required 
 func runTokenizerTrain(ctx context.Context, args []string) error {
 	fs := newFlags("tokenizer train")
 	dataPaths := fs.String("data", "", "comma-separated text files or directories to learn from")
+	taskArg := fs.String("task", "", "instead of --data, a text task of the task list (gosrc): its name or JSON object; the tokenizer learns from its training split")
 	vocab := fs.Int("vocab-size", 0, "ids in all: 256 bytes, the merged tokens and the special tokens")
 	out := fs.String("out", "", "the tokenizer.json to write")
 	pattern := fs.String("pattern", "cl100k", patternUsage)
@@ -61,7 +63,7 @@ func runTokenizerTrain(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *dataPaths == "" || *vocab == 0 || *out == "" || fs.NArg() > 0 {
+	if (*dataPaths == "") == (*taskArg == "") || *vocab == 0 || *out == "" || fs.NArg() > 0 {
 		return wantUsage(fs)
 	}
 	p, err := tokenizer.ParsePattern(*pattern)
@@ -77,7 +79,7 @@ func runTokenizerTrain(ctx context.Context, args []string) error {
 			return usageErr("tokenizer train: --max-bytes: %v", err)
 		}
 	}
-	docs, err := tokenizer.ReadDocs(strings.Split(*dataPaths, ","), *ext)
+	docs, err := inspectDocs(*dataPaths, *ext, *taskArg, "train")
 	if err != nil {
 		return err
 	}
@@ -226,6 +228,8 @@ func runTokenizerInspect(ctx context.Context, args []string) error {
 	pattern := fs.String("pattern", "", patternUsage)
 	text := fs.String("text", "", "comma-separated text files or directories to measure the compression on")
 	ext := fs.String("ext", "", "read only a directory's files with this suffix (e.g. .go)")
+	taskArg := fs.String("task", "", "instead of --text, a text task of the task list (gosrc): its name or JSON object")
+	split := fs.String("split", "test", "the split of --task: train, val or test")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -249,8 +253,11 @@ func runTokenizerInspect(ctx context.Context, args []string) error {
 	}
 	r := report{VocabSize: tk.VocabSize(), Merges: tk.NumMerges(), Pattern: tk.Pattern().String(),
 		Regex: tk.Pattern().Regex(), Special: tk.Specials()}
-	if *text != "" {
-		docs, err := tokenizer.ReadDocs(strings.Split(*text, ","), *ext)
+	if *text != "" && *taskArg != "" {
+		return usageErr("tokenizer inspect: --text or --task, not both")
+	}
+	if *text != "" || *taskArg != "" {
+		docs, err := inspectDocs(*text, *ext, *taskArg, *split)
 		if err != nil {
 			return err
 		}
@@ -275,4 +282,29 @@ func runTokenizerInspect(ctx context.Context, args []string) error {
 		fmt.Printf("text        %d bytes → %d tokens: %.3f bytes per token\n", r.Bytes, r.Tokens, r.BytesPerToken)
 	}
 	return nil
+}
+
+// inspectDocs reads the documents of --data or --text (paths, filtered by
+// ext), or of split of the text task taskArg.
+func inspectDocs(paths, ext, taskArg, split string) ([]string, error) {
+	if taskArg == "" {
+		return tokenizer.ReadDocs(strings.Split(paths, ","), ext)
+	}
+	s, ok := map[string]data.Split{"train": data.Train, "val": data.Val, "test": data.Test}[split]
+	if !ok {
+		return nil, usageErr("tokenizer: --split: want train, val or test, got %q", split)
+	}
+	name, keys, err := splitTaskArg("tokenizer", taskArg)
+	if err != nil {
+		return nil, err
+	}
+	t, err := data.NewTask(name, keys, "")
+	if err != nil {
+		return nil, err
+	}
+	text, ok := t.(interface{ Bytes(data.Split) []byte })
+	if !ok {
+		return nil, usageErr("tokenizer: --task %s is not a text task (gosrc is)", name)
+	}
+	return []string{string(text.Bytes(s))}, nil
 }
