@@ -46,9 +46,6 @@ type Config struct {
 	// SeqLen is the training window (train.seq_len), 0 when the config has
 	// no train object: positions beyond it were never trained.
 	SeqLen int
-	// Tokenizer is the pattern of the tokenizer the model reads text
-	// through ("gpt2", "cl100k", "o200k"), or "" for byte-level text.
-	Tokenizer string
 	// JSON is config.json as stored with the model.
 	JSON json.RawMessage
 }
@@ -146,9 +143,6 @@ func Load(dir string, opts ...Option) (*Model, error) {
 		net.Seed = mc.Train.Seed
 	}
 	net.Step = m.cfg.Step
-	if m.tok != nil {
-		m.cfg.Tokenizer = m.tok.Pattern().String()
-	}
 	m.cfg.Precision = o.precision
 	if o.precision == "bf16" {
 		if err := net.UseBF16(); err != nil {

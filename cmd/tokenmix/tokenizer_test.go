@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	stdctx "context"
 	"encoding/json"
+	"io"
 	"math"
 	"net/http/httptest"
 	"os"
@@ -104,8 +106,8 @@ func TestCLITokenizerRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Config().Tokenizer != "cl100k" || m.Tokenizer() == nil {
-		t.Fatalf("Config().Tokenizer = %q", m.Config().Tokenizer)
+	if m.Tokenizer() == nil || m.Tokenizer().Pattern() != tokenizer.CL100K {
+		t.Fatalf("Tokenizer() = %v", m.Tokenizer())
 	}
 	text := "the cat sat on the mat. 世界は広い"
 	ids := m.Encode(text)
@@ -190,6 +192,45 @@ func TestCLITokenizerRun(t *testing.T) {
 	}
 	if streamed.String() != valid.String() || events < 2 {
 		t.Errorf("streamed %q in %d events, want %q", streamed.String(), events, valid.String())
+	}
+
+	// A tiktoken rank file with its pattern: the run keeps it as a
+	// tokenizer.json, with the same ids.
+	gz, err := os.Open(filepath.Join("..", "..", "tokenizer", "testdata", "gpt2.tiktoken.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ranks, _ := io.ReadAll(zr)
+	gz.Close()
+	os.WriteFile(filepath.Join(dir, "gpt2.tiktoken"), ranks, 0o644)
+	gcfg := strings.NewReplacer(`"vocab_size": 300`, `"vocab_size": 50257`, `"tok/tokenizer.json"`, `"gpt2.tiktoken", "tokenizer_pattern": "gpt2"`,
+		`"steps": 60`, `"steps": 2`).Replace(cfg)
+	os.WriteFile(filepath.Join(dir, "gpt2.json"), []byte(gcfg), 0o644)
+	if r := cli(t, dir, "train", "--config", "gpt2.json", "--data", "corpus.txt", "--out", "run2"); r.code != 0 {
+		t.Fatalf("train with a rank file: exit %d\n%s", r.code, r.stderr)
+	}
+	ref, err := tokenizer.Open(filepath.Join(dir, "gpt2.tiktoken"), tokenizer.GPT2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := tokenmix.Load(filepath.Join(dir, "run2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := m2.Tokenizer().Encode(corpus[:2000]), ref.Encode(corpus[:2000]); !slices.Equal(got, want) {
+		t.Errorf("the run's tokenizer.json encodes differently from the rank file")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "run2", "config.json")); strings.Contains(string(b), "tokenizer_pattern") {
+		t.Errorf("the run's config keeps tokenizer_pattern: %s", b)
+	}
+	bad := strings.Replace(gcfg, `"vocab_size": 50257`, `"vocab_size": 50000`, 1)
+	os.WriteFile(filepath.Join(dir, "bad.json"), []byte(bad), 0o644)
+	if r := cli(t, dir, "train", "--config", "bad.json", "--data", "corpus.txt", "--out", "run3"); r.code != 1 || !strings.Contains(r.stderr, "50256 ids, above vocab_size 50000") {
+		t.Errorf("a tokenizer above vocab_size: exit %d, %q", r.code, r.stderr)
 	}
 
 	// eval's bits per byte on a text shorter than a window equal Score's.
