@@ -75,6 +75,33 @@ func gzOpen(path string) (gzFile, error) {
 	return gzFile{z, f}, nil
 }
 
+// goldenRows decodes each line of the gzipped JSONL golden file name into
+// a fresh T and calls fn with it, up to limit lines (0: all); it returns
+// the number of lines.
+func goldenRows[T any](t testing.TB, name string, limit int, fn func(T)) int {
+	t.Helper()
+	r, err := gzOpen(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 16<<20)
+	n := 0
+	for (limit == 0 || n < limit) && sc.Scan() {
+		var row T
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
+			t.Fatalf("%s line %d: %v", name, n+1, err)
+		}
+		fn(row)
+		n++
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func pieceLens(p Pattern, s string) []int {
 	var out []int
 	p.Pieces(s, func(x string) bool { out = append(out, len(x)); return true })
@@ -91,20 +118,8 @@ type fuzzRow struct {
 // and cl100k_base on 10,000 seeded strings against js-tiktoken's.
 func TestGoldenFuzz(t *testing.T) {
 	ref := reference(t)
-	r, err := gzOpen("testdata/golden_fuzz.jsonl.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	n, bad := 0, 0
-	for sc.Scan() {
-		var row fuzzRow
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatal(err)
-		}
-		n++
+	bad := 0
+	n := goldenRows(t, "golden_fuzz.jsonl.gz", 0, func(row fuzzRow) {
 		for name, want := range row.Pieces {
 			p, err := ParsePattern(name)
 			if err != nil {
@@ -129,10 +144,7 @@ func TestGoldenFuzz(t *testing.T) {
 				t.Errorf("%s: Decode(Encode(%q)) = %q, %v", name, row.Text, s, err)
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	if n != 10000 {
 		t.Fatalf("%d fuzzed strings, want 10000: %s", n, regenerate)
 	}
@@ -180,23 +192,8 @@ func hashInts(xs []int) hashed {
 // 20th file.
 func TestGoldenFiles(t *testing.T) {
 	ref := reference(t)
-	r, err := gzOpen("testdata/golden_files.jsonl.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	var rows []fileRow
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		var row fileRow
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, row)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	goldenRows(t, "golden_files.jsonl.gz", 0, func(row fileRow) { rows = append(rows, row) })
 	goSrc := filepath.Join(runtime.GOROOT(), "src")
 	type result struct {
 		checked, stale, missing int

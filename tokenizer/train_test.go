@@ -1,9 +1,7 @@
 package tokenizer
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -85,27 +83,15 @@ func TestTrainedReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := gzOpen("testdata/golden_trained.jsonl.gz")
-	if err != nil {
-		t.Fatal(err)
+	type row struct {
+		Text string `json:"text"`
+		IDs  []int  `json:"ids"`
 	}
-	defer r.Close()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 16<<20)
-	n := 0
-	for sc.Scan() {
-		var row struct {
-			Text string `json:"text"`
-			IDs  []int  `json:"ids"`
+	n := goldenRows(t, "golden_trained.jsonl.gz", 0, func(r row) {
+		if got := tk.Encode(r.Text); !slices.Equal(got, r.IDs) {
+			t.Errorf("ids of %q:\n got %v\nwant %v", clip(r.Text), got, r.IDs)
 		}
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatal(err)
-		}
-		n++
-		if got := tk.Encode(row.Text); !slices.Equal(got, row.IDs) {
-			t.Errorf("ids of %q:\n got %v\nwant %v", clip(row.Text), got, row.IDs)
-		}
-	}
+	})
 	if n < 1000 {
 		t.Fatalf("%d reference rows: %s", n, regenerate)
 	}
@@ -192,22 +178,11 @@ func TestTiktokenJSON(t *testing.T) {
 		}
 		conv[name] = back
 	}
-	r, err := gzOpen("testdata/golden_fuzz.jsonl.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 1<<20)
-	for i := 0; sc.Scan() && i < 3000; i++ {
-		var row fuzzRow
-		if err := json.Unmarshal(sc.Bytes(), &row); err != nil {
-			t.Fatal(err)
-		}
+	goldenRows(t, "golden_fuzz.jsonl.gz", 3000, func(row fuzzRow) {
 		for name, want := range row.IDs {
 			if got := conv[name].Encode(row.Text); !slices.Equal(got, want) {
 				t.Errorf("%s through tokenizer.json, %q:\n got %v\nwant %v", name, row.Text, got, want)
 			}
 		}
-	}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -143,29 +144,15 @@ func eachInputLine(input string, line func(n int, b []byte) error) error {
 }
 
 func runTokenizerEncode(ctx context.Context, args []string) error {
-	fs := newFlags("tokenizer encode")
-	file := fs.String("tokenizer", "", "a tokenizer.json, or a tiktoken rank file with --pattern")
-	pattern := fs.String("pattern", "", patternUsage)
-	input := fs.String("input", "", "JSONL input (default: stdin)")
-	special := fs.Bool("special", false, "encode special tokens' contents in the text as those tokens (default: as ordinary text)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return wantUsage(fs)
-	}
-	tk, err := openTokenizer("tokenizer encode", *file, *pattern)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(os.Stdout)
-	enc := json.NewEncoder(w)
-	err = eachInputLine(*input, func(n int, b []byte) error {
+	var special *bool
+	return tokenizerLines("tokenizer encode", args, func(fs *flag.FlagSet) {
+		special = fs.Bool("special", false, "encode special tokens' contents in the text as those tokens (default: as ordinary text)")
+	}, func(tk *tokenizer.Tokenizer, n int, b []byte) (any, error) {
 		var in struct {
 			Text *string `json:"text"`
 		}
 		if err := json.Unmarshal(b, &in); err != nil || in.Text == nil {
-			return fmt.Errorf("line %d: want {\"text\": \"…\"}", n)
+			return nil, fmt.Errorf("line %d: want {\"text\": \"…\"}", n)
 		}
 		ids := tk.Encode(*in.Text)
 		if *special {
@@ -174,47 +161,59 @@ func runTokenizerEncode(ctx context.Context, args []string) error {
 		if ids == nil {
 			ids = []int{}
 		}
-		return enc.Encode(struct {
+		return struct {
 			IDs []int `json:"ids"`
-		}{ids})
+		}{ids}, nil
 	})
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	return err
 }
 
 func runTokenizerDecode(ctx context.Context, args []string) error {
-	fs := newFlags("tokenizer decode")
+	return tokenizerLines("tokenizer decode", args, nil, func(tk *tokenizer.Tokenizer, n int, b []byte) (any, error) {
+		var in struct {
+			IDs *[]int `json:"ids"`
+		}
+		if err := json.Unmarshal(b, &in); err != nil || in.IDs == nil {
+			return nil, fmt.Errorf("line %d: want {\"ids\": [...]} of integers", n)
+		}
+		text, err := tk.Decode(*in.IDs)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		return struct {
+			Text string `json:"text"`
+		}{text}, nil
+	})
+}
+
+// tokenizerLines runs a JSONL filter (encode, decode): its flags
+// (--tokenizer, --pattern, --input and those flags adds), then line's
+// answer for each input line, one JSON object a line on stdout.
+func tokenizerLines(cmd string, args []string, flags func(*flag.FlagSet), line func(tk *tokenizer.Tokenizer, n int, b []byte) (any, error)) error {
+	fs := newFlags(cmd)
 	file := fs.String("tokenizer", "", "a tokenizer.json, or a tiktoken rank file with --pattern")
 	pattern := fs.String("pattern", "", patternUsage)
 	input := fs.String("input", "", "JSONL input (default: stdin)")
+	if flags != nil {
+		flags(fs)
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return wantUsage(fs)
 	}
-	tk, err := openTokenizer("tokenizer decode", *file, *pattern)
+	tk, err := openTokenizer(cmd, *file, *pattern)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriter(os.Stdout)
 	enc := json.NewEncoder(w)
 	err = eachInputLine(*input, func(n int, b []byte) error {
-		var in struct {
-			IDs *[]int `json:"ids"`
-		}
-		if err := json.Unmarshal(b, &in); err != nil || in.IDs == nil {
-			return fmt.Errorf("line %d: want {\"ids\": [...]} of integers", n)
-		}
-		text, err := tk.Decode(*in.IDs)
+		v, err := line(tk, n, b)
 		if err != nil {
-			return fmt.Errorf("line %d: %w", n, err)
+			return err
 		}
-		return enc.Encode(struct {
-			Text string `json:"text"`
-		}{text})
+		return enc.Encode(v)
 	})
 	if ferr := w.Flush(); err == nil {
 		err = ferr
