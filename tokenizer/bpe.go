@@ -1,7 +1,9 @@
 package tokenizer
 
 import (
+	"container/heap"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -128,6 +130,9 @@ func (t *Tokenizer) appendPiece(dst []int, piece string) []int {
 			return append(dst, int(id))
 		}
 	}
+	if len(piece) > longPiece {
+		return t.appendLongPiece(dst, piece)
+	}
 	var partsBuf, ranksBuf [48]int32
 	parts, ranks := partsBuf[:0], ranksBuf[:0]
 	if len(piece) > len(partsBuf) {
@@ -174,6 +179,80 @@ func (t *Tokenizer) appendPiece(dst []int, piece string) []int {
 	return dst
 }
 
+// longPiece is the length above which a piece merges through a heap: the
+// scan for the lowest pair is quadratic in the piece's length, and a
+// piece can be as long as the text (a run of letters).
+const longPiece = 128
+
+// appendLongPiece appends the ids of a piece as appendPiece does, in
+// O(n log n): the pairs wait in a heap ordered by rank, then by position,
+// so the same pair is merged at each step (the lowest-ranked, the leftmost
+// of equals); entries a merge made stale are skipped when they come up.
+func (t *Tokenizer) appendLongPiece(dst []int, piece string) []int {
+	n := len(piece)
+	id := make([]int32, n)
+	next, prev := make([]int32, n), make([]int32, n)
+	for i := range n {
+		id[i], next[i], prev[i] = t.byteID[piece[i]], int32(i+1), int32(i-1)
+	}
+	next[n-1] = -1
+	h := &mergeHeap{}
+	push := func(l int32) {
+		if l < 0 || next[l] < 0 {
+			return
+		}
+		r := next[l]
+		if m, ok := t.pairs[pairKey(id[l], id[r])]; ok {
+			heap.Push(h, mergeEntry{rank: m.rank, left: l, right: r, a: id[l], b: id[r]})
+		}
+	}
+	for i := range n - 1 {
+		push(int32(i))
+	}
+	for h.Len() > 0 {
+		e := heap.Pop(h).(mergeEntry)
+		if next[e.left] != e.right || id[e.left] != e.a || id[e.right] != e.b {
+			continue // a merge changed the pair
+		}
+		id[e.left] = t.pairs[pairKey(e.a, e.b)].id
+		id[e.right] = -1
+		next[e.left] = next[e.right]
+		if nr := next[e.right]; nr >= 0 {
+			prev[nr] = e.left
+		}
+		next[e.right] = -2 // removed: no entry matches it again
+		push(prev[e.left])
+		push(e.left)
+	}
+	for i := int32(0); i >= 0; i = next[i] {
+		dst = append(dst, int(id[i]))
+	}
+	return dst
+}
+
+type mergeEntry struct {
+	rank, left, right, a, b int32
+}
+
+// mergeHeap pops the lowest rank first, the leftmost of equal ranks.
+type mergeHeap []mergeEntry
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	if h[i].rank != h[j].rank {
+		return h[i].rank < h[j].rank
+	}
+	return h[i].left < h[j].left
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(mergeEntry)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
 // Decode returns the text of ids: their bytes, concatenated. An id that is
 // no token is an error naming it. The text is not valid UTF-8 where ids
 // split a character.
@@ -204,6 +283,7 @@ func newTokenizer(p Pattern, tokens []string, merges [][2]int32, special []Speci
 	for i := range t.byteID {
 		t.byteID[i] = -1
 	}
+	special = slices.Clone(special)
 	sort.Slice(special, func(i, j int) bool { return special[i].ID < special[j].ID })
 	for _, s := range special {
 		t.isSpecial[int32(s.ID)] = true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -174,3 +175,63 @@ func FuzzParse(f *testing.F) {
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 func itoa(i int) string   { return strconv.Itoa(i) }
+
+// TestLongPieces checks that a piece above longPiece, merged through the
+// heap, gets the ids of the quadratic merge, and that a long run of
+// letters encodes in about linear time (a megabyte, not hours).
+func TestLongPieces(t *testing.T) {
+	ref := reference(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, name := range []string{"gpt2", "cl100k"} {
+		tk := ref[name]
+		for k := range 200 {
+			n := longPiece + 1 + rng.IntN(600)
+			b := make([]byte, n)
+			alpha := "abcdefghijklmnopqrstuvwxyz"[:1+k%26]
+			for i := range b {
+				b[i] = alpha[rng.IntN(len(alpha))]
+			}
+			if k%7 == 0 {
+				for i := range b {
+					b[i] = 'a'
+				}
+			}
+			piece := string(b)
+			got := tk.appendLongPiece(nil, piece)
+			want := quadratic(tk, piece)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%s, %q: heap %v, quadratic %v", name, piece, got, want)
+			}
+		}
+		long := strings.Repeat("abcdefghij", 100000)
+		if s, err := tk.Decode(tk.Encode(long)); err != nil || s != long {
+			t.Fatalf("%s: a megabyte of letters does not round-trip", name)
+		}
+	}
+}
+
+// quadratic is appendPiece's scan without the heap, for any length.
+func quadratic(t *Tokenizer, piece string) []int {
+	parts := make([]int32, len(piece))
+	for i := range piece {
+		parts[i] = t.byteID[piece[i]]
+	}
+	for len(parts) > 1 {
+		best, rank := -1, int32(1<<31-1)
+		for i := 0; i+1 < len(parts); i++ {
+			if m, ok := t.pairs[pairKey(parts[i], parts[i+1])]; ok && m.rank < rank {
+				best, rank = i, m.rank
+			}
+		}
+		if best < 0 {
+			break
+		}
+		parts[best] = t.pairs[pairKey(parts[best], parts[best+1])].id
+		parts = append(parts[:best+1], parts[best+2:]...)
+	}
+	out := make([]int, len(parts))
+	for i, p := range parts {
+		out[i] = int(p)
+	}
+	return out
+}
