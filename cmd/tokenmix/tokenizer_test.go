@@ -150,6 +150,16 @@ func TestCLITokenizerRun(t *testing.T) {
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()
 	defer s.Shutdown(stdctx.Background())
+	if resp, err := hs.Client().Get(hs.URL + "/v1/models"); err != nil {
+		t.Fatal(err)
+	} else {
+		var ms struct{ Data []struct{ Tokenizer string } }
+		json.NewDecoder(resp.Body).Decode(&ms)
+		resp.Body.Close()
+		if len(ms.Data) != 1 || ms.Data[0].Tokenizer != "cl100k" {
+			t.Errorf("/v1/models: %+v", ms)
+		}
+	}
 	resp, err := hs.Client().Post(hs.URL+"/v1/completions", "application/json",
 		strings.NewReader(`{"model": "bpe", "prompt": "the cat sat on the mat. ", "max_tokens": 12, "temperature": 0, "stream": true}`))
 	if err != nil {

@@ -443,14 +443,21 @@ type modelInfo struct {
 	MaxLen    int    `json:"max_len"`
 	VocabSize int    `json:"vocab_size"`
 	Step      int    `json:"step"`
+	// Tokenizer is the pattern of the tokenizer the model reads text
+	// through (gpt2, cl100k, o200k), or "bytes".
+	Tokenizer string `json:"tokenizer"`
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	data := []modelInfo{}
 	for _, n := range s.names {
 		c := s.models[n].cfg
+		tok := "bytes"
+		if tk := s.models[n].m.Tokenizer(); tk != nil {
+			tok = tk.Pattern().String()
+		}
 		data = append(data, modelInfo{ID: n, Object: "model", OwnedBy: "tokenmix", Task: c.Task, Causal: c.Causal,
-			Mixer: c.Mixer, MaxLen: c.MaxLen, VocabSize: c.VocabSize, Step: c.Step})
+			Mixer: c.Mixer, MaxLen: c.MaxLen, VocabSize: c.VocabSize, Step: c.Step, Tokenizer: tok})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
