@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/plot/pattern"
+	"github.com/tokenmix/tokenmix/internal/run"
 	"github.com/tokenmix/tokenmix/internal/safetensors"
 	"github.com/tokenmix/tokenmix/mixer"
+	"github.com/tokenmix/tokenmix/tokenizer"
 )
 
 // runPattern is `tokenmix pattern`: a PNG of every layer's and head's
@@ -29,7 +32,7 @@ func runPattern(ctx context.Context, args []string) error {
 	grid := fs.Int("grid", 0, "also draw query --query on a W×W image grid (W·W ≥ T)")
 	query := fs.Int("query", -1, "query position for --grid (default: the middle of the last grid row)")
 	wPath := fs.String("weights", "", "draw the attention weights of these model weights (safetensors) on --text or --tokens-file")
-	textIn := fs.String("text", "", "with --weights: the input as bytes (token id = byte value)")
+	textIn := fs.String("text", "", "with --weights: the input text (its bytes, or its tokenizer's ids when the config names one)")
 	tokPath := fs.String("tokens-file", "", "with --weights: the input as a file of token ids (integers separated by spaces, commas or newlines)")
 	layer := fs.Int("layer", -1, "with --weights: draw only this layer (default all)")
 	if err := parseFlags(fs, args); err != nil {
@@ -50,7 +53,11 @@ func runPattern(ctx context.Context, args []string) error {
 		if *T != 0 {
 			return usageErr("pattern: --len does not apply with --weights (T is the input's length)")
 		}
-		tokens, err := patternInput(*textIn, *tokPath)
+		tk, err := run.OpenTokenizer(filepath.Dir(*cfgPath), cfg)
+		if err != nil {
+			return err
+		}
+		tokens, err := patternInput(*textIn, *tokPath, tk)
 		if err != nil {
 			return err
 		}
@@ -105,11 +112,15 @@ func runPattern(ctx context.Context, args []string) error {
 	return nil
 }
 
-// patternInput returns the token ids of exactly one of text (its bytes) and
-// the file at path (integers separated by white space or commas).
-func patternInput(text, path string) ([]int32, error) {
+// patternInput returns the token ids of exactly one of text (its bytes, or
+// tk's ids when the config names a tokenizer) and the file at path
+// (integers separated by white space or commas).
+func patternInput(text, path string, tk *tokenizer.Tokenizer) ([]int32, error) {
 	if (text == "") == (path == "") {
 		return nil, usageErr("pattern: --weights needs exactly one of --text and --tokens-file")
+	}
+	if text != "" && tk != nil {
+		return encodeIDs(tk, text), nil
 	}
 	if text != "" {
 		tokens := make([]int32, len(text))

@@ -93,6 +93,13 @@ func TestCLITokenizerRun(t *testing.T) {
 	if !strings.Contains(string(runCfg), `"tokenizer": "tokenizer.json"`) {
 		t.Errorf("the run's config.json does not name its copy: %s", runCfg)
 	}
+	// pattern reads --text through the config's tokenizer: one row per
+	// token, so a text of more bytes than max_len fits.
+	long := strings.Repeat("the cat sat on the mat. ", 4)
+	if r := cli(t, dir, "pattern", "--config", "lm.json", "--weights", filepath.Join("run", "ckpt", "60", "weights.safetensors"),
+		"--text", long, "--out", "p.png"); r.code != 0 || len(long) <= 64 {
+		t.Errorf("pattern --text through the tokenizer: exit %d, %s", r.code, r.stderr)
+	}
 	if r := cli(t, dir, "export", "--run", "run", "--out", "model"); r.code != 0 {
 		t.Fatalf("export: exit %d, %s", r.code, r.stderr)
 	}
