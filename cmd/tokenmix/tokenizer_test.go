@@ -96,7 +96,7 @@ func TestCLITokenizerRun(t *testing.T) {
 	// pattern reads --text through the config's tokenizer: one row per
 	// token, so a text of more bytes than max_len fits.
 	long := strings.Repeat("the cat sat on the mat. ", 4)
-	if r := cli(t, dir, "pattern", "--config", "lm.json", "--weights", filepath.Join("run", "ckpt", "60", "weights.safetensors"),
+	if r := cli(t, dir, "pattern", "--config", "lm.json", "--weights", filepath.Join("run", "ckpt", "00000060", "weights.safetensors"),
 		"--text", long, "--out", "p.png"); r.code != 0 || len(long) <= 64 {
 		t.Errorf("pattern --text through the tokenizer: exit %d, %s", r.code, r.stderr)
 	}
