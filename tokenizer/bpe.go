@@ -74,6 +74,17 @@ func (t *Tokenizer) Token(id int) (string, bool) {
 	return "", false
 }
 
+// TokenLens returns the byte length of every id's token (0 for an id that
+// is no token): what bits per byte divide by.
+func (t *Tokenizer) TokenLens() []int {
+	lens := make([]int, len(t.tokens))
+	for id := range lens {
+		s, _ := t.Token(id)
+		lens[id] = len(s)
+	}
+	return lens
+}
+
 // Encode returns the ids of text. Special tokens' contents in text are
 // encoded as ordinary text (tiktoken's encode_ordinary).
 func (t *Tokenizer) Encode(text string) []int {

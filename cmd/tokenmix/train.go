@@ -286,12 +286,7 @@ func textTask(text data.Text, T, context int, tk *tokenizer.Tokenizer) (*data.Te
 	}
 	task := data.NewTextTask("text", nil, w, nil)
 	if tk != nil {
-		lens := make([]int, tk.VocabSize())
-		for id := range lens {
-			s, _ := tk.Token(id)
-			lens[id] = len(s)
-		}
-		task.WithTokens(tk.VocabSize(), lens)
+		task.WithTokens(tk.VocabSize(), tk.TokenLens())
 	}
 	return task, nil
 }

@@ -78,11 +78,12 @@ const (
 // long-context shape: a window holds whole files of a package and their
 // shared identifiers, and every scored byte sees half a window.
 type GoSrc struct {
-	cfg   GoSrcConfig
-	bytes [3][]byte
-	files [3][]string // relative paths, per split
-	win   [3]*Windows // fixed training windows; validation and test with EvalContext
-	tok   *tokenizer.Tokenizer
+	cfg     GoSrcConfig
+	bytes   [3][]byte
+	files   [3][]string // relative paths, per split
+	win     [3]*Windows // fixed training windows; validation and test with EvalContext
+	tok     *tokenizer.Tokenizer
+	tokLens []int // tok.TokenLens()
 }
 
 // GoRootSrc returns $(go env GOROOT)/src: GOROOT from the environment, else
@@ -200,7 +201,7 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 		if err != nil {
 			return nil, keyErr("gosrc", "tokenizer", "%v", err)
 		}
-		g.tok = tk
+		g.tok, g.tokLens = tk, tk.TokenLens()
 	} else if c.TokenizerPattern != "" {
 		return nil, keyErr("gosrc", "tokenizer_pattern", "set without tokenizer")
 	}
@@ -262,12 +263,7 @@ func (g *GoSrc) Info() Info {
 	info := Info{Name: "gosrc", Mode: LM, Vocab: 256, Chance: 8, PadID: -1, MaxLen: g.cfg.SeqLen,
 		Causal: true, Metric: BitsPerByte}
 	if g.tok != nil {
-		info.Vocab, info.Tokenizer = g.tok.VocabSize(), g.tok
-		info.TokenBytes = make([]int, g.tok.VocabSize())
-		for id := range info.TokenBytes {
-			t, _ := g.tok.Token(id)
-			info.TokenBytes[id] = len(t)
-		}
+		info.Vocab, info.Tokenizer, info.TokenBytes = g.tok.VocabSize(), g.tok, g.tokLens
 	}
 	return info
 }
