@@ -34,7 +34,7 @@
 // o200kUpperLower). The alternative, github.com/dlclark/regexp2, runs the
 // expressions as written and cuts the same pieces, but about 30× slower:
 // on the cl100k pattern over Go's net/http sources, one thread, it found
-// 3 MB/s of pieces where the scanner finds 60–95 MB/s (docs/tokenizers.md),
+// 3 MB/s of pieces where the scanner found 50–95 MB/s (docs/tokenizers.md),
 // and it would be a dependency for three fixed expressions. A
 // tokenizer.json whose Split pattern is none of the three is refused with
 // an error naming it.
