@@ -54,7 +54,8 @@ class Exact(unittest.TestCase):
 
     def test_go(self):
         tk = tokmod.load(TRAINED)
-        texts = ["héllo wörld\n\tx := 1", "a\xff\xfeb", "  \n\n  end", "it's 'S IT'S"]
+        texts = ["héllo wörld\n\tx := 1", "a\xff\xfeb", "  \n\n  end", "it's 'S IT'S",
+                 "abcabcab" * 200 + " " + "z" * 300]  # pieces above LONG_PIECE
         with tempfile.TemporaryDirectory() as d:
             inp = os.path.join(d, "in.jsonl")
             with open(inp, "w") as f:

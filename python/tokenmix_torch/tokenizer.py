@@ -4,9 +4,11 @@ cl100k and o200k patterns as the same hand-written scanners (\\s is
 Unicode's White_Space, (?i:'s…) folds case as Unicode does), then merges
 by rank, the leftmost of equal ranks. Text is bytes: bytes that are not
 UTF-8 are characters of their own, neither letters, numbers nor space."""
-import base64
+import heapq
 import json
 import unicodedata
+
+LONG_PIECE = 128  # above it a piece merges through a heap (Go's longPiece)
 
 _WHITE = set(map(chr, [*range(0x9, 0xE), 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B), 0x2028, 0x2029,
                        0x202F, 0x205F, 0x3000]))
@@ -213,6 +215,9 @@ class Tokenizer:
             if self.ignore_merges and p in self.ids:
                 out.append(self.ids[p])
                 continue
+            if len(p) > LONG_PIECE:
+                out += self._merge_long(p)
+                continue
             parts = [self.byte_id[b] for b in p]
             while len(parts) > 1:
                 best = None
@@ -224,6 +229,41 @@ class Tokenizer:
                     break
                 parts[best[1]:best[1] + 2] = [best[2]]
             out += parts
+        return out
+
+    def _merge_long(self, p):
+        """The merges of a long piece through a heap of (rank, position):
+        the quadratic scan's result in O(n log n), as Go's appendLongPiece."""
+        n = len(p)
+        ids = [self.byte_id[b] for b in p]
+        nxt, prv = list(range(1, n)) + [-1], list(range(-1, n - 1))
+        h = []
+
+        def push(left):
+            if left < 0 or nxt[left] < 0:
+                return
+            m = self.pairs.get((ids[left], ids[nxt[left]]))
+            if m is not None:
+                heapq.heappush(h, (m[0], left, nxt[left], ids[left], ids[nxt[left]]))
+
+        for i in range(n - 1):
+            push(i)
+        while h:
+            _, left, right, a, b = heapq.heappop(h)
+            if nxt[left] != right or ids[left] != a or ids[right] != b:
+                continue
+            ids[left] = self.pairs[(a, b)][1]
+            ids[right] = -1
+            nxt[left] = nxt[right]
+            if nxt[right] >= 0:
+                prv[nxt[right]] = left
+            nxt[right] = -2
+            push(prv[left])
+            push(left)
+        out, i = [], 0
+        while i >= 0:
+            out.append(ids[i])
+            i = nxt[i]
         return out
 
     def decode(self, ids):
