@@ -23,7 +23,9 @@
 // For a tiktoken rank file, rank(x, y) is the rank of the token xy, and a
 // piece that is itself a token is that token; for a tokenizer.json, rank
 // is the merge's index in model.merges, and a piece that is a token is
-// taken whole only with model.ignore_merges.
+// taken whole only with model.ignore_merges. The scan for the lowest pair is
+// quadratic in a piece's length, so a piece above 128 bytes (a long run of
+// letters) merges through a heap instead, with the same result.
 //
 // # Patterns
 //
