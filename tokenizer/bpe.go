@@ -207,7 +207,7 @@ func (t *Tokenizer) appendLongPiece(dst []int, piece string) []int {
 		id[i], next[i], prev[i] = t.byteID[piece[i]], int32(i+1), int32(i-1)
 	}
 	next[n-1] = -1
-	h := &mergeHeap{}
+	h := &orderedHeap[mergeEntry]{less: mergeBefore}
 	push := func(l int32) {
 		if l < 0 || next[l] < 0 {
 			return
@@ -245,23 +245,13 @@ type mergeEntry struct {
 	rank, left, right, a, b int32
 }
 
-// mergeHeap pops the lowest rank first, the leftmost of equal ranks.
-type mergeHeap []mergeEntry
-
-func (h mergeHeap) Len() int { return len(h) }
-func (h mergeHeap) Less(i, j int) bool {
-	if h[i].rank != h[j].rank {
-		return h[i].rank < h[j].rank
+// mergeBefore orders the pending merges: the lowest rank first, the
+// leftmost of equal ranks.
+func mergeBefore(x, y mergeEntry) bool {
+	if x.rank != y.rank {
+		return x.rank < y.rank
 	}
-	return h[i].left < h[j].left
-}
-func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(mergeEntry)) }
-func (h *mergeHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	return x.left < y.left
 }
 
 // Decode returns the text of ids: their bytes, concatenated. An id that is

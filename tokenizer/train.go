@@ -81,7 +81,7 @@ func Train(docs []string, opt TrainOptions) (*Tokenizer, error) {
 	for b, s := range tokens {
 		ids[s] = int32(b)
 	}
-	bt := &bpeTrainer{pairs: map[uint64]int64{}, where: map[uint64][]int32{}}
+	bt := &bpeTrainer{pairs: map[uint64]int64{}, where: map[uint64][]int32{}, heap: orderedHeap[pairEntry]{less: pairBefore}}
 	for _, k := range keys {
 		if len(k) < 2 {
 			continue
@@ -168,7 +168,7 @@ type bpeTrainer struct {
 	// where lists, per pair, the words that held it when it was counted
 	// (some may no longer hold it).
 	where map[uint64][]int32
-	heap  pairHeap
+	heap  orderedHeap[pairEntry]
 	stamp []int32
 	epoch int32
 }
@@ -251,26 +251,16 @@ type pairEntry struct {
 	a, b  int32
 }
 
-// pairHeap pops the highest count first, then the smaller pair of ids.
-type pairHeap []pairEntry
-
-func (h pairHeap) Len() int { return len(h) }
-func (h pairHeap) Less(i, j int) bool {
-	if h[i].count != h[j].count {
-		return h[i].count > h[j].count
+// pairBefore orders the pair counts: the highest count first, then the
+// smaller pair of ids.
+func pairBefore(x, y pairEntry) bool {
+	if x.count != y.count {
+		return x.count > y.count
 	}
-	if h[i].a != h[j].a {
-		return h[i].a < h[j].a
+	if x.a != y.a {
+		return x.a < y.a
 	}
-	return h[i].b < h[j].b
-}
-func (h pairHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *pairHeap) Push(x any)   { *h = append(*h, x.(pairEntry)) }
-func (h *pairHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	return x.b < y.b
 }
 
 // ReadDocs reads training documents: each path is a file, or a directory
