@@ -286,7 +286,7 @@ func textTask(text data.Text, T, context int, tk *tokenizer.Tokenizer) (*data.Te
 	}
 	task := data.NewTextTask("text", nil, w, nil)
 	if tk != nil {
-		task.WithTokens(tk.VocabSize(), tk.TokenLens())
+		task.WithTokens(tk.TokenLens())
 	}
 	return task, nil
 }

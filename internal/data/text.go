@@ -139,20 +139,19 @@ func (w *Windows) Random(tokens, targets []int32, B int, rng *rand.Rand) {
 type TextTask struct {
 	name       string
 	splits     [3]*Windows
-	vocab      int
-	tokenBytes []int
+	tokenBytes []int // nil: bytes
 }
 
 // NewTextTask returns the byte-level task name whose splits are train, val
 // and test.
 func NewTextTask(name string, train, val, test *Windows) *TextTask {
-	return &TextTask{name: name, splits: [3]*Windows{train, val, test}, vocab: 256}
+	return &TextTask{name: name, splits: [3]*Windows{train, val, test}}
 }
 
-// WithTokens makes the task's windows a tokenizer's ids: vocab ids, token
-// id of tokenBytes[id] bytes (Info.TokenBytes). It returns t.
-func (t *TextTask) WithTokens(vocab int, tokenBytes []int) *TextTask {
-	t.vocab, t.tokenBytes = vocab, tokenBytes
+// WithTokens makes the task's windows a tokenizer's ids: len(tokenBytes)
+// ids, token id of tokenBytes[id] bytes (Info.TokenBytes). It returns t.
+func (t *TextTask) WithTokens(tokenBytes []int) *TextTask {
+	t.tokenBytes = tokenBytes
 	return t
 }
 
@@ -164,7 +163,11 @@ func (t *TextTask) Info() Info {
 			T = max(T, w.t)
 		}
 	}
-	return Info{Name: t.name, Mode: LM, Vocab: t.vocab, PadID: -1, MaxLen: T, Causal: true, Metric: BitsPerByte, Chance: 8,
+	vocab := 256
+	if t.tokenBytes != nil {
+		vocab = len(t.tokenBytes)
+	}
+	return Info{Name: t.name, Mode: LM, Vocab: vocab, PadID: -1, MaxLen: T, Causal: true, Metric: BitsPerByte, Chance: 8,
 		TokenBytes: t.tokenBytes}
 }
 
