@@ -50,19 +50,40 @@ type Config struct {
 	JSON json.RawMessage
 }
 
-// Option configures Load.
+// Option configures Load or Train. Each option says which it applies to;
+// given to the other, it is an error naming it.
 type Option func(*options) error
 
 type options struct {
+	fn string // "Load" or "Train"
+
 	threads   int
 	step      int
 	precision string
+
+	outDir        string
+	val           Dataset
+	progress      func(Progress)
+	init          string
+	freeze        []string
+	skipNonFinite int
 }
 
-// WithThreads sets the number of threads this model's calls use (default:
-// GOMAXPROCS, or TOKENMIX_THREADS when set). Results do not depend on it:
-// every call gives bitwise the same outputs on any number of threads. It
-// returns an error from Load when n < 1.
+// only returns an error unless the options are fn's.
+func (o *options) only(name, fn string) error {
+	if o.fn != fn {
+		return fmt.Errorf("tokenmix: %s applies to %s, not to %s", name, fn, o.fn)
+	}
+	return nil
+}
+
+// defaultThreads is the threads a model uses without WithThreads.
+func defaultThreads() int { return parallel.Threads() }
+
+// WithThreads sets the number of threads the model's calls (Load) or
+// training (Train) use (default: GOMAXPROCS, or TOKENMIX_THREADS when
+// set). Results do not depend on it: every call gives bitwise the same
+// outputs on any number of threads. n < 1 is an error.
 func WithThreads(n int) Option {
 	return func(o *options) error {
 		if n < 1 {
@@ -75,9 +96,12 @@ func WithThreads(n int) Option {
 
 // WithCheckpoint loads the checkpoint of a run at step instead of the
 // newest. Load returns an error when the run has no such checkpoint or dir
-// is an exported model.
+// is an exported model. Load only.
 func WithCheckpoint(step int) Option {
 	return func(o *options) error {
+		if err := o.only("WithCheckpoint", "Load"); err != nil {
+			return err
+		}
 		if step < 0 {
 			return fmt.Errorf("tokenmix: WithCheckpoint(%d): want a step ≥ 0", step)
 		}
@@ -92,9 +116,13 @@ func WithCheckpoint(step int) Option {
 // once at Load, the activations as they enter each product) and accumulate
 // in float32; everything else stays in float32. bf16 runs on the AMX or
 // AVX512-BF16 kernels where the CPU has them (AMX first), else on a
-// slower pure-Go path. Load returns an error for another value.
+// slower pure-Go path. Load returns an error for another value. Load
+// only (a training run's precision is its config's).
 func WithPrecision(p string) Option {
 	return func(o *options) error {
+		if err := o.only("WithPrecision", "Load"); err != nil {
+			return err
+		}
 		switch p {
 		case "fp32", "bf16":
 			o.precision = p
@@ -117,7 +145,7 @@ func WithPrecision(p string) Option {
 // rotations) draws them from the run's seed and the checkpoint's step, so
 // a loaded model is deterministic.
 func Load(dir string, opts ...Option) (*Model, error) {
-	o := options{threads: parallel.Threads(), step: -1, precision: "fp32"}
+	o := options{fn: "Load", threads: defaultThreads(), step: -1, precision: "fp32"}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -131,18 +159,18 @@ func Load(dir string, opts ...Option) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenmix: %w", err)
 	}
-	mc := net.Config
+	return newModel(net, st.Config, st.Labels, st.Step, st.Tokenizer, o)
+}
+
+// newModel wraps net, an fp32 model with its weights, for inference.
+func newModel(net *model.Model[float32], configJSON []byte, labels []string, step int, tok *tokenizer.Tokenizer, o options) (*Model, error) {
 	net.Threads = o.threads
-	m := &Model{threads: o.threads, net: net, passes: make(chan struct{}, 1), tok: st.Tokenizer, cfg: Config{
-		VocabSize: mc.VocabSize, DModel: mc.DModel, NHeads: mc.NHeads, NLayers: mc.NLayers, DFF: mc.DFF,
-		MaxLen: mc.MaxLen, Causal: mc.Causal, Task: mc.Task, NClasses: mc.NClasses, PadID: mc.PadID,
-		Mixer: mc.Kind().Name, JSON: st.Config, LabelNames: st.Labels, Step: st.Step,
-	}}
-	if mc.Train != nil {
-		m.cfg.SeqLen = mc.Train.SeqLen
-		net.Seed = mc.Train.Seed
+	m := &Model{threads: o.threads, net: net, passes: make(chan struct{}, 1), tok: tok,
+		cfg: configOf(net.Config, configJSON, labels, step)}
+	if tc := net.Config.Train; tc != nil {
+		net.Seed = tc.Seed
 	}
-	net.Step = m.cfg.Step
+	net.Step = step
 	m.cfg.Precision = o.precision
 	if o.precision == "bf16" {
 		if err := net.UseBF16(); err != nil {
@@ -152,9 +180,25 @@ func Load(dir string, opts ...Option) (*Model, error) {
 	return m, nil
 }
 
+// configOf is the Config of mc, config.json configJSON, with the class
+// names and the step of its weights.
+func configOf(mc *model.Config, configJSON []byte, labels []string, step int) Config {
+	c := Config{
+		VocabSize: mc.VocabSize, DModel: mc.DModel, NHeads: mc.NHeads, NLayers: mc.NLayers, DFF: mc.DFF,
+		MaxLen: mc.MaxLen, Causal: mc.Causal, Task: mc.Task, NClasses: mc.NClasses, PadID: mc.PadID,
+		Mixer: mc.Kind().Name, JSON: configJSON, LabelNames: labels, Step: step, Precision: mc.Precision,
+	}
+	if mc.Train != nil {
+		c.SeqLen = mc.Train.SeqLen
+	}
+	return c
+}
+
 // Config returns the model's resolved configuration, a copy.
-func (m *Model) Config() Config {
-	c := m.cfg
+func (m *Model) Config() Config { return copyConfig(m.cfg) }
+
+// copyConfig is a deep copy of c.
+func copyConfig(c Config) Config {
 	if c.PadID != nil {
 		p := *c.PadID
 		c.PadID = &p

@@ -139,3 +139,17 @@ func (o Options) Raw() map[string]json.RawMessage {
 	m["kind"] = kb
 	return m
 }
+
+// MarshalJSON writes the options as a config's "mixer" object, "kind"
+// included.
+func (o Options) MarshalJSON() ([]byte, error) { return json.Marshal(o.Raw()) }
+
+// UnmarshalJSON reads a config's "mixer" object (ParseOptions).
+func (o *Options) UnmarshalJSON(b []byte) error {
+	p, err := ParseOptions(b)
+	if err != nil {
+		return err
+	}
+	*o = p
+	return nil
+}

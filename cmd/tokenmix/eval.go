@@ -207,11 +207,11 @@ func scoreText(ctx context.Context, m *tokenmix.Model, text []byte, context int)
 		return evalResult{}, fmt.Errorf("eval: --context %d must be below the window of %d tokens", context, W)
 	}
 	tk := m.Tokenizer()
-	x := textOf(text, tk)
+	x := data.TextOf(text, tk)
 	if x.Len() < 2 {
 		return evalResult{}, fmt.Errorf("eval: the text has %d tokens; scoring needs at least 2", x.Len())
 	}
-	task, err := textTask(x, W, context, tk)
+	task, err := data.NewTextWindows(x, W, context, tk)
 	if err != nil {
 		return evalResult{}, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/tokenmix/tokenmix/internal/data"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,7 +121,7 @@ func patternInput(text, path string, tk *tokenizer.Tokenizer) ([]int32, error) {
 		return nil, usageErr("pattern: --weights needs exactly one of --text and --tokens-file")
 	}
 	if text != "" && tk != nil {
-		return encodeIDs(tk, text), nil
+		return data.EncodeIDs(tk, text), nil
 	}
 	if text != "" {
 		tokens := make([]int32, len(text))

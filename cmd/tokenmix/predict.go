@@ -88,7 +88,7 @@ func readInputs(path string, labelled bool, m *tokenmix.Model) ([]data.Record, e
 		recs, err = data.ParseRecords(os.Stdin, "stdin", labelled, !labelled)
 	}
 	if err == nil {
-		retokenize(recs, m.Tokenizer())
+		data.Retokenize(recs, m.Tokenizer())
 	}
 	return recs, err
 }

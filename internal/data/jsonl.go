@@ -216,9 +216,9 @@ type Labeled struct {
 	targets [2][][]int32 // LM
 }
 
-// holdOut returns train and val; with val nil, the last valFrac of the
+// HoldOut returns train and val; with val nil, the last valFrac of the
 // training records (at least one) after a shuffle drawn from seed.
-func holdOut(train, val []Record, valFrac float64, seed uint64) ([]Record, []Record, error) {
+func HoldOut(train, val []Record, valFrac float64, seed uint64) ([]Record, []Record, error) {
 	if val != nil {
 		return train, val, nil
 	}
@@ -237,7 +237,7 @@ func holdOut(train, val []Record, valFrac float64, seed uint64) ([]Record, []Rec
 // a shuffle drawn from seed. Records must fit lim; a label not in names,
 // and inputs of different lengths without a pad_id, are errors.
 func NewLabeled(train, val []Record, names []string, lim Limits, valFrac float64, seed uint64) (*Labeled, error) {
-	train, val, err := holdOut(train, val, valFrac, seed)
+	train, val, err := HoldOut(train, val, valFrac, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +279,7 @@ func NewLabeled(train, val []Record, names []string, lim Limits, valFrac float64
 // are errors. Sequences of different lengths are padded at the end in a
 // batch, with no target there.
 func NewSequences(train, val []Record, lim Limits, valFrac float64, seed uint64) (*Labeled, error) {
-	train, val, err := holdOut(train, val, valFrac, seed)
+	train, val, err := HoldOut(train, val, valFrac, seed)
 	if err != nil {
 		return nil, err
 	}

@@ -214,3 +214,19 @@ func newListOpsTask(keys map[string]json.RawMessage, cacheDir string) (Task, err
 	}
 	return l, nil
 }
+
+// ParseTaskArg splits a task argument, a task list name or its JSON
+// object {"name": …, other keys}, into the name and the other keys.
+func ParseTaskArg(arg string) (string, map[string]json.RawMessage, error) {
+	name, keys := arg, map[string]json.RawMessage{}
+	if strings.HasPrefix(strings.TrimSpace(arg), "{") {
+		if err := json.Unmarshal([]byte(arg), &keys); err != nil {
+			return "", nil, err
+		}
+		if err := json.Unmarshal(keys["name"], &name); err != nil || name == "" {
+			return "", nil, fmt.Errorf("task.name: want one of %s", strings.Join(TaskNames(), ", "))
+		}
+		delete(keys, "name")
+	}
+	return name, keys, nil
+}

@@ -99,6 +99,11 @@ type TrainConfig struct {
 	// KeepCheckpoints is keep_checkpoints: the newest N complete
 	// checkpoints are kept (default 2).
 	KeepCheckpoints int
+	// Freeze is freeze: parameter name prefixes ("embed.", "blocks.0.")
+	// whose parameters training leaves as they are (no update, no weight
+	// decay; their gradients count in no norm). Each must match at least
+	// one parameter (Model.Frozen). nil when absent.
+	Freeze []string
 	// LabelSmoothing is label_smoothing: the training loss is the
 	// cross-entropy against (1−ε)·onehot + ε/V (default 0, in [0, 1)).
 	// Validation and evaluation losses are not smoothed.
@@ -514,6 +519,11 @@ func parseTrain(data []byte) (*TrainConfig, error) {
 	p.Int("checkpoint_every", &t.CheckpointEvery)
 	p.Int("keep_checkpoints", &t.KeepCheckpoints)
 	p.Float("label_smoothing", &t.LabelSmoothing)
+	if fr, ok := p.Raw("freeze"); ok {
+		if err := json.Unmarshal(fr, &t.Freeze); err != nil || t.Freeze == nil {
+			p.Fail("freeze", "want an array of parameter name prefixes, got %s", clipJSON(fr))
+		}
+	}
 	p.String("schedule", &t.Schedule)
 	var pre json.RawMessage
 	hasPre := p.Object("pretrain", &pre)
@@ -709,7 +719,7 @@ func (c *Config) PretrainStage() *Config {
 	p := *c
 	p.Task, p.NClasses, p.Pool, p.head = "lm", 0, "", PretrainHead
 	t := *c.Train
-	t.Steps, t.LR, t.MinLR, t.Warmup, t.Pretrain, t.LabelSmoothing = pc.Steps, pc.LR, pc.MinLR, pc.Warmup, nil, 0
+	t.Steps, t.LR, t.MinLR, t.Warmup, t.Pretrain, t.LabelSmoothing, t.Freeze = pc.Steps, pc.LR, pc.MinLR, pc.Warmup, nil, 0, nil
 	t.Curriculum = nil // the curriculum is fine-tuning's
 	p.Train = &t
 	return &p
@@ -827,6 +837,9 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 		}
 		// Written only when set, so that configs without them stay as
 		// they were.
+		if t.Freeze != nil {
+			tm["freeze"] = t.Freeze
+		}
 		if t.LabelSmoothing != 0 {
 			tm["label_smoothing"] = t.LabelSmoothing
 		}

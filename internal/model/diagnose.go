@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/mixer"
 )
 
 // Diagnose runs a forward and a backward pass on a batch with a check after
@@ -72,4 +73,25 @@ func nonFinite[F kernels.Float](x []F) int {
 		}
 	}
 	return -1
+}
+
+// MixerStats collects the mixer.Stats of every block that reports them
+// (e.g. entmax's per-head α and fraction of exact zeros), keyed
+// "blocks.{i}.{stat}", from the model's last forward pass. It returns nil
+// when no mixer reports anything.
+func (m *Model[F]) MixerStats() map[string]float64 {
+	var out map[string]float64
+	for i := 0; i < m.Config.NLayers; i++ {
+		s, ok := m.Mixer(i).(mixer.Stats)
+		if !ok {
+			continue
+		}
+		for k, v := range s.Stats() {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[fmt.Sprintf("blocks.%d.%s", i, k)] = v
+		}
+	}
+	return out
 }

@@ -3,7 +3,9 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/optim"
@@ -20,6 +22,9 @@ type Trainer[F kernels.Float] struct {
 	Clip  float64
 	// Scale is the dynamic loss scale of precision "fp16", nil otherwise.
 	Scale *LossScale
+	// frozen lists the slab ranges of the parameters train.freeze
+	// freezes: their gradients are zeroed before clipping.
+	frozen []optim.Group
 	// Base is the run's step count before this trainer's first update (a
 	// fine-tuning stage after pretraining starts at the pretraining's
 	// updates): update Opt.Step runs its passes at step Base+Opt.Step
@@ -62,12 +67,18 @@ type StepStats struct {
 
 // NewTrainer returns a trainer for m with fresh optimiser state. Parameters
 // whose spec says NoDecay (biases, LayerNorm gains, pos.weight, mixer
-// biases) are excluded from weight decay. NewTrainer panics if the config
-// has no "train" object.
+// biases) are excluded from weight decay; those train.freeze names are
+// not updated. NewTrainer panics if the config has no "train" object, or
+// a train.freeze prefix matches no parameter (Model.Frozen checks that
+// first).
 func NewTrainer[F kernels.Float](m *Model[F]) *Trainer[F] {
 	tc := m.Config.Train
 	if tc == nil {
 		panic("model: NewTrainer for a config without \"train\"")
+	}
+	frozen, err := m.Frozen(tc.Freeze)
+	if err != nil {
+		panic(err)
 	}
 	sizes := make([]int, len(m.Specs))
 	noDecay := make([]bool, len(m.Specs))
@@ -75,11 +86,17 @@ func NewTrainer[F kernels.Float](m *Model[F]) *Trainer[F] {
 		sizes[i], noDecay[i] = s.Size(), s.NoDecay
 	}
 	m.Seed = tc.Seed
+	groups := optim.Groups(sizes, noDecay, frozen)
 	t := &Trainer[F]{
 		Model: m,
-		Opt:   optim.NewAdamW[F](len(m.Params), optim.Groups(sizes, noDecay), tc.Beta1, tc.Beta2, tc.Eps, tc.WeightDecay),
+		Opt:   optim.NewAdamW[F](len(m.Params), groups, tc.Beta1, tc.Beta2, tc.Eps, tc.WeightDecay),
 		Sched: optim.Schedule{LR: tc.LR, MinLR: tc.MinLR, Warmup: tc.Warmup, Steps: tc.Steps, Constant: tc.Schedule == "constant"},
 		Clip:  tc.GradClip,
+	}
+	for _, g := range groups {
+		if g.Frozen {
+			t.frozen = append(t.frozen, g)
+		}
 	}
 	if m.half {
 		t.Scale = &LossScale{Scale: InitialLossScale, Interval: LossScaleInterval}
@@ -113,6 +130,9 @@ func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) 
 	if t.Scale != nil {
 		kernels.Scale(m.Grads, F(1/scale)) // an Inf or NaN stays one
 	}
+	for _, g := range t.frozen {
+		clear(m.Grads[g.Lo:g.Hi])
+	}
 	norm := optim.ClipGradNorm(m.Grads, t.Clip)
 	if t.Scale != nil && lossOK && (math.IsNaN(norm) || math.IsInf(norm, 0)) {
 		t.Scale.Scale /= 2
@@ -133,6 +153,39 @@ func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) 
 		}
 	}
 	return StepStats{Loss: loss, GradNorm: norm, LR: lr, LossScale: scale}, nil
+}
+
+// Frozen returns, for each of m's parameters (Specs), whether its name
+// starts with one of prefixes, and an error naming a prefix that matches
+// no parameter.
+func (m *Model[F]) Frozen(prefixes []string) ([]bool, error) {
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
+	out := make([]bool, len(m.Specs))
+	for _, p := range prefixes {
+		if p == "" {
+			return nil, fmt.Errorf("train.freeze: an empty prefix would freeze every parameter")
+		}
+		n := 0
+		for i, s := range m.Specs {
+			if strings.HasPrefix(s.Name, p) {
+				out[i] = true
+				n++
+			}
+		}
+		if n == 0 {
+			var tops []string
+			for _, s := range m.Specs {
+				top, _, _ := strings.Cut(s.Name, ".")
+				if !slices.Contains(tops, top+".") {
+					tops = append(tops, top+".")
+				}
+			}
+			return nil, fmt.Errorf("train.freeze: %q matches no parameter name (they start with %s; blocks.N. is block N)", p, strings.Join(tops, ", "))
+		}
+	}
+	return out, nil
 }
 
 // Eval returns the loss of the current parameters on one batch without

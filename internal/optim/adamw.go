@@ -8,28 +8,31 @@ import (
 	"github.com/tokenmix/tokenmix/internal/parallel"
 )
 
-// Group is a contiguous range [Lo,Hi) of the parameter slab and whether
-// weight decay applies to it.
+// Group is a contiguous range [Lo,Hi) of the parameter slab, whether
+// weight decay applies to it, and whether it is frozen (Update leaves its
+// parameters and moments as they are).
 type Group struct {
 	Lo, Hi int
 	Decay  bool
+	Frozen bool
 }
 
 // Groups merges consecutive ranges of the given sizes into groups, one per
-// run of equal decay flags. noDecay[i] says range i (of size sizes[i]) is
-// excluded from weight decay. Groups panics if the lengths differ.
-func Groups(sizes []int, noDecay []bool) []Group {
-	if len(sizes) != len(noDecay) {
+// run of equal flags. noDecay[i] says range i (of size sizes[i]) is
+// excluded from weight decay, frozen[i] (frozen may be nil: nothing is)
+// that it is not updated at all. Groups panics if the lengths differ.
+func Groups(sizes []int, noDecay, frozen []bool) []Group {
+	if len(sizes) != len(noDecay) || frozen != nil && len(frozen) != len(sizes) {
 		panic("optim: Groups with sizes and flags of different lengths")
 	}
 	var gs []Group
 	off := 0
 	for i, n := range sizes {
-		d := !noDecay[i]
-		if len(gs) > 0 && gs[len(gs)-1].Decay == d && gs[len(gs)-1].Hi == off {
-			gs[len(gs)-1].Hi += n
+		g := Group{Lo: off, Hi: off + n, Decay: !noDecay[i], Frozen: frozen != nil && frozen[i]}
+		if k := len(gs) - 1; k >= 0 && gs[k].Decay == g.Decay && gs[k].Frozen == g.Frozen && gs[k].Hi == off {
+			gs[k].Hi += n
 		} else {
-			gs = append(gs, Group{Lo: off, Hi: off + n, Decay: d})
+			gs = append(gs, g)
 		}
 		off += n
 	}
@@ -79,6 +82,9 @@ func (o *AdamW[F]) Update(params, grads []F, lr float64) {
 		th = parallel.Threads()
 	}
 	for _, g := range o.Groups {
+		if g.Frozen {
+			continue
+		}
 		wd := 0.0
 		if g.Decay {
 			wd = o.WeightDecay

@@ -36,10 +36,30 @@ func TestSchedule(t *testing.T) {
 }
 
 func TestGroups(t *testing.T) {
-	got := Groups([]int{3, 2, 4, 1, 5}, []bool{false, true, true, false, false})
-	want := []Group{{0, 3, true}, {3, 9, false}, {9, 15, true}}
+	got := Groups([]int{3, 2, 4, 1, 5}, []bool{false, true, true, false, false}, nil)
+	want := []Group{{0, 3, true, false}, {3, 9, false, false}, {9, 15, true, false}}
 	if !slices.Equal(got, want) {
 		t.Errorf("Groups = %v, want %v", got, want)
+	}
+	got = Groups([]int{3, 2, 4, 1, 5}, []bool{false, true, true, false, false}, []bool{true, true, false, false, true})
+	want = []Group{{0, 3, true, true}, {3, 5, false, true}, {5, 9, false, false}, {9, 10, true, false}, {10, 15, true, true}}
+	if !slices.Equal(got, want) {
+		t.Errorf("Groups with frozen = %v, want %v", got, want)
+	}
+}
+
+// TestAdamWFrozen checks that Update leaves a frozen group's parameters
+// and moments untouched, weight decay included, and updates the rest.
+func TestAdamWFrozen(t *testing.T) {
+	p := []float64{1, 1, 1}
+	g := []float64{0.5, 0.5, 0.5}
+	o := NewAdamW[float64](3, []Group{{0, 1, true, true}, {1, 3, true, false}}, 0.9, 0.999, 1e-8, 0.1)
+	o.Update(p, g, 0.01)
+	if p[0] != 1 || o.M[0] != 0 || o.V[0] != 0 {
+		t.Errorf("frozen p[0] = %v, m %v, v %v; want 1, 0, 0", p[0], o.M[0], o.V[0])
+	}
+	if p[1] == 1 || p[2] == 1 {
+		t.Errorf("unfrozen parameters %v did not move", p[1:])
 	}
 }
 
@@ -48,7 +68,7 @@ func TestGroups(t *testing.T) {
 func TestAdamWStep(t *testing.T) {
 	p := []float64{1, 1}
 	g := []float64{0.5, 0.5}
-	o := NewAdamW[float64](2, []Group{{0, 1, true}, {1, 2, false}}, 0.9, 0.999, 1e-8, 0.1)
+	o := NewAdamW[float64](2, []Group{{0, 1, true, false}, {1, 2, false, false}}, 0.9, 0.999, 1e-8, 0.1)
 	lr := 0.01
 	o.Update(p, g, lr)
 	// Step 1: m̂ = g, v̂ = g², so the Adam term is g/(|g|+ε) ≈ 1.

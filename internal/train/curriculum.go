@@ -73,10 +73,13 @@ func (c *Curriculum) at(s int) (Source, int) {
 }
 
 // Next fills b with the batch of the next run step.
-func (c *Curriculum) Next(b *data.Batch) {
+func (c *Curriculum) Next(b *data.Batch) error {
 	src, _ := c.at(c.step)
-	src.Next(b)
+	if err := src.Next(b); err != nil {
+		return err
+	}
 	c.step++
+	return nil
 }
 
 // State is the state of the source of the next batch.

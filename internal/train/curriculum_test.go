@@ -18,9 +18,10 @@ type shapes struct {
 	seen *[][2]int
 }
 
-func (s shapes) Next(b *data.Batch) {
-	s.Source.Next(b)
+func (s shapes) Next(b *data.Batch) error {
+	err := s.Source.Next(b)
 	*s.seen = append(*s.seen, [2]int{b.B, b.T})
+	return err
 }
 
 // curriculumRun builds a 9-step run on recall at T = 16 whose curriculum
@@ -127,7 +128,7 @@ func TestCurriculumSteps(t *testing.T) {
 // namedSource is a Source that only has an identity.
 type namedSource int
 
-func (namedSource) Next(*data.Batch)                   {}
+func (namedSource) Next(*data.Batch) error             { return nil }
 func (namedSource) State() (json.RawMessage, error)    { return nil, nil }
 func (namedSource) Restore(int, json.RawMessage) error { return nil }
 

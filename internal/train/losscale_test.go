@@ -20,9 +20,10 @@ type recorder struct {
 	batches [][]int32
 }
 
-func (r *recorder) Next(b *data.Batch) {
-	r.Source.Next(b)
+func (r *recorder) Next(b *data.Batch) error {
+	err := r.Source.Next(b)
 	r.batches = append(r.batches, slices.Clone(b.Tokens))
+	return err
 }
 
 // scaleRun trains an fp16 lm in dir for 6 steps (resuming when dir holds

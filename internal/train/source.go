@@ -14,7 +14,10 @@ import (
 type TaskSource struct{ L *data.Loader }
 
 // Next fills b with the next batch.
-func (s TaskSource) Next(b *data.Batch) { s.L.Next(b) }
+func (s TaskSource) Next(b *data.Batch) error {
+	s.L.Next(b)
+	return nil
+}
 
 // State is nil: the step alone sets the position.
 func (s TaskSource) State() (json.RawMessage, error) { return nil, nil }
@@ -50,7 +53,7 @@ func NewTextSource(text data.Text, B, T int, seed uint64) (*TextSource, error) {
 }
 
 // Next fills b with B random windows.
-func (s *TextSource) Next(b *data.Batch) {
+func (s *TextSource) Next(b *data.Batch) error {
 	n := s.B * s.T
 	if cap(b.Tokens) < n {
 		b.Tokens, b.Targets = make([]int32, n), make([]int32, n)
@@ -61,6 +64,7 @@ func (s *TextSource) Next(b *data.Batch) {
 		b.Lens = append(b.Lens, s.T)
 	}
 	s.win.Random(b.Tokens, b.Targets, s.B, s.rng)
+	return nil
 }
 
 // State is the PCG state, as JSON.

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -25,10 +26,13 @@ import (
 // run directory resumes.
 var ErrInterrupted = errors.New("interrupted")
 
-// Source yields the training batches in a reproducible order.
+// Source yields the training batches, in a reproducible order where
+// State and Restore can say where it stands.
 type Source interface {
-	// Next fills b with the next training batch.
-	Next(b *data.Batch)
+	// Next fills b with the next training batch. io.EOF says the data has
+	// ended (a stream's): Run stops there with a checkpoint. Another
+	// error stops Run without one.
+	Next(b *data.Batch) error
 	// State returns the source's position and RNG state after the batches
 	// drawn so far, for a checkpoint; nil when the step alone determines it.
 	State() (json.RawMessage, error)
@@ -66,6 +70,18 @@ type Options struct {
 	// Progress reports the steps (nil: nothing); Name labels them.
 	Progress Progress
 	Name     string
+	// Report, when set, is called after every update with its numbers,
+	// and after an evaluation with its metrics.
+	Report func(Report)
+}
+
+// Report is one update's numbers, for Options.Report.
+type Report struct {
+	Stage                            string // run.StagePretrain or run.StageTrain
+	Step, Planned                    int    // the stage's updates done and planned
+	Loss, LR, GradNorm, TokensPerSec float64
+	// Eval is the evaluation's metrics at an evaluation step, else nil.
+	Eval map[string]any
 }
 
 // Result summarises a finished Run. With a pretraining stage, Steps,
@@ -81,6 +97,8 @@ type Result struct {
 	// PretrainSteps is the updates of the pretraining stage (train.pretrain),
 	// done so far; 0 without one.
 	PretrainSteps int
+	// DataEnded says the source's data ended (io.EOF) before the plan.
+	DataEnded bool
 }
 
 // RunSteps is the run's step count: the updates of both stages.
@@ -138,11 +156,11 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 		pb := newPretrainBatch(tr.Model.Config)
 		from.stage, from.prep = run.StagePretrain, pb.make
 		po := Options{Steps: tc.Pretrain.Steps, Cap: o.Cap, SkipNonFinite: o.SkipNonFinite,
-			Progress: o.Progress, Name: o.Name + " pretrain"}
+			Progress: o.Progress, Name: o.Name + " pretrain", Report: o.Report}
 		pres, err := runStage(ctx, d, ptr, src, po, from)
 		res.PretrainSteps, res.Resumed = pres.Steps, pres.Resumed
-		res.WallSeconds = pres.WallSeconds
-		if err != nil {
+		res.WallSeconds, res.DataEnded = pres.WallSeconds, pres.DataEnded
+		if err != nil || pres.DataEnded {
 			return res, err
 		}
 		// The switch: the pretraining head is dropped, the task head
@@ -257,7 +275,13 @@ func runStage(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src S
 		if err != nil {
 			return res, err
 		}
-		src.Next(&b)
+		if err := src.Next(&b); errors.Is(err, io.EOF) {
+			res.DataEnded = true
+			break
+		} else if err != nil {
+			prog.Finish()
+			return res, fmt.Errorf("training data, batch of step %d: %w", res.Steps+1, err)
+		}
 		tokens, targets := b.Tokens, b.Targets
 		if from.prep != nil {
 			tokens, targets = from.prep(&b, res.Steps)
@@ -351,6 +375,10 @@ func runStage(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src S
 			}
 		}
 		prog.Update(k, s.Loss, tps)
+		if o.Report != nil {
+			o.Report(Report{Stage: from.stage, Step: k, Planned: res.Planned, Loss: s.Loss, LR: s.LR,
+				GradNorm: s.GradNorm, TokensPerSec: tps, Eval: evalOf(eval, res.LastEval)})
+		}
 		if tc.CheckpointEvery > 0 && k%tc.CheckpointEvery == 0 && !last {
 			if err := save(); err != nil {
 				return res, err
@@ -360,6 +388,14 @@ func runStage(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src S
 	prog.Finish()
 	res.TrainSeconds, res.WallSeconds = trainTime.Seconds(), wall()
 	return res, save()
+}
+
+// evalOf is ev at an evaluation step, else nil.
+func evalOf(evaluated bool, ev map[string]any) map[string]any {
+	if !evaluated {
+		return nil
+	}
+	return ev
 }
 
 // maxOverflows is how many fp16 steps in a row may overflow (each halving

@@ -1,0 +1,54 @@
+package data
+
+import "github.com/tokenmix/tokenmix/tokenizer"
+
+// TextOf is text as a model reads it: its bytes, or the ids of tk.
+func TextOf(b []byte, tk *tokenizer.Tokenizer) Text {
+	if tk == nil {
+		return BytesText(b)
+	}
+	return IDText(EncodeIDs(tk, string(b)))
+}
+
+// EncodeIDs is tk's ids of s as int32.
+func EncodeIDs(tk *tokenizer.Tokenizer, s string) []int32 {
+	ids := tk.Encode(s)
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+// Retokenize replaces the byte tokens of the "text" records by tk's ids;
+// with tk nil it leaves them as they are.
+func Retokenize(recs []Record, tk *tokenizer.Tokenizer) {
+	if tk == nil {
+		return
+	}
+	for i := range recs {
+		if recs[i].Text {
+			b := make([]byte, len(recs[i].Tokens))
+			for j, t := range recs[i].Tokens {
+				b[j] = byte(t)
+			}
+			recs[i].Tokens = EncodeIDs(tk, string(b))
+		}
+	}
+}
+
+// NewTextWindows is text as the validation split of a task, in windows of
+// T tokens with at least context tokens of context per scored token (0:
+// fixed windows): what training validates on and `tokenmix eval` scores.
+// With a tokenizer, the task's bits per byte count each token's bytes.
+func NewTextWindows(text Text, T, context int, tk *tokenizer.Tokenizer) (*TextTask, error) {
+	w, err := NewWindows(text, T, context)
+	if err != nil {
+		return nil, err
+	}
+	task := NewTextTask("text", nil, w, nil)
+	if tk != nil {
+		task.WithTokens(tk.TokenLens())
+	}
+	return task, nil
+}
