@@ -44,8 +44,8 @@ type whole interface {
 
 // content is a whole dataset: records, or text, or a task's split.
 type content struct {
-	name   string // the file, for messages; "" for examples in memory
-	recs   []data.Record
+	name string // the file, for messages; "" for examples in memory
+	recs []data.Record
 	// labels are the class names of the records of HoldOut's dataset
 	// before the split (nil: those of recs).
 	labels []string

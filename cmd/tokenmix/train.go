@@ -162,7 +162,9 @@ func runTrain(ctx context.Context, args []string) error {
 // rather than "tokenmix: …".
 type trainError struct{ err error }
 
-func (e trainError) Error() string { return "train: " + strings.TrimPrefix(e.err.Error(), "tokenmix: ") }
+func (e trainError) Error() string {
+	return "train: " + strings.TrimPrefix(e.err.Error(), "tokenmix: ")
+}
 func (e trainError) Unwrap() error { return e.err }
 
 // trainProgress draws tokenmix.Train's progress on the terminal (a bar)
