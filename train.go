@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -634,7 +635,8 @@ func (t *trainer) resolve() error {
 			}
 			minLen, maxLen = min(minLen, len(r.Tokens)), max(maxLen, len(r.Tokens))
 		}
-		fill(&c.MaxLen, maxLen)
+		// Room for inputs a little longer than the training data's.
+		fill(&c.MaxLen, 1<<bits.Len(uint(maxLen-1)))
 		if c.VocabSize == 0 {
 			vocab := int(maxID) + 1
 			switch {

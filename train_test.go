@@ -1,0 +1,230 @@
+package tokenmix_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tokenmix/tokenmix"
+)
+
+// buildCLI builds cmd/tokenmix into dir and returns its path.
+func buildCLI(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "tokenmix")
+	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./cmd/tokenmix").CombinedOutput(); err != nil {
+		t.Fatalf("building tokenmix: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// timing are the fields of metrics lines and checkpoint states that
+// measure time, and the build's version: all that two runs of one
+// config on one machine may differ in.
+var timing = []string{"tokens_per_s", "elapsed_s", "train_s", "wall_s", "version", "created"}
+
+// runFiles reads the files of run directory dir, by relative path, with
+// the timing fields of its JSON files and JSON lines removed.
+func runFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if name := d.Name(); name == "run.json" || name == "state.json" || name == "metrics.jsonl" {
+			var lines []string
+			sc := bufio.NewScanner(bytes.NewReader(b))
+			for sc.Scan() {
+				var m map[string]any
+				if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+					lines = append(lines, sc.Text()) // indented JSON: compared as text below
+					continue
+				}
+				for _, k := range timing {
+					delete(m, k)
+				}
+				j, _ := json.Marshal(m)
+				lines = append(lines, string(j))
+			}
+			if name != "metrics.jsonl" {
+				var m map[string]any
+				if err := json.Unmarshal(b, &m); err != nil {
+					t.Fatalf("%s: %v", p, err)
+				}
+				for _, k := range timing {
+					delete(m, k)
+				}
+				j, _ := json.Marshal(m)
+				lines = []string{string(j)}
+			}
+			b = []byte(strings.Join(lines, "\n"))
+		}
+		out[rel] = b
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestTrainCLIEqualsAPI: `tokenmix train` and tokenmix.Train on the same
+// config and data write the same run directory, apart from the times
+// and versions they record: a classifier with --val, an lm on text with
+// the default hold-out, and a classifier with no config at all.
+func TestTrainCLIEqualsAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	dir := t.TempDir()
+	bin := buildCLI(t, dir)
+	if err := spamHam(filepath.Join(dir, "train.jsonl"), 300, 1); err != nil {
+		t.Fatal(err)
+	}
+	spamHam(filepath.Join(dir, "val.jsonl"), 50, 2)
+	text := strings.Repeat("the quick brown fox jumps over the lazy dog; ", 200)
+	os.WriteFile(filepath.Join(dir, "fox.txt"), []byte(text), 0o644)
+	classify := strings.Replace(spamConfig, `"steps": 300`, `"steps": 30, "checkpoint_every": 10, "keep_checkpoints": 5`, 1)
+	lm := `{"vocab_size": 256, "d_model": 32, "n_heads": 2, "n_layers": 1, "d_ff": 64, "max_len": 32, "causal": true,
+	 "task": "lm", "mixer": {"kind": "aft_simple"}, "train": {"batch_size": 4, "steps": 20, "eval_every": 10, "log_every": 5, "seed": 3}}`
+	os.WriteFile(filepath.Join(dir, "classify.json"), []byte(classify), 0o644)
+	os.WriteFile(filepath.Join(dir, "lm.json"), []byte(lm), 0o644)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		cli  []string
+		cfg  string
+		data func() (tokenmix.Dataset, tokenmix.Dataset)
+	}{
+		{"classify", []string{"--config", "classify.json", "--data", "train.jsonl", "--val", "val.jsonl"}, "classify.json",
+			func() (tokenmix.Dataset, tokenmix.Dataset) {
+				return tokenmix.JSONLFile(filepath.Join(dir, "train.jsonl")), tokenmix.JSONLFile(filepath.Join(dir, "val.jsonl"))
+			}},
+		{"lm", []string{"--config", "lm.json", "--data", "fox.txt"}, "lm.json",
+			func() (tokenmix.Dataset, tokenmix.Dataset) {
+				return tokenmix.HoldOut(tokenmix.TextFiles(filepath.Join(dir, "fox.txt")), 0.05)
+			}},
+		{"inferred", []string{"--data", "train.jsonl", "--mixer", "fnet"}, "",
+			func() (tokenmix.Dataset, tokenmix.Dataset) {
+				return tokenmix.HoldOut(tokenmix.JSONLFile(filepath.Join(dir, "train.jsonl")), 0.05)
+			}},
+	} {
+		cmd := exec.Command(bin, append([]string{"train", "--out", "cli-" + c.name}, c.cli...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: tokenmix train: %v\n%s", c.name, err, out)
+		}
+		var cfg tokenmix.TrainConfig
+		if c.cfg != "" {
+			b, _ := os.ReadFile(filepath.Join(dir, c.cfg))
+			var err error
+			if cfg, err = tokenmix.ParseTrainConfig(b); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			cfg.Mixer.Kind = "fnet"
+		}
+		tr, val := c.data()
+		if _, err := tokenmix.Train(ctx, cfg, tr, tokenmix.WithValidation(val), tokenmix.WithOutDir(filepath.Join(dir, "api-"+c.name))); err != nil {
+			t.Fatalf("%s: tokenmix.Train: %v", c.name, err)
+		}
+		a, b := runFiles(t, filepath.Join(dir, "cli-"+c.name)), runFiles(t, filepath.Join(dir, "api-"+c.name))
+		names := slices.Sorted(func(yield func(string) bool) {
+			for k := range a {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		if len(a) != len(b) || len(a) < 6 {
+			t.Errorf("%s: the command wrote %d files, the API %d", c.name, len(a), len(b))
+		}
+		for _, n := range names {
+			if !bytes.Equal(a[n], b[n]) {
+				t.Errorf("%s: %s differs:\ncommand: %.300s\nAPI:     %.300s", c.name, n, a[n], b[n])
+			}
+		}
+	}
+}
+
+// TestREADMELibrary runs the README's library examples as written: its
+// commands with the built command on its PATH, and its Go snippets in a
+// program of a separate module.
+func TestREADMELibrary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command and a module")
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := string(readme)
+	sec = sec[strings.Index(sec, "## Library"):]
+	sec = sec[:strings.Index(sec[3:], "\n## ")+3]
+	blocks := regexp.MustCompile("(?s)```(go)?\n(.*?)```").FindAllStringSubmatch(sec, -1)
+	var shell, gocode []string
+	for _, b := range blocks {
+		if b[1] == "go" {
+			gocode = append(gocode, b[2])
+		} else {
+			shell = append(shell, b[2])
+		}
+	}
+	if len(shell) != 1 || len(gocode) != 2 {
+		t.Fatalf("README library section: %d command blocks and %d Go blocks, want 1 and 2", len(shell), len(gocode))
+	}
+	dir := t.TempDir()
+	buildCLI(t, dir)
+	if err := spamHam(filepath.Join(dir, "train.jsonl"), 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	spamHam(filepath.Join(dir, "test.jsonl"), 200, 2)
+	env := append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for _, line := range strings.Split(strings.TrimSpace(shell[0]), "\n") {
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+		if strings.Contains(line, "predict") && !strings.Contains(string(out), `"name":"spam"`) {
+			t.Errorf("%s: %s, want spam", line, out)
+		}
+	}
+	var prog strings.Builder
+	prog.WriteString("package main\n\nimport (\n\t\"context\"\n\t\"fmt\"\n\t\"log\"\n\n\t\"github.com/tokenmix/tokenmix\"\n)\n\nfunc main() {\n\tctx := context.Background()\n\t_ = ctx\n")
+	for _, g := range gocode {
+		fmt.Fprintf(&prog, "\t{\n%s\t}\n", g)
+	}
+	prog.WriteString("}\n")
+	mod := userModule(t, "readme")
+	os.WriteFile(filepath.Join(mod, "main.go"), []byte(prog.String()), 0o644)
+	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", filepath.Join(dir, "readme"), ".")
+	build.Dir, build.Env = mod, append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the README's Go:\n%s\n%v\n%s", prog.String(), err, out)
+	}
+	run := exec.Command(filepath.Join(dir, "readme"))
+	run.Dir = dir
+	out, err := run.CombinedOutput()
+	if err != nil || string(out) != "spam\ntrue\n" {
+		t.Errorf("the README's Go printed %q (%v), want \"spam\\ntrue\\n\"", out, err)
+	}
+}
