@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/tokenmix/tokenmix"
+	"github.com/tokenmix/tokenmix/internal/safetensors"
 )
 
 // buildCLI builds cmd/tokenmix into dir and returns its path.
@@ -226,5 +227,60 @@ func TestREADMELibrary(t *testing.T) {
 	out, err := run.CombinedOutput()
 	if err != nil || string(out) != "spam\ntrue\n" {
 		t.Errorf("the README's Go printed %q (%v), want \"spam\\ntrue\\n\"", out, err)
+	}
+}
+
+// TestTrainFreeze: parameters WithFreeze names keep the values WithInit
+// gave them, with zero optimizer moments, while the rest train; the run's
+// config records train.freeze, so a resumed run keeps it.
+func TestTrainFreeze(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	cfg := tokenmix.TrainConfig{Train: tokenmix.TrainSettings{Steps: 10, LR: 3e-3}}
+	if _, err := tokenmix.Train(context.Background(), cfg, tokenmix.Examples(shopping()), tokenmix.WithOutDir(a)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := tokenmix.Train(context.Background(), cfg, tokenmix.Examples(shopping()), tokenmix.WithOutDir(b),
+		tokenmix.WithInit(a), tokenmix.WithFreeze("embed.", "blocks.0.mixer."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct{ Train struct{ Freeze []string } }
+	if json.Unmarshal(r.Config().JSON, &c); !slices.Equal(c.Train.Freeze, []string{"embed.", "blocks.0.mixer."}) {
+		t.Errorf("config train.freeze = %v", c.Train.Freeze)
+	}
+	before, err := safetensors.ReadFile(filepath.Join(a, "ckpt", "00000010", "weights.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := safetensors.ReadFile(filepath.Join(b, "ckpt", "00000010", "weights.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	optim, err := safetensors.ReadFile(filepath.Join(b, "ckpt", "00000010", "optim.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen, trained := 0, 0
+	for _, name := range after.Names() {
+		w0, _, err := before.F32(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w1, _, _ := after.F32(name)
+		m, _, _ := optim.F32("m." + name)
+		isFrozen := strings.HasPrefix(name, "embed.") || strings.HasPrefix(name, "blocks.0.mixer.")
+		same := slices.Equal(w0, w1)
+		switch {
+		case isFrozen && (!same || slices.ContainsFunc(m, func(v float32) bool { return v != 0 })):
+			t.Errorf("%s is frozen but changed (or has optimizer moments)", name)
+		case isFrozen:
+			frozen++
+		case !same && !strings.HasPrefix(name, "head."):
+			trained++
+		}
+	}
+	if frozen < 5 || trained < 5 {
+		t.Errorf("%d frozen tensors kept, %d others trained; want several of each", frozen, trained)
 	}
 }
