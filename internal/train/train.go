@@ -258,6 +258,36 @@ func runStage(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src S
 		}
 		return d.SaveTrainer(tr, next, tc.KeepCheckpoints)
 	}
+	// logLine writes the metrics line of the update just done, whose
+	// statistics are s, with an evaluation when eval is set.
+	loggedAt := -1
+	logLine := func(s model.StepStats, tps float64, eval bool) error {
+		// loss is the mean over the steps since the previous line.
+		rec := map[string]any{"step": res.Steps, "stage": from.stage, "loss": lossSum / float64(lossN), "lr": s.LR, "grad_norm": s.GradNorm,
+			"tokens": res.Tokens, "tokens_per_s": tps, "elapsed_s": wall(), "train_s": trainTime.Seconds()}
+		if sc := tr.Scale; sc != nil {
+			rec["loss_scale"], rec["overflow_skips"] = sc.Scale, sc.Skipped
+		}
+		lossSum, lossN = 0, 0
+		if eval {
+			ev, err := o.Eval()
+			if err != nil {
+				return err
+			}
+			for k, v := range ev {
+				rec[k] = v
+			}
+			res.LastEval = ev
+		}
+		if o.Extra != nil {
+			for k, v := range o.Extra() {
+				rec[k] = v
+			}
+		}
+		loggedAt = res.Steps
+		return d.AppendMetrics(rec)
+	}
+	var lastStats model.StepStats
 	pace := pacer{budget: o.Duration}
 	var b data.Batch
 	prog.Start(o.Name, res.Planned, res.Steps-base)
@@ -348,32 +378,11 @@ func runStage(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src S
 		last := k == res.Planned || trainTime >= deadline
 		eval := o.Eval != nil && tc.EvalEvery > 0 && (k%tc.EvalEvery == 0 || last)
 		if k%tc.LogEvery == 0 || last || eval {
-			// loss is the mean over the steps since the previous line.
-			rec := map[string]any{"step": res.Steps, "stage": from.stage, "loss": lossSum / float64(lossN), "lr": s.LR, "grad_norm": s.GradNorm,
-				"tokens": res.Tokens, "tokens_per_s": tps, "elapsed_s": wall(), "train_s": trainTime.Seconds()}
-			if sc := tr.Scale; sc != nil {
-				rec["loss_scale"], rec["overflow_skips"] = sc.Scale, sc.Skipped
-			}
-			lossSum, lossN = 0, 0
-			if eval {
-				ev, err := o.Eval()
-				if err != nil {
-					return res, err
-				}
-				for k, v := range ev {
-					rec[k] = v
-				}
-				res.LastEval = ev
-			}
-			if o.Extra != nil {
-				for k, v := range o.Extra() {
-					rec[k] = v
-				}
-			}
-			if err := d.AppendMetrics(rec); err != nil {
+			if err := logLine(s, tps, eval); err != nil {
 				return res, err
 			}
 		}
+		lastStats = s
 		prog.Update(k, s.Loss, tps)
 		if o.Report != nil {
 			o.Report(Report{Stage: from.stage, Step: k, Planned: res.Planned, Loss: s.Loss, LR: s.LR,
@@ -383,6 +392,19 @@ func runStage(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src S
 			if err := save(); err != nil {
 				return res, err
 			}
+		}
+	}
+	if res.DataEnded && lossN > 0 && loggedAt != res.Steps {
+		// The data ended: the last update's line and evaluation, as at a
+		// planned last step.
+		eval := o.Eval != nil && tc.EvalEvery > 0
+		tps := float64(res.Tokens) / trainTime.Seconds()
+		if err := logLine(lastStats, tps, eval); err != nil {
+			return res, err
+		}
+		if o.Report != nil && eval {
+			o.Report(Report{Stage: from.stage, Step: res.Steps - base, Planned: res.Planned, Loss: lastStats.Loss, LR: lastStats.LR,
+				GradNorm: lastStats.GradNorm, TokensPerSec: tps, Eval: res.LastEval})
 		}
 	}
 	prog.Finish()

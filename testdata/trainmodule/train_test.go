@@ -321,10 +321,14 @@ func TestBadInput(t *testing.T) {
 	if err != nil || m.Config().Step != 180 {
 		t.Errorf("the run after the panic: %v, %v; want its checkpoint of step 180", m, err)
 	}
-	// A stream that ends: training stops there, saved.
+	// A stream that ends: training stops there, validated and saved.
 	out2 := filepath.Join(t.TempDir(), "run")
-	r, err := tokenmix.Train(context.Background(), cfg, tokenmix.FromSeq(slices.Values(many[:100])), tokenmix.WithOutDir(out2))
-	if err != nil || r.Step() != 13 {
-		t.Errorf("a stream of 100 examples in batches of 8: %v, %v; want 13 steps", r, err)
+	r, err := tokenmix.Train(context.Background(), cfg, tokenmix.FromSeq(slices.Values(many[:100])), tokenmix.WithOutDir(out2),
+		tokenmix.WithValidation(tokenmix.Examples(many[100:150])))
+	if err != nil || r.Step() != 13 || r.Validation() == nil {
+		t.Errorf("a stream of 100 examples in batches of 8: %v, %v; want 13 steps and a validation", r, err)
+	}
+	if m, err := tokenmix.Load(out2); err != nil || m.Config().Step != 13 {
+		t.Errorf("the run of the stream that ended: %v, %v", m, err)
 	}
 }
