@@ -1,12 +1,13 @@
-// Package tokenmix is the Go API for using models trained with tokenmix:
-// load a run directory (or an exported model), then classify, score or
-// read the logits of token sequences.
+// Package tokenmix is the Go API of tokenmix: train a model (Train), load
+// a run directory or an exported model (Load, LoadFS), then classify,
+// score, generate or read the logits of token sequences.
 //
 //	m, err := tokenmix.Load("run")                  // newest checkpoint of a run
 //	preds, err := m.Classify(ctx, [][]int32{m.Encode("claim your free prize")})
 //	fmt.Println(preds[0].Name, preds[0].Probs)      // label name and class probabilities
 //
-// Text is bytes: Encode maps each byte to its id 0–255. Classify needs a
+// Text is bytes (Encode maps each byte to its id 0–255) unless the model
+// has a tokenizer, whose ids Encode gives. Classify needs a
 // classifier (task "classify"), Score a causal language model; Logits
 // works for both. Every call validates its input first: an empty sequence,
 // one longer than max_len, a token outside the vocabulary or the wrong
@@ -34,8 +35,17 @@
 // time, so that a server steps many generations together and draws the
 // tokens Generate would (`tokenmix serve` does).
 //
-// Models are trained with the command tokenmix (cmd/tokenmix): `tokenmix
-// train` on text (a byte-level lm) or on JSONL lines with labels (a
-// classifier). Package mixer defines the token-mixer interface and package
-// mixer/registry lists the kinds.
+// Train trains on a Dataset: examples in memory (Examples), JSONL or text
+// files (JSONLFile, TextFiles), a task of the task list (TaskData) or a
+// stream (FromSeq, or any type with a Next method), with a TrainConfig
+// whose zero fields it infers from the data; it resumes runs, fine-tunes
+// them (WithInit, WithFreeze) and is the loop of the command `tokenmix
+// train` (docs/training.md).
+//
+//	r, err := tokenmix.Train(ctx, tokenmix.TrainConfig{}, tokenmix.Examples(ex), tokenmix.WithOutDir("run"))
+//	m, err := r.Model()
+//
+// Package mixer defines the token-mixer interface and package
+// mixer/registry lists the kinds; a kind a program adds there trains
+// through Train like a built-in one.
 package tokenmix
