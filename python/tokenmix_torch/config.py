@@ -169,7 +169,8 @@ def pretrain_stage(c):
     and learning-rate settings and no pretrain object."""
     tc = train(c)
     pc = tc.pop("pretrain")
-    tc.pop("curriculum", None)  # the curriculum is fine-tuning's
+    tc.pop("curriculum", None)  # the curriculum and freezing are fine-tuning's
+    tc.pop("freeze", None)
     s = {k: v for k, v in c.items() if k not in ("n_classes", "pool")}
     s["task"] = "lm"
     s["train"] = dict(tc, steps=pc["steps"], lr=pc["lr"], min_lr=pc["min_lr"], warmup=pc["warmup"])
@@ -181,11 +182,18 @@ def train(cfg):
     t = cfg.get("train") or {}
     if not isinstance(t, dict):
         raise ValueError("train: want an object")
-    for k in sorted(set(t) - set(TRAIN_DEFAULTS) - {"pretrain", "curriculum"}):
+    for k in sorted(set(t) - set(TRAIN_DEFAULTS) - {"pretrain", "curriculum", "freeze"}):
         raise ValueError(f"train.{k}: unknown key")
     out = dict(TRAIN_DEFAULTS)
     for k, v in t.items():
         if k in ("pretrain", "curriculum"):
+            continue
+        if k == "freeze":
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise ValueError(f"train.freeze: want an array of parameter name prefixes, got {v!r}")
+            if "" in v:
+                raise ValueError("train.freeze: an empty prefix would freeze every parameter")
+            out[k] = list(v)
             continue
         if k == "schedule":
             if not isinstance(v, str):

@@ -192,19 +192,38 @@ class Model(nn.Module):
 
     def param_groups(self, weight_decay):
         """AdamW groups: no decay for biases, LayerNorms, pos.weight and each
-        mixer's no_decay names."""
+        mixer's no_decay names. The parameters train.freeze names are in no
+        group and stop requiring gradients (Go's Model.Frozen): training
+        leaves them as they are, outside the gradient norm."""
         nd = set()
         for i, blk in enumerate(self.blocks):
             for n in getattr(blk.mixer, "no_decay", ()):
                 nd.add(f"blocks.{i}.mixer.{n}")
+        frozen = self.frozen()
         decay, no_decay = [], []
         for name, p in self.named_parameters():
-            if (name.endswith(".bias") or re.fullmatch(r"blocks\.\d+\.ln[12]\.weight", name)
+            if name in frozen:
+                p.requires_grad_(False)
+            elif (name.endswith(".bias") or re.fullmatch(r"blocks\.\d+\.ln[12]\.weight", name)
                     or name in ("ln_f.weight", "pos.weight") or name in nd):
                 no_decay.append(p)
             else:
                 decay.append(p)
         return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+    def frozen(self):
+        """The names of the parameters train.freeze names; a prefix that
+        matches none is an error."""
+        t = self.cfg.get("train") or {}
+        names = [n for n, _ in self.named_parameters()]
+        out = set()
+        for pre in t.get("freeze") or ():
+            hit = [n for n in names if n.startswith(pre)]
+            if not hit:
+                tops = sorted({n.split(".")[0] + "." for n in names})
+                raise ValueError(f"train.freeze: {pre!r} matches no parameter name (they start with {', '.join(tops)})")
+            out.update(hit)
+        return out
 
     def load_weights(self, src, path="weights"):
         """Loads tokenmix weights: a safetensors path, or {name: tensor}.
