@@ -232,7 +232,7 @@ func Train(ctx context.Context, cfg TrainConfig, data Dataset, opts ...Option) (
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			r, err = nil, fmt.Errorf("tokenmix: Train: internal error: %v", p)
+			r, err = nil, fmt.Errorf("tokenmix: Train: panic: %v (the run directory keeps its last checkpoint)", p)
 		}
 	}()
 	t := &trainer{o: o, cfg: cfg}

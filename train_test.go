@@ -18,6 +18,8 @@ import (
 
 	"github.com/tokenmix/tokenmix"
 	"github.com/tokenmix/tokenmix/internal/safetensors"
+	"github.com/tokenmix/tokenmix/mixer"
+	"github.com/tokenmix/tokenmix/mixer/registry"
 )
 
 // buildCLI builds cmd/tokenmix into dir and returns its path.
@@ -282,5 +284,45 @@ func TestTrainFreeze(t *testing.T) {
 	}
 	if frozen < 5 || trained < 5 {
 		t.Errorf("%d frozen tensors kept, %d others trained; want several of each", frozen, trained)
+	}
+}
+
+// boom is a mixer kind whose Forward panics once armed.
+type boom[F float32 | float64] struct{ d int }
+
+var boomArmed bool
+
+func (m boom[F]) Params() []mixer.ParamSpec   { return nil }
+func (m boom[F]) Bind(w, g [][]F)             {}
+func (m boom[F]) ActSize(b, t int) int        { return 0 }
+func (m boom[F]) ScratchSize(b, t, _ int) int { return 0 }
+func (m boom[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
+	if boomArmed {
+		panic("the mixer broke")
+	}
+	clear(out)
+}
+func (m boom[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {}
+
+// TestTrainPanics: a panic in the caller's code (a mixer kind, the
+// progress function) is an error of Train, not a crash.
+func TestTrainPanics(t *testing.T) {
+	err := registry.Add(mixer.Kind{Name: "test_boom", Causal: true, Bidirectional: true, Paper: "a test kind",
+		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return boom[float32]{c.D}, c.Opts.Err() },
+		New64: func(c mixer.Config) (mixer.Mixer[float64], error) { return boom[float64]{c.D}, c.Opts.Err() },
+		Tests: []mixer.TestCase{{Name: "bidirectional", D: 4, Heads: 1, B: 1, T: 3}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boomArmed = true
+	defer func() { boomArmed = false }()
+	cfg := tokenmix.TrainConfig{Mixer: mixer.OptionsOf("test_boom", nil), Train: tokenmix.TrainSettings{Steps: 3}}
+	if _, err := tokenmix.Train(context.Background(), cfg, tokenmix.Examples(shopping())); err == nil || !strings.Contains(err.Error(), "panic: the mixer broke") {
+		t.Errorf("a panicking mixer: %v", err)
+	}
+	cfg.Mixer = mixer.OptionsOf("full", nil)
+	progress := tokenmix.WithProgress(func(tokenmix.Progress) { panic("the callback broke") })
+	if _, err := tokenmix.Train(context.Background(), cfg, tokenmix.Examples(shopping()), progress); err == nil || !strings.Contains(err.Error(), "panic: the callback broke") {
+		t.Errorf("a panicking progress function: %v", err)
 	}
 }
