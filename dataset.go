@@ -8,16 +8,27 @@ import (
 	"iter"
 	"sync"
 
+	"github.com/tokenmix/tokenmix/internal/chat"
 	"github.com/tokenmix/tokenmix/internal/data"
 )
 
 // Example is one example of a Dataset: an input, as Text (which the
 // model reads through its tokenizer, or as bytes) or as Tokens (ids),
-// exactly one of them, and for a classifier its Label.
+// exactly one of them, and for a classifier its Label; or, for a chat lm,
+// a conversation (Messages) alone, whose assistant turns training scores
+// (docs/training.md, "Conversations").
 type Example struct {
-	Text   string
-	Tokens []int32
-	Label  string
+	Text     string
+	Tokens   []int32
+	Label    string
+	Messages []Message
+}
+
+// Message is one turn of a conversation: its role ("system", "user",
+// "assistant", or another) and its content.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
 }
 
 // Dataset yields examples one at a time: Next returns the next one, and
@@ -102,6 +113,12 @@ func (w *walker) next(load func() (*content, error)) (Example, error) {
 	r := c.recs[w.pos]
 	w.pos++
 	e := Example{Label: r.Label}
+	if r.Messages != nil {
+		for _, m := range r.Messages {
+			e.Messages = append(e.Messages, Message(m))
+		}
+		return e, nil
+	}
 	if r.Text {
 		b := make([]byte, len(r.Tokens))
 		for i, t := range r.Tokens {
@@ -117,6 +134,16 @@ func (w *walker) next(load func() (*content, error)) (Example, error) {
 // record is e as a data record; where names it in messages.
 func record(e Example, where string) (data.Record, error) {
 	r := data.Record{Label: e.Label, Where: where}
+	if e.Messages != nil {
+		if e.Text != "" || e.Tokens != nil || e.Label != "" {
+			return r, fmt.Errorf("%s: Messages with Text, Tokens or Label: a conversation is its messages alone", where)
+		}
+		r.Messages = chatMessages(e.Messages)
+		if err := chat.CheckMessages(r.Messages); err != nil {
+			return r, fmt.Errorf("%s: %w", where, err)
+		}
+		return r, nil
+	}
 	switch {
 	case e.Text != "" && e.Tokens != nil:
 		return r, fmt.Errorf("%s: both Text and Tokens: want one of them", where)
@@ -131,6 +158,15 @@ func record(e Example, where string) (data.Record, error) {
 		return r, fmt.Errorf("%s: empty input: want Text or Tokens", where)
 	}
 	return r, nil
+}
+
+// chatMessages is msgs as package chat's.
+func chatMessages(msgs []Message) []chat.Message {
+	out := make([]chat.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = chat.Message(m)
+	}
+	return out
 }
 
 // Examples is the dataset of ex, in memory. Train reads the slice when it

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tokenmix/tokenmix/internal/chat"
 	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/run"
@@ -538,7 +539,9 @@ func (t *trainer) resolve() error {
 		fill(&c.FFChunks, ic.FFChunks)
 		fill(&c.Precision, ic.Precision)
 		fill(&c.Dropout, ic.Dropout)
-		c.Causal = c.Causal || ic.Causal
+		if c.Causal == nil {
+			c.Causal = ic.Causal
+		}
 		c.Reversible = c.Reversible || ic.Reversible
 		c.Checkpoint = c.Checkpoint || ic.Checkpoint
 		if c.PadID == nil {
@@ -559,7 +562,6 @@ func (t *trainer) resolve() error {
 	} else if !ok {
 		return fmt.Errorf("config: Size %q: want \"small\" or \"base\"", c.Size)
 	}
-	presetShape := c.DModel == 0
 	fill(&c.DModel, sz.d)
 	fill(&c.NHeads, sz.heads)
 	fill(&c.NLayers, sz.layers)
@@ -580,25 +582,29 @@ func (t *trainer) resolve() error {
 			p := info.PadID
 			c.PadID = &p
 		}
-		c.Causal = c.Causal || info.Causal
+		if c.Causal == nil {
+			c.Causal = &info.Causal
+		}
 		t.labels = info.LabelNames
 	case tr != nil && tr.isText:
 		if c.Task != "" && c.Task != "lm" {
 			return fmt.Errorf("config: task %q: text files train an lm; a classifier needs labelled examples (JSONLFile or Examples)", c.Task)
 		}
 		c.Task = "lm"
-		c.Causal = c.Causal || presetShape
 		fill(&c.VocabSize, 256)
 		if t.tk != nil {
 			fill(&c.VocabSize, t.tk.VocabSize())
 		}
 		fill(&c.MaxLen, sz.window)
 	default:
-		recs := slices.Clone(t.recs())
-		for i := range recs {
-			recs[i].Tokens = slices.Clone(recs[i].Tokens)
+		recs := cloneRecs(t.recs())
+		if c.ChatTemplate == nil && slices.ContainsFunc(recs, func(r data.Record) bool { return r.Messages != nil }) {
+			ct := DefaultChatTemplate
+			c.ChatTemplate = &ct
 		}
-		data.Retokenize(recs, t.tk)
+		if err := t.prepare(recs, c.ChatTemplate); err != nil {
+			return fmt.Errorf("training data: %w", err)
+		}
 		labelled := 0
 		for _, r := range recs {
 			if r.Label != "" {
@@ -626,7 +632,6 @@ func (t *trainer) resolve() error {
 			}
 			fill(&c.NClasses, len(t.labels))
 		} else {
-			c.Causal = c.Causal || presetShape
 		}
 		maxID, minLen, maxLen := int32(-1), int(^uint(0)>>1), 0
 		for _, r := range recs {
@@ -654,6 +659,10 @@ func (t *trainer) resolve() error {
 			}
 			c.VocabSize = vocab
 		}
+	}
+	if c.Causal == nil {
+		causal := c.Task == "lm"
+		c.Causal = &causal
 	}
 	if c.Train.SeqLen == 0 && c.Task == "lm" && tr != nil && tr.isText {
 		c.Train.SeqLen = c.MaxLen
@@ -863,14 +872,18 @@ func (t *trainer) sources() (train.Source, data.Task, error) {
 				return nil, nil, fmt.Errorf("validation data: examples validate on examples")
 			}
 			valRecs = cloneRecs(t.val.recs)
-			data.Retokenize(valRecs, t.tk)
+			if err := t.prepare(valRecs, (*ChatTemplate)(mc.ChatTemplate)); err != nil {
+				return nil, nil, fmt.Errorf("validation data: %w", err)
+			}
 			if err := checkMaskID(mc, valRecs); err != nil {
 				return nil, nil, fmt.Errorf("validation data: %w", err)
 			}
 		}
 		if tr == nil { // a stream
 			s := &streamSource{t: t, lim: lim, buf: cloneRecs(t.peek)}
-			data.Retokenize(s.buf, t.tk)
+			if err := t.prepare(s.buf, (*ChatTemplate)(mc.ChatTemplate)); err != nil {
+				return nil, nil, fmt.Errorf("training data: %w", err)
+			}
 			if err := checkMaskID(mc, s.buf); err != nil {
 				return nil, nil, fmt.Errorf("training data: %w", err)
 			}
@@ -886,7 +899,9 @@ func (t *trainer) sources() (train.Source, data.Task, error) {
 			break
 		}
 		recs := cloneRecs(tr.recs)
-		data.Retokenize(recs, t.tk)
+		if err := t.prepare(recs, (*ChatTemplate)(mc.ChatTemplate)); err != nil {
+			return nil, nil, fmt.Errorf("training data: %w", err)
+		}
 		if err := checkMaskID(mc, recs); err != nil {
 			return nil, nil, fmt.Errorf("training data: %w", err)
 		}
@@ -923,6 +938,17 @@ func valLen(val data.Task) int {
 		return 0
 	}
 	return val.Len(data.Val)
+}
+
+// prepare turns recs into the model's ids: text through the tokenizer,
+// conversations rendered with tmpl (nil: none allowed).
+func (t *trainer) prepare(recs []data.Record, tmpl *ChatTemplate) error {
+	data.Retokenize(recs, t.tk)
+	ct := chat.Default
+	if tmpl != nil {
+		ct = chat.Template(*tmpl)
+	}
+	return data.RenderChat(recs, ct, data.Encoder(t.tk))
 }
 
 func cloneRecs(recs []data.Record) []data.Record {
@@ -995,7 +1021,9 @@ func (s *streamSource) Next(b *data.Batch) error {
 		}
 		s.t.pulled++
 		recs := []data.Record{r}
-		data.Retokenize(recs, s.t.tk)
+		if err := s.t.prepare(recs, (*ChatTemplate)(s.t.mc.ChatTemplate)); err != nil {
+			return err
+		}
 		if err := checkMaskID(s.t.mc, recs); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/tokenmix/tokenmix/internal/chat"
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/mixer"
 )
@@ -20,7 +21,7 @@ import (
 // a classifier's inputs differ in length, which pad_id then names) and
 // max_len (the longest input; for TextFiles, Size's window) from the
 // training data. The model's shape comes from Size, or from the model
-// WithInit starts from; an lm of a Size shape is causal. Mixer.Kind
+// WithInit starts from; Causal, when nil, is true for an lm. Mixer.Kind
 // defaults to "full", and the Train fields to the defaults of the
 // "train" object.
 type TrainConfig struct {
@@ -30,7 +31,7 @@ type TrainConfig struct {
 	NLayers   int    `json:"n_layers,omitempty"`
 	DFF       int    `json:"d_ff,omitempty"`
 	MaxLen    int    `json:"max_len,omitempty"`
-	Causal    bool   `json:"causal,omitempty"`
+	Causal    *bool  `json:"causal,omitempty"` // nil: true for an lm, false for a classifier
 	Task      string `json:"task,omitempty"` // "lm" or "classify"
 	NClasses  int    `json:"n_classes,omitempty"`
 	PadID     *int   `json:"pad_id,omitempty"`
@@ -47,6 +48,11 @@ type TrainConfig struct {
 	// file, to the file's directory). The run keeps a copy.
 	Tokenizer        string `json:"tokenizer,omitempty"`
 	TokenizerPattern string `json:"tokenizer_pattern,omitempty"`
+
+	// ChatTemplate renders conversations (Example.Messages, JSONL lines
+	// with "messages"); nil: DefaultChatTemplate, which a run trained on
+	// conversations then records.
+	ChatTemplate *ChatTemplate `json:"chat_template,omitempty"`
 
 	// Mixer is the token mixer: its kind and the kind's options
 	// (mixer.OptionsOf("strided", map[string]any{"block": 32})).
@@ -221,3 +227,18 @@ var sizes = map[string]struct{ d, heads, layers, ff, window int }{
 	"small": {64, 4, 2, 256, 256},
 	"base":  {256, 8, 4, 1024, 512},
 }
+
+// ChatTemplate is the config's chat_template: how a conversation renders
+// into text. Message holds {role} (at most once) and {content} (exactly
+// once); Prompt, the reply's header, ends a prompt; a reply ends where
+// the model writes Stop.
+type ChatTemplate struct {
+	Message string `json:"message"`
+	Prompt  string `json:"prompt"`
+	Stop    string `json:"stop"`
+}
+
+// DefaultChatTemplate is the template of a run that names none: each
+// message as <|role|>, a newline, the content and a newline; the reply's
+// prompt <|assistant|> and a newline; a reply ends at the next <|.
+var DefaultChatTemplate = ChatTemplate(chat.Default)

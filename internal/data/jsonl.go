@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/tokenmix/tokenmix/internal/chat"
 )
 
 // Record is one input line of a JSONL file: {"text": "..."} or
@@ -24,6 +26,9 @@ type Record struct {
 	Label   string  // "" when the line has no label
 	Targets []int32 // nil when the line has no "targets"
 	Where   string  // "file:line", for messages
+	// Messages is a conversation ("messages"), which RenderChat turns
+	// into Tokens and Targets; nil otherwise.
+	Messages []chat.Message
 }
 
 // ReadRecords reads the JSONL file at path. A line that is not a JSON
@@ -81,6 +86,22 @@ func parseRecord(line []byte, wantLabel bool) (Record, error) {
 	}
 	text, hasText := m["text"]
 	toks, hasToks := m["tokens"]
+	if msgs, ok := m["messages"]; ok {
+		for _, k := range []string{"text", "tokens", "targets", "label"} {
+			if _, ok := m[k]; ok {
+				return rec, fmt.Errorf(`"messages" with %q: a conversation is its messages alone`, k)
+			}
+		}
+		d := json.NewDecoder(bytes.NewReader(msgs))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&rec.Messages); err != nil || rec.Messages == nil {
+			return rec, fmt.Errorf(`"messages": want an array of {"role": …, "content": …} objects, got %s`, clip(msgs))
+		}
+		if err := chat.CheckMessages(rec.Messages); err != nil {
+			return rec, err
+		}
+		return rec, nil
+	}
 	switch {
 	case hasText && hasToks:
 		return rec, fmt.Errorf(`both "text" and "tokens": want one of them`)

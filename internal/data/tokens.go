@@ -1,6 +1,11 @@
 package data
 
-import "github.com/tokenmix/tokenmix/tokenizer"
+import (
+	"fmt"
+
+	"github.com/tokenmix/tokenmix/internal/chat"
+	"github.com/tokenmix/tokenmix/tokenizer"
+)
 
 // TextOf is text as a model reads it: its bytes, or the ids of tk.
 func TextOf(b []byte, tk *tokenizer.Tokenizer) Text {
@@ -51,4 +56,38 @@ func NewTextWindows(text Text, T, context int, tk *tokenizer.Tokenizer) (*TextTa
 		task.WithTokens(tk.TokenLens())
 	}
 	return task, nil
+}
+
+// Encoder is the ids of text for a model: its bytes, or the ids of tk.
+func Encoder(tk *tokenizer.Tokenizer) func(string) []int32 {
+	if tk != nil {
+		return func(s string) []int32 { return EncodeIDs(tk, s) }
+	}
+	return func(s string) []int32 { return bytesToIDs([]byte(s)) }
+}
+
+// RenderChat renders the conversations of recs (Record.Messages) with t
+// into their Tokens, through enc, and Targets: the next token where it
+// belongs to what training scores (chat.Template.Render), −1 elsewhere.
+// An error names the record.
+func RenderChat(recs []Record, t chat.Template, enc func(string) []int32) error {
+	for i := range recs {
+		r := &recs[i]
+		if r.Messages == nil {
+			continue
+		}
+		segs, err := t.Render(r.Messages, true)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.Where, err)
+		}
+		ids, target := chat.Encode(segs, enc)
+		r.Tokens, r.Targets = ids, make([]int32, len(ids))
+		for j := range ids {
+			r.Targets[j] = -1
+			if j+1 < len(ids) && target[j+1] {
+				r.Targets[j] = ids[j+1]
+			}
+		}
+	}
+	return nil
 }

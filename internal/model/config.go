@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/tokenmix/tokenmix/internal/chat"
 	"github.com/tokenmix/tokenmix/internal/strict"
 	"github.com/tokenmix/tokenmix/mixer"
 	"github.com/tokenmix/tokenmix/mixer/registry"
@@ -61,6 +62,10 @@ type Config struct {
 	// TokenizerPattern is tokenizer_pattern, the pre-tokenisation pattern
 	// of a tiktoken rank file (gpt2, cl100k or o200k), which carries none.
 	TokenizerPattern string
+
+	// ChatTemplate is chat_template, how conversations render into text
+	// (package chat); nil when absent (chat.Default applies).
+	ChatTemplate *chat.Template
 
 	// Mixer is the "mixer" object: its kind and kind-specific options.
 	Mixer mixer.Options
@@ -255,6 +260,8 @@ func ParseConfigWith(data []byte, lookup func(string) (mixer.Kind, error)) (*Con
 	p.Float("dropout", &c.Dropout)
 	p.String("tokenizer", &c.Tokenizer)
 	p.String("tokenizer_pattern", &c.TokenizerPattern)
+	var chatRaw json.RawMessage
+	hasChat := p.Object("chat_template", &chatRaw)
 	var mixRaw json.RawMessage
 	if !p.Object("mixer", &mixRaw) {
 		p.Fail("mixer", "required")
@@ -268,6 +275,13 @@ func ParseConfigWith(data []byte, lookup func(string) (mixer.Kind, error)) (*Con
 		if c.Train, err = parseTrain(tr); err != nil {
 			return nil, err
 		}
+	}
+	if hasChat {
+		t, err := chat.Parse(chatRaw)
+		if err != nil {
+			return nil, err
+		}
+		c.ChatTemplate = &t
 	}
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -394,6 +408,11 @@ func (c *Config) validate() error {
 		case "gpt2", "cl100k", "o200k":
 		default:
 			return fmt.Errorf("tokenizer_pattern: want gpt2, cl100k or o200k, got %q", c.TokenizerPattern)
+		}
+	}
+	if c.ChatTemplate != nil {
+		if err := c.ChatTemplate.Check(); err != nil {
+			return err
 		}
 	}
 	if !(c.Dropout >= 0 && c.Dropout < 1) {
@@ -824,6 +843,9 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 	}
 	if c.TokenizerPattern != "" {
 		w("tokenizer_pattern", c.TokenizerPattern)
+	}
+	if c.ChatTemplate != nil {
+		w("chat_template", c.ChatTemplate)
 	}
 	w("mixer", c.Mixer.Raw())
 	if t := c.Train; t != nil {

@@ -220,26 +220,10 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := contextWithTimeout(r, s.cfg.Timeout)
 	defer cancel()
 
-	room := 0
-	for _, o := range jobsOpts {
-		room += o.MaxTokens + 1
-	}
-	events := make(chan genEvent, room)
-	for i, p := range prompts {
-		o := jobsOpts[i]
-		idx := i
-		o.OnToken = func(tk tokenmix.Token) error {
-			events <- genEvent{index: idx, tok: tk}
-			s.met.tokens.WithLabelValues(sv.name).Inc()
-			return nil
-		}
-		j := &genJob{ctx: ctx, index: i, prompt: p, opts: o, events: events}
-		select { // cannot block long: the slots bound the queue
-		case sv.gens <- j:
-		case <-ctx.Done():
-			fail(w, ctxError(ctx))
-			return
-		}
+	events, err := s.startJobs(ctx, sv, prompts, jobsOpts)
+	if err != nil {
+		fail(w, err)
+		return
 	}
 	head := completion{ID: "cmpl-" + info(r).id, Object: "text_completion", Created: time.Now().Unix(), Model: sv.name}
 	promptTokens := 0
@@ -250,24 +234,10 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, ctx, head, events, len(prompts), req.Logprobs, sv.m)
 		return
 	}
-	outs := make([]choiceState, len(prompts))
-	for left := len(prompts); left > 0; {
-		select {
-		case e := <-events:
-			if e.done {
-				if e.err != nil {
-					fail(w, e.err)
-					return
-				}
-				outs[e.index].finish = finishReason(e.res.FinishReason)
-				left--
-				continue
-			}
-			outs[e.index].add(e.tok)
-		case <-ctx.Done():
-			fail(w, ctxError(ctx))
-			return
-		}
+	outs, err := collect(ctx, events, len(prompts))
+	if err != nil {
+		fail(w, err)
+		return
 	}
 	resp := head
 	completionTokens := 0
@@ -281,6 +251,54 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	resp.Usage = &usage{promptTokens, completionTokens, promptTokens + completionTokens}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// startJobs queues a generation job per prompt on sv's scheduler and
+// returns the channel of their events, which has room for all of them.
+func (s *Server) startJobs(ctx context.Context, sv *served, prompts [][]int32, opts []tokenmix.GenerateOptions) (<-chan genEvent, error) {
+	room := 0
+	for _, o := range opts {
+		room += o.MaxTokens + 1
+	}
+	events := make(chan genEvent, room)
+	for i, p := range prompts {
+		o := opts[i]
+		idx := i
+		o.OnToken = func(tk tokenmix.Token) error {
+			events <- genEvent{index: idx, tok: tk}
+			s.met.tokens.WithLabelValues(sv.name).Inc()
+			return nil
+		}
+		j := &genJob{ctx: ctx, index: i, prompt: p, opts: o, events: events}
+		select { // cannot block long: the slots bound the queue
+		case sv.gens <- j:
+		case <-ctx.Done():
+			return nil, ctxError(ctx)
+		}
+	}
+	return events, nil
+}
+
+// collect gathers the tokens and finish reasons of n jobs' events.
+func collect(ctx context.Context, events <-chan genEvent, n int) ([]choiceState, error) {
+	outs := make([]choiceState, n)
+	for left := n; left > 0; {
+		select {
+		case e := <-events:
+			if e.done {
+				if e.err != nil {
+					return nil, e.err
+				}
+				outs[e.index].finish = finishReason(e.res.FinishReason)
+				left--
+				continue
+			}
+			outs[e.index].add(e.tok)
+		case <-ctx.Done():
+			return nil, ctxError(ctx)
+		}
+	}
+	return outs, nil
 }
 
 // stream writes a completion as server-sent events: one per token, each
@@ -419,52 +437,66 @@ func (s *Server) checkCompletion(sv *served, req *completionRequest) ([]tokenmix
 		}
 		prompts = append(prompts, p)
 	}
-	o := tokenmix.GenerateOptions{MaxTokens: defaultMaxTokens, Temperature: 1}
-	if req.MaxTokens != nil {
-		o.MaxTokens = *req.MaxTokens
-	}
-	switch {
-	case o.MaxTokens < 1:
-		return nil, nil, badRequest(`"max_tokens" %d: at least 1`, o.MaxTokens)
-	case o.MaxTokens > s.cfg.MaxNewTokens:
-		return nil, nil, badRequest(`"max_tokens" %d is over the cap of %d (--max-new-tokens)`, o.MaxTokens, s.cfg.MaxNewTokens)
-	}
-	if req.Temperature != nil {
-		if o.Temperature = *req.Temperature; o.Temperature < 0 || o.Temperature > 2 || math.IsNaN(o.Temperature) {
-			return nil, nil, badRequest(`"temperature" %v: in [0, 2]`, o.Temperature)
-		}
-	}
-	if req.TopP != nil {
-		if o.TopP = *req.TopP; !(o.TopP > 0 && o.TopP <= 1) {
-			return nil, nil, badRequest(`"top_p" %v: in (0, 1]`, o.TopP)
-		}
-	}
 	if req.Logprobs != nil && *req.Logprobs != 0 && *req.Logprobs != 1 {
 		return nil, nil, badRequest(`"logprobs" %d: 0 (the tokens' log-probabilities) or 1 (and each step's most probable token)`, *req.Logprobs)
 	}
-	stops, err := stringOrList(req.Stop, "stop")
+	o, err := s.genOptions(sv, req.MaxTokens, req.Temperature, req.TopP, req.Stop)
 	if err != nil {
 		return nil, nil, err
-	}
-	if len(stops) > 4 {
-		return nil, nil, badRequest(`"stop" has %d sequences, at most 4`, len(stops))
-	}
-	for i, st := range stops {
-		if st == "" {
-			return nil, nil, badRequest(`"stop" sequence %d is empty`, i)
-		}
-		o.Stop = append(o.Stop, sv.m.Encode(st))
 	}
 	opts := make([]tokenmix.GenerateOptions, len(prompts))
 	for i := range opts {
 		opts[i] = o
-		if req.Seed != nil {
-			opts[i].Seed = *req.Seed
-		} else {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			opts[i].Seed = binary.LittleEndian.Uint64(b[:])
-		}
+		opts[i].Seed = seedOf(req.Seed)
 	}
 	return opts, prompts, nil
+}
+
+// seedOf is a request's seed, or a random one.
+func seedOf(seed *uint64) uint64 {
+	if seed != nil {
+		return *seed
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// genOptions checks a generation request's max_tokens, temperature,
+// top_p and stop against the caps, and returns them as options.
+func (s *Server) genOptions(sv *served, maxTokens *int, temperature, topP *float64, stop json.RawMessage) (tokenmix.GenerateOptions, error) {
+	o := tokenmix.GenerateOptions{MaxTokens: defaultMaxTokens, Temperature: 1}
+	if maxTokens != nil {
+		o.MaxTokens = *maxTokens
+	}
+	switch {
+	case o.MaxTokens < 1:
+		return o, badRequest(`"max_tokens" %d: at least 1`, o.MaxTokens)
+	case o.MaxTokens > s.cfg.MaxNewTokens:
+		return o, badRequest(`"max_tokens" %d is over the cap of %d (--max-new-tokens)`, o.MaxTokens, s.cfg.MaxNewTokens)
+	}
+	if temperature != nil {
+		if o.Temperature = *temperature; o.Temperature < 0 || o.Temperature > 2 || math.IsNaN(o.Temperature) {
+			return o, badRequest(`"temperature" %v: in [0, 2]`, o.Temperature)
+		}
+	}
+	if topP != nil {
+		if o.TopP = *topP; !(o.TopP > 0 && o.TopP <= 1) {
+			return o, badRequest(`"top_p" %v: in (0, 1]`, o.TopP)
+		}
+	}
+	stops, err := stringOrList(stop, "stop")
+	if err != nil {
+		return o, err
+	}
+	if len(stops) > 4 {
+		return o, badRequest(`"stop" has %d sequences, at most 4`, len(stops))
+	}
+	for i, st := range stops {
+		if st == "" {
+			return o, badRequest(`"stop" sequence %d is empty`, i)
+		}
+		o.Stop = append(o.Stop, sv.m.Encode(st))
+	}
+	return o, nil
 }

@@ -307,13 +307,14 @@ type route struct {
 // metrics, panic recovery, drain check, authentication, routing.
 func (s *Server) handler() http.Handler {
 	routes := map[string]route{
-		"/v1/classify":    {http.MethodPost, "classify", s.classify, false},
-		"/v1/score":       {http.MethodPost, "score", s.score, false},
-		"/v1/completions": {http.MethodPost, "completions", s.completions, false},
-		"/v1/models":      {http.MethodGet, "models", s.listModels, false},
-		"/healthz":        {http.MethodGet, "healthz", s.healthz, true},
-		"/readyz":         {http.MethodGet, "readyz", s.readyz, true},
-		"/metrics":        {http.MethodGet, "metrics", s.met.handler().ServeHTTP, false},
+		"/v1/classify":         {http.MethodPost, "classify", s.classify, false},
+		"/v1/score":            {http.MethodPost, "score", s.score, false},
+		"/v1/completions":      {http.MethodPost, "completions", s.completions, false},
+		"/v1/chat/completions": {http.MethodPost, "chat", s.chatCompletions, false},
+		"/v1/models":           {http.MethodGet, "models", s.listModels, false},
+		"/healthz":             {http.MethodGet, "healthz", s.healthz, true},
+		"/readyz":              {http.MethodGet, "readyz", s.readyz, true},
+		"/metrics":             {http.MethodGet, "metrics", s.met.handler().ServeHTTP, false},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()

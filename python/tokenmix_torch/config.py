@@ -3,7 +3,7 @@ unknown keys, wrong types and invalid values are ValueErrors naming the key."""
 import json
 
 KEYS = {"vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len", "causal", "task", "n_classes",
-        "pad_id", "pool", "reversible", "checkpoint", "ff_chunks", "precision", "dropout", "tokenizer", "tokenizer_pattern", "mixer", "train"}
+        "pad_id", "pool", "reversible", "checkpoint", "ff_chunks", "precision", "dropout", "tokenizer", "tokenizer_pattern", "chat_template", "mixer", "train"}
 TRAIN_DEFAULTS = dict(batch_size=8, seq_len=None, steps=1000, lr=3e-4, min_lr=0.0, warmup=0, weight_decay=0.0,
                       grad_clip=1.0, beta1=0.9, beta2=0.999, eps=1e-8, seed=0, log_every=10, eval_every=100,
                       eval_batches=4, checkpoint_every=0, keep_checkpoints=2, label_smoothing=0.0,
@@ -36,6 +36,12 @@ def check(cfg):
     for k in ("task", "mixer"):
         if k not in c:
             raise ValueError(f"{k}: required")
+    if "chat_template" in c:
+        # How Go renders conversations (internal/chat); the twin trains on
+        # rendered sequences, so it only checks the object's shape.
+        t = c["chat_template"]
+        if not isinstance(t, dict) or set(t) - {"message", "prompt", "stop"} or not all(isinstance(v, str) for v in t.values()):
+            raise ValueError(f"chat_template: want an object of strings message, prompt and stop, got {t!r}")
     for k in ("causal", "reversible", "checkpoint"):
         c.setdefault(k, False)
         if not isinstance(c[k], bool):
