@@ -32,7 +32,7 @@ type TrainConfig struct {
 	DFF       int    `json:"d_ff,omitempty"`
 	MaxLen    int    `json:"max_len,omitempty"`
 	Causal    *bool  `json:"causal,omitempty"` // nil: true for an lm, false for a classifier
-	Task      string `json:"task,omitempty"` // "lm" or "classify"
+	Task      string `json:"task,omitempty"`   // "lm" or "classify"
 	NClasses  int    `json:"n_classes,omitempty"`
 	PadID     *int   `json:"pad_id,omitempty"`
 	Pool      string `json:"pool,omitempty"` // "mean" or "first"
