@@ -164,6 +164,9 @@ func FuzzRecords(f *testing.F) {
 		"\r\n \t\n",
 		"{",
 		`null`,
+		`{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}`,
+		`{"messages": [{"role": "system", "content": "x"}], "label": "a"}`,
+		`{"messages": [{"role": "user", "content": 3}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -181,7 +184,7 @@ func FuzzRecords(f *testing.F) {
 					t.Fatal("no records and no error")
 				}
 				for _, r := range recs {
-					if len(r.Tokens) == 0 || !strings.HasPrefix(r.Where, "fuzz:") || wantLabel && r.Label == "" && !r.Text {
+					if len(r.Tokens) == 0 && r.Messages == nil || !strings.HasPrefix(r.Where, "fuzz:") || wantLabel && r.Label == "" && !r.Text {
 						t.Fatalf("record %+v (wantLabel %v, plain %v)", r, wantLabel, plain)
 					}
 				}

@@ -100,6 +100,9 @@ func parseRecord(line []byte, wantLabel bool) (Record, error) {
 		if err := chat.CheckMessages(rec.Messages); err != nil {
 			return rec, err
 		}
+		if wantLabel {
+			return rec, fmt.Errorf(`no "label" (a conversation trains an lm)`)
+		}
 		return rec, nil
 	}
 	switch {

@@ -26,6 +26,9 @@ func FuzzRequest(f *testing.F) {
 		{0, `{"model": "spam", "inputs": null}`},
 		{1, `[`},
 		{2, `{"model": "fox", "prompt": "\xff\xfe", "max_tokens": 1e9}`},
+		{3, `{"model": "fox", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "seed": 2, "logprobs": true, "top_logprobs": 1}`},
+		{3, `{"model": "fox", "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}]}], "stream": true, "stream_options": {"include_usage": true}}`},
+		{3, `{"model": "fox", "messages": [{"role": "system", "content": "a"}], "tools": []}`},
 	} {
 		f.Add(seed.path, []byte(seed.body))
 	}
@@ -36,7 +39,7 @@ func FuzzRequest(f *testing.F) {
 	}
 	defer s.Shutdown(context.Background())
 	h := s.Handler()
-	paths := []string{"/v1/classify", "/v1/score", "/v1/completions"}
+	paths := []string{"/v1/classify", "/v1/score", "/v1/completions", "/v1/chat/completions"}
 	f.Fuzz(func(t *testing.T, path uint8, body []byte) {
 		req := httptest.NewRequest(http.MethodPost, paths[int(path)%len(paths)], bytes.NewReader(body))
 		rec := httptest.NewRecorder()

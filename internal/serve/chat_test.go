@@ -1,0 +1,110 @@
+package serve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/tokenmix/tokenmix"
+)
+
+// TestChatCompletions: /v1/chat/completions gives the reply Model.Chat
+// gives with the same seed, with its log-probabilities and usage;
+// streamed, the chunks carry the role first, then the same text, the
+// finish reason, the usage and [DONE].
+func TestChatCompletions(t *testing.T) {
+	defer goleak.VerifyNone(t, leakOpts...)
+	models := loadModels(t)
+	ts := start(t, Config{}, models)
+	defer ts.stop(t)
+	fox := models["fox"]
+	msgs := []tokenmix.Message{{Role: "system", Content: "be"}, {Role: "user", Content: "The quick"}}
+	want, err := fox.Chat(context.Background(), msgs, tokenmix.GenerateOptions{MaxTokens: 12, Temperature: 0.8, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"model": "fox", "messages": [{"role": "system", "content": "be"}, {"role": "user", "content": [{"type": "text", "text": "The "}, {"type": "text", "text": "quick"}]}],
+	 "max_tokens": 12, "temperature": 0.8, "seed": 7, "logprobs": true, "top_logprobs": 1}`
+	code, _, b := ts.post(t, "/v1/chat/completions", body)
+	if code != 200 {
+		t.Fatalf("status %d: %s", code, b)
+	}
+	var resp chatCompletion
+	if err := json.Unmarshal(b, &resp); err != nil {
+		t.Fatal(err)
+	}
+	prompt, _, _ := fox.ChatPrompt(msgs)
+	c := resp.Choices[0]
+	switch {
+	case resp.Object != "chat.completion" || !strings.HasPrefix(resp.ID, "chatcmpl-") || len(resp.Choices) != 1:
+		t.Errorf("response %s", b)
+	case c.Message == nil || c.Message.Role != "assistant" || c.Message.Content == nil || *c.Message.Content != fox.Text(want.Tokens):
+		t.Errorf("message %+v, want %q", c.Message, fox.Text(want.Tokens))
+	case *c.FinishReason != finishReason(want.FinishReason):
+		t.Errorf("finish reason %q, want %q", *c.FinishReason, want.FinishReason)
+	case resp.Usage == nil || resp.Usage.PromptTokens != len(prompt) || resp.Usage.CompletionTokens != len(want.Tokens):
+		t.Errorf("usage %+v, want %d prompt and %d completion tokens", resp.Usage, len(prompt), len(want.Tokens))
+	case c.Logprobs == nil || len(c.Logprobs.Content) != len(want.Tokens):
+		t.Fatalf("logprobs %+v", c.Logprobs)
+	}
+	for i, lp := range c.Logprobs.Content {
+		if lp.Logprob != want.LogProbs[i] || len(lp.TopLogprobs) != 1 || len(lp.Bytes) == 0 {
+			t.Errorf("token %d: %+v, want log-probability %v and one top token", i, lp, want.LogProbs[i])
+		}
+	}
+
+	// Streamed.
+	stream := strings.Replace(body, `"seed": 7`, `"seed": 7, "stream": true, "stream_options": {"include_usage": true}`, 1)
+	code, _, b = ts.post(t, "/v1/chat/completions", stream)
+	if code != 200 {
+		t.Fatalf("stream: status %d: %s", code, b)
+	}
+	var chunks []chatCompletion
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	done := false
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if line == "[DONE]" {
+			done = true
+			continue
+		}
+		var ch chatCompletion
+		if err := json.Unmarshal([]byte(line), &ch); err != nil {
+			t.Fatalf("chunk %q: %v", line, err)
+		}
+		chunks = append(chunks, ch)
+	}
+	if !done || len(chunks) < 3 {
+		t.Fatalf("stream: %d chunks, [DONE] %v:\n%s", len(chunks), done, b)
+	}
+	var text strings.Builder
+	var finish string
+	for i, ch := range chunks {
+		if ch.Object != "chat.completion.chunk" {
+			t.Errorf("chunk %d: object %q", i, ch.Object)
+		}
+		if i == 0 && (ch.Choices[0].Delta == nil || ch.Choices[0].Delta.Role != "assistant") {
+			t.Errorf("first chunk %+v: no role", ch.Choices[0])
+		}
+		if len(ch.Choices) == 1 {
+			if d := ch.Choices[0].Delta; d != nil && d.Content != nil {
+				text.WriteString(*d.Content)
+			}
+			if f := ch.Choices[0].FinishReason; f != nil {
+				finish = *f
+			}
+		}
+	}
+	last := chunks[len(chunks)-1]
+	if text.String() != fox.Text(want.Tokens) || finish != finishReason(want.FinishReason) || last.Usage == nil || last.Usage.CompletionTokens != len(want.Tokens) {
+		t.Errorf("stream: text %q, finish %q, usage %+v; want %q, %q", text.String(), finish, last.Usage, fox.Text(want.Tokens), want.FinishReason)
+	}
+}
