@@ -5,6 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,5 +109,66 @@ func TestChatCompletions(t *testing.T) {
 	last := chunks[len(chunks)-1]
 	if text.String() != fox.Text(want.Tokens) || finish != finishReason(want.FinishReason) || last.Usage == nil || last.Usage.CompletionTokens != len(want.Tokens) {
 		t.Errorf("stream: text %q, finish %q, usage %+v; want %q, %q", text.String(), finish, last.Usage, fox.Text(want.Tokens), want.FinishReason)
+	}
+}
+
+// TestOpenAIClient drives /v1/chat/completions, streamed and not, and
+// /v1/completions with the official OpenAI Node SDK (v4,
+// scripts/openai_client.mjs): the same seed gives the reply Model.Chat
+// gives. It runs where TOKENMIX_NODE_MODULES names a node_modules
+// directory holding openai@4 (.ci/run installs one).
+func TestOpenAIClient(t *testing.T) {
+	modules := os.Getenv("TOKENMIX_NODE_MODULES")
+	if modules == "" {
+		t.Skip("TOKENMIX_NODE_MODULES is not set")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node")
+	}
+	models := loadModels(t)
+	ts := start(t, Config{}, models)
+	defer ts.stop(t)
+	out, err := exec.Command(node, "../../scripts/openai_client.mjs", ts.url, "fox", modules).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("the client: %v\n%s", err, stderr)
+	}
+	var got struct {
+		Chat, Role, Finish                 string
+		Logprobs                           []float32
+		Usage                              usage
+		Streamed, StreamRole, StreamFinish string
+		StreamUsage                        *usage
+		Completion                         string
+		Models                             [][]any
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	fox := models["fox"]
+	want, err := fox.Chat(context.Background(), []tokenmix.Message{{Role: "system", Content: "be"}, {Role: "user", Content: "The quick"}},
+		tokenmix.GenerateOptions{MaxTokens: 12, Temperature: 0.8, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := fox.Text(want.Tokens)
+	t.Logf("the OpenAI client got %q (%s), streamed %q, completion %q", got.Chat, got.Finish, got.Streamed, got.Completion)
+	switch {
+	case got.Chat != text || got.Streamed != text || got.Completion != text:
+		t.Errorf("chat %q, streamed %q, completion %q; Model.Chat %q", got.Chat, got.Streamed, got.Completion, text)
+	case got.Role != "assistant" || got.StreamRole != "assistant":
+		t.Errorf("roles %q, %q", got.Role, got.StreamRole)
+	case got.Finish != finishReason(want.FinishReason) || got.StreamFinish != got.Finish:
+		t.Errorf("finish %q, streamed %q; want %q", got.Finish, got.StreamFinish, want.FinishReason)
+	case !slices.Equal(got.Logprobs, want.LogProbs):
+		t.Errorf("logprobs %v, want %v", got.Logprobs, want.LogProbs)
+	case got.Usage.CompletionTokens != len(want.Tokens) || got.StreamUsage == nil || *got.StreamUsage != got.Usage:
+		t.Errorf("usage %+v, streamed %+v", got.Usage, got.StreamUsage)
+	case len(got.Models) != 2:
+		t.Errorf("models %v", got.Models)
 	}
 }
