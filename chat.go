@@ -10,8 +10,10 @@ import (
 
 // ChatPrompt renders messages through the model's chat template (its
 // config's chat_template, or DefaultChatTemplate) into the prompt of the
-// reply, and returns it with the template's Stop as tokens. It needs a
-// causal lm; messages need a user turn and roles without line breaks.
+// reply, and returns it with the end of a reply as tokens: the footer of
+// an assistant message and the template's Stop ("\n<|" by default). It
+// needs a causal lm; messages need a user turn and roles without line
+// breaks.
 func (m *Model) ChatPrompt(messages []Message) (prompt, stop []int32, err error) {
 	if m.cfg.Task != "lm" || !m.cfg.Causal {
 		what := "a classifier"
@@ -29,12 +31,12 @@ func (m *Model) ChatPrompt(messages []Message) (prompt, stop []int32, err error)
 		return nil, nil, fmt.Errorf("tokenmix: %w", err)
 	}
 	prompt, _ = chat.Encode(segs, m.Encode)
-	return prompt, m.Encode(t.Stop), nil
+	return prompt, m.Encode(t.ReplyEnd()), nil
 }
 
 // Chat continues a conversation with the reply of the assistant: Generate
-// on the ChatPrompt of messages, stopping where the model writes the
-// template's Stop (besides o.Stop). The reply's text is Text(Tokens).
+// on the ChatPrompt of messages, stopping where the model ends its reply
+// (besides o.Stop). The reply's text is Text(Tokens).
 func (m *Model) Chat(ctx context.Context, messages []Message, o GenerateOptions) (*Result, error) {
 	prompt, stop, err := m.ChatPrompt(messages)
 	if err != nil {

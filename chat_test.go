@@ -64,12 +64,12 @@ func TestChat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := m.Text(res.Tokens); got != want+"\n" || res.FinishReason != "stop" {
-			t.Errorf("%s: reply %q (%s), want %q and a stop", q, got, res.FinishReason, want+"\n")
+		if got := m.Text(res.Tokens); got != want || res.FinishReason != "stop" {
+			t.Errorf("%s: reply %q (%s), want %q and a stop", q, got, res.FinishReason, want)
 		}
 	}
 	p, stop, err := m.ChatPrompt([]tokenmix.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "u"}})
-	if err != nil || m.Text(p) != "<|system|>\ns\n<|user|>\nu\n<|assistant|>\n" || m.Text(stop) != "<|" {
+	if err != nil || m.Text(p) != "<|system|>\ns\n<|user|>\nu\n<|assistant|>\n" || m.Text(stop) != "\n<|" {
 		t.Errorf("ChatPrompt: %q, stop %q, %v", m.Text(p), m.Text(stop), err)
 	}
 	for _, bad := range [][]tokenmix.Message{nil, {{Role: "system", Content: "x"}}, {{Role: "", Content: "x"}}} {

@@ -26,7 +26,7 @@ for await (const chunk of stream) {
   usage = chunk.usage ?? usage;
 }
 const prompt = "<|system|>\nbe\n<|user|>\nThe quick\n<|assistant|>\n";
-const completion = await client.completions.create({ model, prompt, max_tokens: 12, temperature: 0.8, seed: 7, stop: ["<|"] });
+const completion = await client.completions.create({ model, prompt, max_tokens: 12, temperature: 0.8, seed: 7, stop: ["\n<|"] });
 const models = await client.models.list();
 console.log(JSON.stringify({
   chat: chat.choices[0].message.content,

@@ -90,6 +90,13 @@ func placeholder(s string) string {
 	return ""
 }
 
+// ReplyEnd is the text that ends a reply: an assistant message's footer
+// and Stop.
+func (t Template) ReplyEnd() string {
+	_, foot, _ := strings.Cut(t.Message, "{content}")
+	return strings.Replace(foot, "{role}", "assistant", 1) + t.Stop
+}
+
 // Segment is a piece of rendered text; Target marks the text training
 // scores.
 type Segment struct {

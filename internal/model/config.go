@@ -810,11 +810,14 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 		}
 		first = false
 		kb, _ := json.Marshal(k)
-		vb, _ := json.Marshal(v)
+		var vb bytes.Buffer // without HTML escapes: a chat template's <| stays <|
+		enc := json.NewEncoder(&vb)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(v)
 		b.WriteString("\n  ")
 		b.Write(kb)
 		b.WriteString(": ")
-		b.Write(vb)
+		b.Write(bytes.TrimRight(vb.Bytes(), "\n"))
 	}
 	w("vocab_size", c.VocabSize)
 	w("d_model", c.DModel)
