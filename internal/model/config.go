@@ -23,7 +23,7 @@ type Config struct {
 	MaxLen    int // max_len: longest sequence; rows of pos.weight (required)
 
 	Causal bool   // causal: mixers see only keys j ≤ i (default false)
-	Task   string // task: "lm" or "classify" (required)
+	Task   string // task: "lm", "classify" or "tag" (required)
 	// NClasses is n_classes, the classifier width (classify only, ≥ 2).
 	NClasses int
 	// PadID is pad_id: tokens equal to it are excluded as keys and from the
@@ -200,9 +200,9 @@ const (
 func (c *Config) Kind() mixer.Kind { return c.kind }
 
 // HeadOut is the width of the head: vocab_size for lm, n_classes for
-// classify.
+// classify and tag.
 func (c *Config) HeadOut() int {
-	if c.Task == "classify" {
+	if c.Task == "classify" || c.Task == "tag" {
 		return c.NClasses
 	}
 	return c.VocabSize
@@ -377,6 +377,13 @@ func (c *Config) validate() error {
 		if c.Pool != "" {
 			return fmt.Errorf("pool: only for task \"classify\"")
 		}
+	case "tag":
+		if c.NClasses < 2 {
+			return fmt.Errorf("n_classes: must be ≥ 2 for task \"tag\" (the tags: O, and B- and I- of each label), got %d", c.NClasses)
+		}
+		if c.Pool != "" {
+			return fmt.Errorf("pool: only for task \"classify\"")
+		}
 	case "classify":
 		if c.NClasses < 2 {
 			return fmt.Errorf("n_classes: must be ≥ 2 for task \"classify\", got %d", c.NClasses)
@@ -389,7 +396,7 @@ func (c *Config) validate() error {
 			return fmt.Errorf("pool: must be \"mean\" or \"first\", got %q", c.Pool)
 		}
 	default:
-		return fmt.Errorf("task: must be \"lm\" or \"classify\", got %q", c.Task)
+		return fmt.Errorf("task: must be \"lm\", \"classify\" or \"tag\", got %q", c.Task)
 	}
 	if c.PadID != nil && (*c.PadID < 0 || *c.PadID >= c.VocabSize) {
 		return fmt.Errorf("pad_id: must be in [0, vocab_size=%d), got %d", c.VocabSize, *c.PadID)
@@ -827,8 +834,10 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 	w("max_len", c.MaxLen)
 	w("causal", c.Causal)
 	w("task", c.Task)
-	if c.Task == "classify" {
+	if c.Task == "classify" || c.Task == "tag" {
 		w("n_classes", c.NClasses)
+	}
+	if c.Task == "classify" {
 		w("pool", c.Pool)
 	}
 	if c.PadID != nil {

@@ -131,7 +131,7 @@ func (m *Model[F]) GradFile(batch *safetensors.File) (*safetensors.File, error) 
 	m.ZeroGrad()
 	m.Backward()
 	out := safetensors.New()
-	lshape := []int{B, T, c.VocabSize}
+	lshape := []int{B, T, c.HeadOut()}
 	if c.Task == "classify" {
 		lshape = []int{B, c.NClasses}
 	}

@@ -234,9 +234,9 @@ func (c *Config) CheckBatch(tokens, targets []int32, B, T int) error {
 	if targets == nil {
 		return nil
 	}
-	want, V := B*T, c.VocabSize
+	want, V := B*T, c.HeadOut()
 	if c.Task == "classify" {
-		want, V = B, c.NClasses
+		want = B
 	}
 	if len(targets) != want {
 		return fmt.Errorf("batch: %d targets, want %d for task %q", len(targets), want, c.Task)

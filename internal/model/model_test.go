@@ -17,6 +17,9 @@ const tinyLM = `{"vocab_size": 11, "d_model": 8, "n_heads": 2, "n_layers": 2, "d
 const tinyCls = `{"vocab_size": 11, "d_model": 8, "n_heads": 2, "n_layers": 2, "d_ff": 12, "max_len": 8,
 	"task": "classify", "n_classes": 3, "pad_id": 0 %s, "mixer": {"kind": "cummean"}}`
 
+const tinyTag = `{"vocab_size": 11, "d_model": 8, "n_heads": 2, "n_layers": 2, "d_ff": 12, "max_len": 8,
+	"task": "tag", "n_classes": 5, "pad_id": 0 %s, "mixer": {"kind": "cummean"}}`
+
 // testBatch returns tokens [B,T] with a padded tail in sequence 1 and
 // targets with some ignored (−1) positions.
 func testBatch(c *Config, B, T int, seed uint64) (tokens, targets []int32) {
@@ -37,7 +40,7 @@ func testBatch(c *Config, B, T int, seed uint64) (tokens, targets []int32) {
 	}
 	targets = make([]int32, B*T)
 	for i := range targets {
-		targets[i] = int32(rng.IntN(c.VocabSize))
+		targets[i] = int32(rng.IntN(c.HeadOut()))
 	}
 	targets[1] = -1
 	return tokens, targets
@@ -67,6 +70,8 @@ func TestModelFiniteDifferences(t *testing.T) {
 		{"classify checkpoint", fmt.Sprintf(tinyCls, `, "checkpoint": true, "ff_chunks": 2`)},
 		{"classify pool first", fmt.Sprintf(tinyCls, `, "pool": "first"`)},
 		{"lm dropout", fmt.Sprintf(tinyLM, `, "dropout": 0.3`)},
+		{"tag pad", fmt.Sprintf(tinyTag, "")},
+		{"tag checkpoint ff_chunks", fmt.Sprintf(tinyTag, `, "checkpoint": true, "ff_chunks": 3`)},
 		{"classify dropout checkpoint ff_chunks", fmt.Sprintf(tinyCls, `, "dropout": 0.5, "checkpoint": true, "ff_chunks": 2`)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
