@@ -11,7 +11,8 @@ import (
 )
 
 // Logits holds a call's logits in fresh memory: Shape is [N, n_classes]
-// for a classifier and [N, T, vocab_size] for an lm, N the number of
+// for a classifier, [N, T, vocab_size] for an lm and [N, T, n_classes]
+// for a tagger, N the number of
 // sequences and T the longest one's length; an lm's positions past a
 // sequence's end hold NaN. Data is row-major.
 type Logits struct {
@@ -58,7 +59,8 @@ func (m *Model) Logits(ctx context.Context, seqs [][]int32) (*Logits, error) {
 		for _, s := range seqs {
 			T = max(T, len(s))
 		}
-		out = &Logits{Shape: []int{len(seqs), T, c.VocabSize}, Data: make([]float32, len(seqs)*T*c.VocabSize)}
+		V := m.net.Config.HeadOut() // vocab_size, or a tagger's n_classes
+		out = &Logits{Shape: []int{len(seqs), T, V}, Data: make([]float32, len(seqs)*T*V)}
 		for i := range out.Data {
 			out.Data[i] = float32(math.NaN())
 		}
@@ -202,8 +204,8 @@ func (m *Model) forEach(ctx context.Context, seqs [][]int32, fn func(i int, logi
 		}
 		emit := func(b int, logits []float32) {
 			i := order[lo+b]
-			if c.Task == "lm" {
-				logits = logits[:len(seqs[i])*c.VocabSize]
+			if c.Task != "classify" {
+				logits = logits[:len(seqs[i])*m.net.Config.HeadOut()]
 			}
 			fn(i, logits)
 		}

@@ -259,6 +259,8 @@ type trainer struct {
 	peek   []data.Record // a stream's first examples
 	// summary says what the data is, for the first Progress note.
 	summary string
+	// spanLabels are a tagger's span labels (t.labels its BIO tags).
+	spanLabels []string
 	stream  Dataset
 	pulled  int // examples taken from the stream
 	init    *run.Stored
@@ -573,7 +575,7 @@ func (t *trainer) resolve() error {
 	case tr != nil && tr.task != nil:
 		info := tr.task.task.Info()
 		fill(&c.Task, string(info.Mode))
-		if info.Mode == data.Classify {
+		if info.Mode != data.LM {
 			fill(&c.NClasses, info.Classes)
 		}
 		fill(&c.VocabSize, info.Vocab)
@@ -597,7 +599,26 @@ func (t *trainer) resolve() error {
 		}
 		fill(&c.MaxLen, sz.window)
 	default:
-		recs := cloneRecs(t.recs())
+		raw := t.recs()
+		tagged := slices.ContainsFunc(raw, func(r data.Record) bool { return r.Spans != nil || r.Tags != nil })
+		if c.Task == "" && tagged {
+			c.Task = "tag"
+		}
+		if tagged && c.Task != "tag" {
+			return fmt.Errorf("training data: spans or tags in the data of task %q (they train task \"tag\")", c.Task)
+		}
+		if c.Task == "tag" {
+			t.spanLabels = c.Labels
+			if t.spanLabels == nil {
+				t.spanLabels = data.SpanLabels(raw)
+			}
+			if len(t.spanLabels) == 0 {
+				return fmt.Errorf("training data: no labelled spans or tags to learn")
+			}
+			t.labels = data.TagNames(t.spanLabels)
+			fill(&c.NClasses, len(t.labels))
+		}
+		recs := cloneRecs(raw)
 		if c.ChatTemplate == nil && slices.ContainsFunc(recs, func(r data.Record) bool { return r.Messages != nil }) {
 			ct := DefaultChatTemplate
 			c.ChatTemplate = &ct
@@ -631,7 +652,6 @@ func (t *trainer) resolve() error {
 				t.labels = data.LabelNames(recs)
 			}
 			fill(&c.NClasses, len(t.labels))
-		} else {
 		}
 		maxID, minLen, maxLen := int32(-1), int(^uint(0)>>1), 0
 		for _, r := range recs {
@@ -652,7 +672,7 @@ func (t *trainer) resolve() error {
 			}
 			// A classifier of inputs of different lengths pads, with an
 			// id of its own.
-			if c.Task == "classify" && minLen != maxLen && c.PadID == nil {
+			if (c.Task == "classify" || c.Task == "tag") && minLen != maxLen && c.PadID == nil {
 				p := vocab
 				c.PadID = &p
 				vocab++
@@ -680,7 +700,7 @@ func (t *trainer) resolve() error {
 		}
 		mc.Tokenizer, mc.TokenizerPattern = run.TokenizerName, ""
 	}
-	if mc.Task == "classify" && len(t.labels) != mc.NClasses && t.stream == nil {
+	if (mc.Task == "classify" || mc.Task == "tag") && len(t.labels) != mc.NClasses && t.stream == nil {
 		name := "the training data"
 		if tr != nil && tr.name != "" {
 			name = tr.name
@@ -722,7 +742,21 @@ func (t *trainer) resumeConfig(prev *run.Dir, saved *model.Config) error {
 		}
 	}
 	t.mc, t.tk, t.labels = saved, tk, prev.Info.LabelNames
+	if saved.Task == "tag" {
+		t.spanLabels = spanLabelsOf(t.labels)
+	}
 	return nil
+}
+
+// spanLabelsOf is the span labels of BIO tag names (data.TagNames).
+func spanLabelsOf(tags []string) []string {
+	var out []string
+	for _, t := range tags {
+		if l, ok := strings.CutPrefix(t, "B-"); ok {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func mustJSON(v any) []byte {
@@ -802,7 +836,7 @@ func (t *trainer) sources() (train.Source, data.Task, error) {
 	mc := t.mc
 	tc := mc.Train
 	lim := data.Limits{Vocab: mc.VocabSize, MaxLen: mc.MaxLen, PadID: -1}
-	if mc.PadID != nil && mc.Task == "classify" {
+	if mc.PadID != nil && (mc.Task == "classify" || mc.Task == "tag") {
 		lim.PadID = *mc.PadID
 	}
 	tr := t.train
@@ -916,9 +950,12 @@ func (t *trainer) sources() (train.Source, data.Task, error) {
 		if len(valRecs) > 0 {
 			val = task
 		}
-		if mc.Task == "classify" {
+		switch mc.Task {
+		case "classify":
 			t.summary = fmt.Sprintf("%d training and %d validation inputs, %d classes", len(recs), len(valRecs), len(t.labels))
-		} else {
+		case "tag":
+			t.summary = fmt.Sprintf("%d training and %d validation inputs, %d labels (%d BIO tags)", len(recs), len(valRecs), len(t.spanLabels), len(t.labels))
+		default:
 			t.summary = fmt.Sprintf("%d training and %d validation sequences, metric %s", len(recs), len(valRecs), task.Info().Metric)
 		}
 	}
@@ -941,8 +978,24 @@ func valLen(val data.Task) int {
 }
 
 // prepare turns recs into the model's ids: text through the tokenizer,
-// conversations rendered with tmpl (nil: none allowed).
+// conversations rendered with tmpl (nil: the default), and for a tagger
+// (t.spanLabels set) spans and tags into BIO targets, a text without
+// spans all O.
 func (t *trainer) prepare(recs []data.Record, tmpl *ChatTemplate) error {
+	if t.spanLabels != nil {
+		for i := range recs {
+			if r := &recs[i]; r.Spans == nil && r.Tags == nil && r.Messages == nil {
+				if r.Text {
+					r.Spans = []data.Span{}
+				} else {
+					r.Tags = slices.Repeat([]string{"O"}, len(r.Tokens))
+				}
+			}
+		}
+		if err := data.TagTargets(recs, t.spanLabels, data.Offsets(t.tk)); err != nil {
+			return err
+		}
+	}
 	data.Retokenize(recs, t.tk)
 	ct := chat.Default
 	if tmpl != nil {
@@ -962,8 +1015,11 @@ func cloneRecs(recs []data.Record) []data.Record {
 // newRecordTask is the task of training and validation records: a
 // classifier's labelled inputs, or an lm's sequences.
 func newRecordTask(mc *model.Config, labels []string, lim data.Limits, recs, val []data.Record) (*data.Labeled, error) {
-	if mc.Task == "classify" {
+	switch mc.Task {
+	case "classify":
 		return data.NewLabeled(recs, val, labels, lim, 0, 0)
+	case "tag":
+		return data.NewTagged(recs, val, labels, lim, 0, 0)
 	}
 	return data.NewSequences(recs, val, lim, 0, 0)
 }

@@ -192,7 +192,7 @@ func ParseTrainConfig(b []byte) (TrainConfig, error) {
 	// same parser Train uses.
 	if c.VocabSize > 0 && c.DModel > 0 && c.NHeads > 0 && c.NLayers > 0 && c.DFF > 0 && c.MaxLen > 0 && c.Task != "" && c.Mixer.Kind != "" {
 		if _, err := c.parse(); err != nil {
-			return TrainConfig{}, err
+			return TrainConfig{}, fmt.Errorf("tokenmix: %w", err)
 		}
 	}
 	return c, nil
@@ -213,11 +213,11 @@ func jsonKeyError(err error) error {
 func (c TrainConfig) parse() (*model.Config, error) {
 	b, err := json.Marshal(c)
 	if err != nil {
-		return nil, fmt.Errorf("tokenmix: config: %w", err)
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	mc, err := model.ParseConfig(b)
 	if err != nil {
-		return nil, fmt.Errorf("tokenmix: config: %w", err)
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	return mc, nil
 }

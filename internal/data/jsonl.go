@@ -29,6 +29,11 @@ type Record struct {
 	// Messages is a conversation ("messages"), which RenderChat turns
 	// into Tokens and Targets; nil otherwise.
 	Messages []chat.Message
+	// Spans are the labelled byte ranges of "text" ("spans"), Tags the
+	// BIO tag of each of "tokens" ("tags"): a tagging example, whose
+	// Targets TagTargets sets. nil otherwise.
+	Spans []Span
+	Tags  []string
 }
 
 // ReadRecords reads the JSONL file at path. A line that is not a JSON
@@ -131,6 +136,38 @@ func parseRecord(line []byte, wantLabel bool) (Record, error) {
 		if len(rec.Targets) != len(rec.Tokens) {
 			return rec, fmt.Errorf(`"targets": %d values for %d tokens: want one per token (−1 for none)`, len(rec.Targets), len(rec.Tokens))
 		}
+	}
+	spans, hasSpans := m["spans"]
+	tags, hasTags := m["tags"]
+	switch {
+	case hasSpans && hasTags:
+		return rec, fmt.Errorf(`both "spans" and "tags": want "spans" with "text", or "tags" with "tokens"`)
+	case (hasSpans || hasTags) && (rec.Targets != nil || m["label"] != nil):
+		return rec, fmt.Errorf(`"spans" or "tags" with "label" or "targets": a tagging line has its tags alone`)
+	case hasSpans:
+		if !rec.Text {
+			return rec, fmt.Errorf(`"spans" need "text" (byte offsets into it); give "tags" with "tokens"`)
+		}
+		d := json.NewDecoder(bytes.NewReader(spans))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&rec.Spans); err != nil || rec.Spans == nil {
+			return rec, fmt.Errorf(`"spans": want an array of {"start", "end", "label"} objects, got %s`, clip(spans))
+		}
+		if err := checkSpans(rec.Spans, len(rec.Tokens)); err != nil {
+			return rec, fmt.Errorf(`"spans": %v`, err)
+		}
+		return rec, nil
+	case hasTags:
+		if rec.Text {
+			return rec, fmt.Errorf(`"tags" need "tokens" (one tag each); give "spans" with "text"`)
+		}
+		if err := json.Unmarshal(tags, &rec.Tags); err != nil || len(rec.Tags) != len(rec.Tokens) {
+			return rec, fmt.Errorf(`"tags": want an array of one tag per token (%d), got %s`, len(rec.Tokens), clip(tags))
+		}
+		if err := checkTags(rec.Tags); err != nil {
+			return rec, err
+		}
+		return rec, nil
 	}
 	l, ok := m["label"]
 	switch {
@@ -362,7 +399,7 @@ func (l *Labeled) ExampleLen(s Split, i int) int { return len(l.tokens[l.split(s
 func (l *Labeled) Example(tokens, targets []int32, s Split, i int) {
 	k := l.split(s)
 	copy(tokens, l.tokens[k][i])
-	if l.info.Mode == LM {
+	if l.info.Mode.PerPosition() {
 		copy(targets, l.targets[k][i])
 		return
 	}

@@ -37,7 +37,13 @@ const (
 	Classify Mode = "classify"
 	// LM: one target per position (−1 = none).
 	LM Mode = "lm"
+	// Tag: one tag per position (−1 = none), with a bidirectional model
+	// (BIO tags of labelled spans, tag.go).
+	Tag Mode = "tag"
 )
+
+// PerPosition says the mode has a target per position (LM and Tag).
+func (m Mode) PerPosition() bool { return m != Classify }
 
 // Metric names a task's test metric.
 type Metric string
@@ -146,7 +152,7 @@ func Fill(dst *Batch, task Task, s Split, idx []int, fixedLen int) {
 	dst.B, dst.T = b, t
 	dst.Tokens = grow(dst.Tokens, b*t)
 	nt := b
-	if info.Mode == LM {
+	if info.Mode.PerPosition() {
 		nt = b * t
 	}
 	dst.Targets = grow(dst.Targets, nt)
@@ -160,7 +166,7 @@ func Fill(dst *Batch, task Task, s Split, idx []int, fixedLen int) {
 		}
 		row := dst.Tokens[r*t : (r+1)*t]
 		var tg []int32
-		if info.Mode == LM {
+		if info.Mode.PerPosition() {
 			tg = dst.Targets[r*t : (r+1)*t]
 		} else {
 			tg = dst.Targets[r : r+1]
@@ -170,7 +176,7 @@ func Fill(dst *Batch, task Task, s Split, idx []int, fixedLen int) {
 		for j := n; j < t; j++ {
 			row[j] = pad
 		}
-		if info.Mode == LM {
+		if info.Mode.PerPosition() {
 			for j := n; j < t; j++ {
 				tg[j] = -1
 			}

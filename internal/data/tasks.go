@@ -47,6 +47,12 @@ func Tasks() []TaskSpec {
 			Len:     func(n int) map[string]any { return map[string]any{"seq_len": n} },
 		},
 		{
+			Name:    "gotags",
+			Summary: "token tagging on the Go standard library's source: comments, identifiers, keywords, numbers and strings as go/scanner sees them, per byte (BIO)",
+			New:     decoded(NewGoTags),
+			Len:     func(n int) map[string]any { return map[string]any{"len": n} },
+		},
+		{
 			Name:    "recall",
 			Summary: "synthetic associative recall: key-value pairs, then a query key; predict its value",
 			New:     decoded(NewRecall),

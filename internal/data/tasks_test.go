@@ -11,7 +11,7 @@ import (
 )
 
 func TestTaskList(t *testing.T) {
-	if got, want := TaskNames(), []string{"listops", "fmnist", "gosrc", "recall", "pathfinder"}; !slices.Equal(got, want) {
+	if got, want := TaskNames(), []string{"listops", "fmnist", "gosrc", "gotags", "recall", "pathfinder"}; !slices.Equal(got, want) {
 		t.Errorf("tasks %v, want %v", got, want)
 	}
 	for _, s := range Tasks() {
@@ -23,7 +23,7 @@ func TestTaskList(t *testing.T) {
 		}
 	}
 	_, err := LookupTask("lisops")
-	if err == nil || !strings.Contains(err.Error(), `task.name: unknown task "lisops" (want listops, fmnist, gosrc, recall or pathfinder)`) {
+	if err == nil || !strings.Contains(err.Error(), `task.name: unknown task "lisops" (want listops, fmnist, gosrc, gotags, recall or pathfinder)`) {
 		t.Errorf("unknown task: %v", err)
 	}
 }

@@ -32,7 +32,7 @@ func Retokenize(recs []Record, tk *tokenizer.Tokenizer) {
 		return
 	}
 	for i := range recs {
-		if recs[i].Text {
+		if recs[i].Text && recs[i].Spans == nil { // a tagged text is encoded by TagTargets
 			b := make([]byte, len(recs[i].Tokens))
 			for j, t := range recs[i].Tokens {
 				b[j] = byte(t)
@@ -90,4 +90,27 @@ func RenderChat(recs []Record, t chat.Template, enc func(string) []int32) error 
 		}
 	}
 	return nil
+}
+
+// Offsets is the tokenizer of text for tagging: the ids of text (its
+// bytes, or tk's ids) and each one's [start, end) bytes in it.
+func Offsets(tk *tokenizer.Tokenizer) func(text []byte) ([]int32, [][2]int) {
+	return func(text []byte) ([]int32, [][2]int) {
+		if tk == nil {
+			ids, off := make([]int32, len(text)), make([][2]int, len(text))
+			for i, b := range text {
+				ids[i], off[i] = int32(b), [2]int{i, i + 1}
+			}
+			return ids, off
+		}
+		ids := EncodeIDs(tk, string(text))
+		off := make([][2]int, len(ids))
+		at := 0
+		for i, id := range ids {
+			s, _ := tk.Token(int(id))
+			off[i] = [2]int{at, at + len(s)}
+			at += len(s)
+		}
+		return ids, off
+	}
 }
