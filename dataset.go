@@ -14,13 +14,15 @@ import (
 
 // Example is one example of a Dataset: an input, as Text (which the
 // model reads through its tokenizer, or as bytes) or as Tokens (ids),
-// exactly one of them, and for a classifier its Label; or, for a chat lm,
-// a conversation (Messages) alone, whose assistant turns training scores
-// (docs/training.md, "Conversations").
+// exactly one of them, and for a classifier its Label; for a tagger,
+// Text and its Spans (byte offsets; Score is ignored), an empty Spans for
+// a text with none; or, for a chat lm, a conversation (Messages) alone,
+// whose assistant turns training scores (docs/training.md).
 type Example struct {
 	Text     string
 	Tokens   []int32
 	Label    string
+	Spans    []Span
 	Messages []Message
 }
 
@@ -113,6 +115,12 @@ func (w *walker) next(load func() (*content, error)) (Example, error) {
 	r := c.recs[w.pos]
 	w.pos++
 	e := Example{Label: r.Label}
+	for _, s := range r.Spans {
+		e.Spans = append(e.Spans, Span{Start: s.Start, End: s.End, Label: s.Label})
+	}
+	if r.Spans != nil && e.Spans == nil {
+		e.Spans = []Span{}
+	}
 	if r.Messages != nil {
 		for _, m := range r.Messages {
 			e.Messages = append(e.Messages, Message(m))
@@ -143,6 +151,18 @@ func record(e Example, where string) (data.Record, error) {
 			return r, fmt.Errorf("%s: %w", where, err)
 		}
 		return r, nil
+	}
+	if e.Spans != nil {
+		if e.Text == "" || e.Label != "" {
+			return r, fmt.Errorf("%s: Spans need Text (byte offsets into it) and no Label", where)
+		}
+		r.Spans = make([]data.Span, len(e.Spans))
+		for i, s := range e.Spans {
+			r.Spans[i] = data.Span{Start: s.Start, End: s.End, Label: s.Label}
+		}
+		if err := data.CheckSpans(r.Spans, len(e.Text)); err != nil {
+			return r, fmt.Errorf("%s: %w", where, err)
+		}
 	}
 	switch {
 	case e.Text != "" && e.Tokens != nil:

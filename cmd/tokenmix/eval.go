@@ -23,6 +23,60 @@ type evalResult struct {
 	Loss        float64  `json:"loss"`               // mean cross-entropy, nats
 	Accuracy    *float64 `json:"accuracy,omitempty"` // classify, or a task measured by accuracy
 	BitsPerByte float64  `json:"bits_per_byte,omitempty"`
+	// Spans, Precision, Recall and F1 measure a tagger's spans (exact
+	// start, end and label) against the gold ones.
+	Spans     int      `json:"spans,omitempty"`
+	Precision *float64 `json:"precision,omitempty"`
+	Recall    *float64 `json:"recall,omitempty"`
+	F1        *float64 `json:"f1,omitempty"`
+}
+
+// spanTask is a task that knows its examples' texts and gold spans.
+type spanTask interface {
+	Text(s data.Split, i int) []byte
+	Spans(s data.Split, i int) []data.Span
+}
+
+// scoreSpans tags texts with m and sets r's span measures against gold.
+func scoreSpans(ctx context.Context, m *tokenmix.Model, texts []string, gold [][]data.Span, r *evalResult) error {
+	got, err := m.Tag(ctx, texts)
+	if err != nil {
+		return err
+	}
+	pred := make([][]data.Span, len(got))
+	for i, ss := range got {
+		for _, sp := range ss {
+			pred[i] = append(pred[i], data.Span{Start: sp.Start, End: sp.End, Label: sp.Label})
+		}
+	}
+	p, rc, f1 := data.SpanScores(gold, pred)
+	for _, g := range gold {
+		r.Spans += len(g)
+	}
+	r.Precision, r.Recall, r.F1 = &p, &rc, &f1
+	return nil
+}
+
+// evalTag measures a tagger's spans on JSONL lines {"text", "spans"}.
+func evalTag(ctx context.Context, m *tokenmix.Model, path string) (evalResult, error) {
+	recs, err := data.ReadRecords(path, false, false)
+	if err != nil {
+		return evalResult{}, err
+	}
+	var texts []string
+	var gold [][]data.Span
+	for _, rec := range recs {
+		if !rec.Text || rec.Spans == nil {
+			return evalResult{}, fmt.Errorf("%s: a tagger is measured on lines {\"text\": …, \"spans\": […]}", rec.Where)
+		}
+		b := make([]byte, len(rec.Tokens))
+		for i, t := range rec.Tokens {
+			b[i] = byte(t)
+		}
+		texts, gold = append(texts, string(b)), append(gold, rec.Spans)
+	}
+	r := evalResult{Inputs: len(texts)}
+	return r, scoreSpans(ctx, m, texts, gold, &r)
 }
 
 // runEval is `tokenmix eval`: a classifier's loss and accuracy on labelled
@@ -71,9 +125,13 @@ func runEval(ctx context.Context, args []string) error {
 		if *asJSON {
 			return printJSON(r)
 		}
-		if info.Metric == data.BitsPerByte {
+		switch {
+		case info.Metric == data.BitsPerByte:
 			fmt.Printf("%s %s: %d bytes in %d windows: %.4f bits per byte (loss %.4f nats)\n", info.Name, s, r.Inputs, r.Windows, r.BitsPerByte, r.Loss)
-		} else {
+		case r.F1 != nil:
+			fmt.Printf("%s %s: %d targets: loss %.4f, accuracy %.2f%%; %d spans: precision %.4f, recall %.4f, F1 %.4f\n",
+				info.Name, s, r.Inputs, r.Loss, 100**r.Accuracy, r.Spans, *r.Precision, *r.Recall, *r.F1)
+		default:
 			fmt.Printf("%s %s: %d targets: loss %.4f, accuracy %.2f%%\n", info.Name, s, r.Inputs, r.Loss, 100**r.Accuracy)
 		}
 		return nil
@@ -86,12 +144,17 @@ func runEval(ctx context.Context, args []string) error {
 		return err
 	}
 	var r evalResult
-	if m.Config().Task == "classify" {
+	switch m.Config().Task {
+	case "classify", "tag":
 		if *split != "all" {
-			return usageErr("eval: --split applies to an lm's text, not to a classifier's JSONL")
+			return usageErr("eval: --split applies to an lm's text, not to a classifier's or a tagger's JSONL")
 		}
-		r, err = evalClassify(ctx, m, *path)
-	} else {
+		if m.Config().Task == "tag" {
+			r, err = evalTag(ctx, m, *path)
+		} else {
+			r, err = evalClassify(ctx, m, *path)
+		}
+	default:
 		var text []byte
 		if text, err = data.ReadText(*path); err == nil {
 			if *split != "all" {
@@ -111,9 +174,12 @@ func runEval(ctx context.Context, args []string) error {
 	if *asJSON {
 		return printJSON(r)
 	}
-	if m.Config().Task == "classify" {
+	switch m.Config().Task {
+	case "tag":
+		fmt.Printf("%d inputs, %d spans: precision %.4f, recall %.4f, F1 %.4f\n", r.Inputs, r.Spans, *r.Precision, *r.Recall, *r.F1)
+	case "classify":
 		fmt.Printf("%d inputs: loss %.4f, accuracy %.2f%%\n", r.Inputs, r.Loss, 100**r.Accuracy)
-	} else {
+	default:
 		fmt.Printf("%d bytes in %d windows: %.4f bits per byte (loss %.4f nats)\n", r.Inputs, r.Windows, r.BitsPerByte, r.Loss)
 	}
 	return nil
@@ -178,6 +244,16 @@ func evalTask(ctx context.Context, m *tokenmix.Model, arg string, s data.Split) 
 	r := evalResult{Inputs: ev.Targets, Loss: ev.Loss}
 	if info.Mode == data.LM {
 		r.Windows = ev.Examples
+	}
+	if st, ok := task.(spanTask); ok && info.Mode == data.Tag {
+		var texts []string
+		var gold [][]data.Span
+		for i := range task.Len(s) {
+			texts, gold = append(texts, string(st.Text(s, i))), append(gold, st.Spans(s, i))
+		}
+		if err := scoreSpans(ctx, m, texts, gold, &r); err != nil {
+			return r, info, err
+		}
 	}
 	if info.Metric == data.BitsPerByte {
 		r.BitsPerByte = ev.Metric

@@ -31,6 +31,9 @@ func runPredict(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if m.Config().Task == "tag" {
+		return tagLines(ctx, m, *input)
+	}
 	recs, err := readInputs(*input, false, m)
 	if err != nil {
 		return err
@@ -61,6 +64,73 @@ func runPredict(ctx context.Context, args []string) error {
 		}
 		for _, o := range out {
 			if err := enc.Encode(o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runTag is `tokenmix tag`: a tagger's labelled spans of each input line,
+// one {"spans": […]} object per line, in order.
+func runTag(ctx context.Context, args []string) error {
+	fs := newFlags("tag")
+	dir := fs.String("run", "", "run directory or exported model of a tagger (task \"tag\")")
+	input := fs.String("input", "", "input file: JSONL lines {\"text\": …} or {\"tokens\": […]} (other fields ignored), or plain text lines (default: stdin)")
+	step := fs.Int("checkpoint", -1, "the checkpoint of the run to use (default: the newest)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" || fs.NArg() > 0 {
+		return wantUsage(fs)
+	}
+	m, err := loadModel(*dir, *step, "fp32")
+	if err != nil {
+		return err
+	}
+	if m.Config().Task != "tag" {
+		return fmt.Errorf("tag: %s is a model of task %q, not a tagger (task \"tag\")", *dir, m.Config().Task)
+	}
+	return tagLines(ctx, m, *input)
+}
+
+// tagLines prints the spans m finds in each input line of path (stdin
+// when empty): offsets are bytes of a text line, or of the tokens' text.
+func tagLines(ctx context.Context, m *tokenmix.Model, path string) error {
+	var recs []data.Record
+	var err error
+	if path != "" {
+		recs, err = data.ReadRecords(path, false, true)
+	} else {
+		recs, err = data.ParseRecords(os.Stdin, "stdin", false, true)
+	}
+	if err != nil {
+		return err
+	}
+	c := m.Config()
+	for _, r := range recs {
+		if len(r.Tokens) > c.MaxLen && r.Text {
+			return fmt.Errorf("%s: %d bytes, longer than max_len %d", r.Where, len(r.Tokens), c.MaxLen)
+		}
+	}
+	enc := json.NewEncoder(os.Stdout)
+	for lo := 0; lo < len(recs); lo += predictChunk {
+		chunk := recs[lo:min(lo+predictChunk, len(recs))]
+		for _, r := range chunk {
+			var spans [][]tokenmix.Span
+			if r.Text {
+				b := make([]byte, len(r.Tokens))
+				for i, t := range r.Tokens {
+					b[i] = byte(t)
+				}
+				spans, err = m.Tag(ctx, []string{string(b)})
+			} else {
+				spans, err = m.TagTokens(ctx, [][]int32{r.Tokens})
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", r.Where, err)
+			}
+			if err := enc.Encode(map[string]any{"spans": spans[0]}); err != nil {
 				return err
 			}
 		}

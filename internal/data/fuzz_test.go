@@ -167,6 +167,10 @@ func FuzzRecords(f *testing.F) {
 		`{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}`,
 		`{"messages": [{"role": "system", "content": "x"}], "label": "a"}`,
 		`{"messages": [{"role": "user", "content": 3}]}`,
+		`{"text": "ab cd", "spans": [{"start": 3, "end": 5, "label": "X"}, {"start": 0, "end": 2, "label": "Y"}]}`,
+		`{"text": "ab", "spans": [{"start": 1, "end": 0, "label": "X"}]}`,
+		`{"tokens": [1, 2], "tags": ["B-X", "I-"]}`,
+		`{"text": "é", "spans": null}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -184,6 +188,9 @@ func FuzzRecords(f *testing.F) {
 					t.Fatal("no records and no error")
 				}
 				for _, r := range recs {
+					if err := CheckSpans(slices.Clone(r.Spans), len(r.Tokens)); err != nil || r.Tags != nil && len(r.Tags) != len(r.Tokens) {
+						t.Fatalf("record %+v: spans or tags that do not fit: %v", r, err)
+					}
 					if len(r.Tokens) == 0 && r.Messages == nil || !strings.HasPrefix(r.Where, "fuzz:") || wantLabel && r.Label == "" && !r.Text {
 						t.Fatalf("record %+v (wantLabel %v, plain %v)", r, wantLabel, plain)
 					}

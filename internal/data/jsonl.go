@@ -150,10 +150,13 @@ func parseRecord(line []byte, wantLabel bool) (Record, error) {
 		}
 		d := json.NewDecoder(bytes.NewReader(spans))
 		d.DisallowUnknownFields()
-		if err := d.Decode(&rec.Spans); err != nil || rec.Spans == nil {
+		if err := d.Decode(&rec.Spans); err != nil {
 			return rec, fmt.Errorf(`"spans": want an array of {"start", "end", "label"} objects, got %s`, clip(spans))
 		}
-		if err := checkSpans(rec.Spans, len(rec.Tokens)); err != nil {
+		if rec.Spans == nil { // null: none
+			rec.Spans = []Span{}
+		}
+		if err := CheckSpans(rec.Spans, len(rec.Tokens)); err != nil {
 			return rec, fmt.Errorf(`"spans": %v`, err)
 		}
 		return rec, nil

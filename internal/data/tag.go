@@ -60,10 +60,10 @@ func tagLabel(tag string) (string, bool) {
 	return "", false
 }
 
-// checkSpans returns an error naming the first span of spans that is out
+// CheckSpans returns an error naming the first span of spans that is out
 // of [0, n), empty, unlabelled or overlaps the one before it; spans are
 // sorted by Start first.
-func checkSpans(spans []Span, n int) error {
+func CheckSpans(spans []Span, n int) error {
 	slices.SortStableFunc(spans, func(a, b Span) int { return a.Start - b.Start })
 	for i, s := range spans {
 		switch {

@@ -170,8 +170,10 @@ func (s *Server) model(r *http.Request, name string) (*served, error) {
 
 func (s *Server) classify(w http.ResponseWriter, r *http.Request) { s.batchEndpoint(w, r, "classify") }
 func (s *Server) score(w http.ResponseWriter, r *http.Request)    { s.batchEndpoint(w, r, "score") }
+func (s *Server) tag(w http.ResponseWriter, r *http.Request)      { s.batchEndpoint(w, r, "tag") }
 
-// batchEndpoint serves classify and score: check, admit, batch, answer.
+// batchEndpoint serves classify, score and tag: check, admit, batch,
+// answer.
 func (s *Server) batchEndpoint(w http.ResponseWriter, r *http.Request, op string) {
 	var req inputsRequest
 	if err := decode(r, s.cfg.MaxBodyBytes, &req); err != nil {
@@ -187,6 +189,9 @@ func (s *Server) batchEndpoint(w http.ResponseWriter, r *http.Request, op string
 	switch {
 	case op == "classify" && sv.cfg.Task != "classify":
 		fail(w, badRequest("model %q is a %s model; classify needs a classifier", sv.name, sv.kindName()))
+		return
+	case op == "tag" && sv.cfg.Task != "tag":
+		fail(w, badRequest("model %q is a %s model; tag needs a tagger (task \"tag\")", sv.name, sv.kindName()))
 		return
 	case op == "score" && (sv.cfg.Task != "lm" || !sv.cfg.Causal):
 		fail(w, badRequest("model %q is a %s model; score needs a causal language model", sv.name, sv.kindName()))

@@ -49,7 +49,15 @@ func (sv *served) start() {
 
 func (sv *served) generates() bool { return sv.cfg.Task == "lm" && sv.cfg.Causal }
 
+// tagResult is one input's answer of /v1/tag.
+type tagResult struct {
+	Spans []tokenmix.Span `json:"spans"`
+}
+
 func (sv *served) kindName() string {
+	if sv.cfg.Task == "tag" {
+		return "tagger"
+	}
 	if sv.cfg.Task == "lm" {
 		if sv.cfg.Causal {
 			return "causal lm"
@@ -88,7 +96,7 @@ type batchJob struct {
 }
 
 type batchResult struct {
-	results any // []tokenmix.Prediction or []tokenmix.Score
+	results []any // tokenmix.Prediction, tokenmix.Score or tagResult, one per input
 	err     error
 }
 
@@ -188,24 +196,35 @@ func (sv *served) run(batch []*batchJob) {
 		return
 	}
 	sv.s.met.batchSize.WithLabelValues(sv.name).Observe(float64(len(seqs)))
-	var preds []tokenmix.Prediction
-	var scores []tokenmix.Score
+	var results []any
 	var err error
-	if sv.cfg.Task == "classify" {
+	switch sv.cfg.Task {
+	case "classify":
+		var preds []tokenmix.Prediction
 		preds, err = sv.m.Classify(sv.s.base, seqs)
-	} else {
+		for _, p := range preds {
+			results = append(results, p)
+		}
+	case "tag":
+		var spans [][]tokenmix.Span
+		spans, err = sv.m.TagTokens(sv.s.base, seqs)
+		for _, sp := range spans {
+			results = append(results, tagResult{Spans: sp})
+		}
+	default:
+		var scores []tokenmix.Score
 		scores, err = sv.m.Score(sv.s.base, seqs)
+		for _, s := range scores {
+			results = append(results, s)
+		}
 	}
 	off := 0
 	for _, j := range live {
 		n := len(j.seqs)
-		switch {
-		case err != nil:
+		if err != nil {
 			j.done <- batchResult{err: err}
-		case preds != nil:
-			j.done <- batchResult{results: preds[off : off+n]}
-		default:
-			j.done <- batchResult{results: scores[off : off+n]}
+		} else {
+			j.done <- batchResult{results: results[off : off+n]}
 		}
 		off += n
 	}
