@@ -261,9 +261,9 @@ type trainer struct {
 	summary string
 	// spanLabels are a tagger's span labels (t.labels its BIO tags).
 	spanLabels []string
-	stream  Dataset
-	pulled  int // examples taken from the stream
-	init    *run.Stored
+	stream     Dataset
+	pulled     int // examples taken from the stream
+	init       *run.Stored
 }
 
 func (t *trainer) run(ctx context.Context, ds Dataset) (*Run, error) {

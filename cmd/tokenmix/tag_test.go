@@ -65,7 +65,12 @@ func TestTagCommands(t *testing.T) {
 	if r.code != 0 || !strings.HasPrefix(r.stdout, want) || strings.Count(r.stdout, "\n") != 2 {
 		t.Errorf("tag: exit %d, %q %s; want lines starting %s", r.code, r.stdout, r.stderr, want)
 	}
-	var lines [2]struct{ Spans []struct{ Start, End int; Label string } }
+	var lines [2]struct {
+		Spans []struct {
+			Start, End int
+			Label      string
+		}
+	}
 	for i, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
 		json.Unmarshal([]byte(l), &lines[i])
 	}
