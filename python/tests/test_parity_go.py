@@ -20,6 +20,7 @@ BASE = {"vocab_size": 32, "d_model": 32, "n_heads": 4, "n_layers": 2, "d_ff": 64
         "train": {"seed": 3}}
 LM = {"causal": True, "task": "lm"}
 CLS = {"causal": False, "task": "classify", "n_classes": 5}
+TAG = {"causal": False, "task": "tag", "n_classes": 7}
 
 
 def case(mixer, head=LM, **kw):
@@ -71,6 +72,8 @@ CASES = {
     "aft_conv_lm": (case({"kind": "aft_conv", "window": 4, "heads": 2}), 20),
     "aft_conv_cls": (case({"kind": "aft_conv", "window": 5}, CLS), 20),
     "fnet_cls": (case({"kind": "fnet", "method": "fft"}, CLS), 20),
+    "aft_conv_tag": (case({"kind": "aft_conv", "window": 5}, TAG), 20),
+    "full_tag_smoothing": (case({"kind": "full"}, TAG, train={"seed": 3, "label_smoothing": 0.1}), 20),
     # Training-mode gradients with dropout: the same masks in both.
     "full_dropout_lm": (case({"kind": "full"}, dropout=0.3), 20),
     "fnet_dropout_ckpt_cls": (case({"kind": "fnet", "method": "fft"}, CLS, dropout=0.5, checkpoint=True,

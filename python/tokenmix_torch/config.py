@@ -58,13 +58,19 @@ def check(cfg):
         c.setdefault("pool", "mean")
         if c["pool"] not in ("mean", "first"):
             raise ValueError(f"pool: must be \"mean\" or \"first\", got {c['pool']!r}")
+    elif c["task"] == "tag":
+        if not _int(c.get("n_classes")) or c["n_classes"] < 2:
+            raise ValueError(f"n_classes: must be ≥ 2 for task \"tag\" (the tags: O, and B- and I- of each label), "
+                             f"got {c.get('n_classes')!r}")
+        if "pool" in c:
+            raise ValueError('pool: only for task "classify"')
     elif c["task"] == "lm":
         if "n_classes" in c:
             raise ValueError('n_classes: only for task "classify"')
         if "pool" in c:
             raise ValueError('pool: only for task "classify"')
     else:
-        raise ValueError(f"task: must be \"lm\" or \"classify\", got {c['task']!r}")
+        raise ValueError(f"task: must be \"lm\", \"classify\" or \"tag\", got {c['task']!r}")
     if "pad_id" in c and c["pad_id"] is not None:
         if not _int(c["pad_id"]) or not 0 <= c["pad_id"] < c["vocab_size"]:
             raise ValueError(f"pad_id: must be in [0, vocab_size={c['vocab_size']}), got {c['pad_id']!r}")

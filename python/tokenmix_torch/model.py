@@ -6,6 +6,7 @@ Forward (pre-LN; B batch, T time, d = d_model):
     for each block i:  x = x + mixer_i(LN1_i(x));  x = x + FF_i(LN2_i(x))
     h = LN_f(x)
     lm:       logits = head(h)                              [B, T, vocab_size]
+    tag:      logits = head(h)                              [B, T, n_classes]
     classify: logits = head(mean of h over non-pad t)       [B, n_classes]
               (pool "first": head(h[:, 0]))
 
@@ -129,7 +130,7 @@ class Model(nn.Module):
         self.pos = nn.Embedding(c["max_len"], d)
         self.blocks = nn.ModuleList([Block(c, i) for i in range(c["n_layers"])])
         self.ln_f = nn.LayerNorm(d, eps=1e-5)
-        setattr(self, self.head_name, nn.Linear(d, c["n_classes"] if c["task"] == "classify" else c["vocab_size"]))
+        setattr(self, self.head_name, nn.Linear(d, c["n_classes"] if c["task"] in ("classify", "tag") else c["vocab_size"]))
         self.seed = cfgmod.train(c)["seed"]
         self.step = 0
         self.label_names = None
@@ -172,7 +173,7 @@ class Model(nn.Module):
                     x = blk(x, pad, s)
         h = self.ln_f(x)
         head = getattr(self, self.head_name)
-        if c["task"] == "lm":
+        if c["task"] in ("lm", "tag"):  # a tagger: one tag per position
             return head(h)
         if c["pool"] == "first":
             return head(h[:, 0])

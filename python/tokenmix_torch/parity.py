@@ -39,7 +39,7 @@ def make_batch(cfg, seed, B, T):
     if cfg["task"] == "classify":
         targets = rng.integers(0, cfg["n_classes"], size=(B,))
     else:
-        targets = rng.integers(0, V, size=(B, T))
+        targets = rng.integers(0, cfg["n_classes"] if cfg["task"] == "tag" else V, size=(B, T))
         targets[0, 1] = -1
         targets[B - 1, T - 1] = -1
     return {"tokens": torch.from_numpy(tokens.astype(np.int32)), "targets": torch.from_numpy(targets.astype(np.int32))}
