@@ -377,7 +377,7 @@ func (p *heldPart) load(seed uint64) (*content, error) {
 }
 
 // TaskData returns the training and validation splits of a task of the
-// task list (`tokenmix data tasks`; docs/tasks.md): spec is its name, or
+// task list (docs/presets.md lists them): spec is its name, or
 // its JSON object {"name": …, other keys}. The task's labels are its
 // classes' names, and a length curriculum (train.curriculum) builds the
 // task at each stage's length.

@@ -767,7 +767,7 @@ func (p *Preset) modelConfig(kind string, info data.Info, causal bool, steps, se
 	m := p.Model
 	c := &model.Config{VocabSize: info.Vocab, DModel: m.DModel, NHeads: m.NHeads, NLayers: m.NLayers, DFF: m.DFF,
 		MaxLen: info.MaxLen, Causal: causal, Task: string(info.Mode), FFChunks: 1}
-	if info.Mode == data.Classify {
+	if info.Mode != data.LM {
 		c.NClasses = info.Classes
 	}
 	if info.PadID >= 0 {
