@@ -190,7 +190,9 @@ func WithSkipNonFinite(n int) Option {
 }
 
 // streamPeek is how many examples of a stream Train reads before the
-// first update, to infer what the config leaves out.
+// first update, to infer what the config leaves out (one when the config
+// sets task, vocab_size, max_len and, for a classifier or a tagger,
+// Labels).
 const streamPeek = 1024
 
 // Train trains a model of cfg on the examples of data and returns the

@@ -26,7 +26,11 @@ func (t *trainer) readData(ds Dataset, seed uint64) error {
 		t.train = c
 	} else {
 		t.stream = ds
-		for len(t.peek) < streamPeek {
+		n := streamPeek
+		if c := t.cfg; c.Task != "" && c.VocabSize > 0 && c.MaxLen > 0 && (c.Task == "lm" || c.Labels != nil) {
+			n = 1 // nothing to infer: training starts with the first example
+		}
+		for len(t.peek) < n {
 			e, err := pull(ds)
 			if errors.Is(err, io.EOF) {
 				break
