@@ -45,7 +45,7 @@ func TestTrainModule(t *testing.T) {
 		t.Skip("builds and tests a separate module")
 	}
 	mod := userModule(t, "trainmodule")
-	args := []string{"test", "-count=1"}
+	args := []string{"test", "-count=1", "-v"}
 	if raceSupported() {
 		args = append(args, "-race")
 	}
