@@ -16,7 +16,8 @@ import (
 // checks it by the JSON's strict rules, with errors naming the key.
 //
 // A zero field is inferred or takes its default. Train infers the task
-// ("classify" when the examples have labels, else "lm"), n_classes,
+// ("tag" when the examples have spans or tags, "classify" when they have
+// labels, else "lm"), n_classes,
 // vocab_size (256 for text, or the largest id plus one; plus a pad id when
 // a classifier's inputs differ in length, which pad_id then names) and
 // max_len (the longest input; for TextFiles, Size's window) from the
@@ -31,8 +32,8 @@ type TrainConfig struct {
 	NLayers   int    `json:"n_layers,omitempty"`
 	DFF       int    `json:"d_ff,omitempty"`
 	MaxLen    int    `json:"max_len,omitempty"`
-	Causal    *bool  `json:"causal,omitempty"` // nil: true for an lm, false for a classifier
-	Task      string `json:"task,omitempty"`   // "lm" or "classify"
+	Causal    *bool  `json:"causal,omitempty"` // nil: true for an lm, false otherwise
+	Task      string `json:"task,omitempty"`   // "lm", "classify" or "tag"
 	NClasses  int    `json:"n_classes,omitempty"`
 	PadID     *int   `json:"pad_id,omitempty"`
 	Pool      string `json:"pool,omitempty"` // "mean" or "first"
@@ -66,10 +67,11 @@ type TrainConfig struct {
 	// 256) or "base" (d_model 256, 8 heads, 4 layers, d_ff 1024, text
 	// windows of 512). It is not saved: the run's config has the sizes.
 	Size string `json:"-"`
-	// Labels names a classifier's classes in index order; default: the
-	// sorted distinct labels of the training data (numerically sorted
-	// when all are integers; for a stream, of its first examples). It is
-	// not a config key: the run keeps the names in run.json.
+	// Labels names a classifier's classes in index order, or a tagger's
+	// span labels; default: the sorted distinct labels of the training
+	// data (a classifier's numerically sorted when all are integers; for
+	// a stream, of its first examples). It is not a config key: the run
+	// keeps the names in run.json (a tagger's as BIO tags).
 	Labels []string `json:"-"`
 }
 
