@@ -326,3 +326,47 @@ func TestTrainPanics(t *testing.T) {
 		t.Errorf("a panicking progress function: %v", err)
 	}
 }
+
+// TestTrainInitKeepsHead: WithInit on data with the run's own classes
+// keeps its head, so that zero updates give the run's model; other
+// classes get a new head.
+func TestTrainInitKeepsHead(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a")
+	cfg := tokenmix.TrainConfig{Train: tokenmix.TrainSettings{Steps: 20, LR: 3e-3}}
+	if _, err := tokenmix.Train(context.Background(), cfg, tokenmix.Examples(shopping()), tokenmix.WithOutDir(a)); err != nil {
+		t.Fatal(err)
+	}
+	base, err := tokenmix.Load(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := [][]int32{base.Encode("today I bought a pear")}
+	want, _ := base.Logits(context.Background(), probe)
+	// A tiny learning rate: the weights barely move from the run's.
+	tiny := tokenmix.TrainConfig{Train: tokenmix.TrainSettings{Steps: 1, LR: 1e-12}}
+	r, err := tokenmix.Train(context.Background(), tiny, tokenmix.Examples(shopping()), tokenmix.WithInit(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := r.Model()
+	got, _ := m.Logits(context.Background(), probe)
+	for i := range want.Data {
+		if d := got.Data[i] - want.Data[i]; d > 1e-4 || d < -1e-4 {
+			t.Fatalf("same classes: logits %v, the run's %v: the head was not kept", got.Data, want.Data)
+		}
+	}
+	renamed := shopping()
+	for i := range renamed {
+		renamed[i].Label = strings.ToUpper(renamed[i].Label)
+	}
+	r, err = tokenmix.Train(context.Background(), tiny, tokenmix.Examples(renamed), tokenmix.WithInit(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ = r.Model()
+	got, _ = m.Logits(context.Background(), probe)
+	if fmt.Sprint(got.Data) == fmt.Sprint(want.Data) {
+		t.Error("other class names: the head was kept")
+	}
+}

@@ -108,29 +108,54 @@ func tagLines(ctx context.Context, m *tokenmix.Model, path string) error {
 		return err
 	}
 	c := m.Config()
+	lim := data.Limits{Vocab: c.VocabSize, MaxLen: c.MaxLen, PadID: -1}
 	for _, r := range recs {
-		if len(r.Tokens) > c.MaxLen && r.Text {
+		if r.Text && m.Tokenizer() == nil && len(r.Tokens) > c.MaxLen {
 			return fmt.Errorf("%s: %d bytes, longer than max_len %d", r.Where, len(r.Tokens), c.MaxLen)
+		}
+		if !r.Text {
+			if err := lim.Check(r); err != nil {
+				return err
+			}
 		}
 	}
 	enc := json.NewEncoder(os.Stdout)
 	for lo := 0; lo < len(recs); lo += predictChunk {
 		chunk := recs[lo:min(lo+predictChunk, len(recs))]
+		// Text lines are tagged through Tag, token lines through
+		// TagTokens, each kind in one call per chunk.
+		var texts []string
+		var toks [][]int32
 		for _, r := range chunk {
-			var spans [][]tokenmix.Span
 			if r.Text {
 				b := make([]byte, len(r.Tokens))
 				for i, t := range r.Tokens {
 					b[i] = byte(t)
 				}
-				spans, err = m.Tag(ctx, []string{string(b)})
+				texts = append(texts, string(b))
 			} else {
-				spans, err = m.TagTokens(ctx, [][]int32{r.Tokens})
+				toks = append(toks, r.Tokens)
 			}
-			if err != nil {
-				return fmt.Errorf("%s: %w", r.Where, err)
+		}
+		var fromText, fromTokens [][]tokenmix.Span
+		if len(texts) > 0 {
+			if fromText, err = m.Tag(ctx, texts); err != nil {
+				return err
 			}
-			if err := enc.Encode(map[string]any{"spans": spans[0]}); err != nil {
+		}
+		if len(toks) > 0 {
+			if fromTokens, err = m.TagTokens(ctx, toks); err != nil {
+				return err
+			}
+		}
+		for _, r := range chunk {
+			var spans []tokenmix.Span
+			if r.Text {
+				spans, fromText = fromText[0], fromText[1:]
+			} else {
+				spans, fromTokens = fromTokens[0], fromTokens[1:]
+			}
+			if err := enc.Encode(map[string]any{"spans": spans}); err != nil {
 				return err
 			}
 		}
