@@ -24,6 +24,11 @@ type Example struct {
 	Label    string
 	Spans    []Span
 	Messages []Message
+	// Positive, for an embedder, is a text that belongs with Text (its
+	// answer, its doc comment, a paraphrase), Negative optionally one that
+	// does not: training pulls Text's embedding towards Positive's and
+	// away from the batch's other texts (task "embed").
+	Positive, Negative string
 }
 
 // Message is one turn of a conversation: its role ("system", "user",
@@ -114,7 +119,7 @@ func (w *walker) next(load func() (*content, error)) (Example, error) {
 	}
 	r := c.recs[w.pos]
 	w.pos++
-	e := Example{Label: r.Label}
+	e := Example{Label: r.Label, Positive: idText(r.Positive), Negative: idText(r.Negative)}
 	for _, s := range r.Spans {
 		e.Spans = append(e.Spans, Span{Start: s.Start, End: s.End, Label: s.Label})
 	}
@@ -139,6 +144,15 @@ func (w *walker) next(load func() (*content, error)) (Example, error) {
 	return e, nil
 }
 
+// idText is the bytes of ids as a string.
+func idText(ids []int32) string {
+	b := make([]byte, len(ids))
+	for i, t := range ids {
+		b[i] = byte(t)
+	}
+	return string(b)
+}
+
 // record is e as a data record; where names it in messages.
 func record(e Example, where string) (data.Record, error) {
 	r := data.Record{Label: e.Label, Where: where}
@@ -151,6 +165,15 @@ func record(e Example, where string) (data.Record, error) {
 			return r, fmt.Errorf("%s: %w", where, err)
 		}
 		return r, nil
+	}
+	if e.Positive != "" || e.Negative != "" {
+		if e.Text == "" || e.Positive == "" || e.Label != "" || e.Spans != nil {
+			return r, fmt.Errorf("%s: an embedding pair is Text and Positive (and optionally Negative), without Label or Spans", where)
+		}
+		r.Positive = []int32(textIDs(e.Positive))
+		if e.Negative != "" {
+			r.Negative = textIDs(e.Negative)
+		}
 	}
 	if e.Spans != nil {
 		if e.Text == "" || e.Label != "" {
@@ -178,6 +201,15 @@ func record(e Example, where string) (data.Record, error) {
 		return r, fmt.Errorf("%s: empty input: want Text or Tokens", where)
 	}
 	return r, nil
+}
+
+// textIDs is the bytes of s as ids.
+func textIDs(s string) []int32 {
+	out := make([]int32, len(s))
+	for i := 0; i < len(s); i++ {
+		out[i] = int32(s[i])
+	}
+	return out
 }
 
 // chatMessages is msgs as package chat's.

@@ -50,10 +50,10 @@ const maxBatchTokens = 16384
 // token outside the vocabulary, and ctx.Err() when ctx is cancelled
 // (checked between layers).
 func (m *Model) Logits(ctx context.Context, seqs [][]int32) (*Logits, error) {
-	c := m.cfg
 	var out *Logits
-	if c.Task == "classify" {
-		out = &Logits{Shape: []int{len(seqs), c.NClasses}, Data: make([]float32, len(seqs)*c.NClasses)}
+	if m.net.Config.Pooled() {
+		V := m.net.Config.HeadOut() // n_classes, or an embedder's d_model
+		out = &Logits{Shape: []int{len(seqs), V}, Data: make([]float32, len(seqs)*V)}
 	} else {
 		T := 0
 		for _, s := range seqs {
@@ -204,7 +204,7 @@ func (m *Model) forEach(ctx context.Context, seqs [][]int32, fn func(i int, logi
 		}
 		emit := func(b int, logits []float32) {
 			i := order[lo+b]
-			if c.Task != "classify" {
+			if !m.net.Config.Pooled() {
 				logits = logits[:len(seqs[i])*m.net.Config.HeadOut()]
 			}
 			fn(i, logits)

@@ -189,6 +189,10 @@ func WithSkipNonFinite(n int) Option {
 	}
 }
 
+// embedGroup is how many pairs an embedder's retrieval is scored among:
+// each text's positive against the group's other positives.
+const embedGroup = 32
+
 // streamPeek is how many examples of a stream Train reads before the
 // first update, to infer what the config leaves out (one when the config
 // sets task, vocab_size, max_len and, for a classifier or a tagger,
@@ -258,9 +262,11 @@ type trainer struct {
 	summary string
 	// spanLabels are a tagger's span labels (t.labels its BIO tags).
 	spanLabels []string
-	stream     Dataset
-	pulled     int // examples taken from the stream
-	init       *run.Stored
+	// pairVal is an embedder's validation pairs (nil without).
+	pairVal *pairSource
+	stream  Dataset
+	pulled  int // examples taken from the stream
+	init    *run.Stored
 }
 
 func (t *trainer) run(ctx context.Context, ds Dataset) (*Run, error) {
@@ -351,6 +357,15 @@ func (t *trainer) run(ctx context.Context, ds Dataset) (*Run, error) {
 			}
 			return nil
 		}}
+	if t.pairVal != nil {
+		opts.Eval = func() (map[string]any, error) {
+			r1, mrr, err := embedScores(train.Forward(net), t.pairVal, mc.DModel, embedGroup)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"val_recall_at_1": r1, "val_mrr": mrr}, nil
+		}
+	}
 	if valTask != nil {
 		opts.Eval = func() (map[string]any, error) {
 			ev, err := data.Evaluate(train.Forward(net), valTask, data.Val, tc.BatchSize, tc.EvalBatches, 0)

@@ -208,6 +208,13 @@ func (t *trainer) resolve() error {
 		if c.Task == "" && tagged {
 			c.Task = "tag"
 		}
+		paired := slices.ContainsFunc(raw, func(r data.Record) bool { return r.Positive != nil })
+		if c.Task == "" && paired {
+			c.Task = "embed"
+		}
+		if paired != (c.Task == "embed") {
+			return fmt.Errorf("training data: an embedder (task \"embed\") trains on pairs {text, positive}, and pairs train nothing else; the task is %q", c.Task)
+		}
 		if tagged && c.Task != "tag" {
 			return fmt.Errorf("training data: spans or tags in the data of task %q (they train task \"tag\")", c.Task)
 		}
@@ -259,10 +266,15 @@ func (t *trainer) resolve() error {
 		}
 		maxID, minLen, maxLen := int32(-1), int(^uint(0)>>1), 0
 		for _, r := range recs {
-			for _, v := range r.Tokens {
-				maxID = max(maxID, v)
+			for _, seq := range [][]int32{r.Tokens, r.Positive, r.Negative} {
+				if seq == nil {
+					continue
+				}
+				for _, v := range seq {
+					maxID = max(maxID, v)
+				}
+				minLen, maxLen = min(minLen, len(seq)), max(maxLen, len(seq))
 			}
-			minLen, maxLen = min(minLen, len(r.Tokens)), max(maxLen, len(r.Tokens))
 		}
 		// Room for inputs a little longer than the training data's.
 		fill(&c.MaxLen, 1<<bits.Len(uint(maxLen-1)))
@@ -276,7 +288,7 @@ func (t *trainer) resolve() error {
 			}
 			// A classifier of inputs of different lengths pads, with an
 			// id of its own.
-			if (c.Task == "classify" || c.Task == "tag") && minLen != maxLen && c.PadID == nil {
+			if (c.Task == "classify" || c.Task == "tag" || c.Task == "embed") && minLen != maxLen && c.PadID == nil {
 				p := vocab
 				c.PadID = &p
 				vocab++

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/tokenmix/tokenmix/internal/chat"
@@ -19,7 +21,7 @@ func (t *trainer) sources() (train.Source, data.Task, error) {
 	mc := t.mc
 	tc := mc.Train
 	lim := data.Limits{Vocab: mc.VocabSize, MaxLen: mc.MaxLen, PadID: -1}
-	if mc.PadID != nil && (mc.Task == "classify" || mc.Task == "tag") {
+	if mc.PadID != nil && mc.Task != "lm" {
 		lim.PadID = *mc.PadID
 	}
 	tr := t.train
@@ -96,6 +98,9 @@ func (t *trainer) sources() (train.Source, data.Task, error) {
 				return nil, nil, fmt.Errorf("validation data: %w", err)
 			}
 		}
+		if tr == nil && mc.Task == "embed" {
+			return nil, nil, fmt.Errorf("training data: an embedder trains on a whole dataset of pairs (Examples, JSONLFile), not a stream")
+		}
 		if tr == nil { // a stream
 			s := &streamSource{t: t, lim: lim, buf: cloneRecs(t.peek)}
 			if err := t.prepare(s.buf, (*ChatTemplate)(mc.ChatTemplate)); err != nil {
@@ -118,6 +123,20 @@ func (t *trainer) sources() (train.Source, data.Task, error) {
 		recs := cloneRecs(tr.recs)
 		if err := t.prepare(recs, (*ChatTemplate)(mc.ChatTemplate)); err != nil {
 			return nil, nil, fmt.Errorf("training data: %w", err)
+		}
+		if mc.Task == "embed" {
+			ps, err := newPairSource(recs, lim, tc.BatchSize, tc.Seed)
+			if err != nil {
+				return nil, nil, fmt.Errorf("training data: %w", err)
+			}
+			src = ps
+			if valRecs != nil {
+				if t.pairVal, err = newPairSource(valRecs, lim, tc.BatchSize, 0); err != nil {
+					return nil, nil, fmt.Errorf("validation data: %w", err)
+				}
+			}
+			t.summary = fmt.Sprintf("%d training and %d validation pairs", len(recs), len(valRecs))
+			break
 		}
 		if err := checkMaskID(mc, recs); err != nil {
 			return nil, nil, fmt.Errorf("training data: %w", err)
@@ -286,3 +305,173 @@ func (s *streamSource) Next(b *data.Batch) error {
 func (s *streamSource) State() (json.RawMessage, error) { return nil, nil }
 
 func (s *streamSource) Restore(int, json.RawMessage) error { return nil }
+
+// pairSource is the Source of an embedder's pairs: batch_size pairs a
+// step, drawn in a seeded permutation per epoch (so the step alone sets
+// the position), as rows: the texts, then their positives, then, when
+// every pair has one, their negatives; each text's target is its
+// positive's row, the other rows' −1.
+type pairSource struct {
+	recs   []data.Record
+	B      int
+	seed   uint64
+	pad    int32
+	neg    bool
+	step   int
+	epoch  int
+	perm   []int
+}
+
+func newPairSource(recs []data.Record, lim data.Limits, B int, seed uint64) (*pairSource, error) {
+	if len(recs) < 2 {
+		return nil, fmt.Errorf("%d pairs: an embedder needs at least 2 (each is the others' negative)", len(recs))
+	}
+	s := &pairSource{recs: recs, B: min(B, len(recs)), seed: seed, pad: int32(max(lim.PadID, 0)), neg: true, epoch: -1}
+	for _, r := range recs {
+		if r.Positive == nil {
+			return nil, fmt.Errorf("%s: no \"positive\" (an embedder trains on pairs)", r.Where)
+		}
+		s.neg = s.neg && r.Negative != nil
+		for _, seq := range [][]int32{r.Tokens, r.Positive, r.Negative} {
+			if seq == nil {
+				continue
+			}
+			if err := lim.Check(data.Record{Tokens: seq, Text: r.Text, Where: r.Where}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+// pairs fills b with the rows of pairs idx.
+func (s *pairSource) fill(b *data.Batch, idx []int) {
+	var rows [][]int32
+	for _, i := range idx {
+		rows = append(rows, s.recs[i].Tokens)
+	}
+	for _, i := range idx {
+		rows = append(rows, s.recs[i].Positive)
+	}
+	if s.neg {
+		for _, i := range idx {
+			rows = append(rows, s.recs[i].Negative)
+		}
+	}
+	T := 0
+	for _, r := range rows {
+		T = max(T, len(r))
+	}
+	n := len(idx)
+	b.B, b.T = len(rows), T
+	b.Tokens = slices.Grow(b.Tokens[:0], len(rows)*T)[:len(rows)*T]
+	b.Targets = slices.Grow(b.Targets[:0], len(rows))[:len(rows)]
+	b.Lens = b.Lens[:0]
+	b.Index = append(b.Index[:0], idx...)
+	for r, row := range rows {
+		dst := b.Tokens[r*T : (r+1)*T]
+		copy(dst, row)
+		for j := len(row); j < T; j++ {
+			dst[j] = s.pad
+		}
+		b.Lens = append(b.Lens, len(row))
+		b.Targets[r] = -1
+		if r < n {
+			b.Targets[r] = int32(r + n)
+		}
+	}
+}
+
+func (s *pairSource) Next(b *data.Batch) error {
+	n := len(s.recs)
+	idx := make([]int, s.B)
+	for k := range idx {
+		g := s.step*s.B + k
+		if e := g / n; e != s.epoch {
+			s.epoch, s.perm = e, rand.New(rand.NewPCG(s.seed, uint64(e))).Perm(n)
+		}
+		idx[k] = s.perm[g%n]
+	}
+	s.fill(b, idx)
+	s.step++
+	return nil
+}
+
+func (s *pairSource) State() (json.RawMessage, error) { return nil, nil }
+
+func (s *pairSource) Restore(step int, _ json.RawMessage) error {
+	s.step = step
+	return nil
+}
+
+// embedScores embeds every pair's text and positive with fwd, in batches
+// of the source's size, and scores retrieval in groups of group pairs:
+// for each text, the rank of its positive among the group's positives by
+// cosine similarity. It returns recall@1 (the share ranked first) and the
+// mean reciprocal rank.
+func embedScores(fwd data.Forward, s *pairSource, D, group int) (recall1, mrr float64, err error) {
+	n := len(s.recs)
+	emb := make([][]float64, 2*n)
+	for lo := 0; lo < n; lo += s.B {
+		idx := make([]int, 0, s.B)
+		for i := lo; i < min(lo+s.B, n); i++ {
+			idx = append(idx, i)
+		}
+		var b data.Batch
+		neg := s.neg
+		s.neg = false
+		s.fill(&b, idx)
+		s.neg = neg
+		for i := range b.Targets {
+			b.Targets[i] = -1 // embeddings only
+		}
+		z, err := fwd(&b)
+		if err != nil {
+			return 0, 0, err
+		}
+		for r := range len(idx) * 2 {
+			e := make([]float64, D)
+			var norm float64
+			for k := range D {
+				e[k] = float64(z[r*D+k])
+				norm += e[k] * e[k]
+			}
+			norm = math.Sqrt(norm) + 1e-12
+			for k := range e {
+				e[k] /= norm
+			}
+			if r < len(idx) {
+				emb[idx[r]] = e
+			} else {
+				emb[n+idx[r-len(idx)]] = e
+			}
+		}
+	}
+	count := 0
+	for g := 0; g < n; g += group {
+		hi := min(g+group, n)
+		for i := g; i < hi; i++ {
+			rank := 1
+			own := dot(emb[i], emb[n+i])
+			for j := g; j < hi; j++ {
+				if j != i && dot(emb[i], emb[n+j]) > own {
+					rank++
+				}
+			}
+			if rank == 1 {
+				recall1++
+			}
+			mrr += 1 / float64(rank)
+			count++
+		}
+	}
+	return recall1 / float64(count), mrr / float64(count), nil
+}
+
+func dot(a, b []float64) float64 {
+	var s float64
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}

@@ -34,6 +34,10 @@ type Record struct {
 	// Targets TagTargets sets. nil otherwise.
 	Spans []Span
 	Tags  []string
+	// Positive and Negative are an embedding pair's other texts
+	// ("positive", and the optional "negative"), as the ids of their
+	// bytes (Retokenize encodes them with Tokens); nil otherwise.
+	Positive, Negative []int32
 }
 
 // ReadRecords reads the JSONL file at path. A line that is not a JSON
@@ -136,6 +140,29 @@ func parseRecord(line []byte, wantLabel bool) (Record, error) {
 		if len(rec.Targets) != len(rec.Tokens) {
 			return rec, fmt.Errorf(`"targets": %d values for %d tokens: want one per token (−1 for none)`, len(rec.Targets), len(rec.Tokens))
 		}
+	}
+	if pos, ok := m["positive"]; ok {
+		if !rec.Text {
+			return rec, fmt.Errorf(`"positive" needs "text" (an embedding pair is two texts)`)
+		}
+		if rec.Targets != nil || m["label"] != nil || m["spans"] != nil {
+			return rec, fmt.Errorf(`"positive" with "label", "targets" or "spans": a pair has its texts alone`)
+		}
+		var p, n string
+		if err := json.Unmarshal(pos, &p); err != nil || p == "" {
+			return rec, fmt.Errorf(`"positive": want a non-empty string, got %s`, clip(pos))
+		}
+		rec.Positive = bytesToIDs([]byte(p))
+		if neg, ok := m["negative"]; ok {
+			if err := json.Unmarshal(neg, &n); err != nil || n == "" {
+				return rec, fmt.Errorf(`"negative": want a non-empty string, got %s`, clip(neg))
+			}
+			rec.Negative = bytesToIDs([]byte(n))
+		}
+		return rec, nil
+	}
+	if _, ok := m["negative"]; ok {
+		return rec, fmt.Errorf(`"negative" without "positive"`)
 	}
 	spans, hasSpans := m["spans"]
 	tags, hasTags := m["tags"]

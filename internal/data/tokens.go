@@ -31,13 +31,19 @@ func Retokenize(recs []Record, tk *tokenizer.Tokenizer) {
 	if tk == nil {
 		return
 	}
+	enc := func(ids []int32) []int32 {
+		if ids == nil {
+			return nil
+		}
+		b := make([]byte, len(ids))
+		for j, t := range ids {
+			b[j] = byte(t)
+		}
+		return EncodeIDs(tk, string(b))
+	}
 	for i := range recs {
-		if recs[i].Text && recs[i].Spans == nil { // a tagged text is encoded by TagTargets
-			b := make([]byte, len(recs[i].Tokens))
-			for j, t := range recs[i].Tokens {
-				b[j] = byte(t)
-			}
-			recs[i].Tokens = EncodeIDs(tk, string(b))
+		if r := &recs[i]; r.Text && r.Spans == nil { // a tagged text is encoded by TagTargets
+			r.Tokens, r.Positive, r.Negative = enc(r.Tokens), enc(r.Positive), enc(r.Negative)
 		}
 	}
 }

@@ -23,16 +23,19 @@ type Config struct {
 	MaxLen    int // max_len: longest sequence; rows of pos.weight (required)
 
 	Causal bool   // causal: mixers see only keys j ≤ i (default false)
-	Task   string // task: "lm", "classify" or "tag" (required)
+	Task   string // task: "lm", "classify", "tag" or "embed" (required)
 	// NClasses is n_classes, the classifier width (classify only, ≥ 2).
 	NClasses int
 	// PadID is pad_id: tokens equal to it are excluded as keys and from the
 	// classify pooling. nil when absent.
 	PadID *int
-	// Pool is pool, the classify pooling: "mean" (default) averages LN_f(h)
-	// over the non-pad positions; "first" takes position 0 (a CLS-style
-	// read-out, e.g. ListOps' root operator).
+	// Pool is pool, the classify and embed pooling: "mean" (default)
+	// averages LN_f(h) over the non-pad positions; "first" takes position
+	// 0 (a CLS-style read-out, e.g. ListOps' root operator).
 	Pool string
+	// Temperature is temperature, an embedder's InfoNCE temperature τ
+	// (task "embed" only; default DefaultTemperature).
+	Temperature float64
 
 	Reversible bool // reversible: reversible residual blocks (default false)
 	Checkpoint bool // checkpoint: recompute block internals in backward (default false)
@@ -200,13 +203,24 @@ const (
 func (c *Config) Kind() mixer.Kind { return c.kind }
 
 // HeadOut is the width of the head: vocab_size for lm, n_classes for
-// classify and tag.
+// classify and tag, d_model for embed (the embedding).
 func (c *Config) HeadOut() int {
-	if c.Task == "classify" || c.Task == "tag" {
+	switch c.Task {
+	case "classify", "tag":
 		return c.NClasses
+	case "embed":
+		return c.DModel
 	}
 	return c.VocabSize
 }
+
+// Pooled says the head reads one pooled row per sequence (classify and
+// embed) rather than every position.
+func (c *Config) Pooled() bool { return c.Task == "classify" || c.Task == "embed" }
+
+// DefaultTemperature is an embedder's temperature when the config gives
+// none.
+const DefaultTemperature = 0.05
 
 // LoadConfig reads and parses the config file at path.
 func LoadConfig(path string) (*Config, error) {
@@ -252,6 +266,7 @@ func ParseConfigWith(data []byte, lookup func(string) (mixer.Kind, error)) (*Con
 		c.PadID = &pad
 	}
 	p.String("pool", &c.Pool)
+	p.Float("temperature", &c.Temperature)
 	p.Bool("reversible", &c.Reversible)
 	p.Bool("checkpoint", &c.Checkpoint)
 	c.FFChunks = 1
@@ -384,6 +399,23 @@ func (c *Config) validate() error {
 		if c.Pool != "" {
 			return fmt.Errorf("pool: only for task \"classify\"")
 		}
+	case "embed":
+		if c.NClasses != 0 {
+			return fmt.Errorf("n_classes: not for task \"embed\" (its head is d_model wide)")
+		}
+		if c.Temperature == 0 {
+			c.Temperature = DefaultTemperature
+		}
+		if !(c.Temperature > 0 && c.Temperature <= 10) {
+			return fmt.Errorf("temperature: must be in (0, 10], got %g", c.Temperature)
+		}
+		switch c.Pool {
+		case "":
+			c.Pool = "mean"
+		case "mean", "first":
+		default:
+			return fmt.Errorf("pool: must be \"mean\" or \"first\", got %q", c.Pool)
+		}
 	case "classify":
 		if c.NClasses < 2 {
 			return fmt.Errorf("n_classes: must be ≥ 2 for task \"classify\", got %d", c.NClasses)
@@ -396,7 +428,10 @@ func (c *Config) validate() error {
 			return fmt.Errorf("pool: must be \"mean\" or \"first\", got %q", c.Pool)
 		}
 	default:
-		return fmt.Errorf("task: must be \"lm\", \"classify\" or \"tag\", got %q", c.Task)
+		return fmt.Errorf("task: must be \"lm\", \"classify\", \"tag\" or \"embed\", got %q", c.Task)
+	}
+	if c.Temperature != 0 && c.Task != "embed" {
+		return fmt.Errorf("temperature: only for task \"embed\"")
 	}
 	if c.PadID != nil && (*c.PadID < 0 || *c.PadID >= c.VocabSize) {
 		return fmt.Errorf("pad_id: must be in [0, vocab_size=%d), got %d", c.VocabSize, *c.PadID)
@@ -837,8 +872,11 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 	if c.Task == "classify" || c.Task == "tag" {
 		w("n_classes", c.NClasses)
 	}
-	if c.Task == "classify" {
+	if c.Pooled() {
 		w("pool", c.Pool)
+	}
+	if c.Task == "embed" {
+		w("temperature", c.Temperature)
 	}
 	if c.PadID != nil {
 		w("pad_id", *c.PadID)

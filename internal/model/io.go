@@ -96,7 +96,7 @@ func (c *Config) ReadBatch(f *safetensors.File) (tokens, targets []int32, B, T i
 			return nil, nil, 0, 0, fmt.Errorf("batch: %w", err)
 		}
 		want := []int{B, T}
-		if c.Task == "classify" {
+		if c.Pooled() {
 			want = []int{B}
 		}
 		if !slices.Equal(ts, want) {
@@ -132,8 +132,8 @@ func (m *Model[F]) GradFile(batch *safetensors.File) (*safetensors.File, error) 
 	m.Backward()
 	out := safetensors.New()
 	lshape := []int{B, T, c.HeadOut()}
-	if c.Task == "classify" {
-		lshape = []int{B, c.NClasses}
+	if c.Pooled() {
+		lshape = []int{B, c.HeadOut()}
 	}
 	putTensor(out, "logits", lshape, m.Logits())
 	putTensor(out, "loss", []int{}, []F{F(loss)})

@@ -89,6 +89,7 @@ type Model[F kernels.Float] struct {
 	loss            float64
 	dropping        bool    // the last Forward dropped (Train, dropout > 0)
 	smooth          float64 // the last Forward's label smoothing (Train only)
+	nce             infoNCE // an embedder's loss state
 }
 
 // New builds a model for config c, which must come from ParseConfig (or
@@ -235,11 +236,19 @@ func (c *Config) CheckBatch(tokens, targets []int32, B, T int) error {
 		return nil
 	}
 	want, V := B*T, c.HeadOut()
-	if c.Task == "classify" {
+	if c.Pooled() {
 		want = B
 	}
 	if len(targets) != want {
 		return fmt.Errorf("batch: %d targets, want %d for task %q", len(targets), want, c.Task)
+	}
+	if c.Task == "embed" { // the row of each anchor's positive, −1 for a row that is no anchor
+		for i, v := range targets {
+			if v < -1 || int(v) >= B || int(v) == i {
+				return fmt.Errorf("batch: target %d of row %d: want −1 or another row of the batch [0, %d)", v, i, B)
+			}
+		}
+		return nil
 	}
 	for i, v := range targets {
 		if v < -1 || int(v) >= V {
@@ -350,7 +359,7 @@ func (m *Model[F]) headForward() float64 {
 	m.store(lnf)
 	logits := m.act(p.logits)
 	rows := N
-	if c.Task == "classify" {
+	if c.Pooled() {
 		pooled := m.act(p.pooled)
 		poolForward(pooled, lnf, m.pad, c.Pool == "first", B, T, D)
 		kernels.LinearForward(p.Threads, m.prec, logits, pooled, m.w.headw, m.headBF16, m.w.headb, B, D, V, false)
@@ -369,6 +378,11 @@ func (m *Model[F]) headForward() float64 {
 	m.smooth = 0
 	if m.Train && c.Train != nil {
 		m.smooth = c.Train.LabelSmoothing
+	}
+	if c.Task == "embed" {
+		loss, n := m.nce.forward(logits, m.targets, rows, V, c.Temperature)
+		m.nTargets = n
+		return loss
 	}
 	loss, n := crossEntropyForward(p.Threads, logits, m.targets, rows, V, m.smooth)
 	m.nTargets = n
@@ -416,8 +430,12 @@ func (m *Model[F]) headBackward(dres []F) {
 		if m.LossScale != 0 {
 			scale *= m.LossScale
 		}
-		if c.Task == "classify" {
-			crossEntropyBackward(p.Threads, dlogits, logits, m.targets, B, V, scale, m.smooth)
+		if c.Pooled() {
+			if c.Task == "embed" {
+				m.nce.backward(dlogits, logits, m.targets, B, V, c.Temperature, scale)
+			} else {
+				crossEntropyBackward(p.Threads, dlogits, logits, m.targets, B, V, scale, m.smooth)
+			}
 			m.store(dlogits)
 			dpooled := m.grad(p.dpooled)
 			clear(dpooled)

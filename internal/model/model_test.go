@@ -20,6 +20,9 @@ const tinyCls = `{"vocab_size": 11, "d_model": 8, "n_heads": 2, "n_layers": 2, "
 const tinyTag = `{"vocab_size": 11, "d_model": 8, "n_heads": 2, "n_layers": 2, "d_ff": 12, "max_len": 8,
 	"task": "tag", "n_classes": 5, "pad_id": 0 %s, "mixer": {"kind": "cummean"}}`
 
+const tinyEmbed = `{"vocab_size": 11, "d_model": 8, "n_heads": 2, "n_layers": 2, "d_ff": 12, "max_len": 8,
+	"task": "embed", "temperature": 0.5, "pad_id": 0 %s, "mixer": {"kind": "cummean"}}`
+
 // testBatch returns tokens [B,T] with a padded tail in sequence 1 and
 // targets with some ignored (−1) positions.
 func testBatch(c *Config, B, T int, seed uint64) (tokens, targets []int32) {
@@ -35,6 +38,16 @@ func testBatch(c *Config, B, T int, seed uint64) (tokens, targets []int32) {
 		targets = make([]int32, B)
 		for i := range targets {
 			targets[i] = int32(rng.IntN(c.NClasses))
+		}
+		return tokens, targets
+	}
+	if c.Task == "embed" { // rows 0…B/2−1 are anchors, their positives the rows B/2 on
+		targets = make([]int32, B)
+		for i := range targets {
+			targets[i] = -1
+			if i < B/2 {
+				targets[i] = int32(i + B/2)
+			}
 		}
 		return tokens, targets
 	}
@@ -71,13 +84,18 @@ func TestModelFiniteDifferences(t *testing.T) {
 		{"classify pool first", fmt.Sprintf(tinyCls, `, "pool": "first"`)},
 		{"lm dropout", fmt.Sprintf(tinyLM, `, "dropout": 0.3`)},
 		{"tag pad", fmt.Sprintf(tinyTag, "")},
+		{"embed pad", fmt.Sprintf(tinyEmbed, "")},
+		{"embed first checkpoint", fmt.Sprintf(tinyEmbed, `, "pool": "first", "checkpoint": true`)},
 		{"tag checkpoint ff_chunks", fmt.Sprintf(tinyTag, `, "checkpoint": true, "ff_chunks": 3`)},
 		{"classify dropout checkpoint ff_chunks", fmt.Sprintf(tinyCls, `, "dropout": 0.5, "checkpoint": true, "ff_chunks": 2`)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := newTestModel(t, c.js)
 			m.Train = true // a training forward: dropout, where configured, with a fixed mask
-			const B, T = 2, 6
+			B, T := 2, 6
+			if m.Config.Task == "embed" {
+				B = 6 // three anchors: each scores its positive against 4 other rows
+			}
 			tokens, targets := testBatch(m.Config, B, T, 1)
 			loss := func() float64 {
 				l, err := m.Forward(tokens, targets, B, T)

@@ -206,7 +206,7 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads 
 	p.lnfMean = add("act", "ln_f.mean", 1, BT)
 	p.lnfRstd = add("act", "ln_f.rstd", 1, BT)
 	V := c.HeadOut()
-	if c.Task == "classify" {
+	if c.Pooled() {
 		p.pooled = add("act", "pooled", 1, B*D)
 		p.logits = add("act", "logits", 1, B*V)
 	} else {
@@ -229,7 +229,7 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads 
 	}
 	p.mixScr = add("grad", "mixer.scratch", 1, maxScr)
 	p.dlogits = add("grad", "d.logits", 1, p.logits.n)
-	if c.Task == "classify" {
+	if c.Pooled() {
 		p.dpooled = add("grad", "d.pooled", 1, B*D)
 	}
 	if c.Dropout > 0 {
