@@ -312,14 +312,14 @@ func (s *streamSource) Restore(int, json.RawMessage) error { return nil }
 // every pair has one, their negatives; each text's target is its
 // positive's row, the other rows' −1.
 type pairSource struct {
-	recs   []data.Record
-	B      int
-	seed   uint64
-	pad    int32
-	neg    bool
-	step   int
-	epoch  int
-	perm   []int
+	recs  []data.Record
+	B     int
+	seed  uint64
+	pad   int32
+	neg   bool
+	step  int
+	epoch int
+	perm  []int
 }
 
 func newPairSource(recs []data.Record, lim data.Limits, B int, seed uint64) (*pairSource, error) {
