@@ -265,7 +265,16 @@ func (t *trainer) resolve() error {
 			fill(&c.NClasses, len(t.labels))
 		}
 		maxID, minLen, maxLen := int32(-1), int(^uint(0)>>1), 0
-		for _, r := range recs {
+		seen := recs
+		if v := t.val; v != nil && !v.isText && v.task == nil {
+			// The validation data must fit too: sizes from both.
+			vr := cloneRecs(v.recs)
+			if err := t.prepare(vr, c.ChatTemplate); err != nil {
+				return fmt.Errorf("validation data: %w", err)
+			}
+			seen = append(slices.Clone(recs), vr...)
+		}
+		for _, r := range seen {
 			for _, seq := range [][]int32{r.Tokens, r.Positive, r.Negative} {
 				if seq == nil {
 					continue

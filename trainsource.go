@@ -405,13 +405,11 @@ func (s *pairSource) Restore(step int, _ json.RawMessage) error {
 }
 
 // embedScores embeds every pair's text and positive with fwd, in batches
-// of the source's size, and scores retrieval in groups of group pairs:
-// for each text, the rank of its positive among the group's positives by
-// cosine similarity. It returns recall@1 (the share ranked first) and the
-// mean reciprocal rank.
+// of the source's size, L2-normalised, and scores retrieval in groups of
+// group pairs (data.RetrievalScores).
 func embedScores(fwd data.Forward, s *pairSource, D, group int) (recall1, mrr float64, err error) {
 	n := len(s.recs)
-	emb := make([][]float64, 2*n)
+	texts, positives := make([][]float32, n), make([][]float32, n)
 	for lo := 0; lo < n; lo += s.B {
 		idx := make([]int, 0, s.B)
 		for i := lo; i < min(lo+s.B, n); i++ {
@@ -430,48 +428,22 @@ func embedScores(fwd data.Forward, s *pairSource, D, group int) (recall1, mrr fl
 			return 0, 0, err
 		}
 		for r := range len(idx) * 2 {
-			e := make([]float64, D)
+			e := make([]float32, D)
 			var norm float64
 			for k := range D {
-				e[k] = float64(z[r*D+k])
-				norm += e[k] * e[k]
+				norm += float64(z[r*D+k]) * float64(z[r*D+k])
 			}
 			norm = math.Sqrt(norm) + 1e-12
 			for k := range e {
-				e[k] /= norm
+				e[k] = float32(float64(z[r*D+k]) / norm)
 			}
 			if r < len(idx) {
-				emb[idx[r]] = e
+				texts[idx[r]] = e
 			} else {
-				emb[n+idx[r-len(idx)]] = e
+				positives[idx[r-len(idx)]] = e
 			}
 		}
 	}
-	count := 0
-	for g := 0; g < n; g += group {
-		hi := min(g+group, n)
-		for i := g; i < hi; i++ {
-			rank := 1
-			own := dot(emb[i], emb[n+i])
-			for j := g; j < hi; j++ {
-				if j != i && dot(emb[i], emb[n+j]) > own {
-					rank++
-				}
-			}
-			if rank == 1 {
-				recall1++
-			}
-			mrr += 1 / float64(rank)
-			count++
-		}
-	}
-	return recall1 / float64(count), mrr / float64(count), nil
-}
-
-func dot(a, b []float64) float64 {
-	var s float64
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
+	r1, m := data.RetrievalScores(texts, positives, group)
+	return r1, m, nil
 }

@@ -25,7 +25,11 @@ type evalResult struct {
 	BitsPerByte float64  `json:"bits_per_byte,omitempty"`
 	// Spans, Precision, Recall and F1 measure a tagger's spans (exact
 	// start, end and label) against the gold ones.
-	Spans     int      `json:"spans,omitempty"`
+	Spans int `json:"spans,omitempty"`
+	// RecallAt1 and MRR measure an embedder's retrieval on pairs, in
+	// groups of 32 (each text's positive among 32).
+	RecallAt1 *float64 `json:"recall_at_1,omitempty"`
+	MRR       *float64 `json:"mrr,omitempty"`
 	Precision *float64 `json:"precision,omitempty"`
 	Recall    *float64 `json:"recall,omitempty"`
 	F1        *float64 `json:"f1,omitempty"`
@@ -55,6 +59,36 @@ func scoreSpans(ctx context.Context, m *tokenmix.Model, texts []string, gold [][
 	}
 	r.Precision, r.Recall, r.F1 = &p, &rc, &f1
 	return nil
+}
+
+// evalEmbed measures an embedder's retrieval on JSONL pairs {"text",
+// "positive"}: recall@1 and MRR in groups of 32.
+func evalEmbed(ctx context.Context, m *tokenmix.Model, path string) (evalResult, error) {
+	recs, err := data.ReadRecords(path, false, false)
+	if err != nil {
+		return evalResult{}, err
+	}
+	var texts, positives [][]int32
+	for _, rec := range recs {
+		if rec.Positive == nil {
+			return evalResult{}, fmt.Errorf("%s: an embedder is measured on pairs {\"text\": …, \"positive\": …}", rec.Where)
+		}
+		texts, positives = append(texts, rec.Tokens), append(positives, rec.Positive)
+	}
+	data.Retokenize(recs, m.Tokenizer())
+	for i, rec := range recs {
+		texts[i], positives[i] = rec.Tokens, rec.Positive
+	}
+	et, err := m.Embed(ctx, texts)
+	if err != nil {
+		return evalResult{}, err
+	}
+	ep, err := m.Embed(ctx, positives)
+	if err != nil {
+		return evalResult{}, err
+	}
+	r1, mrr := data.RetrievalScores(et, ep, 32)
+	return evalResult{Inputs: len(recs), RecallAt1: &r1, MRR: &mrr}, nil
 }
 
 // evalTag measures a tagger's spans on JSONL lines {"text", "spans"}.
@@ -145,6 +179,11 @@ func runEval(ctx context.Context, args []string) error {
 	}
 	var r evalResult
 	switch m.Config().Task {
+	case "embed":
+		if *split != "all" {
+			return usageErr("eval: --split applies to an lm's text, not to an embedder's pairs")
+		}
+		r, err = evalEmbed(ctx, m, *path)
 	case "classify", "tag":
 		if *split != "all" {
 			return usageErr("eval: --split applies to an lm's text, not to a classifier's or a tagger's JSONL")
@@ -175,6 +214,8 @@ func runEval(ctx context.Context, args []string) error {
 		return printJSON(r)
 	}
 	switch m.Config().Task {
+	case "embed":
+		fmt.Printf("%d pairs in groups of 32: recall@1 %.4f, MRR %.4f\n", r.Inputs, *r.RecallAt1, *r.MRR)
 	case "tag":
 		fmt.Printf("%d inputs, %d spans: precision %.4f, recall %.4f, F1 %.4f\n", r.Inputs, r.Spans, *r.Precision, *r.Recall, *r.F1)
 	case "classify":

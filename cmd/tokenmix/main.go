@@ -65,6 +65,8 @@ func commands() map[string]command {
 			"write freshly initialised weights for a config", runInit, false, false},
 		"predict": {"--run DIR [--input F] [--checkpoint N]",
 			"classify, score or tag input lines (JSONL or plain text) with a trained model, one JSON result per line", runPredict, false, false},
+		"embed": {"--run DIR [--input F] [--checkpoint N]",
+			"an embedder's unit-length vector of each input line (JSONL or plain text): {\"embedding\": […]} per line", runEmbed, false, false},
 		"tag": {"--run DIR [--input F] [--checkpoint N]",
 			"the labelled spans a tagger finds in each input line (JSONL or plain text): {\"spans\": [{\"start\", \"end\", \"label\", \"score\"}, …]} per line", runTag, false, false},
 		"eval": {"--run DIR (--data PATH [--context N] [--split all|train|val] [--val-frac F] | --task T [--split train|val|test]) [--json]",

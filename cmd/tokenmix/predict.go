@@ -31,8 +31,11 @@ func runPredict(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if m.Config().Task == "tag" {
+	switch m.Config().Task {
+	case "tag":
 		return tagLines(ctx, m, *input)
+	case "embed":
+		return embedLines(ctx, m, *input)
 	}
 	recs, err := readInputs(*input, false, m)
 	if err != nil {
@@ -64,6 +67,54 @@ func runPredict(ctx context.Context, args []string) error {
 		}
 		for _, o := range out {
 			if err := enc.Encode(o); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// runEmbed is `tokenmix embed`: an embedder's vector of each input line,
+// one {"embedding": […]} object per line, in order.
+func runEmbed(ctx context.Context, args []string) error {
+	fs := newFlags("embed")
+	dir := fs.String("run", "", "run directory or exported model of an embedder (task \"embed\")")
+	input := fs.String("input", "", "input file: JSONL lines {\"text\": …} or {\"tokens\": […]} (other fields ignored), or plain text lines (default: stdin)")
+	step := fs.Int("checkpoint", -1, "the checkpoint of the run to use (default: the newest)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" || fs.NArg() > 0 {
+		return wantUsage(fs)
+	}
+	m, err := loadModel(*dir, *step, "fp32")
+	if err != nil {
+		return err
+	}
+	if m.Config().Task != "embed" {
+		return fmt.Errorf("embed: %s is a model of task %q, not an embedder (task \"embed\")", *dir, m.Config().Task)
+	}
+	return embedLines(ctx, m, *input)
+}
+
+// embedLines prints m's embedding of each input line of path (stdin when
+// empty).
+func embedLines(ctx context.Context, m *tokenmix.Model, path string) error {
+	recs, err := readInputs(path, false, m)
+	if err != nil {
+		return err
+	}
+	if err := checkInputs(m, recs); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	for lo := 0; lo < len(recs); lo += predictChunk {
+		embs, err := m.Embed(ctx, recordSeqs(recs[lo:min(lo+predictChunk, len(recs))]))
+		if err != nil {
+			return err
+		}
+		for _, e := range embs {
+			if err := enc.Encode(map[string]any{"embedding": e}); err != nil {
 				return err
 			}
 		}

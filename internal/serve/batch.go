@@ -55,8 +55,11 @@ type tagResult struct {
 }
 
 func (sv *served) kindName() string {
-	if sv.cfg.Task == "tag" {
+	switch sv.cfg.Task {
+	case "tag":
 		return "tagger"
+	case "embed":
+		return "embedder"
 	}
 	if sv.cfg.Task == "lm" {
 		if sv.cfg.Causal {
@@ -96,12 +99,12 @@ type batchJob struct {
 }
 
 type batchResult struct {
-	results []any // tokenmix.Prediction, tokenmix.Score or tagResult, one per input
+	results []any // tokenmix.Prediction, tokenmix.Score, tagResult or an embedding ([]float32), one per input
 	err     error
 }
 
 // batch submits seqs to the model's batcher and waits for their results.
-func (sv *served) batch(ctx context.Context, seqs [][]int32) (any, error) {
+func (sv *served) batch(ctx context.Context, seqs [][]int32) ([]any, error) {
 	sv.batching.Add(1)
 	defer sv.batching.Add(-1)
 	j := &batchJob{ctx: ctx, seqs: seqs, done: make(chan batchResult, 1)}
@@ -204,6 +207,12 @@ func (sv *served) run(batch []*batchJob) {
 		preds, err = sv.m.Classify(sv.s.base, seqs)
 		for _, p := range preds {
 			results = append(results, p)
+		}
+	case "embed":
+		var embs [][]float32
+		embs, err = sv.m.Embed(sv.s.base, seqs)
+		for _, e := range embs {
+			results = append(results, e)
 		}
 	case "tag":
 		var spans [][]tokenmix.Span

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -127,9 +128,10 @@ func TestOpenAIClient(t *testing.T) {
 		t.Skip("no node")
 	}
 	models := loadModels(t)
+	models["emb"] = embedder(t)
 	ts := start(t, Config{}, models)
 	defer ts.stop(t)
-	out, err := exec.Command(node, "../../scripts/openai_client.mjs", ts.url, "fox", modules).Output()
+	out, err := exec.Command(node, "../../scripts/openai_client.mjs", ts.url, "fox", modules, "emb").Output()
 	if err != nil {
 		var stderr []byte
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -145,6 +147,8 @@ func TestOpenAIClient(t *testing.T) {
 		StreamUsage                        *usage
 		Completion                         string
 		Models                             [][]any
+		Embeddings                         [][]float32
+		EmbeddingTokens                    int
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -168,7 +172,22 @@ func TestOpenAIClient(t *testing.T) {
 		t.Errorf("logprobs %v, want %v", got.Logprobs, want.LogProbs)
 	case got.Usage.CompletionTokens != len(want.Tokens) || got.StreamUsage == nil || *got.StreamUsage != got.Usage:
 		t.Errorf("usage %+v, streamed %+v", got.Usage, got.StreamUsage)
-	case len(got.Models) != 2:
+	case len(got.Models) != 3:
 		t.Errorf("models %v", got.Models)
+	}
+	emb := models["emb"]
+	wantEmb, err := emb.Embed(context.Background(), [][]int32{emb.Encode("alpha bravo"), emb.Encode("kilo")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Embeddings) != 2 || got.EmbeddingTokens != len("alpha bravo")+len("kilo") {
+		t.Fatalf("embeddings: %d vectors, %d tokens", len(got.Embeddings), got.EmbeddingTokens)
+	}
+	for i := range wantEmb {
+		for k := range wantEmb[i] {
+			if k >= len(got.Embeddings[i]) || math.Abs(float64(got.Embeddings[i][k]-wantEmb[i][k])) > 1e-6 {
+				t.Fatalf("embedding %d: the client got %v, Model.Embed %v", i, got.Embeddings[i], wantEmb[i])
+			}
+		}
 	}
 }

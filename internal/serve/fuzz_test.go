@@ -30,6 +30,7 @@ func FuzzRequest(f *testing.F) {
 		{3, `{"model": "fox", "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}]}], "stream": true, "stream_options": {"include_usage": true}}`},
 		{3, `{"model": "fox", "messages": [{"role": "system", "content": "a"}], "tools": []}`},
 		{4, `{"model": "spam", "inputs": ["a b"]}`},
+		{5, `{"model": "spam", "input": ["a", [1, 2]], "encoding_format": "base64"}`},
 	} {
 		f.Add(seed.path, []byte(seed.body))
 	}
@@ -40,7 +41,7 @@ func FuzzRequest(f *testing.F) {
 	}
 	defer s.Shutdown(context.Background())
 	h := s.Handler()
-	paths := []string{"/v1/classify", "/v1/score", "/v1/completions", "/v1/chat/completions", "/v1/tag"}
+	paths := []string{"/v1/classify", "/v1/score", "/v1/completions", "/v1/chat/completions", "/v1/tag", "/v1/embeddings"}
 	f.Fuzz(func(t *testing.T, path uint8, body []byte) {
 		req := httptest.NewRequest(http.MethodPost, paths[int(path)%len(paths)], bytes.NewReader(body))
 		rec := httptest.NewRecorder()

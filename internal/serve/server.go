@@ -310,6 +310,7 @@ func (s *Server) handler() http.Handler {
 		"/v1/classify":         {http.MethodPost, "classify", s.classify, false},
 		"/v1/score":            {http.MethodPost, "score", s.score, false},
 		"/v1/tag":              {http.MethodPost, "tag", s.tag, false},
+		"/v1/embeddings":       {http.MethodPost, "embeddings", s.embeddings, false},
 		"/v1/completions":      {http.MethodPost, "completions", s.completions, false},
 		"/v1/chat/completions": {http.MethodPost, "chat", s.chatCompletions, false},
 		"/v1/models":           {http.MethodGet, "models", s.listModels, false},
