@@ -21,6 +21,7 @@ BASE = {"vocab_size": 32, "d_model": 32, "n_heads": 4, "n_layers": 2, "d_ff": 64
 LM = {"causal": True, "task": "lm"}
 CLS = {"causal": False, "task": "classify", "n_classes": 5}
 TAG = {"causal": False, "task": "tag", "n_classes": 7}
+EMB = {"causal": False, "task": "embed", "temperature": 0.2}
 
 
 def case(mixer, head=LM, **kw):
@@ -73,6 +74,8 @@ CASES = {
     "aft_conv_cls": (case({"kind": "aft_conv", "window": 5}, CLS), 20),
     "fnet_cls": (case({"kind": "fnet", "method": "fft"}, CLS), 20),
     "aft_conv_tag": (case({"kind": "aft_conv", "window": 5}, TAG), 20),
+    "full_embed": (case({"kind": "full"}, EMB), 20),
+    "aft_conv_embed_first": (case({"kind": "aft_conv", "window": 5}, EMB, pool="first"), 20),
     "full_tag_smoothing": (case({"kind": "full"}, TAG, train={"seed": 3, "label_smoothing": 0.1}), 20),
     # Training-mode gradients with dropout: the same masks in both.
     "full_dropout_lm": (case({"kind": "full"}, dropout=0.3), 20),
@@ -94,7 +97,7 @@ def prepare(d, cfg, T, seed=0):
     import json
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump(cfg, f)
-    w, b = parity.make_weights(cfg, seed), parity.make_batch(cfg, seed, 2, T)
+    w, b = parity.make_weights(cfg, seed), parity.make_batch(cfg, seed, 6 if cfg["task"] == "embed" else 2, T)
     st.save(os.path.join(d, "weights.safetensors"), w)
     st.save(os.path.join(d, "batch.safetensors"), b)
     return w, b

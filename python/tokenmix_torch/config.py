@@ -3,7 +3,7 @@ unknown keys, wrong types and invalid values are ValueErrors naming the key."""
 import json
 
 KEYS = {"vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len", "causal", "task", "n_classes",
-        "pad_id", "pool", "reversible", "checkpoint", "ff_chunks", "precision", "dropout", "tokenizer", "tokenizer_pattern", "chat_template", "mixer", "train"}
+        "pad_id", "pool", "reversible", "checkpoint", "ff_chunks", "precision", "dropout", "tokenizer", "tokenizer_pattern", "chat_template", "temperature", "mixer", "train"}
 TRAIN_DEFAULTS = dict(batch_size=8, seq_len=None, steps=1000, lr=3e-4, min_lr=0.0, warmup=0, weight_decay=0.0,
                       grad_clip=1.0, beta1=0.9, beta2=0.999, eps=1e-8, seed=0, log_every=10, eval_every=100,
                       eval_batches=4, checkpoint_every=0, keep_checkpoints=2, label_smoothing=0.0,
@@ -58,6 +58,15 @@ def check(cfg):
         c.setdefault("pool", "mean")
         if c["pool"] not in ("mean", "first"):
             raise ValueError(f"pool: must be \"mean\" or \"first\", got {c['pool']!r}")
+    elif c["task"] == "embed":
+        if "n_classes" in c:
+            raise ValueError('n_classes: not for task "embed" (its head is d_model wide)')
+        c.setdefault("temperature", 0.05)
+        if not isinstance(c["temperature"], (int, float)) or not 0 < c["temperature"] <= 10:
+            raise ValueError(f"temperature: must be in (0, 10], got {c['temperature']!r}")
+        c.setdefault("pool", "mean")
+        if c["pool"] not in ("mean", "first"):
+            raise ValueError(f"pool: must be \"mean\" or \"first\", got {c['pool']!r}")
     elif c["task"] == "tag":
         if not _int(c.get("n_classes")) or c["n_classes"] < 2:
             raise ValueError(f"n_classes: must be ≥ 2 for task \"tag\" (the tags: O, and B- and I- of each label), "
@@ -70,7 +79,9 @@ def check(cfg):
         if "pool" in c:
             raise ValueError('pool: only for task "classify"')
     else:
-        raise ValueError(f"task: must be \"lm\", \"classify\" or \"tag\", got {c['task']!r}")
+        raise ValueError(f"task: must be \"lm\", \"classify\", \"tag\" or \"embed\", got {c['task']!r}")
+    if "temperature" in c and c["task"] != "embed":
+        raise ValueError('temperature: only for task "embed"')
     if "pad_id" in c and c["pad_id"] is not None:
         if not _int(c["pad_id"]) or not 0 <= c["pad_id"] < c["vocab_size"]:
             raise ValueError(f"pad_id: must be in [0, vocab_size={c['vocab_size']}), got {c['pad_id']!r}")

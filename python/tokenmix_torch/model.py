@@ -130,7 +130,8 @@ class Model(nn.Module):
         self.pos = nn.Embedding(c["max_len"], d)
         self.blocks = nn.ModuleList([Block(c, i) for i in range(c["n_layers"])])
         self.ln_f = nn.LayerNorm(d, eps=1e-5)
-        setattr(self, self.head_name, nn.Linear(d, c["n_classes"] if c["task"] in ("classify", "tag") else c["vocab_size"]))
+        width = {"classify": c.get("n_classes"), "tag": c.get("n_classes"), "embed": d}.get(c["task"], c["vocab_size"])
+        setattr(self, self.head_name, nn.Linear(d, width))
         self.seed = cfgmod.train(c)["seed"]
         self.step = 0
         self.label_names = None
@@ -184,7 +185,18 @@ class Model(nn.Module):
     def loss(self, logits, targets, label_smoothing=0.0):
         """Mean cross-entropy over the targets ≠ −1 (0 when there are none),
         against (1−ε)·onehot + ε/V with label_smoothing ε (train.label_smoothing,
-        training only)."""
+        training only). An embedder's is InfoNCE (Go's internal/model/nce.go):
+        the rows normalised, each anchor row i (target t_i, its positive's
+        row) scores the other rows by e_i·e_j/temperature, and the loss is
+        the mean cross-entropy of the positives, computed in float64."""
+        if self.cfg["task"] == "embed":
+            tgt = targets.reshape(-1).long().to(logits.device)
+            e = F.normalize(logits.double(), dim=1, eps=1e-12)  # in float64, as Go computes it
+            s = e @ e.T / self.cfg.get("temperature", 0.05)
+            s = s.masked_fill(torch.eye(len(s), dtype=torch.bool, device=s.device), float("-inf"))
+            if (tgt != -1).sum() == 0:
+                return logits.sum() * 0
+            return F.cross_entropy(s, tgt, ignore_index=-1).to(logits.dtype)
         flat, tgt = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1).long().to(logits.device)
         if (tgt != -1).sum() == 0:
             return flat.sum() * 0

@@ -36,7 +36,10 @@ def make_batch(cfg, seed, B, T):
         tokens[B - 1, T - 3:] = pad
         tokens[B - 1, 0] = pad
         tokens[0, T // 2] = pad
-    if cfg["task"] == "classify":
+    if cfg["task"] == "embed":  # the first half of the rows are anchors, their positives the second half
+        targets = np.full((B,), -1)
+        targets[: B // 2] = np.arange(B // 2) + B // 2
+    elif cfg["task"] == "classify":
         targets = rng.integers(0, cfg["n_classes"], size=(B,))
     else:
         targets = rng.integers(0, cfg["n_classes"] if cfg["task"] == "tag" else V, size=(B, T))
