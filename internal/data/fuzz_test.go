@@ -171,6 +171,9 @@ func FuzzRecords(f *testing.F) {
 		`{"text": "ab", "spans": [{"start": 1, "end": 0, "label": "X"}]}`,
 		`{"tokens": [1, 2], "tags": ["B-X", "I-"]}`,
 		`{"text": "é", "spans": null}`,
+		`{"text": "a", "positive": "b", "negative": "c"}`,
+		`{"text": "a", "positive": ""}`,
+		`{"tokens": [1], "positive": "b"}`,
 	} {
 		f.Add([]byte(s))
 	}

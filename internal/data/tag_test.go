@@ -83,3 +83,24 @@ func TestTagRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestPairRecords: embedding pairs parse, and malformed ones are errors
+// naming the line and the problem.
+func TestPairRecords(t *testing.T) {
+	recs, err := ParseRecords(strings.NewReader(`{"text": "ab", "positive": "cd", "negative": "é"}`), "f", false, false)
+	if err != nil || len(recs) != 1 || string(rune(recs[0].Positive[0])) != "c" || len(recs[0].Negative) != 2 {
+		t.Fatalf("%+v, %v", recs, err)
+	}
+	for _, c := range []struct{ line, want string }{
+		{`{"text": "a", "positive": ""}`, `"positive": want a non-empty string`},
+		{`{"text": "a", "positive": 3}`, `"positive": want a non-empty string`},
+		{`{"tokens": [1], "positive": "b"}`, `"positive" needs "text"`},
+		{`{"text": "a", "positive": "b", "label": "x"}`, "a pair has its texts alone"},
+		{`{"text": "a", "positive": "b", "negative": ""}`, `"negative": want a non-empty string`},
+		{`{"text": "a", "negative": "b"}`, `"negative" without "positive"`},
+	} {
+		if _, err := ParseRecords(strings.NewReader(c.line), "f", false, false); err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "f:1") {
+			t.Errorf("%s: %v, want %q", c.line, err, c.want)
+		}
+	}
+}
