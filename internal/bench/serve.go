@@ -22,10 +22,10 @@ import (
 // ServeOptions configure Serve.
 type ServeOptions struct {
 	Runs, Configs []string      // models to serve: run directories, then configs with random weights (OpenModel)
-	Clients       []int         // classify client counts
+	Clients       []int         // classify and embeddings client counts
 	Streams       []int         // completion stream counts
 	Duration      time.Duration // time per measurement
-	Len           int           // tokens per classify input
+	Len           int           // tokens per classify or embeddings input
 	MaxTokens     int           // tokens per completion
 	Idle          time.Duration // time the idle server's CPU is measured over (0: skip)
 	JSON          bool          // one JSON object per measurement instead of text lines
@@ -33,7 +33,7 @@ type ServeOptions struct {
 
 // servePoint is one line of `tokenmix bench serve --json`.
 type servePoint struct {
-	Load        string  `json:"load"` // "classify", "completions" or "idle"
+	Load        string  `json:"load"` // "classify", "embeddings", "completions" or "idle"
 	Clients     int     `json:"clients,omitempty"`
 	Batching    *bool   `json:"batching,omitempty"`
 	Requests    int     `json:"requests,omitempty"`
@@ -51,7 +51,8 @@ type servePoint struct {
 // report line per measurement to w. Each measurement starts a fresh
 // server and runs its clients for o.Duration, each client sending its
 // next request as soon as the last one is answered:
-//   - classify (the first classifier, if any): per client count, with
+//   - classify (the first classifier, if any) and embeddings (the first
+//     embedder, if any): per client count, with
 //     batching (the server's defaults) and without (one request's
 //     sequences per pass), requests of one random sequence of o.Len
 //     tokens; requests/s and the median and 99th-percentile latency of
@@ -63,7 +64,7 @@ type servePoint struct {
 //     server with every model waits, as a percentage of one core.
 func Serve(ctx context.Context, w io.Writer, o ServeOptions) error {
 	models := map[string]*tokenmix.Model{}
-	var clsName, lmName string
+	var clsName, lmName, embName string
 	load := func(name, dir, cfg string) error {
 		m, err := OpenModel(dir, cfg)
 		if err != nil {
@@ -74,6 +75,8 @@ func Serve(ctx context.Context, w io.Writer, o ServeOptions) error {
 		switch {
 		case c.Task == "classify" && clsName == "":
 			clsName = name
+		case c.Task == "embed" && embName == "":
+			embName = name
 		case c.Task == "lm" && c.Causal && lmName == "":
 			lmName = name
 		}
@@ -94,9 +97,9 @@ func Serve(ctx context.Context, w io.Writer, o ServeOptions) error {
 			return json.NewEncoder(w).Encode(p)
 		}
 		switch p.Load {
-		case "classify":
-			fmt.Fprintf(w, "classify, %2d clients, batching %-5v: %7.1f req/s, p50 %6.2f ms, p99 %6.2f ms (%d requests, %d rejected)\n",
-				p.Clients, *p.Batching, p.ReqPerSec, p.P50Ms, p.P99Ms, p.Requests, p.Rejected)
+		case "classify", "embeddings":
+			fmt.Fprintf(w, "%s, %2d clients, batching %-5v: %7.1f req/s, p50 %6.2f ms, p99 %6.2f ms (%d requests, %d rejected)\n",
+				p.Load, p.Clients, *p.Batching, p.ReqPerSec, p.P50Ms, p.P99Ms, p.Requests, p.Rejected)
 		case "completions":
 			fmt.Fprintf(w, "completions, %2d streams: %7.0f tokens/s (%d completions of up to %d tokens, p50 %.1f ms)\n", p.Clients, p.TokensPerS, p.Requests, o.MaxTokens, p.P50Ms)
 		case "idle":
@@ -104,8 +107,10 @@ func Serve(ctx context.Context, w io.Writer, o ServeOptions) error {
 		}
 		return nil
 	}
-	if clsName != "" {
-		m := models[clsName]
+	// requests loads the model name's endpoint with requests of one
+	// random sequence, with batching and without.
+	requests := func(load, name, endpoint string, body func(seq []int32) any) error {
+		m := models[name]
 		n, vocab := min(o.Len, m.Config().MaxLen), min(256, m.Config().VocabSize)
 		for _, batching := range []bool{true, false} {
 			cfg := serve.Config{Queue: 256}
@@ -114,21 +119,36 @@ func Serve(ctx context.Context, w io.Writer, o ServeOptions) error {
 			}
 			for _, clients := range o.Clients {
 				p, err := serveLoad(ctx, cfg, models, clients, o.Duration, func(c *http.Client, url string, rng *rand.Rand) (int, int, error) {
-					text := make([]int32, n) // one per request: the clients run concurrently
-					for i := range text {
-						text[i] = int32(rng.IntN(vocab))
+					seq := make([]int32, n) // one per request: the clients run concurrently
+					for i := range seq {
+						seq[i] = int32(rng.IntN(vocab))
 					}
-					body, _ := json.Marshal(map[string]any{"model": clsName, "tokens": [][]int32{text}})
-					return post(c, url+"/v1/classify", body)
+					b, _ := json.Marshal(body(seq))
+					return post(c, url+endpoint, b)
 				})
 				if err != nil {
 					return err
 				}
-				p.Load, p.Batching = "classify", &batching
+				p.Load, p.Batching = load, &batching
 				if err := report(p); err != nil {
 					return err
 				}
 			}
+		}
+		return nil
+	}
+	if clsName != "" {
+		if err := requests("classify", clsName, "/v1/classify", func(seq []int32) any {
+			return map[string]any{"model": clsName, "tokens": [][]int32{seq}}
+		}); err != nil {
+			return err
+		}
+	}
+	if embName != "" {
+		if err := requests("embeddings", embName, "/v1/embeddings", func(seq []int32) any {
+			return map[string]any{"model": embName, "input": [][]int32{seq}}
+		}); err != nil {
+			return err
 		}
 	}
 	if lmName != "" {
