@@ -18,7 +18,7 @@ func runBenchServe(ctx context.Context, args []string) error {
 	var runs, cfgs runFlags
 	fs.Var(&runs, "run", "a model to serve (repeat): the first classifier takes the classify load, the first causal lm the completions")
 	fs.Var(&cfgs, "config", "or a model config with random weights (repeat)")
-	clientsFlag := fs.String("clients", "1,8,64", "classify client counts")
+	clientsFlag := fs.String("clients", "1,8,64", "classify and embeddings client counts")
 	streamsFlag := fs.String("streams", "1,16", "completion stream counts")
 	dur := fs.Duration("duration", 5*time.Second, "time per measurement")
 	inLen := fs.Int("len", 128, "tokens per classify input")
