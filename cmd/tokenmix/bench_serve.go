@@ -21,7 +21,7 @@ func runBenchServe(ctx context.Context, args []string) error {
 	clientsFlag := fs.String("clients", "1,8,64", "classify and embeddings client counts")
 	streamsFlag := fs.String("streams", "1,16", "completion stream counts")
 	dur := fs.Duration("duration", 5*time.Second, "time per measurement")
-	inLen := fs.Int("len", 128, "tokens per classify input")
+	inLen := fs.Int("len", 128, "tokens per classify or embeddings input")
 	maxTokens := fs.Int("max-tokens", 64, "tokens per completion")
 	idle := fs.Duration("idle", 10*time.Second, "time the idle server's CPU is measured over (0: skip)")
 	asJSON := fs.Bool("json", false, "print one JSON object per measurement")
