@@ -89,3 +89,40 @@ func TestEmbed(t *testing.T) {
 		t.Error("Classify on an embedder: no error")
 	}
 }
+
+// TestEmbedClassifier: a classifier embeds through its pooled
+// representation, unit length, batched as alone.
+func TestEmbedClassifier(t *testing.T) {
+	m, err := tokenmix.Load("testdata/spam")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := [][]int32{m.Encode("claim your prize"), m.Encode("lunch at noon with the team")}
+	all, err := m.Embed(context.Background(), seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range seqs {
+		one, err := m.Embed(context.Background(), [][]int32{s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var norm float64
+		for k, v := range one[0] {
+			norm += float64(v) * float64(v)
+			if math.Abs(float64(v-all[i][k])) > 1e-6 {
+				t.Fatalf("sequence %d: batched and alone differ at %d", i, k)
+			}
+		}
+		if len(one[0]) != m.Config().DModel || math.Abs(norm-1) > 1e-5 {
+			t.Fatalf("sequence %d: %d values, squared norm %v", i, len(one[0]), norm)
+		}
+	}
+	lm, err := tokenmix.Load("testdata/fox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lm.Embed(context.Background(), [][]int32{lm.Encode("ab")}); err == nil {
+		t.Error("Embed on an lm: no error")
+	}
+}

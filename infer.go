@@ -159,8 +159,9 @@ func (m *Model) check(seqs [][]int32) error {
 }
 
 // forEach runs the model on seqs in batches and calls fn with each
-// sequence's logits: [n_classes] for a classifier, [len, vocab_size] for an
-// lm (a view into the model's buffer, valid during the call only).
+// sequence's logits: [n_classes] for a classifier, [d_model] for an
+// embedder, [len, vocab_size] for an lm, [len, n_classes] for a tagger (a
+// view into the model's buffer, valid during the call only).
 //
 // Sequences run sorted by length, in batches of at most maxBatchTokens
 // tokens. Where padding cannot change a sequence's result, sequences of
@@ -169,6 +170,13 @@ func (m *Model) check(seqs [][]int32) error {
 // a kind that honours key padding pads with pad_id (excluded as keys and
 // from the pooling). Otherwise a batch holds sequences of one length.
 func (m *Model) forEach(ctx context.Context, seqs [][]int32, fn func(i int, logits []float32)) error {
+	return m.forEachOf(ctx, seqs, false, fn)
+}
+
+// forEachOf is forEach, or with pooled set (a classifier or an
+// embedder) the pooled representation [d_model] of each sequence instead
+// of its logits.
+func (m *Model) forEachOf(ctx context.Context, seqs [][]int32, pooled bool, fn func(i int, out []float32)) error {
 	if err := m.check(seqs); err != nil {
 		return err
 	}
@@ -209,7 +217,7 @@ func (m *Model) forEach(ctx context.Context, seqs [][]int32, fn func(i int, logi
 			}
 			fn(i, logits)
 		}
-		if err := m.run(ctx, tokens, B, T, emit); err != nil {
+		if err := m.run(ctx, tokens, B, T, pooled, emit); err != nil {
 			return err
 		}
 		lo = hi
@@ -218,7 +226,7 @@ func (m *Model) forEach(ctx context.Context, seqs [][]int32, fn func(i int, logi
 }
 
 // run forwards one batch [B,T] and calls fn with row b's logits.
-func (m *Model) run(ctx context.Context, tokens []int32, B, T int, fn func(b int, logits []float32)) error {
+func (m *Model) run(ctx context.Context, tokens []int32, B, T int, pooled bool, fn func(b int, logits []float32)) error {
 	release, err := m.acquire(ctx)
 	if err != nil {
 		return err
@@ -231,6 +239,9 @@ func (m *Model) run(ctx context.Context, tokens []int32, B, T int, fn func(b int
 		return err
 	}
 	logits := net.Logits()
+	if pooled {
+		logits = net.Pooled()
+	}
 	row := len(logits) / B
 	for b := 0; b < B; b++ {
 		fn(b, logits[b*row:(b+1)*row])

@@ -78,7 +78,7 @@ func runPredict(ctx context.Context, args []string) error {
 // one {"embedding": […]} object per line, in order.
 func runEmbed(ctx context.Context, args []string) error {
 	fs := newFlags("embed")
-	dir := fs.String("run", "", "run directory or exported model of an embedder (task \"embed\")")
+	dir := fs.String("run", "", "run directory or exported model of an embedder (task \"embed\"), or of a classifier (its pooled representation)")
 	input := fs.String("input", "", "input file: JSONL lines {\"text\": …} or {\"tokens\": […]} (other fields ignored), or plain text lines (default: stdin)")
 	step := fs.Int("checkpoint", -1, "the checkpoint of the run to use (default: the newest)")
 	if err := parseFlags(fs, args); err != nil {
@@ -91,8 +91,8 @@ func runEmbed(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if m.Config().Task != "embed" {
-		return fmt.Errorf("embed: %s is a model of task %q, not an embedder (task \"embed\")", *dir, m.Config().Task)
+	if t := m.Config().Task; t != "embed" && t != "classify" {
+		return fmt.Errorf("embed: %s is a model of task %q: embed needs an embedder (task \"embed\") or a classifier (its pooled representation)", *dir, t)
 	}
 	return embedLines(ctx, m, *input)
 }

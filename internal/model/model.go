@@ -178,6 +178,16 @@ func (m *Model[F]) Logits() []F {
 	return m.act(m.plan.logits)
 }
 
+// Pooled returns the last forward's pooled rows [B, d_model] (the head's
+// input) of a classifier or an embedder, a view into the workspace; nil
+// for other tasks.
+func (m *Model[F]) Pooled() []F {
+	if !m.Config.Pooled() {
+		return nil
+	}
+	return m.act(m.plan.pooled)
+}
+
 // Loss returns the last forward's loss.
 func (m *Model[F]) Loss() float64 { return m.loss }
 
