@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -153,6 +155,15 @@ func runTrain(ctx context.Context, args []string) error {
 	fmt.Printf("done: %d steps, %d tokens in %s", r.Step()-r.PretrainSteps(), r.Tokens(), r.TrainTime().Round(time.Second))
 	if hasVal {
 		fmt.Printf(", validation loss %.4f", valLoss)
+	} else if v := r.Validation(); len(v) > 0 { // an embedder's retrieval
+		keys := slices.Sorted(maps.Keys(v))
+		for i, k := range keys {
+			sep := ", "
+			if i == 0 {
+				sep = ", validation "
+			}
+			fmt.Printf("%s%s %.4f", sep, strings.TrimPrefix(k, "val_"), v[k])
+		}
 	}
 	fmt.Printf("; checkpoint in %s\n", ckpt)
 	return nil
