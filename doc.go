@@ -1,6 +1,7 @@
 // Package tokenmix is the Go API of tokenmix: train a model (Train), load
 // a run directory or an exported model (Load, LoadFS), then classify,
-// score, generate or read the logits of token sequences.
+// score, generate, chat, tag spans, embed or read the logits of token
+// sequences.
 //
 //	m, err := tokenmix.Load("run")                  // newest checkpoint of a run
 //	preds, err := m.Classify(ctx, [][]int32{m.Encode("claim your free prize")})
@@ -25,6 +26,12 @@
 // on different models run at the same time, each on its own threads and
 // with the results it would give alone. A cancelled context ends a call
 // between layers.
+//
+// Besides classifiers and lms, a tagger (task "tag") finds labelled
+// spans with byte offsets (Tag), an embedder (task "embed") gives unit
+// vectors whose dot products are cosine similarities (Embed), and a
+// causal lm trained on conversations answers them through its chat
+// template (Chat).
 //
 // A causal lm also generates: NewStream keeps one sequence's decoding
 // state (a key–value cache for attention, per-bucket caches for LSH,
