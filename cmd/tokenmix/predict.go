@@ -148,13 +148,7 @@ func runTag(ctx context.Context, args []string) error {
 // tagLines prints the spans m finds in each input line of path (stdin
 // when empty): offsets are bytes of a text line, or of the tokens' text.
 func tagLines(ctx context.Context, m *tokenmix.Model, path string) error {
-	var recs []data.Record
-	var err error
-	if path != "" {
-		recs, err = data.ReadRecords(path, false, true)
-	} else {
-		recs, err = data.ParseRecords(os.Stdin, "stdin", false, true)
-	}
+	recs, err := readLines(path, false)
 	if err != nil {
 		return err
 	}
@@ -224,19 +218,23 @@ func loadModel(dir string, step int, precision string) (*tokenmix.Model, error) 
 }
 
 // readInputs reads JSONL or plain text lines from path, or stdin when path
-// is empty; labelled asks for a "label" on every line (and JSONL only).
+// is empty (readLines), as m's tokens.
 func readInputs(path string, labelled bool, m *tokenmix.Model) ([]data.Record, error) {
-	var recs []data.Record
-	var err error
-	if path != "" {
-		recs, err = data.ReadRecords(path, labelled, !labelled)
-	} else {
-		recs, err = data.ParseRecords(os.Stdin, "stdin", labelled, !labelled)
-	}
+	recs, err := readLines(path, labelled)
 	if err == nil {
 		data.Retokenize(recs, m.Tokenizer())
 	}
 	return recs, err
+}
+
+// readLines reads JSONL or plain text lines from path, or stdin when path
+// is empty, a text's tokens its bytes; labelled asks for a "label" on
+// every line (and JSONL only).
+func readLines(path string, labelled bool) ([]data.Record, error) {
+	if path != "" {
+		return data.ReadRecords(path, labelled, !labelled)
+	}
+	return data.ParseRecords(os.Stdin, "stdin", labelled, !labelled)
 }
 
 // checkInputs checks every record against the model's limits, naming the

@@ -162,29 +162,10 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 		}
 		c.Root = r
 	}
-	var paths []string
-	err := filepath.WalkDir(c.Root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if p != c.Root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") && d.Type().IsRegular() {
-			paths = append(paths, p)
-		}
-		return nil
-	})
+	paths, err := goFiles(c.Root)
 	if err != nil {
 		return nil, keyErr("gosrc", "root", "%v", err)
 	}
-	if len(paths) == 0 {
-		return nil, keyErr("gosrc", "root", "no .go files under %s", c.Root)
-	}
-	sort.Strings(paths)
 	if c.Order == GoSrcPackageOrder {
 		sortByPackage(paths)
 	}
@@ -243,6 +224,36 @@ func NewGoSrc(c GoSrcConfig) (*GoSrc, error) {
 		}
 	}
 	return g, nil
+}
+
+// goFiles returns the non-test .go files under root, sorted, skipping
+// testdata and directories whose names start with "." or "_"; none is an
+// error.
+func goFiles(root string) ([]string, error) {
+	var paths []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") && d.Type().IsRegular() {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no .go files under %s", root)
+	}
+	sort.Strings(paths)
+	return paths, nil
 }
 
 // sortByPackage sorts file paths by directory, compared component by

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"go/scanner"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 )
 
 // GoTagsConfig selects the Go source tree, the chunk length and the split
@@ -84,26 +81,10 @@ func NewGoTags(c GoTagsConfig) (*GoTags, error) {
 		}
 		c.Root = r
 	}
-	var paths []string
-	err := filepath.WalkDir(c.Root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if p != c.Root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") && d.Type().IsRegular() {
-			paths = append(paths, p)
-		}
-		return nil
-	})
+	paths, err := goFiles(c.Root)
 	if err != nil {
 		return nil, keyErr("gotags", "root", "%v", err)
 	}
-	sort.Strings(paths)
 	g := &GoTags{cfg: c}
 	caps := [3]int{c.MaxTrain, c.MaxVal, c.MaxTest}
 	index := map[string]int32{}

@@ -409,17 +409,14 @@ func (c *Config) validate() error {
 		if !(c.Temperature > 0 && c.Temperature <= 10) {
 			return fmt.Errorf("temperature: must be in (0, 10], got %g", c.Temperature)
 		}
-		switch c.Pool {
-		case "":
-			c.Pool = "mean"
-		case "mean", "first":
-		default:
-			return fmt.Errorf("pool: must be \"mean\" or \"first\", got %q", c.Pool)
-		}
 	case "classify":
 		if c.NClasses < 2 {
 			return fmt.Errorf("n_classes: must be ≥ 2 for task \"classify\", got %d", c.NClasses)
 		}
+	default:
+		return fmt.Errorf("task: must be \"lm\", \"classify\", \"tag\" or \"embed\", got %q", c.Task)
+	}
+	if c.Pooled() {
 		switch c.Pool {
 		case "":
 			c.Pool = "mean"
@@ -427,8 +424,6 @@ func (c *Config) validate() error {
 		default:
 			return fmt.Errorf("pool: must be \"mean\" or \"first\", got %q", c.Pool)
 		}
-	default:
-		return fmt.Errorf("task: must be \"lm\", \"classify\", \"tag\" or \"embed\", got %q", c.Task)
 	}
 	if c.Temperature != 0 && c.Task != "embed" {
 		return fmt.Errorf("temperature: only for task \"embed\"")
