@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -172,6 +173,17 @@ func (s *Server) classify(w http.ResponseWriter, r *http.Request) { s.batchEndpo
 func (s *Server) score(w http.ResponseWriter, r *http.Request)    { s.batchEndpoint(w, r, "score") }
 func (s *Server) tag(w http.ResponseWriter, r *http.Request)      { s.batchEndpoint(w, r, "tag") }
 
+// admitted admits a request to sv (its queue slots) and gives it the
+// server's timeout: done releases both.
+func (s *Server) admitted(r *http.Request, sv *served) (context.Context, func(), error) {
+	release, err := sv.admit()
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := contextWithTimeout(r, s.cfg.Timeout)
+	return ctx, func() { cancel(); release() }, nil
+}
+
 // batchEndpoint serves classify, score and tag: check, admit, batch,
 // answer.
 func (s *Server) batchEndpoint(w http.ResponseWriter, r *http.Request, op string) {
@@ -204,14 +216,12 @@ func (s *Server) batchEndpoint(w http.ResponseWriter, r *http.Request, op string
 		fail(w, err)
 		return
 	}
-	release, err := sv.admit()
+	ctx, done, err := s.admitted(r, sv)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	defer release()
-	ctx, cancel := contextWithTimeout(r, s.cfg.Timeout)
-	defer cancel()
+	defer done()
 	results, err := sv.batch(ctx, seqs)
 	if err != nil {
 		fail(w, err)

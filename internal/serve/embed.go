@@ -93,14 +93,12 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	release, err := sv.admit()
+	ctx, done, err := s.admitted(r, sv)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	defer release()
-	ctx, cancel := contextWithTimeout(r, s.cfg.Timeout)
-	defer cancel()
+	defer done()
 	results, err := sv.batch(ctx, seqs)
 	if err != nil {
 		fail(w, err)

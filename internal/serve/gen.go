@@ -211,14 +211,12 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	release, err := sv.admit()
+	ctx, done, err := s.admitted(r, sv)
 	if err != nil {
 		fail(w, err)
 		return
 	}
-	defer release()
-	ctx, cancel := contextWithTimeout(r, s.cfg.Timeout)
-	defer cancel()
+	defer done()
 
 	events, err := s.startJobs(ctx, sv, prompts, jobsOpts)
 	if err != nil {
