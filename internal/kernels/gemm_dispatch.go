@@ -47,7 +47,7 @@ func gemm32(threads int, transA, transB bool, m, n, k int, alpha float32, a []fl
 		if transA {
 			ao = lo
 		}
-		gemm32ST(transA, transB, hi-lo, n, k, alpha, a[ao:], lda, b, ldb, beta, c[lo*ldc:], ldc)
+		gemm32Blocked(transA, transB, hi-lo, n, k, alpha, a[ao:], lda, b, ldb, beta, c[lo*ldc:], ldc)
 	})
 }
 
@@ -57,6 +57,13 @@ func gemm32ST(transA, transB bool, m, n, k int, alpha float32, a []float32, lda 
 		gemvNT(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
+	gemm32Blocked(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// gemm32Blocked is gemm32ST without the choice of gemvNT: gemm32's row
+// blocks take the product the whole m chose, so that no row's result
+// depends on how many rows its block has.
+func gemm32Blocked(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	w := gemmPool.Get().(*gemmWork)
 	gemmBlocked(w, path, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 	gemmPool.Put(w)

@@ -148,6 +148,36 @@ func TestGemm(t *testing.T) {
 	}
 }
 
+// TestGemmThreadsBitwise: Gemm's result does not depend on threads, bit
+// for bit, on every path and transpose; the shapes are those where a
+// thread's block of rows falls below gemvRows (a prompt of 20 or 33 rows)
+// and where columns split.
+func TestGemmThreadsBitwise(t *testing.T) {
+	defer SetPath(SetPath(Best))
+	shapes := []gemmCase{{20, 96, 64, 0}, {33, 64, 64, 1}, {64, 64, 32, 0}, {17, 256, 16, 0}, {7, 300, 20, 5}, {48, 48, 48, 0}}
+	for _, p := range Paths() {
+		SetPath(p)
+		for ci, tc := range shapes {
+			for tr := 0; tr < 4; tr++ {
+				transA, transB := tr&2 != 0, tr&1 != 0
+				rng := rand.New(rand.NewPCG(uint64(ci), uint64(tr)))
+				a, lda, b, ldb, c, ldc := gemmOperands(rng, tc, transA, transB, false)
+				want := append([]float32(nil), c...)
+				Gemm(1, PrecFP32, transA, transB, tc.m, tc.n, tc.k, 1, a, lda, b, ldb, 0.5, want, ldc)
+				for threads := 2; threads <= 5; threads++ {
+					got := append([]float32(nil), c...)
+					Gemm(threads, PrecFP32, transA, transB, tc.m, tc.n, tc.k, 1, a, lda, b, ldb, 0.5, got, ldc)
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%v %dx%dx%d %s, %d threads: C[%d] = %v, one thread %v", p, tc.m, tc.n, tc.k, transName(transA, transB), threads, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestGemmPanics(t *testing.T) {
 	x := make([]float32, 12)
 	for _, tc := range []struct {
