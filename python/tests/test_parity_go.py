@@ -1,7 +1,9 @@
 """Parity with tokenmix's Go engine: for every mixer kind with its options,
 on the same weights and batch, this package's logits, loss and every
 gradient agree with `tokenmix grad` by the per-tensor measure of
-docs/model.md: within 1e-4 in float32 and 1e-9 in float64."""
+docs/model.md: within 1e-4 in float32 and 1e-9 in float64. A gradient that
+is zero in exact arithmetic is round-off on both sides: in float32 it is
+held to the Go parity test's 1e-3 (of 1e-3·gmax)."""
 import os
 import sys
 import tempfile
@@ -15,7 +17,7 @@ import gobin  # noqa: E402
 from tokenmix_torch import attention, parity, st  # noqa: E402
 from tokenmix_torch.model import Model  # noqa: E402
 
-TOL32, TOL64 = 1e-4, 1e-9
+TOL32, TOL64, TOL32_ZERO = 1e-4, 1e-9, 1e-3
 BASE = {"vocab_size": 32, "d_model": 32, "n_heads": 4, "n_layers": 2, "d_ff": 64, "max_len": 24, "pad_id": 0,
         "train": {"seed": 3}}
 LM = {"causal": True, "task": "lm"}
@@ -103,26 +105,40 @@ def prepare(d, cfg, T, seed=0):
     return w, b
 
 
-def worst(errs):
-    k = max(errs, key=errs.get)
-    return errs[k], k
+def check(t, errs, dt, rope, what, worst_seen=None):
+    """Fails t when a tensor's error is above its bound: TOL32 or TOL64,
+    TOL32_ZERO for a zero-exact gradient in float32. worst_seen, a dict,
+    keeps the worst error of each (dtype, zero-exact) class with its name."""
+    for k, e in errs.items():
+        zero = parity.zero_grad(k, rope)
+        tol = TOL64 if dt == torch.float64 else TOL32_ZERO if zero else TOL32
+        t.assertLessEqual(e, tol, f"{what} {dt}: {k}")
+        if worst_seen is not None:
+            c = (str(dt).split(".")[-1], "zero-exact" if zero else "other")
+            worst_seen[c] = max(worst_seen.get(c, (0.0, "")), (e, what + " " + k))
+
+
+def report(worst_seen, where):
+    """Prints the worst errors check kept, with TOKENMIX_REPORT set."""
+    if os.environ.get("TOKENMIX_REPORT"):
+        for c in sorted(worst_seen):
+            print(f"\n{where} {c[0]}, {c[1]} tensors: worst {worst_seen[c][0]:.2g} ({worst_seen[c][1]})",
+                  file=sys.stderr)
 
 
 class GoParity(unittest.TestCase):
     def test_every_kind(self):
         gobin.binary()
-        kinds = set()
+        kinds, seen = set(), {}
         for name, (cfg, T) in CASES.items():
             kinds.add(cfg["mixer"]["kind"])
             with self.subTest(case=name), tempfile.TemporaryDirectory() as d:
                 w, b = prepare(d, cfg, T)
-                for f64, dt, tol in ((False, torch.float32, TOL32), (True, torch.float64, TOL64)):
-                    want = go_grad(d, f64)
-                    got = parity.grad(cfg, w, b, dt)
-                    e, at = worst(parity.compare(got, want, rope=bool(cfg["mixer"].get("rope"))))
-                    if os.environ.get("TOKENMIX_PARITY_VERBOSE"):
-                        print(f"{name} {dt}: max rel err {e:.2g} ({at})", file=sys.stderr)
-                    self.assertLessEqual(e, tol, f"{name} {dt}: {at}")
+                rope = bool(cfg["mixer"].get("rope"))
+                for f64, dt in ((False, torch.float32), (True, torch.float64)):
+                    errs = parity.compare(parity.grad(cfg, w, b, dt), go_grad(d, f64), rope=rope)
+                    check(self, errs, dt, rope, name, seen)
+        report(seen, "cpu")
         from tokenmix_torch.model import MIXERS
         self.assertEqual(kinds, set(MIXERS), "a kind has no parity case")
 

@@ -48,19 +48,21 @@ def make_batch(cfg, seed, B, T):
     return {"tokens": torch.from_numpy(tokens.astype(np.int32)), "targets": torch.from_numpy(targets.astype(np.int32))}
 
 
-def grad(cfg, weights, batch, dtype=torch.float64):
-    """Logits, loss and every parameter gradient, in dtype: what `tokenmix
-    grad` computes (train.seed is the pass seed's run seed, step 0)."""
+def grad(cfg, weights, batch, dtype=torch.float64, device="cpu"):
+    """Logits, loss and every parameter gradient, in dtype, computed on
+    device and returned on the CPU: what `tokenmix grad` computes
+    (train.seed is the pass seed's run seed, step 0)."""
     model = Model(cfg, dtype=dtype)
     model.load_weights(weights if isinstance(weights, dict) else st.load(weights)[0])
+    model.to(device)
     if not isinstance(batch, dict):
         batch = st.load(batch)[0]
-    logits = model(batch["tokens"].long())
-    loss = model.loss(logits, batch["targets"], cfgmod.train(cfg)["label_smoothing"])  # training mode
+    logits = model(batch["tokens"].long().to(device))
+    loss = model.loss(logits, batch["targets"].to(device), cfgmod.train(cfg)["label_smoothing"])  # training mode
     loss.backward()
-    out = {"logits": logits.detach(), "loss": loss.detach().reshape(())}
+    out = {"logits": logits.detach().cpu(), "loss": loss.detach().reshape(()).cpu()}
     for name, p in model.named_parameters():
-        out["grad." + name] = p.grad.detach()
+        out["grad." + name] = p.grad.detach().cpu()
     return out
 
 

@@ -229,6 +229,9 @@ def train(o, topo, j):
     device = torch.device(o.device if o.device == "cpu" else f"cuda:{topo.local_rank}")
     if device.type == "cuda":
         torch.cuda.set_device(device)
+        # float32 means float32, as in Go: no TF32 products (--bf16 asks for lower precision).
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     pc = tc.get("pretrain")
     st0 = runmod.read_state(o.out, j.latest) if j.latest >= 0 else {}
     stage = st0.get("stage", "train")
