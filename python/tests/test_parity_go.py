@@ -76,6 +76,8 @@ CASES = {
     "aft_conv_cls": (case({"kind": "aft_conv", "window": 5}, CLS), 20),
     "fnet_cls": (case({"kind": "fnet", "method": "fft"}, CLS), 20),
     "aft_conv_tag": (case({"kind": "aft_conv", "window": 5}, TAG), 20),
+    "aft_conv_nodistant_tag": (case({"kind": "aft_conv", "window": 5, "distant": False}, TAG), 20),
+    "aft_local_nodistant_lm": (case({"kind": "aft_local", "window": 3, "distant": False}), 20),
     "full_embed": (case({"kind": "full"}, EMB), 20),
     "aft_conv_embed_first": (case({"kind": "aft_conv", "window": 5}, EMB, pool="first"), 20),
     "full_tag_smoothing": (case({"kind": "full"}, TAG, train={"seed": 3, "label_smoothing": 0.1}), 20),

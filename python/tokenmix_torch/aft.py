@@ -14,6 +14,9 @@ with none gets Y = 0. w is
                 δ(o) = o (causal) or o − (window−1)/2 (bidirectional, window odd),
                 h(c) = ⌊c/(d/heads)⌋
 
+and with the option "distant": false (aft_local, aft_conv) −∞ instead of 0
+beyond the window: a sliding window.
+
 Computed as the paper writes it, never T×T×d: with E = exp(K − max K)
 (masked) the sums are totals, or prefix sums when causal (aft_simple: a
 scan over CHUNK-row chunks with a running maximum), and the w ≠ 0 entries are
@@ -42,6 +45,7 @@ class AFT(nn.Module):
         self.kind, self.causal, self.d = kind, mc.causal, mc.d
         self.window = o.int("window", DEFAULT_WINDOW[kind]) if kind in DEFAULT_WINDOW else None
         self.heads = o.int("heads", mc.heads) if kind == "aft_conv" else 1
+        self.distant = o.bool("distant", True) if kind in DEFAULT_WINDOW else False
         o.done()
         if self.window is not None and not 1 <= self.window <= 1 << 30:
             raise ValueError(f"mixer.window: want an integer in [1, 2^30], got {self.window}")
@@ -114,7 +118,7 @@ class AFT(nn.Module):
                     band = band & (j <= t)
                 allow = band[None] & keep[:, k0:k1, 0][:, None, :]  # [B, bq, span]
                 nband = allow.sum(-1, keepdim=True).to(ev.dtype)
-                distant = scnt[:, i0:i1] - nband > 0.5  # [B, bq, 1]
+                distant = (scnt[:, i0:i1] - nband > 0.5) & self.distant  # [B, bq, 1]
                 wd = wb.detach()[None].expand_as(allow)
                 mw = wd.masked_fill(~allow, float("-inf")).amax(-1, keepdim=True)
                 mw = torch.where(distant, mw.clamp(min=0), mw)
@@ -143,7 +147,7 @@ class AFT(nn.Module):
             allow.append(ok[None] & kp.gather(1, src.clamp(0, T - 1)[None].expand(B, T)))
         allow = torch.stack(allow, -1)  # [B, T, s]
         nband = allow.sum(-1, keepdim=True).to(ev.dtype)
-        distant = scnt - nband > 0.5  # [B, T, 1]
+        distant = (scnt - nband > 0.5) & self.distant  # [B, T, 1]
         rel = self.rel_bias
         rd = rel.detach()
         mw = rd[None, None].masked_fill(~allow[:, :, None], float("-inf")).amax(-1)  # [B, T, H]

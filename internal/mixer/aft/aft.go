@@ -33,6 +33,11 @@ type AFT[F kernels.Float] struct {
 	S      int // window (aft_local, aft_conv)
 	MaxLen int
 	Causal bool
+	// distant: the tokens beyond aft_local's or aft_conv's window
+	// contribute with w = 0 (the paper's rule, option "distant", default
+	// true); false makes the window a sliding window (w = −∞ beyond it).
+	// aft_full has no distant tokens.
+	distant bool
 
 	proj   proj.Set[F] // q, k, v, o
 	pb, gb []F         // pos_bias or rel_bias and its gradient (nil for aft_simple)
@@ -55,6 +60,7 @@ func newAFT[F kernels.Float](v variant, c mixer.Config) (*AFT[F], error) {
 	switch v {
 	case vLocal:
 		a.S = c.Opts.Int("window", 32)
+		a.distant = c.Opts.Bool("distant", true)
 		switch {
 		case a.S < 1:
 			c.Opts.Fail("window", "want ≥ 1, got %d", a.S)
@@ -64,6 +70,7 @@ func newAFT[F kernels.Float](v variant, c mixer.Config) (*AFT[F], error) {
 	case vConv:
 		a.S = c.Opts.Int("window", 31)
 		a.H = c.Opts.Int("heads", c.Heads)
+		a.distant = c.Opts.Bool("distant", true)
 		switch {
 		case a.S < 1:
 			c.Opts.Fail("window", "want ≥ 1, got %d", a.S)

@@ -110,6 +110,8 @@ func TestMatchesNaive(t *testing.T) {
 				tc{"aft_conv", map[string]any{"window": 5, "heads": 2}, causal, 11, 2, bs},
 				tc{"aft_conv", map[string]any{"window": 31}, causal, 9, 1, bs},
 				tc{"aft_conv", map[string]any{"window": 7}, causal, 140, 1, bs},
+				tc{"aft_conv", map[string]any{"window": 5, "distant": false}, causal, 150, 2, bs},
+				tc{"aft_local", map[string]any{"window": 4, "distant": false}, causal, 140, 2, bs},
 			)
 		}
 	}

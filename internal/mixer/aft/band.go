@@ -138,14 +138,14 @@ func (a *AFT[F]) fill(dst []F, p mixer.Pass, b, t, h, u0, u1, lo, W int, mw, c0 
 
 // rowStats sets mw[t,h] (the row maximum of w over allowed t', counting the
 // distant tokens' w = 0) and c0[t,h] (e^{−mw} if a distant token is allowed,
-// else 0). A row with no allowed token gets mw = 0, c0 = 0 and a zero band,
+// else 0; always 0 without distant tokens: aft_full, or "distant": false). A row with no allowed token gets mw = 0, c0 = 0 and a zero band,
 // so its den is 0 and R = 0.
 func (a *AFT[F]) rowStats(s act[F], cnt []F, p mixer.Pass, b, t, lo, W int, scr []F) {
 	T := p.T
 	end := a.rowEnd(t, T)
 	wlo, whi := max(0, t+lo), min(end, t+lo+W)
 	c := cnt[b*(T+1):]
-	outside := c[end]-c[0] > c[max(whi, wlo)]-c[wlo]
+	outside := a.distant && c[end]-c[0] > c[max(whi, wlo)]-c[wlo]
 	for h := 0; h < a.H; h++ {
 		mx := math.Inf(-1)
 		if wlo < whi {
@@ -191,7 +191,7 @@ func (a *AFT[F]) bandForward(s act[F], k, scratch []F, p mixer.Pass) {
 	work := scratch[p.B*(T+1)+nblk*3*D:]
 	ws := a.workerSize(T)
 	counts(cnt, p)
-	sums := a.v != vFull
+	sums := a.distant
 	rows := func(b, blk int) (int, int) { return blk * blockT, min(blk*blockT+blockT, T) }
 
 	// Block maxima of K over allowed rows (a block without any keeps −Inf).
@@ -336,7 +336,7 @@ func (a *AFT[F]) bandBackward(dy, dv []F, s act[F], scratch []F, p mixer.Pass) {
 	g := &bandGrad[F]{a: a, s: s, p: p, dy: dy, dv: dv,
 		hh: scratch[:2*N*D], gg: scratch[2*N*D : 4*N*D],
 		bs: scratch[4*N*D : 4*N*D+nblk*2*D], work: scratch[4*N*D+nblk*2*D:],
-		lo: lo, W: W, nrb: nrb, nblk: nblk, ws: a.workerSize(T), sums: a.v != vFull}
+		lo: lo, W: W, nrb: nrb, nblk: nblk, ws: a.workerSize(T), sums: a.distant}
 	g.rowGrads()
 	if g.sums {
 		g.blockSuffix()
@@ -361,7 +361,7 @@ type bandGrad[F kernels.Float] struct {
 	nrb    int // row blocks per sequence
 	nblk   int // row blocks in all
 	ws     int
-	sums   bool // the kind has distant tokens (c0), unlike aft_full
+	sums   bool // the layer has distant tokens (c0), unlike aft_full
 }
 
 // rowGrads writes Hh and, with distant tokens, the block sums of c0⊙Hh.

@@ -7,8 +7,8 @@ import (
 )
 
 // tests are the conformance suite's configurations of AFT kind name: both
-// masking modes, with padding, T = 1, and three 64-row blocks (the
-// cross-block scans).
+// masking modes, with padding, T = 1, three 64-row blocks (the
+// cross-block scans) and, for the windowed kinds, "distant": false.
 func tests(name string) []mixer.TestCase {
 	var out []mixer.TestCase
 	for _, causal := range []bool{false, true} {
@@ -39,6 +39,14 @@ func tests(name string) []mixer.TestCase {
 				}
 			}
 			out = append(out, neg)
+		}
+		if name == "aft_local" || name == "aft_conv" {
+			// A sliding window: nothing beyond it (and, with padding,
+			// rows whose window holds no allowed token).
+			local, localPad := c, pad
+			local.Name, local.Opts = c.Name+"-nodistant", map[string]any{"window": 3, "distant": false}
+			localPad.Name, localPad.Opts = pad.Name+"-nodistant", local.Opts
+			out = append(out, local, localPad)
 		}
 	}
 	return out

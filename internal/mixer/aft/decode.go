@@ -85,7 +85,9 @@ func (a *AFT[F]) prefill(out, x []F, s *decodeState[F], n, threads int) {
 	for j := range n {
 		kj, vj := k[j*D:(j+1)*D], v[j*D:(j+1)*D]
 		if j < n-s.keep { // beyond the bias's reach from position n on
-			s.addToSums(kj, vj, e)
+			if a.distant {
+				s.addToSums(kj, vj, e)
+			}
 			continue
 		}
 		copy(s.k[(j%s.keep)*D:], kj)
@@ -178,9 +180,10 @@ func (a *AFT[F]) decodeRow(y, q, k, v, bias []F, s *decodeState[F], sc *rowScrat
 		s.n++
 		return
 	}
-	if a.v != vFull && t >= s.keep {
+	if a.distant && t >= s.keep {
 		// Position t−keep leaves the bias's reach (its weight is 0 from
 		// now on) and joins the sums; its ring row takes position t.
+		// Without distant tokens it leaves the sums empty.
 		row := (t % s.keep) * D
 		s.addToSums(s.k[row:row+D], s.v[row:row+D], sc.e)
 	}

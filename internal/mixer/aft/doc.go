@@ -26,6 +26,10 @@
 // δ(o) = o − (s−1)/2 when bidirectional (s odd): a per-head depthwise
 // relative kernel, the paper's 1-D AFT-conv. Beyond the window w is 0, not
 // −∞: distant tokens still contribute with the AFT-simple weight exp(K).
+// With the option "distant": false (aft_local and aft_conv) w is −∞ there
+// instead: a sliding window, whose output at t depends on the window's
+// tokens only, so a model trained on short chunks reads a long input as it
+// read the chunks (the distant term's share grows with T otherwise).
 // pos_bias and rel_bias are initialised to zeros and excluded from weight
 // decay; the unused entries of aft_local's pos_bias get zero gradient.
 //
@@ -83,6 +87,7 @@
 //	"mixer": {"kind": "aft_local", "window": 32}        // |t−t'| < 32 (default 32)
 //	"mixer": {"kind": "aft_conv", "window": 31}         // 31 taps (default 31), heads = n_heads
 //	"mixer": {"kind": "aft_conv", "window": 7, "heads": 4}
+//	"mixer": {"kind": "aft_conv", "window": 255, "distant": false} // a sliding window
 //
 // Each works with "causal": true or false and with pad_id (key padding).
 // A window is at most 2^30; aft_local's window beyond max_len is the same

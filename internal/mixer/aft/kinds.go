@@ -9,7 +9,8 @@ import (
 
 // Kinds returns the package's registry entries: "aft_full" (w =
 // pos_bias), "aft_simple" (w ≡ 0), "aft_local" (pos_bias within the
-// window, 0 beyond) and "aft_conv" (a per-head relative kernel, rel_bias).
+// window, 0 beyond, or −∞ with "distant": false) and "aft_conv" (a
+// per-head relative kernel, rel_bias).
 func Kinds() []mixer.Kind {
 	return []mixer.Kind{kind("aft_full", "AFT-full"), kind("aft_simple", "AFT-simple"),
 		kind("aft_local", "AFT-local"), kind("aft_conv", "AFT-conv")}
@@ -28,8 +29,10 @@ func kind(name, variant string) mixer.Kind {
 
 // New returns the AFT layer of config c's kind (c.Opts.Kind: "aft_full",
 // "aft_simple", "aft_local" or "aft_conv"). Options: "window" (aft_local,
-// default 32; aft_conv, default 31, odd when bidirectional) and "heads"
-// (aft_conv, default c.Heads, must divide c.D). New returns an error naming
+// default 32; aft_conv, default 31, odd when bidirectional), "distant"
+// (aft_local and aft_conv, default true: tokens beyond the window count
+// with w = 0; false: they do not count) and "heads" (aft_conv, default
+// c.Heads, must divide c.D). New returns an error naming
 // the key for any unknown or invalid option, and an error for another
 // kind.
 func New[F kernels.Float](c mixer.Config) (*AFT[F], error) {

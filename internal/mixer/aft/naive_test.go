@@ -16,7 +16,8 @@ type naive struct {
 }
 
 // w returns w[t,u] for channel c and, for the gradient, the index of the
-// bias entry it reads (−1 when w is the constant 0).
+// bias entry it reads (−1 when w is a constant: 0 for a distant token, −∞
+// for one beyond a window without distant tokens).
 func (n naive) w(t, u, c int) (float64, int) {
 	a := n.a
 	bias, _ := a.bias()
@@ -38,6 +39,9 @@ func (n naive) w(t, u, c int) (float64, int) {
 				return bias[h*a.S+o], h*a.S + o
 			}
 		}
+	}
+	if (a.v == vLocal || a.v == vConv) && !a.distant {
+		return math.Inf(-1), -1
 	}
 	return 0, -1
 }
