@@ -1,0 +1,249 @@
+package onnx
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/tokenmix/tokenmix/internal/mixer/attn"
+)
+
+// A rule writes one mixer layer (its tensors under prefix p) applied to h
+// [B,T,D] and returns its output [B,T,D].
+type rule func(x *ctx, p, h string) (string, error)
+
+// rules are the mixer kinds Export writes. A kind without one (including
+// any kind added through registry.Add) is refused by name.
+var rules = map[string]rule{
+	"full":       full,
+	"aft_simple": aftSimple,
+	"aft_full":   aftBanded,
+	"aft_local":  aftBanded,
+	"aft_conv":   aftBanded,
+	"fnet":       fnet,
+}
+
+// Supported lists the kinds with an export rule.
+func Supported() string {
+	var ks []string
+	for k := range rules {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return "the kinds exported: " + strings.Join(ks, ", ")
+}
+
+// masked is the large negative score of a disallowed key: softmax gives it
+// exactly 0 next to any allowed key, and a row of nothing but such keys
+// stays finite (its weights are then zeroed with Where).
+const masked = -1e30
+
+// full is exact softmax attention: per head softmax(q·kᵀ/√dh + bias) over
+// the allowed keys, a query with none getting zeros, then o. RoPE rotates
+// q and k by constant cos and sin tables of max_len rows; ALiBi adds
+// −m_h·|i−j|.
+func full(x *ctx, p, h string) (string, error) {
+	g, c := x.g, x.c
+	o := x.opts()
+	alibi := o.Bool("alibi", false)
+	rope := o.Bool("rope", false)
+	base := o.Float("rope_base", attn.DefaultRopeBase)
+	H := c.NHeads
+	dh := c.DModel / H
+	q, k, v := x.heads(x.linear(h, p+"q"), H), x.heads(x.linear(h, p+"k"), H), x.heads(x.linear(h, p+"v"), H)
+	if rope {
+		q, k = x.rope(q, base, dh), x.rope(k, base, dh)
+	}
+	s := g.Op("Mul", []string{g.Op("MatMul", []string{q, g.Op("Transpose", []string{k}, AInts("perm", 0, 1, 3, 2))}), g.Scalar(float32(1 / math.Sqrt(float64(dh))))})
+	if alibi {
+		s = g.Op("Add", []string{s, x.alibi(H)})
+	}
+	a := x.allowed()
+	if a != "" {
+		s = g.Op("Where", []string{a, s, g.Scalar(masked)})
+	}
+	pr := g.Op("Softmax", []string{s}, AInt("axis", -1))
+	if a != "" {
+		pr = g.Op("Where", []string{a, pr, g.Scalar(0)})
+	}
+	return x.linear(x.merge(g.Op("MatMul", []string{pr, v})), p+"o"), nil
+}
+
+// alibi is the bias −m_h·|i−j| [H,T,T], m_h = 2^(−8(h+1)/H).
+func (x *ctx) alibi(H int) string {
+	return x.once("alibi", func() string {
+		g := x.g
+		slopes := make([]float32, H)
+		for h := range slopes {
+			slopes[h] = -float32(math.Pow(2, -8*float64(h+1)/float64(H)))
+		}
+		dist := g.Op("Cast", []string{g.Op("Abs", []string{x.offsets()})}, AInt("to", Float))
+		return g.Op("Mul", []string{g.Const([]int64{int64(H), 1, 1}, slopes), dist})
+	})
+}
+
+// rope rotates v [B,H,T,dh] by RoPE ("rotate half"): lo' = lo·cos −
+// hi·sin, hi' = hi·cos + lo·sin, with the angles p·base^(−2a/dh).
+func (x *ctx) rope(v string, base float64, dh int) string {
+	g := x.g
+	cs := x.onceN("rope", func() []string {
+		n, half := x.c.MaxLen, dh/2
+		cos, sin := make([]float32, n*dh), make([]float32, n*dh)
+		for a := range half {
+			th := math.Pow(base, -2*float64(a)/float64(dh))
+			for p := range n {
+				s, c := math.Sincos(float64(p) * th)
+				cos[p*dh+a], cos[p*dh+a+half] = float32(c), float32(c)
+				sin[p*dh+a], sin[p*dh+a+half] = float32(-s), float32(s)
+			}
+		}
+		dims := []int64{int64(n), int64(dh)}
+		c := g.Op("Slice", []string{g.Const(dims, cos), g.Ints(0), x.T1, g.Ints(0)})
+		s := g.Op("Slice", []string{g.Const(dims, sin), g.Ints(0), x.T1, g.Ints(0)})
+		return []string{c, s}
+	})
+	c, s := cs[0], cs[1]
+	half := int64(dh / 2)
+	lo := g.Op("Slice", []string{v, g.Ints(0), g.Ints(half), g.Ints(3)})
+	hi := g.Op("Slice", []string{v, g.Ints(half), g.Ints(int64(dh)), g.Ints(3)})
+	swapped := g.Op("Concat", []string{hi, lo}, AInt("axis", 3)) // the sin table carries the sign
+	return g.Op("Add", []string{g.Op("Mul", []string{v, c}), g.Op("Mul", []string{swapped, s})})
+}
+
+// expKeys returns E = exp(K − max K) over the allowed keys (0 at pad
+// keys) and E⊙V, both [B,T,D], for the AFT kinds; the maximum is per
+// channel over the sequence's non-pad positions.
+func (x *ctx) expKeys(k, v string) (e, ev string) {
+	g := x.g
+	km := k
+	var keep3 string
+	if x.keep != "" {
+		keep3 = g.Op("Unsqueeze", []string{x.keep, g.Ints(2)})
+		km = g.Op("Where", []string{keep3, k, g.Scalar(masked)})
+	}
+	m := g.Op("ReduceMax", []string{km}, AInts("axes", 1), AInt("keepdims", 1))
+	e = g.Op("Exp", []string{g.Op("Sub", []string{km, m})})
+	if keep3 != "" {
+		e = g.Op("Where", []string{keep3, e, g.Scalar(0)})
+	}
+	return e, g.Op("Mul", []string{e, v})
+}
+
+// ratio is σ(Q)⊙num/den through o, 0 where den = 0 (no allowed key).
+func (x *ctx) ratio(p, h, num, den string) string {
+	g := x.g
+	r := g.Op("Div", []string{num, g.Op("Max", []string{den, g.Scalar(1e-30)})})
+	q := g.Op("Sigmoid", []string{x.linear(h, p+"q")})
+	return x.linear(g.Op("Mul", []string{q, r}), p+"o")
+}
+
+// aftSimple is AFT-simple: per channel a softmax of K over the allowed
+// positions weighting V, as totals or, when causal, prefix sums (CumSum)
+// relative to the sequence's maximum of K. Go's causal kernel rescales by
+// a running maximum instead; the two agree unless a channel of K spans
+// more than float32's exponent range (≈ 80) within a sequence.
+func aftSimple(x *ctx, p, h string) (string, error) {
+	g := x.g
+	e, ev := x.expKeys(x.linear(h, p+"k"), x.linear(h, p+"v"))
+	var num, den string
+	if x.c.Causal {
+		num = g.Op("CumSum", []string{ev, g.IntScalar(1)})
+		den = g.Op("CumSum", []string{e, g.IntScalar(1)})
+	} else {
+		num = g.Op("ReduceSum", []string{ev, g.Ints(1)}, AInt("keepdims", 1))
+		den = g.Op("ReduceSum", []string{e, g.Ints(1)}, AInt("keepdims", 1))
+	}
+	return x.ratio(p, h, num, den), nil
+}
+
+// aftBanded is AFT-full, AFT-local and AFT-conv as T×T weights per bias
+// group: A[b,h,t,t'] = exp(w[h,t,t'] − mw[b,h,t]) over the allowed t', so
+// num = A·(E⊙V) and den = A·E per group. w is pos_bias[:T,:T]; for
+// aft_local pos_bias inside |t−t'| < window; for aft_conv rel_bias[h, o]
+// at t−t' = δ(o). Beyond the window w is 0, or the key is excluded with
+// "distant": false.
+func aftBanded(x *ctx, p, h string) (string, error) {
+	g, c := x.g, x.c
+	o := x.opts()
+	kind := c.Mixer.Kind
+	H := 1
+	var w, in string // w [H or 1, T, T]; in: inside the window, bool [T,T] ("" = everywhere)
+	distant := true
+	switch kind {
+	case "aft_full":
+		w = g.Op("Slice", []string{x.weight(p+"pos_bias", false), g.Ints(0, 0), g.Op("Concat", []string{x.T1, x.T1}, AInt("axis", 0)), g.Ints(0, 1)})
+	case "aft_local":
+		s := o.Int("window", 32)
+		distant = o.Bool("distant", true)
+		in = g.Op("Less", []string{g.Op("Abs", []string{x.offsets()}), g.IntScalar(int64(s))})
+		w = g.Op("Slice", []string{x.weight(p+"pos_bias", false), g.Ints(0, 0), g.Op("Concat", []string{x.T1, x.T1}, AInt("axis", 0)), g.Ints(0, 1)})
+	case "aft_conv":
+		s := o.Int("window", 31)
+		H = o.Int("heads", c.NHeads)
+		distant = o.Bool("distant", true)
+		off := int64(0)
+		if !c.Causal {
+			off = int64(s-1) / 2
+		}
+		// Tap o of row t and key t' is t − t' + off.
+		tap := g.Op("Sub", []string{g.IntScalar(off), x.offsets()})
+		in = g.Op("And", []string{g.Op("GreaterOrEqual", []string{tap, g.IntScalar(0)}), g.Op("Less", []string{tap, g.IntScalar(int64(s))})})
+		tap = g.Op("Clip", []string{tap, g.IntScalar(0), g.IntScalar(int64(s - 1))})
+		w = g.Op("Gather", []string{x.weight(p+"rel_bias", false), tap}, AInt("axis", 1)) // [H,T,T]
+	}
+	if w != "" && H == 1 {
+		w = g.Op("Unsqueeze", []string{w, g.Ints(0)})
+	}
+	allow := x.allowed()
+	if in != "" {
+		if distant {
+			w = g.Op("Where", []string{in, w, g.Scalar(0)})
+		} else if allow == "" {
+			allow = in
+		} else {
+			allow = g.Op("And", []string{allow, in})
+		}
+	}
+	if allow != "" {
+		w = g.Op("Where", []string{allow, w, g.Scalar(masked)})
+	}
+	mw := g.Op("ReduceMax", []string{w}, AInts("axes", -1), AInt("keepdims", 1))
+	a := g.Op("Exp", []string{g.Op("Sub", []string{w, mw})})
+	if allow != "" {
+		a = g.Op("Where", []string{allow, a, g.Scalar(0)})
+	}
+	e, ev := x.expKeys(x.linear(h, p+"k"), x.linear(h, p+"v"))
+	num := x.merge(g.Op("MatMul", []string{a, x.heads(ev, H)}))
+	den := x.merge(g.Op("MatMul", []string{a, x.heads(e, H)}))
+	return x.ratio(p, h, num, den), nil
+}
+
+// fnet is FNet's Re(FFT_seq(FFT_hidden(x))) = C_T·x·C_D − S_T·x·S_D as
+// DFT-matrix products: C_D and S_D are constants; C_T and S_T are built in
+// the graph from the length (angles 2π·(j·k mod T)/T), so the sequence
+// axis stays dynamic. The DFT operator would need a complex layout and
+// two transforms; four matrix products are what ONNX Runtime runs
+// fastest at these sizes.
+func fnet(x *ctx, _, h string) (string, error) {
+	g, D := x.g, x.c.DModel
+	cd, sd := make([]float32, D*D), make([]float32, D*D)
+	for j := range D {
+		for k := range D {
+			s, c := math.Sincos(2 * math.Pi * float64(j*k%D) / float64(D))
+			cd[j*D+k], sd[j*D+k] = float32(c), float32(s)
+		}
+	}
+	dims := []int64{int64(D), int64(D)}
+	cD, sD := g.Const(dims, cd), g.Const(dims, sd)
+	ct := x.onceN("fnet_t", func() []string {
+		pos := x.positions()
+		jk := g.Op("Mod", []string{g.Op("Mul", []string{g.Op("Unsqueeze", []string{pos, g.Ints(1)}), g.Op("Unsqueeze", []string{pos, g.Ints(0)})}), x.T})
+		step := g.Op("Div", []string{g.Scalar(2 * math.Pi), g.Op("Cast", []string{x.T}, AInt("to", Float))})
+		ang := g.Op("Mul", []string{g.Op("Cast", []string{jk}, AInt("to", Float)), step})
+		return []string{g.Op("Cos", []string{ang}), g.Op("Sin", []string{ang})}
+	})
+	cT, sT := ct[0], ct[1]
+	a := g.Op("MatMul", []string{cT, g.Op("MatMul", []string{h, cD})})
+	b := g.Op("MatMul", []string{sT, g.Op("MatMul", []string{h, sD})})
+	return g.Op("Sub", []string{a, b}), nil
+}
