@@ -49,7 +49,7 @@ func TestCLIExportONNX(t *testing.T) {
 	}
 	for _, c := range []struct{ name, vocab, mixer string }{
 		{"bpe", `300, "tokenizer": "tok.json"`, `{"kind": "aft_simple"}`},
-		{"strided", "256", `{"kind": "strided", "block": 4}`},
+		{"lsh", "256", `{"kind": "lsh", "bucket_size": 4}`},
 	} {
 		cfg := strings.NewReplacer(`"vocab_size": 256`, `"vocab_size": `+c.vocab, `"mixer": {"kind": "full"}`, `"mixer": `+c.mixer).Replace(trainCfg)
 		os.WriteFile(filepath.Join(dir, c.name+".json"), []byte(cfg), 0o644)
@@ -65,11 +65,11 @@ func TestCLIExportONNX(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(dir, "out", "tokenizer.json")); err != nil || !bytes.Equal(got, want) {
 		t.Errorf("tokenizer.json beside the file: %v (equal to the run's: %v)", err, bytes.Equal(got, want))
 	}
-	r = cli(t, dir, "export", "--format", "onnx", "--run", "strided", "--out", "strided.onnx")
-	if r.code != 1 || !strings.Contains(r.stderr, `mixer kind "strided" has no export rule`) {
-		t.Errorf("export strided: exit %d, stderr %q", r.code, r.stderr)
+	r = cli(t, dir, "export", "--format", "onnx", "--run", "lsh", "--out", "lsh.onnx")
+	if r.code != 1 || !strings.Contains(r.stderr, `mixer kind "lsh" has no export rule`) {
+		t.Errorf("export lsh: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "strided.onnx")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "lsh.onnx")); err == nil {
 		t.Error("a refused export wrote its file")
 	}
 	for _, args := range [][]string{

@@ -36,14 +36,19 @@
 // # Mixers
 //
 // Each kind with a rule (rules in mixers.go) writes its layer from the
-// model's tensors; every other kind, including one added through
-// registry.Add, is refused by name, as are reversible blocks.
+// model's tensors; lsh and every kind added through registry.Add are
+// refused by name, as are reversible blocks.
 //
 //   - full: per head Softmax(q·kᵀ/√dh + bias) with Where masks (causal
 //     LessOrEqual on Range offsets, key padding), a query with no allowed
 //     key zeroed; ALiBi as −m_h·|i−j| from the offsets; RoPE with cos and
 //     sin tables of max_len rows (Slice to T) and "rotate half" by Slice
 //     and Concat.
+//   - strided, fixed: full attention under the pattern's mask, built from
+//     the offsets (every score computed, the disallowed dropped: O(T²)).
+//   - topk: the scores at least the k-th largest (TopK, ties kept).
+//   - entmax: p = Relu(β·s − τ)^(1/β) with τ by 40 unrolled bisection steps
+//     and p normalised; learned α from alpha_raw.
 //   - aft_simple: E = Exp(K − ReduceMax K) over the non-pad keys; totals by
 //     ReduceSum or, causal, prefix sums by CumSum. Go's causal kernel
 //     rescales by a running maximum instead: the two agree unless a

@@ -235,7 +235,7 @@ func TestExportRefuses(t *testing.T) {
 		opts map[string]any
 		want string
 	}{
-		{"strided", map[string]any{"block": 2}, `"strided" has no export rule`},
+		{"lsh", map[string]any{"bucket_size": 2}, `"lsh" has no export rule`},
 		{"onnx_test_outside", nil, `"onnx_test_outside" has no export rule`},
 	} {
 		c := base

@@ -16,6 +16,10 @@ type rule func(x *ctx, p, h string) (string, error)
 // any kind added through registry.Add) is refused by name.
 var rules = map[string]rule{
 	"full":       full,
+	"strided":    sparse,
+	"fixed":      sparse,
+	"topk":       topk,
+	"entmax":     entmax,
 	"aft_simple": aftSimple,
 	"aft_full":   aftBanded,
 	"aft_local":  aftBanded,
@@ -43,6 +47,15 @@ const masked = -1e30
 // q and k by constant cos and sin tables of max_len rows; ALiBi adds
 // −m_h·|i−j|.
 func full(x *ctx, p, h string) (string, error) {
+	return x.attention(p, h, "", func(s string) string { return x.g.Op("Softmax", []string{s}, AInt("axis", -1)) })
+}
+
+// attention is the attention kinds' layer: q, k, v, their scores (RoPE,
+// ALiBi), disallowed keys at a large negative score (the causal, padding
+// and pattern masks, pattern "" for none, broadcastable to [B,H,T,T]), the
+// kind's row rule turning scores into weights, zeroed at disallowed keys,
+// then o.
+func (x *ctx) attention(p, h, pattern string, rowRule func(s string) string) (string, error) {
 	g, c := x.g, x.c
 	o := x.opts()
 	alibi := o.Bool("alibi", false)
@@ -59,14 +72,147 @@ func full(x *ctx, p, h string) (string, error) {
 		s = g.Op("Add", []string{s, x.alibi(H)})
 	}
 	a := x.allowed()
+	switch {
+	case pattern == "":
+	case a == "":
+		a = pattern
+	default:
+		a = g.Op("And", []string{a, pattern})
+	}
 	if a != "" {
 		s = g.Op("Where", []string{a, s, g.Scalar(masked)})
 	}
-	pr := g.Op("Softmax", []string{s}, AInt("axis", -1))
+	pr := rowRule(s)
 	if a != "" {
 		pr = g.Op("Where", []string{a, pr, g.Scalar(0)})
 	}
 	return x.linear(x.merge(g.Op("MatMul", []string{pr, v})), p+"o"), nil
+}
+
+// sparse is the Sparse Transformer's strided and fixed attention as full
+// attention under the pattern's mask (package sparse's index sets, every
+// query with itself; combine "merge": A1 ∪ A2, "heads": the first half of
+// the heads A1, the others A2, "interleave": even layers A1, odd A2). The
+// mask is T×T: the file computes every score and keeps the allowed ones.
+func sparse(x *ctx, p, h string) (string, error) {
+	g, c := x.g, x.c
+	o := x.opts()
+	l := int64(o.Int("block", 0))
+	comb := o.String("combine", "merge")
+	d := g.Op("Neg", []string{x.offsets()}) // i − j
+	var a1, a2 string
+	switch c.Mixer.Kind {
+	case "strided":
+		if c.Causal {
+			a1 = g.Op("And", []string{g.Op("GreaterOrEqual", []string{d, g.IntScalar(0)}), g.Op("LessOrEqual", []string{d, g.IntScalar(l)})})
+		} else {
+			a1 = g.Op("LessOrEqual", []string{g.Op("Abs", []string{d}), g.IntScalar(l)})
+		}
+		a2 = g.Op("Equal", []string{g.Op("Mod", []string{d, g.IntScalar(l)}), g.IntScalar(0)})
+	default: // fixed
+		cs := int64(o.Int("summary", 0))
+		pos := x.positions()
+		blk := g.Op("Div", []string{pos, g.IntScalar(l)})
+		a1 = g.Op("Equal", []string{g.Op("Unsqueeze", []string{blk, g.Ints(1)}), g.Op("Unsqueeze", []string{blk, g.Ints(0)})})
+		sum := g.Op("GreaterOrEqual", []string{g.Op("Mod", []string{pos, g.IntScalar(l)}), g.IntScalar(l - cs)}) // [T] over j
+		a2 = g.Op("Expand", []string{g.Op("Unsqueeze", []string{sum, g.Ints(0)}), g.Op("Concat", []string{x.T1, x.T1}, AInt("axis", 0))})
+	}
+	self := g.Op("Equal", []string{d, g.IntScalar(0)})
+	a1, a2 = g.Op("Or", []string{a1, self}), g.Op("Or", []string{a2, self})
+	var pat string
+	switch comb {
+	case "heads":
+		H := c.NHeads
+		first := make([]int64, H)
+		for i := range H / 2 {
+			first[i] = 1
+		}
+		isFirst := g.Op("Cast", []string{g.i64(g.name("first_heads"), []int64{int64(H), 1, 1}, first)}, AInt("to", Bool))
+		// [H,T,T]; ONNX Runtime has no Where on bool values.
+		pat = g.Op("Or", []string{g.Op("And", []string{isFirst, a1}), g.Op("And", []string{g.Op("Not", []string{isFirst}), a2})})
+	case "interleave":
+		pat = a1
+		if layerOf(p)%2 == 1 {
+			pat = a2
+		}
+	default:
+		pat = g.Op("Or", []string{a1, a2})
+	}
+	if c.Causal {
+		pat = g.Op("And", []string{pat, g.Op("GreaterOrEqual", []string{d, g.IntScalar(0)})})
+	}
+	return x.attention(p, h, pat, func(s string) string { return g.Op("Softmax", []string{s}, AInt("axis", -1)) })
+}
+
+// layerOf is the block index of a mixer prefix "blocks.{i}.mixer.".
+func layerOf(p string) int {
+	n := 0
+	for _, r := range strings.TrimPrefix(p, "blocks.") {
+		if r < '0' || r > '9' {
+			break
+		}
+		n = 10*n + int(r-'0')
+	}
+	return n
+}
+
+// topk keeps, per query, the allowed keys whose score is at least the k-th
+// largest (TopK over the row with k = min(k, T); ties keep more, as in Go),
+// then softmax over them.
+func topk(x *ctx, p, h string) (string, error) {
+	g := x.g
+	o := x.opts()
+	k := int64(o.Int("k", 8))
+	return x.attention(p, h, "", func(s string) string {
+		kk := g.Op("Min", []string{g.Ints(k), x.T1})
+		vals := g.OpN("TopK", []string{s, kk}, 2, AInt("axis", -1), AInt("largest", 1), AInt("sorted", 1))[0]
+		theta := g.Op("ReduceMin", []string{vals}, AInts("axes", -1), AInt("keepdims", 1))
+		kept := g.Op("Where", []string{g.Op("GreaterOrEqual", []string{s, theta}), s, g.Scalar(masked)})
+		return g.Op("Softmax", []string{kept}, AInt("axis", -1))
+	})
+}
+
+// entmaxSteps is the bisection's iterations: the bracket [β·max − 1,
+// β·max − n^{−β}] is at most 1 wide, so 40 halvings leave 2^−40, below
+// float32's resolution of τ.
+const entmaxSteps = 40
+
+// entmax is α-entmax attention: p_j = [β·s_j − τ]₊^{1/β}, β = α − 1, τ
+// found by bisection on Σ_j p_j = 1 (unrolled, entmaxSteps), then p
+// normalised by its sum. α is the option, or per head 1 + sigmoid(alpha_raw)
+// with learn_alpha; α = 1 is softmax.
+func entmax(x *ctx, p, h string) (string, error) {
+	g, c := x.g, x.c
+	o := x.opts()
+	alpha := o.Float("alpha", 1.5)
+	learn := o.Bool("learn_alpha", false)
+	if !learn && alpha == 1 {
+		return full(x, p, h)
+	}
+	var beta string // [H,1,1] or a scalar
+	if learn {
+		beta = g.Op("Reshape", []string{g.Op("Sigmoid", []string{x.weight(p+"alpha_raw", false)}), g.Ints(int64(c.NHeads), 1, 1)})
+	} else {
+		beta = g.Scalar(float32(alpha - 1))
+	}
+	inv := g.Op("Reciprocal", []string{beta})
+	return x.attention(p, h, "", func(s string) string {
+		bz := g.Op("Mul", []string{s, beta}) // masked keys stay far below τ
+		mx := g.Op("ReduceMax", []string{bz}, AInts("axes", -1), AInt("keepdims", 1))
+		lo := g.Op("Sub", []string{mx, g.Scalar(1)})
+		hi := mx
+		mass := func(tau string) string {
+			return g.Op("ReduceSum", []string{g.Op("Pow", []string{g.Op("Relu", []string{g.Op("Sub", []string{bz, tau})}), inv}), g.Ints(-1)}, AInt("keepdims", 1))
+		}
+		for range entmaxSteps {
+			mid := g.Op("Mul", []string{g.Op("Add", []string{lo, hi}), g.Scalar(0.5)})
+			above := g.Op("GreaterOrEqual", []string{mass(mid), g.Scalar(1)}) // τ ≥ mid
+			lo = g.Op("Where", []string{above, mid, lo})
+			hi = g.Op("Where", []string{above, hi, mid})
+		}
+		pr := g.Op("Pow", []string{g.Op("Relu", []string{g.Op("Sub", []string{bz, lo})}), inv})
+		return g.Op("Div", []string{pr, g.Op("ReduceSum", []string{pr, g.Ints(-1)}, AInt("keepdims", 1))})
+	})
 }
 
 // alibi is the bias −m_h·|i−j| [H,T,T], m_h = 2^(−8(h+1)/H).
