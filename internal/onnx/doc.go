@@ -37,7 +37,7 @@
 //
 // Each kind with a rule (rules in mixers.go) writes its layer from the
 // model's tensors; lsh and every kind added through registry.Add are
-// refused by name, as are reversible blocks.
+// refused by name. Reversible blocks are their two streams and their mean.
 //
 //   - full: per head Softmax(q·kᵀ/√dh + bias) with Where masks (causal
 //     LessOrEqual on Range offsets, key padding), a query with no allowed

@@ -26,9 +26,6 @@ const maxProto = 1<<31 - 1
 // naming it, and nothing is written.
 func Export(m *model.Model[float32], o Options) ([]byte, error) {
 	c := m.Config
-	if c.Reversible {
-		return nil, fmt.Errorf("onnx: reversible blocks have no export rule yet")
-	}
 	rule, ok := rules[c.Mixer.Kind]
 	if !ok {
 		return nil, fmt.Errorf("onnx: mixer kind %q has no export rule (tokenmix mixers lists the kinds; %s)", c.Mixer.Kind, Supported())
@@ -46,15 +43,30 @@ func Export(m *model.Model[float32], o Options) ([]byte, error) {
 	h := g.Op("Gather", []string{x.weight("embed.weight", false), tok}, AInt("axis", 0))
 	pos := g.Op("Slice", []string{x.weight("pos.weight", false), g.Ints(0), x.T1, g.Ints(0)})
 	h = g.Op("Add", []string{h, pos})
+	// Reversible blocks (RevNet couplings): x1 = x2 = h; y1 = x1 +
+	// mixer(LN1(x2)), y2 = x2 + FF(LN2(y1)); the mean of the two streams
+	// goes on to LN_f.
+	h2 := h
 	for i := range c.NLayers {
 		p := fmt.Sprintf("blocks.%d.", i)
-		mix, err := rule(x, p+"mixer.", x.layerNorm(h, p+"ln1"))
+		in := h
+		if c.Reversible {
+			in = h2
+		}
+		mix, err := rule(x, p+"mixer.", x.layerNorm(in, p+"ln1"))
 		if err != nil {
 			return nil, err
 		}
 		h = g.Op("Add", []string{h, mix})
 		f := x.linear(x.gelu(x.linear(x.layerNorm(h, p+"ln2"), p+"ff.fc1")), p+"ff.fc2")
-		h = g.Op("Add", []string{h, f})
+		if c.Reversible {
+			h2 = g.Op("Add", []string{h2, f})
+		} else {
+			h = g.Op("Add", []string{h, f})
+		}
+	}
+	if c.Reversible {
+		h = g.Op("Mul", []string{g.Op("Add", []string{h, h2}), g.Scalar(0.5)})
 	}
 	h = x.layerNorm(h, "ln_f")
 	var logits string
