@@ -36,7 +36,7 @@
 // # Mixers
 //
 // Each kind with a rule (rules in mixers.go) writes its layer from the
-// model's tensors; lsh and every kind added through registry.Add are
+// model's tensors; a kind added through registry.Add has no rule and is
 // refused by name. Reversible blocks are their two streams and their mean.
 //
 //   - full: per head Softmax(q·kᵀ/√dh + bias) with Where masks (causal
@@ -49,6 +49,10 @@
 //   - topk: the scores at least the k-th largest (TopK, ties kept).
 //   - entmax: p = Relu(β·s − τ)^(1/β) with τ by 40 unrolled bisection steps
 //     and p normalised; learned α from alpha_raw.
+//   - lsh: full attention with the shared qk and unit keys under the
+//     union of the rounds' windows: buckets by ArgMax over the rotations
+//     (constants of the pass seed, one set per bucket count up to max_len,
+//     picked by the length), chunks from each token's rank in its bucket.
 //   - aft_simple: E = Exp(K − ReduceMax K) over the non-pad keys; totals by
 //     ReduceSum or, causal, prefix sums by CumSum. Go's causal kernel
 //     rescales by a running maximum instead: the two agree unless a

@@ -1,11 +1,14 @@
 package onnx
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 
 	"github.com/tokenmix/tokenmix/internal/mixer/attn"
+	"github.com/tokenmix/tokenmix/internal/mixer/lsh"
+	"github.com/tokenmix/tokenmix/internal/model"
 )
 
 // A rule writes one mixer layer (its tensors under prefix p) applied to h
@@ -25,6 +28,7 @@ var rules = map[string]rule{
 	"aft_local":  aftBanded,
 	"aft_conv":   aftBanded,
 	"fnet":       fnet,
+	"lsh":        lshRule,
 }
 
 // Supported lists the kinds with an export rule.
@@ -392,4 +396,105 @@ func fnet(x *ctx, _, h string) (string, error) {
 	a := g.Op("MatMul", []string{cT, g.Op("MatMul", []string{h, cD})})
 	b := g.Op("MatMul", []string{sT, g.Op("MatMul", []string{h, sD})})
 	return g.Op("Sub", []string{a, b}), nil
+}
+
+// lshRule is Reformer's LSH attention as full attention (shared qk,
+// unit-length keys) under the mask of the union of its windows, which is
+// what the kernel's duplicate-corrected rounds compute. Per round r and
+// head h the buckets are ArgMax([s·R; −s·R]) with the rotation R the
+// kernel draws from the model's pass seed (PassSeed(train.seed, step,
+// layer), as tokenmix.Load sets it); the rotations of every bucket count
+// up to max_len are constants, and the length picks one (Gather, Slice).
+// A token's chunk is its rank among its bucket's non-pad tokens (earlier
+// positions) divided by bucket_size; a query sees its chunk and the
+// previous one of its bucket (the bucket's last, bidirectionally, from its
+// first chunk), never a later key when causal, and itself only when
+// nothing else.
+func lshRule(x *ctx, p, h string) (string, error) {
+	g, c := x.g, x.c
+	o := x.opts()
+	bs := int64(o.Int("bucket_size", lsh.DefaultBucketSize))
+	R := o.Int("n_hashes", lsh.DefaultNHashes)
+	rope := o.Bool("rope", false)
+	base := o.Float("rope_base", attn.DefaultRopeBase)
+	H, layer := c.NHeads, layerOf(p)
+	dh := c.DModel / H
+	mx, ok := x.m.Mixer(layer).(*lsh.LSH[float32])
+	if !ok {
+		return "", fmt.Errorf("onnx: block %d's mixer is not lsh", layer)
+	}
+	s := x.heads(x.linear(h, p+"qk"), H) // [B,H,T,dh]
+	if rope {
+		s = x.rope(s, base, dh)
+	}
+	v := x.heads(x.linear(h, p+"v"), H)
+	norm := g.Op("ReduceL2", []string{s}, AInts("axes", -1), AInt("keepdims", 1))
+	key := g.Op("Div", []string{s, g.Op("Max", []string{norm, g.Scalar(1e-30)})})
+	z := g.Op("Mul", []string{g.Op("MatMul", []string{s, g.Op("Transpose", []string{key}, AInts("perm", 0, 1, 3, 2))}), g.Scalar(float32(1 / math.Sqrt(float64(dh))))})
+
+	// Rotations [NBmax/2 bucket counts, R, H, dh, NBmax/2], zero-padded.
+	maxHalf := max(1, c.MaxLen/(2*int(bs)))
+	rot := make([]float32, maxHalf*R*H*dh*maxHalf)
+	seed := model.PassSeed(x.m.Seed, x.m.Step, layer)
+	tmp := make([]float32, dh*maxHalf)
+	for n := 1; n <= maxHalf; n++ {
+		for r := range R {
+			for hh := range H {
+				mx.Rotation(tmp, seed, r, hh, 2*n)
+				for a := range dh {
+					off := ((((n-1)*R+r)*H+hh)*dh + a) * maxHalf
+					copy(rot[off:off+n], tmp[a*n:(a+1)*n])
+				}
+			}
+		}
+	}
+	rotT := g.Const([]int64{int64(maxHalf), int64(R), int64(H), int64(dh), int64(maxHalf)}, rot)
+	half := g.Op("Max", []string{g.Op("Div", []string{x.T, g.IntScalar(2 * bs)}), g.IntScalar(1)}) // NB/2
+	sel := g.Op("Gather", []string{rotT, g.Op("Sub", []string{half, g.IntScalar(1)})}, AInt("axis", 0))
+	sel = g.Op("Slice", []string{sel, g.Ints(0), g.Op("Unsqueeze", []string{half, g.Ints(0)}), g.Ints(3)}) // [R,H,dh,NB/2]
+	proj := g.Op("MatMul", []string{g.Op("Unsqueeze", []string{s, g.Ints(1)}), sel})                       // [B,R,H,T,NB/2]
+	bucket := g.Op("ArgMax", []string{g.Op("Concat", []string{proj, g.Op("Neg", []string{proj})}, AInt("axis", -1))},
+		AInt("axis", -1), AInt("keepdims", 0), AInt("select_last_index", 0)) // [B,R,H,T]
+
+	// Same bucket, key not pad: [B,R,H,T,T].
+	same := g.Op("Equal", []string{g.Op("Unsqueeze", []string{bucket, g.Ints(-1)}), g.Op("Unsqueeze", []string{bucket, g.Ints(-2)})})
+	var keepQ string // [B,1,1,T,1], queries that are not pad
+	if x.keep != "" {
+		same = g.Op("And", []string{same, g.Op("Unsqueeze", []string{x.keep, g.Ints(1, 2, 3)})})
+		keepQ = g.Op("Unsqueeze", []string{x.keep, g.Ints(1, 2, 4)})
+	}
+	d := g.Op("Neg", []string{x.offsets()}) // i − j
+	earlier := g.Op("Greater", []string{d, g.IntScalar(0)})
+	sameF := g.Op("Cast", []string{same}, AInt("to", Float))
+	rank := g.Op("ReduceSum", []string{g.Op("Mul", []string{sameF, g.Op("Cast", []string{earlier}, AInt("to", Float))}), g.Ints(-1)}, AInt("keepdims", 0))
+	chunk := g.Op("Floor", []string{g.Op("Div", []string{rank, g.Scalar(float32(bs))})}) // [B,R,H,T]
+	ci := g.Op("Unsqueeze", []string{chunk, g.Ints(-1)})
+	cj := g.Op("Unsqueeze", []string{chunk, g.Ints(-2)})
+	win := g.Op("Or", []string{g.Op("Equal", []string{cj, ci}), g.Op("Equal", []string{cj, g.Op("Sub", []string{ci, g.Scalar(1)})})})
+	if !c.Causal {
+		count := g.Op("ReduceSum", []string{sameF, g.Ints(-1)}, AInt("keepdims", 1)) // the query's bucket size
+		last := g.Op("Floor", []string{g.Op("Div", []string{g.Op("Sub", []string{count, g.Scalar(1)}), g.Scalar(float32(bs))})})
+		wrap := g.Op("And", []string{g.Op("Equal", []string{ci, g.Scalar(0)}), g.Op("Equal", []string{cj, last})})
+		win = g.Op("Or", []string{win, wrap})
+	}
+	win = g.Op("And", []string{same, win})
+	if keepQ != "" {
+		win = g.Op("And", []string{win, keepQ})
+	}
+	// The union over the rounds, [B,H,T,T].
+	any := g.Op("Greater", []string{g.Op("ReduceMax", []string{g.Op("Cast", []string{win}, AInt("to", Float))}, AInts("axes", 1), AInt("keepdims", 0)), g.Scalar(0)})
+	if c.Causal {
+		any = g.Op("And", []string{any, g.Op("GreaterOrEqual", []string{d, g.IntScalar(0)})})
+	}
+	self := g.Op("Equal", []string{d, g.IntScalar(0)})
+	others := g.Op("And", []string{any, g.Op("Not", []string{self})})
+	has := g.Op("Greater", []string{g.Op("ReduceMax", []string{g.Op("Cast", []string{others}, AInt("to", Float))}, AInts("axes", -1), AInt("keepdims", 1)), g.Scalar(0)})
+	alone := g.Op("And", []string{self, g.Op("Not", []string{has})})
+	if x.keep != "" {
+		alone = g.Op("And", []string{alone, g.Op("Unsqueeze", []string{x.keep, g.Ints(1, 3)})})
+	}
+	allow := g.Op("Or", []string{others, alone})
+	z = g.Op("Where", []string{allow, z, g.Scalar(masked)})
+	pr := g.Op("Where", []string{allow, g.Op("Softmax", []string{z}, AInt("axis", -1)), g.Scalar(0)})
+	return x.linear(x.merge(g.Op("MatMul", []string{pr, v})), p+"o"), nil
 }

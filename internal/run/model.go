@@ -140,7 +140,9 @@ func Read(path string, step int) (*Stored, error) {
 // Model builds the stored model with its weights, for inference: its
 // products run in float32 whatever precision the run trained in (the
 // weights are float32 masters in every precision); Model.UseBF16 then
-// switches it to bf16 inference.
+// switches it to bf16 inference. Its Seed and Step are train.seed and the
+// checkpoint's step, so random mixers draw what tokenmix.Load's model
+// draws.
 func (s *Stored) Model() (*model.Model[float32], error) {
 	cfg, err := model.ParseConfig(s.Config)
 	if err != nil {
@@ -162,6 +164,11 @@ func (s *Stored) Model() (*model.Model[float32], error) {
 	if n := len(s.Labels); n > 0 && n != cfg.NClasses {
 		return nil, fmt.Errorf("%s: %d label names for n_classes %d", s.ConfigPath, n, cfg.NClasses)
 	}
+	// The pass seeds of random mixers (LSH's rotations) at this step.
+	if cfg.Train != nil {
+		m.Seed = cfg.Train.Seed
+	}
+	m.Step = s.Step
 	return m, nil
 }
 
