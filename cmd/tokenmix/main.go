@@ -100,6 +100,8 @@ func benchCommands() map[string]command {
 	return map[string]command{
 		"decode": {"--run DIR | --config C [--reps N] [--streams N] [--json]",
 			"one stream's prefill speed and per-token latency at positions 256, 1024 and 4096, with its state's bytes; StepStreams' tokens/s", runBenchDecode, false, false},
+		"infer": {"--config C --len T [--batch B] [--mixer JSON] [--reps N] [--rounds R] [--onnxruntime DIR] [--json]",
+			"sequences/s of tokenmix's inference forward against ONNX Runtime for Node on the same model's ONNX export, alternated", runBenchInfer, false, false},
 		"gemm": {"[--threads-list 1,2] [--trans NN] [--dtype f32|bf16] [--path P] [--reps N] [--clock wall|cpu] [--json]",
 			"GEMM GFLOP/s on the benchmark shapes: float32 against the measured FMA peak, or bf16 against float32", runBenchGemm, false, false},
 		"peak": {"[--threads-list 1,2] [--reps N] [--clock wall|cpu] [--json]",
