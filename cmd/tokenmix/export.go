@@ -53,8 +53,8 @@ func runExport(ctx context.Context, args []string) error {
 
 // exportONNX writes the model stored at src as the new ONNX file out and,
 // for a model that reads text through a tokenizer, tokenizer.json beside
-// it. Neither may exist yet; the file is written under a temporary name
-// and renamed.
+// it, and for weights past protobuf's 2 GiB limit out + ".data". None may
+// exist yet; each file is written under a temporary name and renamed.
 func exportONNX(src string, step int, out string, f16 bool) error {
 	s, err := run.Read(src, step)
 	if err != nil {
@@ -72,13 +72,14 @@ func exportONNX(src string, step int, out string, f16 bool) error {
 		b, _ := json.Marshal(s.Labels)
 		meta["tokenmix.labels"] = string(b)
 	}
-	b, err := onnx.Export(m, onnx.Options{F16: f16, Version: version.Get().String(), Meta: meta})
+	f, err := onnx.Export(m, onnx.Options{F16: f16, Version: version.Get().String(), Meta: meta, DataName: filepath.Base(out) + ".data"})
 	if err != nil {
 		return err
 	}
 	tokPath := filepath.Join(filepath.Dir(out), run.TokenizerName)
-	for _, p := range []string{out, tokPath} {
-		if p == tokPath && s.Tokenizer == nil {
+	dataPath := filepath.Join(filepath.Dir(out), f.DataName)
+	for _, p := range []string{out, tokPath, dataPath} {
+		if p == tokPath && s.Tokenizer == nil || p == dataPath && f.Data == nil {
 			continue
 		}
 		if _, err := os.Stat(p); err == nil {
@@ -92,13 +93,21 @@ func exportONNX(src string, step int, out string, f16 bool) error {
 			return err
 		}
 	}
-	if err := writeFileAtomic(out, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
+	if f.Data != nil { // first: the model file refers to it
+		if err := writeFileAtomic(dataPath, func(w io.Writer) error { _, err := w.Write(f.Data); return err }); err != nil {
+			return err
+		}
+	}
+	if err := writeFileAtomic(out, func(w io.Writer) error { _, err := w.Write(f.Model); return err }); err != nil {
 		return err
 	}
 	dt := "float32"
 	if f16 {
 		dt = "float16"
 	}
-	fmt.Printf("wrote %s (ONNX IR %d, opset %d, %s weights, %d bytes)\n", out, onnx.IRVersion, onnx.Opset, dt, len(b))
+	fmt.Printf("wrote %s (ONNX IR %d, opset %d, %s weights, %d bytes)\n", out, onnx.IRVersion, onnx.Opset, dt, len(f.Model))
+	if f.Data != nil {
+		fmt.Printf("wrote %s (the weights as external data, %d bytes)\n", dataPath, len(f.Data))
+	}
 	return nil
 }

@@ -53,7 +53,7 @@ func Infer(c *model.Config, B, T, threads, rounds, reps int, modules, script str
 	}
 	m.Init(1)
 	m.Threads = threads
-	b, err := onnx.Export(m, onnx.Options{Version: "bench"})
+	f, err := onnx.Export(m, onnx.Options{Version: "bench"})
 	if err != nil {
 		return InferResult{}, err
 	}
@@ -63,8 +63,13 @@ func Infer(c *model.Config, B, T, threads, rounds, reps int, modules, script str
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "model.onnx")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := os.WriteFile(path, f.Model, 0o644); err != nil {
 		return InferResult{}, err
+	}
+	if f.Data != nil {
+		if err := os.WriteFile(filepath.Join(dir, f.DataName), f.Data, 0o644); err != nil {
+			return InferResult{}, err
+		}
 	}
 	// The tokens the Node side draws: 1 + (i·7919 mod 200).
 	tokens := make([]int32, B*T)

@@ -73,6 +73,7 @@
 //
 // float32 throughout; with Options.F16 the weights are stored as float16
 // and cast to float32 in the graph (half the file, the same arithmetic).
-// A model whose weights pass protobuf's 2 GiB limit is refused (external
-// data is not written).
+// A model whose weights pass protobuf's 2 GiB limit keeps them in an
+// external data file beside the model (File.Data): every tensor of 1 KiB or
+// more, 64-byte aligned, as ONNX's own writer lays it out.
 package onnx

@@ -13,18 +13,32 @@ type Options struct {
 	F16     bool              // weights stored as float16 (cast to float32 in the graph)
 	Version string            // the producer version written into the file
 	Meta    map[string]string // metadata entries (label names, step)
+	// DataName is the external data file's name, beside the model file,
+	// used when the weights pass protobuf's 2 GiB limit (default
+	// "model.onnx.data").
+	DataName string
 }
 
-// maxProto is protobuf's 2 GiB limit on one message: a model whose
-// weights pass it is refused (ONNX's external data is not written).
-const maxProto = 1<<31 - 1
+// File is an export: the ONNX model and, for weights past protobuf's
+// 2 GiB limit, the external data file DataName its tensors point into.
+type File struct {
+	Model    []byte
+	Data     []byte // nil when every tensor is inline
+	DataName string
+}
+
+// inlineMax is the most initializer bytes kept inside the model file:
+// protobuf's 2 GiB limit on a message, less room for the graph. A
+// variable so that the tests can lower it.
+var inlineMax = 1<<31 - 1<<26
 
 // Export returns the ONNX file of model m's inference forward: input
 // tokens [batch, seq] int64, output logits ([batch, seq, vocab_size] for
 // lm and tag, [batch, n_classes or d_model] for classify and embed), both
-// axes dynamic up to max_len. What the graph cannot express is an error
-// naming it, and nothing is written.
-func Export(m *model.Model[float32], o Options) ([]byte, error) {
+// axes dynamic up to max_len. Weights past protobuf's 2 GiB limit go to an
+// external data file (File.Data). What the graph cannot express is an
+// error naming it.
+func Export(m *model.Model[float32], o Options) (*File, error) {
 	c := m.Config
 	rule, ok := rules[c.Mixer.Kind]
 	if !ok {
@@ -81,10 +95,17 @@ func Export(m *model.Model[float32], o Options) ([]byte, error) {
 		return nil, x.err
 	}
 	g.Output(logits, "logits", Float, dims...)
-	if g.Size() > maxProto {
-		return nil, fmt.Errorf("onnx: the weights take %d bytes, past protobuf's 2 GiB limit (external data is not written)", g.Size())
+	f := &File{}
+	loc := ""
+	if g.Size() > inlineMax {
+		f.DataName = o.DataName
+		if f.DataName == "" {
+			f.DataName = "model.onnx.data"
+		}
+		loc = f.DataName
 	}
-	return g.Model("tokenmix", o.Version, fmt.Sprintf("tokenmix %s model, mixer %s", c.Task, c.Mixer.Kind), o.Meta), nil
+	f.Model, f.Data = g.Model("tokenmix", o.Version, fmt.Sprintf("tokenmix %s model, mixer %s", c.Task, c.Mixer.Kind), o.Meta, loc)
+	return f, nil
 }
 
 // outWidth is the logits' last dimension.

@@ -101,9 +101,10 @@ func logits(t *testing.T, m *model.Model[float32], tok []int32, B, T int) []floa
 // TestONNXRuntimeParity: for every kind with an export rule and every
 // case of its conformance suite (causal as an lm, bidirectional as a
 // classifier, a tagger and an embedder, with padding where the case has
-// it; the first case with reversible blocks), ONNX Runtime's logits on the
-// exported file agree with tokenmix's within 1e-4 of their largest
-// magnitude, at two batch sizes and two lengths. It runs where TOKENMIX_NODE_MODULES names a node_modules holding
+// it; the first case with reversible blocks and its weights as external
+// data), ONNX Runtime's logits on the exported file agree with tokenmix's
+// within 1e-4 of their largest magnitude, at two batch sizes and two
+// lengths. It runs where TOKENMIX_NODE_MODULES names a node_modules holding
 // onnxruntime-node (.ci/run installs one).
 func TestONNXRuntimeParity(t *testing.T) {
 	modules := os.Getenv("TOKENMIX_NODE_MODULES")
@@ -129,13 +130,30 @@ func TestONNXRuntimeParity(t *testing.T) {
 				seed := uint64(100*ci + len(all))
 				// Reversible blocks on the first case of each kind.
 				m := newModelRev(t, tc, k.Name, task, seed, ci == 0 && ti == 0)
-				b, err := onnx.Export(m, onnx.Options{Version: "test"})
+				// Each kind's first case also with its weights as
+				// external data (the inline limit lowered).
+				o := onnx.Options{Version: "test", DataName: fmt.Sprintf("m%d.onnx.data", len(all))}
+				external := ci == 0 && ti == 0
+				restore := func() {}
+				if external {
+					restore = onnx.SetExternal(0, 64)
+				}
+				f, err := onnx.Export(m, o)
+				restore()
 				if err != nil {
 					t.Fatalf("%s %s %s: %v", k.Name, tc.Name, task, err)
 				}
+				if external != (f.Data != nil) {
+					t.Fatalf("%s %s %s: external data %d bytes", k.Name, tc.Name, task, len(f.Data))
+				}
 				path := filepath.Join(dir, fmt.Sprintf("m%d.onnx", len(all)))
-				if err := os.WriteFile(path, b, 0o644); err != nil {
+				if err := os.WriteFile(path, f.Model, 0o644); err != nil {
 					t.Fatal(err)
+				}
+				if f.Data != nil {
+					if err := os.WriteFile(filepath.Join(dir, f.DataName), f.Data, 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
 				T := max(tc.T, 2)
 				for _, shape := range [][2]int{{1, T}, {3, max(1, T/2+1)}} {
@@ -310,11 +328,14 @@ func TestFileLayout(t *testing.T) {
 	tc := mixer.TestCase{D: 8, Heads: 2, T: 8, Causal: true}
 	m := newModel(t, tc, "full", "lm", 3)
 	for _, f16 := range []bool{false, true} {
-		b, err := onnx.Export(m, onnx.Options{F16: f16, Version: "v", Meta: map[string]string{"k": "v"}})
+		f, err := onnx.Export(m, onnx.Options{F16: f16, Version: "v", Meta: map[string]string{"k": "v"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		mp := fields(t, b)
+		if f.Data != nil {
+			t.Fatal("a small model's weights went to external data")
+		}
+		mp := fields(t, f.Model)
 		if v := first(mp, 1).v; v != onnx.IRVersion {
 			t.Errorf("ir_version %d", v)
 		}

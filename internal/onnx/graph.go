@@ -21,11 +21,12 @@ const (
 // Graph builds one ONNX graph. Nodes are added in topological order (an
 // op's inputs exist when it is added); every value has a unique name.
 type Graph struct {
-	nodes, inits, inputs, outputs []buf
-	used                          map[string]bool
-	consts                        map[string]string
-	n                             int
-	f16                           bool // weights stored as float16, cast to float32 in the graph
+	nodes, inputs, outputs []buf
+	inits                  []initializer
+	used                   map[string]bool
+	consts                 map[string]string
+	n                      int
+	f16                    bool // weights stored as float16, cast to float32 in the graph
 }
 
 // NewGraph returns an empty graph; with f16, F32Weight stores float16.
@@ -113,13 +114,32 @@ func (g *Graph) OpN(op string, in []string, n int, attrs ...Attr) []string {
 	return out
 }
 
-// tensor encodes a TensorProto.
-func tensor(name string, dt int, dims []int64, raw []byte) buf {
+// initializer is one constant tensor of the graph, little-endian.
+type initializer struct {
+	name string
+	dt   int
+	dims []int64
+	raw  []byte
+}
+
+// encode encodes the TensorProto: its bytes inline, or, with location,
+// a reference to them at offset in that external data file.
+func (t initializer) encode(location string, offset int) buf {
 	var b buf
-	b.packedInts(tensorDims, dims)
-	b.int(tensorDataType, int64(dt))
-	b.str(tensorName, name)
-	b.bytes(tensorRawData, raw)
+	b.packedInts(tensorDims, t.dims)
+	b.int(tensorDataType, int64(t.dt))
+	b.str(tensorName, t.name)
+	if location == "" {
+		b.bytes(tensorRawData, t.raw)
+		return b
+	}
+	for _, kv := range [][2]string{{"location", location}, {"offset", strconv.Itoa(offset)}, {"length", strconv.Itoa(len(t.raw))}} {
+		var e buf
+		e.str(entryKey, kv[0])
+		e.str(entryValue, kv[1])
+		b.bytes(tensorExternalData, e)
+	}
+	b.int(tensorDataLocation, dataLocationExternal)
 	return b
 }
 
@@ -127,7 +147,7 @@ func tensor(name string, dt int, dims []int64, raw []byte) buf {
 // is already reserved; any other must be new.
 func (g *Graph) init(name string, dt int, dims []int64, raw []byte) string {
 	g.used[name] = true
-	g.inits = append(g.inits, tensor(name, dt, dims, raw))
+	g.inits = append(g.inits, initializer{name, dt, dims, raw})
 	return name
 }
 
@@ -263,16 +283,32 @@ func (g *Graph) Output(v, name string, dt int, dims ...any) {
 	g.outputs = append(g.outputs, valueInfo(name, dt, dims...))
 }
 
+// externalMin is the smallest tensor (in bytes) that goes to the external
+// data file when there is one, as ONNX's own writer does (a variable for
+// the tests).
+var externalMin = 1024
+
 // Model encodes the ModelProto of the graph: IR version 8, opset 17,
 // producer tokenmix at version, and the metadata entries (sorted by key).
-func (g *Graph) Model(name, version, doc string, meta map[string]string) []byte {
+// With location, every initializer of externalMin bytes or more is stored
+// in data instead, at 64-byte aligned offsets, as ONNX external data in the
+// file location (relative to the model file); data is nil otherwise.
+func (g *Graph) Model(name, version, doc string, meta map[string]string, location string) (model, data []byte) {
 	var gb buf
 	for _, n := range g.nodes {
 		gb.bytes(graphNode, n)
 	}
 	gb.str(graphName, name)
 	for _, t := range g.inits {
-		gb.bytes(graphInitializer, t)
+		if location == "" || len(t.raw) < externalMin {
+			gb.bytes(graphInitializer, t.encode("", 0))
+			continue
+		}
+		for len(data)%64 != 0 {
+			data = append(data, 0)
+		}
+		gb.bytes(graphInitializer, t.encode(location, len(data)))
+		data = append(data, t.raw...)
 	}
 	for _, v := range g.inputs {
 		gb.bytes(graphInput, v)
@@ -303,14 +339,14 @@ func (g *Graph) Model(name, version, doc string, meta map[string]string) []byte 
 		e.str(entryValue, meta[k])
 		m.bytes(modelMetadata, e)
 	}
-	return m
+	return m, data
 }
 
-// Size is the encoded size so far of the initializers, in bytes.
+// Size is the initializers' bytes so far.
 func (g *Graph) Size() int {
 	n := 0
 	for _, t := range g.inits {
-		n += len(t)
+		n += len(t.raw)
 	}
 	return n
 }

@@ -84,10 +84,12 @@ const (
 	attrInts   = 8
 	attrType   = 20
 
-	tensorDims     = 1
-	tensorDataType = 2
-	tensorName     = 8
-	tensorRawData  = 9
+	tensorDims         = 1
+	tensorDataType     = 2
+	tensorName         = 8
+	tensorRawData      = 9
+	tensorExternalData = 13
+	tensorDataLocation = 14
 
 	valueName = 1
 	valueType = 2
@@ -109,6 +111,9 @@ const (
 	attrTypeFloats = 6
 	attrTypeInts   = 7
 )
+
+// TensorProto.DataLocation's EXTERNAL.
+const dataLocationExternal = 1
 
 // TensorProto.DataType values.
 const (
