@@ -58,11 +58,15 @@
 //     rescales by a running maximum instead: the two agree unless a
 //     channel of K spans more than float32's exponent range (≈ 80) within
 //     a sequence.
-//   - aft_full, aft_local, aft_conv: the weights exp(w − max w) as a T×T
-//     matrix per bias group, w gathered from pos_bias (Slice) or rel_bias
-//     (Gather of the tap t − t' + offset, Clip), 0 beyond the window or
-//     excluded ("distant": false), then MatMul with E⊙V and E. This is
-//     O(T²) per group where Go's band kernels are O(T·window).
+//   - aft_full, aft_local: the weights exp(w − max w) as a T×T matrix, w
+//     from pos_bias (Slice), 0 beyond aft_local's window or excluded
+//     ("distant": false), then MatMul with E⊙V and E: O(T²) where Go's
+//     aft_local band kernel is O(T·window).
+//   - aft_conv: depthwise Conv over time (a group per channel, the head's
+//     taps reversed) of E⊙V and E, plus the distant keys' sums weighted by
+//     e^{−M} on rows that have such keys: Go's band formula with a per-head
+//     shift M instead of a per-row one (equal unless a head's taps span
+//     more than ≈ 80).
 //   - fnet: C_T·x·C_D − S_T·x·S_D as four MatMuls: C_D and S_D constants,
 //     C_T and S_T built from Range, Mod and Cos/Sin of 2π(j·k mod T)/T, so
 //     the length stays dynamic. The DFT operator needs a complex trailing

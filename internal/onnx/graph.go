@@ -55,6 +55,12 @@ func AInts(name string, v ...int64) Attr { return Attr{name: name, typ: attrType
 // AFloat is a float attribute.
 func AFloat(name string, v float32) Attr { return Attr{name: name, typ: attrTypeFloat, f: v} }
 
+// AFloatTensor is a tensor attribute holding one float32 (ConstantOfShape's
+// value).
+func AFloatTensor(name string, v float32) Attr {
+	return Attr{name: name, typ: attrTypeTensor, t: initializer{name: name, dt: Float, dims: []int64{1}, raw: f32Raw([]float32{v})}.encode("", 0)}
+}
+
 // AString is a string attribute.
 func AString(name, v string) Attr { return Attr{name: name, typ: attrTypeString, s: v} }
 

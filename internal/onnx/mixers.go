@@ -26,7 +26,7 @@ var rules = map[string]rule{
 	"aft_simple": aftSimple,
 	"aft_full":   aftBanded,
 	"aft_local":  aftBanded,
-	"aft_conv":   aftBanded,
+	"aft_conv":   aftConv,
 	"fnet":       fnet,
 	"lsh":        lshRule,
 }
@@ -306,18 +306,16 @@ func aftSimple(x *ctx, p, h string) (string, error) {
 	return x.ratio(p, h, num, den), nil
 }
 
-// aftBanded is AFT-full, AFT-local and AFT-conv as T×T weights per bias
-// group: A[b,h,t,t'] = exp(w[h,t,t'] − mw[b,h,t]) over the allowed t', so
-// num = A·(E⊙V) and den = A·E per group. w is pos_bias[:T,:T]; for
-// aft_local pos_bias inside |t−t'| < window; for aft_conv rel_bias[h, o]
-// at t−t' = δ(o). Beyond the window w is 0, or the key is excluded with
-// "distant": false.
+// aftBanded is AFT-full and AFT-local as T×T weights: A[b,t,t'] =
+// exp(w[t,t'] − mw[b,t]) over the allowed t', so num = A·(E⊙V) and den =
+// A·E. w is pos_bias[:T,:T], for aft_local inside |t−t'| < window; beyond
+// the window w is 0, or the key is excluded with "distant": false.
 func aftBanded(x *ctx, p, h string) (string, error) {
 	g, c := x.g, x.c
 	o := x.opts()
 	kind := c.Mixer.Kind
 	H := 1
-	var w, in string // w [H or 1, T, T]; in: inside the window, bool [T,T] ("" = everywhere)
+	var w, in string // w [1, T, T]; in: inside the window, bool [T,T] ("" = everywhere)
 	distant := true
 	switch kind {
 	case "aft_full":
@@ -327,23 +325,8 @@ func aftBanded(x *ctx, p, h string) (string, error) {
 		distant = o.Bool("distant", true)
 		in = g.Op("Less", []string{g.Op("Abs", []string{x.offsets()}), g.IntScalar(int64(s))})
 		w = g.Op("Slice", []string{x.weight(p+"pos_bias", false), g.Ints(0, 0), g.Op("Concat", []string{x.T1, x.T1}, AInt("axis", 0)), g.Ints(0, 1)})
-	case "aft_conv":
-		s := o.Int("window", 31)
-		H = o.Int("heads", c.NHeads)
-		distant = o.Bool("distant", true)
-		off := int64(0)
-		if !c.Causal {
-			off = int64(s-1) / 2
-		}
-		// Tap o of row t and key t' is t − t' + off.
-		tap := g.Op("Sub", []string{g.IntScalar(off), x.offsets()})
-		in = g.Op("And", []string{g.Op("GreaterOrEqual", []string{tap, g.IntScalar(0)}), g.Op("Less", []string{tap, g.IntScalar(int64(s))})})
-		tap = g.Op("Clip", []string{tap, g.IntScalar(0), g.IntScalar(int64(s - 1))})
-		w = g.Op("Gather", []string{x.weight(p+"rel_bias", false), tap}, AInt("axis", 1)) // [H,T,T]
 	}
-	if w != "" && H == 1 {
-		w = g.Op("Unsqueeze", []string{w, g.Ints(0)})
-	}
+	w = g.Op("Unsqueeze", []string{w, g.Ints(0)})
 	allow := x.allowed()
 	if in != "" {
 		if distant {
@@ -365,6 +348,90 @@ func aftBanded(x *ctx, p, h string) (string, error) {
 	e, ev := x.expKeys(x.linear(h, p+"k"), x.linear(h, p+"v"))
 	num := x.merge(g.Op("MatMul", []string{a, x.heads(ev, H)}))
 	den := x.merge(g.Op("MatMul", []string{a, x.heads(e, H)}))
+	return x.ratio(p, h, num, den), nil
+}
+
+// aftConv is AFT-conv as depthwise convolutions over time (Conv, one group
+// per channel, the head's taps reversed into a cross-correlation):
+//
+//	num[t] = c[t]·S[t] + Σ_o (e^{w_o − M} − c[t])·(E⊙V)[t − δ(o)],  den likewise with E,
+//
+// S the sums of every allowed key (totals, or prefix sums when causal),
+// M = max(max_o w_o, 0) per head (the taps' maximum without distant
+// keys), and c[t] = e^{−M} where row t has an allowed key beyond the
+// window ("distant": true), else 0: Go's band formula with a per-head
+// shift instead of a per-row one. The two agree unless a head's taps span
+// more than float32's exponent range (≈ 80).
+func aftConv(x *ctx, p, h string) (string, error) {
+	g, c := x.g, x.c
+	o := x.opts()
+	s := o.Int("window", 31)
+	H := o.Int("heads", c.NHeads)
+	distant := o.Bool("distant", true)
+	D := c.DModel
+	rel := x.weight(p+"rel_bias", false) // [H,s]
+	mx := g.Op("ReduceMax", []string{rel}, AInts("axes", 1), AInt("keepdims", 1))
+	if distant {
+		mx = g.Op("Max", []string{mx, g.Scalar(0)})
+	}
+	band := g.Op("Exp", []string{g.Op("Sub", []string{rel, mx})}) // [H,s]
+	// Per channel [D,1,s], taps reversed: Conv correlates, tap o reads t − δ(o).
+	perChannel := func(k string) string {
+		k = g.Op("Slice", []string{k, g.Ints(-1), g.Ints(math.MinInt64), g.Ints(1), g.Ints(-1)})
+		k = g.Op("Expand", []string{g.Op("Unsqueeze", []string{k, g.Ints(1)}), g.Ints(int64(H), int64(D/H), int64(s))})
+		return g.Op("Reshape", []string{k, g.Ints(int64(D), 1, int64(s))})
+	}
+	before := int64(s - 1) // causal: taps look back
+	if !c.Causal {
+		before = int64(s-1) / 2
+	}
+	conv := func(in, kern string, groups int) string { // in [B,T,C] → [B,T,C]
+		t := g.Op("Transpose", []string{in}, AInts("perm", 0, 2, 1))
+		y := g.Op("Conv", []string{t, kern}, AInt("group", int64(groups)), AInts("kernel_shape", int64(s)), AInts("pads", before, int64(s-1)-before))
+		return g.Op("Transpose", []string{y}, AInts("perm", 0, 2, 1))
+	}
+	e, ev := x.expKeys(x.linear(h, p+"k"), x.linear(h, p+"v"))
+	both := g.Op("Concat", []string{ev, e}, AInt("axis", 2)) // [B,T,2D]
+	wBand := perChannel(band)
+	kern2 := g.Op("Concat", []string{wBand, wBand}, AInt("axis", 0)) // [2D,1,s]
+	out := conv(both, kern2, 2*D)
+	if distant {
+		cst := g.Op("Exp", []string{g.Op("Neg", []string{mx})}) // [H,1]
+		wDist := perChannel(g.Op("Sub", []string{band, cst}))
+		kd := g.Op("Concat", []string{wDist, wDist}, AInt("axis", 0))
+		withC := conv(both, kd, 2*D)
+		var sums string
+		if c.Causal {
+			sums = g.Op("CumSum", []string{both, g.IntScalar(1)})
+		} else {
+			sums = g.Op("ReduceSum", []string{both, g.Ints(1)}, AInt("keepdims", 1))
+		}
+		cD := g.Op("Reshape", []string{g.Op("Expand", []string{cst, g.Ints(int64(H), int64(D/H))}), g.Ints(1, 1, int64(D))})
+		cD = g.Op("Concat", []string{cD, cD}, AInt("axis", 2))
+		withC = g.Op("Add", []string{withC, g.Op("Mul", []string{cD, sums})})
+		// Rows with an allowed key beyond the window: all allowed keys
+		// (prefix, or total) against those within it (a convolution of
+		// ones), counted exactly in float.
+		keep := g.Op("Unsqueeze", []string{g.Op("ConstantOfShape", []string{g.Op("Shape", []string{x.tok})}, AFloatTensor("value", 1)), g.Ints(2)})
+		if x.keep != "" {
+			keep = x.keepF()
+		}
+		var all string
+		if c.Causal {
+			all = g.Op("CumSum", []string{keep, g.IntScalar(1)})
+		} else {
+			all = g.Op("ReduceSum", []string{keep, g.Ints(1)}, AInt("keepdims", 1))
+		}
+		ones := make([]float32, s)
+		for i := range ones {
+			ones[i] = 1
+		}
+		near := conv(keep, g.Const([]int64{1, 1, int64(s)}, ones), 1)
+		far := g.Op("Greater", []string{g.Op("Sub", []string{all, near}), g.Scalar(0.5)}) // [B,T,1]
+		out = g.Op("Where", []string{far, withC, out})
+	}
+	num := g.Op("Slice", []string{out, g.Ints(0), g.Ints(int64(D)), g.Ints(2)})
+	den := g.Op("Slice", []string{out, g.Ints(int64(D)), g.Ints(int64(2 * D)), g.Ints(2)})
 	return x.ratio(p, h, num, den), nil
 }
 
