@@ -58,17 +58,8 @@ class CudaParity(unittest.TestCase):
 class CudaTrain(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        gobin.binary()
-        cls.tmp = tempfile.TemporaryDirectory()
-        d = cls.d = cls.tmp.name
-        import random
-        cls.text = tt.write(os.path.join(d, "text.txt"), tt.TEXT)
-        r = random.Random(1)
-        recs = [{"tokens": [r.randint(1, 15) for _ in range(r.randint(3, 12))], "label": r.choice("abc")}
-                for _ in range(60)]
-        cls.cls_train = tt.write(os.path.join(d, "train.jsonl"), "".join(json.dumps(x) + "\n" for x in recs[:48]))
-        cls.cls_val = tt.write(os.path.join(d, "val.jsonl"), "".join(json.dumps(x) + "\n" for x in recs[48:]))
-        cls.cfg = {t: tt.write(os.path.join(d, t + ".json"), json.dumps(c)) for t, c in (("lm", tt.LM), ("cls", tt.CLS))}
+        tt.setup_data(cls)
+        d = cls.d
         cls.data = {"lm": ["--data", cls.text], "cls": ["--data", cls.cls_train, "--val", cls.cls_val]}
         cls.runs, cls.out = {}, {}
         for name in ("lm", "cls"):

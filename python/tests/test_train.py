@@ -71,20 +71,28 @@ def worst(got, want):
     return max((e, k) for k, e in errs.items())
 
 
+def setup_data(cls):
+    """Gives cls a temporary directory (d, tmp) with the lm's text, the
+    classifier's JSONL lines (cls_train, cls_val; val_recs) and the two
+    configs (cfg["lm"], cfg["cls"]); gobin.binary() is found first."""
+    gobin.binary()
+    cls.tmp = tempfile.TemporaryDirectory()
+    d = cls.d = cls.tmp.name
+    cls.text = write(os.path.join(d, "text.txt"), TEXT)
+    r = random.Random(1)
+    recs = [{"tokens": [r.randint(1, 15) for _ in range(r.randint(3, 12))], "label": r.choice("abc")}
+            for _ in range(60)]
+    cls.cls_train = write(os.path.join(d, "train.jsonl"), "".join(json.dumps(x) + "\n" for x in recs[:48]))
+    cls.cls_val = write(os.path.join(d, "val.jsonl"), "".join(json.dumps(x) + "\n" for x in recs[48:]))
+    cls.val_recs = recs[48:]
+    cls.cfg = {t: write(os.path.join(d, t + ".json"), json.dumps(c)) for t, c in (("lm", LM), ("cls", CLS))}
+
+
 class Distributed(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        gobin.binary()
-        cls.tmp = tempfile.TemporaryDirectory()
-        d = cls.d = cls.tmp.name
-        cls.text = write(os.path.join(d, "text.txt"), TEXT)
-        r = random.Random(1)
-        recs = [{"tokens": [r.randint(1, 15) for _ in range(r.randint(3, 12))], "label": r.choice("abc")}
-                for _ in range(60)]
-        cls.cls_train = write(os.path.join(d, "train.jsonl"), "".join(json.dumps(x) + "\n" for x in recs[:48]))
-        cls.cls_val = write(os.path.join(d, "val.jsonl"), "".join(json.dumps(x) + "\n" for x in recs[48:]))
-        cls.val_recs = recs[48:]
-        cls.cfg = {t: write(os.path.join(d, t + ".json"), json.dumps(c)) for t, c in (("lm", LM), ("cls", CLS))}
+        setup_data(cls)
+        d = cls.d
         cls.runs, cls.out = {}, {}
         for name, cfg, data in (("lm", cls.cfg["lm"], ["--data", cls.text]),
                                 ("cls", cls.cfg["cls"], ["--data", cls.cls_train, "--val", cls.cls_val])):
