@@ -313,18 +313,12 @@ func aftSimple(x *ctx, p, h string) (string, error) {
 func aftBanded(x *ctx, p, h string) (string, error) {
 	g, c := x.g, x.c
 	o := x.opts()
-	kind := c.Mixer.Kind
-	H := 1
-	var w, in string // w [1, T, T]; in: inside the window, bool [T,T] ("" = everywhere)
+	w := g.Op("Slice", []string{x.weight(p+"pos_bias", false), g.Ints(0, 0), g.Op("Concat", []string{x.T1, x.T1}, AInt("axis", 0)), g.Ints(0, 1)})
+	var in string // aft_local: inside the window, bool [T,T]
 	distant := true
-	switch kind {
-	case "aft_full":
-		w = g.Op("Slice", []string{x.weight(p+"pos_bias", false), g.Ints(0, 0), g.Op("Concat", []string{x.T1, x.T1}, AInt("axis", 0)), g.Ints(0, 1)})
-	case "aft_local":
-		s := o.Int("window", 32)
+	if c.Mixer.Kind == "aft_local" {
 		distant = o.Bool("distant", true)
-		in = g.Op("Less", []string{g.Op("Abs", []string{x.offsets()}), g.IntScalar(int64(s))})
-		w = g.Op("Slice", []string{x.weight(p+"pos_bias", false), g.Ints(0, 0), g.Op("Concat", []string{x.T1, x.T1}, AInt("axis", 0)), g.Ints(0, 1)})
+		in = g.Op("Less", []string{g.Op("Abs", []string{x.offsets()}), g.IntScalar(int64(o.Int("window", 32)))})
 	}
 	w = g.Op("Unsqueeze", []string{w, g.Ints(0)})
 	allow := x.allowed()
@@ -346,8 +340,8 @@ func aftBanded(x *ctx, p, h string) (string, error) {
 		a = g.Op("Where", []string{allow, a, g.Scalar(0)})
 	}
 	e, ev := x.expKeys(x.linear(h, p+"k"), x.linear(h, p+"v"))
-	num := x.merge(g.Op("MatMul", []string{a, x.heads(ev, H)}))
-	den := x.merge(g.Op("MatMul", []string{a, x.heads(e, H)}))
+	num := x.merge(g.Op("MatMul", []string{a, x.heads(ev, 1)}))
+	den := x.merge(g.Op("MatMul", []string{a, x.heads(e, 1)}))
 	return x.ratio(p, h, num, den), nil
 }
 
@@ -357,8 +351,8 @@ func aftBanded(x *ctx, p, h string) (string, error) {
 //	num[t] = c[t]·S[t] + Σ_o (e^{w_o − M} − c[t])·(E⊙V)[t − δ(o)],  den likewise with E,
 //
 // S the sums of every allowed key (totals, or prefix sums when causal),
-// M = max(max_o w_o, 0) per head (the taps' maximum without distant
-// keys), and c[t] = e^{−M} where row t has an allowed key beyond the
+// M the head's largest tap (or 0 if larger, when distant keys count),
+// and c[t] = e^{−M} where row t has an allowed key beyond the
 // window ("distant": true), else 0: Go's band formula with a per-head
 // shift instead of a per-row one. The two agree unless a head's taps span
 // more than float32's exponent range (≈ 80).
