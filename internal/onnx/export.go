@@ -283,13 +283,6 @@ func (x *ctx) merge(v string) string {
 	return g.Op("Reshape", []string{t, g.Ints(0, 0, int64(x.c.DModel))})
 }
 
-// fail records the first error of the export.
-func (x *ctx) fail(format string, args ...any) {
-	if x.err == nil {
-		x.err = fmt.Errorf(format, args...)
-	}
-}
-
 // opts returns a copy of the mixer options, so that reading them here
 // does not mark them read in the model's config.
 func (x *ctx) opts() mixer.Options {
