@@ -69,6 +69,10 @@ func decode(r *http.Request, max int64, v any) error {
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			linger(r)
+		}
 		return decodeError(err, max)
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -78,6 +82,19 @@ func decode(r *http.Request, max int64, v any) error {
 		return decodeError(err, max)
 	}
 	return nil
+}
+
+// lingerBytes bounds what linger reads and discards of a body over the
+// cap; the server's read timeout (--read-timeout) bounds its time.
+const lingerBytes = 256 << 20
+
+// linger reads and discards the rest of a body that is over the cap, up
+// to lingerBytes, before the 413 is written (nginx's lingering close): a
+// client that sends its whole body before it reads (Python's urllib and
+// requests, without Expect: 100-continue) then reads the answer instead of
+// a connection reset. Nothing of it is kept.
+func linger(r *http.Request) {
+	_, _ = io.CopyN(io.Discard, r.Body, lingerBytes)
 }
 
 // decodeError turns a JSON decoding error into a 4xx.
