@@ -17,6 +17,8 @@
 package run
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,6 +86,10 @@ type State struct {
 	LossScale      float64 `json:"loss_scale,omitempty"`
 	LossScaleClean int     `json:"loss_scale_clean,omitempty"`
 	Overflows      int     `json:"overflow_skips,omitempty"`
+	// Checksums are the SHA-256 of the checkpoint's other files, by name
+	// ("sha256:" and 64 hex digits), written by Save; absent in older
+	// runs, whose checkpoints Verify cannot check.
+	Checksums map[string]string `json:"checksums,omitempty"`
 	// Stage is the training stage the checkpoint belongs to: StagePretrain
 	// (its weights have the pretraining head, train.pretrain) or
 	// StageTrain; absent (older runs) means StageTrain.
@@ -227,6 +233,81 @@ func (d *Dir) ReadState(step int) (State, error) {
 	return st, nil
 }
 
+// checksum is the State.Checksums form of data's SHA-256.
+func checksum(data []byte) string {
+	h := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// DamagedPrefix starts the name a damaged checkpoint is moved to
+// (ckpt/damaged-<step>), where no reader looks for checkpoints.
+const DamagedPrefix = "damaged-"
+
+// Verify checks the checkpoint at step against the checksums its
+// state.json records: an error names the first file that is missing or
+// whose bytes differ (a truncated or bit-flipped copy), or a state.json
+// that does not parse. A checkpoint of an older run, without checksums,
+// passes with checked false.
+func (d *Dir) Verify(step int) (checked bool, err error) {
+	st, err := d.ReadState(step)
+	if err != nil {
+		return false, err
+	}
+	names := make([]string, 0, len(st.Checksums))
+	for n := range st.Checksums {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		p := filepath.Join(d.CkptPath(step), n)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return true, fmt.Errorf("run: %s: damaged checkpoint: %v", p, err)
+		}
+		if got := checksum(b); got != st.Checksums[n] {
+			return true, fmt.Errorf("run: %s: damaged checkpoint: its bytes do not match the %s state.json records (%d bytes, %s)", p, st.Checksums[n], len(b), got)
+		}
+	}
+	return len(names) > 0, nil
+}
+
+// SetAside moves the checkpoint at step to ckpt/damaged-<step> (a later
+// one of the same step replaces an earlier one there) and returns the new
+// path.
+func (d *Dir) SetAside(step int) (string, error) {
+	dst := filepath.Join(d.Path, CkptDir, fmt.Sprintf("%s%08d", DamagedPrefix, step))
+	if err := os.RemoveAll(dst); err != nil {
+		return "", err
+	}
+	if err := os.Rename(d.CkptPath(step), dst); err != nil {
+		return "", err
+	}
+	return dst, syncDir(filepath.Join(d.Path, CkptDir))
+}
+
+// LatestGood returns the newest checkpoint that Verify passes, moving
+// each newer damaged one aside (SetAside) and reporting it to note; -1
+// when there is none.
+func (d *Dir) LatestGood(note func(string)) (int, error) {
+	for {
+		step, err := d.Latest()
+		if err != nil || step < 0 {
+			return step, err
+		}
+		_, verr := d.Verify(step)
+		if verr == nil {
+			return step, nil
+		}
+		dst, err := d.SetAside(step)
+		if err != nil {
+			return -1, fmt.Errorf("%v; moving it aside: %w", verr, err)
+		}
+		if note != nil {
+			note(fmt.Sprintf("%v; moved it to %s and resuming from the checkpoint before it", verr, dst))
+		}
+	}
+}
+
 // CkptFile is one file of a checkpoint.
 type CkptFile struct {
 	Name string
@@ -263,6 +344,10 @@ func (d *Dir) Save(st State, files []CkptFile, keep int) error {
 		return err
 	}
 	st.Version = version.Get().String()
+	st.Checksums = map[string]string{}
+	for _, f := range files {
+		st.Checksums[f.Name] = checksum(f.Data)
+	}
 	sb, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err

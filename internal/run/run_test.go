@@ -406,3 +406,57 @@ func TestStages(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifySetAside: Save records every file's SHA-256 in state.json;
+// Verify passes the checkpoint, names a file whose byte was flipped or
+// that is missing, and passes an older checkpoint without checksums as
+// unchecked; LatestGood moves damaged newest checkpoints aside, reports
+// each, and returns the newest good one.
+func TestVerifySetAside(t *testing.T) {
+	d, err := Create(t.TempDir(), []byte(`{}`), Info{Task: "lm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []int{2, 4, 6} {
+		if err := d.Save(State{Step: step}, []CkptFile{{"weights.safetensors", []byte(fmt.Sprint("weights of ", step))}, {"optim.safetensors", []byte("moments")}}, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := d.ReadState(6)
+	if err != nil || len(st.Checksums) != 2 || !strings.HasPrefix(st.Checksums["weights.safetensors"], "sha256:") {
+		t.Fatalf("checksums %v (%v)", st.Checksums, err)
+	}
+	if checked, err := d.Verify(6); !checked || err != nil {
+		t.Fatalf("Verify of a good checkpoint: %v, %v", checked, err)
+	}
+	w := filepath.Join(d.CkptPath(6), "weights.safetensors")
+	b, _ := os.ReadFile(w)
+	b[3] ^= 1
+	os.WriteFile(w, b, 0o644)
+	os.Remove(filepath.Join(d.CkptPath(4), "optim.safetensors"))
+	if _, err := d.Verify(6); err == nil || !strings.Contains(err.Error(), "00000006/weights.safetensors: damaged checkpoint") {
+		t.Errorf("Verify of a flipped byte: %v", err)
+	}
+	if _, err := d.Verify(4); err == nil || !strings.Contains(err.Error(), "00000004/optim.safetensors: damaged checkpoint") {
+		t.Errorf("Verify of a missing file: %v", err)
+	}
+	// An older run's checkpoint: no checksums, nothing to check.
+	sp := filepath.Join(d.CkptPath(2), StateName)
+	os.WriteFile(sp, []byte(`{"step": 2}`), 0o644)
+	if checked, err := d.Verify(2); checked || err != nil {
+		t.Errorf("Verify without checksums: %v, %v", checked, err)
+	}
+	var notes []string
+	step, err := d.LatestGood(func(s string) { notes = append(notes, s) })
+	if err != nil || step != 2 || len(notes) != 2 {
+		t.Fatalf("LatestGood: step %d, %v, notes %q", step, err, notes)
+	}
+	for _, s := range []int{4, 6} {
+		if _, err := os.Stat(filepath.Join(d.Path, CkptDir, fmt.Sprintf("damaged-%08d", s))); err != nil {
+			t.Errorf("checkpoint %d not set aside: %v", s, err)
+		}
+	}
+	if steps, _ := d.Checkpoints(); !slices.Equal(steps, []int{2}) {
+		t.Errorf("checkpoints after setting aside: %v", steps)
+	}
+}

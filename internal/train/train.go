@@ -94,6 +94,9 @@ type Result struct {
 	WallSeconds    float64 // across resumptions and stages
 	Resumed        bool    // Run continued from a checkpoint
 	LastEval       map[string]any
+	// SetAside says, per damaged checkpoint moved aside before resuming,
+	// what was wrong and where it went.
+	SetAside []string
 	// PretrainSteps is the updates of the pretraining stage (train.pretrain),
 	// done so far; 0 without one.
 	PretrainSteps int
@@ -130,7 +133,14 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 	tc := tr.Model.Config.Train
 	start := time.Now()
 	res := Result{Planned: o.Steps}
-	latest, err := d.Latest()
+	// A newest checkpoint that no longer matches its checksums is moved
+	// aside (run.Dir.LatestGood) and the run resumes from the one before.
+	latest, err := d.LatestGood(func(msg string) {
+		res.SetAside = append(res.SetAside, msg)
+		if o.Progress != nil {
+			o.Progress.Note(msg)
+		}
+	})
 	if err != nil {
 		return res, err
 	}

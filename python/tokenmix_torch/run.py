@@ -10,6 +10,7 @@ renamed to DIR/ckpt/<step>/ (8-digit step) and DIR/ckpt fsynced, then the
 oldest checkpoints beyond keep_checkpoints and leftover .tmp-* removed.
 """
 import datetime
+import hashlib
 import json
 import os
 import shutil
@@ -233,6 +234,8 @@ def save_run(model, run_dir, step, optimizer=None, state=None, keep=None, label_
           "wall_s": 0.0, "loss_sum": 0.0, "loss_steps": 0}
     sd.update(state or {})
     sd["step"], sd["version"] = step, VERSION
+    # The other files' SHA-256, which Go's Load, resume and `tokenmix verify` check.
+    sd["checksums"] = {name: "sha256:" + hashlib.sha256(data).hexdigest() for name, data in files.items()}
     files[STATE] = (json.dumps(sd, indent=2) + "\n").encode()
     metrics = os.path.join(run_dir, METRICS)
     if os.path.exists(metrics):
