@@ -106,7 +106,7 @@ func Read(path string, step int) (*Stored, error) {
 		if st, err := d.ReadState(step); err == nil && st.StageOf() == StagePretrain {
 			return nil, fmt.Errorf("run: %s: checkpoint %d is from the pretraining stage (train.pretrain): it has no task head yet; use a checkpoint of the fine-tuning stage", path, step)
 		}
-		if _, err := d.Verify(step); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if _, err := d.Verify(step, WeightsName); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%w (tokenmix verify --run %s checks every checkpoint; train --resume moves a damaged one aside)", err, path)
 		}
 		s.WeightsPath = filepath.Join(d.CkptPath(step), WeightsName)

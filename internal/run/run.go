@@ -244,18 +244,21 @@ func checksum(data []byte) string {
 const DamagedPrefix = "damaged-"
 
 // Verify checks the checkpoint at step against the checksums its
-// state.json records: an error names the first file that is missing or
-// whose bytes differ (a truncated or bit-flipped copy), or a state.json
-// that does not parse. A checkpoint of an older run, without checksums,
-// passes with checked false.
-func (d *Dir) Verify(step int) (checked bool, err error) {
+// state.json records, every file's or, with only, those of the files
+// named (a reader needs its weights, a resume every file): an error names
+// the first file that is missing or whose bytes differ (a truncated or
+// bit-flipped copy), or a state.json that does not parse. A checkpoint
+// of an older run, without checksums, passes with checked false.
+func (d *Dir) Verify(step int, only ...string) (checked bool, err error) {
 	st, err := d.ReadState(step)
 	if err != nil {
 		return false, err
 	}
 	names := make([]string, 0, len(st.Checksums))
 	for n := range st.Checksums {
-		names = append(names, n)
+		if len(only) == 0 || slices.Contains(only, n) {
+			names = append(names, n)
+		}
 	}
 	slices.Sort(names)
 	for _, n := range names {
