@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -263,15 +264,31 @@ func (d *Dir) Verify(step int, only ...string) (checked bool, err error) {
 	slices.Sort(names)
 	for _, n := range names {
 		p := filepath.Join(d.CkptPath(step), n)
-		b, err := os.ReadFile(p)
+		got, size, err := fileChecksum(p)
 		if err != nil {
 			return true, fmt.Errorf("run: %s: damaged checkpoint: %v", p, err)
 		}
-		if got := checksum(b); got != st.Checksums[n] {
-			return true, fmt.Errorf("run: %s: damaged checkpoint: its bytes do not match the %s state.json records (%d bytes, %s)", p, st.Checksums[n], len(b), got)
+		if got != st.Checksums[n] {
+			return true, fmt.Errorf("run: %s: damaged checkpoint: its bytes do not match the %s state.json records (%d bytes, %s)", p, st.Checksums[n], size, got)
 		}
 	}
 	return len(names) > 0, nil
+}
+
+// fileChecksum is checksum of the file at p, streamed (a model's weights
+// are never held twice), and its size.
+func fileChecksum(p string) (string, int64, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", n, err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
 // SetAside moves the checkpoint at step to ckpt/damaged-<step> (a later
