@@ -70,7 +70,7 @@ func exportONNX(src string, step int, out string, f16 bool) error {
 	}
 	if len(s.Labels) > 0 {
 		b, _ := json.Marshal(s.Labels)
-		meta["tokenmix.labels"] = string(b)
+		meta["tokenmix.label_names"] = string(b)
 	}
 	f, err := onnx.Export(m, onnx.Options{F16: f16, Version: version.Get().String(), Meta: meta, DataName: filepath.Base(out) + ".data"})
 	if err != nil {
