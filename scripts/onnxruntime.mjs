@@ -3,13 +3,14 @@
 // and the peer of `tokenmix bench infer`.
 //
 //   node scripts/onnxruntime.mjs MODULES < jobs.json   (MODULES: a node_modules with onnxruntime-node)
-//   node scripts/onnxruntime.mjs MODULES bench MODEL B T THREADS REPS
+//   node scripts/onnxruntime.mjs MODULES bench MODEL B T THREADS REPS < tokens.json
 //
 // jobs.json is [{"model": PATH, "tokens": [[id, …], …]}, …]; the output is
 // one JSON array with, per job, {"dims": [...], "logits": [...]} (the
 // logits flattened row-major) or {"error": "..."}. bench runs the model on
-// random tokens [B,T] with THREADS intra-op threads (one inter-op), one
-// warm-up run, then REPS timed runs: {"ms": [...], "version": "..."}.
+// the tokens [B,T] of stdin (a flat JSON array) with THREADS intra-op
+// threads (one inter-op), one warm-up run, then REPS timed runs:
+// {"ms": [...], "version": "..."}.
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
 
@@ -20,8 +21,7 @@ const ort = require("onnxruntime-node");
 if (process.argv[3] === "bench") {
   const [model, B, T, threads, reps] = process.argv.slice(4).map((v, i) => (i ? Number(v) : v));
   const s = await ort.InferenceSession.create(model, { intraOpNumThreads: threads, interOpNumThreads: 1 });
-  const ids = new BigInt64Array(B * T);
-  for (let i = 0; i < ids.length; i++) ids[i] = BigInt(1 + ((i * 7919) % 200));
+  const ids = BigInt64Array.from(JSON.parse(readFileSync(0, "utf8")), (v) => BigInt(v));
   const feeds = { tokens: new ort.Tensor("int64", ids, [B, T]) };
   await s.run(feeds);
   const ms = [];

@@ -71,13 +71,18 @@ func Infer(c *model.Config, B, T, threads, rounds, reps int, modules, script str
 			return InferResult{}, err
 		}
 	}
-	// The tokens the Node side draws: 1 + (i·7919 mod 200).
+	// Tokens spread over the vocabulary, never pad_id; the Node side
+	// reads the same ones on its stdin.
 	tokens := make([]int32, B*T)
 	for i := range tokens {
-		tokens[i] = int32(1 + (i*7919)%200)
-		if int(tokens[i]) >= c.VocabSize || c.PadID != nil && int(tokens[i]) == *c.PadID {
-			return InferResult{}, fmt.Errorf("bench infer: needs vocab_size > 200 and no pad_id in 1…200")
+		tokens[i] = int32(i * 7919 % c.VocabSize)
+		if c.PadID != nil && int(tokens[i]) == *c.PadID {
+			tokens[i] = int32((*c.PadID + 1) % c.VocabSize)
 		}
+	}
+	tokJSON, err := json.Marshal(tokens)
+	if err != nil {
+		return InferResult{}, err
 	}
 	r := InferResult{Kind: c.Mixer.Kind, B: B, T: T, Threads: threads, Rounds: rounds}
 	var gos, orts, ratios []float64
@@ -96,7 +101,7 @@ func Infer(c *model.Config, B, T, threads, rounds, reps int, modules, script str
 		goMs := stat.Median(ms)
 		cmd := exec.Command(node, script, modules, "bench", path, strconv.Itoa(B), strconv.Itoa(T), strconv.Itoa(threads), strconv.Itoa(reps))
 		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
+		cmd.Stdin, cmd.Stderr = bytes.NewReader(tokJSON), &stderr
 		out, err := cmd.Output()
 		if err != nil {
 			return r, fmt.Errorf("bench infer: onnxruntime: %v: %s", err, bytes.TrimSpace(stderr.Bytes()))
