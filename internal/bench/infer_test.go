@@ -1,20 +1,17 @@
 package bench
 
 import (
-	"os"
 	"testing"
 
 	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/internal/nodetest"
 )
 
 // TestInfer runs the infer protocol on a small classifier where
 // TOKENMIX_NODE_MODULES names a node_modules with onnxruntime-node: both
 // engines time every round, and the result is consistent.
 func TestInfer(t *testing.T) {
-	modules := os.Getenv("TOKENMIX_NODE_MODULES")
-	if modules == "" {
-		t.Skip("TOKENMIX_NODE_MODULES is not set")
-	}
+	_, modules := nodetest.Modules(t)
 	c, err := model.ParseConfig([]byte(`{"vocab_size": 256, "d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32,
 		"max_len": 16, "task": "classify", "n_classes": 2, "mixer": {"kind": "fnet"}}`))
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/tokenmix/tokenmix/internal/model"
+	"github.com/tokenmix/tokenmix/internal/nodetest"
 	"github.com/tokenmix/tokenmix/internal/onnx"
 	"github.com/tokenmix/tokenmix/mixer"
 	"github.com/tokenmix/tokenmix/mixer/registry"
@@ -107,14 +108,7 @@ func logits(t *testing.T, m *model.Model[float32], tok []int32, B, T int) []floa
 // lengths. It runs where TOKENMIX_NODE_MODULES names a node_modules holding
 // onnxruntime-node (.ci/run installs one).
 func TestONNXRuntimeParity(t *testing.T) {
-	modules := os.Getenv("TOKENMIX_NODE_MODULES")
-	if modules == "" {
-		t.Skip("TOKENMIX_NODE_MODULES is not set")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node")
-	}
+	node, modules := nodetest.Modules(t)
 	dir := t.TempDir()
 	var all []exported
 	for _, k := range registry.All() {

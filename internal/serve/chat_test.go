@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tokenmix/tokenmix"
+	"github.com/tokenmix/tokenmix/internal/nodetest"
 )
 
 // TestChatCompletions: /v1/chat/completions gives the reply Model.Chat
@@ -119,14 +119,7 @@ func TestChatCompletions(t *testing.T) {
 // gives. It runs where TOKENMIX_NODE_MODULES names a node_modules
 // directory holding openai@4 (.ci/run installs one).
 func TestOpenAIClient(t *testing.T) {
-	modules := os.Getenv("TOKENMIX_NODE_MODULES")
-	if modules == "" {
-		t.Skip("TOKENMIX_NODE_MODULES is not set")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node")
-	}
+	node, modules := nodetest.Modules(t)
 	models := loadModels(t)
 	models["emb"] = embedder(t)
 	ts := start(t, Config{}, models)
