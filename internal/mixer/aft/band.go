@@ -138,8 +138,9 @@ func (a *AFT[F]) fill(dst []F, p mixer.Pass, b, t, h, u0, u1, lo, W int, mw, c0 
 
 // rowStats sets mw[t,h] (the row maximum of w over allowed t', counting the
 // distant tokens' w = 0) and c0[t,h] (e^{−mw} if a distant token is allowed,
-// else 0; always 0 without distant tokens: aft_full, or "distant": false). A row with no allowed token gets mw = 0, c0 = 0 and a zero band,
-// so its den is 0 and R = 0.
+// else 0; always 0 without distant tokens: aft_full, or "distant": false).
+// A row with no allowed token gets mw = 0, c0 = 0 and a zero band, so its
+// den is 0 and R = 0.
 func (a *AFT[F]) rowStats(s act[F], cnt []F, p mixer.Pass, b, t, lo, W int, scr []F) {
 	T := p.T
 	end := a.rowEnd(t, T)
