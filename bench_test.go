@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tokenmix/tokenmix"
-	"github.com/tokenmix/tokenmix/internal/bench"
+	"github.com/tokenmix/tokenmix/internal/memstat"
 )
 
 // benchCfg is a classifier of about 13M parameters (52 MB of weights), so
@@ -91,7 +91,7 @@ func TestClassifyChild(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	rss, _ := bench.PeakRSS() // 0 where /proc is unavailable
+	rss, _ := memstat.PeakRSS() // 0 where /proc is unavailable
 	r, _ := json.Marshal(map[string]any{"seconds": time.Since(start).Seconds(), "seqs": calls * len(seqs), "peakrss": rss})
 	fmt.Println(string(r))
 }

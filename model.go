@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
+	"github.com/tokenmix/tokenmix/internal/memstat"
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/run"
@@ -20,6 +22,10 @@ type Model struct {
 	net     *model.Model[float32] // weights plus the one workspace
 	passes  chan struct{}         // cap 1: the one pass the workspace holds
 	tok     *tokenizer.Tokenizer  // nil: text is bytes
+	// budget is WithMaxMemory's bytes (0: none); ws the workspace's bytes
+	// after the last pass.
+	budget int64
+	ws     atomic.Int64
 }
 
 // Config is a model's resolved configuration (config.json), as Model.Config
@@ -67,6 +73,7 @@ type options struct {
 	init          string
 	freeze        []string
 	skipNonFinite int
+	maxMemory     int64 // WithMaxMemory; -1: not given
 }
 
 // only returns an error unless the options are fn's.
@@ -92,6 +99,42 @@ func WithThreads(n int) Option {
 		o.threads = n
 		return nil
 	}
+}
+
+// WithMaxMemory sets a memory budget of n bytes (0: none), checked
+// against the memory plan before anything is allocated.
+//
+// Train refuses a config whose training needs more (activations, their
+// gradients and scratch at the largest batch shape, parameters with their
+// gradients and AdamW moments, and a checkpoint save's buffers), with an
+// error naming the largest planned tensors and what would fit: a batch
+// size, a length, or checkpoint or reversible blocks. Train's default is
+// DefaultMaxMemory.
+//
+// Load refuses weights larger than n; the model's calls then split their
+// inputs into passes whose planned workspace (PassBytes) fits beside the
+// weights, refuse an input that alone does not, and its streams stop
+// once their state holds more than the rest (StreamOptions.CacheBytes).
+// Load's default is no budget.
+func WithMaxMemory(n int64) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return fmt.Errorf("tokenmix: WithMaxMemory(%d): want n ≥ 0 (0: no budget)", n)
+		}
+		o.maxMemory = n
+		return nil
+	}
+}
+
+// DefaultMaxMemory is Train's memory budget without WithMaxMemory: nine
+// tenths of the memory the kernel reports available (MemAvailable), or 0
+// (no budget) where it reports none.
+func DefaultMaxMemory() int64 {
+	n, err := memstat.AvailableMemory()
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n / 10 * 9
 }
 
 // WithCheckpoint loads the checkpoint of a run at step instead of the
@@ -145,7 +188,7 @@ func WithPrecision(p string) Option {
 // rotations) draws them from the run's seed and the checkpoint's step, so
 // a loaded model is deterministic.
 func Load(dir string, opts ...Option) (*Model, error) {
-	o := options{fn: "Load", threads: defaultThreads(), step: -1, precision: "fp32"}
+	o := options{fn: "Load", threads: defaultThreads(), step: -1, precision: "fp32", maxMemory: -1}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -154,6 +197,11 @@ func Load(dir string, opts ...Option) (*Model, error) {
 	st, err := run.Read(dir, o.step)
 	if err != nil {
 		return nil, fmt.Errorf("tokenmix: %w", err)
+	}
+	if o.maxMemory > 0 {
+		if err := checkWeights(st.Config, o); err != nil {
+			return nil, err
+		}
 	}
 	net, err := st.Model()
 	if err != nil {
@@ -172,6 +220,7 @@ func newModel(net *model.Model[float32], configJSON []byte, labels []string, ste
 	}
 	net.Step = step
 	m.cfg.Precision = o.precision
+	m.budget = max(o.maxMemory, 0)
 	if o.precision == "bf16" {
 		if err := net.UseBF16(); err != nil {
 			return nil, fmt.Errorf("tokenmix: %w", err)
@@ -280,5 +329,8 @@ func (m *Model) acquire(ctx context.Context) (release func(), err error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return func() { <-m.passes }, nil
+	return func() {
+		m.ws.Store(m.net.WorkspaceBytes())
+		<-m.passes
+	}, nil
 }

@@ -213,6 +213,9 @@ const streamPeek = 1024
 //   - WithInit(dir): fine-tune the model of a run or an export.
 //   - WithFreeze(prefixes...): parameters left as they are.
 //   - WithSkipNonFinite(n): updates with a NaN or infinite loss passed over.
+//   - WithMaxMemory(n): the memory budget the run's plan must fit
+//     (default DefaultMaxMemory); a run over it is refused before it
+//     allocates.
 //
 // WithCheckpoint and WithPrecision are Load's, and an error here.
 //
@@ -223,7 +226,7 @@ const streamPeek = 1024
 // naming the problem; Train then returns a nil run, and the run directory
 // keeps its last good checkpoint.
 func Train(ctx context.Context, cfg TrainConfig, data Dataset, opts ...Option) (r *Run, err error) {
-	o := options{fn: "Train", threads: defaultThreads(), step: -1}
+	o := options{fn: "Train", threads: defaultThreads(), step: -1, maxMemory: -1}
 	for _, opt := range opts {
 		if err := opt(&o); err != nil {
 			return nil, err
@@ -314,6 +317,13 @@ func (t *trainer) run(ctx context.Context, ds Dataset) (*Run, error) {
 	}
 	mc := t.mc
 	tc := mc.Train
+	budget := t.o.maxMemory
+	if budget < 0 {
+		budget = DefaultMaxMemory()
+	}
+	if err := model.CheckTrainBudget(mc, t.o.threads, budget); err != nil {
+		return nil, err
+	}
 	net, err := model.New[float32](mc)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,14 @@ type Decoder[F kernels.Float] interface {
 	Decode(out, x []F, st State, n, threads int) error
 }
 
+// StateSizer is implemented by decoders that bound their states' memory
+// in advance, so that a server can reserve it before a sequence starts.
+type StateSizer interface {
+	// StateBytes bounds State.Bytes of a state made by NewState(maxLen, …)
+	// once it holds n ≤ maxLen positions.
+	StateBytes(maxLen, n int) int64
+}
+
 // State is one sequence's decoding state.
 type State interface {
 	// Len is the number of positions decoded so far.

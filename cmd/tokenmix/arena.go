@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tokenmix/tokenmix"
 	"github.com/tokenmix/tokenmix/internal/arena"
-	"github.com/tokenmix/tokenmix/internal/bench"
 )
 
 // taskPresets maps `tokenmix arena --task T`'s T to its preset and the
@@ -38,7 +38,7 @@ func runArena(ctx context.Context, args []string) error {
 	preset := fs.String("preset", "", "preset name (tokenmix presets lists them) or path to a preset file")
 	mixers := fs.String("mixers", "", "comma-separated mixer kinds (default: the preset's, or every registered kind)")
 	seqLen := fs.String("len", "", "sequence length (recall len, gosrc seq_len, listops max_len with min_len = len/4), or a comma-separated list for a length sweep: every mixer at every length")
-	maxMemory := fs.String("max-memory", "", "each run's memory budget (e.g. 16GiB): a run whose plan needs more is not started (default: the memory available when the arena starts, shared among --jobs)")
+	maxMemory := fs.String("max-memory", "", "each run's memory budget (e.g. 16GiB): a run whose plan needs more is not started (default: nine tenths of the memory available when the arena starts, shared among --jobs)")
 	budget := fs.String("budget", "", "every mixer's budget, instead of the preset's step counts: steps (e.g. 2000) or training time (e.g. 5m)")
 	seeds := fs.Int("seeds", 0, "train each mixer with this many seeds (train.seed, +1, …); tables give the mean and the range (default: the preset's seeds, else 1)")
 	out := fs.String("out", "", "arena directory for results, checkpoints and plots (default runs/arena-PRESET for a built-in preset such as mqar, else runs/arena-TASK)")
@@ -147,8 +147,8 @@ func runArena(ctx context.Context, args []string) error {
 		if o.MaxMemory, err = parseBytes(*maxMemory); err != nil || o.MaxMemory == 0 {
 			return usageErr("arena --max-memory: want a size such as 16GiB, got %q", *maxMemory)
 		}
-	} else if avail, err := bench.AvailableMemory(); err == nil {
-		o.MaxMemory = avail / int64(max(p.Jobs, 1)) // runs at once share it
+	} else {
+		o.MaxMemory = tokenmix.DefaultMaxMemory() / int64(max(p.Jobs, 1)) // runs at once share it
 	}
 	if *asJSON {
 		o.Stdout = os.Stderr

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/tokenmix/tokenmix"
 )
 
 // printJSON writes v to stdout as one JSON line.
@@ -58,4 +61,21 @@ func parseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("want a size such as 512MiB or 4GiB, got %q", s)
 	}
 	return int64(v * mul), nil
+}
+
+// maxMemoryFlag defines --max-memory on fs: a memory budget such as 8GiB,
+// 0 for none, by default tokenmix.DefaultMaxMemory. The function it
+// returns gives the budget in bytes after parsing, or a usage error.
+func maxMemoryFlag(fs *flag.FlagSet, cmd, what string) func() (int64, error) {
+	s := fs.String("max-memory", "", what+" (e.g. 8GiB; 0: none; default: nine tenths of the available memory)")
+	return func() (int64, error) {
+		if *s == "" {
+			return tokenmix.DefaultMaxMemory(), nil
+		}
+		n, err := parseBytes(*s)
+		if err != nil {
+			return 0, usageErr("%s --max-memory: %v", cmd, err)
+		}
+		return n, nil
+	}
 }

@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/tokenmix/tokenmix/internal/data"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/tokenmix/tokenmix/internal/data"
 
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/plot/pattern"

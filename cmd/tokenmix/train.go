@@ -39,6 +39,7 @@ func runTrain(ctx context.Context, args []string) error {
 	precision := fs.String("precision", "", "a new run's precision, overriding the config's: fp32, bf16 or fp16")
 	mixerKind := fs.String("mixer", "", "the mixer kind of a config without one (default full; tokenmix mixers lists them)")
 	size := fs.String("size", "", "the model's shape when the config gives none: small (default) or base")
+	maxMemory := maxMemoryFlag(fs, "train", "the memory budget: a run whose plan needs more is refused before it allocates")
 	skipNonFinite := fs.Int("skip-nonfinite", 0, "pass over up to N steps whose loss or gradient is NaN or infinite (each a metrics line) before stopping on one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -56,6 +57,10 @@ func runTrain(ctx context.Context, args []string) error {
 	}
 	if *skipNonFinite < 0 {
 		return usageErr("train: --skip-nonfinite must be ≥ 0")
+	}
+	budget, err := maxMemory()
+	if err != nil {
+		return err
 	}
 	if *resume {
 		if _, err := run.Open(*out); err != nil {
@@ -121,7 +126,7 @@ func runTrain(ctx context.Context, args []string) error {
 	}
 	prog := newTrainProgress(os.Stderr, *out)
 	r, err := tokenmix.Train(ctx, cfg, trainData, tokenmix.WithOutDir(*out), tokenmix.WithValidation(val),
-		tokenmix.WithProgress(prog.report), tokenmix.WithSkipNonFinite(*skipNonFinite))
+		tokenmix.WithProgress(prog.report), tokenmix.WithSkipNonFinite(*skipNonFinite), tokenmix.WithMaxMemory(budget))
 	prog.finish()
 	ckpt := ""
 	if r != nil {

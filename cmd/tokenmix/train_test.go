@@ -9,8 +9,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/tokenmix/tokenmix/internal/data"
@@ -329,5 +331,40 @@ func TestTrainTask(t *testing.T) {
 		if err := runTrain(context.Background(), args); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one with %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestCLITrainOverBudget: a config whose plan is far over --max-memory
+// (T=65536, full attention, batch 64, 4 GiB) exits 1 before allocating
+// more than 100 MiB, naming the largest tensors and what fits, and leaves
+// no run directory.
+func TestCLITrainOverBudget(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `{"d_model": 64, "n_heads": 4, "n_layers": 2, "d_ff": 256, "max_len": 65536,
+		"mixer": {"kind": "full"}, "train": {"batch_size": 64, "steps": 10}}`
+	text := strings.Repeat("package main\n\nfunc main() { println(\"hello\") }\n", 3000) // 150 KB
+	for name, s := range map[string]string{"cfg.json": cfg, "a.txt": text} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(binary, "train", "--config", "cfg.json", "--data", "a.txt", "--out", "run", "--max-memory", "4GiB")
+	cmd.Dir = dir
+	out, _ := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s", code, out)
+	}
+	// The plan's scratch depends on the thread count, the rest not.
+	for _, want := range []string{"the memory plan at batch 64, length 65536 needs ", " GiB, over the memory budget of 4.00 GiB",
+		"largest: ff.fc1 2 × 4.00 GiB", "within the budget: batch_size ", ", or max_len "} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > 100<<10 { // KiB
+		t.Errorf("peak RSS %d KiB, over 100 MiB", ru.Maxrss)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run")); !os.IsNotExist(err) {
+		t.Errorf("a refused run left %s/run (%v)", dir, err)
 	}
 }

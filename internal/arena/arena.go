@@ -17,6 +17,7 @@ import (
 	"github.com/tokenmix/tokenmix/internal/bench"
 	"github.com/tokenmix/tokenmix/internal/data"
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/memstat"
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/train"
@@ -37,7 +38,7 @@ type Options struct {
 	// Empty runs every mixer in this process.
 	Worker []string
 	// MaxMemory, when positive, is each run's memory budget in bytes: a
-	// run whose plan (runBytes: activations and their gradients,
+	// run whose plan (model.TrainNeed: activations and their gradients,
 	// parameters, gradients, AdamW moments, scratch and the checkpoint
 	// save's buffers, at the longest batch) exceeds it is not started, and
 	// its row says so.
@@ -325,7 +326,7 @@ func planRuns(p *Preset, info data.Info, length int, maxMemory int64) ([]planned
 			r.bytes = planBytes(p, name, info, r.causal)
 			if r.bytes > maxMemory {
 				r.skip = fmt.Sprintf("over the memory budget: the plan needs %s, --max-memory is %s",
-					bench.FormatBytes(r.bytes), bench.FormatBytes(maxMemory))
+					memstat.FormatBytes(r.bytes), memstat.FormatBytes(maxMemory))
 			}
 		}
 		if r.skip == "" && r.budget.Duration > 0 {
@@ -352,9 +353,9 @@ func planRuns(p *Preset, info data.Info, length int, maxMemory int64) ([]planned
 	return runs, nil
 }
 
-// planBytes is kind's memory plan under p at the task's longest batch (0
-// when its config does not build: the run then fails with the reason).
-// Building the model allocates its parameters only.
+// planBytes is kind's memory need under p at its largest batch shape
+// (model.TrainNeed; 0 when its config does not build: the run then fails
+// with the reason). Nothing is allocated.
 func planBytes(p *Preset, kind string, info data.Info, causal bool) int64 {
 	steps := 1 // the fewest a config takes: one, after any curriculum
 	for _, cs := range p.Train.Curriculum {
@@ -364,32 +365,11 @@ func planBytes(p *Preset, kind string, info data.Info, causal bool) int64 {
 	if err != nil {
 		return 0
 	}
-	m, err := model.New[float32](cfg)
+	n, err := model.TrainNeed(cfg, 0)
 	if err != nil {
 		return 0
 	}
-	return trainBytes(m, cfg.Train, info.MaxLen)
-}
-
-// runBytes is a run's memory plan: the model's plan at batch b and length
-// t (activations, their gradients and scratch), its parameters, gradients
-// and AdamW moments, and the checkpoint save's buffers. run.Dir.SaveTrainer
-// encodes the weights and both moments into tensors and then into one byte
-// image per file, so it holds about six parameter-sized arrays at once: at
-// T = 16384, AFT-full's T×T position biases make that 12 GiB.
-func runBytes(m *model.Model[float32], b, t int) int64 {
-	param := m.ParamBytes() / 4 // one float32 array of the parameters' size
-	return m.Plan(b, t).Bytes() + m.ParamBytes() + 6*param
-}
-
-// trainBytes is runBytes of a run of tc at length t, or of the largest of
-// its length curriculum's stages (train.curriculum) when that needs more.
-func trainBytes(m *model.Model[float32], tc *model.TrainConfig, t int) int64 {
-	n := runBytes(m, tc.BatchSize, t)
-	for _, st := range tc.Curriculum {
-		n = max(n, runBytes(m, st.BatchSize, st.Len))
-	}
-	return n
+	return n.Bytes()
 }
 
 // budgetLine describes the runs' budgets: "budget 1200 steps each",
@@ -543,8 +523,8 @@ func Worker(ctx context.Context, out, name string, stderr io.Writer) error {
 		res.Mixer, res.Status, res.Note = kind, StatusFailed, joinNote(jf.Note, err.Error())
 		res.Seed = p.Seed(jf.Seed)
 	}
-	res.PeakBytes, _ = bench.PeakRSS() // 0 where /proc is unavailable
-	res.WallSeconds += build           // train counts its own wall time, across resumptions
+	res.PeakBytes, _ = memstat.PeakRSS() // 0 where /proc is unavailable
+	res.WallSeconds += build             // train counts its own wall time, across resumptions
 	return writeJSON(filepath.Join(dir, "result.json"), res)
 }
 

@@ -67,7 +67,7 @@ type Result struct {
 	TrainSeconds  float64 `json:"train_s"`
 	TokensPerSec  float64 `json:"tokens_per_s"`
 	MsPerStep     float64 `json:"ms_per_step"`
-	// PlannedBytes is the run's memory plan at the longest batch (runBytes):
+	// PlannedBytes is the run's memory plan at the longest batch (model.TrainNeed):
 	// activations and activation gradients plus parameters, gradients and
 	// AdamW moments, and the checkpoint save's buffers. PeakBytes is the process's peak RSS (VmHWM) when the
 	// run had a process of its own, else 0.

@@ -81,7 +81,11 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	m.Init(tc.Seed)
 	tr := model.NewTrainer(m)
 	res.Params = m.NumParams()
-	res.PlannedBytes = trainBytes(m, tc, j.info.MaxLen)
+	need, err := model.TrainNeed(cfg, m.Threads)
+	if err != nil {
+		return res, err
+	}
+	res.PlannedBytes = need.Bytes()
 
 	// One forward at the longest batch sizes the activation slabs once, so
 	// batches of growing length do not reallocate them (and leave garbage

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tokenmix/tokenmix/internal/bench"
 	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/internal/memstat"
 	"github.com/tokenmix/tokenmix/internal/plot"
 )
 
@@ -215,7 +215,7 @@ func sweepMarkdown(w io.Writer, f *File) {
 			if len(s.done) == 0 {
 				planned := ""
 				if s.runs[0].PlannedBytes > 0 {
-					planned = bench.FormatBytes(s.runs[0].PlannedBytes)
+					planned = memstat.FormatBytes(s.runs[0].PlannedBytes)
 				}
 				fmt.Fprintf(w, "| %s | | | | | | | | %s | | %s |\n", s.mixer, planned, mdEscape(note))
 				continue
@@ -233,7 +233,7 @@ func sweepMarkdown(w io.Writer, f *File) {
 				formatDuration(meanOf(s.done, func(r Result) float64 { return r.TrainSeconds })),
 				meanOf(s.done, func(r Result) float64 { return r.MsPerStep }),
 				meanOf(s.done, func(r Result) float64 { return r.TokensPerSec }),
-				bench.FormatBytes(r.PlannedBytes), bench.FormatBytes(int64(peak)), mdEscape(note))
+				memstat.FormatBytes(r.PlannedBytes), memstat.FormatBytes(int64(peak)), mdEscape(note))
 		}
 		fmt.Fprintln(w)
 	}

@@ -6,8 +6,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/tokenmix/tokenmix/internal/bench"
 	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/internal/memstat"
 )
 
 // mixerStats is one mixer's runs over its seeds.
@@ -120,7 +120,7 @@ func Markdown(w io.Writer, f *File) {
 			s.mixer, formatCount(r.Params), FormatMetric(m, s.mean), cell,
 			meanOf(s.done, func(r Result) float64 { return r.TokensPerSec }),
 			meanOf(s.done, func(r Result) float64 { return r.MsPerStep }), steps,
-			bench.FormatBytes(r.PlannedBytes), bench.FormatBytes(int64(peak)),
+			memstat.FormatBytes(r.PlannedBytes), memstat.FormatBytes(int64(peak)),
 			formatDuration(meanOf(s.done, func(r Result) float64 { return r.WallSeconds })), mdEscape(note))
 	}
 	for _, b := range f.Baselines {

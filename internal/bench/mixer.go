@@ -8,6 +8,7 @@ import (
 
 	"github.com/tokenmix/tokenmix/internal/bench/stat"
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/memstat"
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/mixer"
 )
@@ -103,7 +104,7 @@ func Mixer(c *model.Config, B, T, reps int) (MixerResult, error) {
 	bwd := median(l.Backward, reps)
 	r := MixerResult{Mixer: c.Kind().Name, Len: T, Batch: B, Precision: c.Precision, BF16Kernels: kernels.BF16Path(), FwdMs: fwd * 1e3, BwdMs: bwd * 1e3,
 		PlannedBytes: l.Bytes()}
-	r.PeakRSSBytes, err = PeakRSS()
+	r.PeakRSSBytes, err = memstat.PeakRSS()
 	return r, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tokenmix/tokenmix/internal/memstat"
 	"github.com/tokenmix/tokenmix/internal/model"
 )
 
@@ -46,7 +47,7 @@ func TestMixerAndTrain(t *testing.T) {
 func TestPeakRSS(t *testing.T) {
 	runtime.GC()
 	debug.FreeOSMemory() // nothing left for the runtime to release during the test
-	hwm0, err := PeakRSS()
+	hwm0, err := memstat.PeakRSS()
 	if err != nil {
 		t.Skip(err) // no /proc
 	}
@@ -63,7 +64,7 @@ func TestPeakRSS(t *testing.T) {
 	for i := 0; i < len(b); i += os.Getpagesize() {
 		b[i] = 1 // touch every page
 	}
-	hwm1, err := PeakRSS()
+	hwm1, err := memstat.PeakRSS()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,17 +11,6 @@ import (
 	"time"
 )
 
-func TestFormatBytes(t *testing.T) {
-	for _, c := range []struct {
-		n    int64
-		want string
-	}{{0, "–"}, {-1, "–"}, {512, "512 B"}, {1536, "1.5 KiB"}, {3 << 20, "3.0 MiB"}, {5 << 29, "2.50 GiB"}} {
-		if got := FormatBytes(c.n); got != c.want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", c.n, got, c.want)
-		}
-	}
-}
-
 func TestMachineLine(t *testing.T) {
 	l := MachineLine("", 2, 1, "avx2", "go")
 	if !strings.Contains(l, "CPU model unknown, 2 threads, kernels avx2 (bf16 go)") {

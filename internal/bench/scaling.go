@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tokenmix/tokenmix/internal/memstat"
 	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/plot"
 	"github.com/tokenmix/tokenmix/mixer/registry"
@@ -103,7 +104,7 @@ func Scaling(ctx context.Context, o ScalingOptions) ([]ScalingPoint, error) {
 					msg = "  over the time limit"
 				}
 				fmt.Fprintf(o.Log, "%-10s T=%-6d fwd %9.2f ms  bwd %9.2f ms  planned %10s  peak %10s%s\n",
-					m, T, p.FwdMs, p.BwdMs, FormatBytes(p.PlannedBytes), FormatBytes(p.PeakRSSBytes), msg)
+					m, T, p.FwdMs, p.BwdMs, memstat.FormatBytes(p.PlannedBytes), memstat.FormatBytes(p.PeakRSSBytes), msg)
 			}
 		}
 		if stop {
@@ -215,7 +216,7 @@ func ScalingSweep(ctx context.Context, w io.Writer, o SweepOptions) error {
 	}
 	o.Measure, o.Log = MixerInChild(tmp, o.B, o.Reps, config), w
 	fmt.Fprintf(w, "bench scaling: d=%d, %d heads, B=%d, %d thread(s), T from %d, memory budget %s\n",
-		o.D, o.Heads, o.B, parallel.Threads(), o.MinLen, FormatBytes(o.MemBudget))
+		o.D, o.Heads, o.B, parallel.Threads(), o.MinLen, memstat.FormatBytes(o.MemBudget))
 	pts, err := Scaling(ctx, o.ScalingOptions)
 	if len(pts) > 0 {
 		title := fmt.Sprintf("one mixer layer, d=%d, B=%d, %d threads", o.D, o.B, parallel.Threads())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tokenmix/tokenmix/internal/bench/stat"
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/memstat"
 	"github.com/tokenmix/tokenmix/internal/model"
 )
 
@@ -77,7 +78,7 @@ func Train(c *model.Config, B, T, reps int) (TrainResult, error) {
 	sec := stat.Median(ts)
 	plan := m.Plan(B, T)
 	r := TrainResult{Precision: c.Precision, BF16Kernels: kernels.BF16Path(), TokensPerS: float64(B*T) / sec, StepMs: sec * 1e3, PlannedBytes: plan.Bytes(), ParamBytes: m.ParamBytes()}
-	r.PeakRSSBytes, err = PeakRSS()
+	r.PeakRSSBytes, err = memstat.PeakRSS()
 	return r, err
 }
 

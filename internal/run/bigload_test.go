@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tokenmix/tokenmix/internal/bench"
+	"github.com/tokenmix/tokenmix/internal/memstat"
 	"github.com/tokenmix/tokenmix/internal/model"
 	"github.com/tokenmix/tokenmix/internal/run"
 )
@@ -26,7 +26,7 @@ const bigCfg = `{"vocab_size": 256, "d_model": 2048, "n_heads": 16, "n_layers": 
 func TestLoadBigWeights(t *testing.T) {
 	if dir := os.Getenv("TOKENMIX_BIG_LOAD_CHILD"); dir != "" {
 		_, err := run.LoadModel(dir, -1)
-		rss, rerr := bench.PeakRSS()
+		rss, rerr := memstat.PeakRSS()
 		fmt.Printf("load: %v\npeak rss: %d %v\n", err, rss, rerr)
 		return
 	}

@@ -33,6 +33,20 @@ func (s *decodeState[F]) Bytes() int64 {
 	return 8*int64(len(s.m)+len(s.num)+len(s.den)) + int64(unsafe.Sizeof(z))*int64(cap(s.k)+cap(s.v))
 }
 
+// StateBytes implements mixer.StateSizer: the running sums and the keys
+// and values of the positions a state keeps, allocated by NewState.
+func (a *AFT[F]) StateBytes(maxLen, _ int) int64 {
+	var z F
+	keep := 0
+	switch a.v {
+	case vLocal, vConv:
+		keep = min(a.S, max(maxLen, 1))
+	case vFull:
+		keep = maxLen
+	}
+	return 8*3*int64(a.D) + int64(unsafe.Sizeof(z))*2*int64(keep*a.D)
+}
+
 // NewState returns the empty decoding state of a causal sequence of at
 // most maxLen positions.
 func (a *AFT[F]) NewState(maxLen int, _ uint64) mixer.State {

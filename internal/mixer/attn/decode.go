@@ -50,6 +50,17 @@ func (s *kvState[F]) Bytes() int64 {
 	return int64(unsafe.Sizeof(z)) * int64(n)
 }
 
+// kvBytes bounds a kvState's Bytes after n of at most maxLen positions:
+// keys and values (or transposed values) of d channels, with the slack of
+// kvState.append's growth (a quarter, at least 64 positions).
+func kvBytes[F kernels.Float](d, maxLen, n int) int64 {
+	var z F
+	return int64(unsafe.Sizeof(z)) * 2 * int64(d) * int64(min(maxLen, n+max(n/4, 64)))
+}
+
+// StateBytes implements mixer.StateSizer.
+func (a *Attention[F]) StateBytes(maxLen, n int) int64 { return kvBytes[F](a.D, maxLen, n) }
+
 // NewState returns an empty key–value cache for a causal sequence of at
 // most maxLen positions.
 func (a *Attention[F]) NewState(maxLen int, _ uint64) mixer.State {

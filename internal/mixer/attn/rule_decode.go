@@ -8,6 +8,9 @@ import (
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
+// StateBytes implements mixer.StateSizer.
+func (a *RuleAttention[F]) StateBytes(maxLen, n int) int64 { return kvBytes[F](a.D, maxLen, n) }
+
 // NewState returns an empty key–value cache for a causal sequence of at
 // most maxLen positions (keys and values as rows, per head).
 func (a *RuleAttention[F]) NewState(maxLen int, _ uint64) mixer.State {

@@ -44,6 +44,16 @@ func (s *lshState[F]) Bytes() int64 {
 	return b
 }
 
+// StateBytes implements mixer.StateSizer: the rotations, and the keys,
+// values and bucket lists of n positions with the slack of append's
+// growth (taken as twice the lists, a quarter more keys and values).
+func (m *LSH[F]) StateBytes(maxLen, n int) int64 {
+	var z F
+	f := int64(unsafe.Sizeof(z))
+	rounds := int64(m.nHashes * m.h)
+	return rounds*f*int64(m.dh*m.NBuckets(maxLen)/2) + f*2*int64(m.d)*int64(n+n/4+64) + rounds*4*2*int64(n+m.NBuckets(maxLen))
+}
+
 // NewState returns the decoding state of a causal sequence of at most
 // maxLen positions, hashed as a Forward over maxLen positions with
 // Pass.Seed seed.
