@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/internal/memstat"
 )
 
 // Logits holds a call's logits in fresh memory: Shape is [N, n_classes]
@@ -191,17 +192,23 @@ func (m *Model) forEachOf(ctx context.Context, seqs [][]int32, pooled bool, fn f
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return len(seqs[a]) - len(seqs[b]) })
 	var tokens []int32
+	pb := m.passBudget()
 	for lo := 0; lo < len(order); {
 		// The batch is order[lo:hi], padded to the longest, len(seqs[order[hi-1]]).
 		hi := lo + 1
 		for hi < len(order) {
 			T := len(seqs[order[hi]])
-			if (!canPad && T != len(seqs[order[lo]])) || (hi+1-lo)*T > maxBatchTokens {
+			if (!canPad && T != len(seqs[order[lo]])) || (hi+1-lo)*T > maxBatchTokens ||
+				(pb > 0 && m.PassBytes(hi+1-lo, T) > pb) {
 				break
 			}
 			hi++
 		}
 		B, T := hi-lo, len(seqs[order[hi-1]])
+		if pb > 0 && B == 1 && m.PassBytes(1, T) > pb {
+			return fmt.Errorf("tokenmix: input %d of %d tokens needs a pass of %s, more than the %s the memory budget leaves beside the weights (WithMaxMemory)",
+				order[lo], T, memstat.FormatBytes(m.PassBytes(1, T)), memstat.FormatBytes(pb))
+		}
 		tokens = slices.Grow(tokens[:0], B*T)[:B*T]
 		for b, i := range order[lo:hi] {
 			row := tokens[b*T : (b+1)*T]

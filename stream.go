@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/tokenmix/tokenmix/internal/data"
+	"github.com/tokenmix/tokenmix/internal/memstat"
 	"github.com/tokenmix/tokenmix/internal/model"
 )
 
@@ -15,8 +16,9 @@ import (
 type StreamOptions struct {
 	// MaxTokens bounds the stream's length, prompt included (0: max_len).
 	MaxTokens int
-	// CacheBytes bounds the memory of the stream's decoding state (0: no
-	// bound); an Append that takes the state past it returns an error and
+	// CacheBytes bounds the memory of the stream's decoding state (0: the
+	// memory budget less the weights under WithMaxMemory, else no bound);
+	// an Append that takes the state past it returns an error and
 	// the stream refuses further tokens.
 	CacheBytes int64
 }
@@ -56,6 +58,9 @@ func (m *Model) NewStream(o StreamOptions) (*Stream, error) {
 	if o.CacheBytes < 0 {
 		return nil, fmt.Errorf("tokenmix: StreamOptions.CacheBytes %d is negative", o.CacheBytes)
 	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = m.passBudget() // WithMaxMemory's, less the weights (0: none)
+	}
 	s := &Stream{m: m, max: o.MaxTokens, cacheBytes: o.CacheBytes}
 	if m.net.CanDecode() == nil {
 		var err error
@@ -70,7 +75,7 @@ func (m *Model) NewStream(o StreamOptions) (*Stream, error) {
 // past CacheBytes.
 func (s *Stream) checkCache() error {
 	if s.cacheBytes > 0 && s.dec.Bytes() > s.cacheBytes {
-		s.err = fmt.Errorf("tokenmix: the stream's state holds %d bytes, more than its CacheBytes %d", s.dec.Bytes(), s.cacheBytes)
+		s.err = fmt.Errorf("tokenmix: the stream's state holds %d bytes, more than its CacheBytes %d (StreamOptions, or WithMaxMemory less the weights)", s.dec.Bytes(), s.cacheBytes)
 		return s.err
 	}
 	return nil
@@ -134,6 +139,10 @@ func (s *Stream) Append(ctx context.Context, tokens ...int32) ([]float32, error)
 	}
 	// No incremental state: run the whole prefix.
 	all := append(slices.Clone(s.tokens), tokens...)
+	if pb := s.m.passBudget(); pb > 0 && s.m.PassBytes(1, len(all)) > pb {
+		return nil, fmt.Errorf("tokenmix: a pass over the stream's %d tokens needs %s, more than the %s the memory budget leaves beside the weights (WithMaxMemory)",
+			len(all), memstat.FormatBytes(s.m.PassBytes(1, len(all))), memstat.FormatBytes(pb))
+	}
 	net := s.m.net
 	net.Cancel = ctx.Err
 	defer func() { net.Cancel = nil }()
