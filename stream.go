@@ -271,6 +271,10 @@ func (g *Generation) Done() bool { return g.res.FinishReason != "" || g.err != n
 // The Result is the generation's own: it changes with later steps.
 func (g *Generation) Result() *Result { return &g.res }
 
+// CacheBytes is the memory of the generation's decoding state
+// (Stream.CacheBytes).
+func (g *Generation) CacheBytes() int64 { return g.s.CacheBytes() }
+
 // Err is the error that ended the generation (its OnToken's), or nil.
 func (g *Generation) Err() error { return g.err }
 

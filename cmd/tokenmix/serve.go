@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -37,6 +38,11 @@ func (b byteFlag) Set(v string) error {
 	return err
 }
 
+// serveRuntimeBytes is what serve allows itself beyond the weights and
+// --max-memory in its soft memory limit: the runtime, connections,
+// request bodies and answers.
+const serveRuntimeBytes = 64 << 20
+
 // runServe is `tokenmix serve`: serve models over HTTP until SIGINT or
 // SIGTERM, then drain and exit 0.
 func runServe(ctx context.Context, args []string) error {
@@ -64,6 +70,7 @@ func runServe(ctx context.Context, args []string) error {
 	fs.IntVar(&c.MaxHeaderBytes, "max-header-bytes", d.MaxHeaderBytes, "cap on a request's headers")
 	tokenFile := fs.String("token-file", "", "file holding the bearer token every request but the health checks must carry")
 	fs.BoolVar(&c.InsecureBind, "insecure-bind", false, "allow a non-loopback --addr without --token-file")
+	maxMemory := maxMemoryFlag(fs, "serve", "the memory requests may use beside the weights: pass workspaces and decoding states; a request that does not fit waits, then gets 503 (the default is measured after loading the models)")
 	drain := fs.Duration("drain", 30*time.Second, "on SIGINT or SIGTERM, how long in-flight requests may take to finish")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -87,6 +94,9 @@ func runServe(ctx context.Context, args []string) error {
 		if v <= 0 {
 			return usageErr("serve: durations must be positive, got %v", v)
 		}
+	}
+	if _, err := maxMemory(); err != nil { // a bad size before the models load
+		return err
 	}
 	dirs := map[string]string{}
 	for _, r := range runs {
@@ -118,6 +128,20 @@ func runServe(ctx context.Context, args []string) error {
 			return fmt.Errorf("serve: model %q: %w", name, err)
 		}
 		models[name] = m
+	}
+	budget, err := maxMemory() // after loading: MemAvailable no longer counts the weights
+	if err != nil {
+		return err
+	}
+	c.MaxMemory = budget
+	if budget > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		// The garbage between collections counts too: a soft limit at the
+		// weights, the budget and the runtime's own keeps it near that.
+		var weights int64
+		for _, m := range models {
+			weights += m.WeightBytes()
+		}
+		debug.SetMemoryLimit(weights + budget + serveRuntimeBytes)
 	}
 	c.Log = os.Stderr
 	srv, err := serve.New(c, models)

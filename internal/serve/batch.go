@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,13 @@ type served struct {
 	jobs     chan *batchJob
 	gens     chan *genJob
 	quit     chan struct{}
+	// Memory (memory.go): ws is the workspace reservation, grown under
+	// wsMu; states the decoding states reserved; stateBytes the states
+	// the scheduler holds, after its last step.
+	wsMu       sync.Mutex
+	ws         atomic.Int64
+	states     atomic.Int64
+	stateBytes atomic.Int64
 }
 
 func newServed(s *Server, name string, m *tokenmix.Model) *served {
@@ -98,6 +106,15 @@ type batchJob struct {
 	done chan batchResult // cap 1
 }
 
+// maxLen is the length of j's longest sequence.
+func (j *batchJob) maxLen() int {
+	T := 0
+	for _, s := range j.seqs {
+		T = max(T, len(s))
+	}
+	return T
+}
+
 type batchResult struct {
 	results []any // tokenmix.Prediction, tokenmix.Score, tagResult or an embedding ([]float32), one per input
 	err     error
@@ -105,6 +122,9 @@ type batchResult struct {
 
 // batch submits seqs to the model's batcher and waits for their results.
 func (sv *served) batch(ctx context.Context, seqs [][]int32) ([]any, error) {
+	if err := sv.reservePass(ctx, seqs); err != nil {
+		return nil, err
+	}
 	sv.batching.Add(1)
 	defer sv.batching.Add(-1)
 	j := &batchJob{ctx: ctx, seqs: seqs, done: make(chan batchResult, 1)}
@@ -150,13 +170,13 @@ func (sv *served) batcher() {
 	var carry *batchJob // a job that did not fit the last batch
 	for {
 		var batch []*batchJob
-		n := 0
+		n, T := 0, 0
 		if carry != nil {
-			batch, n, carry = []*batchJob{carry}, len(carry.seqs), nil
+			batch, n, T, carry = []*batchJob{carry}, len(carry.seqs), carry.maxLen(), nil
 		} else {
 			select {
 			case j := <-sv.jobs:
-				batch, n = []*batchJob{j}, len(j.seqs)
+				batch, n, T = []*batchJob{j}, len(j.seqs), j.maxLen()
 			case <-sv.quit:
 				return
 			}
@@ -166,11 +186,14 @@ func (sv *served) batcher() {
 		for n < cfg.MaxBatch && int(sv.batching.Load()) > len(batch) {
 			select {
 			case j := <-sv.jobs:
-				if n+len(j.seqs) > cfg.MaxBatch {
+				// A batch stays within MaxBatch and, under a memory
+				// budget, within the workspace reserved.
+				t := max(T, j.maxLen())
+				if n+len(j.seqs) > cfg.MaxBatch || (sv.s.mem != nil && sv.m.PassBytes(n+len(j.seqs), t) > sv.ws.Load()) {
 					carry = j
 					break gather
 				}
-				batch, n = append(batch, j), n+len(j.seqs)
+				batch, n, T = append(batch, j), n+len(j.seqs), t
 			case <-timer.C:
 				break gather
 			case <-sv.quit:

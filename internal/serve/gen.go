@@ -142,6 +142,7 @@ func (sv *served) scheduler() {
 		}
 		active = live
 		if len(active) == 0 {
+			sv.stateBytes.Store(0)
 			continue
 		}
 		if sv.s.stepHook != nil {
@@ -158,6 +159,11 @@ func (sv *served) scheduler() {
 			active = nil
 			continue
 		}
+		var held int64
+		for _, j := range active {
+			held += j.g.CacheBytes()
+		}
+		sv.stateBytes.Store(held)
 		live = active[:0]
 		for _, j := range active {
 			if j.g.Done() {
@@ -255,8 +261,13 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 // returns the channel of their events, which has room for all of them.
 func (s *Server) startJobs(ctx context.Context, sv *served, prompts [][]int32, opts []tokenmix.GenerateOptions) (<-chan genEvent, error) {
 	room := 0
-	for _, o := range opts {
+	maxTokens := make([]int, len(opts))
+	for i, o := range opts {
 		room += o.MaxTokens + 1
+		maxTokens[i] = o.MaxTokens
+	}
+	if err := sv.reserveGen(ctx, prompts, maxTokens); err != nil {
+		return nil, err
 	}
 	events := make(chan genEvent, room)
 	for i, p := range prompts {

@@ -41,6 +41,14 @@ type Config struct {
 	MaxNewTokens   int
 	// Timeout bounds one request's work.
 	Timeout time.Duration
+	// MaxMemory, when positive, is the memory budget of what requests use
+	// beside the models' weights: each model's pass workspace (which grows
+	// to its largest pass and stays) and the decoding states of the
+	// generations under way. A request reserves its planned bytes
+	// (Model.PassBytes, Model.StreamBytes) before it runs; one that does
+	// not fit waits, and gets 503 with Retry-After when its Timeout passes
+	// first; one that cannot fit even alone gets 400.
+	MaxMemory int64
 	// The http.Server's limits: ReadHeaderTimeout, ReadTimeout,
 	// WriteTimeout (a stream extends it per event), IdleTimeout and
 	// MaxHeaderBytes.
@@ -107,6 +115,7 @@ type Server struct {
 	names  []string // sorted
 	met    *metrics
 	http   *http.Server
+	mem    *memPool // nil without MaxMemory
 
 	base     context.Context // cancelled when Shutdown's deadline passes
 	cancel   context.CancelFunc
@@ -140,7 +149,13 @@ func New(cfg Config, models map[string]*tokenmix.Model) (*Server, error) {
 			return nil, fmt.Errorf("serve: %s must be positive", v.name)
 		}
 	}
+	if cfg.MaxMemory < 0 {
+		return nil, fmt.Errorf("serve: MaxMemory must not be negative")
+	}
 	s := &Server{cfg: cfg, models: map[string]*served{}, met: newMetrics()}
+	if cfg.MaxMemory > 0 {
+		s.mem = newMemPool(cfg.MaxMemory)
+	}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	for name, m := range models {
 		if name == "" || strings.ContainsAny(name, " \t\n\"") {
