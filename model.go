@@ -67,6 +67,7 @@ type options struct {
 	init          string
 	freeze        []string
 	skipNonFinite int
+	saveGoesOn    bool // WithContinueOnSaveError
 }
 
 // only returns an error unless the options are fn's.

@@ -189,6 +189,23 @@ func WithSkipNonFinite(n int) Option {
 	}
 }
 
+// WithContinueOnSaveError goes on training when a checkpoint cannot be
+// written (a full disk, an I/O error): the failure is a metrics line
+// ("save_error") and a Progress note, and the next checkpoint tries again.
+// Without it, Train stops there with an error naming the checkpoint's
+// path, the free space and the newest checkpoint, which stays the one
+// before. The last checkpoint, at the end or on cancellation, must be
+// written either way. Train only.
+func WithContinueOnSaveError() Option {
+	return func(o *options) error {
+		if err := o.only("WithContinueOnSaveError", "Train"); err != nil {
+			return err
+		}
+		o.saveGoesOn = true
+		return nil
+	}
+}
+
 // embedGroup is how many pairs an embedder's retrieval is scored among:
 // each text's positive against the group's other positives.
 const embedGroup = 32
@@ -213,6 +230,8 @@ const streamPeek = 1024
 //   - WithInit(dir): fine-tune the model of a run or an export.
 //   - WithFreeze(prefixes...): parameters left as they are.
 //   - WithSkipNonFinite(n): updates with a NaN or infinite loss passed over.
+//   - WithContinueOnSaveError(): a checkpoint that cannot be written does
+//     not stop the run; the next one tries again.
 //
 // WithCheckpoint and WithPrecision are Load's, and an error here.
 //
@@ -351,6 +370,7 @@ func (t *trainer) run(ctx context.Context, ds Dataset) (*Run, error) {
 		metric = valTask.Info().Metric
 	}
 	opts := train.Options{Steps: tc.Steps, Name: "train", SkipNonFinite: t.o.skipNonFinite,
+		ContinueOnSaveError: t.o.saveGoesOn,
 		Extra: func() map[string]any {
 			if s := net.MixerStats(); s != nil {
 				return map[string]any{"mixer": s}

@@ -98,14 +98,16 @@ func (p Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "memory plan B=%d T=%d (%d-byte elements)\n", p.B, p.T, p.ElemSize)
 	for _, e := range p.Entries {
-		fmt.Fprintf(&b, "  %-5s %-22s %4d × %12d = %s\n", e.Slab, e.Name, e.Count, e.Elems, fmtBytes(int64(e.Count)*p.entryBytes(e)))
+		fmt.Fprintf(&b, "  %-5s %-22s %4d × %12d = %s\n", e.Slab, e.Name, e.Count, e.Elems, FormatBytes(int64(e.Count)*p.entryBytes(e)))
 	}
 	fmt.Fprintf(&b, "  activations %s, activation gradients and scratch %s, total %s\n",
-		fmtBytes(p.ActBytes()), fmtBytes(int64(p.GradElems*p.ElemSize)), fmtBytes(p.Bytes()))
+		FormatBytes(p.ActBytes()), FormatBytes(int64(p.GradElems*p.ElemSize)), FormatBytes(p.Bytes()))
 	return b.String()
 }
 
-func fmtBytes(n int64) string {
+// FormatBytes writes n bytes for people: "512 B", "12.00 KiB", "3.25 MiB",
+// "1.50 GiB".
+func FormatBytes(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
