@@ -74,6 +74,7 @@ type options struct {
 	freeze        []string
 	skipNonFinite int
 	maxMemory     int64 // WithMaxMemory; -1: not given
+	saveGoesOn    bool  // WithContinueOnSaveError
 }
 
 // only returns an error unless the options are fn's.

@@ -189,6 +189,23 @@ func WithSkipNonFinite(n int) Option {
 	}
 }
 
+// WithContinueOnSaveError goes on training when a checkpoint cannot be
+// written (a full disk, an I/O error): the failure is a metrics line
+// ("save_error") and a Progress note, and the next checkpoint tries again.
+// Without it, Train stops there with an error naming the checkpoint's
+// path, the free space and the newest checkpoint, which stays the one
+// before. The last checkpoint, at the end or on cancellation, must be
+// written either way. Train only.
+func WithContinueOnSaveError() Option {
+	return func(o *options) error {
+		if err := o.only("WithContinueOnSaveError", "Train"); err != nil {
+			return err
+		}
+		o.saveGoesOn = true
+		return nil
+	}
+}
+
 // embedGroup is how many pairs an embedder's retrieval is scored among:
 // each text's positive against the group's other positives.
 const embedGroup = 32
@@ -216,6 +233,8 @@ const streamPeek = 1024
 //   - WithMaxMemory(n): the memory budget the run's plan must fit
 //     (default DefaultMaxMemory); a run over it is refused before it
 //     allocates.
+//   - WithContinueOnSaveError(): a checkpoint that cannot be written does
+//     not stop the run; the next one tries again.
 //
 // WithCheckpoint and WithPrecision are Load's, and an error here.
 //
@@ -361,6 +380,7 @@ func (t *trainer) run(ctx context.Context, ds Dataset) (*Run, error) {
 		metric = valTask.Info().Metric
 	}
 	opts := train.Options{Steps: tc.Steps, Name: "train", SkipNonFinite: t.o.skipNonFinite,
+		ContinueOnSaveError: t.o.saveGoesOn,
 		Extra: func() map[string]any {
 			if s := net.MixerStats(); s != nil {
 				return map[string]any{"mixer": s}

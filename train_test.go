@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,9 +15,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/tokenmix/tokenmix"
+	"github.com/tokenmix/tokenmix/internal/run"
 	"github.com/tokenmix/tokenmix/internal/safetensors"
 	"github.com/tokenmix/tokenmix/mixer"
 	"github.com/tokenmix/tokenmix/mixer/registry"
@@ -368,5 +371,44 @@ func TestTrainInitKeepsHead(t *testing.T) {
 	got, _ = m.Logits(context.Background(), probe)
 	if fmt.Sprint(got.Data) == fmt.Sprint(want.Data) {
 		t.Error("other class names: the head was kept")
+	}
+}
+
+// TestTrainContinueOnSaveError: the checkpoint of step 2 meets a full
+// disk (an injected ENOSPC). Train stops there with an error naming it
+// and the free space, with no checkpoint written; with
+// WithContinueOnSaveError it notes the failure, trains on and saves the
+// checkpoint of step 4.
+func TestTrainContinueOnSaveError(t *testing.T) {
+	restore := run.SetWriteFault(func(path string, n int) (int, error) {
+		if strings.Contains(path, ".tmp-00000002") {
+			return 0, syscall.ENOSPC
+		}
+		return 0, nil
+	})
+	defer restore()
+	cfg := tokenmix.TrainConfig{Train: tokenmix.TrainSettings{Steps: 4, CheckpointEvery: 2}}
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	_, err := tokenmix.Train(context.Background(), cfg, tokenmix.Examples(shopping()), tokenmix.WithOutDir(a))
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "saving checkpoint 2 to "+filepath.Join(a, "ckpt", "00000002")) ||
+		!strings.Contains(err.Error(), " free on "+a) || !strings.Contains(err.Error(), "there is no checkpoint yet") {
+		t.Errorf("Train on a full disk: %v", err)
+	}
+	var notes []string
+	r, err := tokenmix.Train(context.Background(), cfg, tokenmix.Examples(shopping()), tokenmix.WithOutDir(b),
+		tokenmix.WithContinueOnSaveError(), tokenmix.WithProgress(func(p tokenmix.Progress) {
+			if strings.Contains(p.Note, "saving checkpoint") {
+				notes = append(notes, p.Note)
+			}
+		}))
+	if err != nil || r.Step() != 4 || len(notes) != 1 || !strings.Contains(notes[0], "the next checkpoint tries again") {
+		t.Fatalf("WithContinueOnSaveError: %v, notes %q", err, notes)
+	}
+	if _, err := os.Stat(filepath.Join(b, "ckpt", "00000004", "weights.safetensors")); err != nil {
+		t.Error(err)
+	}
+	if _, err := tokenmix.Load(b, tokenmix.WithContinueOnSaveError()); err == nil || !strings.Contains(err.Error(), "WithContinueOnSaveError") {
+		t.Errorf("Load with WithContinueOnSaveError: %v, want an error naming it", err)
 	}
 }

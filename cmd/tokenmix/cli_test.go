@@ -39,6 +39,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if code, ok := tmpfsChild(); ok {
+		os.Exit(code)
+	}
 	dir, err := os.MkdirTemp("", "tokenmix-cli")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -166,6 +169,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"bench", "scaling", "--min-len", "0"}, "--min-len"},
 		{[]string{"train", "--config", speedConfig, "--data", speedConfig, "--out", "r", "--precision", "half"}, `precision: must be "fp32", "bf16" or "fp16", got "half"`},
 		{[]string{"train", "--data", speedConfig, "--out", "r", "--resume", "--precision", "bf16"}, "--precision is a new run's"},
+		{[]string{"train", "--data", speedConfig, "--out", "r", "--on-save-error", "retry"}, `train: --on-save-error "retry": want stop or continue`},
 		{[]string{"bench", "train", "--config", speedConfig, "--len", "8", "--precision", "fp8"}, `got "fp8"`},
 		{[]string{"arena", "--precision", "half"}, `arena --precision: must be "fp32", "bf16" or "fp16", got "half"`},
 		{[]string{"eval", "--run", "r", "--data", "t.txt", "--task", "recall"}, "want tokenmix eval"},

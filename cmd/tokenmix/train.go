@@ -41,6 +41,7 @@ func runTrain(ctx context.Context, args []string) error {
 	size := fs.String("size", "", "the model's shape when the config gives none: small (default) or base")
 	maxMemory := maxMemoryFlag(fs, "train", "the memory budget: a run whose plan needs more is refused before it allocates")
 	skipNonFinite := fs.Int("skip-nonfinite", 0, "pass over up to N steps whose loss or gradient is NaN or infinite (each a metrics line) before stopping on one")
+	onSaveError := fs.String("on-save-error", "stop", "a checkpoint that cannot be written (a full disk): stop (exit 1, the checkpoint before kept) or continue (train on; the next checkpoint tries again)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -61,6 +62,14 @@ func runTrain(ctx context.Context, args []string) error {
 	budget, err := maxMemory()
 	if err != nil {
 		return err
+	}
+	opts := []tokenmix.Option{tokenmix.WithOutDir(*out), tokenmix.WithSkipNonFinite(*skipNonFinite), tokenmix.WithMaxMemory(budget)}
+	switch *onSaveError {
+	case "stop":
+	case "continue":
+		opts = append(opts, tokenmix.WithContinueOnSaveError())
+	default:
+		return usageErr("train: --on-save-error %q: want stop or continue", *onSaveError)
 	}
 	if *resume {
 		if _, err := run.Open(*out); err != nil {
@@ -125,8 +134,7 @@ func runTrain(ctx context.Context, args []string) error {
 		trainData, val = tokenmix.HoldOut(trainData, *valFrac)
 	}
 	prog := newTrainProgress(os.Stderr, *out)
-	r, err := tokenmix.Train(ctx, cfg, trainData, tokenmix.WithOutDir(*out), tokenmix.WithValidation(val),
-		tokenmix.WithProgress(prog.report), tokenmix.WithSkipNonFinite(*skipNonFinite), tokenmix.WithMaxMemory(budget))
+	r, err := tokenmix.Train(ctx, cfg, trainData, append(opts, tokenmix.WithValidation(val), tokenmix.WithProgress(prog.report))...)
 	prog.finish()
 	ckpt := ""
 	if r != nil {
@@ -135,6 +143,13 @@ func runTrain(ctx context.Context, args []string) error {
 	if errors.Is(err, context.Canceled) && r != nil {
 		fmt.Fprintf(os.Stderr, "interrupted at step %d; checkpoint saved in %s (continue with --resume)\n", r.Step(), ckpt)
 		return context.Canceled
+	}
+	if se := (*train.SaveError)(nil); errors.As(err, &se) {
+		hint := "continue with --resume once there is room"
+		if !se.Last {
+			hint += ", or use --on-save-error continue"
+		}
+		return trainError{fmt.Errorf("%w; %s", err, hint)}
 	}
 	if err != nil {
 		return trainError{err}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/memstat"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -55,9 +56,9 @@ func (n Need) Largest(k int) []string {
 	var items []item
 	for _, e := range n.Plan.Entries {
 		one := n.Plan.entryBytes(e)
-		name := fmt.Sprintf("%s %s", e.Name, fmtBytes(one))
+		name := fmt.Sprintf("%s %s", e.Name, memstat.FormatBytes(one))
 		if e.Count > 1 {
-			name = fmt.Sprintf("%s %d × %s", e.Name, e.Count, fmtBytes(one))
+			name = fmt.Sprintf("%s %d × %s", e.Name, e.Count, memstat.FormatBytes(one))
 		}
 		items = append(items, item{name, int64(e.Count) * one})
 	}
@@ -65,9 +66,9 @@ func (n Need) Largest(k int) []string {
 	if n.Train {
 		pname = "parameters, gradients and AdamW moments"
 	}
-	items = append(items, item{fmt.Sprintf("%s %s", pname, fmtBytes(n.ParamBytes())), n.ParamBytes()})
+	items = append(items, item{fmt.Sprintf("%s %s", pname, memstat.FormatBytes(n.ParamBytes())), n.ParamBytes()})
 	if n.Train {
-		items = append(items, item{fmt.Sprintf("checkpoint save buffers %s", fmtBytes(n.SaveBytes())), n.SaveBytes()})
+		items = append(items, item{fmt.Sprintf("checkpoint save buffers %s", memstat.FormatBytes(n.SaveBytes())), n.SaveBytes()})
 	}
 	slices.SortStableFunc(items, func(a, b item) int {
 		switch {
@@ -174,7 +175,7 @@ type BudgetError struct {
 func (e *BudgetError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the memory plan at batch %d, length %d needs %s, over the memory budget of %s; largest: %s",
-		e.Need.Plan.B, e.Need.Plan.T, fmtBytes(e.Need.Bytes()), fmtBytes(e.Budget), strings.Join(e.Need.Largest(3), ", "))
+		e.Need.Plan.B, e.Need.Plan.T, memstat.FormatBytes(e.Need.Bytes()), memstat.FormatBytes(e.Budget), strings.Join(e.Need.Largest(3), ", "))
 	if len(e.Fits) > 0 {
 		fmt.Fprintf(&b, "; within the budget: %s", strings.Join(e.Fits, ", or "))
 	} else {

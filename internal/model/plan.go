@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/memstat"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -98,23 +99,11 @@ func (p Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "memory plan B=%d T=%d (%d-byte elements)\n", p.B, p.T, p.ElemSize)
 	for _, e := range p.Entries {
-		fmt.Fprintf(&b, "  %-5s %-22s %4d × %12d = %s\n", e.Slab, e.Name, e.Count, e.Elems, fmtBytes(int64(e.Count)*p.entryBytes(e)))
+		fmt.Fprintf(&b, "  %-5s %-22s %4d × %12d = %s\n", e.Slab, e.Name, e.Count, e.Elems, memstat.FormatBytes(int64(e.Count)*p.entryBytes(e)))
 	}
 	fmt.Fprintf(&b, "  activations %s, activation gradients and scratch %s, total %s\n",
-		fmtBytes(p.ActBytes()), fmtBytes(int64(p.GradElems*p.ElemSize)), fmtBytes(p.Bytes()))
+		memstat.FormatBytes(p.ActBytes()), memstat.FormatBytes(int64(p.GradElems*p.ElemSize)), memstat.FormatBytes(p.Bytes()))
 	return b.String()
-}
-
-func fmtBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.2f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // ffRows is the number of rows of one feed-forward chunk (at least one

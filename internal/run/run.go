@@ -340,9 +340,11 @@ var afterFile func(name string) error
 
 // Save writes the checkpoint of st.Step: files plus state.json (with
 // st.Version filled in), atomically as the package doc describes. It then
-// keeps only the newest keep complete checkpoints (keep ≥ 1) and removes
-// leftover .tmp-* directories. A checkpoint already at st.Step is left as
-// it is and Save only prunes.
+// keeps only the newest keep complete checkpoints (keep ≥ 1); leftover
+// .tmp-* directories are removed before it writes. A save that fails (a
+// full disk, an I/O error) removes what it wrote and prunes nothing: the
+// newest complete checkpoint stays the newest. A checkpoint already at
+// st.Step is left as it is and Save only prunes.
 func (d *Dir) Save(st State, files []CkptFile, keep int) error {
 	root := filepath.Join(d.Path, CkptDir)
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -356,13 +358,26 @@ func (d *Dir) Save(st State, files []CkptFile, keep int) error {
 	if err := syncFile(filepath.Join(d.Path, MetricsName)); err != nil {
 		return err
 	}
-	tmp := filepath.Join(root, tmpPrefix+filepath.Base(final))
-	if err := os.RemoveAll(tmp); err != nil {
+	// What an earlier save left goes first: on a full disk it holds room
+	// this one needs.
+	if err := removeTmp(root); err != nil {
 		return err
 	}
+	tmp := filepath.Join(root, tmpPrefix+filepath.Base(final))
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		return err
 	}
+	if err := d.writeCkpt(tmp, final, st, files); err != nil {
+		// The partial checkpoint goes: on a full disk its files hold the
+		// room the metrics lines and the next save need.
+		os.RemoveAll(tmp)
+		return err
+	}
+	return d.prune(keep)
+}
+
+// writeCkpt writes the checkpoint of st into tmp and renames it to final.
+func (d *Dir) writeCkpt(tmp, final string, st State, files []CkptFile) error {
 	st.Version = version.Get().String()
 	st.Checksums = map[string]string{}
 	for _, f := range files {
@@ -388,15 +403,11 @@ func (d *Dir) Save(st State, files []CkptFile, keep int) error {
 	if err := os.Rename(tmp, final); err != nil {
 		return err
 	}
-	if err := syncDir(root); err != nil {
-		return err
-	}
-	return d.prune(keep)
+	return syncDir(filepath.Dir(final))
 }
 
-// prune removes all but the newest keep checkpoints, and every .tmp-*.
-func (d *Dir) prune(keep int) error {
-	root := filepath.Join(d.Path, CkptDir)
+// removeTmp removes every .tmp-* entry of the checkpoint directory root.
+func removeTmp(root string) error {
 	es, err := os.ReadDir(root)
 	if err != nil {
 		return err
@@ -407,6 +418,15 @@ func (d *Dir) prune(keep int) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// prune removes all but the newest keep checkpoints, and every .tmp-*.
+func (d *Dir) prune(keep int) error {
+	root := filepath.Join(d.Path, CkptDir)
+	if err := removeTmp(root); err != nil {
+		return err
 	}
 	steps, err := d.Checkpoints()
 	if err != nil {
@@ -428,18 +448,34 @@ func (d *Dir) prune(keep int) error {
 	return syncDir(root)
 }
 
-// AppendMetrics appends one JSON object per value to metrics.jsonl.
+// AppendMetrics appends one JSON object per value to metrics.jsonl, one
+// line each, in one write. A write that fails (a full disk) is undone: the
+// file is cut back to its length before, so it never ends in a torn line
+// that a later line would follow.
 func (d *Dir) AppendMetrics(recs ...any) error {
+	var b []byte
+	for _, r := range recs {
+		j, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		b = append(append(b, j...), '\n')
+	}
 	f, err := os.OpenFile(filepath.Join(d.Path, MetricsName), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(f)
-	for _, r := range recs {
-		if err := enc.Encode(r); err != nil {
-			f.Close()
-			return err
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if err := write(f, b); err != nil {
+		if terr := f.Truncate(fi.Size()); terr != nil {
+			err = fmt.Errorf("%w; cutting %s back to its last whole line: %v", err, f.Name(), terr)
 		}
+		f.Close()
+		return err
 	}
 	return f.Close()
 }
@@ -528,7 +564,7 @@ func writeFileSync(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := write(f, data); err != nil {
 		f.Close()
 		return err
 	}

@@ -110,9 +110,10 @@ func TestKeepCheckpoints(t *testing.T) {
 	}
 }
 
-// TestSaveStoppedAfterFirstFile: a save that stops after its first file
-// leaves the previous checkpoint the newest and loadable; the .tmp-*
-// directory is ignored, then removed by the next save.
+// TestSaveStoppedAfterFirstFile: a save that fails after its first file
+// removes what it wrote and leaves the previous checkpoint the newest and
+// loadable; a .tmp-* directory left by a crash is ignored, then removed
+// by the next save.
 func TestSaveStoppedAfterFirstFile(t *testing.T) {
 	dir := t.TempDir()
 	d, tr := newRun(t, dir)
@@ -132,8 +133,15 @@ func TestSaveStoppedAfterFirstFile(t *testing.T) {
 		t.Fatalf("interrupted save: %v", err)
 	}
 	tmp := filepath.Join(dir, CkptDir, ".tmp-00000020")
-	if _, err := os.Stat(filepath.Join(tmp, WeightsName)); err != nil {
-		t.Fatalf("the interrupted save left no partial checkpoint: %v", err)
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("the failed save left its partial checkpoint: %v", err)
+	}
+	// What a crash in the middle of the save would leave.
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, WeightsName), []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if s, err := d.Latest(); s != 10 || err != nil {
 		t.Errorf("Latest after an interrupted save: %d, %v", s, err)
@@ -458,5 +466,79 @@ func TestVerifySetAside(t *testing.T) {
 	}
 	if steps, _ := d.Checkpoints(); !slices.Equal(steps, []int{2}) {
 		t.Errorf("checkpoints after setting aside: %v", steps)
+	}
+}
+
+// TestSaveFullDisk: a checkpoint whose optimizer file meets a full disk
+// half-way fails with ENOSPC naming the file, removes its partial
+// directory, prunes nothing (keep 1), and leaves the previous checkpoint
+// the newest, intact and loadable; the next save, with room again,
+// succeeds.
+func TestSaveFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	d, tr := newRun(t, dir)
+	if err := save(t, d, tr, 10, 1); err != nil {
+		t.Fatal(err)
+	}
+	restore := SetWriteFault(func(path string, n int) (int, error) {
+		if filepath.Base(path) == OptimName {
+			return n / 2, syscall.ENOSPC
+		}
+		return 0, nil
+	})
+	err := save(t, d, tr, 20, 1)
+	restore()
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), OptimName) {
+		t.Fatalf("save on a full disk: %v, want ENOSPC naming %s", err, OptimName)
+	}
+	es, _ := os.ReadDir(filepath.Join(dir, CkptDir))
+	if len(es) != 1 || es[0].Name() != "00000010" {
+		t.Errorf("after the failed save, ckpt holds %v, want only 00000010", es)
+	}
+	if s, err := d.Latest(); s != 10 || err != nil {
+		t.Errorf("Latest after the failed save: %d, %v", s, err)
+	}
+	if checked, err := d.Verify(10); !checked || err != nil {
+		t.Errorf("Verify(10): %v, %v", checked, err)
+	}
+	if p, err := firstParam(dir, -1); err != nil || p != 10 {
+		t.Errorf("the previous checkpoint loads as %v, %v", p, err)
+	}
+	if err := save(t, d, tr, 30, 1); err != nil {
+		t.Fatal(err)
+	}
+	if steps, _ := d.Checkpoints(); !slices.Equal(steps, []int{30}) {
+		t.Errorf("checkpoints %v, want [30]", steps)
+	}
+}
+
+// TestAppendMetricsFullDisk: a metrics append that meets a full disk
+// after part of its line fails, and the file is cut back to the lines
+// before: byte for byte as it was, every line whole. The next append
+// follows them.
+func TestAppendMetricsFullDisk(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	d, _ := newRun(t, dir)
+	if err := d.AppendMetrics(map[string]any{"step": 1, "loss": 2.5}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, MetricsName)
+	before, _ := os.ReadFile(p)
+	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EIO} {
+		restore := SetWriteFault(func(path string, n int) (int, error) { return n - 3, errno })
+		err := d.AppendMetrics(map[string]any{"step": 2, "loss": 2.0}, map[string]any{"step": 3, "loss": 1.5})
+		restore()
+		if !errors.Is(err, errno) {
+			t.Fatalf("append on a failing disk: %v, want %v", err, errno)
+		}
+		if after, _ := os.ReadFile(p); string(after) != string(before) {
+			t.Fatalf("%v: metrics.jsonl after the failed append:\n%s\nwant as before:\n%s", errno, after, before)
+		}
+	}
+	if err := d.AppendMetrics(map[string]any{"step": 2, "loss": 2.0}); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := d.Metrics(); err != nil || len(ms) != 2 || ms[1]["step"] != 2.0 {
+		t.Errorf("Metrics: %v, %v", ms, err)
 	}
 }

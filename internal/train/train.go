@@ -73,6 +73,13 @@ type Options struct {
 	// Report, when set, is called after every update with its numbers,
 	// and after an evaluation with its metrics.
 	Report func(Report)
+	// ContinueOnSaveError makes a checkpoint that cannot be written (a
+	// full disk, an I/O error) a note and a metrics line ("save_error")
+	// rather than the end of the run: training goes on and the next
+	// checkpoint tries again. The last checkpoint of a stage (at the end
+	// of the run or of a train.pretrain stage) or of an interrupted run
+	// must be written either way: its failure is Run's error.
+	ContinueOnSaveError bool
 }
 
 // Report is one update's numbers, for Options.Report.
@@ -117,7 +124,10 @@ func (r Result) RunSteps() int { return r.PretrainSteps + r.Steps }
 // finite updates nothing; past Options.SkipNonFinite of them, Run stops
 // with ErrNonFinite naming the step, the first non-finite tensor
 // (Model.Diagnose) and the batch's data position, without saving. The metrics lines logged after the checkpoint resumed from (all of
-// them without one) are dropped first.
+// them without one) are dropped first. A checkpoint that cannot be written
+// stops Run with a *SaveError naming its path, the free space and the
+// newest checkpoint, which is the one before; with
+// Options.ContinueOnSaveError, only the last one does.
 //
 // With train.pretrain, Run first runs the pretraining stage: a model of
 // tr's config with the head pretrain_head (model.Config.PretrainStage),
@@ -166,7 +176,7 @@ func Run(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src Source
 		pb := newPretrainBatch(tr.Model.Config)
 		from.stage, from.prep = run.StagePretrain, pb.make
 		po := Options{Steps: tc.Pretrain.Steps, Cap: o.Cap, SkipNonFinite: o.SkipNonFinite,
-			Progress: o.Progress, Name: o.Name + " pretrain", Report: o.Report}
+			Progress: o.Progress, Name: o.Name + " pretrain", Report: o.Report, ContinueOnSaveError: o.ContinueOnSaveError}
 		pres, err := runStage(ctx, d, ptr, src, po, from)
 		res.PretrainSteps, res.Resumed = pres.Steps, pres.Resumed
 		res.WallSeconds, res.DataEnded = pres.WallSeconds, pres.DataEnded
@@ -255,7 +265,7 @@ func runStage(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src S
 	wall := func() float64 { return st.WallSeconds + time.Since(start).Seconds() }
 	lossSum, lossN := st.LossSum, st.LossSteps
 	skipped, overflows := 0, 0
-	save := func() error {
+	save := func(last bool) error {
 		ds, err := src.State()
 		if err != nil {
 			return err
@@ -266,7 +276,21 @@ func runStage(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src S
 		if sc := tr.Scale; sc != nil {
 			next.LossScale, next.LossScaleClean, next.Overflows = sc.Scale, sc.Clean, sc.Skipped
 		}
-		return d.SaveTrainer(tr, next, tc.KeepCheckpoints)
+		if err := d.SaveTrainer(tr, next, tc.KeepCheckpoints); err != nil {
+			return saveError(d, res.Steps, last, err)
+		}
+		return nil
+	}
+	// saveOrGoOn is save at a checkpoint before the last: with
+	// ContinueOnSaveError a failure is noted and training goes on.
+	saveOrGoOn := func() error {
+		err := save(false)
+		var se *SaveError
+		if !o.ContinueOnSaveError || !errors.As(err, &se) {
+			return err
+		}
+		prog.Note(fmt.Sprintf("%v; training goes on, and the next checkpoint tries again", se))
+		return d.AppendMetrics(map[string]any{"step": res.Steps, "stage": from.stage, "save_error": se.Err.Error()})
 	}
 	// logLine writes the metrics line of the update just done, whose
 	// statistics are s, with an evaluation when eval is set.
@@ -305,7 +329,7 @@ func runStage(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src S
 		if ctx.Err() != nil {
 			prog.Finish()
 			res.TrainSeconds, res.WallSeconds = trainTime.Seconds(), wall()
-			if err := save(); err != nil {
+			if err := save(true); err != nil {
 				return res, err
 			}
 			return res, ErrInterrupted
@@ -399,7 +423,7 @@ func runStage(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src S
 				GradNorm: s.GradNorm, TokensPerSec: tps, Eval: evalOf(eval, res.LastEval)})
 		}
 		if tc.CheckpointEvery > 0 && k%tc.CheckpointEvery == 0 && !last {
-			if err := save(); err != nil {
+			if err := saveOrGoOn(); err != nil {
 				return res, err
 			}
 		}
@@ -419,7 +443,7 @@ func runStage(ctx context.Context, d *run.Dir, tr *model.Trainer[float32], src S
 	}
 	prog.Finish()
 	res.TrainSeconds, res.WallSeconds = trainTime.Seconds(), wall()
-	return res, save()
+	return res, save(true)
 }
 
 // evalOf is ev at an evaluation step, else nil.
