@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"strconv"
 
 	"github.com/tokenmix/tokenmix/internal/bench"
@@ -78,6 +79,7 @@ type benchModel struct {
 	asJSON  *bool
 	prec    *string
 	bf16    *string
+	maxMem  func() (int64, error)
 }
 
 func newBenchModel(name, cfgHelp string, reps int, repsHelp string) *benchModel {
@@ -92,6 +94,7 @@ func newBenchModel(name, cfgHelp string, reps int, repsHelp string) *benchModel 
 		asJSON:  fs.Bool("json", false, "print one JSON object"),
 		prec:    fs.String("precision", "", "override the config's precision: fp32, bf16 or fp16"),
 		bf16:    fs.String("bf16-path", "", "force the bf16 GEMM path: go, avx512bf16 or amx, where the CPU has it (default: best)"),
+		maxMem:  maxMemoryFlag(fs, "bench "+name, "the memory budget: a measurement whose plan at --batch × --len needs more is refused before it allocates"),
 	}
 }
 
@@ -122,7 +125,24 @@ func (b *benchModel) parse(args []string) (cfg *model.Config, child bool, err er
 			return nil, false, usageErr("bench %s --bf16-path: %v", b.name, err)
 		}
 	}
+	if _, err := b.maxMem(); err != nil {
+		return nil, false, err
+	}
 	return cfg, child, nil
+}
+
+// checkBudget refuses, before anything is allocated, a measurement of cfg
+// whose plan at --batch × --len (training or inference) needs more than
+// --max-memory.
+func (b *benchModel) checkBudget(cfg *model.Config, train bool) error {
+	budget, err := b.maxMem()
+	if err != nil {
+		return err
+	}
+	if err := model.CheckBudget(cfg, *b.B, *b.T, parallel.Threads(), train, budget); err != nil {
+		return fmt.Errorf("bench %s: %w", b.name, err)
+	}
+	return nil
 }
 
 // inChild runs the measurement in a fresh child process with the same flags
@@ -130,7 +150,7 @@ func (b *benchModel) parse(args []string) (cfg *model.Config, child bool, err er
 func (b *benchModel) inChild(dst any) error {
 	return bench.InChild(dst, []string{"TOKENMIX_THREADS=" + strconv.Itoa(parallel.Threads())},
 		"bench", b.name, "--config", *b.cfgPath, "--len", strconv.Itoa(*b.T), "--batch", strconv.Itoa(*b.B),
-		"--reps", strconv.Itoa(*b.reps), "--precision", *b.prec, "--bf16-path", *b.bf16, childFlag)
+		"--reps", strconv.Itoa(*b.reps), "--precision", *b.prec, "--bf16-path", *b.bf16, "--max-memory", "0", childFlag)
 }
 
 // childFlag marks the re-executed measuring process of the bench

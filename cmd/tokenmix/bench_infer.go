@@ -54,6 +54,9 @@ func runBenchInfer(ctx context.Context, args []string) error {
 	if _, err := os.Stat(*script); err != nil {
 		return usageErr("bench infer: --script: %v (run from the repository root, or name scripts/onnxruntime.mjs)", err)
 	}
+	if err := b.checkBudget(cfg, false); err != nil {
+		return err
+	}
 	r, err := bench.Infer(cfg, *b.B, *b.T, parallel.Threads(), *rounds, *b.reps, *modules, *script)
 	if err != nil {
 		return err

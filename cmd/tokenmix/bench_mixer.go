@@ -17,6 +17,11 @@ func runBenchMixer(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if !child {
+		if err := b.checkBudget(cfg, true); err != nil { // a mixer's forward and backward: within the model's plan
+			return err
+		}
+	}
 	if child {
 		r, err := bench.Mixer(cfg, *b.B, *b.T, *b.reps)
 		if err != nil {

@@ -19,14 +19,19 @@ func runBenchTrain(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *showPlan {
-		m, err := model.New[float32](cfg)
+	if *showPlan { // from the config alone: nothing is allocated
+		n, err := model.NeedOf(cfg, *b.B, *b.T, parallel.Threads(), true)
 		if err != nil {
 			return err
 		}
-		fmt.Print(m.Plan(*b.B, *b.T).String())
-		fmt.Printf("  parameters %d: params+grads+AdamW %s\n", m.NumParams(), bench.MiB(m.ParamBytes()))
+		fmt.Print(n.Plan.String())
+		fmt.Printf("  parameters %d: params+grads+AdamW %s\n", n.NumParams, bench.MiB(n.ParamBytes()))
 		return nil
+	}
+	if !child {
+		if err := b.checkBudget(cfg, true); err != nil {
+			return err
+		}
 	}
 	if child {
 		r, err := bench.Train(cfg, *b.B, *b.T, *b.reps)

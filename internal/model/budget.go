@@ -185,9 +185,8 @@ func (e *BudgetError) Error() string {
 }
 
 // CheckTrainBudget returns a *BudgetError when training c needs more than
-// budget bytes (no check when budget ≤ 0). The error names the largest
-// planned tensors and what would fit: a smaller train.batch_size, a
-// shorter max_len, or checkpoint or reversible blocks.
+// budget bytes at its largest batch shape (no check when budget ≤ 0): see
+// CheckBudget.
 func CheckTrainBudget(c *Config, threads int, budget int64) error {
 	if budget <= 0 {
 		return nil
@@ -196,13 +195,28 @@ func CheckTrainBudget(c *Config, threads int, budget int64) error {
 	if err != nil {
 		return err
 	}
+	return CheckBudget(c, need.Plan.B, need.Plan.T, threads, true, budget)
+}
+
+// CheckBudget returns a *BudgetError when a run of c at batch B and
+// length T (training when train, else inference) needs more than budget
+// bytes (no check when budget ≤ 0). The error names the largest planned
+// tensors and what would fit: a smaller batch, a shorter length, or
+// checkpoint or reversible blocks.
+func CheckBudget(c *Config, B, T, threads int, train bool, budget int64) error {
+	if budget <= 0 {
+		return nil
+	}
+	need, err := NeedOf(c, B, T, threads, train)
+	if err != nil {
+		return err
+	}
 	if need.Bytes() <= budget {
 		return nil
 	}
 	e := &BudgetError{Need: need, Budget: budget}
-	B, T := need.Plan.B, need.Plan.T
 	fits := func(c *Config, B, T int) bool {
-		n, err := NeedOf(c, B, T, threads, true)
+		n, err := NeedOf(c, B, T, threads, train)
 		return err == nil && n.Bytes() <= budget
 	}
 	// The largest batch at this length.
@@ -217,7 +231,7 @@ func CheckTrainBudget(c *Config, threads int, budget int64) error {
 		step = 64
 	}
 	key := "max_len"
-	if T < c.MaxLen {
+	if T < c.MaxLen && c.Train != nil && c.Train.SeqLen == T {
 		key = "train.seq_len"
 	}
 	if k := largest(1, (T-1)/step, func(k int) bool {
@@ -229,7 +243,7 @@ func CheckTrainBudget(c *Config, threads int, budget int64) error {
 	}); k > 0 {
 		e.Fits = append(e.Fits, fmt.Sprintf("%s %d", key, k*step))
 	}
-	if !c.Checkpoint && !c.Reversible {
+	if train && !c.Checkpoint && !c.Reversible { // they save training memory only
 		ck := *c
 		ck.Checkpoint = true
 		if fits(&ck, B, T) {
