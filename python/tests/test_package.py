@@ -92,8 +92,16 @@ class RunDir(unittest.TestCase):
             other = tokenmix_torch.Model(cfg({"kind": "topk"}))
             with self.assertRaisesRegex(ValueError, "config.json"):
                 tokenmix_torch.save_run(other, run, step=4)
-            # Broken files: each error names the file.
+            # Broken files: each error names the file. One flipped byte in
+            # a tensor's data still parses: the checksum finds it.
             w = os.path.join(run, "ckpt", "00000003", "weights.safetensors")
+            with open(w, "r+b") as f:
+                f.seek(-3, os.SEEK_END)
+                b = f.read(1)
+                f.seek(-3, os.SEEK_END)
+                f.write(bytes([b[0] ^ 0x10]))
+            with self.assertRaisesRegex(ValueError, "00000003/weights.safetensors: damaged"):
+                tokenmix_torch.load_run(run)
             with open(w, "r+b") as f:
                 f.truncate(100)
             with self.assertRaisesRegex(ValueError, "00000003/weights.safetensors"):

@@ -63,6 +63,29 @@ def read_info(run_dir):
     return info
 
 
+def verify(ckpt_dir, name):
+    """Checks ckpt_dir/name against the SHA-256 checksum its state.json
+    records (checkpoints written before checksums have none to check).
+    Raises a ValueError naming the file when they differ."""
+    spath = os.path.join(ckpt_dir, STATE)
+    if not os.path.exists(spath):
+        return
+    want = (_json(spath).get("checksums") or {}).get(name)
+    if want is None:
+        return
+    path = os.path.join(ckpt_dir, name)
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError as e:
+        raise ValueError(f"{path}: {e.strerror or e}") from None
+    if "sha256:" + h.hexdigest() != want:
+        raise ValueError(f"{path}: damaged: its SHA-256 differs from the checksum in {spath} "
+                         "(tokenmix verify --run DIR checks every checkpoint)")
+
+
 def load_run(run_dir, checkpoint=None, dtype=torch.float32, device=None):
     """The model stored at run_dir: a run directory's checkpoint (the newest
     complete one when checkpoint is None) or an exported model. The model's
@@ -88,6 +111,7 @@ def load_run(run_dir, checkpoint=None, dtype=torch.float32, device=None):
         wpath = os.path.join(ckpt_path(run_dir, checkpoint), WEIGHTS)
         if not os.path.exists(wpath):
             raise ValueError(f"{wpath}: missing")
+        verify(ckpt_path(run_dir, checkpoint), WEIGHTS)
         spath = os.path.join(ckpt_path(run_dir, checkpoint), STATE)
         if os.path.exists(spath) and _json(spath).get("stage") == "pretrain":
             raise ValueError(f"{run_dir}: checkpoint {checkpoint} is from the pretraining stage (train.pretrain): "
@@ -179,6 +203,7 @@ def load_optimizer(run_dir, model, optimizer, checkpoint=None):
         if not steps:
             raise ValueError(f"{run_dir}: no complete checkpoint yet")
         checkpoint = steps[-1]
+    verify(ckpt_path(run_dir, checkpoint), OPTIM)
     path = os.path.join(ckpt_path(run_dir, checkpoint), OPTIM)
     tensors, meta = st.load(path)
     try:
