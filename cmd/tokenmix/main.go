@@ -110,7 +110,7 @@ func benchCommands() map[string]command {
 			"the FMA peak of this CPU per thread count, and the bf16 dot-product peak where it has one", runBenchPeak, false, false},
 		"scaling": {"[--mixers a,b] [--min-len N] [--max-len N] [--max-memory 4GiB] [--out DIR] [flags]",
 			"time and memory of every mixer over doubling sequence lengths, with plots", runBenchScaling, false, false},
-		"serve": {"--run DIR | --config C [--run … | --config …] [--clients 1,8,64] [--streams 1,16] [--duration D] [--idle D] [--json]",
+		"serve": {"--run DIR | --config C [--run … | --config …] [--clients 1,8,64] [--streams 1,16] [--duration D] [--idle D] [--soak D [--out DIR]] [--json]",
 			"an in-process server under HTTP load: classify and embeddings requests/s and latency with and without batching, completion tokens/s, idle CPU", runBenchServe, false, false},
 		"mixer": {"--config C --len T [--batch B] [--reps N] [--json]",
 			"forward and backward time of one mixer layer, planned bytes and peak RSS", runBenchMixer, false, false},

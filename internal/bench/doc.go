@@ -36,6 +36,14 @@
 //     request when the last is answered, for a fixed duration per client
 //     count; throughput, and the median and 99th-percentile latency.
 //     The idle server's cost is stat.ProcessCPU over a wait.
+//   - Soak (`bench serve --soak`): `tokenmix serve` in a child process
+//     under mixed traffic (every endpoint its models serve, streamed and
+//     not, clients that leave mid-stream or mid-request, slow readers,
+//     malformed requests) for a fixed time; the child's RSS, heap,
+//     goroutines and open fds sampled from its /metrics. It passes when
+//     RSS at the end is within 10% of RSS after the warm-up, goroutines
+//     and fds come back to their idle counts, and no 5xx but a cancelled
+//     request's 503 appears.
 //   - Scaling (Scaling, ScalingSweep for `bench scaling`): Mixer for every
 //     kind at doubling lengths, each point in its own child process
 //     (MixerInChild), until full attention exceeds a memory budget or a

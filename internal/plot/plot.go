@@ -95,12 +95,13 @@ func (f Figure) save(p *gplot.Plot, path string) error {
 }
 
 // Lines draws one line per series, with markers when a series has few
-// points, and a legend, and saves the figure as a PNG at path. Series with
+// points, a legend and f.HLines, and saves the figure as a PNG at path. Series with
 // no drawable point are left out of the figure; it returns an error if no
 // series has any.
 func Lines(path string, f Figure, series []Series) error {
 	p := f.new()
 	n := 0
+	var all plotter.XYs
 	for i, s := range series {
 		var xy plotter.XYs
 		for j := range min(len(s.X), len(s.Y)) {
@@ -111,6 +112,7 @@ func Lines(path string, f Figure, series []Series) error {
 		if len(xy) == 0 {
 			continue
 		}
+		all = append(all, xy...)
 		l, err := plotter.NewLine(xy)
 		if err != nil {
 			return fmt.Errorf("plot: %s: %v", s.Name, err)
@@ -133,6 +135,9 @@ func Lines(path string, f Figure, series []Series) error {
 	}
 	if n == 0 {
 		return fmt.Errorf("plot: %s: no data to draw", path)
+	}
+	if err := f.addHLines(p, all); err != nil {
+		return err
 	}
 	p.Legend.Top = true
 	p.Legend.Left = f.LegendLeft

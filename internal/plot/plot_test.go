@@ -53,7 +53,7 @@ func TestLines(t *testing.T) {
 	}
 	ss = append(ss, Series{Name: "empty"}, Series{Name: "nan", X: []float64{1}, Y: []float64{math.NaN()}})
 	p := filepath.Join(dir, "loss.png")
-	if err := Lines(p, Figure{Title: "loss", XLabel: "step", YLabel: "loss"}, ss); err != nil {
+	if err := Lines(p, Figure{Title: "loss", XLabel: "step", YLabel: "loss", HLines: []HLine{{"unigram", 2.5}}}, ss); err != nil {
 		t.Fatal(err)
 	}
 	checkPNG(t, p)
