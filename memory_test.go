@@ -94,7 +94,7 @@ func TestTrainMaxMemory(t *testing.T) {
 	cfg.Causal = &causal
 	cfg.Train.BatchSize, cfg.Train.Steps = 16, 2
 	_, err := Train(context.Background(), cfg, TextFiles("README.md"), WithOutDir(out), WithMaxMemory(8<<20))
-	if err == nil || !strings.Contains(err.Error(), "over the memory budget of 8.00 MiB") || !strings.Contains(err.Error(), "batch_size ") {
+	if err == nil || !strings.Contains(err.Error(), "over the memory budget of 8.0 MiB") || !strings.Contains(err.Error(), "batch_size ") {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := Load(out); err == nil {
