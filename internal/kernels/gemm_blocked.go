@@ -54,12 +54,21 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 	if packA || panelA {
 		na = mc * ka
 	}
+	// A B of one panel's width whose rows are already packed rows (row
+	// stride = the packed width, as attention's heads of 16–64 columns)
+	// is read in place.
+	inPlace := !transB && n <= nr && n == gemmPackWidth(p, n) && ldb == n
 	bp, ap := w.bufs(kc*nc, na)
 	for jc := 0; jc < n; jc += nc {
 		ncb := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kcb := min(kc, k-pc)
-			packB(bp, p, transB, b, ldb, pc, kcb, jc, ncb)
+			bpan := bp
+			if inPlace {
+				bpan = b[pc*ldb:]
+			} else {
+				packB(bp, p, transB, b, ldb, pc, kcb, jc, ncb)
+			}
 			be := beta
 			if pc > 0 {
 				be = 1
@@ -79,7 +88,7 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 					ao, rs = pc*lda+ic, 1
 				}
 				for jr := 0; jr < ncb; jr += nr {
-					gemmTiles(w, p, transA && !packA, mcb, min(nr, ncb-jr), kcb, as, ao, al, rs, bp[jr*kcb:], c, ic*ldc+jc+jr, ldc, alpha, be)
+					gemmTiles(w, p, transA && !packA, mcb, min(nr, ncb-jr), kcb, as, ao, al, rs, bpan[jr*kcb:], c, ic*ldc+jc+jr, ldc, alpha, be)
 				}
 			}
 		}
@@ -119,6 +128,15 @@ func packB(dst []float32, p Path, transB bool, b []float32, ldb, pc, kc, jc, nc 
 		pw := gemmPackWidth(p, cols)
 		d := dst[j0*kc : j0*kc+kc*pw]
 		if !transB {
+			if cols == 16 && pw == 16 {
+				// One vector per row, copied inline: a call of copy per
+				// 64-byte row costs more than the copy (narrow heads).
+				for q := 0; q < kc; q++ {
+					o := (pc+q)*ldb + jc + j0
+					*(*[16]float32)(d[q*16:]) = *(*[16]float32)(b[o:])
+				}
+				continue
+			}
 			for q := 0; q < kc; q++ {
 				o := (pc+q)*ldb + jc + j0
 				row := d[q*pw : q*pw+pw]

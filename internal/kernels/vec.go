@@ -114,6 +114,19 @@ func Scale[F Float](dst []F, s F) {
 	}
 }
 
+// SubMul sets dst[i] = p[i]·(dst[i] − d), attention's dS = P ⊙ (dP − D)
+// on one row. SubMul panics if len(p) < len(dst).
+func SubMul[F Float](dst, p []F, d F) {
+	p = p[:len(dst)]
+	if d32, ok := any(dst).([]float32); ok {
+		vecs().subMul(d32, any(p).([]float32), float32(d))
+		return
+	}
+	for i := range dst {
+		dst[i] = p[i] * (dst[i] - d)
+	}
+}
+
 // SoftmaxRows replaces each of the rows×cols row-major rows of x with its
 // softmax, subtracting the row maximum first (Max, then ExpSub and Scale
 // by the reciprocal sum). A row whose entries are all -Inf becomes all

@@ -44,7 +44,7 @@ func (a asmVec) body(n int) int { return n &^ (a.lanes() - 1) }
 func (a asmVec) table() *vec32 {
 	return &vec32{
 		exp: a.exp, expSub: a.expSub, max: a.max, sum: a.sum,
-		scale: a.scale, add: a.add, addTo: a.addTo,
+		scale: a.scale, subMul: a.subMul, add: a.add, addTo: a.addTo,
 		gelu: a.gelu, geluBack: a.geluBack,
 		sumSqDev: a.sumSqDev, lnAffine: a.lnAffine, lnBackDots: a.lnBackDots,
 		lnBackDx: a.lnBackDx, lnBackW: a.lnBackW, adamW: a.adamW,
@@ -156,6 +156,15 @@ func (a asmVec) scale(dst []float32, s float32) {
 	if b < len(dst) {
 		scaleGo(dst[b:], s)
 	}
+}
+
+func (a asmVec) subMul(dst, p []float32, d float32) {
+	p = p[:len(dst)]
+	b := a.body(len(dst))
+	if b > 0 {
+		a.subMulRaw(&dst[0], &p[0], b, d)
+	}
+	subMulGo(dst[b:], p[b:], d)
 }
 
 func (a asmVec) add(dst, x, y []float32) {

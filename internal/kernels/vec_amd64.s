@@ -437,6 +437,28 @@ done:
 	VZEROUPPER
 	RET
 
+// func subMulVecAVX2(dst, p *float32, n int, d float32)
+// dst = p·(dst − d): attention's dS = P ⊙ (dP − D).
+TEXT ·subMulVecAVX2(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS d+24(FP), Y4
+	SHRQ $3, CX
+	JZ   done
+loop:
+	VMOVUPS (DI), Y0
+	VSUBPS Y4, Y0, Y0
+	VMULPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $(32), SI
+	ADDQ $(32), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
 // func addVecAVX2(dst, a, b *float32, n int)
 TEXT ·addVecAVX2(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
@@ -1255,6 +1277,28 @@ TEXT ·scaleVecAVX512(SB), NOSPLIT, $0-20
 loop:
 	VMULPS (DI), Z4, Z0
 	VMOVUPS Z0, (DI)
+	ADDQ $(64), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
+// func subMulVecAVX512(dst, p *float32, n int, d float32)
+// dst = p·(dst − d): attention's dS = P ⊙ (dP − D).
+TEXT ·subMulVecAVX512(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS d+24(FP), Z4
+	SHRQ $4, CX
+	JZ   done
+loop:
+	VMOVUPS (DI), Z0
+	VSUBPS Z4, Z0, Z0
+	VMULPS (SI), Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $(64), SI
 	ADDQ $(64), DI
 	DECQ CX
 	JNZ  loop

@@ -11,6 +11,7 @@ type vec32 struct {
 	max      func(x []float32) float32
 	sum      func(x []float32) float32
 	scale    func(dst []float32, s float32)
+	subMul   func(dst, p []float32, d float32) // dst = p·(dst − d)
 	add      func(dst, a, b []float32)
 	addTo    func(dst, a []float32)
 	gelu     func(dst, src []float32)
@@ -39,6 +40,7 @@ var goVec = &vec32{
 	max:        maxGo,
 	sum:        sumGo,
 	scale:      scaleGo,
+	subMul:     subMulGo,
 	add:        addGo,
 	addTo:      addToGo,
 	gelu:       geluGo,
@@ -114,6 +116,13 @@ func axpyGo(dst []float32, a float32, x []float32) {
 	x = x[:len(dst)]
 	for i := range dst {
 		dst[i] += a * x[i]
+	}
+}
+
+func subMulGo(dst, p []float32, d float32) {
+	p = p[:len(dst)]
+	for i := range dst {
+		dst[i] = p[i] * (dst[i] - d)
 	}
 }
 

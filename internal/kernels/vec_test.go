@@ -87,6 +87,7 @@ func runAxpy[F Float](in [][]F) []F {
 	return o
 }
 func runScale[F Float](in [][]F) []F { o := slices.Clone(in[0]); Scale(o, F(-1.3)); return o }
+func runSubMul[F Float](in [][]F) []F { o := slices.Clone(in[0]); SubMul(o, in[1], F(0.3)); return o }
 func runAdd[F Float](in [][]F) []F {
 	o := make([]F, len(in[0]))
 	Add(parallel.Threads(), o, in[0], in[1])
@@ -145,6 +146,7 @@ func TestRowKernels(t *testing.T) {
 		{"Dot", 2, -1, 1, 1e-6, 1e-6, true, runDot[float32], runDot[float64]},
 		{"Axpy", 2, -1, 1, 1.2e-7, 2.4e-7, false, runAxpy[float32], runAxpy[float64]},
 		{"Scale", 1, -1, 1, 0, 1.2e-7, false, runScale[float32], runScale[float64]},
+		{"SubMul", 2, -1, 1, 1.2e-7, 2.4e-7, false, runSubMul[float32], runSubMul[float64]},
 		{"Add", 2, -1, 1, 6e-8, 6e-8, false, runAdd[float32], runAdd[float64]},
 		{"AddAlias", 2, -1, 1, 6e-8, 6e-8, false, runAddAlias[float32], runAddAlias[float64]},
 		{"AddTo", 2, -1, 1, 6e-8, 6e-8, false, runAddTo[float32], runAddTo[float64]},

@@ -99,6 +99,20 @@ func (avx512 asmVec) scaleRaw(dst *float32, n int, s float32) {
 }
 
 //go:noescape
+func subMulVecAVX2(dst, p *float32, n int, d float32)
+
+//go:noescape
+func subMulVecAVX512(dst, p *float32, n int, d float32)
+
+func (avx512 asmVec) subMulRaw(dst, p *float32, n int, d float32) {
+	if avx512 {
+		subMulVecAVX512(dst, p, n, d)
+		return
+	}
+	subMulVecAVX2(dst, p, n, d)
+}
+
+//go:noescape
 func addVecAVX2(dst, a, b *float32, n int)
 
 //go:noescape

@@ -72,6 +72,14 @@ func BenchmarkTrainStepFmnistFNet(b *testing.B) {
 		"max_len": 784, "causal": false, "task": "classify", "n_classes": 10, "mixer": {"kind": "fnet"}, "train": {}}`, 784, 16, 1)
 }
 
+// BenchmarkTrainStepFmnistFull times a training step of the fmnist arena
+// preset's full-attention model: four heads of width 16 at T = 784, batch
+// 16, the narrow-head case of attention's products.
+func BenchmarkTrainStepFmnistFull(b *testing.B) {
+	benchStep(b, `{"vocab_size": 256, "d_model": 64, "n_heads": 4, "n_layers": 2, "d_ff": 128,
+		"max_len": 784, "causal": false, "task": "classify", "n_classes": 10, "mixer": {"kind": "full"}, "train": {}}`, 784, 16, 1)
+}
+
 // benchDecode times decoding steps of the decode benchmark model
 // (scripts/decode_aft_simple_d256.json with mixer kind) for n sequences
 // stepped together (DecodeBatch; Decode for n = 1), from position 256.

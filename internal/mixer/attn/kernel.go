@@ -405,10 +405,7 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 	// dS = P ⊙ (dP − D_i)
 	for a := 0; a < nq; a++ {
 		di := drow[(b*d.H+h)*T+blk.Q0+a*blk.QS]
-		pr, dr := s[a*nk:(a+1)*nk], dp[a*nk:(a+1)*nk]
-		for c := range dr {
-			dr[c] = pr[c] * (dr[c] - di)
-		}
+		kernels.SubMul(dp[a*nk:(a+1)*nk], s[a*nk:(a+1)*nk], di)
 	}
 	// dQ += scale·dS·K;  dK += scale·dSᵀ·Q
 	if packed {

@@ -321,12 +321,7 @@ func (w *work[F]) backward(dqk, dv, datt, att, lse, qk, v []F, b, h int, p mixer
 				kernels.Gemm(1, w.m.proj.Prec, false, true, nq, n, dh, 1, do, dh, w.vs[g.r0*dh:], dh, 0, w.dp[g.col:], nk)
 			}
 			for a, i := range ord[c.a0:c.a1] {
-				pr := w.s[a*nk : (a+1)*nk]
-				dr := w.dp[a*nk : (a+1)*nk]
-				di := w.dd[i]
-				for col := range dr {
-					dr[col] = pr[col] * (dr[col] - di)
-				}
+				kernels.SubMul(w.dp[a*nk:(a+1)*nk], w.s[a*nk:(a+1)*nk], w.dd[i]) // dS = P∘(dP − D)
 			}
 			q := w.qs[c.a0*dh:]
 			for _, g := range segs {

@@ -243,6 +243,27 @@ loop:
 done:
 	VZEROUPPER
 	RET`, `
+// func subMulVec{S}(dst, p *float32, n int, d float32)
+// dst = p·(dst − d): attention's dS = P ⊙ (dP − D).
+TEXT ·subMulVec{S}(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS d+24(FP), V4
+	SHRQ ${SH}, CX
+	JZ   done
+loop:
+	VMOVUPS (DI), V0
+	VSUBPS V4, V0, V0
+	VMULPS (SI), V0, V0
+	VMOVUPS V0, (DI)
+	ADDQ $({B}), SI
+	ADDQ $({B}), DI
+	DECQ CX
+	JNZ  loop
+done:
+	VZEROUPPER
+	RET`, `
 // func addVec{S}(dst, a, b *float32, n int)
 TEXT ·addVec{S}(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
