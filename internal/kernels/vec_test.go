@@ -86,7 +86,7 @@ func runAxpy[F Float](in [][]F) []F {
 	Axpy(o, F(0.7), in[1])
 	return o
 }
-func runScale[F Float](in [][]F) []F { o := slices.Clone(in[0]); Scale(o, F(-1.3)); return o }
+func runScale[F Float](in [][]F) []F  { o := slices.Clone(in[0]); Scale(o, F(-1.3)); return o }
 func runSubMul[F Float](in [][]F) []F { o := slices.Clone(in[0]); SubMul(o, in[1], F(0.3)); return o }
 func runAdd[F Float](in [][]F) []F {
 	o := make([]F, len(in[0]))
