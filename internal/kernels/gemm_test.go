@@ -34,6 +34,9 @@ var gemmCases = []gemmCase{
 	{5, 19, 31, 2},   // a 1-row block, a 15-float k tail, 3 columns past the tiles
 	{15, 9, 16, 1},   // k one whole vector, a 3-row block
 	{11, 40, 7, 0},   // k below one vector: only the masked tail
+	{40, 16, 300, 0}, // B already in panel layout (ldb = n = 16): read in place
+	{9, 64, 900, 0},  // in place, several k blocks
+	{20, 16, 50, 5},  // 16 columns with ldb 21: packed a vector per row
 }
 
 var gemmScalars = []struct{ alpha, beta float32 }{
