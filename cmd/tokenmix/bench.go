@@ -146,11 +146,11 @@ func (b *benchModel) checkBudget(cfg *model.Config, train bool) error {
 }
 
 // inChild runs the measurement in a fresh child process with the same flags
-// and thread count, decoding its JSON result into dst.
-func (b *benchModel) inChild(dst any) error {
-	return bench.InChild(dst, []string{"TOKENMIX_THREADS=" + strconv.Itoa(parallel.Threads())},
-		"bench", b.name, "--config", *b.cfgPath, "--len", strconv.Itoa(*b.T), "--batch", strconv.Itoa(*b.B),
-		"--reps", strconv.Itoa(*b.reps), "--precision", *b.prec, "--bf16-path", *b.bf16, "--max-memory", "0", childFlag)
+// (and extra ones) and thread count, decoding its JSON result into dst.
+func (b *benchModel) inChild(dst any, extra ...string) error {
+	args := append([]string{"bench", b.name, "--config", *b.cfgPath, "--len", strconv.Itoa(*b.T), "--batch", strconv.Itoa(*b.B),
+		"--reps", strconv.Itoa(*b.reps), "--precision", *b.prec, "--bf16-path", *b.bf16, "--max-memory", "0"}, extra...)
+	return bench.InChild(dst, []string{"TOKENMIX_THREADS=" + strconv.Itoa(parallel.Threads())}, append(args, childFlag)...)
 }
 
 // childFlag marks the re-executed measuring process of the bench

@@ -15,6 +15,7 @@ import (
 func runBenchTrain(ctx context.Context, args []string) error {
 	b := newBenchModel("train", "model config JSON", 3, "timed steps after one warm-up step (median reported)")
 	showPlan := b.fs.Bool("plan", false, "print the memory plan (every buffer) and exit without measuring")
+	profile := b.fs.Bool("profile", false, "profile the timed steps: their CPU time by phase (forward, backward, clipping, optimizer) and by kernel (use --reps 10 or more: 100 samples a second)")
 	cfg, child, err := b.parse(args)
 	if err != nil {
 		return err
@@ -34,14 +35,18 @@ func runBenchTrain(ctx context.Context, args []string) error {
 		}
 	}
 	if child {
-		r, err := bench.Train(cfg, *b.B, *b.T, *b.reps)
+		r, err := bench.Train(cfg, *b.B, *b.T, *b.reps, *profile)
 		if err != nil {
 			return err
 		}
 		return printJSON(r)
 	}
 	var r bench.TrainResult
-	if err := b.inChild(&r); err != nil {
+	var extra []string
+	if *profile {
+		extra = append(extra, "--profile")
+	}
+	if err := b.inChild(&r, extra...); err != nil {
 		return err
 	}
 	if *b.asJSON {
@@ -49,5 +54,15 @@ func runBenchTrain(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("train step B=%d T=%d, %s (bf16 path %s), %d thread(s): %.1f ms/step, %.0f tokens/s; planned %s, params+grads+AdamW %s, peak RSS %s\n",
 		*b.B, *b.T, r.Precision, r.BF16Kernels, parallel.Threads(), r.StepMs, r.TokensPerS, bench.MiB(r.PlannedBytes), bench.MiB(r.ParamBytes), bench.MiB(r.PeakRSSBytes))
+	if p := r.Profile; p != nil {
+		fmt.Printf("profile of the %d timed steps:\n  by phase (wall time per step):\n", *b.reps)
+		for _, s := range p.Phases {
+			fmt.Printf("    %5.1f%%  %8.1f ms  %s\n", 100*s.Share, s.Ms, s.Name)
+		}
+		fmt.Printf("  by kernel (the function each of %d CPU samples, every thread, was in; the top %d):\n", p.Samples, len(p.Kernels))
+		for _, s := range p.Kernels {
+			fmt.Printf("    %5.1f%%  %s\n", 100*s.Share, s.Name)
+		}
+	}
 	return nil
 }

@@ -79,7 +79,7 @@ func commands() map[string]command {
 			"continue a prompt with a causal byte-level lm, writing the bytes as they come", runGenerate, true, false},
 		"grad": {"--config C --weights W --batch B --out O [--float64]",
 			"one forward and backward: logits, loss and every gradient", runGrad, false, false},
-		"train": {"(--data PATH [--val V] | --task T) --out DIR [--config C] [--mixer K] [--size small|base] [--resume] [--val-frac F] [--json]",
+		"train": {"(--data PATH [--val V] | --task T) --out DIR [--config C] [--mixer K] [--size small|base] [--resume] [--val-frac F] [--max-memory SIZE] [--on-save-error stop|continue] [--json]",
 			"train a language model on text or conversations, a classifier or a tagger on JSONL, or a model on a built-in task, with resumable checkpoints", runTrain, true, false},
 		"mixers": {"[--json]",
 			"list every mixer kind: paper, capabilities, options", runMixers, false, false},
@@ -102,7 +102,7 @@ func benchCommands() map[string]command {
 	return map[string]command{
 		"decode": {"--run DIR | --config C [--reps N] [--streams N] [--json]",
 			"one stream's prefill speed and per-token latency at positions 256, 1024 and 4096, with its state's bytes; StepStreams' tokens/s", runBenchDecode, false, false},
-		"infer": {"--config C --len T [--batch B] [--mixer JSON] [--reps N] [--rounds R] [--onnxruntime DIR] [--json]",
+		"infer": {"--config C --len T [--batch B] [--mixer JSON] [--reps N] [--rounds R] [--onnxruntime DIR] [--max-memory SIZE] [--json]",
 			"sequences/s of tokenmix's inference forward against ONNX Runtime for Node on the same model's ONNX export, alternated", runBenchInfer, false, false},
 		"gemm": {"[--threads-list 1,2] [--trans NN] [--dtype f32|bf16] [--path P] [--reps N] [--clock wall|cpu] [--json]",
 			"GEMM GFLOP/s on the benchmark shapes: float32 against the measured FMA peak, or bf16 against float32", runBenchGemm, false, false},
@@ -112,9 +112,9 @@ func benchCommands() map[string]command {
 			"time and memory of every mixer over doubling sequence lengths, with plots", runBenchScaling, false, false},
 		"serve": {"--run DIR | --config C [--run … | --config …] [--clients 1,8,64] [--streams 1,16] [--duration D] [--idle D] [--soak D [--out DIR]] [--json]",
 			"an in-process server under HTTP load: classify and embeddings requests/s and latency with and without batching, completion tokens/s, idle CPU", runBenchServe, false, false},
-		"mixer": {"--config C --len T [--batch B] [--reps N] [--json]",
+		"mixer": {"--config C --len T [--batch B] [--reps N] [--max-memory SIZE] [--json]",
 			"forward and backward time of one mixer layer, planned bytes and peak RSS", runBenchMixer, false, false},
-		"train": {"--config C --len T [--batch B] [--reps N] [--plan] [--json]",
+		"train": {"--config C --len T [--batch B] [--reps N] [--plan] [--profile] [--max-memory SIZE] [--json]",
 			"time of a full training step, tokens/s, planned bytes and peak RSS", runBenchTrain, false, false},
 	}
 }

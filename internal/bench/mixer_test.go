@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -28,12 +29,35 @@ func TestMixerAndTrain(t *testing.T) {
 	if r.Mixer != "full" || r.Len != 32 || r.Batch != 2 || r.FwdMs <= 0 || r.BwdMs <= 0 || r.PlannedBytes < 4*2*32*16*4 || r.PeakRSSBytes <= 0 {
 		t.Errorf("mixer result %+v", r)
 	}
-	tr, err := Train(cfg, 2, 16, 1)
+	tr, err := Train(cfg, 2, 16, 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.StepMs <= 0 || tr.TokensPerS <= 0 || tr.PlannedBytes <= 0 || tr.ParamBytes <= 0 {
+	if tr.StepMs <= 0 || tr.TokensPerS <= 0 || tr.PlannedBytes <= 0 || tr.ParamBytes <= 0 || tr.Profile != nil {
 		t.Errorf("train result %+v", tr)
+	}
+	// Profiled: the phases' shares sum to one, and the kernels' to at
+	// most one.
+	pr, err := Train(cfg, 2, 16, 20, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pr.Profile
+	if p == nil || len(p.Phases) != 3 {
+		t.Fatalf("profile %+v", p)
+	}
+	var phases, kernels float64
+	for _, s := range p.Phases {
+		phases += s.Share
+		if s.Ms < 0 {
+			t.Errorf("phase %+v", s)
+		}
+	}
+	for _, s := range p.Kernels {
+		kernels += s.Share
+	}
+	if math.Abs(phases-1) > 1e-9 || kernels > 1+1e-9 || p.Phases[0].Ms <= 0 {
+		t.Errorf("profile: phases sum to %v, kernels to %v: %+v", phases, kernels, p)
 	}
 	if _, err := Mixer(cfg, 1, 64, 1); err == nil {
 		t.Error("len beyond max_len: want error")

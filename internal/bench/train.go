@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"runtime/pprof"
 	"time"
 
 	"github.com/tokenmix/tokenmix/internal/bench/stat"
@@ -20,6 +22,8 @@ type TrainResult struct {
 	PlannedBytes int64   `json:"planned_bytes"`
 	ParamBytes   int64   `json:"param_bytes"`
 	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	// Profile is the timed steps' breakdown (Train's profile), or nil.
+	Profile *StepProfile `json:"profile,omitempty"`
 }
 
 // Train times full float32 training steps (forward, backward, clipping and
@@ -27,8 +31,10 @@ type TrainResult struct {
 // step, then the median of reps steps. The config's "train" object is used
 // when present, else its defaults. planned_bytes is the model's memory plan
 // (activations and activation gradients); param_bytes is parameters,
-// gradients and AdamW moments.
-func Train(c *model.Config, B, T, reps int) (TrainResult, error) {
+// gradients and AdamW moments. With profile, the timed steps run under a
+// CPU profile, whose breakdown by phase and by kernel (the top
+// profileKernels) is the result's Profile.
+func Train(c *model.Config, B, T, reps int, profile bool) (TrainResult, error) {
 	if T > c.MaxLen {
 		return TrainResult{}, fmt.Errorf("bench: len %d exceeds max_len %d", T, c.MaxLen)
 	}
@@ -67,20 +73,49 @@ func Train(c *model.Config, B, T, reps int) (TrainResult, error) {
 	if err := step(); err != nil {
 		return TrainResult{}, err
 	}
+	var prof bytes.Buffer
+	var timing model.StepTiming
+	if profile {
+		if err := pprof.StartCPUProfile(&prof); err != nil {
+			return TrainResult{}, fmt.Errorf("bench: --profile: %v", err)
+		}
+		tr.Timing = &timing
+	}
 	ts := make([]float64, reps)
 	for i := range ts {
 		t0 := time.Now()
 		if err := step(); err != nil {
+			pprof.StopCPUProfile()
 			return TrainResult{}, err
 		}
 		ts[i] = time.Since(t0).Seconds()
 	}
+	var sp *StepProfile
+	if profile {
+		pprof.StopCPUProfile()
+		sp = &StepProfile{}
+		total := timing.Forward + timing.Backward + timing.Update
+		for _, ph := range []struct {
+			name string
+			d    time.Duration
+		}{{"forward and loss", timing.Forward}, {"backward", timing.Backward}, {"clipping and optimizer", timing.Update}} {
+			sp.Phases = append(sp.Phases, Share{Name: ph.name, Share: float64(ph.d) / float64(max(total, 1)),
+				Ms: float64(ph.d) / float64(time.Millisecond) / float64(max(timing.Steps, 1))})
+		}
+		if sp.Kernels, sp.Samples, err = kernelShares(prof.Bytes(), profileKernels); err != nil {
+			return TrainResult{}, err
+		}
+	}
 	sec := stat.Median(ts)
 	plan := m.Plan(B, T)
-	r := TrainResult{Precision: c.Precision, BF16Kernels: kernels.BF16Path(), TokensPerS: float64(B*T) / sec, StepMs: sec * 1e3, PlannedBytes: plan.Bytes(), ParamBytes: m.ParamBytes()}
+	r := TrainResult{Precision: c.Precision, BF16Kernels: kernels.BF16Path(), TokensPerS: float64(B*T) / sec, StepMs: sec * 1e3,
+		PlannedBytes: plan.Bytes(), ParamBytes: m.ParamBytes(), Profile: sp}
 	r.PeakRSSBytes, err = memstat.PeakRSS()
 	return r, err
 }
+
+// profileKernels is how many kernels a StepProfile lists.
+const profileKernels = 15
 
 func randn(rng *rand.Rand, n int) []float32 {
 	x := make([]float32, n)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/optim"
@@ -30,6 +31,16 @@ type Trainer[F kernels.Float] struct {
 	// updates): update Opt.Step runs its passes at step Base+Opt.Step
 	// (PassSeed, dropout), while the schedule follows Opt.Step.
 	Base int
+	// Timing, when set, accumulates the wall time of each step's phases.
+	Timing *StepTiming
+}
+
+// StepTiming is the wall time Trainer.Step spent in each phase, summed
+// over steps: the forward pass with the loss, the backward pass (zeroing
+// the gradients included), and the rest (clipping and the optimizer).
+type StepTiming struct {
+	Steps                     int
+	Forward, Backward, Update time.Duration
 }
 
 // LossScale is dynamic loss scaling: Backward runs on the loss times
@@ -112,10 +123,22 @@ func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) 
 	m := t.Model
 	m.Step = t.Base + t.Opt.Step
 	m.Train = true
+	var t0 time.Time
+	if t.Timing != nil {
+		t0 = time.Now()
+		defer func(t1 *time.Time) {
+			t.Timing.Update += time.Since(*t1)
+			t.Timing.Steps++
+		}(&t0)
+	}
 	loss, err := m.Forward(tokens, targets, B, T)
 	if err != nil {
 		m.Train = false
 		return StepStats{}, err
+	}
+	if t.Timing != nil {
+		t.Timing.Forward += time.Since(t0)
+		t0 = time.Now()
 	}
 	m.ZeroGrad()
 	var scale float64
@@ -125,6 +148,10 @@ func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) 
 	m.LossScale = scale
 	m.Backward()
 	m.LossScale, m.Train = 0, false
+	if t.Timing != nil {
+		t.Timing.Backward += time.Since(t0)
+		t0 = time.Now()
+	}
 	lr := t.Sched.At(t.Opt.Step)
 	lossOK := !math.IsNaN(loss) && !math.IsInf(loss, 0)
 	if t.Scale != nil {
