@@ -98,26 +98,9 @@ func needOf[F kernels.Float](c *Config, B, T, threads int, train bool) (Need, er
 	if c.kind.New32 == nil || c.kind.New64 == nil {
 		return Need{}, fmt.Errorf("model: config has no resolved mixer kind (build it with ParseConfig)")
 	}
-	var mixers []mixer.Mixer[F]
-	var specs [][]mixer.ParamSpec
-	for i := 0; i < c.NLayers; i++ {
-		var mx mixer.Mixer[F]
-		var err error
-		var zero F
-		if _, ok := any(zero).(float32); ok {
-			var m32 mixer.Mixer[float32]
-			m32, err = c.kind.New32(c.MixerConfig(i))
-			mx, _ = any(m32).(mixer.Mixer[F])
-		} else {
-			var m64 mixer.Mixer[float64]
-			m64, err = c.kind.New64(c.MixerConfig(i))
-			mx, _ = any(m64).(mixer.Mixer[F])
-		}
-		if err != nil {
-			return Need{}, fmt.Errorf("block %d: %w", i, err)
-		}
-		mixers = append(mixers, mx)
-		specs = append(specs, mx.Params())
+	mixers, specs, err := newMixers[F](c)
+	if err != nil {
+		return Need{}, err
 	}
 	n := Need{Train: train}
 	for _, s := range paramSpecs(c, specs) {

@@ -106,25 +106,13 @@ func New[F kernels.Float](c *Config) (*Model[F], error) {
 		m.f16, _ = kernels.Format16Of(c.Precision)
 	}
 	var mspecs [][]mixer.ParamSpec
+	var err error
+	if m.mixers, mspecs, err = newMixers[F](c); err != nil {
+		return nil, err
+	}
 	var nm []int
-	for i := 0; i < c.NLayers; i++ {
-		var mx mixer.Mixer[F]
-		var err error
-		if _, ok := any(zero).(float32); ok {
-			var m32 mixer.Mixer[float32]
-			m32, err = c.kind.New32(c.MixerConfig(i))
-			mx, _ = any(m32).(mixer.Mixer[F])
-		} else {
-			var m64 mixer.Mixer[float64]
-			m64, err = c.kind.New64(c.MixerConfig(i))
-			mx, _ = any(m64).(mixer.Mixer[F])
-		}
-		if err != nil {
-			return nil, fmt.Errorf("block %d: %w", i, err)
-		}
-		m.mixers = append(m.mixers, mx)
-		mspecs = append(mspecs, mx.Params())
-		nm = append(nm, len(mspecs[i]))
+	for _, sp := range mspecs {
+		nm = append(nm, len(sp))
 	}
 	m.Specs = paramSpecs(c, mspecs)
 	n := 0
@@ -140,6 +128,33 @@ func New[F kernels.Float](c *Config) (*Model[F], error) {
 		mx.Bind(m.w.mixer[i], m.g.mixer[i])
 	}
 	return m, nil
+}
+
+// newMixers builds the mixer of every block of c, unbound, with its
+// parameter specs.
+func newMixers[F kernels.Float](c *Config) ([]mixer.Mixer[F], [][]mixer.ParamSpec, error) {
+	var mixers []mixer.Mixer[F]
+	var specs [][]mixer.ParamSpec
+	var zero F
+	for i := 0; i < c.NLayers; i++ {
+		var mx mixer.Mixer[F]
+		var err error
+		if _, ok := any(zero).(float32); ok {
+			var m32 mixer.Mixer[float32]
+			m32, err = c.kind.New32(c.MixerConfig(i))
+			mx, _ = any(m32).(mixer.Mixer[F])
+		} else {
+			var m64 mixer.Mixer[float64]
+			m64, err = c.kind.New64(c.MixerConfig(i))
+			mx, _ = any(m64).(mixer.Mixer[F])
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("block %d: %w", i, err)
+		}
+		mixers = append(mixers, mx)
+		specs = append(specs, mx.Params())
+	}
+	return mixers, specs, nil
 }
 
 // NumParams is the number of parameters.
