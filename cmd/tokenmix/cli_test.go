@@ -740,6 +740,25 @@ func TestCLIGenerate(t *testing.T) {
 // TestCLIServeSignal: SIGTERM or SIGINT while clients stream completions
 // drains the server: every stream it had begun ends with [DONE], and the
 // process exits 0.
+// waitReady waits up to 10 s for the server at addr to answer /readyz
+// with 200, failing the test with its stderr otherwise.
+func waitReady(t *testing.T, client *http.Client, addr string, stderr *bytes.Buffer) {
+	t.Helper()
+	for i := 0; ; i++ {
+		resp, err := client.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if i == 200 {
+			t.Fatalf("the server did not become ready: %v\n%s", err, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func TestCLIServeSignal(t *testing.T) {
 	fox, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "fox"))
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
@@ -757,19 +776,7 @@ func TestCLIServeSignal(t *testing.T) {
 		}
 		kill := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
 		client := &http.Client{Transport: &http.Transport{}}
-		for i := 0; ; i++ {
-			resp, err := client.Get("http://" + addr + "/readyz")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					break
-				}
-			}
-			if i == 200 {
-				t.Fatalf("the server did not become ready: %v\n%s", err, stderr.String())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitReady(t, client, addr, &stderr)
 		var mu sync.Mutex
 		var ok, refused, unavailable int
 		stop := make(chan struct{})

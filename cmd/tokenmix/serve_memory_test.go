@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/tokenmix/tokenmix"
 	"github.com/tokenmix/tokenmix/internal/memstat"
@@ -79,19 +78,7 @@ func TestCLIServeMemoryBudget(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	for i := 0; ; i++ {
-		resp, err := client.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if i == 200 {
-			t.Fatalf("the server did not become ready: %v\n%s", err, stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitReady(t, client, addr, &stderr)
 	status := func(key string) int64 {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
 		if err != nil {
