@@ -109,14 +109,14 @@ func WithThreads(n int) Option {
 // gradients and scratch at the largest batch shape, parameters with their
 // gradients and AdamW moments, and a checkpoint save's buffers), with an
 // error naming the largest planned tensors and what would fit: a batch
-// size, a length, or checkpoint or reversible blocks. Train's default is
-// DefaultMaxMemory.
+// size, a length, or checkpoint or reversible blocks.
 //
 // Load refuses weights larger than n; the model's calls then split their
 // inputs into passes whose planned workspace (PassBytes) fits beside the
-// weights, refuse an input that alone does not, and its streams stop
-// once their state holds more than the rest (StreamOptions.CacheBytes).
-// Load's default is no budget.
+// weights, refuse an input that alone does not, and each stream stops
+// once its state holds more than the rest (StreamOptions.CacheBytes).
+//
+// The default of both is DefaultMaxMemory, read when they start.
 func WithMaxMemory(n int64) Option {
 	return func(o *options) error {
 		if n < 0 {
@@ -127,9 +127,9 @@ func WithMaxMemory(n int64) Option {
 	}
 }
 
-// DefaultMaxMemory is Train's memory budget without WithMaxMemory: nine
-// tenths of the memory the kernel reports available (MemAvailable), or 0
-// (no budget) where it reports none.
+// DefaultMaxMemory is the memory budget of Train and Load without
+// WithMaxMemory: nine tenths of the memory the kernel reports available
+// (MemAvailable), or 0 (no budget) where it reports none.
 func DefaultMaxMemory() int64 {
 	n, err := memstat.AvailableMemory()
 	if err != nil || n <= 0 {
@@ -198,6 +198,9 @@ func Load(dir string, opts ...Option) (*Model, error) {
 	st, err := run.Read(dir, o.step)
 	if err != nil {
 		return nil, fmt.Errorf("tokenmix: %w", err)
+	}
+	if o.maxMemory < 0 {
+		o.maxMemory = DefaultMaxMemory()
 	}
 	if o.maxMemory > 0 {
 		if err := checkWeights(st.Config, o); err != nil {
