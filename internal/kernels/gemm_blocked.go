@@ -128,15 +128,6 @@ func packB(dst []float32, p Path, transB bool, b []float32, ldb, pc, kc, jc, nc 
 		pw := gemmPackWidth(p, cols)
 		d := dst[j0*kc : j0*kc+kc*pw]
 		if !transB {
-			if cols == 16 && pw == 16 {
-				// One vector per row, copied inline: a call of copy per
-				// 64-byte row costs more than the copy (narrow heads).
-				for q := 0; q < kc; q++ {
-					o := (pc+q)*ldb + jc + j0
-					*(*[16]float32)(d[q*16:]) = *(*[16]float32)(b[o:])
-				}
-				continue
-			}
 			for q := 0; q < kc; q++ {
 				o := (pc+q)*ldb + jc + j0
 				row := d[q*pw : q*pw+pw]

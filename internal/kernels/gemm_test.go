@@ -36,7 +36,7 @@ var gemmCases = []gemmCase{
 	{11, 40, 7, 0},   // k below one vector: only the masked tail
 	{40, 16, 300, 0}, // B already in panel layout (ldb = n = 16): read in place
 	{9, 64, 900, 0},  // in place, several k blocks
-	{20, 16, 50, 5},  // 16 columns with ldb 21: packed a vector per row
+	{20, 16, 50, 5},  // 16 columns with ldb 21: packed
 }
 
 var gemmScalars = []struct{ alpha, beta float32 }{
