@@ -15,7 +15,7 @@ import (
 func runBenchTrain(ctx context.Context, args []string) error {
 	b := newBenchModel("train", "model config JSON", 3, "timed steps after one warm-up step (median reported)")
 	showPlan := b.fs.Bool("plan", false, "print the memory plan (every buffer) and exit without measuring")
-	profile := b.fs.Bool("profile", false, "profile the timed steps: their CPU time by phase (forward, backward, clipping, optimizer) and by kernel (use --reps 10 or more: 100 samples a second)")
+	profile := b.fs.Bool("profile", false, "profile the timed steps: their wall time by phase (forward, backward, clipping and optimizer) and their CPU samples by kernel (use --reps 10 or more: 100 samples a second)")
 	cfg, child, err := b.parse(args)
 	if err != nil {
 		return err
