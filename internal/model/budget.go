@@ -46,7 +46,7 @@ func (n Need) SaveBytes() int64 {
 // Bytes is the whole need.
 func (n Need) Bytes() int64 { return n.Plan.Bytes() + n.ParamBytes() + n.SaveBytes() }
 
-// Largest lists the n largest items of the need, largest first: plan
+// Largest lists the k largest items of the need, largest first: plan
 // entries ("ff.fc1 2 × 1.00 GiB") and the parameters.
 func (n Need) Largest(k int) []string {
 	type item struct {
@@ -162,7 +162,7 @@ func (e *BudgetError) Error() string {
 	if len(e.Fits) > 0 {
 		fmt.Fprintf(&b, "; within the budget: %s", strings.Join(e.Fits, ", or "))
 	} else {
-		b.WriteString("; no batch size or length of this model fits it")
+		b.WriteString("; no smaller batch or length of this model fits it")
 	}
 	return b.String()
 }
