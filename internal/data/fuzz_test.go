@@ -194,7 +194,11 @@ func FuzzRecords(f *testing.F) {
 					if err := CheckSpans(slices.Clone(r.Spans), len(r.Tokens)); err != nil || r.Tags != nil && len(r.Tags) != len(r.Tokens) {
 						t.Fatalf("record %+v: spans or tags that do not fit: %v", r, err)
 					}
-					if len(r.Tokens) == 0 && r.Messages == nil || !strings.HasPrefix(r.Where, "fuzz:") || wantLabel && r.Label == "" && !r.Text {
+					// With wantLabel, every line carries its supervision (a
+					// label, tags or spans, or an embedding pair's
+					// positive), but a plain text line.
+					unsupervised := r.Label == "" && r.Tags == nil && r.Spans == nil && r.Positive == nil && !(plain && r.Text)
+					if len(r.Tokens) == 0 && r.Messages == nil || !strings.HasPrefix(r.Where, "fuzz:") || wantLabel && unsupervised {
 						t.Fatalf("record %+v (wantLabel %v, plain %v)", r, wantLabel, plain)
 					}
 				}
