@@ -49,6 +49,7 @@ func startSoakChild(ctx context.Context, models []string, log *os.File) (*soakCh
 		scraper: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}}
 	c.cmd.Env = append(os.Environ(), "TOKENMIX_THREADS="+strconv.Itoa(parallel.Threads()))
 	c.cmd.Stdout, c.cmd.Stderr = log, log
+	dieWithParent(c.cmd)
 	if err := c.cmd.Start(); err != nil {
 		return nil, err
 	}
