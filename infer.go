@@ -198,17 +198,31 @@ func (m *Model) forEachOf(ctx context.Context, seqs [][]int32, pooled bool, fn f
 		hi := lo + 1
 		for hi < len(order) {
 			T := len(seqs[order[hi]])
-			if (!canPad && T != len(seqs[order[lo]])) || (hi+1-lo)*T > maxBatchTokens ||
-				(pb > 0 && m.PassBytes(hi+1-lo, T) > pb) {
+			if (!canPad && T != len(seqs[order[lo]])) || (hi+1-lo)*T > maxBatchTokens {
 				break
 			}
 			hi++
 		}
-		B, T := hi-lo, len(seqs[order[hi-1]])
-		if pb > 0 && B == 1 && m.PassBytes(1, T) > pb {
-			return fmt.Errorf("tokenmix: input %d of %d tokens needs a pass of %s, more than the %s the memory budget leaves beside the weights (WithMaxMemory)",
-				order[lo], T, memstat.FormatBytes(m.PassBytes(1, T)), memstat.FormatBytes(pb))
+		if pb > 0 { // one plan when the batch fits, a bisection when not
+			fits := func(b int) bool { return m.PassBytes(b, len(seqs[order[lo+b-1]])) <= pb }
+			if !fits(1) {
+				T := len(seqs[order[lo]])
+				return fmt.Errorf("tokenmix: input %d of %d tokens needs a pass of %s, more than the %s the memory budget leaves beside the weights (WithMaxMemory)",
+					order[lo], T, memstat.FormatBytes(m.PassBytes(1, T)), memstat.FormatBytes(pb))
+			}
+			if !fits(hi - lo) {
+				ok, bad := 1, hi-lo // the plan grows with the batch
+				for bad-ok > 1 {
+					if mid := (ok + bad) / 2; fits(mid) {
+						ok = mid
+					} else {
+						bad = mid
+					}
+				}
+				hi = lo + ok
+			}
 		}
+		B, T := hi-lo, len(seqs[order[hi-1]])
 		tokens = slices.Grow(tokens[:0], B*T)[:B*T]
 		for b, i := range order[lo:hi] {
 			row := tokens[b*T : (b+1)*T]

@@ -38,8 +38,8 @@ func (m *Model) WeightBytes() int64 {
 // sequences of T tokens: activations, the buffers the pass shares with
 // training and scratch. The model keeps one workspace, sized by its
 // largest pass so far (WorkspaceBytes). Logits, Classify, Score, Embed
-// and Tag run their inputs in passes of at most 65536 tokens, sequences
-// of one length together.
+// and Tag run their inputs in passes of at most 16384 tokens (maxBatchTokens),
+// sequences of one length together.
 func (m *Model) PassBytes(B, T int) int64 { return m.net.Plan(B, T).Bytes() }
 
 // WorkspaceBytes is the memory the model's workspace holds after its
