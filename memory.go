@@ -18,7 +18,7 @@ func checkWeights(configJSON []byte, o options) error {
 	if err != nil {
 		return fmt.Errorf("tokenmix: %w", err)
 	}
-	if w := n.ParamBytes(); w > o.maxMemory {
+	if w := weightBytes(n.NumParams, o.precision); w > o.maxMemory {
 		return fmt.Errorf("tokenmix: the model's %d parameters need %s, over the memory budget of %s (WithMaxMemory)",
 			n.NumParams, memstat.FormatBytes(w), memstat.FormatBytes(o.maxMemory))
 	}
@@ -26,10 +26,14 @@ func checkWeights(configJSON []byte, o options) error {
 }
 
 // WeightBytes is the memory of the model's weights.
-func (m *Model) WeightBytes() int64 {
-	b := 4 * int64(m.net.NumParams())
-	if m.cfg.Precision == "bf16" {
-		b += 2 * int64(m.net.NumParams()) // the bf16 copies of the matrices, at most
+func (m *Model) WeightBytes() int64 { return weightBytes(m.net.NumParams(), m.cfg.Precision) }
+
+// weightBytes is the memory of n float32 weights in inference precision
+// p: with "bf16", their bf16 copies too (of the matrices; at most all).
+func weightBytes(n int, p string) int64 {
+	b := 4 * int64(n)
+	if p == "bf16" {
+		b += 2 * int64(n)
 	}
 	return b
 }

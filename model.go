@@ -77,6 +77,14 @@ type options struct {
 	saveGoesOn    bool  // WithContinueOnSaveError
 }
 
+// budget is the memory budget: WithMaxMemory's, else DefaultMaxMemory.
+func (o options) budget() int64 {
+	if o.maxMemory < 0 {
+		return DefaultMaxMemory()
+	}
+	return o.maxMemory
+}
+
 // only returns an error unless the options are fn's.
 func (o *options) only(name, fn string) error {
 	if o.fn != fn {
@@ -199,9 +207,7 @@ func Load(dir string, opts ...Option) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tokenmix: %w", err)
 	}
-	if o.maxMemory < 0 {
-		o.maxMemory = DefaultMaxMemory()
-	}
+	o.maxMemory = o.budget()
 	if o.maxMemory > 0 {
 		if err := checkWeights(st.Config, o); err != nil {
 			return nil, err

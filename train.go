@@ -336,11 +336,7 @@ func (t *trainer) run(ctx context.Context, ds Dataset) (*Run, error) {
 	}
 	mc := t.mc
 	tc := mc.Train
-	budget := t.o.maxMemory
-	if budget < 0 {
-		budget = DefaultMaxMemory()
-	}
-	if err := model.CheckTrainBudget(mc, t.o.threads, budget); err != nil {
+	if err := model.CheckTrainBudget(mc, t.o.threads, t.o.budget()); err != nil {
 		return nil, err
 	}
 	net, err := model.New[float32](mc)
