@@ -475,22 +475,18 @@ func reportSoak(w io.Writer, dir string, sum soakSummary, other5xx int) {
 	}
 	fmt.Fprintf(w, "soak: %v of mixed traffic from %d clients against %s; %s, %d threads\n",
 		secs(sum.DurationS), sum.Clients, strings.Join(ms, ", "), sum.CPU, sum.Threads)
-	fmt.Fprintln(w, "requests by kind and outcome:")
-	for _, k := range slices.Sorted(maps.Keys(sum.Requests)) {
-		var parts []string
-		for _, st := range slices.Sorted(maps.Keys(sum.Requests[k])) {
-			parts = append(parts, fmt.Sprintf("%s %d", st, sum.Requests[k][st]))
+	counts := func(title string, m map[string]map[string]int) {
+		fmt.Fprintln(w, title)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			var parts []string
+			for _, st := range slices.Sorted(maps.Keys(m[k])) {
+				parts = append(parts, fmt.Sprintf("%s %d", st, m[k][st]))
+			}
+			fmt.Fprintf(w, "  %-20s %s\n", k, strings.Join(parts, ", "))
 		}
-		fmt.Fprintf(w, "  %-20s %s\n", k, strings.Join(parts, ", "))
 	}
-	fmt.Fprintln(w, "the server's requests by endpoint and code:")
-	for _, e := range slices.Sorted(maps.Keys(sum.Server)) {
-		var parts []string
-		for _, c := range slices.Sorted(maps.Keys(sum.Server[e])) {
-			parts = append(parts, fmt.Sprintf("%s %d", c, sum.Server[e][c]))
-		}
-		fmt.Fprintf(w, "  %-20s %s\n", e, strings.Join(parts, ", "))
-	}
+	counts("requests by kind and outcome:", sum.Requests)
+	counts("the server's requests by endpoint and code:", sum.Server)
 	verdict := func(ok bool) string {
 		if ok {
 			return "ok"

@@ -126,10 +126,10 @@ func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) 
 	var t0 time.Time
 	if t.Timing != nil {
 		t0 = time.Now()
-		defer func(t1 *time.Time) {
-			t.Timing.Update += time.Since(*t1)
+		defer func() { // t0 is then the end of the backward pass
+			t.Timing.Update += time.Since(t0)
 			t.Timing.Steps++
-		}(&t0)
+		}()
 	}
 	loss, err := m.Forward(tokens, targets, B, T)
 	if err != nil {

@@ -237,8 +237,11 @@ func (d *Dir) ReadState(step int) (State, error) {
 // checksum is the State.Checksums form of data's SHA-256.
 func checksum(data []byte) string {
 	h := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(h[:])
+	return sumString(h[:])
 }
+
+// sumString is the State.Checksums form of a SHA-256 sum.
+func sumString(sum []byte) string { return "sha256:" + hex.EncodeToString(sum) }
 
 // DamagedPrefix starts the name a damaged checkpoint is moved to
 // (ckpt/damaged-<step>), where no reader looks for checkpoints.
@@ -288,7 +291,7 @@ func fileChecksum(p string) (string, int64, error) {
 	if err != nil {
 		return "", n, err
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), n, nil
+	return sumString(h.Sum(nil)), n, nil
 }
 
 // SetAside moves the checkpoint at step to ckpt/damaged-<step> (a later
