@@ -3,10 +3,11 @@
 // byte-pair merge). Writes tokenizer/testdata/:
 //   gpt2.tiktoken.gz, cl100k_base.tiktoken.gz   the rank files js-tiktoken ships
 //   golden_fuzz.jsonl.gz   10,000 seeded strings: text, pieces of each pattern, ids
-//   golden_trained.jsonl.gz  the ids that @huggingface/transformers gives with
-//                          tokenizer/testdata/trained_go.json (written by the Go
-//                          test TestTrainGolden) for 2,000 of the fuzzed strings and
-//                          the non-test .go files of net/http
+//   golden_trained.jsonl.gz, golden_trained_blocks.jsonl.gz
+//                          the ids that @huggingface/transformers gives with
+//                          tokenizer/testdata/trained_go.json and trained_go_blocks.json
+//                          (written by the Go test TestTrainGolden) for 2,000 of the
+//                          fuzzed strings and the non-test .go files of net/http
 //   golden_files.jsonl.gz  per file of $GOROOT/src (non-test .go, outside testdata)
 //                          and of this repository's README.md and docs/*.md: the
 //                          text's SHA-256, and each encoding's id count and SHA-256
@@ -94,15 +95,17 @@ for (let i = 0; i < 10000; i++) {
 }
 fs.writeFileSync(`${out}/golden_fuzz.jsonl.gz`, zlib.gzipSync(fuzz.join("\n") + "\n", { level: 9 }));
 
-// The trained tokenizer through the Hugging Face reference.
-const hf = new PreTrainedTokenizer(JSON.parse(fs.readFileSync(`${out}/trained_go.json`, "utf8")), {});
+// The trained tokenizers through the Hugging Face reference.
 const trained = fuzz.slice(0, 2000).map((l) => JSON.parse(l).text);
 const httpDir = path.join(goSrc, "net/http");
 for (const f of fs.readdirSync(httpDir).sort()) {
   if (f.endsWith(".go") && !f.endsWith("_test.go")) trained.push(fs.readFileSync(path.join(httpDir, f), "utf8"));
 }
-fs.writeFileSync(`${out}/golden_trained.jsonl.gz`, zlib.gzipSync(
-  trained.map((text) => JSON.stringify({ text, ids: hf.encode(text, { add_special_tokens: false }) })).join("\n") + "\n", { level: 9 }));
+for (const [file, ids] of [["trained_go.json", "golden_trained.jsonl.gz"], ["trained_go_blocks.json", "golden_trained_blocks.jsonl.gz"]]) {
+  const hf = new PreTrainedTokenizer(JSON.parse(fs.readFileSync(`${out}/${file}`, "utf8")), {});
+  fs.writeFileSync(`${out}/${ids}`, zlib.gzipSync(
+    trained.map((text) => JSON.stringify({ text, ids: hf.encode(text, { add_special_tokens: false }) })).join("\n") + "\n", { level: 9 }));
+}
 
 // Files: Go's sources and this repository's docs.
 function walk(dir, rel, acc) {

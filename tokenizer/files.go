@@ -50,7 +50,7 @@ func Parse(b []byte, p Pattern) (*Tokenizer, error) {
 		return t, nil
 	}
 	if p == 0 {
-		return nil, fmt.Errorf("a tiktoken rank file carries no pattern: give one (gpt2, cl100k or o200k)")
+		return nil, fmt.Errorf("a tiktoken rank file carries no pattern: give one (%s)", PatternNames)
 	}
 	return ReadTiktoken(bytes.NewReader(b), p, nil)
 }
@@ -231,7 +231,7 @@ func isNull(m json.RawMessage) bool {
 // ParseJSON reads a Hugging Face tokenizer.json of a byte-level BPE model:
 // model.type "BPE" without unk_token, byte fallback, dropout or affixes;
 // no normalizer; a ByteLevel pre-tokenizer (GPT-2's pattern), or a
-// Sequence of a Split on the cl100k or o200k pattern and a ByteLevel
+// Sequence of a Split on the cl100k, o200k or blocks pattern and a ByteLevel
 // without regex; a ByteLevel decoder and post-processor, or none. Any
 // other file is an error naming the field that is not supported.
 func ParseJSON(b []byte) (*Tokenizer, error) {
@@ -368,7 +368,7 @@ func parsePreTokenizer(raw json.RawMessage) (Pattern, error) {
 		}
 		p, ok := patternOfRegex(*re.Regex)
 		if !ok {
-			return 0, fmt.Errorf("pre_tokenizer.pretokenizers[0].pattern: the regex %q is not one tokenmix scans (gpt2, cl100k, o200k)", clip(*re.Regex))
+			return 0, fmt.Errorf("pre_tokenizer.pretokenizers[0].pattern: the regex %q is not one tokenmix scans (%s)", clip(*re.Regex), PatternNames)
 		}
 		if sp.Behavior != "Isolated" || sp.Invert {
 			return 0, fmt.Errorf("pre_tokenizer.pretokenizers[0]: behavior %q, invert %v is not supported (want Isolated, false)", sp.Behavior, sp.Invert)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -321,6 +322,28 @@ func TestInvalidUTF8(t *testing.T) {
 			if err != nil || got != s {
 				t.Errorf("%s: Decode(Encode(%q)) = %q, %v", name, s, got, err)
 			}
+		}
+	}
+}
+
+// TestBlocksPieces checks the Blocks scanner against its regular
+// expression, which has no lookahead, so Go's regexp runs it as written:
+// on edge cases, the fuzzed strings and Go's bufio, bytes and strings.
+func TestBlocksPieces(t *testing.T) {
+	re := regexp.MustCompile(Blocks.Regex())
+	texts := []string{"", "\n", "\n\n", "x", "a\nb", "a\nb\n", "a\n\nb", "a\n\n\n\nb\n\n",
+		"\n\nx\n", " \n \n", "a\r\n\r\nb", "\xff\n\n\xfe", "func f() {\n\treturn\n}\n\nfunc g() {}\n"}
+	goldenRows(t, "golden_fuzz.jsonl.gz", 2000, func(r fuzzRow) { texts = append(texts, r.Text) })
+	texts = append(texts, trainDocs(t)...)
+	for _, s := range texts {
+		var want []int
+		for _, m := range re.FindAllStringIndex(s, -1) {
+			if m[1] > m[0] { // the regex matches "" at the end of "" only
+				want = append(want, m[1]-m[0])
+			}
+		}
+		if got := pieceLens(Blocks, s); !slices.Equal(got, want) {
+			t.Errorf("blocks pieces of %q:\n got %v\nwant %v", clip(s), got, want)
 		}
 	}
 }

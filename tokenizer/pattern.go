@@ -9,8 +9,7 @@ import (
 
 // Pattern is a pre-tokenisation pattern: the rule that cuts text into the
 // pieces that BPE then encodes one by one. Each is a hand-written scanner
-// with the semantics of the regular expression it is named after (see the
-// package doc).
+// with the semantics of its regular expression (see the package doc).
 type Pattern int
 
 // The patterns.
@@ -26,6 +25,15 @@ const (
 	//	|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?
 	//	|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
 	O200K
+	// Blocks cuts the text into blocks of lines: a block runs to the
+	// first blank line and takes every '\n' that follows:
+	//	[^\n]*(?:\n[^\n]+)*\n*
+	// Merges may then cross spaces, punctuation and line ends, so one
+	// token can be "\n\t\treturn nil, err\n\t}". On source code and logs
+	// this packs more bytes into a token than the three word-level
+	// patterns (docs/tokenizers.md); the pieces are longer, so encoding
+	// is slower.
+	Blocks
 )
 
 // The regular expressions of the patterns as tokenizer.json files and
@@ -41,12 +49,16 @@ var patternRegexes = map[Pattern][]string{
 	O200K: {
 		`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
 	},
+	Blocks: {`[^\n]*(?:\n[^\n]+)*\n*`},
 }
 
 // The names of the patterns, as flags and configs spell them.
-var patternNames = map[Pattern]string{GPT2: "gpt2", CL100K: "cl100k", O200K: "o200k"}
+var patternNames = map[Pattern]string{GPT2: "gpt2", CL100K: "cl100k", O200K: "o200k", Blocks: "blocks"}
 
-// String returns the pattern's name: gpt2, cl100k or o200k.
+// PatternNames lists the patterns' names, as flags and errors spell them.
+const PatternNames = "gpt2, cl100k, o200k or blocks"
+
+// String returns the pattern's name: gpt2, cl100k, o200k or blocks.
 func (p Pattern) String() string {
 	if n, ok := patternNames[p]; ok {
 		return n
@@ -63,14 +75,15 @@ func (p Pattern) Regex() string {
 	return ""
 }
 
-// ParsePattern returns the pattern named name (gpt2, cl100k or o200k).
+// ParsePattern returns the pattern named name (gpt2, cl100k, o200k or
+// blocks).
 func ParsePattern(name string) (Pattern, error) {
 	for p, n := range patternNames {
 		if n == name {
 			return p, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown pattern %q (want gpt2, cl100k or o200k)", name)
+	return 0, fmt.Errorf("unknown pattern %q (want %s)", name, PatternNames)
 }
 
 // patternOfRegex returns the pattern whose regular expression is re.
@@ -110,6 +123,8 @@ func (p Pattern) scanner() func(string) int {
 		return nextCL100K
 	case O200K:
 		return nextO200K
+	case Blocks:
+		return nextBlock
 	}
 	panic(fmt.Sprintf("tokenizer: invalid pattern %d", int(p)))
 }
@@ -441,4 +456,18 @@ func nextO200K(s string) int {
 		return n
 	}
 	return whitespace(s)
+}
+
+// nextBlock is the Blocks pattern: up to the first "\n\n", then every
+// '\n' after it.
+func nextBlock(s string) int {
+	i := strings.Index(s, "\n\n")
+	if i < 0 {
+		return len(s)
+	}
+	i += 2
+	for i < len(s) && s[i] == '\n' {
+		i++
+	}
+	return i
 }

@@ -58,7 +58,13 @@ func Train(docs []string, opt TrainOptions) (*Tokenizer, error) {
 		}
 		seen[s] = true
 	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("no documents to train on")
+	}
 	docs = sample(docs, opt.MaxBytes, opt.Seed)
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("max bytes %d: every document is longer (a document is taken whole or not at all)", opt.MaxBytes)
+	}
 
 	// Count the pieces.
 	counts := map[string]int64{}
@@ -94,7 +100,7 @@ func Train(docs []string, opt TrainOptions) (*Tokenizer, error) {
 	}
 	bt.stamp = make([]int32, len(bt.words))
 	for w := range bt.words {
-		bt.add(int32(w), 1, -1)
+		bt.add(int32(w))
 	}
 	for k, c := range bt.pairs {
 		heap.Push(&bt.heap, pairEntry{count: c, a: int32(k >> 32), b: int32(uint32(k))})
@@ -173,67 +179,94 @@ type bpeTrainer struct {
 	epoch int32
 }
 
-// add adds sign × the word's count to the counts of its pairs, and notes
-// the word under those of them that hold note (every pair when note is
-// −1, none when sign is negative).
-func (bt *bpeTrainer) add(w int32, sign int64, note int32) {
+// add counts the word's pairs and notes the word under each of them.
+func (bt *bpeTrainer) add(w int32) {
 	wd := &bt.words[w]
 	for i := 0; i+1 < len(wd.syms); i++ {
 		k := pairKey(wd.syms[i], wd.syms[i+1])
-		bt.pairs[k] += sign * wd.n
-		if sign > 0 && (note < 0 || wd.syms[i] == note || wd.syms[i+1] == note) {
-			if l := bt.where[k]; len(l) == 0 || l[len(l)-1] != w {
-				bt.where[k] = append(l, w)
-			}
-		}
+		bt.pairs[k] += wd.n
+		bt.note(k, w)
+	}
+}
+
+// note lists word w under pair k, once.
+func (bt *bpeTrainer) note(k uint64, w int32) {
+	if l := bt.where[k]; len(l) == 0 || l[len(l)-1] != w {
+		bt.where[k] = append(l, w)
 	}
 }
 
 // merge replaces every (a, b) in the words that hold it by id, left to
-// right, and updates the counts and the heap.
+// right, and updates the counts and the heap. Only the pairs next to a
+// replaced (a, b) change, so only those are counted again: the cost is a
+// scan of each word that holds the pair plus a few map updates per
+// occurrence, whatever the word's length.
 func (bt *bpeTrainer) merge(a, b, id int32) {
 	k := pairKey(a, b)
 	bt.epoch++
-	touched := map[uint64]bool{}
+	changed := map[uint64]bool{}
+	count := func(x, y int32, delta int64) {
+		pk := pairKey(x, y)
+		bt.pairs[pk] += delta
+		changed[pk] = true
+	}
+	var at []int // the positions of the (a, b) replaced, in the old symbols
 	for _, w := range bt.where[k] {
 		if bt.stamp[w] == bt.epoch {
 			continue
 		}
 		bt.stamp[w] = bt.epoch
 		wd := &bt.words[w]
-		has := false
-		for i := 0; i+1 < len(wd.syms); i++ {
-			if wd.syms[i] == a && wd.syms[i+1] == b {
-				has = true
-				break
+		syms := wd.syms
+		at = at[:0]
+		for i := 0; i+1 < len(syms); i++ {
+			if syms[i] == a && syms[i+1] == b {
+				at = append(at, i)
+				i++
 			}
 		}
-		if !has {
+		if len(at) == 0 {
 			continue
 		}
-		for i := 0; i+1 < len(wd.syms); i++ {
-			touched[pairKey(wd.syms[i], wd.syms[i+1])] = true
-		}
-		bt.add(w, -1, 0)
-		out := wd.syms[:0]
-		for i := 0; i < len(wd.syms); i++ {
-			if i+1 < len(wd.syms) && wd.syms[i] == a && wd.syms[i+1] == b {
-				out = append(out, id)
-				i++
-			} else {
-				out = append(out, wd.syms[i])
+		// Uncount the old pairs that touch a replaced symbol: for an
+		// occurrence at i, the pairs starting at i−1, i and i+1, each once
+		// (consecutive occurrences share one).
+		last := -1
+		for _, i := range at {
+			for j := max(i-1, last+1); j <= i+1 && j+1 < len(syms); j++ {
+				count(syms[j], syms[j+1], -wd.n)
+				last = j
 			}
 		}
+		// Replace, then count the new pairs that touch an id, each once.
+		out := syms[:0]
+		var ni []int // the positions of the ids in the new symbols
+		o := 0
+		for i := 0; i < len(syms); i++ {
+			if o < len(at) && at[o] == i {
+				ni = append(ni, len(out))
+				out = append(out, id)
+				i++
+				o++
+				continue
+			}
+			out = append(out, syms[i])
+		}
 		wd.syms = out
-		bt.add(w, 1, id)
-		for i := 0; i+1 < len(wd.syms); i++ {
-			touched[pairKey(wd.syms[i], wd.syms[i+1])] = true
+		last = -1
+		for _, i := range ni {
+			for j := max(i-1, last+1); j <= i && j+1 < len(out); j++ {
+				count(out[j], out[j+1], wd.n)
+				last = j
+				bt.note(pairKey(out[j], out[j+1]), w)
+			}
 		}
 	}
 	delete(bt.where, k)
+	delete(changed, k)
 	delete(bt.pairs, k)
-	tk := make([]uint64, 0, len(touched))
-	for t := range touched {
+	tk := make([]uint64, 0, len(changed))
+	for t := range changed {
 		tk = append(tk, t)
 	}
 	sort.Slice(tk, func(i, j int) bool { return tk[i] < tk[j] })

@@ -48,7 +48,7 @@ func openTokenizer(cmd, file, pattern string) (*tokenizer.Tokenizer, error) {
 	return tokenizer.Open(file, p)
 }
 
-const patternUsage = "pre-tokenisation pattern: gpt2, cl100k or o200k (required for a tiktoken rank file, which carries none)"
+const patternUsage = "pre-tokenisation pattern: " + tokenizer.PatternNames + " (required for a tiktoken rank file, which carries none)"
 
 func runTokenizerTrain(ctx context.Context, args []string) error {
 	fs := newFlags("tokenizer train")

@@ -10,6 +10,7 @@ import (
 	"github.com/tokenmix/tokenmix/internal/strict"
 	"github.com/tokenmix/tokenmix/mixer"
 	"github.com/tokenmix/tokenmix/mixer/registry"
+	"github.com/tokenmix/tokenmix/tokenizer"
 )
 
 // Config is the model contract's JSON config (see docs/model.md). Zero
@@ -63,7 +64,8 @@ type Config struct {
 	// ids 0–255.
 	Tokenizer string
 	// TokenizerPattern is tokenizer_pattern, the pre-tokenisation pattern
-	// of a tiktoken rank file (gpt2, cl100k or o200k), which carries none.
+	// of a tiktoken rank file (gpt2, cl100k, o200k or blocks), which
+	// carries none.
 	TokenizerPattern string
 
 	// ChatTemplate is chat_template, how conversations render into text
@@ -441,10 +443,8 @@ func (c *Config) validate() error {
 		if c.Tokenizer == "" {
 			return fmt.Errorf("tokenizer_pattern: set without tokenizer")
 		}
-		switch c.TokenizerPattern {
-		case "gpt2", "cl100k", "o200k":
-		default:
-			return fmt.Errorf("tokenizer_pattern: want gpt2, cl100k or o200k, got %q", c.TokenizerPattern)
+		if _, err := tokenizer.ParsePattern(c.TokenizerPattern); err != nil {
+			return fmt.Errorf("tokenizer_pattern: %w", err)
 		}
 	}
 	if c.ChatTemplate != nil {

@@ -28,6 +28,7 @@ func TestConfigErrors(t *testing.T) {
 		{`{` + baseCfg + `, "task": "lm", "temperature": 1, "mixer": {"kind": "cummean"}}`, `temperature: only for task "embed"`},
 		{`{` + baseCfg + `, "task": "lm", "n_classes": 3, "mixer": {"kind": "cummean"}}`, "n_classes: only for task"},
 		{`{` + baseCfg + `, "task": "lm", "pad_id": 11, "mixer": {"kind": "cummean"}}`, "pad_id: must be in [0, vocab_size=11)"},
+		{`{` + baseCfg + `, "task": "lm", "tokenizer": "t.tiktoken", "tokenizer_pattern": "lines", "mixer": {"kind": "cummean"}}`, `tokenizer_pattern: unknown pattern "lines" (want gpt2, cl100k, o200k or blocks)`},
 		{`{` + baseCfg + `, "task": "lm", "pool": "first", "mixer": {"kind": "cummean"}}`, "pool: only for task"},
 		{`{` + baseCfg + `, "task": "classify", "n_classes": 3, "pool": "max", "mixer": {"kind": "cummean"}}`, `pool: must be "mean" or "first"`},
 		{`{` + baseCfg + `, "task": "lm", "causal": "yes", "mixer": {"kind": "cummean"}}`, "causal: want true or false"},

@@ -462,7 +462,7 @@ type modelInfo struct {
 	VocabSize int    `json:"vocab_size"`
 	Step      int    `json:"step"`
 	// Tokenizer is the pattern of the tokenizer the model reads text
-	// through (gpt2, cl100k, o200k), or "bytes".
+	// through (gpt2, cl100k, o200k, blocks), or "bytes".
 	Tokenizer string `json:"tokenizer"`
 }
 

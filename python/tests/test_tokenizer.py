@@ -1,7 +1,7 @@
 """tokenmix_torch's tokenizer reads the tokenizer.json a run keeps as tokenmix
 does: the pieces of the gpt2, cl100k and o200k patterns on the 10,000 fuzzed
-strings of tokenizer/testdata (js-tiktoken's), the ids of the tokenizer trained
-there (transformers.js's) and Go's ids on the same text; an lm trained here
+strings of tokenizer/testdata (js-tiktoken's), the ids of the tokenizers trained
+there with the cl100k and blocks patterns (transformers.js's) and Go's ids on the same text; an lm trained here
 through a tokenizer keeps its tokenizer.json, and tokenmix evaluates and
 continues it in Go."""
 import gzip
@@ -45,12 +45,14 @@ class Exact(unittest.TestCase):
         self.assertEqual(bad, 0)
 
     def test_trained(self):
-        tk = tokmod.load(TRAINED)
-        n = 0
-        for r in rows("golden_trained.jsonl.gz"):
-            self.assertEqual(tk.encode(r["text"]), r["ids"], r["text"][:60])
-            n += 1
-        self.assertGreater(n, 1000)
+        for file, ids in (("trained_go.json", "golden_trained.jsonl.gz"),
+                          ("trained_go_blocks.json", "golden_trained_blocks.jsonl.gz")):
+            tk = tokmod.load(os.path.join(DATA, file))
+            n = 0
+            for r in rows(ids):
+                self.assertEqual(tk.encode(r["text"]), r["ids"], f"{file}: {r['text'][:60]!r}")
+                n += 1
+            self.assertGreater(n, 1000)
 
     def test_go(self):
         tk = tokmod.load(TRAINED)

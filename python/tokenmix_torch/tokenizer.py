@@ -1,6 +1,6 @@
 """Byte-level BPE as tokenmix's tokenizer package runs it, for the
 tokenizer.json a run directory keeps (docs/tokenizers.md): the gpt2,
-cl100k and o200k patterns as the same hand-written scanners (\\s is
+cl100k, o200k and blocks patterns as the same hand-written scanners (\\s is
 Unicode's White_Space, (?i:'s…) folds case as Unicode does), then merges
 by rank, the leftmost of equal ranks. Text is bytes: bytes that are not
 UTF-8 are characters of their own, neither letters, numbers nor space."""
@@ -18,6 +18,7 @@ _PATTERNS = {
                r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
                r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""],
     "o200k": [r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"""],
+    "blocks": [r"""[^\n]*(?:\n[^\n]+)*\n*"""],
 }
 _FOLD = {"s": "sSſ", "t": "tT", "r": "rR", "e": "eE", "v": "vV", "m": "mM", "l": "lL", "d": "dD"}
 
@@ -159,7 +160,17 @@ def _next_o200k(s, i):
             or _opt_space(s, i, _others_tail("\r\n/")) or _newlines(s, i) or _whitespace(s, i))
 
 
-_NEXT = {"gpt2": _next_gpt2, "cl100k": _next_cl100k, "o200k": _next_o200k}
+def _next_block(s, i):
+    j = s.find("\n\n", i)
+    if j < 0:
+        return len(s) - i
+    j += 2
+    while j < len(s) and s[j] == "\n":
+        j += 1
+    return j - i
+
+
+_NEXT = {"gpt2": _next_gpt2, "cl100k": _next_cl100k, "o200k": _next_o200k, "blocks": _next_block}
 
 
 def pieces(pattern, data):
@@ -296,7 +307,7 @@ def load(path):
         regex = ((pre.get("pretokenizers") or [{}])[0].get("pattern") or {}).get("Regex")
         pattern = next((p for p, rs in _PATTERNS.items() if regex in rs), None)
         if pattern is None:
-            raise bad("pre_tokenizer.pretokenizers[0].pattern", f"the regex {regex!r} is not gpt2, cl100k or o200k")
+            raise bad("pre_tokenizer.pretokenizers[0].pattern", f"the regex {regex!r} is not gpt2, cl100k, o200k or blocks")
     else:
         raise bad("pre_tokenizer.type", f"{pre.get('type')!r} is not supported")
     m = j.get("model") or {}
