@@ -737,9 +737,6 @@ func TestCLIGenerate(t *testing.T) {
 	}
 }
 
-// TestCLIServeSignal: SIGTERM or SIGINT while clients stream completions
-// drains the server: every stream it had begun ends with [DONE], and the
-// process exits 0.
 // waitReady waits up to 10 s for the server at addr to answer /readyz
 // with 200, failing the test with its stderr otherwise.
 func waitReady(t *testing.T, client *http.Client, addr string, stderr *bytes.Buffer) {
@@ -759,6 +756,9 @@ func waitReady(t *testing.T, client *http.Client, addr string, stderr *bytes.Buf
 	}
 }
 
+// TestCLIServeSignal: SIGTERM or SIGINT while clients stream completions
+// drains the server: every stream it had begun ends with [DONE], and the
+// process exits 0.
 func TestCLIServeSignal(t *testing.T) {
 	fox, _ := filepath.Abs(filepath.Join("..", "..", "testdata", "fox"))
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
