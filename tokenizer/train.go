@@ -210,7 +210,9 @@ func (bt *bpeTrainer) merge(a, b, id int32) {
 		bt.pairs[pk] += delta
 		changed[pk] = true
 	}
-	var at []int // the positions of the (a, b) replaced, in the old symbols
+	// The positions of the (a, b) replaced, in the old symbols, and of the
+	// ids that replace them, in the new.
+	var at, ni []int
 	for _, w := range bt.where[k] {
 		if bt.stamp[w] == bt.epoch {
 			continue
@@ -240,7 +242,7 @@ func (bt *bpeTrainer) merge(a, b, id int32) {
 		}
 		// Replace, then count the new pairs that touch an id, each once.
 		out := syms[:0]
-		var ni []int // the positions of the ids in the new symbols
+		ni = ni[:0]
 		o := 0
 		for i := 0; i < len(syms); i++ {
 			if o < len(at) && at[o] == i {
