@@ -15,6 +15,66 @@ type densePat struct{ causal bool }
 func (p densePat) Allow(h, T, i, j int) bool        { return !p.causal || j <= i }
 func (p densePat) Layout(h, T int, t Tiles) *Layout { return Dense(T, t, p.causal) }
 
+// passOnce builds float32 attention over densePat{causal} with cfg, lets
+// setup adjust it, and runs one forward and backward on B sequences of
+// length T drawn from a fixed seed (with pad, the last 7 positions of the
+// second sequence are padding). It returns the output, the input gradient,
+// the parameter gradients and the mixer.
+func passOnce(t *testing.T, cfg mixer.Config, B, T int, pad bool, setup func(*Attention[float32])) (out, dx []float32, g [][]float32, a *Attention[float32]) {
+	t.Helper()
+	a, err := New[float32](cfg, densePat{cfg.Causal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup(a)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var w [][]float32
+	for _, s := range a.Params() {
+		x := make([]float32, s.Size())
+		for j := range x {
+			x[j] = float32(rng.NormFloat64() * 0.2)
+		}
+		w, g = append(w, x), append(g, make([]float32, s.Size()))
+	}
+	a.Bind(w, g)
+	D := cfg.D
+	x := make([]float32, B*T*D)
+	dout := make([]float32, len(x))
+	for j := range x {
+		x[j], dout[j] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	p := mixer.Pass{B: B, T: T}
+	if pad {
+		p.Pad = make([]bool, B*T)
+		for j := T - 7; j < T; j++ {
+			p.Pad[T+j] = true
+		}
+	}
+	act := make([]float32, a.ActSize(B, T))
+	scr := make([]float32, a.ScratchSize(B, T, 0))
+	out = make([]float32, len(x))
+	a.Forward(out, act, scr, x, p)
+	dx = make([]float32, len(x))
+	a.Backward(dx, scr, dout, act, x, p)
+	return out, dx, g, a
+}
+
+// sameBits fails unless two passOnce results are bitwise equal.
+func sameBits(t *testing.T, out, dx [2][]float32, g [2][][]float32) {
+	t.Helper()
+	if !slices.Equal(out[0], out[1]) {
+		t.Error("outputs differ")
+	}
+	if !slices.Equal(dx[0], dx[1]) {
+		t.Error("input gradients differ")
+	}
+	for j := range g[0] {
+		if !slices.Equal(g[0][j], g[1][j]) {
+			t.Errorf("gradient %d differs", j)
+		}
+	}
+}
+
 // TestBF16Packed: in precision bf16, the tile products on operands packed
 // once per pass (headPacks) give bitwise the outputs and gradients of
 // packing every tile's operands (kernels.Gemm with PrecBF16): both round the same
@@ -30,44 +90,11 @@ func TestBF16Packed(t *testing.T) {
 		t.Run(fmt.Sprintf("%+v", c), func(t *testing.T) {
 			B := 2
 			cfg := mixer.Config{D: c.D, Heads: c.H, MaxLen: c.T, Causal: c.causal, Precision: "bf16"}
-			var outs [2][]float32
-			var grads [2][][]float32
-			var dxs [2][]float32
+			var out, dx [2][]float32
+			var g [2][][]float32
 			for i, unpacked := range []bool{false, true} {
-				a, err := New[float32](cfg, densePat{c.causal})
-				if err != nil {
-					t.Fatal(err)
-				}
-				a.unpacked = unpacked
-				rng := rand.New(rand.NewPCG(1, 2))
-				var w, g [][]float32
-				for _, s := range a.Params() {
-					x := make([]float32, s.Size())
-					for j := range x {
-						x[j] = float32(rng.NormFloat64() * 0.2)
-					}
-					w, g = append(w, x), append(g, make([]float32, s.Size()))
-				}
-				a.Bind(w, g)
-				x := make([]float32, B*c.T*c.D)
-				dout := make([]float32, len(x))
-				for j := range x {
-					x[j], dout[j] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
-				}
-				p := mixer.Pass{B: B, T: c.T}
-				if c.pad {
-					p.Pad = make([]bool, B*c.T)
-					for j := c.T - 7; j < c.T; j++ {
-						p.Pad[c.T+j] = true
-					}
-				}
-				act := make([]float32, a.ActSize(B, c.T))
-				scr := make([]float32, a.ScratchSize(B, c.T, 0))
-				outs[i] = make([]float32, len(x))
-				a.Forward(outs[i], act, scr, x, p)
-				dxs[i] = make([]float32, len(x))
-				a.Backward(dxs[i], scr, dout, act, x, p)
-				grads[i] = g
+				var a *Attention[float32]
+				out[i], dx[i], g[i], a = passOnce(t, cfg, B, c.T, c.pad, func(a *Attention[float32]) { a.unpacked = unpacked })
 				if hp := a.bf16Packs(); (hp == nil) != unpacked {
 					t.Fatalf("unpacked=%v: bf16Packs %v", unpacked, hp)
 				} else if hp != nil {
@@ -77,17 +104,7 @@ func TestBF16Packed(t *testing.T) {
 					packPool.put(hp)
 				}
 			}
-			if !slices.Equal(outs[0], outs[1]) {
-				t.Error("outputs differ")
-			}
-			if !slices.Equal(dxs[0], dxs[1]) {
-				t.Error("input gradients differ")
-			}
-			for j := range grads[0] {
-				if !slices.Equal(grads[0][j], grads[1][j]) {
-					t.Errorf("gradient %d differs", j)
-				}
-			}
+			sameBits(t, out, dx, g)
 		})
 	}
 }

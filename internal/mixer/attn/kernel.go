@@ -138,9 +138,10 @@ func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay
 	}
 	clear(l[:B*H*T])
 	if !ks.hp.coversAll(lay) {
-		ks.kt.fill(ks.k, d, lay)
+		ks.kt.fill(ks.k, d, lay, ks.panels)
 	}
 	ks.g.fill(ks.k, ks.v, d, lay)
+	ks.lay = lay
 	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws
 	if nw < 1 {
@@ -278,7 +279,7 @@ func fwdBlock[F kernels.Float](o, m, l, s []F, q []F, ks *keySrc[F], gl []int, b
 		kernels.GemmBF16(1, 1, kernels.Float32A(false, nq, vb.K, any(s).([]float32), nk), kernels.PackedB(&vb), 1, any(o).([]float32)[qoff:], D)
 		return
 	}
-	vr, lv := ks.rows(ks.v, ks.g.v, blk, d, b, h)
+	vr, lv := ks.rows(ks.v, ks.vh, ks.g.v, blk, d, b, h)
 	kernels.Gemm(1, d.prec, false, false, nq, Dh, nk, 1, s, nk, vr, lv, 1, o[qoff:], blk.QS*D)
 }
 
@@ -324,10 +325,11 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 		}
 	})
 	if !ks.hp.coversAll(lay) {
-		ks.kt.fill(ks.k, d, lay)
-		ks.vt.fill(ks.v, d, lay)
+		ks.kt.fill(ks.k, d, lay, ks.panels)
+		ks.vt.fill(ks.v, d, lay, ks.panels)
 	}
 	ks.g.fill(ks.k, ks.v, d, lay)
+	ks.lay = lay
 	ws, tn := workerSize(tiles), tiles.Q*tiles.K
 	nw := len(work) / ws
 	if nw < 1 {
@@ -377,9 +379,11 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 	qoff := (b*T+blk.Q0)*D + h*Dh
 	lq := blk.QS * D
 	sc := F(d.scale)
-	kr, lk := ks.rows(ks.k, ks.g.k, blk, d, b, h)
-	dkr, _ := ks.rows(ks.dk, ks.g.dk, blk, d, b, h)
-	dvr, _ := ks.rows(ks.dv, ks.g.dv, blk, d, b, h)
+	kr, lk := ks.rows(ks.k, ks.kh, ks.g.k, blk, d, b, h)
+	dkr, ldk := ks.rows(ks.dk, nil, ks.g.dk, blk, d, b, h)
+	dvr, _ := ks.rows(ks.dv, nil, ks.g.dv, blk, d, b, h)
+	qr, lqr := qrows(q, ks.qh, blk, d, b, h)
+	dor, ldo := qrows(do, ks.doh, blk, d, b, h)
 	hp, u := ks.hp, b*d.H+h
 	packed := hp.covers(blk)
 	if packed {
@@ -400,7 +404,7 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 		kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.PackedB(&vt), 0, any(dp).([]float32), nk)
 	} else {
 		ks.scores(dp, 1, do[qoff:], lq, true, blk, d, b, h)
-		kernels.Gemm(1, d.prec, true, false, nk, Dh, nq, 1, s, nk, do[qoff:], lq, 1, dvr, lk)
+		kernels.Gemm(1, d.prec, true, false, nk, Dh, nq, 1, s, nk, dor, ldo, 1, dvr, ldk)
 	}
 	// dS = P ⊙ (dP − D_i)
 	for a := 0; a < nq; a++ {
@@ -415,7 +419,7 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 		return
 	}
 	kernels.Gemm(1, d.prec, false, false, nq, Dh, nk, sc, dp, nk, kr, lk, 1, dq[qoff:], lq)
-	kernels.Gemm(1, d.prec, true, false, nk, Dh, nq, sc, dp, nk, q[qoff:], lq, 1, dkr, lk)
+	kernels.Gemm(1, d.prec, true, false, nk, Dh, nq, sc, dp, nk, qr, lqr, 1, dkr, ldk)
 }
 
 func bwdDiag[F kernels.Float](dq, dk, dv, drow, do, lse, q, k, v []F, blk *Block, d dims, p mixer.Pass, b, h int) {

@@ -64,7 +64,16 @@ type Layout struct {
 	// copies (see transpose.go).
 	Contig bool
 	Stride int
+	// Panels says every block with contiguous keys starts at a multiple
+	// of PanelCols and has at most PanelCols keys, so the kernels may keep
+	// that head's natural transposed copies in panels (see transpose.go).
+	Panels bool
 }
+
+// PanelCols is the column width of a panel of a transposed copy: the
+// AVX-512 GEMM's panel width, so that a block of a panel's keys is already
+// one packed panel of the score product's B operand.
+const PanelCols = 64
 
 // Each calls fn(i, j) for every allowed pair of l, in block order.
 func (l *Layout) Each(fn func(i, j int)) {
@@ -102,6 +111,8 @@ func (l *Layout) Pairs() int {
 // Builder assembles a Layout phase by phase and group by group.
 type Builder struct {
 	l *Layout
+	// offPanel: some block with contiguous keys crosses a panel boundary.
+	offPanel bool
 }
 
 // NewBuilder starts an empty layout for length T.
@@ -197,7 +208,10 @@ func (b *Builder) Add(blk Block, allow func(i, j int) bool) {
 	b.l.Cost += cost
 	b.l.MaxNQ = max(b.l.MaxNQ, blk.NQ)
 	b.l.MaxNK = max(b.l.MaxNK, blk.NK)
-	b.l.Contig = b.l.Contig || blk.KS == 1 && !blk.Diag && !blk.Gathered
+	if blk.KS == 1 && !blk.Diag && !blk.Gathered {
+		b.l.Contig = true
+		b.offPanel = b.offPanel || blk.K0%PanelCols != 0 || blk.NK > PanelCols
+	}
 	if blk.KS > 1 && !blk.Diag && !blk.Gathered && blk.NK > 1 {
 		switch b.l.Stride {
 		case 0:
@@ -225,6 +239,7 @@ func (b *Builder) Layout() *Layout {
 		}
 	}
 	l.Phases = phs
+	l.Panels = l.Contig && !b.offPanel
 	return l
 }
 

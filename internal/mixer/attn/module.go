@@ -63,6 +63,11 @@ type Attention[F kernels.Float] struct {
 	// unpacked (tests) makes bf16 pack every tile product's operands
 	// itself (kernels.Gemm on one thread), as for blocks the packs do not cover.
 	unpacked bool
+	// plain (tests) makes the float32 and float64 passes read the tile
+	// products' operands from [B,T,D] and from row-major transposed
+	// copies, packing them for every tile, as without the head-major and
+	// panel copies (heads.go, transpose.go).
+	plain bool
 	// store16: a float32 mixer in precision bf16 or fp16 keeps q, k, v
 	// and o in act as 16-bit values of format f16 (see Forward).
 	store16 bool
@@ -156,12 +161,13 @@ func (a *Attention[F]) ActSize(b, t int) int {
 
 // ScratchSize is dout·Wo, dq, dk, dv [B,T,D] each, the per-head transposed
 // copies of k and v (about B·T·D each, twice with a Stride), the gathered
-// copies (see gather.go), one [B,H,T] vector and two score tiles per thread
-// of the budget; with 16-bit storage, also the float32 working copies of
-// q, k, v and o [B,T,D] each.
+// copies (see gather.go), the head-major copies (three [B,T,D], see
+// heads.go; none in bf16), one [B,H,T] vector and two score tiles per
+// thread of the budget; with 16-bit storage, also the float32 working
+// copies of q, k, v and o [B,T,D] each.
 func (a *Attention[F]) ScratchSize(b, t, threads int) int {
 	n := 4*b*t*a.D + 2*tcopySize(b, t, a.D, a.Stride) + gbufSize(b, a.H, a.Dh, a.gatherLen(t)) +
-		b*a.H*t + mixer.Budget(threads)*workerSize(a.Tiles)
+		a.headMajorSize(b, t) + b*a.H*t + mixer.Budget(threads)*workerSize(a.Tiles)
 	if a.store16 {
 		n += 4 * b * t * a.D
 	}
@@ -176,11 +182,12 @@ func (a *Attention[F]) gatherLen(t int) int {
 }
 
 // split carves scratch into dout·Wo, dq [B,T,D], the key sources (with dk,
-// dv), the [B,H,T] vector and the worker tiles.
-func (a *Attention[F]) split(scratch, k, v []F, p mixer.Pass) (do, dq []F, ks *keySrc[F], vec, work []F) {
+// dv), the [B,H,T] vector and the worker tiles. The head-major copies' room
+// is hm (nil without them), three [B,T,D].
+func (a *Attention[F]) split(scratch, k, v []F, p mixer.Pass) (do, dq []F, ks *keySrc[F], hm, vec, work []F) {
 	n := p.B * p.T * a.D
 	do, dq = scratch[:n], scratch[n:2*n]
-	ks = &keySrc[F]{k: k, v: v, dk: scratch[2*n : 3*n], dv: scratch[3*n : 4*n]}
+	ks = &keySrc[F]{k: k, v: v, dk: scratch[2*n : 3*n], dv: scratch[3*n : 4*n], panels: !a.plain}
 	off := 4 * n
 	nt := tcopySize(p.B, p.T, a.D, a.Stride)
 	ks.kt = newTCopy(scratch[off:off+nt], p.B, p.T, a.D, a.Stride)
@@ -190,11 +197,15 @@ func (a *Attention[F]) split(scratch, k, v []F, p mixer.Pass) (do, dq []F, ks *k
 	gs := gbufSize(p.B, a.H, a.Dh, ng)
 	ks.g = newGBuf(scratch[off:off+gs], p.B, a.H, a.Dh, ng)
 	off += gs
+	if nh := a.headMajorSize(p.B, p.T); nh > 0 {
+		hm = scratch[off : off+nh]
+		off += nh
+	}
 	vec = scratch[off : off+p.B*a.H*p.T]
 	if a.Slopes != nil {
 		ks.bias, ks.biasN = a.biasTable(p.T), a.bT
 	}
-	return do, dq, ks, vec, scratch[off+p.B*a.H*p.T:]
+	return do, dq, ks, hm, vec, scratch[off+p.B*a.H*p.T:]
 }
 
 func (a *Attention[F]) dims(p mixer.Pass) dims {
@@ -257,7 +268,11 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 			a.keep16(th, act16, i, y)
 		}
 	}
-	_, _, ks, l, work := a.split(scratch, k, v, p)
+	_, _, ks, hm, l, work := a.split(scratch, k, v, p)
+	if hm != nil {
+		ks.vh = hm[:len(v)]
+		fillHeads(ks.vh, v, d)
+	}
 	if ks.hp = a.bf16Packs(); ks.hp != nil {
 		defer packPool.put(ks.hp)
 		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), nil, d, false)
@@ -278,9 +293,16 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	if a.store16 { // q, k, v, o are adjacent in scratch, as in act16
 		a.f16.Load(th, any(q[:4*len(q)]).([]float32), act16)
 	}
-	do, dq, ks, drow, work := a.split(scratch, k, v, p)
+	do, dq, ks, hm, drow, work := a.split(scratch, k, v, p)
 	dk, dv := ks.dk, ks.dv
 	a.proj.Backward(th, po, do, dout, o, N, true)
+	if hm != nil {
+		n := len(q)
+		ks.qh, ks.kh, ks.doh = hm[:n], hm[n:2*n], hm[2*n:3*n]
+		fillHeads(ks.qh, q, d)
+		fillHeads(ks.kh, k, d)
+		fillHeads(ks.doh, do, d)
+	}
 	pclear(th, dq)
 	pclear(th, dk)
 	pclear(th, dv)

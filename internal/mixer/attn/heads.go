@@ -1,0 +1,57 @@
+package attn
+
+import (
+	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
+)
+
+// Head-major copies. A tile product whose B operand is a block of a head's
+// rows (v in o += P·v; k, q and dO in backward's dQ += dS·k, dK += dSᵀ·q and
+// dV += Pᵀ·dO) reads them from [B,T,D] with row stride D, so the GEMM packs
+// them for every tile: a seventh of the bytes the tile's products move,
+// about a tenth of the time of full attention at long T. Copied once per
+// pass into [B,H,T,Dh], a head's rows are Dh apart, which for heads of 16 to
+// 64 channels is already the packed layout of one panel: the GEMM reads a
+// block of contiguous keys or queries in place. Gathered blocks read their
+// own compact copies (gather.go).
+
+// headMajor reports whether the passes make head-major copies: every path
+// but bf16's packed operands (headPacks), which are already per head.
+func (a *Attention[F]) headMajor() bool {
+	var z F
+	_, f32 := any(z).(float32)
+	return !a.plain && (!f32 || a.proj.Prec != kernels.PrecBF16)
+}
+
+// headMajorSize is the scratch of the head-major copies: three [B,T,D]
+// (forward uses one for v, backward all three for q, k and dO).
+func (a *Attention[F]) headMajorSize(b, t int) int {
+	if !a.headMajor() {
+		return 0
+	}
+	return 3 * b * t * a.D
+}
+
+// fillHeads sets xh [B,H,T,Dh] to the head-major copy of x [B,T,D].
+func fillHeads[F kernels.Float](xh, x []F, d dims) {
+	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
+	parallel.For(d.threads, B*H, 1, func(_, lo, hi int) {
+		for u := lo; u < hi; u++ {
+			b, h := u/H, u%H
+			dst := xh[u*T*Dh : (u+1)*T*Dh]
+			src := x[b*T*D+h*Dh:]
+			for t := 0; t < T; t++ {
+				copy(dst[t*Dh:(t+1)*Dh], src[t*D:t*D+Dh])
+			}
+		}
+	})
+}
+
+// qrows returns the block's first query row of x [B,T,D], or of its
+// head-major copy xh when there is one, and the row stride.
+func qrows[F kernels.Float](x, xh []F, blk *Block, d dims, b, h int) ([]F, int) {
+	if xh != nil {
+		return xh[((b*d.H+h)*d.T+blk.Q0)*d.Dh:], blk.QS * d.Dh
+	}
+	return x[(b*d.T+blk.Q0)*d.D+h*d.Dh:], blk.QS * d.D
+}
