@@ -97,10 +97,10 @@ type keySrc[F kernels.Float] struct {
 	// vh (forward), kh, qh and doh (backward) are head-major copies
 	// [B,H,T,Dh] of v, k, q and dO (heads.go), or nil.
 	vh, kh, qh, doh []F
-	kt, vt       tcopy[F]
-	g            gbuf[F]
-	bias         []F // ALiBi bias by offset [H, 2·biasN−1], or nil
-	biasN        int // the longest length bias serves (Attention.biasTable)
+	kt, vt          tcopy[F]
+	g               gbuf[F]
+	bias            []F // ALiBi bias by offset [H, 2·biasN−1], or nil
+	biasN           int // the longest length bias serves (Attention.biasTable)
 	// lay is the pass's layouts, one per head. With panels, a head whose
 	// layout has Panels keeps its natural transposed copies in panels.
 	lay    []*Layout
