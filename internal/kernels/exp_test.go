@@ -190,3 +190,51 @@ func BenchmarkExp32(b *testing.B) {
 func BenchmarkMathExp(b *testing.B) {
 	benchVec(b, 4096, 2, func(x [][]float32) { RefExp32(x[1], x[0]) })
 }
+
+// TestExpPathsAgree: the AVX2 and AVX-512 kernels compute the same
+// float32 exp, bit for bit, over the clamped range, in the gradual
+// underflow below it, beyond it, and at ±Inf and NaN, through Exp and
+// ExpSub's outputs (its sum adds lanes in a width's own order). The pure-Go
+// twin is not compared: without FMA its x·log2(e) + shift rounds twice.
+func TestExpPathsAgree(t *testing.T) {
+	var asm []Path
+	for _, p := range Paths() {
+		if p != PathGo {
+			asm = append(asm, p)
+		}
+	}
+	if len(asm) < 2 {
+		t.Skipf("paths %v: fewer than two assembly widths to compare", Paths())
+	}
+	rng := rand.New(rand.NewSource(2))
+	xs := []float32{0, float32(math.Copysign(0, -1)), 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+		-87.33, -87.34, -100, -104, -105, -1e30, 88.72, 88.73, 100, 1e30, 0x1p-149}
+	for len(xs) < 1<<16 {
+		xs = append(xs, float32(-110+210*rng.Float64()))
+	}
+	for len(xs) < 1<<16+1000 {
+		xs = append(xs, math.Float32frombits(rng.Uint32()))
+	}
+	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
+	var want, wantSub []float32
+	for _, p := range asm {
+		old := SetPath(p)
+		got := make([]float32, len(xs))
+		Exp(got, xs)
+		sub := make([]float32, len(xs))
+		ExpSub(sub, xs, 3.5)
+		SetPath(old)
+		if want == nil {
+			want, wantSub = got, sub
+			continue
+		}
+		for i := range got {
+			if !same(got[i], want[i]) {
+				t.Fatalf("%s: exp(%v) = %v, %s gives %v", p, xs[i], got[i], asm[0], want[i])
+			}
+			if !same(sub[i], wantSub[i]) {
+				t.Fatalf("%s: exp(%v − 3.5) = %v, %s gives %v", p, xs[i], sub[i], asm[0], wantSub[i])
+			}
+		}
+	}
+}

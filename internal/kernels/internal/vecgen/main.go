@@ -115,7 +115,11 @@ func expand(b *bytes.Buffer, w width, src string) {
 		f := strings.Fields(line)
 		switch {
 		case len(f) == 4 && f[0] == "@EXP":
-			expand(b, w, fmt.Sprintf(expBody, f[1], f[2], f[3]))
+			body := expBody
+			if w.reg == "Z" {
+				body = expBody512
+			}
+			expand(b, w, fmt.Sprintf(body, f[1], f[2], f[3]))
 			continue
 		case len(f) == 4 && f[0] == "@REDUCE":
 			line = reduce(w, f[1], f[2], f[3])
@@ -181,3 +185,26 @@ const expBody = `
 	VPSLLD $23, %[3]s, %[3]s
 	VMULPS %[1]s, %[2]s, %[2]s
 	VMULPS %[3]s, %[2]s, %[1]s`
+
+// expBody512 is expBody for AVX-512: VSCALEFPS multiplies the polynomial by
+// 2^n in one instruction, in place of building two powers of two from the
+// integer bits and multiplying by each. Both are exact over the clamped
+// range (every result is a normal float32), so the two agree bitwise.
+const expBody512 = `
+	VMOVUPS %%lo%%, %[2]s
+	VMAXPS %[1]s, %[2]s, %[1]s
+	VMOVUPS %%hi%%, %[2]s
+	VMINPS %[1]s, %[2]s, %[1]s
+	VMOVUPS %%shift%%, %[3]s
+	VFMADD231PS %%log2e%%, %[1]s, %[3]s
+	VSUBPS %%shift%%, %[3]s, %[2]s
+	VFNMADD231PS %%ln2hi%%, %[2]s, %[1]s
+	VFNMADD231PS %%ln2lo%%, %[2]s, %[1]s
+	VMOVUPS %%c4%%, %[3]s
+	VFMADD213PS %%c3%%, %[1]s, %[3]s
+	VFMADD213PS %%c2%%, %[1]s, %[3]s
+	VFMADD213PS %%c1%%, %[1]s, %[3]s
+	VFMADD213PS %%c0%%, %[1]s, %[3]s
+	VFMADD213PS %%one%%, %[1]s, %[3]s
+	VFMADD213PS %%one%%, %[1]s, %[3]s
+	VSCALEFPS %[2]s, %[3]s, %[1]s`
