@@ -14,6 +14,15 @@ import (
 // 64 channels is already the packed layout of one panel: the GEMM reads a
 // block of contiguous keys or queries in place. Gathered blocks read their
 // own compact copies (gather.go).
+//
+// Narrow heads. With Dh ≤ 32 columns, dV += Pᵀ·dO and dK += dSᵀ·q run on
+// micro-kernels one or two vectors wide, a broadcast per FMA or two, at
+// about half the FMA rate. Their transposes, dVᵀ += dOᵀ·P and dKᵀ +=
+// qᵀ·dS, have Dh rows and a tile's keys as columns, on the full-width
+// kernels, with the same products summed in the same order. Backward
+// accumulates them for a whole (sequence, head) unit in a worker's
+// [Dh, T+16] buffers, and adds their transposes into dk and dv when the
+// unit ends.
 
 // headMajor reports whether the passes make head-major copies: every path
 // but bf16's packed operands (headPacks), which are already per head.
@@ -30,6 +39,38 @@ func (a *Attention[F]) headMajorSize(b, t int) int {
 		return 0
 	}
 	return 3 * b * t * a.D
+}
+
+// MaxNarrowHead is the widest head whose key and value gradients backward
+// accumulates transposed.
+const MaxNarrowHead = 32
+
+// transGrads reports whether backward accumulates dK and dV transposed.
+func (a *Attention[F]) transGrads() bool { return a.Dh <= MaxNarrowHead && a.headMajor() }
+
+// transGradSize is one worker's transposed dK and dV buffers at length t
+// (0 without them).
+func (a *Attention[F]) transGradSize(t int) int {
+	if !a.transGrads() {
+		return 0
+	}
+	return (2*a.Dh*(t+16) + 15) &^ 15
+}
+
+// addTransposed adds the transpose of xt [Dh, T+16] (columns 0…T−1) to
+// head h of sequence b of x [B,T,D].
+func addTransposed[F kernels.Float](x, xt []F, d dims, b, h int) {
+	T, D, Dh := d.T, d.D, d.Dh
+	ld := T + 16
+	for j0 := 0; j0 < T; j0 += 16 {
+		je := min(j0+16, T)
+		for c := 0; c < Dh; c++ {
+			src := xt[c*ld+j0 : c*ld+je]
+			for jj, v := range src {
+				x[(b*T+j0+jj)*D+h*Dh+c] += v
+			}
+		}
+	}
 }
 
 // fillHeads sets xh [B,H,T,Dh] to the head-major copy of x [B,T,D].

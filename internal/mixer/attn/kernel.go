@@ -330,7 +330,7 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 	}
 	ks.g.fill(ks.k, ks.v, d, lay)
 	ks.lay = lay
-	ws, tn := workerSize(tiles), tiles.Q*tiles.K
+	ws, tn := workerSize(tiles)+ks.tg, tiles.Q*tiles.K
 	nw := len(work) / ws
 	if nw < 1 {
 		panic("attn: scratch too small")
@@ -347,6 +347,13 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 		un := us[u]
 		s := work[w*ws : w*ws+tn]
 		dp := work[w*ws+tn : w*ws+2*tn]
+		var dkT, dvT []F // transposed dK, dV [Dh, T+16] (heads.go)
+		if ks.tg > 0 {
+			n, o := Dh*(T+16), w*ws+workerSize(tiles)
+			dkT, dvT = work[o:o+n], work[o+n:o+2*n]
+			clear(dkT)
+			clear(dvT)
+		}
 		gl := lay[un.h].Gather
 		if gl != nil {
 			ks.g.clearGrads(d, un.b, un.h)
@@ -358,7 +365,7 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 					if blk.Diag {
 						bwdDiag(dq, ks.dk, ks.dv, drow, do, lse, q, ks.k, ks.v, blk, d, p, un.b, un.h)
 					} else {
-						bwdBlock(dq, s, dp, drow, do, lse, q, ks, gl, blk, d, p, un.b, un.h)
+						bwdBlock(dq, s, dp, dkT, dvT, drow, do, lse, q, ks, gl, blk, d, p, un.b, un.h)
 					}
 				}
 			}
@@ -366,13 +373,19 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 		if gl != nil {
 			ks.g.scatter(ks.dk, ks.dv, gl, d, un.b, un.h)
 		}
+		if dkT != nil {
+			addTransposed(ks.dk, dkT, d, un.b, un.h)
+			addTransposed(ks.dv, dvT, d, un.b, un.h)
+		}
 	})
 	if ks.hp != nil {
 		ks.hp.addKeyGrads(any(ks.dk).([]float32), any(ks.dv).([]float32), d)
 	}
 }
 
-func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h int) {
+// bwdBlock runs one block of backward. With dkT and dvT (narrow heads, see
+// heads.go), a block of contiguous keys accumulates dKᵀ and dVᵀ there.
+func bwdBlock[F kernels.Float](dq, s, dp, dkT, dvT, drow, do, lse, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h int) {
 	T, D, Dh := d.T, d.D, d.Dh
 	nq, nk := blk.NQ, blk.NK
 	s, dp = s[:nq*nk], dp[:nq*nk]
@@ -384,6 +397,7 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 	dvr, _ := ks.rows(ks.dv, nil, ks.g.dv, blk, d, b, h)
 	qr, lqr := qrows(q, ks.qh, blk, d, b, h)
 	dor, ldo := qrows(do, ks.doh, blk, d, b, h)
+	trans, ldt := dkT != nil && blk.KS == 1 && !blk.Gathered, T+16
 	hp, u := ks.hp, b*d.H+h
 	packed := hp.covers(blk)
 	if packed {
@@ -404,7 +418,11 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 		kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.PackedB(&vt), 0, any(dp).([]float32), nk)
 	} else {
 		ks.scores(dp, 1, do[qoff:], lq, true, blk, d, b, h)
-		kernels.Gemm(1, d.prec, true, false, nk, Dh, nq, 1, s, nk, dor, ldo, 1, dvr, ldk)
+		if trans {
+			kernels.Gemm(1, d.prec, true, false, Dh, nk, nq, 1, dor, ldo, s, nk, 1, dvT[blk.K0:], ldt)
+		} else {
+			kernels.Gemm(1, d.prec, true, false, nk, Dh, nq, 1, s, nk, dor, ldo, 1, dvr, ldk)
+		}
 	}
 	// dS = P ⊙ (dP − D_i)
 	for a := 0; a < nq; a++ {
@@ -419,6 +437,10 @@ func bwdBlock[F kernels.Float](dq, s, dp, drow, do, lse, q []F, ks *keySrc[F], g
 		return
 	}
 	kernels.Gemm(1, d.prec, false, false, nq, Dh, nk, sc, dp, nk, kr, lk, 1, dq[qoff:], lq)
+	if trans {
+		kernels.Gemm(1, d.prec, true, false, Dh, nk, nq, sc, qr, lqr, dp, nk, 1, dkT[blk.K0:], ldt)
+		return
+	}
 	kernels.Gemm(1, d.prec, true, false, nk, Dh, nq, sc, dp, nk, qr, lqr, 1, dkr, ldk)
 }
 

@@ -162,12 +162,13 @@ func (a *Attention[F]) ActSize(b, t int) int {
 // ScratchSize is dout·Wo, dq, dk, dv [B,T,D] each, the per-head transposed
 // copies of k and v (about B·T·D each, twice with a Stride), the gathered
 // copies (see gather.go), the head-major copies (three [B,T,D], see
-// heads.go; none in bf16), one [B,H,T] vector and two score tiles per
-// thread of the budget; with 16-bit storage, also the float32 working
-// copies of q, k, v and o [B,T,D] each.
+// heads.go; none in bf16), one [B,H,T] vector, and two score tiles per
+// thread of the budget (with heads of at most MaxNarrowHead channels, also
+// its transposed dK and dV buffers); with 16-bit storage, also the float32
+// working copies of q, k, v and o [B,T,D] each.
 func (a *Attention[F]) ScratchSize(b, t, threads int) int {
 	n := 4*b*t*a.D + 2*tcopySize(b, t, a.D, a.Stride) + gbufSize(b, a.H, a.Dh, a.gatherLen(t)) +
-		a.headMajorSize(b, t) + b*a.H*t + mixer.Budget(threads)*workerSize(a.Tiles)
+		a.headMajorSize(b, t) + b*a.H*t + mixer.Budget(threads)*(workerSize(a.Tiles)+a.transGradSize(t))
 	if a.store16 {
 		n += 4 * b * t * a.D
 	}
@@ -187,7 +188,7 @@ func (a *Attention[F]) gatherLen(t int) int {
 func (a *Attention[F]) split(scratch, k, v []F, p mixer.Pass) (do, dq []F, ks *keySrc[F], hm, vec, work []F) {
 	n := p.B * p.T * a.D
 	do, dq = scratch[:n], scratch[n:2*n]
-	ks = &keySrc[F]{k: k, v: v, dk: scratch[2*n : 3*n], dv: scratch[3*n : 4*n], panels: !a.plain}
+	ks = &keySrc[F]{k: k, v: v, dk: scratch[2*n : 3*n], dv: scratch[3*n : 4*n], panels: !a.plain, tg: a.transGradSize(p.T)}
 	off := 4 * n
 	nt := tcopySize(p.B, p.T, a.D, a.Stride)
 	ks.kt = newTCopy(scratch[off:off+nt], p.B, p.T, a.D, a.Stride)

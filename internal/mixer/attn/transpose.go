@@ -105,6 +105,9 @@ type keySrc[F kernels.Float] struct {
 	// layout has Panels keeps its natural transposed copies in panels.
 	lay    []*Layout
 	panels bool
+	// tg is a worker's room for backward's transposed dK and dV (0: none;
+	// see heads.go).
+	tg int
 }
 
 // rows returns the block's first key row of x [B,T,D] (of its gathered
