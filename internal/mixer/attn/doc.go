@@ -35,8 +35,15 @@
 // stride l·D, without gathering. Keys may also index a layout's Gather list
 // (the fixed pattern's summary positions), read from compact gathered copies.
 // Score GEMMs read keys from per-head transposed copies of k and v (see
-// transpose.go). Partial blocks carry a bit mask. The work is therefore
-// proportional to the number of visited pairs times Dh, not T².
+// transpose.go), kept in 64-column panels where every contiguous block
+// fits one (full attention); the other tile products read rows of v, k, q
+// and dO from head-major copies [B,H,T,Dh] (heads.go). Both are the GEMM's
+// packed layout for heads of 16 to 64 channels, so those products read
+// their B operand in place rather than packing it for every tile. With
+// heads of at most 32 channels, backward accumulates dKᵀ and dVᵀ, whose
+// products run on the full-width micro-kernels. Partial blocks carry a bit
+// mask. The work is therefore proportional to the number of visited pairs
+// times Dh, not T².
 //
 // Parallelism: the forward pass runs phase by phase; within a phase the
 // units are (batch, head, group), pulled dynamically by the workers of the
