@@ -28,9 +28,11 @@ while [ "$r" -le "$rounds" ]; do
 		res=$("$bin" --threads "$threads" bench mixer --config "$cfg" --len "$len" --batch 1 --json)
 		fwd=$(echo "$res" | sed 's/.*"fwd_ms":\([0-9.e+-]*\).*/\1/')
 		bwd=$(echo "$res" | sed 's/.*"bwd_ms":\([0-9.e+-]*\).*/\1/')
-		echo "$r $i $peak $fwd $bwd" | awk -v T="$len" -v bin="$bin" -v out="$out" '{
+		plan=$(echo "$res" | sed 's/.*"planned_bytes":\([0-9]*\).*/\1/')
+		rss=$(echo "$res" | sed 's/.*"peak_rss_bytes":\([0-9]*\).*/\1/')
+		echo "$r $i $peak $fwd $bwd $plan $rss" | awk -v T="$len" -v bin="$bin" -v out="$out" '{
 			d = 256; fl = 7*T*T*d + 24*T*d*d; ms = $4 + $5; g = fl/(ms/1000)/1e9
-			printf "round %d  binary %d (%s)  peak %.1f GFLOP/s  fwd %.0f ms  bwd %.0f ms  %.1f GFLOP/s  %.1f%% of peak\n", $1, $2, bin, $3, $4, $5, g, 100*g/$3
+			printf "round %d  binary %d (%s)  peak %.1f GFLOP/s  fwd %.0f ms  bwd %.0f ms  %.1f GFLOP/s  %.1f%% of peak  planned %.1f MiB  peak RSS %.1f MiB\n", $1, $2, bin, $3, $4, $5, g, 100*g/$3, $6/1048576, $7/1048576
 			printf "%d %.4f %.3f\n", $2, 100*g/$3, ms >> out
 		}'
 	done
