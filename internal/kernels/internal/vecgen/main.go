@@ -156,26 +156,35 @@ func reduce(w width, op, a, t string) string {
 	return "\t" + strings.Join(s, "\n\t")
 }
 
-// expBody computes V%[1]s = exp(V%[1]s) in place with scratch %[2]s and
-// %[3]s; the steps are those of expf in exp.go. Go operand order: sources
-// first, destination last; VMAXPS/VMINPS X, T, X return X when it is NaN.
-const expBody = `
+// expCore is steps 1–4 of expf in exp.go on V%[1]s, with scratch %[2]s and
+// %[3]s: it leaves r in %[1]s, the polynomial exp(r) in %[2]s, the shifter
+// sum (n in its low mantissa bits) in %[3]s, and n as a float in NF, which
+// is %[2]s (overwritten by the polynomial) or %[3]s (overwriting the sum).
+// Go operand order: sources first, destination last; VMAXPS/VMINPS X, T, X
+// return X when it is NaN.
+const expCore = `
 	VMOVUPS %%lo%%, %[2]s
 	VMAXPS %[1]s, %[2]s, %[1]s
 	VMOVUPS %%hi%%, %[2]s
 	VMINPS %[1]s, %[2]s, %[1]s
 	VMOVUPS %%shift%%, %[3]s
 	VFMADD231PS %%log2e%%, %[1]s, %[3]s
-	VSUBPS %%shift%%, %[3]s, %[2]s
-	VFNMADD231PS %%ln2hi%%, %[2]s, %[1]s
-	VFNMADD231PS %%ln2lo%%, %[2]s, %[1]s
+	VSUBPS %%shift%%, %[3]s, NF
+	VFNMADD231PS %%ln2hi%%, NF, %[1]s
+	VFNMADD231PS %%ln2lo%%, NF, %[1]s
 	VMOVUPS %%c4%%, %[2]s
 	VFMADD213PS %%c3%%, %[1]s, %[2]s
 	VFMADD213PS %%c2%%, %[1]s, %[2]s
 	VFMADD213PS %%c1%%, %[1]s, %[2]s
 	VFMADD213PS %%c0%%, %[1]s, %[2]s
 	VFMADD213PS %%one%%, %[1]s, %[2]s
-	VFMADD213PS %%one%%, %[1]s, %[2]s
+	VFMADD213PS %%one%%, %[1]s, %[2]s`
+
+var (
+	// expBody computes V%[1]s = exp(V%[1]s) in place with scratch %[2]s
+	// and %[3]s (AVX2): step 5 builds 2ⁿ in two halves from n's bits in
+	// the shifter sum and multiplies by each.
+	expBody = strings.ReplaceAll(expCore, "NF", "%[2]s") + `
 	VPSUBD %%shift%%, %[3]s, %[3]s
 	VPSRAD $1, %[3]s, %[1]s
 	VPSUBD %[1]s, %[3]s, %[3]s
@@ -185,26 +194,10 @@ const expBody = `
 	VPSLLD $23, %[3]s, %[3]s
 	VMULPS %[1]s, %[2]s, %[2]s
 	VMULPS %[3]s, %[2]s, %[1]s`
-
-// expBody512 is expBody for AVX-512: VSCALEFPS multiplies the polynomial by
-// 2^n in one instruction, in place of building two powers of two from the
-// integer bits and multiplying by each. Both are exact over the clamped
-// range (every result is a normal float32), so the two agree bitwise.
-const expBody512 = `
-	VMOVUPS %%lo%%, %[2]s
-	VMAXPS %[1]s, %[2]s, %[1]s
-	VMOVUPS %%hi%%, %[2]s
-	VMINPS %[1]s, %[2]s, %[1]s
-	VMOVUPS %%shift%%, %[3]s
-	VFMADD231PS %%log2e%%, %[1]s, %[3]s
-	VSUBPS %%shift%%, %[3]s, %[2]s
-	VFNMADD231PS %%ln2hi%%, %[2]s, %[1]s
-	VFNMADD231PS %%ln2lo%%, %[2]s, %[1]s
-	VMOVUPS %%c4%%, %[3]s
-	VFMADD213PS %%c3%%, %[1]s, %[3]s
-	VFMADD213PS %%c2%%, %[1]s, %[3]s
-	VFMADD213PS %%c1%%, %[1]s, %[3]s
-	VFMADD213PS %%c0%%, %[1]s, %[3]s
-	VFMADD213PS %%one%%, %[1]s, %[3]s
-	VFMADD213PS %%one%%, %[1]s, %[3]s
-	VSCALEFPS %[2]s, %[3]s, %[1]s`
+	// expBody512 is expBody for AVX-512: VSCALEFPS multiplies the
+	// polynomial by 2ⁿ in one instruction. The first of expBody's two
+	// products is exact, so both round the same product once and agree
+	// bit for bit, subnormal results included (TestExpPathsAgree).
+	expBody512 = strings.ReplaceAll(expCore, "NF", "%[3]s") + `
+	VSCALEFPS %[3]s, %[2]s, %[1]s`
+)
