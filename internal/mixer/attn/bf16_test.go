@@ -22,7 +22,13 @@ func (p densePat) Layout(h, T int, t Tiles) *Layout { return Dense(T, t, p.causa
 // the parameter gradients and the mixer.
 func passOnce(t *testing.T, cfg mixer.Config, B, T int, pad bool, setup func(*Attention[float32])) (out, dx []float32, g [][]float32, a *Attention[float32]) {
 	t.Helper()
-	a, err := New[float32](cfg, densePat{cfg.Causal})
+	return passOn(t, cfg, densePat{cfg.Causal}, B, T, pad, setup)
+}
+
+// passOn is passOnce over pattern pat.
+func passOn(t *testing.T, cfg mixer.Config, pat Pattern, B, T int, pad bool, setup func(*Attention[float32])) (out, dx []float32, g [][]float32, a *Attention[float32]) {
+	t.Helper()
+	a, err := New[float32](cfg, pat)
 	if err != nil {
 		t.Fatal(err)
 	}
