@@ -19,10 +19,12 @@ import (
 // micro-kernels one or two vectors wide, a broadcast per FMA or two, at
 // about half the FMA rate. Their transposes, dVᵀ += dOᵀ·P and dKᵀ +=
 // qᵀ·dS, have Dh rows and a tile's keys as columns, on the full-width
-// kernels, with the same products summed in the same order. Backward
-// accumulates them for a whole (sequence, head) unit in a worker's
-// [Dh, T+16] buffers, and adds their transposes into dk and dv when the
-// unit ends.
+// kernels. Backward accumulates them for a whole (sequence, head) unit in
+// a worker's [Dh, T+16] buffers, and adds their transposes into dk and dv
+// when the unit ends: for a layout of contiguous blocks only (full
+// attention) the same sums in the same order, bitwise those of the plain
+// path; where strided, diagonal or gathered blocks add to dk and dv too,
+// the same sums in another order (TestCopiesStrided).
 
 // headMajor reports whether the passes make head-major copies: every path
 // but bf16's packed operands (headPacks), which are already per head.
