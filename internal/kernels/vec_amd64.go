@@ -48,6 +48,7 @@ func (a asmVec) table() *vec32 {
 		gelu: a.gelu, geluBack: a.geluBack,
 		sumSqDev: a.sumSqDev, lnAffine: a.lnAffine, lnBackDots: a.lnBackDots,
 		lnBackDx: a.lnBackDx, lnBackW: a.lnBackW, adamW: a.adamW,
+		expSubRows: a.expSubRows, subMulRows: a.subMulRows, onlineSoftmax: a.onlineSoftmax,
 	}
 }
 
@@ -289,5 +290,55 @@ func axpy32(dst []float32, a float32, x []float32) {
 	}
 	if b < n {
 		axpyGo(dst[b:], a, x[b:])
+	}
+}
+
+// The tile-row methods call the assembly once per row when the rows are
+// whole vectors, else the row methods above.
+
+func (a asmVec) expSubRows(x []float32, rows, cols int, m []float32, ms int) {
+	for r := 0; r < rows; r++ {
+		row := x[r*cols : (r+1)*cols]
+		if cols > 0 && a.body(cols) == cols {
+			a.expSubRaw(&row[0], &row[0], cols, m[r*ms], nil)
+		} else {
+			a.expSub(row, row, m[r*ms])
+		}
+	}
+}
+
+func (a asmVec) subMulRows(dst, p []float32, rows, cols int, d []float32, ds int) {
+	for r := 0; r < rows; r++ {
+		dr, pr := dst[r*cols:(r+1)*cols], p[r*cols:(r+1)*cols]
+		if cols > 0 && a.body(cols) == cols {
+			a.subMulRaw(&dr[0], &pr[0], cols, d[r*ds])
+		} else {
+			a.subMul(dr, pr, d[r*ds])
+		}
+	}
+}
+
+func (a asmVec) onlineSoftmax(x []float32, rows, cols int, m, l []float32, ms int, alpha []float32) {
+	whole := cols > 0 && a.body(cols) == cols
+	for r := 0; r < rows; r++ {
+		row := x[r*cols : (r+1)*cols]
+		var mx, sum float32
+		if whole {
+			mx = a.maxRaw(&row[0], cols)
+		} else {
+			mx = a.max(row)
+		}
+		mNew := max(m[r*ms], mx)
+		if math.IsInf(float64(mNew), -1) {
+			clear(row)
+			alpha[r] = 1
+			continue
+		}
+		if whole {
+			sum = a.expSubRaw(&row[0], &row[0], cols, mNew, nil)
+		} else {
+			sum = a.expSub(row, row, mNew)
+		}
+		alpha[r] = onlineSum(&m[r*ms], &l[r*ms], mNew, sum)
 	}
 }

@@ -23,6 +23,10 @@ type vec32 struct {
 	lnBackDx   func(dx, g, x, w []float32, m, s, sd, sdx float32)      // dx += s·(g·w − sd − xh·sdx)
 	lnBackW    func(dw, db, g, x []float32, m, s float32)              // dw += g·xh, db += g
 	adamW      func(p, g, m, v []float32, c adamC)
+	// Tile rows (rows.go): the row helpers on each row of a tile.
+	expSubRows    func(x []float32, rows, cols int, m []float32, ms int)
+	subMulRows    func(dst, p []float32, rows, cols int, d []float32, ds int)
+	onlineSoftmax func(x []float32, rows, cols int, m, l []float32, ms int, alpha []float32)
 }
 
 // adamC holds the float32 coefficients of one AdamW step: β1, 1−β1, β2,
@@ -51,6 +55,10 @@ var goVec = &vec32{
 	lnBackDx:   lnBackDxGo,
 	lnBackW:    lnBackWGo,
 	adamW:      adamWGo,
+
+	expSubRows:    expSubRowsGo,
+	subMulRows:    subMulRowsGo,
+	onlineSoftmax: onlineSoftmaxGo,
 }
 
 func expGo(dst, src []float32) {

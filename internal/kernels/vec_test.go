@@ -486,3 +486,17 @@ func TestSmallAddsDoNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// Tile-row benchmarks: one 128×64 score tile, as attention's kernels see it.
+func BenchmarkExpSubRows(b *testing.B) {
+	benchPaths(b, func(b *testing.B) {
+		m := make([]float32, 128)
+		benchVec(b, 128*64, 1, func(x [][]float32) { ExpSubRows(x[0], 128, 64, m, 1) })
+	})
+}
+func BenchmarkOnlineSoftmax(b *testing.B) {
+	benchPaths(b, func(b *testing.B) {
+		m, l, al := make([]float32, 128), make([]float32, 128), make([]float32, 128)
+		benchVec(b, 128*64, 1, func(x [][]float32) { OnlineSoftmax(x[0], 128, 64, m, l, 1, al) })
+	})
+}

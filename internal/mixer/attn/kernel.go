@@ -168,13 +168,13 @@ func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay
 		runUnits(d.threads, nw, len(us), func(w, u int) {
 			un := us[u]
 			gr := &lay[un.h].Phases[ph].Groups[un.g]
-			s := work[w*ws : w*ws+tn]
+			s, alpha := work[w*ws:w*ws+tn], work[w*ws+tn:w*ws+2*tn]
 			for bi := range gr.Blocks {
 				blk := &gr.Blocks[bi]
 				if blk.Diag {
 					fwdDiag(o, lse, l, q, ks.k, ks.v, blk, d, p, un.b, un.h)
 				} else {
-					fwdBlock(o, lse, l, s, q, ks, lay[un.h].Gather, blk, d, p, un.b, un.h)
+					fwdBlock(o, lse, l, s, alpha, q, ks, lay[un.h].Gather, blk, d, p, un.b, un.h)
 				}
 			}
 		})
@@ -236,7 +236,9 @@ func maskScores[F kernels.Float](s []F, blk *Block, gl []int, d dims, p mixer.Pa
 	}
 }
 
-func fwdBlock[F kernels.Float](o, m, l, s []F, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h int) {
+// fwdBlock runs one block of forward; s is the score tile, alpha scratch
+// for a factor per row.
+func fwdBlock[F kernels.Float](o, m, l, s, alpha []F, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h int) {
 	T, D, Dh := d.T, d.D, d.Dh
 	nq, nk := blk.NQ, blk.NK
 	s = s[:nq*nk]
@@ -250,29 +252,17 @@ func fwdBlock[F kernels.Float](o, m, l, s []F, q []F, ks *keySrc[F], gl []int, b
 	}
 	ks.addBias(s, blk, gl, h)
 	maskScores(s, blk, gl, d, p, b)
-	ninf := F(math.Inf(-1))
-	for a := 0; a < nq; a++ {
-		row := s[a*nk : (a+1)*nk]
-		i := blk.Q0 + a*blk.QS
-		si := (b*d.H+h)*T + i
-		mx := rowMax(row)
-		mOld := m[si]
-		mNew := max(mOld, mx)
-		if mNew == ninf {
-			clear(row) // nothing allowed yet in this row
-			continue
-		}
-		sum := expSub(row, mNew)
-		if mOld != mNew {
-			al := F(math.Exp(float64(mOld - mNew)))
-			l[si] *= al
+	si := (b*d.H+h)*T + blk.Q0
+	alpha = alpha[:nq]
+	kernels.OnlineSoftmax(s, nq, nk, m[si:], l[si:], blk.QS, alpha)
+	for a, al := range alpha {
+		if al != 1 {
+			i := blk.Q0 + a*blk.QS
 			orow := o[(b*T+i)*D+h*Dh : (b*T+i)*D+(h+1)*Dh]
 			for c := range orow {
 				orow[c] *= al
 			}
-			m[si] = mNew
 		}
-		l[si] += sum
 	}
 	if packed {
 		vb := hp.vb[u].View(blk.K0, nk, 0, Dh)
@@ -407,10 +397,8 @@ func bwdBlock[F kernels.Float](dq, s, dp, dkT, dvT, drow, do, lse, q []F, ks *ke
 	}
 	ks.addBias(s, blk, gl, h)
 	maskScores(s, blk, gl, d, p, b)
-	for a := 0; a < nq; a++ {
-		si := (b*d.H+h)*T + blk.Q0 + a*blk.QS
-		expSub(s[a*nk:(a+1)*nk], lse[si]) // P
-	}
+	si := (b*d.H+h)*T + blk.Q0
+	kernels.ExpSubRows(s, nq, nk, lse[si:], blk.QS) // P
 	// dP = dO·Vᵀ;  dV += Pᵀ·dO
 	if packed {
 		a := hp.doa[u].Rows(blk.Q0, nq)
@@ -425,10 +413,7 @@ func bwdBlock[F kernels.Float](dq, s, dp, dkT, dvT, drow, do, lse, q []F, ks *ke
 		}
 	}
 	// dS = P ⊙ (dP − D_i)
-	for a := 0; a < nq; a++ {
-		di := drow[(b*d.H+h)*T+blk.Q0+a*blk.QS]
-		kernels.SubMul(dp[a*nk:(a+1)*nk], s[a*nk:(a+1)*nk], di)
-	}
+	kernels.SubMulRows(dp, s, nq, nk, drow[si:], blk.QS)
 	// dQ += scale·dS·K;  dK += scale·dSᵀ·Q
 	if packed {
 		kb := hp.kb[u].View(blk.K0, nk, 0, Dh)

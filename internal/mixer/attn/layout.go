@@ -196,6 +196,9 @@ func (b *Builder) Add(blk Block, allow func(i, j int) bool) {
 			mask = nil
 		}
 		blk.Mask = mask
+		if mask != nil {
+			blk = trimRows(blk)
+		}
 	}
 	ph := &b.l.Phases[len(b.l.Phases)-1]
 	g := &ph.Groups[len(ph.Groups)-1]
@@ -221,6 +224,44 @@ func (b *Builder) Add(blk Block, allow func(i, j int) bool) {
 			b.l.Stride = -1
 		}
 	}
+}
+
+// trimRows drops the leading and trailing rows of a masked block that
+// allow no key, so that no score of theirs is computed: the leading ones in
+// pairs, keeping the parity of Q0 (bf16 packs rows in pairs, see bf16.go).
+func trimRows(blk Block) Block {
+	rowEmpty := func(a int) bool {
+		for c := 0; c < blk.NK; c++ {
+			if blk.Allowed(a, c) {
+				return false
+			}
+		}
+		return true
+	}
+	lo, hi := 0, blk.NQ
+	for lo < hi && rowEmpty(lo) {
+		lo++
+	}
+	lo &^= 1
+	for hi > lo && rowEmpty(hi-1) {
+		hi--
+	}
+	if lo == 0 && hi == blk.NQ {
+		return blk
+	}
+	t := blk
+	t.Q0 += lo * blk.QS
+	t.NQ = hi - lo
+	t.Mask = make([]uint64, (t.NQ*t.NK+63)/64)
+	for a := 0; a < t.NQ; a++ {
+		for c := 0; c < t.NK; c++ {
+			if blk.Allowed(lo+a, c) {
+				e := a*t.NK + c
+				t.Mask[e>>6] |= 1 << (e & 63)
+			}
+		}
+	}
+	return t
 }
 
 // Layout returns the finished layout, dropping empty groups and phases.

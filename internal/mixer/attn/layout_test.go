@@ -80,3 +80,51 @@ func TestTShape(t *testing.T) {
 		}
 	}
 }
+
+// TestTrimRows: a masked block loses its leading rows with no allowed key
+// (in pairs, keeping Q0's parity) and its trailing ones, and keeps every
+// allowed pair; Dense's causal tiles then start no earlier than their keys.
+func TestTrimRows(t *testing.T) {
+	b := NewBuilder(20)
+	b.Phase()
+	b.Group()
+	// Rows 0..9 (stride 2: positions 0..18) against keys 5..9: rows at
+	// positions 0, 2, 4 allow nothing; position 18 allows nothing either
+	// (the allow rule stops at i < 18).
+	allow := func(i, j int) bool { return j <= i && i < 18 }
+	b.Add(Block{Q0: 0, QS: 2, NQ: 10, K0: 5, KS: 1, NK: 5}, allow)
+	l := b.Layout()
+	blk := l.Phases[0].Groups[0].Blocks[0]
+	// Three empty leading rows trim to two (parity), one empty trailing row.
+	if blk.Q0 != 4 || blk.NQ != 7 {
+		t.Fatalf("trimmed block Q0=%d NQ=%d, want 4 and 7", blk.Q0, blk.NQ)
+	}
+	n := 0
+	l.Each(func(i, j int) {
+		if !allow(i, j) {
+			t.Fatalf("pair (%d,%d) not allowed", i, j)
+		}
+		n++
+	})
+	want := 0
+	for i := 0; i < 20; i += 2 {
+		for j := 5; j < 10; j++ {
+			if allow(i, j) {
+				want++
+			}
+		}
+	}
+	if n != want || l.Cost != 7*5 {
+		t.Fatalf("%d pairs (want %d), cost %d (want 35)", n, want, l.Cost)
+	}
+	for _, T := range []int{130, 784, 1024} {
+		l := Dense(T, Tiles{Q: 128, K: 64}, true)
+		for _, g := range l.Phases[0].Groups {
+			for _, blk := range g.Blocks {
+				if blk.Q0 < blk.K0 || blk.Q0%2 != 0 {
+					t.Fatalf("T=%d: block %+v starts before its keys or at an odd row", T, blk)
+				}
+			}
+		}
+	}
+}
