@@ -12,10 +12,11 @@ import (
 // running statistics and factors match float64 arithmetic: for tiles whose
 // rows are whole vectors and not, per-row operands at strides 1 and 3, a
 // row with no finite score yet, a row whose maximum does not change and a
-// row seen for the first time.
+// row seen for the first time; tiles of more rows than the assembly's
+// chunk.
 func TestTileRows(t *testing.T) {
 	ninf := float32(math.Inf(-1))
-	for _, sh := range [][3]int{{1, 1, 1}, {3, 16, 1}, {5, 64, 3}, {4, 33, 1}, {6, 7, 3}, {4, 128, 2}} {
+	for _, sh := range [][3]int{{1, 1, 1}, {3, 16, 1}, {5, 64, 3}, {4, 33, 1}, {6, 7, 3}, {4, 128, 2}, {70, 32, 2}, {130, 16, 1}} {
 		rows, cols, ms := sh[0], sh[1], sh[2]
 		name := fmt.Sprintf("%dx%d/ms=%d", rows, cols, ms)
 		in, _ := randInputs(int64(rows*cols), 3, rows*cols, -12, 4)

@@ -293,52 +293,66 @@ func axpy32(dst []float32, a float32, x []float32) {
 	}
 }
 
-// The tile-row methods call the assembly once per row when the rows are
-// whole vectors, else the row methods above.
+// The tile-row methods run the row-loop assembly when the rows are whole
+// vectors, else the row methods above on each row.
 
 func (a asmVec) expSubRows(x []float32, rows, cols int, m []float32, ms int) {
+	if cols > 0 && a.body(cols) == cols {
+		a.expSubRowsRaw(&x[0], cols, rows, &m[0], ms, nil)
+		return
+	}
 	for r := 0; r < rows; r++ {
 		row := x[r*cols : (r+1)*cols]
-		if cols > 0 && a.body(cols) == cols {
-			a.expSubRaw(&row[0], &row[0], cols, m[r*ms], nil)
-		} else {
-			a.expSub(row, row, m[r*ms])
-		}
+		a.expSub(row, row, m[r*ms])
 	}
 }
 
 func (a asmVec) subMulRows(dst, p []float32, rows, cols int, d []float32, ds int) {
+	if cols > 0 && a.body(cols) == cols {
+		a.subMulRowsRaw(&dst[0], &p[0], cols, rows, &d[0], ds)
+		return
+	}
 	for r := 0; r < rows; r++ {
-		dr, pr := dst[r*cols:(r+1)*cols], p[r*cols:(r+1)*cols]
-		if cols > 0 && a.body(cols) == cols {
-			a.subMulRaw(&dr[0], &pr[0], cols, d[r*ds])
-		} else {
-			a.subMul(dr, pr, d[r*ds])
-		}
+		a.subMul(dst[r*cols:(r+1)*cols], p[r*cols:(r+1)*cols], d[r*ds])
 	}
 }
 
+// onlineSoftmax runs on chunks of up to 64 rows: their maxima, then their
+// exps and sums, then the running statistics. A row with no finite score
+// gets the maximum +Inf, so that its exps are all 0.
 func (a asmVec) onlineSoftmax(x []float32, rows, cols int, m, l []float32, ms int, alpha []float32) {
-	whole := cols > 0 && a.body(cols) == cols
-	for r := 0; r < rows; r++ {
-		row := x[r*cols : (r+1)*cols]
-		var mx, sum float32
-		if whole {
-			mx = a.maxRaw(&row[0], cols)
-		} else {
-			mx = a.max(row)
+	if cols == 0 || a.body(cols) != cols {
+		for r := 0; r < rows; r++ {
+			row := x[r*cols : (r+1)*cols]
+			mNew := max(m[r*ms], a.max(row))
+			if math.IsInf(float64(mNew), -1) {
+				clear(row)
+				alpha[r] = 1
+				continue
+			}
+			alpha[r] = onlineSum(&m[r*ms], &l[r*ms], mNew, a.expSub(row, row, mNew))
 		}
-		mNew := max(m[r*ms], mx)
-		if math.IsInf(float64(mNew), -1) {
-			clear(row)
-			alpha[r] = 1
-			continue
+		return
+	}
+	var mx, sums [64]float32
+	var empty [64]bool
+	for r0 := 0; r0 < rows; r0 += len(mx) {
+		n := min(len(mx), rows-r0)
+		a.maxRowsRaw(&x[r0*cols], cols, n, &mx[0])
+		for r := range n {
+			mx[r] = max(m[(r0+r)*ms], mx[r])
+			if empty[r] = math.IsInf(float64(mx[r]), -1); empty[r] {
+				mx[r] = float32(math.Inf(1))
+			}
 		}
-		if whole {
-			sum = a.expSubRaw(&row[0], &row[0], cols, mNew, nil)
-		} else {
-			sum = a.expSub(row, row, mNew)
+		a.expSubRowsRaw(&x[r0*cols], cols, n, &mx[0], 1, &sums[0])
+		for r := range n {
+			if empty[r] {
+				alpha[r0+r] = 1
+				continue
+			}
+			i := (r0 + r) * ms
+			alpha[r0+r] = onlineSum(&m[i], &l[i], mx[r], sums[r])
 		}
-		alpha[r] = onlineSum(&m[r*ms], &l[r*ms], mNew, sum)
 	}
 }

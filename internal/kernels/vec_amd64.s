@@ -437,6 +437,222 @@ done:
 	VZEROUPPER
 	RET
 
+// func expSubRowsVecAVX2(x *float32, n, rows int, m *float32, ms int, sums *float32)
+// Each of rows rows of n elements, x_r = exp(x_r − m[r·ms]) in place, as
+// expSubVec does it; with sums non-nil, sums[r] = Σ x_r (expSubVec's sum).
+TEXT ·expSubRowsVecAVX2(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), BX
+	MOVQ rows+16(FP), R8
+	MOVQ m+24(FP), R9
+	MOVQ ms+32(FP), R10
+	MOVQ sums+40(FP), R11
+	SHRQ $3, BX
+	SHLQ $2, R10
+	TESTQ R8, R8
+	JZ   done
+row:
+	VBROADCASTSS (R9), Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	MOVQ BX, CX
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y4
+	VSUBPS Y8, Y0, Y0
+	VSUBPS Y8, Y4, Y4
+	VMOVUPS ·vecTab+0(SB), Y1
+	VMAXPS Y0, Y1, Y0
+	VMOVUPS ·vecTab+64(SB), Y1
+	VMINPS Y0, Y1, Y0
+	VMOVUPS ·vecTab+192(SB), Y2
+	VFMADD231PS ·vecTab+128(SB), Y0, Y2
+	VSUBPS ·vecTab+192(SB), Y2, Y1
+	VFNMADD231PS ·vecTab+256(SB), Y1, Y0
+	VFNMADD231PS ·vecTab+320(SB), Y1, Y0
+	VMOVUPS ·vecTab+384(SB), Y1
+	VFMADD213PS ·vecTab+448(SB), Y0, Y1
+	VFMADD213PS ·vecTab+512(SB), Y0, Y1
+	VFMADD213PS ·vecTab+576(SB), Y0, Y1
+	VFMADD213PS ·vecTab+640(SB), Y0, Y1
+	VFMADD213PS ·vecTab+704(SB), Y0, Y1
+	VFMADD213PS ·vecTab+704(SB), Y0, Y1
+	VPSUBD ·vecTab+192(SB), Y2, Y2
+	VPSRAD $1, Y2, Y0
+	VPSUBD Y0, Y2, Y2
+	VPADDD ·vecTab+768(SB), Y0, Y0
+	VPADDD ·vecTab+768(SB), Y2, Y2
+	VPSLLD $23, Y0, Y0
+	VPSLLD $23, Y2, Y2
+	VMULPS Y0, Y1, Y1
+	VMULPS Y2, Y1, Y0
+	VMOVUPS ·vecTab+0(SB), Y5
+	VMAXPS Y4, Y5, Y4
+	VMOVUPS ·vecTab+64(SB), Y5
+	VMINPS Y4, Y5, Y4
+	VMOVUPS ·vecTab+192(SB), Y6
+	VFMADD231PS ·vecTab+128(SB), Y4, Y6
+	VSUBPS ·vecTab+192(SB), Y6, Y5
+	VFNMADD231PS ·vecTab+256(SB), Y5, Y4
+	VFNMADD231PS ·vecTab+320(SB), Y5, Y4
+	VMOVUPS ·vecTab+384(SB), Y5
+	VFMADD213PS ·vecTab+448(SB), Y4, Y5
+	VFMADD213PS ·vecTab+512(SB), Y4, Y5
+	VFMADD213PS ·vecTab+576(SB), Y4, Y5
+	VFMADD213PS ·vecTab+640(SB), Y4, Y5
+	VFMADD213PS ·vecTab+704(SB), Y4, Y5
+	VFMADD213PS ·vecTab+704(SB), Y4, Y5
+	VPSUBD ·vecTab+192(SB), Y6, Y6
+	VPSRAD $1, Y6, Y4
+	VPSUBD Y4, Y6, Y6
+	VPADDD ·vecTab+768(SB), Y4, Y4
+	VPADDD ·vecTab+768(SB), Y6, Y6
+	VPSLLD $23, Y4, Y4
+	VPSLLD $23, Y6, Y6
+	VMULPS Y4, Y5, Y5
+	VMULPS Y6, Y5, Y4
+	VMOVUPS Y0, (SI)
+	VMOVUPS Y4, 32(SI)
+	VADDPS Y0, Y9, Y9
+	VADDPS Y4, Y10, Y10
+	ADDQ $(64), SI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ    rowdone
+	VMOVUPS (SI), Y0
+	VSUBPS Y8, Y0, Y0
+	VMOVUPS ·vecTab+0(SB), Y1
+	VMAXPS Y0, Y1, Y0
+	VMOVUPS ·vecTab+64(SB), Y1
+	VMINPS Y0, Y1, Y0
+	VMOVUPS ·vecTab+192(SB), Y2
+	VFMADD231PS ·vecTab+128(SB), Y0, Y2
+	VSUBPS ·vecTab+192(SB), Y2, Y1
+	VFNMADD231PS ·vecTab+256(SB), Y1, Y0
+	VFNMADD231PS ·vecTab+320(SB), Y1, Y0
+	VMOVUPS ·vecTab+384(SB), Y1
+	VFMADD213PS ·vecTab+448(SB), Y0, Y1
+	VFMADD213PS ·vecTab+512(SB), Y0, Y1
+	VFMADD213PS ·vecTab+576(SB), Y0, Y1
+	VFMADD213PS ·vecTab+640(SB), Y0, Y1
+	VFMADD213PS ·vecTab+704(SB), Y0, Y1
+	VFMADD213PS ·vecTab+704(SB), Y0, Y1
+	VPSUBD ·vecTab+192(SB), Y2, Y2
+	VPSRAD $1, Y2, Y0
+	VPSUBD Y0, Y2, Y2
+	VPADDD ·vecTab+768(SB), Y0, Y0
+	VPADDD ·vecTab+768(SB), Y2, Y2
+	VPSLLD $23, Y0, Y0
+	VPSLLD $23, Y2, Y2
+	VMULPS Y0, Y1, Y1
+	VMULPS Y2, Y1, Y0
+	VMOVUPS Y0, (SI)
+	VADDPS Y0, Y9, Y9
+	ADDQ $(32), SI
+rowdone:
+	TESTQ R11, R11
+	JZ    next
+	VADDPS Y10, Y9, Y9
+	VEXTRACTF128 $1, Y9, X1
+	VADDPS X1, X9, X9
+	VMOVHLPS X9, X9, X1
+	VADDPS X1, X9, X9
+	VMOVSHDUP X9, X1
+	VADDSS X1, X9, X9
+	VMOVSS X9, (R11)
+	ADDQ $4, R11
+next:
+	ADDQ R10, R9
+	DECQ R8
+	JNZ  row
+done:
+	VZEROUPPER
+	RET
+
+// func maxRowsVecAVX2(x *float32, n, rows int, out *float32)
+// out[r] = the maximum of row r of rows rows of n elements, as maxVec
+// (NaNs ignored). n > 0.
+TEXT ·maxRowsVecAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), BX
+	MOVQ rows+16(FP), R8
+	MOVQ out+24(FP), DI
+	SHRQ $3, BX
+	TESTQ R8, R8
+	JZ   done
+row:
+	VMOVUPS ·vecTab+832(SB), Y0
+	VMOVUPS ·vecTab+832(SB), Y1
+	MOVQ BX, CX
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), Y2
+	VMOVUPS 32(SI), Y3
+	VMAXPS Y0, Y2, Y0
+	VMAXPS Y1, Y3, Y1
+	ADDQ $(64), SI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ    rowdone
+	VMOVUPS (SI), Y2
+	VMAXPS Y0, Y2, Y0
+	ADDQ $(32), SI
+rowdone:
+	VMAXPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X2
+	VMAXPS X2, X0, X0
+	VMOVHLPS X0, X0, X2
+	VMAXPS X2, X0, X0
+	VMOVSHDUP X0, X2
+	VMAXSS X2, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, DI
+	DECQ R8
+	JNZ  row
+done:
+	VZEROUPPER
+	RET
+
+// func subMulRowsVecAVX2(dst, p *float32, n, rows int, d *float32, ds int)
+// Each of rows rows of n elements, dst_r = p_r·(dst_r − d[r·ds]), as
+// subMulVec. n > 0.
+TEXT ·subMulRowsVecAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ n+16(FP), BX
+	MOVQ rows+24(FP), R8
+	MOVQ d+32(FP), R9
+	MOVQ ds+40(FP), R10
+	SHRQ $3, BX
+	SHLQ $2, R10
+	TESTQ R8, R8
+	JZ   done
+row:
+	VBROADCASTSS (R9), Y4
+	MOVQ BX, CX
+loop:
+	VMOVUPS (DI), Y0
+	VSUBPS Y4, Y0, Y0
+	VMULPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $(32), SI
+	ADDQ $(32), DI
+	DECQ CX
+	JNZ  loop
+	ADDQ R10, R9
+	DECQ R8
+	JNZ  row
+done:
+	VZEROUPPER
+	RET
+
 // func subMulVecAVX2(dst, p *float32, n int, d float32)
 // dst = p·(dst − d): attention's dS = P ⊙ (dP − D).
 TEXT ·subMulVecAVX2(SB), NOSPLIT, $0-28
@@ -1249,6 +1465,215 @@ loop:
 	ADDQ $(64), DI
 	DECQ CX
 	JNZ  loop
+done:
+	VZEROUPPER
+	RET
+
+// func expSubRowsVecAVX512(x *float32, n, rows int, m *float32, ms int, sums *float32)
+// Each of rows rows of n elements, x_r = exp(x_r − m[r·ms]) in place, as
+// expSubVec does it; with sums non-nil, sums[r] = Σ x_r (expSubVec's sum).
+TEXT ·expSubRowsVecAVX512(SB), NOSPLIT, $0-48
+	VMOVUPS ·vecTab+0(SB), Z16
+	VMOVUPS ·vecTab+64(SB), Z17
+	VMOVUPS ·vecTab+192(SB), Z18
+	VMOVUPS ·vecTab+128(SB), Z19
+	VMOVUPS ·vecTab+256(SB), Z20
+	VMOVUPS ·vecTab+320(SB), Z21
+	VMOVUPS ·vecTab+384(SB), Z22
+	VMOVUPS ·vecTab+448(SB), Z23
+	VMOVUPS ·vecTab+512(SB), Z24
+	VMOVUPS ·vecTab+576(SB), Z25
+	VMOVUPS ·vecTab+640(SB), Z26
+	VMOVUPS ·vecTab+704(SB), Z27
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), BX
+	MOVQ rows+16(FP), R8
+	MOVQ m+24(FP), R9
+	MOVQ ms+32(FP), R10
+	MOVQ sums+40(FP), R11
+	SHRQ $4, BX
+	SHLQ $2, R10
+	TESTQ R8, R8
+	JZ   done
+row:
+	VBROADCASTSS (R9), Z8
+	VXORPS Z9, Z9, Z9
+	VXORPS Z10, Z10, Z10
+	MOVQ BX, CX
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z4
+	VSUBPS Z8, Z0, Z0
+	VSUBPS Z8, Z4, Z4
+	VMOVUPS Z16, Z1
+	VMAXPS Z0, Z1, Z0
+	VMOVUPS Z17, Z1
+	VMINPS Z0, Z1, Z0
+	VMOVUPS Z18, Z2
+	VFMADD231PS Z19, Z0, Z2
+	VSUBPS Z18, Z2, Z2
+	VFNMADD231PS Z20, Z2, Z0
+	VFNMADD231PS Z21, Z2, Z0
+	VMOVUPS Z22, Z1
+	VFMADD213PS Z23, Z0, Z1
+	VFMADD213PS Z24, Z0, Z1
+	VFMADD213PS Z25, Z0, Z1
+	VFMADD213PS Z26, Z0, Z1
+	VFMADD213PS Z27, Z0, Z1
+	VFMADD213PS Z27, Z0, Z1
+	VSCALEFPS Z2, Z1, Z0
+	VMOVUPS Z16, Z5
+	VMAXPS Z4, Z5, Z4
+	VMOVUPS Z17, Z5
+	VMINPS Z4, Z5, Z4
+	VMOVUPS Z18, Z6
+	VFMADD231PS Z19, Z4, Z6
+	VSUBPS Z18, Z6, Z6
+	VFNMADD231PS Z20, Z6, Z4
+	VFNMADD231PS Z21, Z6, Z4
+	VMOVUPS Z22, Z5
+	VFMADD213PS Z23, Z4, Z5
+	VFMADD213PS Z24, Z4, Z5
+	VFMADD213PS Z25, Z4, Z5
+	VFMADD213PS Z26, Z4, Z5
+	VFMADD213PS Z27, Z4, Z5
+	VFMADD213PS Z27, Z4, Z5
+	VSCALEFPS Z6, Z5, Z4
+	VMOVUPS Z0, (SI)
+	VMOVUPS Z4, 64(SI)
+	VADDPS Z0, Z9, Z9
+	VADDPS Z4, Z10, Z10
+	ADDQ $(128), SI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ    rowdone
+	VMOVUPS (SI), Z0
+	VSUBPS Z8, Z0, Z0
+	VMOVUPS Z16, Z1
+	VMAXPS Z0, Z1, Z0
+	VMOVUPS Z17, Z1
+	VMINPS Z0, Z1, Z0
+	VMOVUPS Z18, Z2
+	VFMADD231PS Z19, Z0, Z2
+	VSUBPS Z18, Z2, Z2
+	VFNMADD231PS Z20, Z2, Z0
+	VFNMADD231PS Z21, Z2, Z0
+	VMOVUPS Z22, Z1
+	VFMADD213PS Z23, Z0, Z1
+	VFMADD213PS Z24, Z0, Z1
+	VFMADD213PS Z25, Z0, Z1
+	VFMADD213PS Z26, Z0, Z1
+	VFMADD213PS Z27, Z0, Z1
+	VFMADD213PS Z27, Z0, Z1
+	VSCALEFPS Z2, Z1, Z0
+	VMOVUPS Z0, (SI)
+	VADDPS Z0, Z9, Z9
+	ADDQ $(64), SI
+rowdone:
+	TESTQ R11, R11
+	JZ    next
+	VADDPS Z10, Z9, Z9
+	VEXTRACTF64X4 $1, Z9, Y1
+	VADDPS Y1, Y9, Y9
+	VEXTRACTF128 $1, Y9, X1
+	VADDPS X1, X9, X9
+	VMOVHLPS X9, X9, X1
+	VADDPS X1, X9, X9
+	VMOVSHDUP X9, X1
+	VADDSS X1, X9, X9
+	VMOVSS X9, (R11)
+	ADDQ $4, R11
+next:
+	ADDQ R10, R9
+	DECQ R8
+	JNZ  row
+done:
+	VZEROUPPER
+	RET
+
+// func maxRowsVecAVX512(x *float32, n, rows int, out *float32)
+// out[r] = the maximum of row r of rows rows of n elements, as maxVec
+// (NaNs ignored). n > 0.
+TEXT ·maxRowsVecAVX512(SB), NOSPLIT, $0-32
+	VMOVUPS ·vecTab+832(SB), Z16
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), BX
+	MOVQ rows+16(FP), R8
+	MOVQ out+24(FP), DI
+	SHRQ $4, BX
+	TESTQ R8, R8
+	JZ   done
+row:
+	VMOVUPS Z16, Z0
+	VMOVUPS Z16, Z1
+	MOVQ BX, CX
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), Z2
+	VMOVUPS 64(SI), Z3
+	VMAXPS Z0, Z2, Z0
+	VMAXPS Z1, Z3, Z1
+	ADDQ $(128), SI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ    rowdone
+	VMOVUPS (SI), Z2
+	VMAXPS Z0, Z2, Z0
+	ADDQ $(64), SI
+rowdone:
+	VMAXPS Z1, Z0, Z0
+	VEXTRACTF64X4 $1, Z0, Y2
+	VMAXPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X2
+	VMAXPS X2, X0, X0
+	VMOVHLPS X0, X0, X2
+	VMAXPS X2, X0, X0
+	VMOVSHDUP X0, X2
+	VMAXSS X2, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, DI
+	DECQ R8
+	JNZ  row
+done:
+	VZEROUPPER
+	RET
+
+// func subMulRowsVecAVX512(dst, p *float32, n, rows int, d *float32, ds int)
+// Each of rows rows of n elements, dst_r = p_r·(dst_r − d[r·ds]), as
+// subMulVec. n > 0.
+TEXT ·subMulRowsVecAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ n+16(FP), BX
+	MOVQ rows+24(FP), R8
+	MOVQ d+32(FP), R9
+	MOVQ ds+40(FP), R10
+	SHRQ $4, BX
+	SHLQ $2, R10
+	TESTQ R8, R8
+	JZ   done
+row:
+	VBROADCASTSS (R9), Z4
+	MOVQ BX, CX
+loop:
+	VMOVUPS (DI), Z0
+	VSUBPS Z4, Z0, Z0
+	VMULPS (SI), Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ $(64), SI
+	ADDQ $(64), DI
+	DECQ CX
+	JNZ  loop
+	ADDQ R10, R9
+	DECQ R8
+	JNZ  row
 done:
 	VZEROUPPER
 	RET

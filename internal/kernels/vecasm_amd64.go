@@ -99,6 +99,48 @@ func (avx512 asmVec) scaleRaw(dst *float32, n int, s float32) {
 }
 
 //go:noescape
+func expSubRowsVecAVX2(x *float32, n, rows int, m *float32, ms int, sums *float32)
+
+//go:noescape
+func expSubRowsVecAVX512(x *float32, n, rows int, m *float32, ms int, sums *float32)
+
+func (avx512 asmVec) expSubRowsRaw(x *float32, n, rows int, m *float32, ms int, sums *float32) {
+	if avx512 {
+		expSubRowsVecAVX512(x, n, rows, m, ms, sums)
+		return
+	}
+	expSubRowsVecAVX2(x, n, rows, m, ms, sums)
+}
+
+//go:noescape
+func maxRowsVecAVX2(x *float32, n, rows int, out *float32)
+
+//go:noescape
+func maxRowsVecAVX512(x *float32, n, rows int, out *float32)
+
+func (avx512 asmVec) maxRowsRaw(x *float32, n, rows int, out *float32) {
+	if avx512 {
+		maxRowsVecAVX512(x, n, rows, out)
+		return
+	}
+	maxRowsVecAVX2(x, n, rows, out)
+}
+
+//go:noescape
+func subMulRowsVecAVX2(dst, p *float32, n, rows int, d *float32, ds int)
+
+//go:noescape
+func subMulRowsVecAVX512(dst, p *float32, n, rows int, d *float32, ds int)
+
+func (avx512 asmVec) subMulRowsRaw(dst, p *float32, n, rows int, d *float32, ds int) {
+	if avx512 {
+		subMulRowsVecAVX512(dst, p, n, rows, d, ds)
+		return
+	}
+	subMulRowsVecAVX2(dst, p, n, rows, d, ds)
+}
+
+//go:noescape
 func subMulVecAVX2(dst, p *float32, n int, d float32)
 
 //go:noescape

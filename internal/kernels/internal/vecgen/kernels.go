@@ -243,6 +243,137 @@ loop:
 done:
 	VZEROUPPER
 	RET`, `
+// func expSubRowsVec{S}(x *float32, n, rows int, m *float32, ms int, sums *float32)
+// Each of rows rows of n elements, x_r = exp(x_r − m[r·ms]) in place, as
+// expSubVec does it; with sums non-nil, sums[r] = Σ x_r (expSubVec's sum).
+TEXT ·expSubRowsVec{S}(SB), NOSPLIT, $0-48
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), BX
+	MOVQ rows+16(FP), R8
+	MOVQ m+24(FP), R9
+	MOVQ ms+32(FP), R10
+	MOVQ sums+40(FP), R11
+	SHRQ ${SH}, BX
+	SHLQ $2, R10
+	TESTQ R8, R8
+	JZ   done
+row:
+	VBROADCASTSS (R9), V8
+	VXORPS V9, V9, V9
+	VXORPS V10, V10, V10
+	MOVQ BX, CX
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), V0
+	VMOVUPS {B}(SI), V4
+	VSUBPS V8, V0, V0
+	VSUBPS V8, V4, V4
+	@EXP V0 V1 V2
+	@EXP V4 V5 V6
+	VMOVUPS V0, (SI)
+	VMOVUPS V4, {B}(SI)
+	VADDPS V0, V9, V9
+	VADDPS V4, V10, V10
+	ADDQ $({B2}), SI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ    rowdone
+	VMOVUPS (SI), V0
+	VSUBPS V8, V0, V0
+	@EXP V0 V1 V2
+	VMOVUPS V0, (SI)
+	VADDPS V0, V9, V9
+	ADDQ $({B}), SI
+rowdone:
+	TESTQ R11, R11
+	JZ    next
+	VADDPS V10, V9, V9
+	@REDUCE VADDPS V9 V1
+	VMOVSS X9, (R11)
+	ADDQ $4, R11
+next:
+	ADDQ R10, R9
+	DECQ R8
+	JNZ  row
+done:
+	VZEROUPPER
+	RET`, `
+// func maxRowsVec{S}(x *float32, n, rows int, out *float32)
+// out[r] = the maximum of row r of rows rows of n elements, as maxVec
+// (NaNs ignored). n > 0.
+TEXT ·maxRowsVec{S}(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), BX
+	MOVQ rows+16(FP), R8
+	MOVQ out+24(FP), DI
+	SHRQ ${SH}, BX
+	TESTQ R8, R8
+	JZ   done
+row:
+	VMOVUPS %neginf%, V0
+	VMOVUPS %neginf%, V1
+	MOVQ BX, CX
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), V2
+	VMOVUPS {B}(SI), V3
+	VMAXPS V0, V2, V0
+	VMAXPS V1, V3, V1
+	ADDQ $({B2}), SI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ    rowdone
+	VMOVUPS (SI), V2
+	VMAXPS V0, V2, V0
+	ADDQ $({B}), SI
+rowdone:
+	VMAXPS V1, V0, V0
+	@REDUCE VMAXPS V0 V2
+	VMOVSS X0, (DI)
+	ADDQ $4, DI
+	DECQ R8
+	JNZ  row
+done:
+	VZEROUPPER
+	RET`, `
+// func subMulRowsVec{S}(dst, p *float32, n, rows int, d *float32, ds int)
+// Each of rows rows of n elements, dst_r = p_r·(dst_r − d[r·ds]), as
+// subMulVec. n > 0.
+TEXT ·subMulRowsVec{S}(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ n+16(FP), BX
+	MOVQ rows+24(FP), R8
+	MOVQ d+32(FP), R9
+	MOVQ ds+40(FP), R10
+	SHRQ ${SH}, BX
+	SHLQ $2, R10
+	TESTQ R8, R8
+	JZ   done
+row:
+	VBROADCASTSS (R9), V4
+	MOVQ BX, CX
+loop:
+	VMOVUPS (DI), V0
+	VSUBPS V4, V0, V0
+	VMULPS (SI), V0, V0
+	VMOVUPS V0, (DI)
+	ADDQ $({B}), SI
+	ADDQ $({B}), DI
+	DECQ CX
+	JNZ  loop
+	ADDQ R10, R9
+	DECQ R8
+	JNZ  row
+done:
+	VZEROUPPER
+	RET`, `
 // func subMulVec{S}(dst, p *float32, n int, d float32)
 // dst = p·(dst − d): attention's dS = P ⊙ (dP − D).
 TEXT ·subMulVec{S}(SB), NOSPLIT, $0-28
