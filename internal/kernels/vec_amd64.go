@@ -318,41 +318,54 @@ func (a asmVec) subMulRows(dst, p []float32, rows, cols int, d []float32, ds int
 }
 
 // onlineSoftmax runs on chunks of up to 64 rows: their maxima, then their
-// exps and sums, then the running statistics. A row with no finite score
-// gets the maximum +Inf, so that its exps are all 0.
+// exps and sums, then their factors α and running statistics. A row with
+// no finite score gets the maximum +Inf, so that its exps are all 0.
 func (a asmVec) onlineSoftmax(x []float32, rows, cols int, m, l []float32, ms int, alpha []float32) {
-	if cols == 0 || a.body(cols) != cols {
-		for r := 0; r < rows; r++ {
-			row := x[r*cols : (r+1)*cols]
-			mNew := max(m[r*ms], a.max(row))
-			if math.IsInf(float64(mNew), -1) {
-				clear(row)
-				alpha[r] = 1
-				continue
-			}
-			alpha[r] = onlineSum(&m[r*ms], &l[r*ms], mNew, a.expSub(row, row, mNew))
-		}
-		return
-	}
-	var mx, sums [64]float32
+	whole := cols > 0 && a.body(cols) == cols
+	var mx, sums, al [64]float32
 	var empty [64]bool
 	for r0 := 0; r0 < rows; r0 += len(mx) {
 		n := min(len(mx), rows-r0)
-		a.maxRowsRaw(&x[r0*cols], cols, n, &mx[0])
+		tile := x[r0*cols : (r0+n)*cols]
+		if whole {
+			a.maxRowsRaw(&tile[0], cols, n, &mx[0])
+		} else {
+			for r := range n {
+				mx[r] = a.max(tile[r*cols : (r+1)*cols])
+			}
+		}
 		for r := range n {
 			mx[r] = max(m[(r0+r)*ms], mx[r])
 			if empty[r] = math.IsInf(float64(mx[r]), -1); empty[r] {
 				mx[r] = float32(math.Inf(1))
 			}
 		}
-		a.expSubRowsRaw(&x[r0*cols], cols, n, &mx[0], 1, &sums[0])
+		if whole {
+			a.expSubRowsRaw(&tile[0], cols, n, &mx[0], 1, &sums[0])
+		} else {
+			for r := range n {
+				row := tile[r*cols : (r+1)*cols]
+				sums[r] = a.expSub(row, row, mx[r])
+			}
+		}
+		// α = exp(m − m') for the chunk in one vector exp: exactly 1 where
+		// the maximum stays (exp 0), 0 for a row's first tile (exp −Inf).
+		for r := range n {
+			al[r] = 0
+			if !empty[r] {
+				al[r] = m[(r0+r)*ms] - mx[r]
+			}
+		}
+		a.expRaw(&al[0], &al[0], (n+a.lanes()-1)&^(a.lanes()-1))
 		for r := range n {
 			if empty[r] {
 				alpha[r0+r] = 1
 				continue
 			}
 			i := (r0 + r) * ms
-			alpha[r0+r] = onlineSum(&m[i], &l[i], mx[r], sums[r])
+			l[i] = l[i]*al[r] + sums[r]
+			m[i] = mx[r]
+			alpha[r0+r] = al[r]
 		}
 	}
 }
