@@ -43,6 +43,25 @@ func SubMulRows[F Float](dst, p []F, rows, cols int, d []F, ds int) {
 	}
 }
 
+// ScaleRows multiplies each row x_r = x[r·ld : r·ld+cols] of a strided
+// tile by s[r] (a row scaled by 1 stays bit for bit): attention's output
+// rows by OnlineSoftmax's factors. ScaleRows panics if x or s is short.
+func ScaleRows[F Float](x []F, rows, cols, ld int, s []F) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	_, _ = x[:(rows-1)*ld+cols], s[:rows]
+	if x32, ok := any(x).([]float32); ok {
+		vecs().scaleRows(x32, rows, cols, ld, any(s).([]float32))
+		return
+	}
+	for r, sr := range s[:rows] {
+		for c := range x[r*ld : r*ld+cols] {
+			x[r*ld+c] *= sr
+		}
+	}
+}
+
 // OnlineSoftmax takes the rows×cols score tile x through one step of an
 // online softmax (FlashAttention). Row r has the running maximum m[r·ms] and
 // the running sum l[r·ms] of the tiles before; with the new maximum
@@ -101,6 +120,12 @@ func expSubRowsGo(x []float32, rows, cols int, m []float32, ms int) {
 func subMulRowsGo(dst, p []float32, rows, cols int, d []float32, ds int) {
 	for r := 0; r < rows; r++ {
 		subMulGo(dst[r*cols:(r+1)*cols], p[r*cols:(r+1)*cols], d[r*ds])
+	}
+}
+
+func scaleRowsGo(x []float32, rows, cols, ld int, s []float32) {
+	for r, sr := range s[:rows] {
+		scaleGo(x[r*ld:r*ld+cols], sr)
 	}
 }
 

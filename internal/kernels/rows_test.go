@@ -8,7 +8,8 @@ import (
 )
 
 // TestTileRows: on every path, the tile-row helpers give each row, bit for
-// bit, what the row helpers give it (ExpSub, SubMul), and OnlineSoftmax's
+// bit, what the row helpers give it (ExpSub, SubMul, products for
+// ScaleRows, which must leave the gaps between rows alone), and OnlineSoftmax's
 // running statistics and factors match float64 arithmetic: for tiles whose
 // rows are whole vectors and not, per-row operands at strides 1 and 3, a
 // row with no finite score yet, a row whose maximum does not change and a
@@ -50,6 +51,22 @@ func TestTileRows(t *testing.T) {
 			}
 			if !bitsEqual(x, want) || !bitsEqual(dst, wantD) {
 				t.Fatalf("%s: ExpSubRows or SubMulRows differs from the row helpers", name)
+			}
+			// ScaleRows on rows ld = cols+5 apart, by factors that include 1.
+			ld := cols + 5
+			xs := make([]float32, (rows-1)*ld+cols+5)
+			copy(xs, in[1])
+			sc := slices.Clone(in[2][:rows])
+			sc[0] = 1
+			want = slices.Clone(xs)
+			for r := 0; r < rows; r++ {
+				for c := 0; c < cols; c++ {
+					want[r*ld+c] *= sc[r]
+				}
+			}
+			ScaleRows(xs, rows, cols, ld, sc)
+			if !bitsEqual(xs, want) {
+				t.Fatalf("%s: ScaleRows differs from the products", name)
 			}
 			// OnlineSoftmax.
 			x, m, l := slices.Clone(in[0]), slices.Clone(m0), slices.Clone(l0)

@@ -49,6 +49,7 @@ func (a asmVec) table() *vec32 {
 		sumSqDev: a.sumSqDev, lnAffine: a.lnAffine, lnBackDots: a.lnBackDots,
 		lnBackDx: a.lnBackDx, lnBackW: a.lnBackW, adamW: a.adamW,
 		expSubRows: a.expSubRows, subMulRows: a.subMulRows, onlineSoftmax: a.onlineSoftmax,
+		scaleRows: a.scaleRows,
 	}
 }
 
@@ -314,6 +315,17 @@ func (a asmVec) subMulRows(dst, p []float32, rows, cols int, d []float32, ds int
 	}
 	for r := 0; r < rows; r++ {
 		a.subMul(dst[r*cols:(r+1)*cols], p[r*cols:(r+1)*cols], d[r*ds])
+	}
+}
+
+func (a asmVec) scaleRows(x []float32, rows, cols, ld int, s []float32) {
+	if b := a.body(cols); b > 0 {
+		a.scaleRowsRaw(&x[0], b, rows, ld, &s[0])
+	}
+	if b := a.body(cols); b < cols {
+		for r := 0; r < rows; r++ {
+			scaleGo(x[r*ld+b:r*ld+cols], s[r])
+		}
 	}
 }
 

@@ -653,6 +653,36 @@ done:
 	VZEROUPPER
 	RET
 
+// func scaleRowsVecAVX2(x *float32, n, rows, ld int, s *float32)
+// Each of rows rows of n elements, ld apart, x_r = x_r·s[r]. n > 0.
+TEXT ·scaleRowsVecAVX2(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), BX
+	MOVQ rows+16(FP), R8
+	MOVQ ld+24(FP), R10
+	MOVQ s+32(FP), R9
+	SHRQ $3, BX
+	SHLQ $2, R10
+	TESTQ R8, R8
+	JZ   done
+row:
+	VBROADCASTSS (R9), Y4
+	MOVQ DI, SI
+	MOVQ BX, CX
+loop:
+	VMULPS (SI), Y4, Y0
+	VMOVUPS Y0, (SI)
+	ADDQ $(32), SI
+	DECQ CX
+	JNZ  loop
+	ADDQ R10, DI
+	ADDQ $4, R9
+	DECQ R8
+	JNZ  row
+done:
+	VZEROUPPER
+	RET
+
 // func subMulVecAVX2(dst, p *float32, n int, d float32)
 // dst = p·(dst − d): attention's dS = P ⊙ (dP − D).
 TEXT ·subMulVecAVX2(SB), NOSPLIT, $0-28
@@ -1672,6 +1702,36 @@ loop:
 	DECQ CX
 	JNZ  loop
 	ADDQ R10, R9
+	DECQ R8
+	JNZ  row
+done:
+	VZEROUPPER
+	RET
+
+// func scaleRowsVecAVX512(x *float32, n, rows, ld int, s *float32)
+// Each of rows rows of n elements, ld apart, x_r = x_r·s[r]. n > 0.
+TEXT ·scaleRowsVecAVX512(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), BX
+	MOVQ rows+16(FP), R8
+	MOVQ ld+24(FP), R10
+	MOVQ s+32(FP), R9
+	SHRQ $4, BX
+	SHLQ $2, R10
+	TESTQ R8, R8
+	JZ   done
+row:
+	VBROADCASTSS (R9), Z4
+	MOVQ DI, SI
+	MOVQ BX, CX
+loop:
+	VMULPS (SI), Z4, Z0
+	VMOVUPS Z0, (SI)
+	ADDQ $(64), SI
+	DECQ CX
+	JNZ  loop
+	ADDQ R10, DI
+	ADDQ $4, R9
 	DECQ R8
 	JNZ  row
 done:

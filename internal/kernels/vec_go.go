@@ -27,6 +27,7 @@ type vec32 struct {
 	expSubRows    func(x []float32, rows, cols int, m []float32, ms int)
 	subMulRows    func(dst, p []float32, rows, cols int, d []float32, ds int)
 	onlineSoftmax func(x []float32, rows, cols int, m, l []float32, ms int, alpha []float32)
+	scaleRows     func(x []float32, rows, cols, ld int, s []float32)
 }
 
 // adamC holds the float32 coefficients of one AdamW step: β1, 1−β1, β2,
@@ -59,6 +60,7 @@ var goVec = &vec32{
 	expSubRows:    expSubRowsGo,
 	subMulRows:    subMulRowsGo,
 	onlineSoftmax: onlineSoftmaxGo,
+	scaleRows:     scaleRowsGo,
 }
 
 func expGo(dst, src []float32) {

@@ -141,6 +141,20 @@ func (avx512 asmVec) subMulRowsRaw(dst, p *float32, n, rows int, d *float32, ds 
 }
 
 //go:noescape
+func scaleRowsVecAVX2(x *float32, n, rows, ld int, s *float32)
+
+//go:noescape
+func scaleRowsVecAVX512(x *float32, n, rows, ld int, s *float32)
+
+func (avx512 asmVec) scaleRowsRaw(x *float32, n, rows, ld int, s *float32) {
+	if avx512 {
+		scaleRowsVecAVX512(x, n, rows, ld, s)
+		return
+	}
+	scaleRowsVecAVX2(x, n, rows, ld, s)
+}
+
+//go:noescape
 func subMulVecAVX2(dst, p *float32, n int, d float32)
 
 //go:noescape

@@ -255,15 +255,7 @@ func fwdBlock[F kernels.Float](o, m, l, s, alpha []F, q []F, ks *keySrc[F], gl [
 	si := (b*d.H+h)*T + blk.Q0
 	alpha = alpha[:nq]
 	kernels.OnlineSoftmax(s, nq, nk, m[si:], l[si:], blk.QS, alpha)
-	for a, al := range alpha {
-		if al != 1 {
-			i := blk.Q0 + a*blk.QS
-			orow := o[(b*T+i)*D+h*Dh : (b*T+i)*D+(h+1)*Dh]
-			for c := range orow {
-				orow[c] *= al
-			}
-		}
-	}
+	kernels.ScaleRows(o[qoff:], nq, Dh, blk.QS*D, alpha)
 	if packed {
 		vb := hp.vb[u].View(blk.K0, nk, 0, Dh)
 		kernels.GemmBF16(1, 1, kernels.Float32A(false, nq, vb.K, any(s).([]float32), nk), kernels.PackedB(&vb), 1, any(o).([]float32)[qoff:], D)

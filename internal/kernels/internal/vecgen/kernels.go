@@ -374,6 +374,35 @@ loop:
 done:
 	VZEROUPPER
 	RET`, `
+// func scaleRowsVec{S}(x *float32, n, rows, ld int, s *float32)
+// Each of rows rows of n elements, ld apart, x_r = x_r·s[r]. n > 0.
+TEXT ·scaleRowsVec{S}(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), BX
+	MOVQ rows+16(FP), R8
+	MOVQ ld+24(FP), R10
+	MOVQ s+32(FP), R9
+	SHRQ ${SH}, BX
+	SHLQ $2, R10
+	TESTQ R8, R8
+	JZ   done
+row:
+	VBROADCASTSS (R9), V4
+	MOVQ DI, SI
+	MOVQ BX, CX
+loop:
+	VMULPS (SI), V4, V0
+	VMOVUPS V0, (SI)
+	ADDQ $({B}), SI
+	DECQ CX
+	JNZ  loop
+	ADDQ R10, DI
+	ADDQ $4, R9
+	DECQ R8
+	JNZ  row
+done:
+	VZEROUPPER
+	RET`, `
 // func subMulVec{S}(dst, p *float32, n int, d float32)
 // dst = p·(dst − d): attention's dS = P ⊙ (dP − D).
 TEXT ·subMulVec{S}(SB), NOSPLIT, $0-28
