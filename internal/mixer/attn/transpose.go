@@ -162,11 +162,22 @@ func (ks *keySrc[F]) scores(s []F, alpha F, a []F, la int, isV bool, blk *Block,
 	kernels.Gemm(1, d.prec, false, false, nq, nk, d.Dh, alpha, a, la, buf[off:], t.ld, 0, s, nk)
 }
 
+// consecutive says rows are source offsets stride apart, none padding.
+func consecutive(rows []int, stride int) bool {
+	for i, r := range rows {
+		if r < 0 || r != rows[0]+i*stride {
+			return false
+		}
+	}
+	return true
+}
+
 // transposeHeads sets xt [B,H,Dh,t.ld] to the per-head transpose of
 // x [B,T,D] in column order t, for the heads whose layout satisfies need;
 // with panels, a head whose layout has Panels gets the panel form. It
-// moves 16 columns × 8 channels at a time, so the writes touch 8 cache
-// lines at once.
+// moves 16 columns at a time: 16 consecutive positions as one block
+// (kernels.Transpose), others 8 channels at a time, so the writes touch 8
+// cache lines at once.
 func transposeHeads[F kernels.Float](xt, x []F, d dims, t tshape, lay []*Layout, need func(*Layout) bool, panels bool) {
 	B, T, D, H, Dh := d.B, d.T, d.D, d.H, d.Dh
 	cols := t.ld - 16
@@ -197,6 +208,10 @@ func transposeHeads[F kernels.Float](xt, x []F, d dims, t tshape, lay []*Layout,
 					if j := t.pos(c); j < T {
 						rows[c-cb] = (b*T+j)*D + h*Dh
 					}
+				}
+				if n := ce - cb; consecutive(rows[:n], D) {
+					kernels.Transpose(dst[cb:], ld, x[rows[0]:], D, n, Dh)
+					continue
 				}
 				for h0 := 0; h0 < Dh; h0 += 8 {
 					he := min(h0+8, Dh)

@@ -1,0 +1,10 @@
+//go:build !purego
+
+package kernels
+
+//go:noescape
+func transpose16AVX512(dst *float32, ldd int, src *float32, lds int)
+
+func transpose16(dst *float32, ldd int, src *float32, lds int) {
+	transpose16AVX512(dst, ldd, src, lds)
+}
