@@ -6,6 +6,16 @@ package kernels
 // Go; the result is the same on every path. Transpose panics if dst or src
 // is short.
 func Transpose[F Float](dst []F, ldd int, src []F, lds int, rows, cols int) {
+	transpose(dst, ldd, src, lds, rows, cols, false)
+}
+
+// TransposeAdd is Transpose adding into dst: dst[c·ldd + r] += src[r·lds + c],
+// one rounding per element, the same on every path.
+func TransposeAdd[F Float](dst []F, ldd int, src []F, lds int, rows, cols int) {
+	transpose(dst, ldd, src, lds, rows, cols, true)
+}
+
+func transpose[F Float](dst []F, ldd int, src []F, lds int, rows, cols int, add bool) {
 	if rows == 0 || cols == 0 {
 		return
 	}
@@ -16,7 +26,7 @@ func Transpose[F Float](dst []F, ldd int, src []F, lds int, rows, cols int) {
 		s32 := any(src).([]float32)
 		for r := 0; r < r16; r += 16 {
 			for c := 0; c < c16; c += 16 {
-				transpose16(&d32[c*ldd+r], ldd, &s32[r*lds+c], lds)
+				transpose16(&d32[c*ldd+r], ldd, &s32[r*lds+c], lds, add)
 			}
 		}
 	}
@@ -28,7 +38,11 @@ func Transpose[F Float](dst []F, ldd int, src []F, lds int, rows, cols int) {
 			c0 = 0
 		}
 		for c, v := range src[r*lds+c0 : r*lds+cols] {
-			dst[(c0+c)*ldd+r] = v
+			if add {
+				dst[(c0+c)*ldd+r] += v
+			} else {
+				dst[(c0+c)*ldd+r] = v
+			}
 		}
 	}
 }

@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// TestTranspose: on every path, Transpose moves every element of blocks
+// TestTranspose: on every path, Transpose (and TransposeAdd) moves (adds)
+// every element of blocks
 // whose sides are below, at and above multiples of 16 (so the AVX-512 tiles
 // and both edges run), and writes nothing between dst's rows.
 func TestTranspose(t *testing.T) {
@@ -28,6 +29,17 @@ func TestTranspose(t *testing.T) {
 			Transpose(dst, ldd, in[0], lds, rows, cols)
 			if !slices.Equal(dst, want) {
 				t.Fatalf("%s: transpose of %d×%d differs", fmt.Sprint(sh), rows, cols)
+			}
+			// TransposeAdd on top: every moved element doubles, the
+			// gaps stay.
+			for r := 0; r < rows; r++ {
+				for c := 0; c < cols; c++ {
+					want[c*ldd+r] += in[0][r*lds+c]
+				}
+			}
+			TransposeAdd(dst, ldd, in[0], lds, rows, cols)
+			if !slices.Equal(dst, want) {
+				t.Fatalf("%s: TransposeAdd of %d×%d differs", fmt.Sprint(sh), rows, cols)
 			}
 		})
 	}

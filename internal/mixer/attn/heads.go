@@ -63,16 +63,7 @@ func (a *Attention[F]) transGradSize(t int) int {
 // head h of sequence b of x [B,T,D].
 func addTransposed[F kernels.Float](x, xt []F, d dims, b, h int) {
 	T, D, Dh := d.T, d.D, d.Dh
-	ld := T + 16
-	for j0 := 0; j0 < T; j0 += 16 {
-		je := min(j0+16, T)
-		for c := 0; c < Dh; c++ {
-			src := xt[c*ld+j0 : c*ld+je]
-			for jj, v := range src {
-				x[(b*T+j0+jj)*D+h*Dh+c] += v
-			}
-		}
-	}
+	kernels.TransposeAdd(x[b*T*D+h*Dh:], D, xt, T+16, Dh, T)
 }
 
 // fillHeads sets xh [B,H,T,Dh] to the head-major copy of x [B,T,D].
