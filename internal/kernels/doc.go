@@ -106,6 +106,12 @@
 //   - row helpers for attention, always on the calling goroutine: Exp,
 //     ExpSub (exp(x−m) and its sum, the core of online softmax), Max, Sum,
 //     Dot, Axpy and Scale;
+//   - their tile forms for attention's score tiles, one assembly call per
+//     tile (rows.go): OnlineSoftmax (one online-softmax step of every row),
+//     ExpSubRows, SubMulRows and ScaleRows, each row bit for bit the row
+//     helper's result;
+//   - Transpose and TransposeAdd, in 16×16 AVX-512 register tiles
+//     (transpose_amd64.s, written by hand), plain Go elsewhere;
 //   - SoftmaxRows (row maximum subtracted), on the calling goroutine;
 //   - LayerNormForward/Backward, GeluForward/Backward (tanh form, computed
 //     as x·σ(2u)), Add, AddTo and AdamW, which split inputs of 32K elements
@@ -129,7 +135,9 @@
 // [-87.33, 88.72]; the tested bound is ExpMaxRelErr = 4e-7). Below that
 // range results underflow gradually to 0, above it they are +Inf, and NaN
 // stays NaN. BenchmarkExp32 against BenchmarkMathExp gives the speed-up per
-// element (figures in docs/performance.md). Accumulations (Sum, Dot,
+// element (figures in docs/performance.md). The AVX-512 kernels keep the
+// exp's constants in Z16–Z31 (read from memory on every instruction they
+// took twice as long). Accumulations (Sum, Dot,
 // ExpSub, LayerNorm statistics) run in float32 vector lanes, so their last
 // bits depend on the path.
 //

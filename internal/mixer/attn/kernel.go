@@ -3,6 +3,7 @@ package attn
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"sync/atomic"
 
@@ -209,13 +210,13 @@ func maskScores[F kernels.Float](s []F, blk *Block, gl []int, d dims, p mixer.Pa
 	nq, nk := blk.NQ, blk.NK
 	ninf := F(math.Inf(-1))
 	if blk.Mask != nil {
+		// 64 pairs at a time: only the disallowed ones are visited.
 		for a := 0; a < nq; a++ {
 			row := s[a*nk : (a+1)*nk]
-			base := a * nk
-			for c := range row {
-				e := base + c
-				if blk.Mask[e>>6]>>(e&63)&1 == 0 {
-					row[c] = ninf
+			for c0 := 0; c0 < nk; c0 += 64 {
+				n := min(64, nk-c0)
+				for z := ^maskBits(blk.Mask, a*nk+c0, n) & (1<<n - 1); z != 0; z &= z - 1 {
+					row[c0+bits.TrailingZeros64(z)] = ninf
 				}
 			}
 		}
@@ -238,6 +239,17 @@ func maskScores[F kernels.Float](s []F, blk *Block, gl []int, d dims, p mixer.Pa
 
 // fwdBlock runs one block of forward; s is the score tile, alpha scratch
 // for a factor per row.
+// maskBits returns the n ≤ 64 bits of the bit set m starting at bit off,
+// in the low bits.
+func maskBits(m []uint64, off, n int) uint64 {
+	i, sh := off>>6, off&63
+	v := m[i] >> sh
+	if sh+n > 64 {
+		v |= m[i+1] << (64 - sh)
+	}
+	return v
+}
+
 func fwdBlock[F kernels.Float](o, m, l, s, alpha []F, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h int) {
 	T, D, Dh := d.T, d.D, d.Dh
 	nq, nk := blk.NQ, blk.NK
