@@ -654,7 +654,8 @@ done:
 	RET
 
 // func scaleRowsVecAVX2(x *float32, n, rows, ld int, s *float32)
-// Each of rows rows of n elements, ld apart, x_r = x_r·s[r]. n > 0.
+// Each of rows rows of n elements, ld apart, x_r = x_r·s[r]; a row whose
+// factor is 1 is not touched. n > 0.
 TEXT ·scaleRowsVecAVX2(SB), NOSPLIT, $0-40
 	MOVQ x+0(FP), DI
 	MOVQ n+8(FP), BX
@@ -666,6 +667,8 @@ TEXT ·scaleRowsVecAVX2(SB), NOSPLIT, $0-40
 	TESTQ R8, R8
 	JZ   done
 row:
+	CMPL (R9), $0x3f800000
+	JEQ  next
 	VBROADCASTSS (R9), Y4
 	MOVQ DI, SI
 	MOVQ BX, CX
@@ -675,6 +678,7 @@ loop:
 	ADDQ $(32), SI
 	DECQ CX
 	JNZ  loop
+next:
 	ADDQ R10, DI
 	ADDQ $4, R9
 	DECQ R8
@@ -1709,7 +1713,8 @@ done:
 	RET
 
 // func scaleRowsVecAVX512(x *float32, n, rows, ld int, s *float32)
-// Each of rows rows of n elements, ld apart, x_r = x_r·s[r]. n > 0.
+// Each of rows rows of n elements, ld apart, x_r = x_r·s[r]; a row whose
+// factor is 1 is not touched. n > 0.
 TEXT ·scaleRowsVecAVX512(SB), NOSPLIT, $0-40
 	MOVQ x+0(FP), DI
 	MOVQ n+8(FP), BX
@@ -1721,6 +1726,8 @@ TEXT ·scaleRowsVecAVX512(SB), NOSPLIT, $0-40
 	TESTQ R8, R8
 	JZ   done
 row:
+	CMPL (R9), $0x3f800000
+	JEQ  next
 	VBROADCASTSS (R9), Z4
 	MOVQ DI, SI
 	MOVQ BX, CX
@@ -1730,6 +1737,7 @@ loop:
 	ADDQ $(64), SI
 	DECQ CX
 	JNZ  loop
+next:
 	ADDQ R10, DI
 	ADDQ $4, R9
 	DECQ R8

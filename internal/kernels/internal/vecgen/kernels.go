@@ -375,7 +375,8 @@ done:
 	VZEROUPPER
 	RET`, `
 // func scaleRowsVec{S}(x *float32, n, rows, ld int, s *float32)
-// Each of rows rows of n elements, ld apart, x_r = x_r·s[r]. n > 0.
+// Each of rows rows of n elements, ld apart, x_r = x_r·s[r]; a row whose
+// factor is 1 is not touched. n > 0.
 TEXT ·scaleRowsVec{S}(SB), NOSPLIT, $0-40
 	MOVQ x+0(FP), DI
 	MOVQ n+8(FP), BX
@@ -387,6 +388,8 @@ TEXT ·scaleRowsVec{S}(SB), NOSPLIT, $0-40
 	TESTQ R8, R8
 	JZ   done
 row:
+	CMPL (R9), $0x3f800000
+	JEQ  next
 	VBROADCASTSS (R9), V4
 	MOVQ DI, SI
 	MOVQ BX, CX
@@ -396,6 +399,7 @@ loop:
 	ADDQ $({B}), SI
 	DECQ CX
 	JNZ  loop
+next:
 	ADDQ R10, DI
 	ADDQ $4, R9
 	DECQ R8
