@@ -237,8 +237,6 @@ func maskScores[F kernels.Float](s []F, blk *Block, gl []int, d dims, p mixer.Pa
 	}
 }
 
-// fwdBlock runs one block of forward; s is the score tile, alpha scratch
-// for a factor per row.
 // maskBits returns the n ≤ 64 bits of the bit set m starting at bit off,
 // in the low bits.
 func maskBits(m []uint64, off, n int) uint64 {
@@ -250,6 +248,8 @@ func maskBits(m []uint64, off, n int) uint64 {
 	return v
 }
 
+// fwdBlock runs one block of forward; s is the score tile, alpha scratch
+// for a factor per row.
 func fwdBlock[F kernels.Float](o, m, l, s, alpha []F, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h int) {
 	T, D, Dh := d.T, d.D, d.Dh
 	nq, nk := blk.NQ, blk.NK

@@ -253,13 +253,18 @@ func trimRows(blk Block) Block {
 	t.Q0 += lo * blk.QS
 	t.NQ = hi - lo
 	t.Mask = make([]uint64, (t.NQ*t.NK+63)/64)
+	n := 0
 	for a := 0; a < t.NQ; a++ {
 		for c := 0; c < t.NK; c++ {
 			if blk.Allowed(lo+a, c) {
 				e := a*t.NK + c
 				t.Mask[e>>6] |= 1 << (e & 63)
+				n++
 			}
 		}
+	}
+	if n == t.NQ*t.NK {
+		t.Mask = nil
 	}
 	return t
 }
