@@ -2,12 +2,13 @@ package kernels
 
 import "math"
 
-// Tile row helpers: the row helpers above applied to each row of a
-// rows×cols row-major tile, in one call, for attention's score tiles. A
-// per-row operand is read at stride ms (m[r·ms]), so a tile of strided
-// queries reads its rows' statistics in place. They run on the calling
-// goroutine; every row gets exactly the float32 result ExpSub, Max and
-// SubMul give it, on every path.
+// Tile row helpers: the row helpers of vec.go applied to each row of a
+// rows×cols row-major tile in one call, for attention's score tiles (on
+// AVX-512 and AVX2, one assembly call per tile when the rows are whole
+// vectors). A per-row operand is read at stride ms (m[r·ms]), so a tile of
+// strided queries reads its rows' statistics in place. They run on the
+// calling goroutine; every row gets, bit for bit, the float32 result that
+// ExpSub, Max and SubMul give it on the same path.
 
 // ExpSubRows sets each row x_r of the rows×cols tile x to exp(x_r − m[r·ms])
 // (ExpSub in place, the sums dropped). ExpSubRows panics if x or m is short.
