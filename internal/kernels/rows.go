@@ -81,15 +81,21 @@ func OnlineSoftmax[F Float](x []F, rows, cols int, m, l []F, ms int, alpha []F) 
 		vecs().onlineSoftmax(x32, rows, cols, any(m).([]float32), any(l).([]float32), ms, any(alpha).([]float32))
 		return
 	}
+	onlineRows(x, rows, cols, m, l, ms, alpha, Max[F], func(x []F, m F) F { return ExpSub(x, x, m) })
+}
+
+// onlineRows is OnlineSoftmax row by row with the row helpers rowMax and
+// expSub (x = exp(x − m), returning the sum).
+func onlineRows[F Float](x []F, rows, cols int, m, l []F, ms int, alpha []F, rowMax func([]F) F, expSub func([]F, F) F) {
 	for r := 0; r < rows; r++ {
 		row := x[r*cols : (r+1)*cols]
-		mNew := max(m[r*ms], Max(row))
+		mNew := max(m[r*ms], rowMax(row))
 		if math.IsInf(float64(mNew), -1) {
 			clear(row)
 			alpha[r] = 1
 			continue
 		}
-		alpha[r] = onlineSum(&m[r*ms], &l[r*ms], mNew, ExpSub(row, row, mNew))
+		alpha[r] = onlineSum(&m[r*ms], &l[r*ms], mNew, expSub(row, mNew))
 	}
 }
 
@@ -131,14 +137,5 @@ func scaleRowsGo(x []float32, rows, cols, ld int, s []float32) {
 }
 
 func onlineSoftmaxGo(x []float32, rows, cols int, m, l []float32, ms int, alpha []float32) {
-	for r := 0; r < rows; r++ {
-		row := x[r*cols : (r+1)*cols]
-		mNew := max(m[r*ms], maxGo(row))
-		if math.IsInf(float64(mNew), -1) {
-			clear(row)
-			alpha[r] = 1
-			continue
-		}
-		alpha[r] = onlineSum(&m[r*ms], &l[r*ms], mNew, expSubGo(row, row, mNew))
-	}
+	onlineRows(x, rows, cols, m, l, ms, alpha, maxGo, func(x []float32, m float32) float32 { return expSubGo(x, x, m) })
 }
