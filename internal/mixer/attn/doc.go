@@ -41,9 +41,13 @@
 // packed layout for heads of 16 to 64 channels, so those products read
 // their B operand in place rather than packing it for every tile. With
 // heads of at most 32 channels, backward accumulates dKᵀ and dVᵀ, whose
-// products run on the full-width micro-kernels. Partial blocks carry a bit
-// mask. The work is therefore proportional to the number of visited pairs
-// times Dh, not T².
+// products run on the full-width micro-kernels. A tile's row passes (the
+// online-softmax step, P = exp(S − lse), dS, the scaling of output rows)
+// are one kernels call per tile (kernels.OnlineSoftmax and its siblings).
+// Partial blocks carry a bit mask, and drop their leading and trailing rows
+// that allow no key (a causal tile computes no row above the diagonal). The
+// work is therefore proportional to the number of visited pairs times Dh,
+// not T².
 //
 // Parallelism: the forward pass runs phase by phase; within a phase the
 // units are (batch, head, group), pulled dynamically by the workers of the
