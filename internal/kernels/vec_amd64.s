@@ -214,6 +214,8 @@ loop1:
 	VMULPS Y2, Y1, Y0
 	VMOVUPS Y0, (DI)
 	VADDPS Y0, Y9, Y9
+	ADDQ $(32), SI
+	ADDQ $(32), DI
 last:
 	// A non-nil tail is one more vector (padded by the caller with lanes
 	// whose exp is 0), summed into the accumulator of its index (Y9 even,
@@ -456,6 +458,7 @@ row:
 	VXORPS Y9, Y9, Y9
 	VXORPS Y10, Y10, Y10
 	MOVQ BX, CX
+	MOVQ SI, DI
 loop2:
 	CMPQ CX, $2
 	JLT  loop1
@@ -513,16 +516,17 @@ loop2:
 	VPSLLD $23, Y6, Y6
 	VMULPS Y4, Y5, Y5
 	VMULPS Y6, Y5, Y4
-	VMOVUPS Y0, (SI)
-	VMOVUPS Y4, 32(SI)
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y4, 32(DI)
 	VADDPS Y0, Y9, Y9
 	VADDPS Y4, Y10, Y10
 	ADDQ $(64), SI
+	ADDQ $(64), DI
 	SUBQ $2, CX
 	JMP  loop2
 loop1:
 	TESTQ CX, CX
-	JZ    rowdone
+	JZ    last
 	VMOVUPS (SI), Y0
 	VSUBPS Y8, Y0, Y0
 	VMOVUPS ·vecTab+0(SB), Y1
@@ -550,10 +554,11 @@ loop1:
 	VPSLLD $23, Y2, Y2
 	VMULPS Y0, Y1, Y1
 	VMULPS Y2, Y1, Y0
-	VMOVUPS Y0, (SI)
+	VMOVUPS Y0, (DI)
 	VADDPS Y0, Y9, Y9
 	ADDQ $(32), SI
-rowdone:
+	ADDQ $(32), DI
+last:
 	TESTQ R11, R11
 	JZ    next
 	VADDPS Y10, Y9, Y9
@@ -1279,6 +1284,8 @@ loop1:
 	VSCALEFPS Z2, Z1, Z0
 	VMOVUPS Z0, (DI)
 	VADDPS Z0, Z9, Z9
+	ADDQ $(64), SI
+	ADDQ $(64), DI
 last:
 	// A non-nil tail is one more vector (padded by the caller with lanes
 	// whose exp is 0), summed into the accumulator of its index (Z9 even,
@@ -1534,6 +1541,7 @@ row:
 	VXORPS Z9, Z9, Z9
 	VXORPS Z10, Z10, Z10
 	MOVQ BX, CX
+	MOVQ SI, DI
 loop2:
 	CMPQ CX, $2
 	JLT  loop1
@@ -1575,16 +1583,17 @@ loop2:
 	VFMADD213PS Z27, Z4, Z5
 	VFMADD213PS Z27, Z4, Z5
 	VSCALEFPS Z6, Z5, Z4
-	VMOVUPS Z0, (SI)
-	VMOVUPS Z4, 64(SI)
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z4, 64(DI)
 	VADDPS Z0, Z9, Z9
 	VADDPS Z4, Z10, Z10
 	ADDQ $(128), SI
+	ADDQ $(128), DI
 	SUBQ $2, CX
 	JMP  loop2
 loop1:
 	TESTQ CX, CX
-	JZ    rowdone
+	JZ    last
 	VMOVUPS (SI), Z0
 	VSUBPS Z8, Z0, Z0
 	VMOVUPS Z16, Z1
@@ -1604,10 +1613,11 @@ loop1:
 	VFMADD213PS Z27, Z0, Z1
 	VFMADD213PS Z27, Z0, Z1
 	VSCALEFPS Z2, Z1, Z0
-	VMOVUPS Z0, (SI)
+	VMOVUPS Z0, (DI)
 	VADDPS Z0, Z9, Z9
 	ADDQ $(64), SI
-rowdone:
+	ADDQ $(64), DI
+last:
 	TESTQ R11, R11
 	JZ    next
 	VADDPS Z10, Z9, Z9

@@ -3,7 +3,7 @@ package main
 // kernels are the assembly templates. V<n> are vector registers, {S} the
 // name suffix, {SH} log2(lanes), {B}…{B4} 1…4 vectors in bytes, %name% a
 // vecTab constant; "@EXP X T N" expands to X = exp(X), "@REDUCE OP A T" folds
-// A into XA.
+// A into XA, "@EXPSUB" to expSubLoop.
 var kernels = []string{`
 // func expVec{S}(dst, src *float32, n int)
 TEXT ·expVec{S}(SB), NOSPLIT, $0-24
@@ -45,32 +45,7 @@ TEXT ·expSubVec{S}(SB), NOSPLIT, $0-44
 	SHRQ ${SH}, CX
 	MOVQ CX, DX
 	JZ   last
-loop2:
-	CMPQ CX, $2
-	JLT  loop1
-	VMOVUPS (SI), V0
-	VMOVUPS {B}(SI), V4
-	VSUBPS V8, V0, V0
-	VSUBPS V8, V4, V4
-	@EXP V0 V1 V2
-	@EXP V4 V5 V6
-	VMOVUPS V0, (DI)
-	VMOVUPS V4, {B}(DI)
-	VADDPS V0, V9, V9
-	VADDPS V4, V10, V10
-	ADDQ $({B2}), SI
-	ADDQ $({B2}), DI
-	SUBQ $2, CX
-	JMP  loop2
-loop1:
-	TESTQ CX, CX
-	JZ    last
-	VMOVUPS (SI), V0
-	VSUBPS V8, V0, V0
-	@EXP V0 V1 V2
-	VMOVUPS V0, (DI)
-	VADDPS V0, V9, V9
-last:
+	@EXPSUB
 	// A non-nil tail is one more vector (padded by the caller with lanes
 	// whose exp is 0), summed into the accumulator of its index (V9 even,
 	// V10 odd) like the others: appending such lanes changes no lane sum.
@@ -262,32 +237,8 @@ row:
 	VXORPS V9, V9, V9
 	VXORPS V10, V10, V10
 	MOVQ BX, CX
-loop2:
-	CMPQ CX, $2
-	JLT  loop1
-	VMOVUPS (SI), V0
-	VMOVUPS {B}(SI), V4
-	VSUBPS V8, V0, V0
-	VSUBPS V8, V4, V4
-	@EXP V0 V1 V2
-	@EXP V4 V5 V6
-	VMOVUPS V0, (SI)
-	VMOVUPS V4, {B}(SI)
-	VADDPS V0, V9, V9
-	VADDPS V4, V10, V10
-	ADDQ $({B2}), SI
-	SUBQ $2, CX
-	JMP  loop2
-loop1:
-	TESTQ CX, CX
-	JZ    rowdone
-	VMOVUPS (SI), V0
-	VSUBPS V8, V0, V0
-	@EXP V0 V1 V2
-	VMOVUPS V0, (SI)
-	VADDPS V0, V9, V9
-	ADDQ $({B}), SI
-rowdone:
+	MOVQ SI, DI
+	@EXPSUB
 	TESTQ R11, R11
 	JZ    next
 	VADDPS V10, V9, V9

@@ -128,6 +128,9 @@ func expand(b *bytes.Buffer, w width, src string) {
 			}
 			expand(b, w, fmt.Sprintf(body, f[1], f[2], f[3]))
 			continue
+		case len(f) == 1 && f[0] == "@EXPSUB":
+			expand(b, w, expSubLoop)
+			continue
 		case len(f) == 4 && f[0] == "@REDUCE":
 			line = reduce(w, f[1], f[2], f[3])
 		}
@@ -192,6 +195,39 @@ func reduce(w width, op, a, t string) string {
 		fmt.Sprintf("VMOVSHDUP X%s, X%s", a, t), fmt.Sprintf("%s X%s, X%s, X%s", ss, t, a, a))
 	return "\t" + strings.Join(s, "\n\t")
 }
+
+// expSubLoop is the body of expSubVec and expSubRowsVec: the CX vectors
+// at SI become exp(x − V8) at DI (the same place for the rows), summed into
+// V9 (even vectors) and V10 (odd), two at a time; it ends at label last.
+const expSubLoop = `
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), V0
+	VMOVUPS {B}(SI), V4
+	VSUBPS V8, V0, V0
+	VSUBPS V8, V4, V4
+	@EXP V0 V1 V2
+	@EXP V4 V5 V6
+	VMOVUPS V0, (DI)
+	VMOVUPS V4, {B}(DI)
+	VADDPS V0, V9, V9
+	VADDPS V4, V10, V10
+	ADDQ $({B2}), SI
+	ADDQ $({B2}), DI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ    last
+	VMOVUPS (SI), V0
+	VSUBPS V8, V0, V0
+	@EXP V0 V1 V2
+	VMOVUPS V0, (DI)
+	VADDPS V0, V9, V9
+	ADDQ $({B}), SI
+	ADDQ $({B}), DI
+last:`
 
 // expCore is steps 1–4 of expf in exp.go on V%[1]s, with scratch %[2]s and
 // %[3]s: it leaves r in %[1]s, the polynomial exp(r) in %[2]s, the shifter
