@@ -276,7 +276,7 @@ TEXT ·maxVecAVX2(SB), NOSPLIT, $0-20
 	VMOVUPS ·vecTab+832(SB), Y0
 	VMOVUPS ·vecTab+832(SB), Y1
 	SHRQ $3, CX
-	JZ   done
+	JZ   last
 loop2:
 	CMPQ CX, $2
 	JLT  loop1
@@ -289,10 +289,11 @@ loop2:
 	JMP  loop2
 loop1:
 	TESTQ CX, CX
-	JZ    done
+	JZ    last
 	VMOVUPS (SI), Y2
 	VMAXPS Y0, Y2, Y0
-done:
+	ADDQ $(32), SI
+last:
 	VMAXPS Y1, Y0, Y0
 	VEXTRACTF128 $1, Y0, X2
 	VMAXPS X2, X0, X0
@@ -605,11 +606,11 @@ loop2:
 	JMP  loop2
 loop1:
 	TESTQ CX, CX
-	JZ    rowdone
+	JZ    last
 	VMOVUPS (SI), Y2
 	VMAXPS Y0, Y2, Y0
 	ADDQ $(32), SI
-rowdone:
+last:
 	VMAXPS Y1, Y0, Y0
 	VEXTRACTF128 $1, Y0, X2
 	VMAXPS X2, X0, X0
@@ -1341,7 +1342,7 @@ TEXT ·maxVecAVX512(SB), NOSPLIT, $0-20
 	VMOVUPS Z16, Z0
 	VMOVUPS Z16, Z1
 	SHRQ $4, CX
-	JZ   done
+	JZ   last
 loop2:
 	CMPQ CX, $2
 	JLT  loop1
@@ -1354,10 +1355,11 @@ loop2:
 	JMP  loop2
 loop1:
 	TESTQ CX, CX
-	JZ    done
+	JZ    last
 	VMOVUPS (SI), Z2
 	VMAXPS Z0, Z2, Z0
-done:
+	ADDQ $(64), SI
+last:
 	VMAXPS Z1, Z0, Z0
 	VEXTRACTF64X4 $1, Z0, Y2
 	VMAXPS Y2, Y0, Y0
@@ -1667,11 +1669,11 @@ loop2:
 	JMP  loop2
 loop1:
 	TESTQ CX, CX
-	JZ    rowdone
+	JZ    last
 	VMOVUPS (SI), Z2
 	VMAXPS Z0, Z2, Z0
 	ADDQ $(64), SI
-rowdone:
+last:
 	VMAXPS Z1, Z0, Z0
 	VEXTRACTF64X4 $1, Z0, Y2
 	VMAXPS Y2, Y0, Y0

@@ -3,7 +3,7 @@ package main
 // kernels are the assembly templates. V<n> are vector registers, {S} the
 // name suffix, {SH} log2(lanes), {B}…{B4} 1…4 vectors in bytes, %name% a
 // vecTab constant; "@EXP X T N" expands to X = exp(X), "@REDUCE OP A T" folds
-// A into XA, "@EXPSUB" to expSubLoop.
+// A into XA, "@EXPSUB" and "@MAX" to expSubLoop and maxLoop.
 var kernels = []string{`
 // func expVec{S}(dst, src *float32, n int)
 TEXT ·expVec{S}(SB), NOSPLIT, $0-24
@@ -75,23 +75,8 @@ TEXT ·maxVec{S}(SB), NOSPLIT, $0-20
 	VMOVUPS %neginf%, V0
 	VMOVUPS %neginf%, V1
 	SHRQ ${SH}, CX
-	JZ   done
-loop2:
-	CMPQ CX, $2
-	JLT  loop1
-	VMOVUPS (SI), V2
-	VMOVUPS {B}(SI), V3
-	VMAXPS V0, V2, V0
-	VMAXPS V1, V3, V1
-	ADDQ $({B2}), SI
-	SUBQ $2, CX
-	JMP  loop2
-loop1:
-	TESTQ CX, CX
-	JZ    done
-	VMOVUPS (SI), V2
-	VMAXPS V0, V2, V0
-done:
+	JZ   last
+	@MAX
 	VMAXPS V1, V0, V0
 	@REDUCE VMAXPS V0 V2
 	VMOVSS X0, ret+16(FP)
@@ -267,23 +252,7 @@ row:
 	VMOVUPS %neginf%, V0
 	VMOVUPS %neginf%, V1
 	MOVQ BX, CX
-loop2:
-	CMPQ CX, $2
-	JLT  loop1
-	VMOVUPS (SI), V2
-	VMOVUPS {B}(SI), V3
-	VMAXPS V0, V2, V0
-	VMAXPS V1, V3, V1
-	ADDQ $({B2}), SI
-	SUBQ $2, CX
-	JMP  loop2
-loop1:
-	TESTQ CX, CX
-	JZ    rowdone
-	VMOVUPS (SI), V2
-	VMAXPS V0, V2, V0
-	ADDQ $({B}), SI
-rowdone:
+	@MAX
 	VMAXPS V1, V0, V0
 	@REDUCE VMAXPS V0 V2
 	VMOVSS X0, (DI)

@@ -131,6 +131,9 @@ func expand(b *bytes.Buffer, w width, src string) {
 		case len(f) == 1 && f[0] == "@EXPSUB":
 			expand(b, w, expSubLoop)
 			continue
+		case len(f) == 1 && f[0] == "@MAX":
+			expand(b, w, maxLoop)
+			continue
 		case len(f) == 4 && f[0] == "@REDUCE":
 			line = reduce(w, f[1], f[2], f[3])
 		}
@@ -227,6 +230,28 @@ loop1:
 	VADDPS V0, V9, V9
 	ADDQ $({B}), SI
 	ADDQ $({B}), DI
+last:`
+
+// maxLoop is the body of maxVec and maxRowsVec: the lane maxima of the CX
+// vectors at SI, in V0 (even vectors) and V1 (odd), NaNs ignored; it ends
+// at label last.
+const maxLoop = `
+loop2:
+	CMPQ CX, $2
+	JLT  loop1
+	VMOVUPS (SI), V2
+	VMOVUPS {B}(SI), V3
+	VMAXPS V0, V2, V0
+	VMAXPS V1, V3, V1
+	ADDQ $({B2}), SI
+	SUBQ $2, CX
+	JMP  loop2
+loop1:
+	TESTQ CX, CX
+	JZ    last
+	VMOVUPS (SI), V2
+	VMAXPS V0, V2, V0
+	ADDQ $({B}), SI
 last:`
 
 // expCore is steps 1–4 of expf in exp.go on V%[1]s, with scratch %[2]s and
