@@ -32,7 +32,15 @@ func gemm32(threads int, transA, transB bool, m, n, k int, alpha float32, a []fl
 	colUnits, rowUnits := (n+nr-1)/nr, (m+gemmMR-1)/gemmMR
 	colImb := float64((colUnits+nt-1)/nt*nr*nt) / float64(n)
 	rowImb := float64((rowUnits+nt-1)/nt*gemmMR*nt) / float64(m)
-	if colImb <= rowImb+0.05 {
+	// A transposed is packed into micro-panels only where 256 columns or
+	// more reuse it (gemmBlocked). When a column block would be narrower
+	// but the whole product is not, and A is the larger operand (m ≥ 2n,
+	// a weight gradient Wᵀ-shaped like fc1's), split the rows: each thread
+	// packs its own rows of Aᵀ instead of reading them in place at a
+	// stride of lda (often a power of two, whose lines share a few L1
+	// sets), at the price of packing all of B.
+	rowsForA := transA && n >= 256 && n/nt < 256 && m >= 2*n && gemmTransKernels(path)
+	if colImb <= rowImb+0.05 && !rowsForA {
 		parallel.For(nt, n, nr, func(_, lo, hi int) {
 			bo := lo
 			if transB {

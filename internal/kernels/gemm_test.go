@@ -247,6 +247,11 @@ func BenchmarkGemmNT512(b *testing.B)         { benchGemm(b, false, true, 512, 5
 func BenchmarkGemmNT128x1024x256(b *testing.B) { benchGemm(b, false, true, 128, 1024, 256) }
 func BenchmarkGemmTN512(b *testing.B)          { benchGemm(b, true, false, 512, 512, 512) }
 
+// The weight gradients of scripts/speed_d256.json's feed-forward, dW = dYᵀ·X
+// over 4096 tokens: fc1's (W [1024, 256]) and fc2's (W [256, 1024]).
+func BenchmarkGemmTN1024x256x4096(b *testing.B) { benchGemm(b, true, false, 1024, 256, 4096) }
+func BenchmarkGemmTN256x1024x4096(b *testing.B) { benchGemm(b, true, false, 256, 1024, 4096) }
+
 func benchGemm(bb *testing.B, transA, transB bool, m, n, k int) {
 	a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
 	for i := range a {
