@@ -297,8 +297,11 @@ func axpy32(dst []float32, a float32, x []float32) {
 // The tile-row methods run the row-loop assembly when the rows are whole
 // vectors, else the row methods above on each row.
 
+// whole says n > 0 elements are whole vectors.
+func (a asmVec) whole(n int) bool { return n > 0 && a.body(n) == n }
+
 func (a asmVec) expSubRows(x []float32, rows, cols int, m []float32, ms int) {
-	if cols > 0 && a.body(cols) == cols {
+	if a.whole(cols) {
 		a.expSubRowsRaw(&x[0], cols, rows, &m[0], ms, nil)
 		return
 	}
@@ -309,7 +312,7 @@ func (a asmVec) expSubRows(x []float32, rows, cols int, m []float32, ms int) {
 }
 
 func (a asmVec) subMulRows(dst, p []float32, rows, cols int, d []float32, ds int) {
-	if cols > 0 && a.body(cols) == cols {
+	if a.whole(cols) {
 		a.subMulRowsRaw(&dst[0], &p[0], cols, rows, &d[0], ds)
 		return
 	}
@@ -319,10 +322,11 @@ func (a asmVec) subMulRows(dst, p []float32, rows, cols int, d []float32, ds int
 }
 
 func (a asmVec) scaleRows(x []float32, rows, cols, ld int, s []float32) {
-	if b := a.body(cols); b > 0 {
+	b := a.body(cols)
+	if b > 0 {
 		a.scaleRowsRaw(&x[0], b, rows, ld, &s[0])
 	}
-	if b := a.body(cols); b < cols {
+	if b < cols {
 		for r := 0; r < rows; r++ {
 			scaleGo(x[r*ld+b:r*ld+cols], s[r])
 		}
@@ -333,7 +337,7 @@ func (a asmVec) scaleRows(x []float32, rows, cols, ld int, s []float32) {
 // exps and sums, then their factors α and running statistics. A row with
 // no finite score gets the maximum +Inf, so that its exps are all 0.
 func (a asmVec) onlineSoftmax(x []float32, rows, cols int, m, l []float32, ms int, alpha []float32) {
-	whole := cols > 0 && a.body(cols) == cols
+	whole := a.whole(cols)
 	var mx, sums, al [64]float32
 	var empty [64]bool
 	for r0 := 0; r0 < rows; r0 += len(mx) {

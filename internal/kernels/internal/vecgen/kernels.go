@@ -3,7 +3,8 @@ package main
 // kernels are the assembly templates. V<n> are vector registers, {S} the
 // name suffix, {SH} log2(lanes), {B}…{B4} 1…4 vectors in bytes, %name% a
 // vecTab constant; "@EXP X T N" expands to X = exp(X), "@REDUCE OP A T" folds
-// A into XA, "@EXPSUB" and "@MAX" to expSubLoop and maxLoop.
+// A into XA, "@EXPSUB", "@MAX" and "@SUBMUL" to expSubLoop, maxLoop and
+// subMulLoop.
 var kernels = []string{`
 // func expVec{S}(dst, src *float32, n int)
 TEXT ·expVec{S}(SB), NOSPLIT, $0-24
@@ -279,15 +280,7 @@ TEXT ·subMulRowsVec{S}(SB), NOSPLIT, $0-48
 row:
 	VBROADCASTSS (R9), V4
 	MOVQ BX, CX
-loop:
-	VMOVUPS (DI), V0
-	VSUBPS V4, V0, V0
-	VMULPS (SI), V0, V0
-	VMOVUPS V0, (DI)
-	ADDQ $({B}), SI
-	ADDQ $({B}), DI
-	DECQ CX
-	JNZ  loop
+	@SUBMUL
 	ADDQ R10, R9
 	DECQ R8
 	JNZ  row
@@ -336,15 +329,7 @@ TEXT ·subMulVec{S}(SB), NOSPLIT, $0-28
 	VBROADCASTSS d+24(FP), V4
 	SHRQ ${SH}, CX
 	JZ   done
-loop:
-	VMOVUPS (DI), V0
-	VSUBPS V4, V0, V0
-	VMULPS (SI), V0, V0
-	VMOVUPS V0, (DI)
-	ADDQ $({B}), SI
-	ADDQ $({B}), DI
-	DECQ CX
-	JNZ  loop
+	@SUBMUL
 done:
 	VZEROUPPER
 	RET`, `

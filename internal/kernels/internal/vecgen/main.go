@@ -134,6 +134,9 @@ func expand(b *bytes.Buffer, w width, src string) {
 		case len(f) == 1 && f[0] == "@MAX":
 			expand(b, w, maxLoop)
 			continue
+		case len(f) == 1 && f[0] == "@SUBMUL":
+			expand(b, w, subMulLoop)
+			continue
 		case len(f) == 4 && f[0] == "@REDUCE":
 			line = reduce(w, f[1], f[2], f[3])
 		}
@@ -253,6 +256,19 @@ loop1:
 	VMAXPS V0, V2, V0
 	ADDQ $({B}), SI
 last:`
+
+// subMulLoop is the body of subMulVec and subMulRowsVec: the CX > 0
+// vectors at DI become p·(x − V4), p the vectors at SI.
+const subMulLoop = `
+loop:
+	VMOVUPS (DI), V0
+	VSUBPS V4, V0, V0
+	VMULPS (SI), V0, V0
+	VMOVUPS V0, (DI)
+	ADDQ $({B}), SI
+	ADDQ $({B}), DI
+	DECQ CX
+	JNZ  loop`
 
 // expCore is steps 1–4 of expf in exp.go on V%[1]s, with scratch %[2]s and
 // %[3]s: it leaves r in %[1]s, the polynomial exp(r) in %[2]s, the shifter
