@@ -178,17 +178,7 @@ func (b *Builder) Add(blk Block, allow func(i, j int) bool) {
 		return
 	}
 	if allow != nil {
-		mask := make([]uint64, (blk.NQ*blk.NK+63)/64)
-		n := 0
-		for a := 0; a < blk.NQ; a++ {
-			for c := 0; c < blk.NK; c++ {
-				if allow(blk.Q0+a*blk.QS, b.l.keyPos(&blk, c)) {
-					e := a*blk.NK + c
-					mask[e>>6] |= 1 << (e & 63)
-					n++
-				}
-			}
-		}
+		mask, n := maskOf(blk.NQ, blk.NK, func(a, c int) bool { return allow(blk.Q0+a*blk.QS, b.l.keyPos(&blk, c)) })
 		switch n {
 		case 0:
 			return
@@ -252,21 +242,29 @@ func trimRows(blk Block) Block {
 	t := blk
 	t.Q0 += lo * blk.QS
 	t.NQ = hi - lo
-	t.Mask = make([]uint64, (t.NQ*t.NK+63)/64)
-	n := 0
-	for a := 0; a < t.NQ; a++ {
-		for c := 0; c < t.NK; c++ {
-			if blk.Allowed(lo+a, c) {
-				e := a*t.NK + c
-				t.Mask[e>>6] |= 1 << (e & 63)
-				n++
-			}
-		}
-	}
+	var n int
+	t.Mask, n = maskOf(t.NQ, t.NK, func(a, c int) bool { return blk.Allowed(lo+a, c) })
 	if n == t.NQ*t.NK {
 		t.Mask = nil
 	}
 	return t
+}
+
+// maskOf returns the nq×nk bit mask (bit a·nk+c) of the pairs ok allows,
+// and their number.
+func maskOf(nq, nk int, ok func(a, c int) bool) ([]uint64, int) {
+	mask := make([]uint64, (nq*nk+63)/64)
+	n := 0
+	for a := 0; a < nq; a++ {
+		for c := 0; c < nk; c++ {
+			if ok(a, c) {
+				e := a*nk + c
+				mask[e>>6] |= 1 << (e & 63)
+				n++
+			}
+		}
+	}
+	return mask, n
 }
 
 // Layout returns the finished layout, dropping empty groups and phases.
