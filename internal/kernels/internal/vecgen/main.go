@@ -128,14 +128,8 @@ func expand(b *bytes.Buffer, w width, src string) {
 			}
 			expand(b, w, fmt.Sprintf(body, f[1], f[2], f[3]))
 			continue
-		case len(f) == 1 && f[0] == "@EXPSUB":
-			expand(b, w, expSubLoop)
-			continue
-		case len(f) == 1 && f[0] == "@MAX":
-			expand(b, w, maxLoop)
-			continue
-		case len(f) == 1 && f[0] == "@SUBMUL":
-			expand(b, w, subMulLoop)
+		case len(f) == 1 && fragments[f[0]] != "":
+			expand(b, w, fragments[f[0]])
 			continue
 		case len(f) == 4 && f[0] == "@REDUCE":
 			line = reduce(w, f[1], f[2], f[3])
@@ -201,6 +195,9 @@ func reduce(w width, op, a, t string) string {
 		fmt.Sprintf("VMOVSHDUP X%s, X%s", a, t), fmt.Sprintf("%s X%s, X%s, X%s", ss, t, a, a))
 	return "\t" + strings.Join(s, "\n\t")
 }
+
+// fragments are the loops that two kernels share, by directive.
+var fragments = map[string]string{"@EXPSUB": expSubLoop, "@MAX": maxLoop, "@SUBMUL": subMulLoop}
 
 // expSubLoop is the body of expSubVec and expSubRowsVec: the CX vectors
 // at SI become exp(x − V8) at DI (the same place for the rows), summed into
