@@ -5,7 +5,7 @@ import "math"
 // The float32 exp used by Exp, ExpSub, SoftmaxRows and the GELU kernels. One
 // algorithm runs on every path (AVX-512, AVX2+FMA and the pure-Go expGo):
 //
-//  1. Clamp x to [expLo, expHi]; NaN passes through.
+//  1. x below expLo gives 0; clamp x to at most expHi; NaN passes through.
 //  2. n = round(x·log2e) with the 1.5·2²³ shifter trick; n is read from the
 //     shifter sum's mantissa bits.
 //  3. r = x − n·ln2 with a Cody–Waite split ln2 = ln2Hi + ln2Lo; ln2Hi has
@@ -15,22 +15,28 @@ import "math"
 //     (eʳ−1−r)/r² for relative error on [−ln2/2, ln2/2]. The fit alone is
 //     good to 3.7e-9 with float32 coefficients; float32 rounding dominates.
 //  5. 2ⁿ is built in two halves from exponent bits, 2^(n>>1)·2^(n−n>>1), so
-//     results overflow to +Inf and underflow gradually to subnormals and 0
-//     exactly as a correctly rounded product would. AVX-512 multiplies by
-//     2ⁿ in one VSCALEFPS, which rounds the same product once: the AVX2
-//     and AVX-512 results agree bit for bit (TestExpPathsAgree).
+//     results overflow to +Inf exactly as a correctly rounded product
+//     would. AVX-512 multiplies by 2ⁿ in one VSCALEFPS, which rounds the
+//     same product once: the AVX2 and AVX-512 results agree bit for bit
+//     (TestExpPathsAgree).
 //
-// Accuracy, against float64 math.Exp, for x in [-87.33, 88.72] (the inputs
+// Results are never subnormal: x below expLo, the smallest float32 whose
+// exp is at least 2⁻¹²⁶, gives 0. The assembly computes those lanes at
+// expLo and zeroes them, so no instruction underflows: on Intel cores a
+// subnormal result costs a microcode assist of about a hundred cycles,
+// which would make the masked (−Inf) entries of an attention score tile
+// cost a dozen times the others (BenchmarkExpSubRowsMasked).
+//
+// Accuracy, against float64 math.Exp, for x in [expLo, 88.72] (the inputs
 // whose exp is a normal float32): the maximum relative error is 9.8e-8 on
 // the pure-Go path and 7.7e-8 with FMA (AVX2, AVX-512), under one ulp,
 // measured over every float32 in that range (TestExp32Exhaustive, run with
 // TOKENMIX_EXP_EXHAUSTIVE=1); TestExp32Accuracy checks 5M points on every
-// path against ExpMaxRelErr. Below the range results are subnormal, with
-// absolute error ≤ 2⁻¹⁴⁹; x ≤ -103.98 and -Inf give 0, x ≥ 88.73 and +Inf
+// path against ExpMaxRelErr. x < expLo and -Inf give 0, x ≥ 88.73 and +Inf
 // give +Inf, NaN gives NaN (TestExp32Special).
 const (
-	expLo    = -104.0 // exp(-104) < 2⁻¹⁵⁰ rounds to 0
-	expHi    = 89.0   // exp(89) > MaxFloat32 overflows to +Inf
+	expLo    = -87.33654 // float32 0xc2aeac4f: exp(expLo) ≥ 2⁻¹²⁶ > exp(the next float32 down)
+	expHi    = 89.0      // exp(89) > MaxFloat32 overflows to +Inf
 	expLog2e = 1.44269504088896341
 	expShift = 12582912.0 // 1.5·2²³: adding it rounds to an integer
 	// ln2 = expLn2Hi + expLn2Lo (Cody–Waite).
@@ -51,7 +57,7 @@ const ExpMaxRelErr = 4e-7
 // expf is the pure-Go float32 exp, the same algorithm as the assembly.
 func expf(x float32) float32 {
 	if x < expLo {
-		x = expLo
+		return 0
 	}
 	if x > expHi {
 		x = expHi

@@ -102,7 +102,7 @@ func TestExp32Special(t *testing.T) {
 	inf := float32(math.Inf(1))
 	for _, tc := range []struct {
 		x, want float32
-		atol    float32 // absolute tolerance (for subnormal results)
+		atol    float32 // absolute tolerance
 	}{
 		{0, 1, 0},
 		{float32(math.Copysign(0, -1)), 1, 0},
@@ -113,12 +113,15 @@ func TestExp32Special(t *testing.T) {
 		{-math.MaxFloat32, 0, 0},
 		{88.73, inf, 0}, // exp(88.73) > MaxFloat32
 		{89, inf, 0},    // the upper clamp
-		{-104, 0, 0},    // the lower clamp: below 2⁻¹⁵⁰
-		{-103.98, 0, 0}, // exp(-103.98) < 2⁻¹⁵⁰ rounds to 0
 		{-1000, 0, 0},
-		{-88, float32(math.Exp(-88)), 0x1p-149}, // subnormal results
-		{-95, float32(math.Exp(-95)), 0x1p-149},
-		{-103.2, float32(math.Exp(-103.2)), 0x1p-149},
+		// The smallest input with a normal result, and below it the
+		// inputs whose exp would be subnormal, which give 0.
+		{expLo, float32(math.Exp(expLo)), 0},
+		{math.Nextafter32(expLo, -200), 0, 0},
+		{-88, 0, 0},
+		{-95, 0, 0},
+		{-103.2, 0, 0},
+		{-104, 0, 0},
 		{1e-30, 1, 0},
 		{-1e-30, 1, 0},
 	} {
@@ -236,5 +239,16 @@ func TestExpPathsAgree(t *testing.T) {
 				t.Fatalf("%s: exp(%v − 3.5) = %v, %s gives %v", p, xs[i], sub[i], asm[0], wantSub[i])
 			}
 		}
+	}
+}
+
+// TestExpLo pins expLo to the smallest float32 whose exp is normal, in
+// float64: exp(expLo) ≥ 2⁻¹²⁶ > exp(the next float32 below it).
+func TestExpLo(t *testing.T) {
+	lo := float32(expLo)
+	below := math.Nextafter32(lo, -200)
+	if !(math.Exp(float64(lo)) >= 0x1p-126 && math.Exp(float64(below)) < 0x1p-126) {
+		t.Errorf("expLo = %v (%#x): exp = %g, exp of %v = %g; want the first ≥ 2⁻¹²⁶ and the second below",
+			lo, math.Float32bits(lo), math.Exp(float64(lo)), below, math.Exp(float64(below)))
 	}
 }

@@ -138,7 +138,8 @@ func TestRowKernels(t *testing.T) {
 		f64        func([][]float64) []float64
 	}{
 		{"Exp", 1, -20, 5, 0, 4e-7, false, runExp[float32], runExp[float64]},
-		{"ExpInPlace", 1, -90, 89, 0, 4e-7, false, runExpInPlace[float32], runExpInPlace[float64]},
+		// Results below 2⁻¹²⁶ are 0 (no subnormals): atol 2⁻¹²⁶.
+		{"ExpInPlace", 1, -90, 89, 0x1p-126, 4e-7, false, runExpInPlace[float32], runExpInPlace[float64]},
 		// float32 x−m rounds: up to 25·2⁻²⁴ relative on top of exp's error.
 		{"ExpSub", 1, -20, 5, 0, 2e-6, false, runExpSub[float32], runExpSub[float64]},
 		{"Max", 1, -3, 3, 0, 0, false, runMax[float32], runMax[float64]},
@@ -498,5 +499,26 @@ func BenchmarkOnlineSoftmax(b *testing.B) {
 	benchPaths(b, func(b *testing.B) {
 		m, l, al := make([]float32, 128), make([]float32, 128), make([]float32, 128)
 		benchVec(b, 128*64, 1, func(x [][]float32) { OnlineSoftmax(x[0], 128, 64, m, l, 1, al) })
+	})
+}
+
+// BenchmarkExpSubRowsMasked is BenchmarkExpSubRows on a causal diagonal
+// tile, rows r of 64 keys with the keys past r masked to −Inf as attention
+// masks them (refilled each iteration, which the time includes): the
+// masked entries must cost what the others do, with no subnormal result.
+func BenchmarkExpSubRowsMasked(b *testing.B) {
+	benchPaths(b, func(b *testing.B) {
+		m := make([]float32, 128)
+		src, _ := randInputs(1, 1, 128*64, -10, 2)
+		for r := range 128 {
+			for j := r%64 + 1; j < 64; j++ {
+				src[0][r*64+j] = float32(math.Inf(-1))
+			}
+		}
+		x := make([]float32, 128*64)
+		benchVec(b, 128*64, 1, func([][]float32) {
+			copy(x, src[0])
+			ExpSubRows(x, 128, 64, m, 1)
+		})
 	})
 }

@@ -2,7 +2,8 @@ package main
 
 // kernels are the assembly templates. V<n> are vector registers, {S} the
 // name suffix, {SH} log2(lanes), {B}…{B4} 1…4 vectors in bytes, %name% a
-// vecTab constant; "@EXP X T N" expands to X = exp(X), "@REDUCE OP A T" folds
+// vecTab constant; "@EXP X T N" expands to X = exp(X) (T and N scratch, and
+// K1 on AVX-512 or V15 on AVX2, which no template uses), "@REDUCE OP A T" folds
 // A into XA, "@EXPSUB", "@MAX" and "@SUBMUL" to expSubLoop, maxLoop and
 // subMulLoop.
 var kernels = []string{`
