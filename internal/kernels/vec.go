@@ -306,9 +306,10 @@ func GeluForward[F Float](threads int, out, inp []F) {
 	}
 }
 
-// GeluBackward accumulates dinp += dout·GELU'(inp). The float32 version uses
-// the fast exp and splits large inputs across at most threads threads.
-// GeluBackward panics if inp or dout is shorter than dinp.
+// GeluBackward sets dinp = dout·GELU'(inp); dinp may be dout (in place).
+// The float32 version uses the fast exp and splits large inputs across at
+// most threads threads. GeluBackward panics if inp or dout is shorter than
+// dinp.
 func GeluBackward[F Float](threads int, dinp, inp, dout []F) {
 	inp, dout = inp[:len(dinp)], dout[:len(dinp)]
 	if d32, ok := any(dinp).([]float32); ok {
@@ -326,7 +327,7 @@ func GeluBackward[F Float](threads int, dinp, inp, dout []F) {
 		th := math.Tanh(u)
 		sech2 := 1 - th*th
 		d := 0.5*(1+th) + 0.5*xf*sech2*geluC*(1+3*0.044715*xf*xf)
-		dinp[i] += F(d) * dout[i]
+		dinp[i] = F(d) * dout[i]
 	}
 }
 

@@ -830,7 +830,7 @@ done:
 
 // func geluBackVecAVX2(dinp, inp, dout *float32, n int)
 // x is clamped to [XMin, XMax] first (beyond it GELU' is 0 or 1 in float32);
-// s = 1/(1+eᵗ); dinp += dout·(s + eᵗs²·x·(K1 + K2·x²)).
+// s = 1/(1+eᵗ); dinp = dout·(s + eᵗs²·x·(K1 + K2·x²)) (dinp may be dout).
 TEXT ·geluBackVecAVX2(SB), NOSPLIT, $0-32
 	MOVQ dinp+0(FP), DI
 	MOVQ inp+8(FP), SI
@@ -886,8 +886,7 @@ loop:
 	VFMADD213PS ·vecTab+1088(SB), Y1, Y6
 	VMULPS Y0, Y6, Y6
 	VFMADD231PS Y6, Y5, Y4
-	VMOVUPS (DI), Y7
-	VFMADD231PS (DX), Y4, Y7
+	VMULPS (DX), Y4, Y7
 	VMOVUPS Y7, (DI)
 	ADDQ $(32), SI
 	ADDQ $(32), DX
@@ -1914,7 +1913,7 @@ done:
 
 // func geluBackVecAVX512(dinp, inp, dout *float32, n int)
 // x is clamped to [XMin, XMax] first (beyond it GELU' is 0 or 1 in float32);
-// s = 1/(1+eᵗ); dinp += dout·(s + eᵗs²·x·(K1 + K2·x²)).
+// s = 1/(1+eᵗ); dinp = dout·(s + eᵗs²·x·(K1 + K2·x²)) (dinp may be dout).
 TEXT ·geluBackVecAVX512(SB), NOSPLIT, $0-32
 	VMOVUPS ·vecTab+1216(SB), Z16
 	VMOVUPS ·vecTab+1280(SB), Z17
@@ -1977,8 +1976,7 @@ loop:
 	VFMADD213PS ·vecTab+1088(SB), Z1, Z6
 	VMULPS Z0, Z6, Z6
 	VFMADD231PS Z6, Z5, Z4
-	VMOVUPS (DI), Z7
-	VFMADD231PS (DX), Z4, Z7
+	VMULPS (DX), Z4, Z7
 	VMOVUPS Z7, (DI)
 	ADDQ $(64), SI
 	ADDQ $(64), DX

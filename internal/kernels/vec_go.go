@@ -15,7 +15,7 @@ type vec32 struct {
 	add      func(dst, a, b []float32)
 	addTo    func(dst, a []float32)
 	gelu     func(dst, src []float32)
-	geluBack func(dinp, inp, dout []float32)
+	geluBack func(dinp, inp, dout []float32) // dinp = dout·GELU'(inp)
 	// LayerNorm rows: xh = (x−m)·s.
 	sumSqDev   func(x []float32, m float32) float32                    // Σ(x−m)²
 	lnAffine   func(out, x, w, b []float32, m, s float32)              // out = xh·w + b
@@ -199,7 +199,7 @@ func geluBackGo(dinp, inp, dout []float32) {
 		e := expf(t)
 		s := 1 / (1 + e)
 		d := s + (e*s*s)*(x*(geluK1+geluK2*x2))
-		dinp[i] += d * dout[i]
+		dinp[i] = d * dout[i]
 	}
 }
 

@@ -113,9 +113,18 @@ func runGelu[F Float](in [][]F) []F {
 	GeluForward(parallel.Threads(), o, in[0])
 	return o
 }
+// runGeluBack starts dinp from in[2], which GeluBackward overwrites, and
+// checks that dinp = dout in place gives the same result.
 func runGeluBack[F Float](in [][]F) []F {
 	o := slices.Clone(in[2])
 	GeluBackward(parallel.Threads(), o, in[0], in[1])
+	d := slices.Clone(in[1])
+	GeluBackward(parallel.Threads(), d, in[0], d)
+	for i := range d {
+		if d[i] != o[i] {
+			panic(fmt.Sprintf("GeluBackward in place: element %d = %v, want %v", i, d[i], o[i]))
+		}
+	}
 	return o
 }
 func runAdamW[F Float](in [][]F) []F {

@@ -128,7 +128,6 @@ type hidden[F kernels.Float] struct {
 // geluBackward sets dh[lo:hi] = GELU'(h)·dg over that range, on the
 // calling thread (ffBackward's loop calls it on chunks of 4096).
 func (hs hidden[F]) geluBackward(dh, dg []F, lo, hi int) {
-	clear(dh[lo:hi])
 	if hs.h16 == nil {
 		kernels.GeluBackward(1, dh[lo:hi], hs.h[lo:hi], dg[lo:hi])
 		return

@@ -400,7 +400,7 @@ done:
 	RET`, `
 // func geluBackVec{S}(dinp, inp, dout *float32, n int)
 // x is clamped to [XMin, XMax] first (beyond it GELU' is 0 or 1 in float32);
-// s = 1/(1+eᵗ); dinp += dout·(s + eᵗs²·x·(K1 + K2·x²)).
+// s = 1/(1+eᵗ); dinp = dout·(s + eᵗs²·x·(K1 + K2·x²)) (dinp may be dout).
 TEXT ·geluBackVec{S}(SB), NOSPLIT, $0-32
 	MOVQ dinp+0(FP), DI
 	MOVQ inp+8(FP), SI
@@ -430,8 +430,7 @@ loop:
 	VFMADD213PS %geluK1%, V1, V6
 	VMULPS V0, V6, V6
 	VFMADD231PS V6, V5, V4
-	VMOVUPS (DI), V7
-	VFMADD231PS (DX), V4, V7
+	VMULPS (DX), V4, V7
 	VMOVUPS V7, (DI)
 	ADDQ $({B}), SI
 	ADDQ $({B}), DX
