@@ -113,6 +113,7 @@ func runGelu[F Float](in [][]F) []F {
 	GeluForward(parallel.Threads(), o, in[0])
 	return o
 }
+
 // runGeluBack starts dinp from in[2], which GeluBackward overwrites, and
 // checks that dinp = dout in place gives the same result.
 func runGeluBack[F Float](in [][]F) []F {
