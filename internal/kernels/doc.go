@@ -133,8 +133,9 @@
 // exponent bits. Its maximum relative error against math.Exp is 9.8e-8 in
 // pure Go and 7.7e-8 with FMA, under one ulp (measured over every float32 in
 // [-87.33, 88.72]; the tested bound is ExpMaxRelErr = 4e-7). Below that
-// range results underflow gradually to 0, above it they are +Inf, and NaN
-// stays NaN. BenchmarkExp32 against BenchmarkMathExp gives the speed-up per
+// range, where exp would be subnormal, results are 0, computed without an
+// underflowing instruction (on Intel cores each costs a microcode assist);
+// above it they are +Inf, and NaN stays NaN. BenchmarkExp32 against BenchmarkMathExp gives the speed-up per
 // element (figures in docs/performance.md). The AVX-512 kernels keep the
 // exp's constants in Z16–Z31 (read from memory on every instruction they
 // took twice as long). Accumulations (Sum, Dot,
