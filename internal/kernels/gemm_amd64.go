@@ -82,8 +82,10 @@ func gemmTransKernels(p Path) bool { return p != PathGo }
 // gemmTiles runs path p's micro-kernels down one column panel: rows
 // 0..mc of the block, cols ≤ nr columns. Row r of op(A) starts at a[ao+r·rs]
 // (with ta, op(A)[r][q] is a[ao+r·rs+q·lda], else a[ao+r·rs+q]); row r of C
-// at c[co+r·ldc]. bp is the packed panel. See tileGo for the arithmetic.
-func gemmTiles(w *gemmWork, p Path, ta bool, mc, cols, kc int, a []float32, ao, lda, rs int, bp []float32, c []float32, co, ldc int, alpha, beta float32) {
+// at c[co+r·ldc]. bp is the panel, its rows ldb floats apart: a packed
+// panel's width, or B's own row stride where it is read in place (the
+// assembly paths only). See tileGo for the arithmetic.
+func gemmTiles(w *gemmWork, p Path, ta bool, mc, cols, kc int, a []float32, ao, lda, rs int, bp []float32, ldb int, c []float32, co, ldc int, alpha, beta float32) {
 	t := b2i(ta)
 	full, rest := mc/gemmMR, mc%gemmMR
 	ro := full * gemmMR // first row of the partial tile
@@ -94,23 +96,23 @@ func gemmTiles(w *gemmWork, p Path, ta bool, mc, cols, kc int, a []float32, ao, 
 			mask = 1<<cols - 1
 		}
 		if full > 0 {
-			kern512[t][gemmMR-1][nv-1](kc, &a[ao], lda, &bp[0], &c[co], ldc, alpha, beta, mask, full, gemmMR*rs)
+			kern512[t][gemmMR-1][nv-1](kc, &a[ao], lda, &bp[0], &c[co], ldc, alpha, beta, mask, full, gemmMR*rs, ldb)
 		}
 		if rest > 0 {
-			kern512[t][rest-1][nv-1](kc, &a[ao+ro*rs], lda, &bp[0], &c[co+ro*ldc], ldc, alpha, beta, mask, 1, 0)
+			kern512[t][rest-1][nv-1](kc, &a[ao+ro*rs], lda, &bp[0], &c[co+ro*ldc], ldc, alpha, beta, mask, 1, 0, ldb)
 		}
 	case p == PathAVX2 && cols == 16:
 		if full > 0 {
-			kern256[t][gemmMR-1](kc, &a[ao], lda, &bp[0], &c[co], ldc, alpha, beta, 0, full, gemmMR*rs)
+			kern256[t][gemmMR-1](kc, &a[ao], lda, &bp[0], &c[co], ldc, alpha, beta, 0, full, gemmMR*rs, ldb)
 		}
 		if rest > 0 {
-			kern256[t][rest-1](kc, &a[ao+ro*rs], lda, &bp[0], &c[co+ro*ldc], ldc, alpha, beta, 0, 1, 0)
+			kern256[t][rest-1](kc, &a[ao+ro*rs], lda, &bp[0], &c[co+ro*ldc], ldc, alpha, beta, 0, 1, 0, ldb)
 		}
 	case p == PathAVX2:
 		// Partial panel: compute all 16 columns into scratch, merge the valid ones.
 		for ir := 0; ir < mc; ir += gemmMR {
 			mr := min(gemmMR, mc-ir)
-			kern256[t][mr-1](kc, &a[ao+ir*rs], lda, &bp[0], &w.tile[0], 16, 1, 0, 0, 1, 0)
+			kern256[t][mr-1](kc, &a[ao+ir*rs], lda, &bp[0], &w.tile[0], 16, 1, 0, 0, 1, 0, ldb)
 			mergeTile(w.tile[:], 16, mr, cols, c, co+ir*ldc, ldc, alpha, beta)
 		}
 	default:

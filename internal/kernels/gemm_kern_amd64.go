@@ -5,184 +5,184 @@
 package kernels
 
 //go:noescape
-func sgemmNK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmNK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmNK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m1v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m1v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m1v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m1v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK256m1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m2v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m2v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m2v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m2v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK256m2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m3v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m3v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m3v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m3v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK256m3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m4v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m4v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m4v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m4v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK256m4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m5v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m5v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m5v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m5v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK256m5(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m6v1(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m6v2(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m6v3(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK512m6v4(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
-func sgemmTK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+func sgemmTK256m6(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 //go:noescape
 func sdotNTK512m1(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)
@@ -203,7 +203,7 @@ type dotKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32,
 var dot512 = [4]dotKernel{sdotNTK512m1, sdotNTK512m2, sdotNTK512m3, sdotNTK512m4}
 
 // microKernel is the signature of every generated GEMM micro-kernel.
-type microKernel func(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+type microKernel func(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)
 
 // kern512[t][mr-1][nv-1] computes an mr×16nv tile with AVX-512; t=1
 // reads A transposed (op(A)[r][p] at a[p·lda+r]).

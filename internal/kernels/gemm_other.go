@@ -9,7 +9,7 @@ func gemmTransKernels(p Path) bool { return false }
 // gemmTiles runs the pure-Go micro-kernel down one column panel (other
 // platforms have no assembly path; ta is always false). See the amd64
 // version for the arguments.
-func gemmTiles(w *gemmWork, p Path, ta bool, mc, cols, kc int, a []float32, ao, lda, rs int, bp []float32, c []float32, co, ldc int, alpha, beta float32) {
+func gemmTiles(w *gemmWork, p Path, ta bool, mc, cols, kc int, a []float32, ao, lda, rs int, bp []float32, ldb int, c []float32, co, ldc int, alpha, beta float32) {
 	for ir := 0; ir < mc; ir += gemmMR {
 		tileGo(w, min(gemmMR, mc-ir), cols, kc, a, ao+ir*rs, lda, bp, c, co+ir*ldc, ldc, alpha, beta)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tokenmix/tokenmix/internal/parallel"
@@ -181,6 +182,49 @@ func TestGemmThreadsBitwise(t *testing.T) {
 	}
 }
 
+// TestGemmStridedB: on AVX-512, the weight-gradient products (A
+// transposed) read a B whose rows are less than 4 KiB apart in place; their
+// result is bit for bit that of packing it, which the same B stored 4 KiB
+// or more apart gets. The shapes have several column and k blocks, partial
+// row tiles and panels of 1–4 vectors.
+func TestGemmStridedB(t *testing.T) {
+	if !slices.Contains(Paths(), PathAVX512) {
+		t.Skip("no AVX-512")
+	}
+	defer SetPath(SetPath(PathAVX512))
+	for ci, tc := range []struct{ m, n, k, ldb int }{
+		{30, 208, 1300, 240}, {13, 64, 700, 80}, {100, 384, 513, 400}, {7, 16, 9, 16}, {64, 1008, 40, 1008},
+	} {
+		if !gemmStridedB(PathAVX512, true, false, tc.n, tc.ldb) {
+			t.Fatalf("%+v: not read in place", tc)
+		}
+		rng := rand.New(rand.NewPCG(uint64(ci), 7))
+		a := make([]float32, tc.k*tc.m)
+		b := make([]float32, tc.k*tc.ldb)
+		c := make([]float32, tc.m*tc.n)
+		for _, x := range [][]float32{a, b, c} {
+			for i := range x {
+				x[i] = 2*rng.Float32() - 1
+			}
+		}
+		const ldp = 1040 // rows 4160 bytes apart: packed
+		bp := make([]float32, tc.k*ldp)
+		for q := 0; q < tc.k; q++ {
+			copy(bp[q*ldp:q*ldp+tc.n], b[q*tc.ldb:q*tc.ldb+tc.n])
+		}
+		for _, threads := range []int{1, 2} {
+			want, got := slices.Clone(c), slices.Clone(c)
+			Gemm(threads, PrecFP32, true, false, tc.m, tc.n, tc.k, 0.5, a, tc.m, bp, ldp, 1, want, tc.n)
+			Gemm(threads, PrecFP32, true, false, tc.m, tc.n, tc.k, 0.5, a, tc.m, b, tc.ldb, 1, got, tc.n)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%+v, %d threads: C[%d] = %v in place, %v packed", tc, threads, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 func TestGemmPanics(t *testing.T) {
 	x := make([]float32, 12)
 	for _, tc := range []struct {
@@ -251,6 +295,10 @@ func BenchmarkGemmTN512(b *testing.B)          { benchGemm(b, true, false, 512, 
 // over 4096 tokens: fc1's (W [1024, 256]) and fc2's (W [256, 1024]).
 func BenchmarkGemmTN1024x256x4096(b *testing.B) { benchGemm(b, true, false, 1024, 256, 4096) }
 func BenchmarkGemmTN256x1024x4096(b *testing.B) { benchGemm(b, true, false, 256, 1024, 4096) }
+
+// BenchmarkGemmTN256x256x4096 is a projection's weight gradient in the same
+// step (W [256, 256]).
+func BenchmarkGemmTN256x256x4096(b *testing.B) { benchGemm(b, true, false, 256, 256, 4096) }
 
 func benchGemm(bb *testing.B, transA, transB bool, m, n, k int) {
 	a, b, c := make([]float32, m*k), make([]float32, k*n), make([]float32, m*n)
