@@ -174,8 +174,7 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 	a := &p.blocks[i]
 	N, D, H := p.B*p.T, c.DModel, c.DFF
 	bw, bg := &m.w.blocks[i], &m.g.blocks[i]
-	ln2, dln := m.act(a.ln2), m.grad(p.dln)
-	clear(dln)
+	ln2, dln := m.act(a.ln2), m.grad(p.dln) // ffBackward writes every row of dln
 	if m.dropping {
 		dout = m.dropGrad(dout, i, 1)
 	}

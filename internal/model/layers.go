@@ -141,8 +141,8 @@ func (hs hidden[F]) geluBackward(dh, dg []F, lo, hi int) {
 	}
 }
 
-// ffBackward accumulates the gradients of ffForward into dinp [N,D] and the
-// weight gradients, given dout [N,D] and the saved h and g. dg and dh [N,H]
+// ffBackward sets dinp [N,D] to the input gradient of ffForward and
+// accumulates its weight gradients, given dout [N,D] and the saved h and g. dg and dh [N,H]
 // are scratch (overwritten, need not be zero); g may alias dh (it is read
 // before dh is written). dinp may alias dout: dout is fully read before
 // dinp is written. It runs on at most threads threads.
@@ -157,7 +157,7 @@ func ffBackward[F kernels.Float](threads int, p kernels.Prec, dinp, dfc1w, dfc1b
 	parallel.For(threads, N*H, 4096, func(_, lo, hi int) { // dh = GELU'(h)·dg
 		h.geluBackward(dh, dg, lo, hi)
 	})
-	kernels.LinearBackward(threads, p, dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H, false)
+	kernels.LinearBackward(threads, p, dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H, true)
 }
 
 // poolForward sets out[b] = mean of inp[b,t] over positions t with
