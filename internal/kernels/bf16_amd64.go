@@ -2,11 +2,7 @@
 
 package kernels
 
-import (
-	"syscall"
-
-	"golang.org/x/sys/cpu"
-)
+import "golang.org/x/sys/cpu"
 
 // bf16AsmPaths lists the assembly bf16 GEMM paths of this CPU, slowest
 // first: "avx512bf16" where it has AVX512-BF16 (VDPBF16PS), and "amx"
@@ -22,16 +18,6 @@ var bf16AsmPaths = func() []bf16GemmPath {
 	}
 	return paths
 }()
-
-// requestAMX asks Linux once for the AMX tile data state
-// (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)); until a process
-// has asked, its first tile instruction faults. The permission is the
-// process's, for every thread.
-func requestAMX() bool {
-	const sysArchPrctl, archReqXcompPerm, xfeatureXtiledata = 158, 0x1023, 18
-	_, _, errno := syscall.RawSyscall(sysArchPrctl, archReqXcompPerm, xfeatureXtiledata, 0)
-	return errno == 0
-}
 
 // BF16PeakLoop returns the AVX512-BF16 peak loop (iterations of
 // independent VDPBF16PS on registers) and its flops per iteration, for
