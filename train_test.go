@@ -17,8 +17,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tokenmix/tokenmix"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/internal/run"
 	"github.com/tokenmix/tokenmix/internal/safetensors"
 	"github.com/tokenmix/tokenmix/mixer"
@@ -300,15 +302,19 @@ func (m boom[F]) Bind(w, g [][]F)             {}
 func (m boom[F]) ActSize(b, t int) int        { return 0 }
 func (m boom[F]) ScratchSize(b, t, _ int) int { return 0 }
 func (m boom[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
-	if boomArmed {
-		panic("the mixer broke")
+	if boomArmed { // in every chunk of a parallel loop, some on pool workers
+		parallel.For(4, 4, 1, func(int, int, int) {
+			time.Sleep(5 * time.Millisecond) // the workers take chunks meanwhile
+			panic("the mixer broke")
+		})
 	}
 	clear(out)
 }
 func (m boom[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {}
 
-// TestTrainPanics: a panic in the caller's code (a mixer kind, the
-// progress function) is an error of Train, not a crash.
+// TestTrainPanics: a panic in the caller's code (a mixer kind, here in a
+// parallel loop's chunk, which may run on a pool worker; the progress
+// function) is an error of Train, not a crash.
 func TestTrainPanics(t *testing.T) {
 	err := registry.Add(mixer.Kind{Name: "test_boom", Causal: true, Bidirectional: true, Paper: "a test kind",
 		New32: func(c mixer.Config) (mixer.Mixer[float32], error) { return boom[float32]{c.D}, c.Opts.Err() },

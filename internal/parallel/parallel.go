@@ -51,6 +51,12 @@ func SetThreads(n int) int {
 // waits for another, and its result does not depend on how many ran with
 // it. Workers spin briefly between calls (see spinFor). With one chunk fn
 // runs on the calling goroutine.
+//
+// A panic in fn, on whichever goroutine its chunk ran, is raised again by
+// For on the calling goroutine, with the same value, once every chunk has
+// finished or stopped (the chunks a panicking goroutine had not started
+// are run by the others), so that a recover in the caller catches it and
+// the pool's workers live on.
 func For(threads, n, grain int, fn func(worker, lo, hi int)) {
 	if n <= 0 {
 		return

@@ -1,6 +1,7 @@
 package parallel
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,5 +137,36 @@ func BenchmarkForkJoin(b *testing.B) {
 	x := make([]float64, 2*8)
 	for i := 0; i < b.N; i++ {
 		For(2, 2, 1, func(w, lo, hi int) { x[w*8]++ })
+	}
+}
+
+// TestForPanics: a panic in a chunk, on a pool worker or on the calling
+// goroutine, comes out of For on the caller with its value, after the other
+// chunks have run; the pool then serves the next calls.
+func TestForPanics(t *testing.T) {
+	for _, bad := range []int{0, 1, 3} { // worker 0 runs first on the caller
+		var ran atomic.Int64
+		got := func() (p any) {
+			defer func() { p = recover() }()
+			For(4, 400, 1, func(w, lo, hi int) {
+				if w == bad {
+					panic(fmt.Sprintf("chunk %d broke", w))
+				}
+				time.Sleep(time.Millisecond)
+				ran.Add(int64(hi - lo))
+			})
+			return nil
+		}()
+		if want := fmt.Sprintf("chunk %d broke", bad); got != want {
+			t.Errorf("chunk %d panics: For panicked with %v, want %q", bad, got, want)
+		}
+		if ran.Load() != 300 {
+			t.Errorf("chunk %d panics: the other chunks covered %d elements, want 300", bad, ran.Load())
+		}
+	}
+	var sum atomic.Int64
+	For(4, 1000, 1, func(_, lo, hi int) { sum.Add(int64(hi - lo)) })
+	if sum.Load() != 1000 {
+		t.Errorf("after the panics: %d of 1000 elements covered", sum.Load())
 	}
 }

@@ -26,10 +26,22 @@ type call struct {
 	pending             atomic.Int32  // helpers still at work
 	parked              atomic.Bool   // the caller is blocked on done
 	done                chan struct{} // cap 1
+	failed              atomic.Pointer[chunkPanic]
 }
 
-// run starts chunks of c until none is left.
+// chunkPanic is the first panic of a call's chunks, which For raises again
+// on the calling goroutine once every chunk has stopped.
+type chunkPanic struct{ val any }
+
+// run starts chunks of c until none is left. A panicking chunk ends this
+// goroutine's part of the call (the others take the chunks left) and is
+// kept in c.failed, the first one only.
 func (c *call) run() {
+	defer func() {
+		if p := recover(); p != nil {
+			c.failed.CompareAndSwap(nil, &chunkPanic{p})
+		}
+	}()
 	for {
 		w := int(c.next.Add(1)) - 1
 		if w >= c.nt {
@@ -170,5 +182,9 @@ func runPool(n, grain, nt, units int, fn func(worker, lo, hi int)) {
 	c.run()
 	c.wait()
 	c.fn = nil // do not keep fn's closure alive
+	f := c.failed.Swap(nil)
 	calls.Put(c)
+	if f != nil {
+		panic(f.val)
+	}
 }
