@@ -23,7 +23,10 @@
 // 6×16 in 12 YMM). Partial tiles use opmasks (AVX-512) or a scratch tile
 // (AVX2). A transposed A is read by columns in place, or packed into 6-wide
 // micro-panels when 256 or more columns reuse it; a transposed B is packed
-// with gathers. Gemm gives each thread a block of columns of C (of rows when
+// with gathers. The micro-kernels read B's rows at any stride, so a B that
+// is already a panel (attention's head-major keys and values) and, on
+// AVX-512, a weight gradient's B whose rows are under 4 KiB apart are read
+// in place instead of packed. Gemm gives each thread a block of columns of C (of rows when
 // columns split unevenly, e.g. n = 64), each packing its own B: one
 // fork/join per call, across up to the caller's thread budget (Gemm's
 // first argument; 1 runs on the calling goroutine, for callers that
@@ -134,9 +137,10 @@
 // pure Go and 7.7e-8 with FMA, under one ulp (measured over every float32 in
 // [-87.33, 88.72]; the tested bound is ExpMaxRelErr = 4e-7). Below that
 // range, where exp would be subnormal, results are 0, computed without an
-// underflowing instruction (on Intel cores each costs a microcode assist);
-// above it they are +Inf, and NaN stays NaN. BenchmarkExp32 against BenchmarkMathExp gives the speed-up per
-// element (figures in docs/performance.md). The AVX-512 kernels keep the
+// underflowing instruction (on Intel cores each costs a microcode
+// assist); above it they are +Inf, and NaN stays NaN. BenchmarkExp32
+// against BenchmarkMathExp gives the speed-up per element (figures in
+// docs/performance.md). The AVX-512 kernels keep the
 // exp's constants in Z16–Z31 (read from memory on every instruction they
 // took twice as long). Accumulations (Sum, Dot,
 // ExpSub, LayerNorm statistics) run in float32 vector lanes, so their last

@@ -15,8 +15,8 @@ import (
 // float32 it is the fast vector exp: relative error below ExpMaxRelErr for
 // src[i] in [-87.33, 88.72] (measured maximum 9.8e-8, exhaustively), 0 below
 // −87.33654, where exp would be subnormal (−Inf gives 0), +Inf above 88.72,
-// NaN for NaN. For
-// float64 it is math.Exp. Exp panics if len(dst) < len(src).
+// NaN for NaN. For float64 it is math.Exp. Exp panics if len(dst) <
+// len(src).
 func Exp[F Float](dst, src []F) {
 	dst = dst[:len(src)]
 	if d32, ok := any(dst).([]float32); ok {
