@@ -113,8 +113,9 @@
 //     tile (rows.go): OnlineSoftmax (one online-softmax step of every row),
 //     ExpSubRows, SubMulRows and ScaleRows, each row bit for bit the row
 //     helper's result;
-//   - Transpose and TransposeAdd, in 16×16 AVX-512 register tiles
-//     (transpose_amd64.s, written by hand), plain Go elsewhere;
+//   - Transpose and TransposeAdd, in 16×16 AVX-512 register tiles (the
+//     transpose internal/asmgen also gives the bf16 packers), plain Go
+//     elsewhere;
 //   - SoftmaxRows (row maximum subtracted), on the calling goroutine;
 //   - LayerNormForward/Backward, GeluForward/Backward (tanh form, computed
 //     as x·σ(2u)), Add, AddTo and AdamW, which split inputs of 32K elements

@@ -196,6 +196,12 @@ func sdotNTK512m3(k int, a *float32, lda int, b *float32, ldb int, c *float32, l
 //go:noescape
 func sdotNTK512m4(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)
 
+// transpose16AVX512 sets (or, with add, adds to) the 16×16 float32 tile at
+// dst, rows ldd apart, the transpose of the tile at src, rows lds apart.
+//
+//go:noescape
+func transpose16AVX512(dst *float32, ldd int, src *float32, lds int, add bool)
+
 // dotKernel is the signature of the generated dot-product tile kernels.
 type dotKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)
 

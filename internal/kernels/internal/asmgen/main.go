@@ -76,6 +76,7 @@ func main() {
 		fmt.Fprintf(&g, "//go:noescape\nfunc %s%s\n\n", name, dsig)
 		fmt.Fprintf(&tabDot, "%s, ", name)
 	}
+	transposeKernel(&s, &g)
 	fmt.Fprintf(&g, "// dotKernel is the signature of the generated dot-product tile kernels.\ntype dotKernel func%s\n\n", dsig)
 	fmt.Fprintf(&g, "// dot512[mr-1] computes mr×%d tiles of A·Bᵀ down one tile of B with AVX-512.\nvar dot512 = [%d]dotKernel{%s}\n\n", dotNR, dotMR, tabDot.String())
 	fmt.Fprintf(&g, "// microKernel is the signature of every generated GEMM micro-kernel.\ntype microKernel func%s\n\n", sig)
@@ -702,6 +703,44 @@ func transpose16(p func(string, ...any), r func(int) string) {
 		p("VSHUFI32X4 $0x88, %s, %s, %s", t(j+8), t(j), r(j))
 		p("VSHUFI32X4 $0xDD, %s, %s, %s", t(j+8), t(j), r(j+8))
 	}
+}
+
+// transposeKernel emits transpose16AVX512(dst, ldd, src, lds, add): the
+// 16×16 float32 tile at src (rows lds floats apart) transposed with
+// transpose16 into dst (rows ldd apart), or added to dst with add
+// (Transpose and TransposeAdd in transpose.go).
+func transposeKernel(s, g *bytes.Buffer) {
+	p := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
+	fmt.Fprintf(g, "// transpose16AVX512 sets (or, with add, adds to) the 16×16 float32 tile at\n// dst, rows ldd apart, the transpose of the tile at src, rows lds apart.\n//\n//go:noescape\nfunc transpose16AVX512(dst *float32, ldd int, src *float32, lds int, add bool)\n\n")
+	s.WriteString("\n// func transpose16AVX512(dst *float32, ldd int, src *float32, lds int, add bool)\nTEXT ·transpose16AVX512(SB), NOSPLIT, $0-33\n")
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ ldd+8(FP), R8")
+	p("MOVQ src+16(FP), SI")
+	p("MOVQ lds+24(FP), R9")
+	p("SHLQ $2, R8")
+	p("SHLQ $2, R9")
+	r := func(i int) string { return fmt.Sprintf("Z%d", 10+i) } // the 16 rows
+	for i := range 16 {
+		p("VMOVUPS (SI), %s", r(i))
+		p("ADDQ R9, SI")
+	}
+	transpose16(p, r)
+	p("CMPB add+32(FP), $0")
+	p("JNE tr_add")
+	for j := range 16 {
+		p("VMOVUPS %s, (DI)", r(j))
+		p("ADDQ R8, DI")
+	}
+	p("VZEROUPPER")
+	p("RET")
+	s.WriteString("tr_add:\n")
+	for j := range 16 {
+		p("VADDPS (DI), %s, %s", r(j), r(j))
+		p("VMOVUPS %s, (DI)", r(j))
+		p("ADDQ R8, DI")
+	}
+	p("VZEROUPPER")
+	p("RET")
 }
 
 // pairTBKernel emits pairTB16AVX512(dst, src, ldb): 16 float32 rows of 32
