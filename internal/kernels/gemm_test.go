@@ -155,10 +155,10 @@ func TestGemm(t *testing.T) {
 // TestGemmThreadsBitwise: Gemm's result does not depend on threads, bit
 // for bit, on every path and transpose; the shapes are those where a
 // thread's block of rows falls below gemvRows (a prompt of 20 or 33 rows)
-// and where columns split.
+// and where columns split, or rows for want of columns (1100×200).
 func TestGemmThreadsBitwise(t *testing.T) {
 	defer SetPath(SetPath(Best))
-	shapes := []gemmCase{{20, 96, 64, 0}, {33, 64, 64, 1}, {64, 64, 32, 0}, {17, 256, 16, 0}, {7, 300, 20, 5}, {48, 48, 48, 0}}
+	shapes := []gemmCase{{20, 96, 64, 0}, {33, 64, 64, 1}, {64, 64, 32, 0}, {17, 256, 16, 0}, {7, 300, 20, 5}, {48, 48, 48, 0}, {1100, 200, 40, 0}}
 	for _, p := range Paths() {
 		SetPath(p)
 		for ci, tc := range shapes {
@@ -295,6 +295,11 @@ func BenchmarkGemmTN512(b *testing.B)          { benchGemm(b, true, false, 512, 
 // over 4096 tokens: fc1's (W [1024, 256]) and fc2's (W [256, 1024]).
 func BenchmarkGemmTN1024x256x4096(b *testing.B) { benchGemm(b, true, false, 1024, 256, 4096) }
 func BenchmarkGemmTN256x1024x4096(b *testing.B) { benchGemm(b, true, false, 256, 1024, 4096) }
+
+// A projection of the same step: its forward (y = x·Wᵀ) and its input
+// gradient (dx = dy·W), over 4096 tokens with W [256, 256].
+func BenchmarkGemmNT4096x256x256(b *testing.B) { benchGemm(b, false, true, 4096, 256, 256) }
+func BenchmarkGemm4096x256x256(b *testing.B)   { benchGemm(b, false, false, 4096, 256, 256) }
 
 // BenchmarkGemmTN256x256x4096 is a projection's weight gradient in the same
 // step (W [256, 256]).
