@@ -18,7 +18,7 @@ const peakIters = 1 << 22
 // of reps samples and the instruction set used ("avx512" or "avx2"); ok is
 // false when this CPU or platform has no assembly loop.
 func Peak(threads, reps int) (gflops float64, isa string, ok bool) {
-	isa, flopsPerIter, loop := peakLoop()
+	isa, flopsPerIter, loop := kernels.FMAPeakLoop()
 	if loop == nil {
 		return 0, "", false
 	}
@@ -57,7 +57,7 @@ func loopRate(loop func(int), flopsPerIter float64, threads, reps int) float64 {
 // PeakCPU is Peak on one thread timed by that thread's CPU time (see
 // GemmCPU). ok is false without an assembly loop or a per-thread CPU clock.
 func PeakCPU(reps int) (gflops float64, isa string, ok bool) {
-	isa, flopsPerIter, loop := peakLoop()
+	isa, flopsPerIter, loop := kernels.FMAPeakLoop()
 	if loop == nil || reps < 1 {
 		return 0, isa, false
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tokenmix/tokenmix/internal/kernels"
 )
 
 func TestMachineLine(t *testing.T) {
@@ -107,7 +109,7 @@ func TestPeakReport(t *testing.T) {
 	if err := PeakReport(context.Background(), &buf, GemmOptions{Threads: []int{1}, Reps: 1, JSON: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, loop := peakLoop(); loop == nil {
+	if _, _, loop := kernels.FMAPeakLoop(); loop == nil {
 		if !strings.Contains(buf.String(), "no assembly FMA loop") {
 			t.Errorf("no FMA loop: %q", buf.String())
 		}

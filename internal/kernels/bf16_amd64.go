@@ -2,28 +2,74 @@
 
 package kernels
 
-import "golang.org/x/sys/cpu"
+import (
+	"math"
+	"slices"
+	"time"
+
+	"golang.org/x/sys/cpu"
+)
 
 // bf16AsmPaths lists the assembly bf16 GEMM paths of this CPU, slowest
-// first: "avx512bf16" where it has AVX512-BF16 (VDPBF16PS), and "amx"
-// where it also has AMX-BF16 (TDPBF16PS) and Linux grants the process its
-// tile data.
+// first: "avx512fma" on AVX-512 (B's pairs widened to float32 in
+// registers, A widened a block of rows at a time, float32 FMAs), then
+// "avx512bf16" where the CPU has AVX512-BF16 (VDPBF16PS), and "amx" where
+// it also has AMX-BF16 (TDPBF16PS) and Linux grants the process its tile
+// data. Where both AVX-512 paths run, bf16Order measures them on first use
+// and puts avx512fma after avx512bf16 if it is clearly the faster.
 var bf16AsmPaths = func() []bf16GemmPath {
-	if !cpu.X86.HasAVX512BF16 || Best != PathAVX512 {
+	if Best != PathAVX512 {
 		return nil
 	}
-	paths := []bf16GemmPath{{name: "avx512bf16", block: bf16BlockK512, rows: gemmMR}}
+	paths := []bf16GemmPath{{name: "avx512fma", block: bf16BlockWide, rows: gemmMR, widen: true}}
+	if !cpu.X86.HasAVX512BF16 {
+		return paths
+	}
+	paths = append(paths, bf16GemmPath{name: "avx512bf16", block: bf16BlockK512, rows: gemmMR})
 	if cpu.X86.HasAMXTile && cpu.X86.HasAMXBF16 && requestAMX() {
 		paths = append(paths, bf16GemmPath{name: "amx", block: bf16BlockAMX, rows: amxRows})
 	}
 	return paths
 }()
 
+// bf16Order puts the faster of the two AVX-512 paths after the other in
+// table (the pure-Go twin first, then bf16AsmPaths' order). The widened
+// FMAs run at about 0.8 of the FMA's peak and VDPBF16PS at 0.95 of its
+// own, which counts its 32 products as 64 flops: so avx512fma goes after
+// avx512bf16 when the dot product's peak is under 0.75 of the FMA's,
+// timed on registers (fmaPeak512, bf16PeakLoop), best of 7 alternated
+// rounds of about 10 µs. Where VDPBF16PS issues as often as the FMA (Zen 4
+// and 5) its peak is twice the FMA's; where it issues a quarter as often
+// (an Intel Xeon, family 6 model 207, AMX not exposed) half. The rate of
+// instructions is what decides, and it does not move with the machine's
+// load as the kernels' times do.
+func bf16Order(table []bf16GemmPath) {
+	i := slices.IndexFunc(table, func(p bf16GemmPath) bool { return p.name == "avx512bf16" })
+	if i < 1 || table[i-1].name != "avx512fma" {
+		return
+	}
+	time1 := func(loop func(int), iters int) time.Duration {
+		t0 := time.Now()
+		loop(iters)
+		return time.Since(t0)
+	}
+	// Equal flops: 3 FMA iterations (3·512) for each VDPBF16PS one (1536).
+	const iters = 2000
+	tf, td := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+	for range 7 {
+		tf = min(tf, time1(fmaPeak512, 3*iters))
+		td = min(td, time1(bf16PeakLoop, iters))
+	}
+	if float64(tf) < 0.75*float64(td) {
+		table[i-1], table[i] = table[i], table[i-1]
+	}
+}
+
 // BF16PeakLoop returns the AVX512-BF16 peak loop (iterations of
 // independent VDPBF16PS on registers) and its flops per iteration, for
 // `tokenmix bench peak`; ok is false without AVX512-BF16.
 func BF16PeakLoop() (loop func(iters int), flopsPerIter float64, ok bool) {
-	if len(bf16AsmPaths) == 0 {
+	if !cpu.X86.HasAVX512BF16 || Best != PathAVX512 {
 		return nil, 0, false
 	}
 	return bf16PeakLoop, bf16PeakFlops, true
@@ -61,4 +107,44 @@ func bf16K512Rows(a *BF16A, bp []BF16, q0, q1, r0, r1 int, mask uint64, alpha, b
 		r := r0 + full*gemmMR
 		bf16K512[rest-1](q1-q0, &a.Data[r*a.Stride+2*q0], lda, &bp[q0*2*bf16Panel], &c[r*ldc], ldc, alpha, beta, mask, 1, 0)
 	}
+}
+
+// bf16BlockWide is the avx512fma path's block: rows r0…r1 of C for panels
+// p0…p1 of B. Blocks of A's rows (about 256 KiB widened) are widened to
+// float32 in a pooled buffer, and every panel runs down a block while it
+// is in L2. The widened rows are 2·pairs floats, stored a little over
+// that apart when that is a multiple of 4 KiB.
+func bf16BlockWide(a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
+	pairs, n, ps := b.pairs, b.N, b.panelStride()
+	k2, ld := 2*pairs, 2*pairs
+	if ld%1024 == 0 {
+		ld += 16
+	}
+	mb := max(gemmMR, gemmPackA/ld/gemmMR*gemmMR)
+	w := gemmPool.Get().(*gemmWork)
+	_, aw := w.bufs(0, min(mb, r1-r0)*ld)
+	for i0 := r0; i0 < r1; i0 += mb {
+		i1 := min(i0+mb, r1)
+		if a.Stride == ld { // whole rows, one call
+			FromBF16(aw[:(i1-i0)*ld], a.Data[i0*ld:i1*ld])
+		} else {
+			for i := i0; i < i1; i++ {
+				FromBF16(aw[(i-i0)*ld:(i-i0)*ld+k2], a.Data[i*a.Stride:i*a.Stride+k2])
+			}
+		}
+		full, rest := (i1-i0)/gemmMR, (i1-i0)%gemmMR
+		for pn := p0; pn < p1; pn++ {
+			bp := b.Data[pn*ps : pn*ps+pairs*2*bf16Panel]
+			j0 := pn * bf16Panel
+			mask := panelMask(n - j0)
+			if full > 0 {
+				bf16W512[gemmMR-1](pairs, &aw[0], ld, &bp[0], &c[i0*ldc+j0], ldc, alpha, beta, mask, full, gemmMR*ld)
+			}
+			if rest > 0 {
+				r := full * gemmMR
+				bf16W512[rest-1](pairs, &aw[r*ld], ld, &bp[0], &c[(i0+r)*ldc+j0], ldc, alpha, beta, mask, 1, 0)
+			}
+		}
+	}
+	gemmPool.Put(w)
 }

@@ -3,16 +3,20 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 )
 
 // TestDPBF16Encoding: each encoding of VDPBF16PS that the generator emits
 // (registers from every bank in each operand) computes
 // acc + a[2i]·b[2i] + a[2i+1]·b[2i+1] per lane.
 func TestDPBF16Encoding(t *testing.T) {
-	if len(bf16AsmPaths) == 0 {
+	if !cpu.X86.HasAVX512BF16 || Best != PathAVX512 {
 		t.Skip("no AVX512-BF16 on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -85,4 +89,68 @@ func TestPairTB16(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGemmBF16Wide: the avx512fma path's product is bit for bit the
+// float32 GEMM's of the same bf16 values (FMAs in the order of k), for
+// every alpha and beta, K odd and even (up to 640, which the float32 GEMM
+// does not split), rows in whole tiles of 6 and a rest, partial panels,
+// and a view of A's columns and B's rows; on 1 and 3 threads.
+func TestGemmBF16Wide(t *testing.T) {
+	if Best != PathAVX512 {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	old, err := SetBF16Path("avx512fma")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer SetBF16Path(old)
+	defer SetPath(SetPath(PathAVX512))
+	rng := rand.New(rand.NewPCG(11, 12))
+	round := func(x []float32) []float32 {
+		r := make([]float32, len(x))
+		for i, v := range x {
+			r[i] = bf16Of(v).Float32()
+		}
+		return r
+	}
+	for _, tc := range []gemmCase{{17, 64, 2, 0}, {40, 130, 33, 3}, {300, 70, 256, 0}, {23, 200, 640, 1}, {6, 16, 100, 0}} {
+		for _, sc := range gemmScalars {
+			for _, threads := range []int{1, 3} {
+				a, lda, b, ldb, c, ldc := gemmOperands(rng, tc, false, false, sc.beta == 0)
+				name := fmt.Sprintf("%v alpha %v beta %v, %d threads", tc, sc.alpha, sc.beta, threads)
+				want := slices.Clone(c)
+				Gemm(1, PrecFP32, false, false, tc.m, tc.n, tc.k, sc.alpha, round(a), lda, round(b), ldb, sc.beta, want, ldc)
+				var pa BF16A
+				var pb BF16B
+				PackBF16A(threads, &pa, false, tc.m, tc.k, a, lda)
+				PackBF16B(threads, &pb, false, tc.k, tc.n, b, ldb)
+				got := slices.Clone(c)
+				GemmBF16(threads, sc.alpha, PackedA(&pa), PackedB(&pb), sc.beta, got, ldc)
+				if i := firstDiff(got, want); i >= 0 {
+					t.Fatalf("%s: C[%d] = %v, the float32 GEMM's %v", name, i, got[i], want[i])
+				}
+				// Columns 2…k of A against rows 2…k of B.
+				if tc.k < 4 {
+					continue
+				}
+				av, bv := pa.Cols(2, tc.k-2), pb.View(2, tc.k-2, 0, tc.n)
+				Gemm(1, PrecFP32, false, false, tc.m, tc.n, tc.k-2, sc.alpha, round(a[2:]), lda, round(b[2*ldb:]), ldb, sc.beta, want, ldc)
+				GemmBF16(threads, sc.alpha, PackedA(&av), PackedB(&bv), sc.beta, got, ldc)
+				if i := firstDiff(got, want); i >= 0 {
+					t.Fatalf("%s, view: C[%d] = %v, the float32 GEMM's %v", name, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// firstDiff returns the first index where x and y differ bitwise, or -1.
+func firstDiff(x, y []float32) int {
+	for i := range x {
+		if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
+			return i
+		}
+	}
+	return -1
 }

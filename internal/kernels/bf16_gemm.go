@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/tokenmix/tokenmix/internal/parallel"
 )
@@ -106,7 +107,7 @@ func gemmBF16(a *BF16A, b *BF16B, alpha, beta float32, c []float32, ldc int, thr
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	kern := bf16Cur
+	kern := bf16Path()
 	panels := (n + bf16Panel - 1) / bf16Panel
 	if threads <= 1 || m*n*k < gemmSerialFlops {
 		kern.block(a, b, 0, m, 0, panels, alpha, beta, c, ldc)
@@ -128,8 +129,11 @@ func gemmBF16Par(threads int, kern *bf16GemmPath, av BF16A, bv BF16B, alpha, bet
 		mr = kern.rows
 	}
 	rowTiles := (m + mr - 1) / mr
-	// Split the panels when they share out evenly, else the rows.
-	if panels%nt == 0 || panels >= 4*nt || panels >= rowTiles {
+	// Split the panels when they share out evenly, else the rows; a path
+	// that widens A splits the rows when each thread gets 4 row tiles or
+	// more, so that no two threads widen the same rows.
+	rows := kern.widen && rowTiles >= 4*nt
+	if !rows && (panels%nt == 0 || panels >= 4*nt || panels >= rowTiles) {
 		parallel.For(nt, panels, 1, func(_, lo, hi int) {
 			kern.block(a, b, 0, m, lo, hi, alpha, beta, c, ldc)
 		})
@@ -142,26 +146,43 @@ func gemmBF16Par(threads int, kern *bf16GemmPath, av BF16A, bv BF16B, alpha, bet
 
 // bf16GemmPath is one bf16 GEMM path: block computes rows r0…r1 of C for
 // panels p0…p1 of B, and rows is the row block the path splits across
-// threads by when m is at least that (gemmMR otherwise).
+// threads by when m is at least that (gemmMR otherwise). widen says that
+// block widens A's rows to float32 (bf16BlockWide).
 type bf16GemmPath struct {
 	name  string
 	block func(a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int)
 	rows  int
+	widen bool
 }
 
 // bf16Table lists the bf16 GEMM paths of this CPU, slowest first: the
 // pure-Go twin everywhere, then the assembly paths this CPU runs
-// (bf16AsmPaths: "avx512bf16", "amx" on amd64).
+// (bf16AsmPaths: "avx512fma", "avx512bf16", "amx" on amd64), in the order
+// bf16Order measures on first use.
 var bf16Table = append([]bf16GemmPath{{name: "go", block: bf16BlockGo, rows: gemmMR}}, bf16AsmPaths...)
 
-// bf16Cur is the bf16 GEMM path in use, the fastest unless SetBF16Path
-// chose another.
-var bf16Cur = &bf16Table[len(bf16Table)-1]
+// bf16Cur is the bf16 GEMM path in use: the fastest, unless SetBF16Path
+// chose another. bf16Path sets it on first use.
+var (
+	bf16Cur  *bf16GemmPath
+	bf16Once sync.Once
+)
+
+// bf16Path returns the bf16 GEMM path in use, ordering the table first.
+func bf16Path() *bf16GemmPath {
+	bf16Once.Do(func() {
+		bf16Order(bf16Table)
+		bf16Cur = &bf16Table[len(bf16Table)-1]
+	})
+	return bf16Cur
+}
 
 // BF16Paths lists the bf16 GEMM paths this CPU can run, slowest first:
-// "go", then "avx512bf16" and "amx" where the CPU (and, for AMX, Linux)
-// allows them.
+// "go", then, on AVX-512, "avx512fma", and "avx512bf16" and "amx" where
+// the CPU (and, for AMX, Linux) allows them; the two AVX-512 paths are
+// ordered by a measurement of their kernels.
 func BF16Paths() []string {
+	bf16Path()
 	names := make([]string, len(bf16Table))
 	for i, p := range bf16Table {
 		names[i] = p.name
@@ -173,9 +194,9 @@ func BF16Paths() []string {
 // the previous one (a test and benchmark hook, not safe while kernels
 // run).
 func SetBF16Path(name string) (string, error) {
+	old := bf16Path().name
 	for i := range bf16Table {
 		if bf16Table[i].name == name {
-			old := bf16Cur.name
 			bf16Cur = &bf16Table[i]
 			return old, nil
 		}
@@ -184,7 +205,7 @@ func SetBF16Path(name string) (string, error) {
 }
 
 // BF16Path is the bf16 GEMM path in use.
-func BF16Path() string { return bf16Cur.name }
+func BF16Path() string { return bf16Path().name }
 
 // bf16BlockGo is the pure-Go path's block: rows r0…r1 of C for panels
 // p0…p1 of B.

@@ -4,6 +4,20 @@ package kernels
 
 //go:generate go run ./internal/asmgen
 
+// FMAPeakLoop returns the widest float32 FMA peak loop of the path in use
+// (iterations of independent FMAs on registers), its instruction set
+// ("avx512" or "avx2") and its flops per iteration, for `tokenmix bench
+// peak`; loop is nil where there is none.
+func FMAPeakLoop() (isa string, flopsPerIter float64, loop func(iters int)) {
+	switch path {
+	case PathAVX512:
+		return "avx512", 16 * 16 * 2, fmaPeak512
+	case PathAVX2:
+		return "avx2", 12 * 8 * 2, fmaPeak256
+	}
+	return "", 0, nil
+}
+
 // packBTGather512 packs 16·groups columns of op(B) = Bᵀ: for g < groups and
 // q < kc, dst[q·pw+16g+i] = src[(16g+i)·ldb+q] for i < 16 (AVX-512 gathers).
 //

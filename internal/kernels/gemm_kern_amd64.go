@@ -202,6 +202,18 @@ func sdotNTK512m4(k int, a *float32, lda int, b *float32, ldb int, c *float32, l
 //go:noescape
 func transpose16AVX512(dst *float32, ldd int, src *float32, lds int, add bool)
 
+// fmaPeak512 runs n iterations of 16 independent VFMADD231PS on ZMM
+// registers (512 flops an iteration).
+//
+//go:noescape
+func fmaPeak512(n int)
+
+// fmaPeak256 runs n iterations of 12 independent VFMADD231PS on YMM
+// registers (192 flops an iteration).
+//
+//go:noescape
+func fmaPeak256(n int)
+
 // dotKernel is the signature of the generated dot-product tile kernels.
 type dotKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, tail uint64, blocks int)
 

@@ -27,3 +27,8 @@ func packATFull(dst, a []float32, lda, pc, kc, ic, mc, rs int) int { return 0 }
 func dotNT(m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) int {
 	return 0
 }
+
+// FMAPeakLoop returns no loop: there is no assembly here.
+func FMAPeakLoop() (isa string, flopsPerIter float64, loop func(iters int)) {
+	return "", 0, nil
+}

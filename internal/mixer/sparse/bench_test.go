@@ -24,6 +24,7 @@ var (
 func BenchmarkFull1024(b *testing.B) {
 	bench.MixerBenchmark(b, full.Kinds()[0], benchCfg("full", nil), 1, 1024)
 }
+
 // BenchmarkFull1024B4 is one attention layer of the d256 training step
 // (scripts/speed_d256.json at T=1024, B=4).
 func BenchmarkFull1024B4(b *testing.B) {
