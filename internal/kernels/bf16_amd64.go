@@ -11,8 +11,8 @@ import (
 )
 
 // bf16AsmPaths lists the assembly bf16 GEMM paths of this CPU, slowest
-// first: "avx512fma" on AVX-512 (B's pairs widened to float32 in
-// registers, A widened a block of rows at a time, float32 FMAs), then
+// first: "avx512fma" on AVX-512 (the packed operands widened to float32
+// block by block and multiplied by the float32 micro-kernels), then
 // "avx512bf16" where the CPU has AVX512-BF16 (VDPBF16PS), and "amx" where
 // it also has AMX-BF16 (TDPBF16PS) and Linux grants the process its tile
 // data. Where both AVX-512 paths run, bf16Order measures them on first use
@@ -34,15 +34,15 @@ var bf16AsmPaths = func() []bf16GemmPath {
 
 // bf16Order puts the faster of the two AVX-512 paths after the other in
 // table (the pure-Go twin first, then bf16AsmPaths' order). The widened
-// FMAs run at about 0.8 of the FMA's peak and VDPBF16PS at 0.95 of its
-// own, which counts its 32 products as 64 flops: so avx512fma goes after
-// avx512bf16 when the dot product's peak is under 0.75 of the FMA's,
-// timed on registers (fmaPeak512, bf16PeakLoop), best of 7 alternated
-// rounds of about 10 µs. Where VDPBF16PS issues as often as the FMA (Zen 4
+// operands run at about 0.9 of the FMA's peak and VDPBF16PS at 0.95 of
+// its own, which counts its 32 products as 64 flops: so avx512fma goes
+// after avx512bf16 when the dot product's peak is under 0.75 of the
+// FMA's, timed on registers (fmaPeak512, bf16PeakLoop), best of 7 rounds
+// of about 10 µs each. Where VDPBF16PS issues as often as the FMA (Zen 4
 // and 5) its peak is twice the FMA's; where it issues a quarter as often
-// (an Intel Xeon, family 6 model 207, AMX not exposed) half. The rate of
-// instructions is what decides, and it does not move with the machine's
-// load as the kernels' times do.
+// (an Intel Xeon, family 6 model 207, AMX not exposed) half. The
+// instructions' rates decide, and they do not move with the machine's load
+// as the kernels' times do.
 func bf16Order(table []bf16GemmPath) {
 	i := slices.IndexFunc(table, func(p bf16GemmPath) bool { return p.name == "avx512bf16" })
 	if i < 1 || table[i-1].name != "avx512fma" {
@@ -110,39 +110,64 @@ func bf16K512Rows(a *BF16A, bp []BF16, q0, q1, r0, r1 int, mask uint64, alpha, b
 }
 
 // bf16BlockWide is the avx512fma path's block: rows r0…r1 of C for panels
-// p0…p1 of B. Blocks of A's rows (about 256 KiB widened) are widened to
-// float32 in a pooled buffer, and every panel runs down a block while it
-// is in L2. The widened rows are 2·pairs floats, stored a little over
-// that apart when that is a multiple of 4 KiB.
+// p0…p1 of B, by the float32 driver's blocking (gemmBlocked) on operands
+// widened to float32 on the way: K in blocks of kc values (pairs whole),
+// as the float32 GEMM splits it; for each block, a group of panels (their
+// kc widened rows of 64 floats in 512 KiB) and then blocks of A's rows (kc
+// widened values each, about 256 KiB), and the float32 micro-kernels run
+// every panel of the group down a block of rows while both are in L2.
+// A row's values are stored a little over kc apart when kc floats are a
+// multiple of 4 KiB.
 func bf16BlockWide(a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
 	pairs, n, ps := b.pairs, b.N, b.panelStride()
-	k2, ld := 2*pairs, 2*pairs
+	k2 := 2 * pairs
+	kc := k2
+	if k2 > gemmKC+gemmKC/4 {
+		nb := (k2 + gemmKC - 1) / gemmKC
+		kc = ((k2+nb-1)/nb + 1) &^ 1
+	}
+	ld := kc
 	if ld%1024 == 0 {
 		ld += 16
 	}
+	np := min(max(1, gemmPackB/(kc*bf16Panel)), p1-p0) // panels per group
 	mb := max(gemmMR, gemmPackA/ld/gemmMR*gemmMR)
 	w := gemmPool.Get().(*gemmWork)
-	_, aw := w.bufs(0, min(mb, r1-r0)*ld)
-	for i0 := r0; i0 < r1; i0 += mb {
-		i1 := min(i0+mb, r1)
-		if a.Stride == ld { // whole rows, one call
-			FromBF16(aw[:(i1-i0)*ld], a.Data[i0*ld:i1*ld])
-		} else {
-			for i := i0; i < i1; i++ {
-				FromBF16(aw[(i-i0)*ld:(i-i0)*ld+k2], a.Data[i*a.Stride:i*a.Stride+k2])
+	bw, aw := w.bufs(np*kc*bf16Panel, min(mb, r1-r0)*ld)
+	for g0 := p0; g0 < p1; g0 += np {
+		g1 := min(g0+np, p1)
+		for pc := 0; pc < k2; pc += kc {
+			kcb := min(kc, k2-pc)
+			pw := kcb * bf16Panel // floats per widened panel
+			for pn := g0; pn < g1; pn++ {
+				widenPanelAVX512(&bw[(pn-g0)*pw], &b.Data[pn*ps+pc*bf16Panel], kcb/2)
 			}
-		}
-		full, rest := (i1-i0)/gemmMR, (i1-i0)%gemmMR
-		for pn := p0; pn < p1; pn++ {
-			bp := b.Data[pn*ps : pn*ps+pairs*2*bf16Panel]
-			j0 := pn * bf16Panel
-			mask := panelMask(n - j0)
-			if full > 0 {
-				bf16W512[gemmMR-1](pairs, &aw[0], ld, &bp[0], &c[i0*ldc+j0], ldc, alpha, beta, mask, full, gemmMR*ld)
+			be := beta
+			if pc > 0 {
+				be = 1
 			}
-			if rest > 0 {
-				r := full * gemmMR
-				bf16W512[rest-1](pairs, &aw[r*ld], ld, &bp[0], &c[(i0+r)*ldc+j0], ldc, alpha, beta, mask, 1, 0)
+			for i0 := r0; i0 < r1; i0 += mb {
+				i1 := min(i0+mb, r1)
+				if a.Stride == ld && kcb == k2 { // whole rows, one call
+					FromBF16(aw[:(i1-i0)*ld], a.Data[i0*ld:i1*ld])
+				} else {
+					for i := i0; i < i1; i++ {
+						FromBF16(aw[(i-i0)*ld:(i-i0)*ld+kcb], a.Data[i*a.Stride+pc:i*a.Stride+pc+kcb])
+					}
+				}
+				full, rest := (i1-i0)/gemmMR, (i1-i0)%gemmMR
+				for pn := g0; pn < g1; pn++ {
+					bp := bw[(pn-g0)*pw:]
+					j0 := pn * bf16Panel
+					mask := panelMask(n - j0)
+					if full > 0 {
+						kern512[0][gemmMR-1][3](kcb, &aw[0], ld, &bp[0], &c[i0*ldc+j0], ldc, alpha, be, mask, full, gemmMR*ld, bf16Panel)
+					}
+					if rest > 0 {
+						r := full * gemmMR
+						kern512[0][rest-1][3](kcb, &aw[r*ld], ld, &bp[0], &c[(i0+r)*ldc+j0], ldc, alpha, be, mask, 1, 0, bf16Panel)
+					}
+				}
 			}
 		}
 	}

@@ -92,10 +92,10 @@ func TestPairTB16(t *testing.T) {
 }
 
 // TestGemmBF16Wide: the avx512fma path's product is bit for bit the
-// float32 GEMM's of the same bf16 values (FMAs in the order of k), for
-// every alpha and beta, K odd and even (up to 640, which the float32 GEMM
-// does not split), rows in whole tiles of 6 and a rest, partial panels,
-// and a view of A's columns and B's rows; on 1 and 3 threads.
+// float32 GEMM's of the same bf16 values (the same kernels, K split into
+// the same blocks: 1000 splits in two), for every alpha and beta, K odd
+// and even, rows in whole tiles of 6 and a rest, partial panels, and a
+// view of A's columns and B's rows; on 1 and 3 threads.
 func TestGemmBF16Wide(t *testing.T) {
 	if Best != PathAVX512 {
 		t.Skip("no AVX-512 on this CPU")
@@ -114,7 +114,7 @@ func TestGemmBF16Wide(t *testing.T) {
 		}
 		return r
 	}
-	for _, tc := range []gemmCase{{17, 64, 2, 0}, {40, 130, 33, 3}, {300, 70, 256, 0}, {23, 200, 640, 1}, {6, 16, 100, 0}} {
+	for _, tc := range []gemmCase{{17, 64, 2, 0}, {40, 130, 33, 3}, {300, 70, 256, 0}, {23, 200, 640, 1}, {6, 16, 100, 0}, {20, 150, 1000, 0}} {
 		for _, sc := range gemmScalars {
 			for _, threads := range []int{1, 3} {
 				a, lda, b, ldb, c, ldc := gemmOperands(rng, tc, false, false, sc.beta == 0)
@@ -130,12 +130,12 @@ func TestGemmBF16Wide(t *testing.T) {
 				if i := firstDiff(got, want); i >= 0 {
 					t.Fatalf("%s: C[%d] = %v, the float32 GEMM's %v", name, i, got[i], want[i])
 				}
-				// Columns 2…k of A against rows 2…k of B.
-				if tc.k < 4 {
+				// Columns 4…k of A against rows 4…k of B.
+				if tc.k < 6 {
 					continue
 				}
-				av, bv := pa.Cols(2, tc.k-2), pb.View(2, tc.k-2, 0, tc.n)
-				Gemm(1, PrecFP32, false, false, tc.m, tc.n, tc.k-2, sc.alpha, round(a[2:]), lda, round(b[2*ldb:]), ldb, sc.beta, want, ldc)
+				av, bv := pa.Cols(4, tc.k-4), pb.View(4, tc.k-4, 0, tc.n)
+				Gemm(1, PrecFP32, false, false, tc.m, tc.n, tc.k-4, sc.alpha, round(a[4:]), lda, round(b[4*ldb:]), ldb, sc.beta, want, ldc)
 				GemmBF16(threads, sc.alpha, PackedA(&av), PackedB(&bv), sc.beta, got, ldc)
 				if i := firstDiff(got, want); i >= 0 {
 					t.Fatalf("%s, view: C[%d] = %v, the float32 GEMM's %v", name, i, got[i], want[i])

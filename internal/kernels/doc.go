@@ -67,17 +67,17 @@
 // call loads the tile configuration and releases the tiles before it
 // returns, since a goroutine may change threads between calls.
 // On any AVX-512 CPU the avx512fma path multiplies the same packed
-// operands with float32 FMAs: its kernels (bf16W512, asmgen's bfWide)
-// widen each pair step of B in registers (a shift for the first value of
-// a pair, a mask for the second) and read A from a block of its rows
-// widened to float32 beforehand, broadcast by the FMA. Each product of
+// operands with the float32 micro-kernels: bf16BlockWide blocks K, the
+// columns and the rows as the float32 driver does, and widens each block
+// of B's panels (widenPanelAVX512: a pair row becomes two float32 rows)
+// and of A's rows (FromBF16) into float32 scratch on the way. A product of
 // two bf16 values is exact in float32, so its result is the float32
-// GEMM's of the same values, bit for bit where that does not split K
+// GEMM's of the same values, bit for bit where both split K alike
 // (TestGemmBF16Wide). Where VDPBF16PS issues at a quarter of the FMA's
 // rate (its 64-flop peak half the FMA's: an Intel Xeon, family 6 model
-// 207, AMX not exposed) this path runs 1.5–1.7× faster; where it issues as
-// often (Zen 4 and 5), slower. bf16Order decides on first use, from the
-// two instructions' peak loops timed on registers.
+// 207, AMX not exposed) this path runs about 1.8× faster; where it issues
+// as often (Zen 4 and 5), slower. bf16Order decides on first use, from
+// the two instructions' peak loops timed on registers.
 // bf16TileGo is the pure-Go twin; BF16Path names the one in use (AMX, then
 // the faster AVX-512 path). ToBF16 rounds to nearest even with integer vector arithmetic,
 // subnormals included, NaN kept a NaN; FromBF16 is exact.
