@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tokenmix/tokenmix"
+	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/internal/memstat"
 )
 
@@ -98,15 +99,31 @@ func TestClassifyChild(t *testing.T) {
 
 // BenchmarkPrecision compares Classify in fp32 and in bf16 (WithPrecision)
 // on benchCfg's classifier, each call 8 sequences of 128 tokens, in one
-// run.
+// run: bf16 on each assembly bf16 path of this CPU (bf16/avx512fma,
+// bf16/avx512bf16, bf16/amx), the one in use last.
 func BenchmarkPrecision(b *testing.B) {
 	dir := tokenmix.TinyRun(b, benchCfg, nil)
 	seqs := tokenmix.RandomSeqs(8, 128, 256, 1)
 	for i, s := range seqs {
 		seqs[i] = append(make([]int32, 128-len(s)), s...)
 	}
-	for _, p := range []string{"fp32", "bf16"} {
-		b.Run(p, func(b *testing.B) {
+	runs := []string{"fp32"}
+	for _, bp := range kernels.BF16Paths()[1:] {
+		runs = append(runs, "bf16/"+bp)
+	}
+	if len(runs) == 1 {
+		runs = append(runs, "bf16/go")
+	}
+	for _, r := range runs {
+		p, bp, _ := strings.Cut(r, "/")
+		if bp != "" {
+			old, err := kernels.SetBF16Path(bp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer kernels.SetBF16Path(old)
+		}
+		b.Run(r, func(b *testing.B) {
 			m, err := tokenmix.Load(dir, tokenmix.WithPrecision(p))
 			if err != nil {
 				b.Fatal(err)

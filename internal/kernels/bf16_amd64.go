@@ -117,7 +117,8 @@ func bf16K512Rows(a *BF16A, bp []BF16, q0, q1, r0, r1 int, mask uint64, alpha, b
 // widened values each, about 256 KiB), and the float32 micro-kernels run
 // every panel of the group down a block of rows while both are in L2.
 // A row's values are stored a little over kc apart when kc floats are a
-// multiple of 4 KiB.
+// multiple of 4 KiB. A block of bf16FewRows rows or fewer goes to
+// bf16FewWide instead.
 func bf16BlockWide(a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
 	pairs, n, ps := b.pairs, b.N, b.panelStride()
 	k2 := 2 * pairs
@@ -129,6 +130,10 @@ func bf16BlockWide(a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, 
 	ld := kc
 	if ld%1024 == 0 {
 		ld += 16
+	}
+	if r1-r0 <= bf16FewRows {
+		bf16FewWide(a, b, r0, r1, p0, p1, kc, alpha, beta, c, ldc)
+		return
 	}
 	np := min(max(1, gemmPackB/(kc*bf16Panel)), p1-p0) // panels per group
 	mb := max(gemmMR, gemmPackA/ld/gemmMR*gemmMR)
@@ -168,6 +173,47 @@ func bf16BlockWide(a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, 
 						kern512[0][rest-1][3](kcb, &aw[r*ld], ld, &bp[0], &c[(i0+r)*ldc+j0], ldc, alpha, be, mask, 1, 0, bf16Panel)
 					}
 				}
+			}
+		}
+	}
+	gemmPool.Put(w)
+}
+
+// bf16FewRows is the most rows bf16BlockWide gives bf16FewWide. Widening
+// a panel costs about as much as widening its pairs in registers for two
+// tiles of 6 rows; for fewer rows (decoding a few sequences), the
+// registers are cheaper.
+const bf16FewRows = 2 * gemmMR
+
+// bf16FewWide is bf16BlockWide for a few rows: their values are widened to
+// float32, and the widening kernels (bf16W512) widen B's pairs in
+// registers, by the same blocks of K with the same alpha and beta, so
+// every row's result is bit for bit what bf16BlockWide gives it.
+func bf16FewWide(a *BF16A, b *BF16B, r0, r1, p0, p1, kc int, alpha, beta float32, c []float32, ldc int) {
+	pairs, n, ps := b.pairs, b.N, b.panelStride()
+	k2 := 2 * pairs
+	w := gemmPool.Get().(*gemmWork)
+	_, aw := w.bufs(0, (r1-r0)*k2)
+	for i := r0; i < r1; i++ {
+		FromBF16(aw[(i-r0)*k2:(i-r0+1)*k2], a.Data[i*a.Stride:i*a.Stride+k2])
+	}
+	full, rest := (r1-r0)/gemmMR, (r1-r0)%gemmMR
+	for pc := 0; pc < k2; pc += kc {
+		kcb := min(kc, k2-pc)
+		be := beta
+		if pc > 0 {
+			be = 1
+		}
+		for pn := p0; pn < p1; pn++ {
+			bp := b.Data[pn*ps+pc*bf16Panel:]
+			j0 := pn * bf16Panel
+			mask := panelMask(n - j0)
+			if full > 0 {
+				bf16W512[gemmMR-1](kcb/2, &aw[pc], k2, &bp[0], &c[r0*ldc+j0], ldc, alpha, be, mask, full, gemmMR*k2)
+			}
+			if rest > 0 {
+				r := full * gemmMR
+				bf16W512[rest-1](kcb/2, &aw[r*k2+pc], k2, &bp[0], &c[(r0+r)*ldc+j0], ldc, alpha, be, mask, 1, 0)
 			}
 		}
 	}

@@ -29,6 +29,33 @@ type bf16Kernel func(k int, a *BF16, lda int, b *BF16, c *float32, ldc int, alph
 // bf16K512[mr-1] computes an mr×64 tile with AVX512-BF16.
 var bf16K512 = [6]bf16Kernel{bf16K512m1, bf16K512m2, bf16K512m3, bf16K512m4, bf16K512m5, bf16K512m6}
 
+//go:noescape
+func bf16W512m1(k int, a *float32, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+
+//go:noescape
+func bf16W512m2(k int, a *float32, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+
+//go:noescape
+func bf16W512m3(k int, a *float32, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+
+//go:noescape
+func bf16W512m4(k int, a *float32, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+
+//go:noescape
+func bf16W512m5(k int, a *float32, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+
+//go:noescape
+func bf16W512m6(k int, a *float32, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+
+// bf16WideKernel is the signature of the widening micro-kernels: k counts
+// pairs of a packed panel b of 64 columns; A is float32, lda and astride
+// in floats.
+type bf16WideKernel func(k int, a *float32, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)
+
+// bf16W512[mr-1] computes an mr×64 tile with AVX-512 FMAs on B's pairs
+// widened to float32.
+var bf16W512 = [6]bf16WideKernel{bf16W512m1, bf16W512m2, bf16W512m3, bf16W512m4, bf16W512m5, bf16W512m6}
+
 // toBF16AVX512 converts n (a multiple of 16) float32 values to bf16.
 //
 //go:noescape

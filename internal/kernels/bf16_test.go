@@ -340,13 +340,14 @@ func TestBF16Rows(t *testing.T) {
 // TestGemmBF16RowInvariant: on every bf16 path, a row of C is bitwise the
 // same whether it is computed with the other rows or alone, for every
 // alpha and beta: a sequence's products do not depend on its batch. The
-// shapes put rows in whole blocks of 32 and in a last partial one, and K in
-// whole steps of 32 and a remainder.
+// shapes put rows in whole blocks of 32 and in a last partial one, K in
+// whole steps of 32 and a remainder, and K in two blocks (1000: the
+// avx512fma path's rows alone and in a batch take different kernels).
 func TestGemmBF16RowInvariant(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, bp := range BF16Paths() {
 		old, _ := SetBF16Path(bp)
-		for _, tc := range []gemmCase{{70, 100, 40, 0}, {33, 64, 64, 0}, {100, 40, 300, 0}, {5, 70, 512, 0}} {
+		for _, tc := range []gemmCase{{70, 100, 40, 0}, {33, 64, 64, 0}, {100, 40, 300, 0}, {5, 70, 512, 0}, {40, 70, 1000, 0}} {
 			for _, sc := range gemmScalars {
 				a, lda, b, ldb, c, ldc := gemmOperands(rng, tc, false, false, false)
 				var pa BF16A

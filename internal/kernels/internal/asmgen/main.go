@@ -55,13 +55,13 @@ func main() {
 			tab512.WriteString("\t\t{")
 			for nv := 1; nv <= 4; nv++ {
 				name := fmt.Sprintf("sgemm%sK512m%dv%d", ab, mr, nv)
-				kernel(&s, name, mr, nv, true, t == 1, false)
+				kernel(&s, name, mr, nv, true, t == 1, bfNone)
 				fmt.Fprintf(&g, "//go:noescape\nfunc %s%s\n\n", name, sig)
 				fmt.Fprintf(&tab512, "%s, ", name)
 			}
 			tab512.WriteString("},\n")
 			name := fmt.Sprintf("sgemm%sK256m%d", ab, mr)
-			kernel(&s, name, mr, 2, false, t == 1, false)
+			kernel(&s, name, mr, 2, false, t == 1, bfNone)
 			fmt.Fprintf(&g, "//go:noescape\nfunc %s%s\n\n", name, sig)
 			fmt.Fprintf(&tab256, "%s, ", name)
 		}
@@ -101,13 +101,34 @@ const (
 	unroll = 8 // k steps per loop iteration
 )
 
+// bfMode is what a micro-kernel multiplies: float32 (bfNone), or a packed
+// bf16 panel of B, whose k steps are pairs, with VDPBF16PS on bf16 pairs
+// of A (bfDot) or with VFMADD231PS on A widened to float32 beforehand
+// (bfWide, below).
+type bfMode int
+
+const (
+	bfNone bfMode = iota
+	bfDot
+	bfWide
+)
+
 // kernel emits one micro-kernel. Registers: CX k counter, AX/R11 A rows 0
 // and 3 (ta: DI too, see aAddr), R12/R13 A rows 6 and 9 (prefetch), R8 lda in bytes, BX packed B,
 // DX/R10 C rows 0 and 3, R9 ldc in bytes, SI scratch. The float32
 // kernels (not bf) read B's rows ldb floats apart, a packed panel's width
 // or a row-major B read in place: SI holds ldb in bytes in the k loop, and
 // R14/R15 B's rows 3 and 6 of the unrolled step.
-func kernel(w *bytes.Buffer, name string, mr, nv int, z, ta, bf bool) {
+//
+// bfWide: a pair step of B (64 columns of pairs, 4 ZMM) is widened in
+// registers, its first values by a shift left of 16 bits into the
+// broadcast registers, then its second by clearing the low 16 bits in
+// place; each half is multiplied by op(A)'s value of that k, broadcast
+// from memory by the FMA ({1to16}): A is float32, lda and astride in
+// floats, a pair step 8 bytes. The sums are those of float32 FMAs, first
+// k then k+1, as the float32 kernels add them.
+func kernel(w *bytes.Buffer, name string, mr, nv int, z, ta bool, mode bfMode) {
+	bf, wide := mode != bfNone, mode == bfWide
 	bs := !bf
 	p := func(format string, args ...any) { fmt.Fprintf(w, "\t"+format+"\n", args...) }
 	reg, vbytes, nregs := "Y", 32, 16
@@ -140,10 +161,22 @@ func kernel(w *bytes.Buffer, name string, mr, nv int, z, ta, bf bool) {
 	}
 	panel := nv * vbytes // bytes per packed B row
 
-	if bs {
+	if wide && (!z || ta || nv > nb) {
+		log.Fatalf("%s: the widening kernels are AVX-512, A not transposed, at most %d vectors", name, nb)
+	}
+	// ks is the bytes of op(A) per k step of the loop.
+	ks := 4
+	if wide {
+		ks = 8
+	}
+	switch {
+	case bs:
 		fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride, ldb int)\n", name)
 		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-88\n", name)
-	} else {
+	case wide:
+		fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)\n", name)
+		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
+	default:
 		fmt.Fprintf(w, "\n// func %s(k int, a *float32, lda int, b *float32, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)\n", name)
 		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
 	}
@@ -238,7 +271,7 @@ func kernel(w *bytes.Buffer, name string, mr, nv int, z, ta, bf bool) {
 	// skips stored row 6.
 	aAddr := func(r, u int, b0, b3, b6 string) string {
 		if !ta {
-			return row(r, 4*u, b0, b3, "R8")
+			return row(r, ks*u, b0, b3, "R8")
 		}
 		base, idx := b0, [8]int{0, 1, 2, 0, 1, 2, 0, 4}[u]
 		switch {
@@ -253,6 +286,29 @@ func kernel(w *bytes.Buffer, name string, mr, nv int, z, ta, bf bool) {
 		return fmt.Sprintf("%d(%s)(R8*%d)", 4*r, base, idx)
 	}
 	body := func(u int) {
+		if wide {
+			for v := 0; v < nv; v++ {
+				p("VMOVDQU32 %s, %s", bAddr(u, v*vbytes), breg(v))
+				p("VPSLLD $16, %s, %s", breg(v), bc(v))
+			}
+			for h := 0; h < 2; h++ {
+				if h == 1 {
+					for v := 0; v < nv; v++ {
+						p("VPANDD.BCST bf16hi<>(SB), %s, %s", breg(v), breg(v))
+					}
+				}
+				for r := 0; r < mr; r++ {
+					for v := 0; v < nv; v++ {
+						src := bc(v)
+						if h == 1 {
+							src = breg(v)
+						}
+						p("VFMADD231PS.BCST %s, %s, %s", row(r, ks*u+4*h, "AX", "R11", "R8"), src, acc(r, v))
+					}
+				}
+			}
+			return
+		}
 		for v := 0; v < nv; v++ {
 			p("VMOVUPS %s, %s", bAddr(u, v*vbytes), breg(v))
 		}
@@ -276,13 +332,13 @@ func kernel(w *bytes.Buffer, name string, mr, nv int, z, ta, bf bool) {
 				p("LEAQ (%s)(R8*8), %s", r, r)
 			}
 		default:
-			p("ADDQ $%d, AX", 4*n)
+			p("ADDQ $%d, AX", ks*n)
 			if mr > 3 {
-				p("ADDQ $%d, R11", 4*n)
+				p("ADDQ $%d, R11", ks*n)
 			}
 			if n == unroll {
-				p("ADDQ $%d, R12", 4*n)
-				p("ADDQ $%d, R13", 4*n)
+				p("ADDQ $%d, R12", ks*n)
+				p("ADDQ $%d, R13", ks*n)
 			}
 		}
 		switch {
@@ -559,9 +615,11 @@ func mask(load string) string {
 // writeBF16 writes bf16_amd64.s and bf16_kern_amd64.go: the AVX512-BF16
 // micro-kernels, which are the float32 AVX-512 kernels with VDPBF16PS in
 // place of VFMADD231PS (a k step is a pair of bf16 values: 4 bytes of A
-// broadcast, 64 columns of pairs of B), the bf16 conversions and the
-// panel widening of the avx512fma path, and
-// dpbf16Check, one VDPBF16PS per register bank for the encoding test.
+// broadcast, 64 columns of pairs of B), the widening kernels of the
+// avx512fma path for a few rows (the same panels of pairs, on AVX-512F
+// alone: see bfWide) and its panel widening for more, the bf16
+// conversions, and dpbf16Check, one VDPBF16PS per register bank for the
+// encoding test.
 func writeBF16() {
 	var s, g bytes.Buffer
 	s.WriteString("// Code generated by internal/kernels/internal/asmgen; DO NOT EDIT.\n\n//go:build amd64 && !purego\n\n#include \"textflag.h\"\n")
@@ -570,13 +628,23 @@ func writeBF16() {
 	var tab bytes.Buffer
 	for mr := 1; mr <= gemmMR; mr++ {
 		name := fmt.Sprintf("bf16K512m%d", mr)
-		kernel(&s, name, mr, 4, true, false, true)
+		kernel(&s, name, mr, 4, true, false, bfDot)
 		fmt.Fprintf(&g, "//go:noescape\nfunc %s%s\n\n", name, sig)
 		fmt.Fprintf(&tab, "%s, ", name)
 	}
 	fmt.Fprintf(&g, "// bf16Kernel is the signature of the AVX512-BF16 micro-kernels: k counts\n// pairs, lda is in pairs, b is a packed panel of 64 columns.\ntype bf16Kernel func%s\n\n", sig)
 	fmt.Fprintf(&g, "// bf16K512[mr-1] computes an mr×64 tile with AVX512-BF16.\nvar bf16K512 = [%d]bf16Kernel{%s}\n\n", gemmMR, tab.String())
 	s.WriteString("\n// bf16hi clears the low bf16 of a pair: the second value, widened.\nDATA bf16hi<>+0(SB)/4, $0xffff0000\nGLOBL bf16hi<>(SB), RODATA|NOPTR, $4\n")
+	wsig := "(k int, a *float32, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, tiles, astride int)"
+	tab.Reset()
+	for mr := 1; mr <= gemmMR; mr++ {
+		name := fmt.Sprintf("bf16W512m%d", mr)
+		kernel(&s, name, mr, 4, true, false, bfWide)
+		fmt.Fprintf(&g, "//go:noescape\nfunc %s%s\n\n", name, wsig)
+		fmt.Fprintf(&tab, "%s, ", name)
+	}
+	fmt.Fprintf(&g, "// bf16WideKernel is the signature of the widening micro-kernels: k counts\n// pairs of a packed panel b of 64 columns; A is float32, lda and astride\n// in floats.\ntype bf16WideKernel func%s\n\n", wsig)
+	fmt.Fprintf(&g, "// bf16W512[mr-1] computes an mr×64 tile with AVX-512 FMAs on B's pairs\n// widened to float32.\nvar bf16W512 = [%d]bf16WideKernel{%s}\n\n", gemmMR, tab.String())
 	convKernels(&s, &g)
 	widenPanelKernel(&s, &g)
 	pairTKernel(&s, &g)
