@@ -101,11 +101,20 @@ func TestClassifyChild(t *testing.T) {
 // on benchCfg's classifier, each call 8 sequences of 128 tokens, in one
 // run: bf16 on each assembly bf16 path of this CPU (bf16/avx512fma,
 // bf16/avx512bf16, bf16/amx), the one in use last.
-func BenchmarkPrecision(b *testing.B) {
-	dir := tokenmix.TinyRun(b, benchCfg, nil)
-	seqs := tokenmix.RandomSeqs(8, 128, 256, 1)
+func BenchmarkPrecision(b *testing.B) { benchPrecision(b, benchCfg, 128) }
+
+// BenchmarkPrecisionD256T512 is BenchmarkPrecision on a 4-layer d=256
+// classifier (scripts/serve_cls_d256.json) with 8 sequences of 512 tokens.
+func BenchmarkPrecisionD256T512(b *testing.B) {
+	benchPrecision(b, `{"vocab_size": 256, "d_model": 256, "n_heads": 4, "n_layers": 4, "d_ff": 1024, "max_len": 512,
+ "task": "classify", "n_classes": 2, "pool": "mean", "mixer": {"kind": "full"}, "train": {}}`, 512)
+}
+
+func benchPrecision(b *testing.B, cfg string, T int) {
+	dir := tokenmix.TinyRun(b, cfg, nil)
+	seqs := tokenmix.RandomSeqs(8, T, 256, 1)
 	for i, s := range seqs {
-		seqs[i] = append(make([]int32, 128-len(s)), s...)
+		seqs[i] = append(make([]int32, T-len(s)), s...)
 	}
 	runs := []string{"fp32"}
 	for _, bp := range kernels.BF16Paths()[1:] {
