@@ -41,18 +41,18 @@ func amxMode(alpha, beta float32, cols int) int {
 // bf16BlockAMX is the AMX path's block: rows r0…r1 of C for panels p0…p1
 // of B. AMX takes K by 16 pairs at a time; with fewer pairs the block runs
 // on the AVX512-BF16 kernels.
-func bf16BlockAMX(a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
+func bf16BlockAMX(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
 	pairs, n, ps := b.pairs, b.N, b.panelStride()
 	if pairs < 16 {
 		bf16BlockK512(a, b, r0, r1, p0, p1, alpha, beta, c, ldc)
 		return
 	}
-	tail := amxTail(a, r0, r1, pairs/16*32)
+	tail := amxTail(&a, r0, r1, pairs/16*32)
 	for pn := p0; pn < p1; pn++ {
 		bp := b.Data[pn*ps : pn*ps+pairs*2*bf16Panel]
 		j0 := pn * bf16Panel
 		cols := min(bf16Panel, n-j0)
-		amxBlock(a, &tail, bp, pairs, r0, r1, cols, panelMask(n-j0), alpha, beta, c[j0:], ldc)
+		amxBlock(&a, &tail, bp, pairs, r0, r1, cols, panelMask(n-j0), alpha, beta, c[j0:], ldc)
 	}
 	if tail.Data != nil {
 		packBufs.put(tail.Data)

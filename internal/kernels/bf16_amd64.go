@@ -77,12 +77,12 @@ func BF16PeakLoop() (loop func(iters int), flopsPerIter float64, ok bool) {
 
 // bf16BlockK512 is the AVX512-BF16 path's block: rows r0…r1 of C for
 // panels p0…p1 of B.
-func bf16BlockK512(a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
+func bf16BlockK512(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
 	pairs, n, ps := b.pairs, b.N, b.panelStride()
 	for pn := p0; pn < p1; pn++ {
 		bp := b.Data[pn*ps : pn*ps+pairs*2*bf16Panel]
 		j0 := pn * bf16Panel
-		bf16K512Rows(a, bp, 0, pairs, r0, r1, panelMask(n-j0), alpha, beta, c[j0:], ldc)
+		bf16K512Rows(&a, bp, 0, pairs, r0, r1, panelMask(n-j0), alpha, beta, c[j0:], ldc)
 	}
 }
 
@@ -119,7 +119,7 @@ func bf16K512Rows(a *BF16A, bp []BF16, q0, q1, r0, r1 int, mask uint64, alpha, b
 // A row's values are stored a little over kc apart when kc floats are a
 // multiple of 4 KiB. A block of bf16FewRows rows or fewer goes to
 // bf16FewWide instead.
-func bf16BlockWide(a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
+func bf16BlockWide(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
 	pairs, n, ps := b.pairs, b.N, b.panelStride()
 	k2 := 2 * pairs
 	kc := k2
@@ -132,7 +132,7 @@ func bf16BlockWide(a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, 
 		ld += 16
 	}
 	if r1-r0 <= bf16FewRows {
-		bf16FewWide(a, b, r0, r1, p0, p1, kc, alpha, beta, c, ldc)
+		bf16FewWide(&a, &b, r0, r1, p0, p1, kc, alpha, beta, c, ldc)
 		return
 	}
 	np := min(max(1, gemmPackB/(kc*bf16Panel)), p1-p0) // panels per group

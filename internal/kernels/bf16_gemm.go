@@ -8,16 +8,19 @@ import (
 )
 
 // OperandA is GemmBF16's left operand op(A) [M, K]: packed once (PackedA),
-// or float32 values packed to bf16 on the way (Float32A).
+// or float32 values packed to bf16 on the way (Float32A). A packed operand
+// is held by value, so that a view made for one call stays on the
+// caller's stack.
 type OperandA struct {
-	packed   *BF16A
+	packed   BF16A
+	isPacked bool
 	trans    bool
 	m, k, ld int
 	f32      []float32
 }
 
 // PackedA is a packed op(A).
-func PackedA(a *BF16A) OperandA { return OperandA{packed: a} }
+func PackedA(a *BF16A) OperandA { return OperandA{packed: *a, isPacked: true} }
 
 // Float32A is op(A) [m, k] in float32: A [m, k] with row stride lda, or its
 // transpose A [k, m] when transA.
@@ -26,9 +29,11 @@ func Float32A(transA bool, m, k int, a []float32, lda int) OperandA {
 }
 
 // OperandB is GemmBF16's right operand op(B) [K, N]: packed once (PackedB),
-// float32 values (Float32B) or bf16 rows (RowsB) packed on the way.
+// float32 values (Float32B) or bf16 rows (RowsB) packed on the way; a
+// packed one is held by value, as OperandA's.
 type OperandB struct {
-	packed   *BF16B
+	packed   BF16B
+	isPacked bool
 	trans    bool
 	k, n, ld int
 	f32      []float32
@@ -36,7 +41,7 @@ type OperandB struct {
 }
 
 // PackedB is a packed op(B).
-func PackedB(b *BF16B) OperandB { return OperandB{packed: b} }
+func PackedB(b *BF16B) OperandB { return OperandB{packed: *b, isPacked: true} }
 
 // Float32B is op(B) [k, n] in float32: B [k, n] with row stride ldb, or its
 // transpose B [n, k] when transB.
@@ -58,37 +63,32 @@ func RowsB(k, n int, b []BF16, ldb int) OperandB {
 // is the product of bf16 inference, a Float32A transposed against RowsB
 // the weight gradient of a layer whose input is stored in bf16. With
 // beta = 0, C is not read; beta = 1 accumulates (the backward's use). It
-// runs on the AMX or AVX512-BF16 kernels where the CPU has them
-// (BF16Path), else on the pure-Go twin, in parallel over panels of
+// runs on the path BF16Path names (AMX, else the faster AVX-512 path, else
+// the pure-Go twin), in parallel over panels of
 // columns or blocks of rows. On every path a row of C is the same
 // whichever other rows are computed with it, and the result does not
 // depend on threads.
 // GemmBF16 panics if the shapes disagree or C is too short.
 func GemmBF16(threads int, alpha float32, a OperandA, b OperandB, beta float32, c []float32, ldc int) {
 	pa, pb := a.packed, b.packed
-	var ta BF16A
-	var tb BF16B
-	if pa == nil {
-		k := a.k
-		ta.Data = packBufs.get(sizeA(a.m, k))
-		packBF16A(&ta, a.trans, a.m, k, a.f32, a.ld, threads)
-		pa = &ta
+	if !a.isPacked {
+		pa.Data = packBufs.get(sizeA(a.m, a.k))
+		packBF16A(&pa, a.trans, a.m, a.k, a.f32, a.ld, threads)
 	}
-	if pb == nil {
-		tb.Data = packBufs.get(sizeB(b.k, b.n))
+	if !b.isPacked {
+		pb.Data = packBufs.get(sizeB(b.k, b.n))
 		if b.f32 != nil {
-			packBF16B(&tb, b.trans, b.k, b.n, b.f32, b.ld, threads)
+			packBF16B(&pb, b.trans, b.k, b.n, b.f32, b.ld, threads)
 		} else {
-			PackBF16BRows(threads, &tb, b.k, b.n, b.rows, b.ld)
+			PackBF16BRows(threads, &pb, b.k, b.n, b.rows, b.ld)
 		}
-		pb = &tb
 	}
-	gemmBF16(pa, pb, alpha, beta, c, ldc, threads)
-	if a.packed == nil {
-		packBufs.put(ta.Data)
+	gemmBF16(&pa, &pb, alpha, beta, c, ldc, threads)
+	if !a.isPacked {
+		packBufs.put(pa.Data)
 	}
-	if b.packed == nil {
-		packBufs.put(tb.Data)
+	if !b.isPacked {
+		packBufs.put(pb.Data)
 	}
 }
 
@@ -110,7 +110,7 @@ func gemmBF16(a *BF16A, b *BF16B, alpha, beta float32, c []float32, ldc int, thr
 	kern := bf16Path()
 	panels := (n + bf16Panel - 1) / bf16Panel
 	if threads <= 1 || m*n*k < gemmSerialFlops {
-		kern.block(a, b, 0, m, 0, panels, alpha, beta, c, ldc)
+		kern.block(*a, *b, 0, m, 0, panels, alpha, beta, c, ldc)
 		return
 	}
 	gemmBF16Par(threads, kern, *a, *b, alpha, beta, c, ldc)
@@ -135,12 +135,12 @@ func gemmBF16Par(threads int, kern *bf16GemmPath, av BF16A, bv BF16B, alpha, bet
 	rows := kern.widen && rowTiles >= 4*nt
 	if !rows && (panels%nt == 0 || panels >= 4*nt || panels >= rowTiles) {
 		parallel.For(nt, panels, 1, func(_, lo, hi int) {
-			kern.block(a, b, 0, m, lo, hi, alpha, beta, c, ldc)
+			kern.block(*a, *b, 0, m, lo, hi, alpha, beta, c, ldc)
 		})
 		return
 	}
 	parallel.For(nt, rowTiles, 1, func(_, lo, hi int) {
-		kern.block(a, b, lo*mr, min(hi*mr, m), 0, panels, alpha, beta, c, ldc)
+		kern.block(*a, *b, lo*mr, min(hi*mr, m), 0, panels, alpha, beta, c, ldc)
 	})
 }
 
@@ -150,7 +150,7 @@ func gemmBF16Par(threads int, kern *bf16GemmPath, av BF16A, bv BF16B, alpha, bet
 // block widens A's rows to float32 (bf16BlockWide).
 type bf16GemmPath struct {
 	name  string
-	block func(a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int)
+	block func(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int)
 	rows  int
 	widen bool
 }
@@ -209,12 +209,12 @@ func BF16Path() string { return bf16Path().name }
 
 // bf16BlockGo is the pure-Go path's block: rows r0…r1 of C for panels
 // p0…p1 of B.
-func bf16BlockGo(a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
+func bf16BlockGo(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
 	pairs, n, ps := b.pairs, b.N, b.panelStride()
 	for pn := p0; pn < p1; pn++ {
 		bp := b.Data[pn*ps : pn*ps+pairs*2*bf16Panel]
 		j0 := pn * bf16Panel
-		bf16TileGo(a, bp, pairs, r0, r1, min(bf16Panel, n-j0), alpha, beta, c[j0:], ldc)
+		bf16TileGo(&a, bp, pairs, r0, r1, min(bf16Panel, n-j0), alpha, beta, c[j0:], ldc)
 	}
 }
 

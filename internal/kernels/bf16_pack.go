@@ -91,14 +91,22 @@ func PackBF16A(threads int, dst *BF16A, transA bool, m, k int, a []float32, lda 
 	packBF16A(dst, transA, m, k, a, lda, threads)
 }
 
-// forRows runs fn over [0, n), split across up to threads goroutines when
-// par.
-func forRows(threads int, par bool, n, grain int, fn func(lo, hi int)) {
-	if threads <= 1 || !par || n <= grain {
-		fn(0, n)
-		return
-	}
-	parallel.For(threads, n, grain, func(_, lo, hi int) { fn(lo, hi) })
+// serialPack says whether a packer runs on the calling goroutine: one
+// thread, or work too small to split (under 16 Ki values, or n units
+// within one grain).
+func serialPack(threads, values, n, grain int) bool {
+	return threads <= 1 || values < 1<<14 || n <= grain
+}
+
+// packArgs are the arguments of the packers' row and panel loops.
+type packArgs struct {
+	data  []BF16
+	st, k int
+	n     int
+	src   []float32
+	ld    int
+	trans bool
+	pairs int
 }
 
 func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, threads int) {
@@ -110,64 +118,86 @@ func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, threads 
 		dst.Data = make([]BF16, m*st)
 	}
 	*dst = BF16A{M: m, K: k, Stride: st, Data: dst.Data[:m*st]}
-	data := dst.Data // the closures capture the slice, not dst (which then stays on its caller's stack)
+	data := dst.Data
 	if m == 0 {
 		return
 	}
-	if !transA {
-		forRows(threads, m*k >= 1<<14, m, 16, func(lo, hi int) {
-			k16 := toBF16RowsVec(data, st, a, lda, lo, hi, k)
-			for i := lo; i < hi; i++ {
-				row := data[i*st : (i+1)*st]
-				for q := k16; q < k; q++ {
-					row[q] = bf16Of(a[i*lda+q])
-				}
-				clear(row[k:])
+	x := packArgs{data: data, st: st, k: k, src: a, ld: lda}
+	// The arguments go in x, not in a closure, and only the parallel
+	// call copies them to the heap: packing on the calling goroutine
+	// allocates nothing.
+	switch {
+	case serialPack(threads, m*k, m, 16) && transA:
+		packATRows(&x, 0, m)
+	case serialPack(threads, m*k, m, 16):
+		packARows(&x, 0, m)
+	default:
+		xc := x
+		parallel.For(threads, m, 16, func(_, lo, hi int) {
+			if transA {
+				packATRows(&xc, lo, hi)
+			} else {
+				packARows(&xc, lo, hi)
 			}
 		})
-		return
 	}
-	// Transposed: op(A)'s row i is A's column i. With AVX-512, tiles of
-	// 16 output rows by 16 pairs are converted and transposed in registers
-	// (pairT16AVX512). The rest (and every tile without it): rows 2q and
-	// 2q+1 of A, converted together, give pair q of up to 256 output rows
-	// at once (the pair layout of packed B), each pair then stored as one
-	// 32-bit unit while the output rows' current cache lines stay in L1.
-	forRows(threads, m*k >= 1<<14, m, 16, func(lo, hi int) {
-		var tmp [512]BF16
-		// pairs converts and scatters pairs q0…q1 of output rows i0+r0…i0+r1.
-		pairs := func(out []BF16, i0, r0, r1, q0, q1 int) {
-			n := r1 - r0
-			for q := q0; q < q1; q += 2 {
-				s0 := a[q*lda+i0+r0 : q*lda+i0+r1]
-				if q+1 == k {
-					for ii, v := range s0 {
-						out[(r0+ii)*st+q] = bf16Of(v)
-					}
-					continue
+}
+
+// packARows packs rows lo…hi of a row-major A.
+func packARows(x *packArgs, lo, hi int) {
+	data, st, k, a, lda := x.data, x.st, x.k, x.src, x.ld
+	k16 := toBF16RowsVec(data, st, a, lda, lo, hi, k)
+	for i := lo; i < hi; i++ {
+		row := data[i*st : (i+1)*st]
+		for q := k16; q < k; q++ {
+			row[q] = bf16Of(a[i*lda+q])
+		}
+		clear(row[k:])
+	}
+}
+
+// packATRows packs rows lo…hi of op(A) = Aᵀ: op(A)'s row i is A's column
+// i. With AVX-512, tiles of 16 output rows by 16 pairs are converted and
+// transposed in registers (pairT16AVX512). The rest (and every tile
+// without it): rows 2q and 2q+1 of A, converted together, give pair q of
+// up to 256 output rows at once (the pair layout of packed B), each pair
+// then stored as one 32-bit unit while the output rows' current cache
+// lines stay in L1.
+func packATRows(x *packArgs, lo, hi int) {
+	data, st, k, a, lda := x.data, x.st, x.k, x.src, x.ld
+	var tmp [512]BF16
+	// pairs converts and scatters pairs q0…q1 of output rows i0+r0…i0+r1.
+	pairs := func(out []BF16, i0, r0, r1, q0, q1 int) {
+		n := r1 - r0
+		for q := q0; q < q1; q += 2 {
+			s0 := a[q*lda+i0+r0 : q*lda+i0+r1]
+			if q+1 == k {
+				for ii, v := range s0 {
+					out[(r0+ii)*st+q] = bf16Of(v)
 				}
-				s1 := a[(q+1)*lda+i0+r0 : (q+1)*lda+i0+r1]
-				c0 := pairPanelVec(tmp[:], s0, lda, 1, n) // one pair of rows
-				for c := c0; c < n; c++ {
-					tmp[2*c], tmp[2*c+1] = bf16Of(s0[c]), bf16Of(s1[c])
-				}
-				pr := unsafe.Slice((*uint32)(unsafe.Pointer(&tmp[0])), n)
-				for ii, v := range pr {
-					*(*uint32)(unsafe.Pointer(&out[(r0+ii)*st+q])) = v
-				}
+				continue
+			}
+			s1 := a[(q+1)*lda+i0+r0 : (q+1)*lda+i0+r1]
+			c0 := pairPanelVec(tmp[:], s0, lda, 1, n) // one pair of rows
+			for c := c0; c < n; c++ {
+				tmp[2*c], tmp[2*c+1] = bf16Of(s0[c]), bf16Of(s1[c])
+			}
+			pr := unsafe.Slice((*uint32)(unsafe.Pointer(&tmp[0])), n)
+			for ii, v := range pr {
+				*(*uint32)(unsafe.Pointer(&out[(r0+ii)*st+q])) = v
 			}
 		}
-		for i0 := lo; i0 < hi; i0 += len(tmp) / 2 {
-			n := min(len(tmp)/2, hi-i0)
-			out := data[i0*st : (i0+n)*st]
-			nt, kt := pairT16Tiles(out, st, a, lda, i0, n, k) // the rows and source rows the tiles cover
-			pairs(out, i0, 0, nt, kt, k)
-			pairs(out, i0, nt, n, 0, k)
-			for ii := range n {
-				clear(out[ii*st+k : (ii+1)*st])
-			}
+	}
+	for i0 := lo; i0 < hi; i0 += len(tmp) / 2 {
+		n := min(len(tmp)/2, hi-i0)
+		out := data[i0*st : (i0+n)*st]
+		nt, kt := pairT16Tiles(out, st, a, lda, i0, n, k) // the rows and source rows the tiles cover
+		pairs(out, i0, 0, nt, kt, k)
+		pairs(out, i0, nt, n, 0, k)
+		for ii := range n {
+			clear(out[ii*st+k : (ii+1)*st])
 		}
-	})
+	}
 }
 
 // reset shapes b as op(B) [k, n], its data grown when it is too small
@@ -197,63 +227,72 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, threads 
 	if dst.reset(k, n) == 0 {
 		return
 	}
-	data := dst.Data // captured instead of dst, as in packBF16A
-	forRows(threads, k*n >= 1<<14, panels, 1, func(lo, hi int) {
-		for pn := lo; pn < hi; pn++ {
-			panel := data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
-			j0 := pn * bf16Panel
-			cols := min(bf16Panel, n-j0)
-			if cols < bf16Panel || k%2 != 0 {
-				clear(panel)
+	x := packArgs{data: dst.Data, k: k, n: n, src: b, ld: ldb, trans: transB, pairs: pairs}
+	if serialPack(threads, k*n, panels, 1) {
+		packBPanels(&x, 0, panels)
+		return
+	}
+	xc := x // as in packBF16A
+	parallel.For(threads, panels, 1, func(_, lo, hi int) { packBPanels(&xc, lo, hi) })
+}
+
+// packBPanels packs panels lo…hi of op(B).
+func packBPanels(x *packArgs, lo, hi int) {
+	data, k, n, b, ldb, transB, pairs := x.data, x.k, x.n, x.src, x.ld, x.trans, x.pairs
+	for pn := lo; pn < hi; pn++ {
+		panel := data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
+		j0 := pn * bf16Panel
+		cols := min(bf16Panel, n-j0)
+		if cols < bf16Panel || k%2 != 0 {
+			clear(panel)
+		}
+		if transB {
+			// Column j of op(B) is row j of B: its pairs are adjacent.
+			// With AVX-512, tiles of 16 columns by 16 pairs are
+			// converted and transposed in registers (pairTB16AVX512);
+			// the rest converts a column at a time, which is that
+			// column's pairs in order, each stored as one 32-bit unit.
+			ct, kt := pairTB16Tiles(panel, b, ldb, j0, cols, k) // the columns and values the tiles cover
+			var tmp [512]BF16
+			dw := unsafe.Slice((*uint32)(unsafe.Pointer(&panel[0])), len(panel)/2)
+			for c := range cols {
+				src := b[(j0+c)*ldb : (j0+c)*ldb+k]
+				start := 0
+				if c < ct {
+					start = kt
+				}
+				for q0 := start; q0 < k; q0 += len(tmp) {
+					n := min(len(tmp), k-q0)
+					ToBF16(tmp[:n], src[q0:q0+n])
+					if n%2 != 0 {
+						tmp[n] = 0 // beyond K
+					}
+					pr := unsafe.Slice((*uint32)(unsafe.Pointer(&tmp[0])), (n+1)/2)
+					for q, v := range pr {
+						dw[(q0/2+q)*bf16Panel+c] = v
+					}
+				}
 			}
-			if transB {
-				// Column j of op(B) is row j of B: its pairs are adjacent.
-				// With AVX-512, tiles of 16 columns by 16 pairs are
-				// converted and transposed in registers (pairTB16AVX512);
-				// the rest converts a column at a time, which is that
-				// column's pairs in order, each stored as one 32-bit unit.
-				ct, kt := pairTB16Tiles(panel, b, ldb, j0, cols, k) // the columns and values the tiles cover
-				var tmp [512]BF16
-				dw := unsafe.Slice((*uint32)(unsafe.Pointer(&panel[0])), len(panel)/2)
-				for c := range cols {
-					src := b[(j0+c)*ldb : (j0+c)*ldb+k]
-					start := 0
-					if c < ct {
-						start = kt
-					}
-					for q0 := start; q0 < k; q0 += len(tmp) {
-						n := min(len(tmp), k-q0)
-						ToBF16(tmp[:n], src[q0:q0+n])
-						if n%2 != 0 {
-							tmp[n] = 0 // beyond K
-						}
-						pr := unsafe.Slice((*uint32)(unsafe.Pointer(&tmp[0])), (n+1)/2)
-						for q, v := range pr {
-							dw[(q0/2+q)*bf16Panel+c] = v
-						}
-					}
+			continue
+		}
+		// The complete pairs' first cols&^15 columns in one call, the
+		// rest (and an odd last row) here.
+		c0 := pairPanelVec(panel, b[j0:], ldb, k/2, cols)
+		for q := range pairs {
+			row := panel[q*2*bf16Panel : (q+1)*2*bf16Panel]
+			r0 := b[2*q*ldb+j0 : 2*q*ldb+j0+cols]
+			if 2*q+1 == k {
+				for c, v := range r0 {
+					row[2*c] = bf16Of(v)
 				}
 				continue
 			}
-			// The complete pairs' first cols&^15 columns in one call, the
-			// rest (and an odd last row) here.
-			c0 := pairPanelVec(panel, b[j0:], ldb, k/2, cols)
-			for q := range pairs {
-				row := panel[q*2*bf16Panel : (q+1)*2*bf16Panel]
-				r0 := b[2*q*ldb+j0 : 2*q*ldb+j0+cols]
-				if 2*q+1 == k {
-					for c, v := range r0 {
-						row[2*c] = bf16Of(v)
-					}
-					continue
-				}
-				r1 := b[(2*q+1)*ldb+j0 : (2*q+1)*ldb+j0+cols]
-				for c := c0; c < cols; c++ {
-					row[2*c], row[2*c+1] = bf16Of(r0[c]), bf16Of(r1[c])
-				}
+			r1 := b[(2*q+1)*ldb+j0 : (2*q+1)*ldb+j0+cols]
+			for c := c0; c < cols; c++ {
+				row[2*c], row[2*c+1] = bf16Of(r0[c]), bf16Of(r1[c])
 			}
 		}
-	})
+	}
 }
 
 // RowsA returns bf16 rows, m rows of k values stored k apart, as a packed

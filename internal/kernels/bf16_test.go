@@ -369,3 +369,29 @@ func TestGemmBF16RowInvariant(t *testing.T) {
 		SetBF16Path(old)
 	}
 }
+
+// TestGemmBF16NoAlloc: on every bf16 path, a steady-state GemmBF16 on the
+// calling goroutine allocates nothing, whether it packs float32 operands
+// (transposed or not) or takes views of packed ones (as attention's tiles
+// do, a view per call).
+func TestGemmBF16NoAlloc(t *testing.T) {
+	a, b, c := make([]float32, 64*70), make([]float32, 70*80), make([]float32, 64*80)
+	var pa BF16A
+	var pb BF16B
+	PackBF16A(1, &pa, false, 64, 70, a, 70)
+	PackBF16B(1, &pb, false, 70, 80, b, 80)
+	for _, bp := range BF16Paths() {
+		old, _ := SetBF16Path(bp)
+		allocs := testing.AllocsPerRun(20, func() {
+			GemmBF16(1, 1, Float32A(false, 64, 70, a, 70), Float32B(false, 70, 80, b, 80), 0, c, 80)
+			GemmBF16(1, 1, Float32A(true, 64, 70, a, 64), Float32B(true, 70, 80, b, 70), 1, c, 80)
+			ar := pa.Rows(2, 30)
+			av, bv := ar.Cols(2, 60), pb.View(2, 60, 0, 80)
+			GemmBF16(1, 1, PackedA(&av), PackedB(&bv), 1, c, 80)
+		})
+		SetBF16Path(old)
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per one-thread GemmBF16 round", bp, allocs)
+		}
+	}
+}
