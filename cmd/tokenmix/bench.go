@@ -93,7 +93,7 @@ func newBenchModel(name, cfgHelp string, reps int, repsHelp string) *benchModel 
 		reps:    fs.Int("reps", reps, repsHelp),
 		asJSON:  fs.Bool("json", false, "print one JSON object"),
 		prec:    fs.String("precision", "", "override the config's precision: fp32, bf16 or fp16"),
-		bf16:    fs.String("bf16-path", "", "force the bf16 GEMM path: go, avx512fma, avx512bf16 or amx, where the CPU has it (default: best)"),
+		bf16:    fs.String("bf16-path", "", "force the bf16 GEMM path: go, avx2fma, avx512fma, avx512bf16 or amx, where the CPU has it (default: best)"),
 		maxMem:  maxMemoryFlag(fs, "bench "+name, "the memory budget: a measurement whose plan at --batch × --len needs more is refused before it allocates"),
 	}
 }

@@ -16,7 +16,7 @@ import (
 func runBenchGemm(ctx context.Context, args []string) error {
 	g := newGemmFlags("gemm")
 	transList := g.fs.String("trans", "NN", "comma-separated transposes: NN, NT, TN, TT")
-	pathName := g.fs.String("path", "", "force a kernel path: go, avx2, avx512 for f32; go, avx512fma, avx512bf16, amx for bf16 (default: best)")
+	pathName := g.fs.String("path", "", "force a kernel path: go, avx2, avx512 for f32; go, avx2fma, avx512fma, avx512bf16, amx for bf16 (default: best)")
 	dtype := g.fs.String("dtype", "f32", "f32, or bf16: the bf16 GEMM on packed operands, each shape against f32 in the same run")
 	o, err := g.options(args)
 	if err != nil {

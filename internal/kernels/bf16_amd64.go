@@ -11,17 +11,22 @@ import (
 )
 
 // bf16AsmPaths lists the assembly bf16 GEMM paths of this CPU, slowest
-// first: "avx512fma" on AVX-512 (the packed operands widened to float32
-// block by block and multiplied by the float32 micro-kernels), then
+// first: "avx2fma" on AVX2 and "avx512fma" on AVX-512 (the packed operands
+// widened to float32 block by block and multiplied by that path's float32
+// micro-kernels), then
 // "avx512bf16" where the CPU has AVX512-BF16 (VDPBF16PS), and "amx" where
 // it also has AMX-BF16 (TDPBF16PS) and Linux grants the process its tile
 // data. Where both AVX-512 paths run, bf16Order measures them on first use
 // and puts avx512fma after avx512bf16 if it is clearly the faster.
 var bf16AsmPaths = func() []bf16GemmPath {
-	if Best != PathAVX512 {
-		return nil
+	var paths []bf16GemmPath
+	if Best == PathAVX2 || Best == PathAVX512 {
+		paths = append(paths, bf16GemmPath{name: "avx2fma", block: bf16BlockAVX2, rows: gemmMR, widen: true})
 	}
-	paths := []bf16GemmPath{{name: "avx512fma", block: bf16BlockWide, rows: gemmMR, widen: true}}
+	if Best != PathAVX512 {
+		return paths
+	}
+	paths = append(paths, bf16GemmPath{name: "avx512fma", block: bf16BlockAVX512, rows: gemmMR, widen: true})
 	if !cpu.X86.HasAVX512BF16 {
 		return paths
 	}
@@ -109,17 +114,28 @@ func bf16K512Rows(a *BF16A, bp []BF16, q0, q1, r0, r1 int, mask uint64, alpha, b
 	}
 }
 
-// bf16BlockWide is the avx512fma path's block: rows r0…r1 of C for panels
-// p0…p1 of B, by the float32 driver's blocking (gemmBlocked) on operands
-// widened to float32 on the way: K in blocks of kc values (pairs whole),
-// as the float32 GEMM splits it; for each block, a group of panels (their
-// kc widened rows of 64 floats in 512 KiB) and then blocks of A's rows (kc
-// widened values each, about 256 KiB), and the float32 micro-kernels run
-// every panel of the group down a block of rows while both are in L2.
-// A row's values are stored a little over kc apart when kc floats are a
-// multiple of 4 KiB. A block of bf16FewRows rows or fewer goes to
-// bf16FewWide instead.
-func bf16BlockWide(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
+// bf16BlockAVX512 and bf16BlockAVX2 are the avx512fma and avx2fma paths'
+// blocks.
+func bf16BlockAVX512(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
+	bf16BlockWide(PathAVX512, &a, &b, r0, r1, p0, p1, alpha, beta, c, ldc)
+}
+
+func bf16BlockAVX2(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
+	bf16BlockWide(PathAVX2, &a, &b, r0, r1, p0, p1, alpha, beta, c, ldc)
+}
+
+// bf16BlockWide computes rows r0…r1 of C for panels p0…p1 of B with the
+// float32 micro-kernels of path p, by the float32 driver's blocking
+// (gemmBlocked) on operands widened to float32 on the way: K in blocks of
+// kc values (pairs whole), as the float32 GEMM splits it; for each block,
+// a group of panels (their kc widened rows of 64 floats in 512 KiB) and
+// then blocks of A's rows (kc widened values each, about 256 KiB), and the
+// micro-kernels run every panel of the group down a block of rows while
+// both are in L2 (gemmTiles; on AVX2 a panel is four of 16 columns, read
+// 64 floats apart). A row's values are stored a little over kc apart when
+// kc floats are a multiple of 4 KiB. On AVX-512 a block of bf16FewRows
+// rows or fewer goes to bf16FewWide instead.
+func bf16BlockWide(p Path, a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
 	pairs, n, ps := b.pairs, b.N, b.panelStride()
 	k2 := 2 * pairs
 	kc := k2
@@ -131,9 +147,13 @@ func bf16BlockWide(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c 
 	if ld%1024 == 0 {
 		ld += 16
 	}
-	if r1-r0 <= bf16FewRows {
-		bf16FewWide(&a, &b, r0, r1, p0, p1, kc, alpha, beta, c, ldc)
+	if p == PathAVX512 && r1-r0 <= bf16FewRows {
+		bf16FewWide(a, b, r0, r1, p0, p1, kc, alpha, beta, c, ldc)
 		return
+	}
+	widen, sub := widenPanelAVX512, bf16Panel // widening kernel, columns per gemmTiles call
+	if p == PathAVX2 {
+		widen, sub = widenPanelAVX2, 16
 	}
 	np := min(max(1, gemmPackB/(kc*bf16Panel)), p1-p0) // panels per group
 	mb := max(gemmMR, gemmPackA/ld/gemmMR*gemmMR)
@@ -145,7 +165,7 @@ func bf16BlockWide(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c 
 			kcb := min(kc, k2-pc)
 			pw := kcb * bf16Panel // floats per widened panel
 			for pn := g0; pn < g1; pn++ {
-				widenPanelAVX512(&bw[(pn-g0)*pw], &b.Data[pn*ps+pc*bf16Panel], kcb/2)
+				widen(&bw[(pn-g0)*pw], &b.Data[pn*ps+pc*bf16Panel], kcb/2)
 			}
 			be := beta
 			if pc > 0 {
@@ -160,17 +180,12 @@ func bf16BlockWide(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c 
 						FromBF16(aw[(i-i0)*ld:(i-i0)*ld+kcb], a.Data[i*a.Stride+pc:i*a.Stride+pc+kcb])
 					}
 				}
-				full, rest := (i1-i0)/gemmMR, (i1-i0)%gemmMR
 				for pn := g0; pn < g1; pn++ {
 					bp := bw[(pn-g0)*pw:]
 					j0 := pn * bf16Panel
-					mask := panelMask(n - j0)
-					if full > 0 {
-						kern512[0][gemmMR-1][3](kcb, &aw[0], ld, &bp[0], &c[i0*ldc+j0], ldc, alpha, be, mask, full, gemmMR*ld, bf16Panel)
-					}
-					if rest > 0 {
-						r := full * gemmMR
-						kern512[0][rest-1][3](kcb, &aw[r*ld], ld, &bp[0], &c[(i0+r)*ldc+j0], ldc, alpha, be, mask, 1, 0, bf16Panel)
+					cols := min(bf16Panel, n-j0)
+					for s := 0; s < cols; s += sub {
+						gemmTiles(w, p, false, i1-i0, min(sub, cols-s), kcb, aw, 0, ld, ld, bp[s:], bf16Panel, c, i0*ldc+j0+s, ldc, alpha, be)
 					}
 				}
 			}

@@ -91,21 +91,31 @@ func TestPairTB16(t *testing.T) {
 	}
 }
 
-// TestGemmBF16Wide: the avx512fma path's product is bit for bit the
-// float32 GEMM's of the same bf16 values (the same kernels, K split into
-// the same blocks: 1000 splits in two), for every alpha and beta, K odd
-// and even, rows in whole tiles of 6 and a rest, partial panels, and a
-// view of A's columns and B's rows; on 1 and 3 threads.
+// TestGemmBF16Wide: the avx512fma and avx2fma paths' product is bit for
+// bit the float32 GEMM's of the same bf16 values on that float32 path (the
+// same kernels, K split into the same blocks: 1000 splits in two), for
+// every alpha and beta, K odd and even, rows in whole tiles of 6 and a
+// rest, partial panels, and a view of A's columns and B's rows; on 1 and
+// 3 threads.
 func TestGemmBF16Wide(t *testing.T) {
-	if Best != PathAVX512 {
-		t.Skip("no AVX-512 on this CPU")
+	for _, pp := range []struct {
+		bf16 string
+		f32  Path
+	}{{"avx2fma", PathAVX2}, {"avx512fma", PathAVX512}} {
+		if !slices.Contains(BF16Paths(), pp.bf16) {
+			continue
+		}
+		t.Run(pp.bf16, func(t *testing.T) { testGemmBF16Wide(t, pp.bf16, pp.f32) })
 	}
-	old, err := SetBF16Path("avx512fma")
+}
+
+func testGemmBF16Wide(t *testing.T, bf16Path string, f32 Path) {
+	old, err := SetBF16Path(bf16Path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer SetBF16Path(old)
-	defer SetPath(SetPath(PathAVX512))
+	defer SetPath(SetPath(f32))
 	rng := rand.New(rand.NewPCG(11, 12))
 	round := func(x []float32) []float32 {
 		r := make([]float32, len(x))

@@ -91,6 +91,18 @@ func toBF16RowsAVX512(dst *BF16, dld int, src *float32, sld, rows, n16 int)
 //go:noescape
 func widenPanelAVX512(dst *float32, src *BF16, pairs int)
 
+// widenPanelAVX2 widens pairs pair rows of a packed panel (64 pairs
+// each) to 2·pairs float32 rows of 64: row 2q the first values, 2q+1 the
+// second.
+//
+//go:noescape
+func widenPanelAVX2(dst *float32, src *BF16, pairs int)
+
+// fromBF16AVX2 converts n (a multiple of 8) bf16 values to float32.
+//
+//go:noescape
+func fromBF16AVX2(dst *float32, src *BF16, n int)
+
 // pairT16AVX512 packs a 32×16 float32 tile of a transposed A (rows lda
 // apart) as 16 rows of 16 bf16 pairs, st bf16 apart.
 //

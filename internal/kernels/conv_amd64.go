@@ -16,14 +16,18 @@ func toBF16Vec(dst []BF16, src []float32) int {
 	return n
 }
 
-// fromBF16Vec converts the first len(src)&^15 values (AVX-512).
+// fromBF16Vec converts the first len(src)&^15 values on AVX-512, the
+// first len(src)&^7 on AVX2.
 func fromBF16Vec(dst []float32, src []BF16) int {
-	n := len(src) &^ 15
-	if path != PathAVX512 || n == 0 {
-		return 0
+	switch n := len(src); {
+	case path == PathAVX512 && n >= 16:
+		fromBF16AVX512(&dst[0], &src[0], n&^15)
+		return n &^ 15
+	case path == PathAVX2 && n >= 8:
+		fromBF16AVX2(&dst[0], &src[0], n&^7)
+		return n &^ 7
 	}
-	fromBF16AVX512(&dst[0], &src[0], n)
-	return n
+	return 0
 }
 
 // keepBF16Vec is Format16.KeepST for bf16 on the first len(x)&^15 values.

@@ -66,20 +66,26 @@
 // once for the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM); every
 // call loads the tile configuration and releases the tiles before it
 // returns, since a goroutine may change threads between calls.
-// On any AVX-512 CPU the avx512fma path multiplies the same packed
-// operands with the float32 micro-kernels: bf16BlockWide blocks K, the
-// columns and the rows as the float32 driver does, and widens each block
-// of B's panels (widenPanelAVX512: a pair row becomes two float32 rows)
-// and of A's rows (FromBF16) into float32 scratch on the way. A product of
-// two bf16 values is exact in float32, so its result is the float32
-// GEMM's of the same values, bit for bit where both split K alike
-// (TestGemmBF16Wide). Where VDPBF16PS issues at a quarter of the FMA's
-// rate (its 64-flop peak half the FMA's: an Intel Xeon, family 6 model
-// 207, AMX not exposed) this path runs about 1.8× faster; where it issues
-// as often (Zen 4 and 5), slower. bf16Order decides on first use, from
-// the two instructions' peak loops timed on registers.
-// bf16TileGo is the pure-Go twin; BF16Path names the one in use (AMX, then
-// the faster AVX-512 path). ToBF16 rounds to nearest even with integer vector arithmetic,
+//
+// On any AVX-512 CPU the avx512fma path, and on AVX2 the avx2fma path,
+// multiply the same packed operands with that path's float32
+// micro-kernels: bf16BlockWide blocks K, the columns and the rows as the
+// float32 driver does, and widens each block of B's panels
+// (widenPanelAVX512 and AVX2: a pair row becomes two float32 rows) and of
+// A's rows (FromBF16) into float32 scratch on the way. On AVX-512, blocks
+// of 12 rows or fewer (decoding) widen B's pairs in registers instead
+// (bf16W512), by the same blocks of K. A product of two bf16 values is
+// exact in float32, so the result is the float32 GEMM's of the same
+// values, bit for bit where both split K alike (TestGemmBF16Wide). Where
+// VDPBF16PS issues at a quarter of the FMA's rate (its 64-flop peak half
+// the FMA's: an Intel Xeon, family 6 model 207, AMX not exposed)
+// avx512fma runs about 1.8× faster than avx512bf16; where it issues as
+// often (Zen 4 and 5), slower. bf16Order decides on first use, from the
+// two instructions' peak loops timed on registers. On AVX2 alone avx2fma
+// runs as fast as the float32 AVX2 GEMM, 25× the pure-Go twin.
+// bf16TileGo is the pure-Go twin; BF16Path names the path in use (AMX,
+// else the faster AVX-512 path, else avx2fma, else the twin). ToBF16
+// rounds to nearest even with integer vector arithmetic,
 // subnormals included, NaN kept a NaN; FromBF16 is exact.
 //
 // Training in bf16 multiplies through Gemm in PrecBF16: it packs both

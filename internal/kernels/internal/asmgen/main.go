@@ -1105,32 +1105,62 @@ func fmaPeak(s, g *bytes.Buffer) {
 	}
 }
 
-// widenPanelKernel emits widenPanelAVX512(dst, src, pairs): a packed
-// panel of pairs pair rows (64 pairs each) widened to 2·pairs float32 rows
-// of 64, the first values of the pairs in row 2q, the second in 2q+1.
+// widenPanelKernel emits widenPanelAVX512 and widenPanelAVX2(dst, src,
+// pairs): a packed panel of pairs pair rows (64 pairs each) widened to
+// 2·pairs float32 rows of 64, the first values of the pairs in row 2q,
+// the second in 2q+1; and fromBF16AVX2, fromBF16AVX512's AVX2 twin.
 func widenPanelKernel(s, g *bytes.Buffer) {
 	p := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
-	fmt.Fprintf(g, "// widenPanelAVX512 widens pairs pair rows of a packed panel (64 pairs\n// each) to 2·pairs float32 rows of 64: row 2q the first values, 2q+1 the\n// second.\n//\n//go:noescape\nfunc widenPanelAVX512(dst *float32, src *BF16, pairs int)\n\n")
-	s.WriteString("\n// func widenPanelAVX512(dst *float32, src *BF16, pairs int)\nTEXT ·widenPanelAVX512(SB), NOSPLIT, $0-24\n")
+	for _, f := range []struct {
+		name, reg string
+		bytes     int
+	}{{"widenPanelAVX512", "Z", 64}, {"widenPanelAVX2", "Y", 32}} {
+		fmt.Fprintf(g, "// %s widens pairs pair rows of a packed panel (64 pairs\n// each) to 2·pairs float32 rows of 64: row 2q the first values, 2q+1 the\n// second.\n//\n//go:noescape\nfunc %s(dst *float32, src *BF16, pairs int)\n\n", f.name, f.name)
+		fmt.Fprintf(s, "\n// func %s(dst *float32, src *BF16, pairs int)\nTEXT ·%s(SB), NOSPLIT, $0-24\n", f.name, f.name)
+		p("MOVQ dst+0(FP), DI")
+		p("MOVQ src+8(FP), SI")
+		p("MOVQ pairs+16(FP), CX")
+		p("TESTQ CX, CX")
+		p("JEQ %s_done", f.name)
+		p("VPBROADCASTD bf16hi<>(SB), %s15", f.reg)
+		fmt.Fprintf(s, "%s_loop:\n", f.name)
+		vs := 256 / f.bytes // vectors per pair row
+		for v := 0; v < vs; v++ {
+			r, e := v%4, 4+v%4
+			and, mov := "VPANDD", "VMOVDQU32"
+			if f.reg == "Y" {
+				and, mov = "VPAND", "VMOVDQU"
+			}
+			p("%s %d(SI), %s%d", mov, f.bytes*v, f.reg, r)
+			p("VPSLLD $16, %s%d, %s%d", f.reg, r, f.reg, e)
+			p("%s %s15, %s%d, %s%d", and, f.reg, f.reg, r, f.reg, r)
+			p("%s %s%d, %d(DI)", mov, f.reg, e, f.bytes*v)
+			p("%s %s%d, %d(DI)", mov, f.reg, r, 256+f.bytes*v)
+		}
+		p("ADDQ $256, SI")
+		p("ADDQ $512, DI")
+		p("DECQ CX")
+		p("JNE %s_loop", f.name)
+		fmt.Fprintf(s, "%s_done:\n", f.name)
+		p("VZEROUPPER")
+		p("RET")
+	}
+	fmt.Fprintf(g, "// fromBF16AVX2 converts n (a multiple of 8) bf16 values to float32.\n//\n//go:noescape\nfunc fromBF16AVX2(dst *float32, src *BF16, n int)\n\n")
+	s.WriteString("\n// func fromBF16AVX2(dst *float32, src *BF16, n int)\nTEXT ·fromBF16AVX2(SB), NOSPLIT, $0-24\n")
 	p("MOVQ dst+0(FP), DI")
 	p("MOVQ src+8(FP), SI")
-	p("MOVQ pairs+16(FP), CX")
-	p("TESTQ CX, CX")
-	p("JEQ widen_done")
-	p("VPBROADCASTD bf16hi<>(SB), Z31")
-	s.WriteString("widen_loop:\n")
-	for v := 0; v < 4; v++ {
-		p("VMOVDQU32 %d(SI), Z%d", 64*v, v)
-		p("VPSLLD $16, Z%d, Z%d", v, v+4)
-		p("VPANDD Z31, Z%d, Z%d", v, v)
-		p("VMOVDQU32 Z%d, %d(DI)", v+4, 64*v)
-		p("VMOVDQU32 Z%d, %d(DI)", v, 256+64*v)
-	}
-	p("ADDQ $256, SI")
-	p("ADDQ $512, DI")
+	p("MOVQ n+16(FP), CX")
+	p("SHRQ $3, CX")
+	p("JEQ frombf2_done")
+	s.WriteString("frombf2_loop:\n")
+	p("VPMOVZXWD (SI), Y0")
+	p("VPSLLD $16, Y0, Y0")
+	p("VMOVDQU Y0, (DI)")
+	p("ADDQ $16, SI")
+	p("ADDQ $32, DI")
 	p("DECQ CX")
-	p("JNE widen_loop")
-	s.WriteString("widen_done:\n")
+	p("JNE frombf2_loop")
+	s.WriteString("frombf2_done:\n")
 	p("VZEROUPPER")
 	p("RET")
 }
