@@ -64,7 +64,7 @@ func RowsB(k, n int, b []BF16, ldb int) OperandB {
 // the weight gradient of a layer whose input is stored in bf16. With
 // beta = 0, C is not read; beta = 1 accumulates (the backward's use). It
 // runs on the path BF16Path names (AMX, else the faster AVX-512 path, else
-// the pure-Go twin), in parallel over panels of
+// avx2fma, else the pure-Go twin), in parallel over panels of
 // columns or blocks of rows. On every path a row of C is the same
 // whichever other rows are computed with it, and the result does not
 // depend on threads.
@@ -157,8 +157,8 @@ type bf16GemmPath struct {
 
 // bf16Table lists the bf16 GEMM paths of this CPU, slowest first: the
 // pure-Go twin everywhere, then the assembly paths this CPU runs
-// (bf16AsmPaths: "avx512fma", "avx512bf16", "amx" on amd64), in the order
-// bf16Order measures on first use.
+// (bf16AsmPaths: "avx2fma", "avx512fma", "avx512bf16", "amx" on amd64),
+// in the order bf16Order measures on first use.
 var bf16Table = append([]bf16GemmPath{{name: "go", block: bf16BlockGo, rows: gemmMR}}, bf16AsmPaths...)
 
 // bf16Cur is the bf16 GEMM path in use: the fastest, unless SetBF16Path
@@ -178,9 +178,10 @@ func bf16Path() *bf16GemmPath {
 }
 
 // BF16Paths lists the bf16 GEMM paths this CPU can run, slowest first:
-// "go", then, on AVX-512, "avx512fma", and "avx512bf16" and "amx" where
-// the CPU (and, for AMX, Linux) allows them; the two AVX-512 paths are
-// ordered by a measurement of their kernels.
+// "go", then "avx2fma" on AVX2 and AVX-512, "avx512fma" on AVX-512, and
+// "avx512bf16" and "amx" where the CPU (and, for AMX, Linux) allows them;
+// avx512fma and avx512bf16 are ordered by a measurement of their
+// instructions' peaks.
 func BF16Paths() []string {
 	bf16Path()
 	names := make([]string, len(bf16Table))
