@@ -98,12 +98,15 @@ func serialPack(threads, values, n, grain int) bool {
 	return threads <= 1 || values < 1<<14 || n <= grain
 }
 
-// packArgs are the arguments of the packers' row and panel loops.
+// packArgs are the arguments of the packers' row and panel loops: the
+// packed data (rows st apart, or panels of pairs pair rows), op(A) or
+// op(B) [k, n] from float32 src or bf16 rows, ld apart, transposed or not.
 type packArgs struct {
 	data  []BF16
 	st, k int
 	n     int
 	src   []float32
+	rows  []BF16
 	ld    int
 	trans bool
 	pairs int
@@ -238,14 +241,9 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, threads 
 
 // packBPanels packs panels lo…hi of op(B).
 func packBPanels(x *packArgs, lo, hi int) {
-	data, k, n, b, ldb, transB, pairs := x.data, x.k, x.n, x.src, x.ld, x.trans, x.pairs
+	k, b, ldb, transB, pairs := x.k, x.src, x.ld, x.trans, x.pairs
 	for pn := lo; pn < hi; pn++ {
-		panel := data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
-		j0 := pn * bf16Panel
-		cols := min(bf16Panel, n-j0)
-		if cols < bf16Panel || k%2 != 0 {
-			clear(panel)
-		}
+		panel, j0, cols := packPanel(x, pn)
 		if transB {
 			// Column j of op(B) is row j of B: its pairs are adjacent.
 			// With AVX-512, tiles of 16 columns by 16 pairs are
@@ -314,33 +312,50 @@ func PackBF16BRows(threads int, dst *BF16B, k, n int, b []BF16, ldb int) {
 	if dst.reset(k, n) == 0 {
 		return
 	}
-	data := dst.Data
-	parallel.For(threads, panels, 1, func(_, lo, hi int) {
-		for pn := lo; pn < hi; pn++ {
-			panel := data[pn*pairs*2*bf16Panel : (pn+1)*pairs*2*bf16Panel]
-			j0 := pn * bf16Panel
-			cols := min(bf16Panel, n-j0)
-			if cols < bf16Panel || k%2 != 0 {
-				clear(panel)
+	x := packArgs{data: dst.Data, k: k, n: n, rows: b, ld: ldb, pairs: pairs}
+	if threads <= 1 || panels == 1 {
+		packBRowsPanels(&x, 0, panels)
+		return
+	}
+	xc := x // as in packBF16A
+	parallel.For(threads, panels, 1, func(_, lo, hi int) { packBRowsPanels(&xc, lo, hi) })
+}
+
+// packPanel returns packed panel pn of x (cleared where it has padding:
+// columns beyond n or a last half pair), its first column and its
+// columns.
+func packPanel(x *packArgs, pn int) (panel []BF16, j0, cols int) {
+	panel = x.data[pn*x.pairs*2*bf16Panel : (pn+1)*x.pairs*2*bf16Panel]
+	j0 = pn * bf16Panel
+	cols = min(bf16Panel, x.n-j0)
+	if cols < bf16Panel || x.k%2 != 0 {
+		clear(panel)
+	}
+	return panel, j0, cols
+}
+
+// packBRowsPanels packs panels lo…hi of bf16 rows x.rows.
+func packBRowsPanels(x *packArgs, lo, hi int) {
+	k, b, ldb, pairs := x.k, x.rows, x.ld, x.pairs
+	for pn := lo; pn < hi; pn++ {
+		panel, j0, cols := packPanel(x, pn)
+		dw := unsafe.Slice((*uint32)(unsafe.Pointer(&panel[0])), len(panel)/2)
+		for q := range pairs {
+			r0 := b[2*q*ldb+j0 : 2*q*ldb+j0+cols]
+			out := dw[q*bf16Panel : q*bf16Panel+cols]
+			if 2*q+1 == k {
+				for c, v := range r0 {
+					out[c] = uint32(v)
+				}
+				continue
 			}
-			dw := unsafe.Slice((*uint32)(unsafe.Pointer(&panel[0])), len(panel)/2)
-			for q := range pairs {
-				r0 := b[2*q*ldb+j0 : 2*q*ldb+j0+cols]
-				out := dw[q*bf16Panel : q*bf16Panel+cols]
-				if 2*q+1 == k {
-					for c, v := range r0 {
-						out[c] = uint32(v)
-					}
-					continue
-				}
-				r1 := b[(2*q+1)*ldb+j0 : (2*q+1)*ldb+j0+cols]
-				c0 := pairRowsVec(panel[2*q*bf16Panel:], r0, r1, cols)
-				for c := c0; c < cols; c++ {
-					out[c] = uint32(r0[c]) | uint32(r1[c])<<16
-				}
+			r1 := b[(2*q+1)*ldb+j0 : (2*q+1)*ldb+j0+cols]
+			c0 := pairRowsVec(panel[2*q*bf16Panel:], r0, r1, cols)
+			for c := c0; c < cols; c++ {
+				out[c] = uint32(r0[c]) | uint32(r1[c])<<16
 			}
 		}
-	})
+	}
 }
 
 // packBufs holds the packing buffers of the bf16 products between calls.

@@ -372,10 +372,11 @@ func TestGemmBF16RowInvariant(t *testing.T) {
 
 // TestGemmBF16NoAlloc: on every bf16 path, a steady-state GemmBF16 on the
 // calling goroutine allocates nothing, whether it packs float32 operands
-// (transposed or not) or takes views of packed ones (as attention's tiles
-// do, a view per call).
+// (transposed or not) or bf16 rows, or takes views of packed ones (as
+// attention's tiles do, a view per call).
 func TestGemmBF16NoAlloc(t *testing.T) {
 	a, b, c := make([]float32, 64*70), make([]float32, 70*80), make([]float32, 64*80)
+	rows := make([]BF16, 70*80)
 	var pa BF16A
 	var pb BF16B
 	PackBF16A(1, &pa, false, 64, 70, a, 70)
@@ -388,6 +389,7 @@ func TestGemmBF16NoAlloc(t *testing.T) {
 			ar := pa.Rows(2, 30)
 			av, bv := ar.Cols(2, 60), pb.View(2, 60, 0, 80)
 			GemmBF16(1, 1, PackedA(&av), PackedB(&bv), 1, c, 80)
+			GemmBF16(1, 1, Float32A(true, 64, 70, a, 64), RowsB(70, 80, rows, 80), 1, c, 80)
 		})
 		SetBF16Path(old)
 		if allocs != 0 {
