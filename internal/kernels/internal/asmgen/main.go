@@ -1045,26 +1045,13 @@ func dpCheck(s, g *bytes.Buffer) {
 	p("RET")
 }
 
-// bf16Peak emits bf16PeakLoop(n): n iterations of 12 independent
+// bf16Peak emits bf16PeakLoop(n): n iterations of bf16PeakAcc independent
 // VDPBF16PS (64 flops each) on registers, no loads: the AVX512-BF16 peak.
 func bf16Peak(s, g *bytes.Buffer) {
-	p := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
 	fmt.Fprintf(g, "// bf16PeakLoop runs n iterations of %d independent VDPBF16PS.\n//\n//go:noescape\nfunc bf16PeakLoop(n int)\n\n// bf16PeakFlops is bf16PeakLoop's flops per iteration.\nconst bf16PeakFlops = %d\n", bf16PeakAcc, bf16PeakAcc*64)
-	s.WriteString("\n// func bf16PeakLoop(n int)\nTEXT ·bf16PeakLoop(SB), NOSPLIT, $0-8\n")
-	p("MOVQ n+0(FP), CX")
-	p("VPXORD Z30, Z30, Z30")
-	p("VPXORD Z31, Z31, Z31")
-	p("TESTQ CX, CX")
-	p("JEQ bf16peak_done")
-	s.WriteString("bf16peak_loop:\n")
-	for i := 0; i < bf16PeakAcc; i++ {
-		p("%s // VDPBF16PS Z31, Z30, Z%d", vdpbf16ps(i, 30, 31), i)
-	}
-	p("DECQ CX")
-	p("JNE bf16peak_loop")
-	s.WriteString("bf16peak_done:\n")
-	p("VZEROUPPER")
-	p("RET")
+	peakLoop(s, "bf16PeakLoop", []string{"Z30", "Z31"}, bf16PeakAcc, func(i int) string {
+		return fmt.Sprintf("%s // VDPBF16PS Z31, Z30, Z%d", vdpbf16ps(i, 30, 31), i)
+	})
 }
 
 // fmaPeak emits fmaPeak512(n) and fmaPeak256(n): n iterations of
@@ -1072,37 +1059,49 @@ func bf16Peak(s, g *bytes.Buffer) {
 // than the FMA's latency times its ports, no loads or stores; the
 // registers stay zero, so no denormals or overflow occur.
 func fmaPeak(s, g *bytes.Buffer) {
-	p := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
 	for _, f := range []struct {
 		name, reg  string
 		acc, lanes int
 	}{{"fmaPeak512", "Z", 16, 16}, {"fmaPeak256", "Y", 12, 8}} {
 		fmt.Fprintf(g, "// %s runs n iterations of %d independent VFMADD231PS on %sMM\n// registers (%d flops an iteration).\n//\n//go:noescape\nfunc %s(n int)\n\n", f.name, f.acc, f.reg, 2*f.acc*f.lanes, f.name)
-		fmt.Fprintf(s, "\n// func %s(n int)\nTEXT ·%s(SB), NOSPLIT, $0-8\n", f.name, f.name)
-		p("MOVQ n+0(FP), CX")
-		x, y := 14, 15
+		x, y := f.reg+"14", f.reg+"15"
 		if f.reg == "Z" {
-			x, y = 30, 31
+			x, y = "Z30", "Z31"
 		}
+		var zero []string
+		for _, r := range seq(f.acc) {
+			zero = append(zero, fmt.Sprintf("%s%d", f.reg, r))
+		}
+		peakLoop(s, f.name, append(zero, x, y), f.acc, func(i int) string {
+			return fmt.Sprintf("VFMADD231PS %s, %s, %s%d", x, y, f.reg, i)
+		})
+	}
+}
+
+// peakLoop emits name(n): the registers zero cleared, then n iterations of
+// the acc independent instructions ins(0…acc-1).
+func peakLoop(s *bytes.Buffer, name string, zero []string, acc int, ins func(i int) string) {
+	p := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
+	fmt.Fprintf(s, "\n// func %s(n int)\nTEXT ·%s(SB), NOSPLIT, $0-8\n", name, name)
+	p("MOVQ n+0(FP), CX")
+	for _, r := range zero {
 		xor := "VXORPS" // VPXORD on ZMM: AVX-512F, where VXORPS needs DQ
-		if f.reg == "Z" {
+		if r[0] == 'Z' {
 			xor = "VPXORD"
 		}
-		for _, r := range append(seq(f.acc), x, y) {
-			p("%s %s%d, %s%d, %s%d", xor, f.reg, r, f.reg, r, f.reg, r)
-		}
-		p("TESTQ CX, CX")
-		p("JEQ %s_done", f.name)
-		fmt.Fprintf(s, "%s_loop:\n", f.name)
-		for i := 0; i < f.acc; i++ {
-			p("VFMADD231PS %s%d, %s%d, %s%d", f.reg, x, f.reg, y, f.reg, i)
-		}
-		p("DECQ CX")
-		p("JNE %s_loop", f.name)
-		fmt.Fprintf(s, "%s_done:\n", f.name)
-		p("VZEROUPPER")
-		p("RET")
+		p("%s %s, %s, %s", xor, r, r, r)
 	}
+	p("TESTQ CX, CX")
+	p("JEQ %s_done", name)
+	fmt.Fprintf(s, "%s_loop:\n", name)
+	for i := range acc {
+		p("%s", ins(i))
+	}
+	p("DECQ CX")
+	p("JNE %s_loop", name)
+	fmt.Fprintf(s, "%s_done:\n", name)
+	p("VZEROUPPER")
+	p("RET")
 }
 
 // widenPanelKernel emits widenPanelAVX512 and widenPanelAVX2(dst, src,
