@@ -1,6 +1,10 @@
 package kernels
 
-import "math"
+import (
+	"math"
+
+	"github.com/tokenmix/tokenmix/internal/parallel"
+)
 
 // BF16 is a bfloat16 value: the top 16 bits of a float32 (sign, 8 exponent
 // bits, 7 mantissa bits).
@@ -37,3 +41,24 @@ func bf16Of(x float32) BF16 {
 
 // Float32 is b as a float32 (exact).
 func (b BF16) Float32() float32 { return math.Float32frombits(uint32(b) << 16) }
+
+// RoundBF16 rounds x in place to bf16 values (ToBF16's rounding, read back
+// exactly), splitting large inputs across at most threads threads; on the
+// calling goroutine it allocates nothing.
+func RoundBF16(threads int, x []float32) {
+	if serialWork(threads, len(x), 1) {
+		roundBF16(x)
+		return
+	}
+	parallel.For(threads, len(x), 16, func(_, lo, hi int) { roundBF16(x[lo:hi]) })
+}
+
+// roundBF16 is RoundBF16 on the calling goroutine, through a small buffer
+// of bits on the stack.
+func roundBF16(x []float32) {
+	var bits [512]uint16
+	for i := 0; i < len(x); i += len(bits) {
+		j := min(i+len(bits), len(x))
+		StoreBF16.KeepST(bits[:j-i], x[i:j])
+	}
+}

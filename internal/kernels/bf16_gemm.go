@@ -208,6 +208,12 @@ func SetBF16Path(name string) (string, error) {
 // BF16Path is the bf16 GEMM path in use.
 func BF16Path() string { return bf16Path().name }
 
+// BF16Widens reports whether the bf16 GEMM path in use multiplies values
+// widened to float32 with the float32 kernels (avx512fma, avx2fma): a
+// caller whose operands already hold bf16 values (RoundBF16) gets bf16
+// products from Gemm in PrecFP32 as fast, without packing them.
+func BF16Widens() bool { return bf16Path().widen }
+
 // bf16BlockGo is the pure-Go path's block: rows r0…r1 of C for panels
 // p0…p1 of B.
 func bf16BlockGo(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tokenmix/tokenmix/internal/kernels"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -81,36 +82,46 @@ func sameBits(t *testing.T, out, dx [2][]float32, g [2][][]float32) {
 	}
 }
 
-// TestBF16Packed: in precision bf16, the tile products on operands packed
-// once per pass (headPacks) give bitwise the outputs and gradients of
-// packing every tile's operands (kernels.Gemm with PrecBF16): both round the same
+// TestBF16Packed: in precision bf16, on every bf16 kernel path, the tile
+// products on operands prepared once per pass give bitwise the outputs and
+// gradients of packing every tile's operands (kernels.Gemm with
+// PrecBF16): on operands packed once (headPacks), or, on the paths that
+// widen bf16 values to float32 (kernels.BF16Widens), on operands rounded
+// in place and multiplied in float32 (roundBF16). Both round the same
 // values to bf16 and multiply them in the same order. The lengths span
-// several key tiles, with a partial last one; d_head 128 spans two
-// panels of packed B.
+// several key tiles, with a partial last one; d_head 128 spans two panels
+// of packed B.
 func TestBF16Packed(t *testing.T) {
-	for _, c := range []struct {
-		D, H, T int
-		causal  bool
-		pad     bool
-	}{{64, 2, 200, true, false}, {64, 2, 150, false, true}, {128, 1, 130, true, true}, {64, 4, 64, false, false}} {
-		t.Run(fmt.Sprintf("%+v", c), func(t *testing.T) {
-			B := 2
-			cfg := mixer.Config{D: c.D, Heads: c.H, MaxLen: c.T, Causal: c.causal, Precision: "bf16"}
-			var out, dx [2][]float32
-			var g [2][][]float32
-			for i, unpacked := range []bool{false, true} {
-				var a *Attention[float32]
-				out[i], dx[i], g[i], a = passOnce(t, cfg, B, c.T, c.pad, func(a *Attention[float32]) { a.unpacked = unpacked })
-				if hp := a.bf16Packs(); (hp == nil) != unpacked {
-					t.Fatalf("unpacked=%v: bf16Packs %v", unpacked, hp)
-				} else if hp != nil {
-					if n := len(hp.qT); n < B*c.H {
-						t.Fatalf("%d units packed", n)
+	for _, bp := range kernels.BF16Paths() {
+		old, _ := kernels.SetBF16Path(bp)
+		for _, c := range []struct {
+			D, H, T int
+			causal  bool
+			pad     bool
+		}{{64, 2, 200, true, false}, {64, 2, 150, false, true}, {128, 1, 130, true, true}, {64, 4, 64, false, false}} {
+			t.Run(fmt.Sprintf("%s/%+v", bp, c), func(t *testing.T) {
+				B := 2
+				cfg := mixer.Config{D: c.D, Heads: c.H, MaxLen: c.T, Causal: c.causal, Precision: "bf16"}
+				var out, dx [2][]float32
+				var g [2][][]float32
+				for i, unpacked := range []bool{false, true} {
+					var a *Attention[float32]
+					out[i], dx[i], g[i], a = passOnce(t, cfg, B, c.T, c.pad, func(a *Attention[float32]) { a.unpacked = unpacked })
+					if a.roundBF16() != (!unpacked && kernels.BF16Widens()) {
+						t.Fatalf("unpacked=%v: roundBF16 %v on %s", unpacked, a.roundBF16(), bp)
 					}
-					packPool.put(hp)
+					if hp := a.bf16Packs(); (hp == nil) != (unpacked || kernels.BF16Widens()) {
+						t.Fatalf("unpacked=%v: bf16Packs %v on %s", unpacked, hp, bp)
+					} else if hp != nil {
+						if n := len(hp.qT); n < B*c.H {
+							t.Fatalf("%d units packed", n)
+						}
+						packPool.put(hp)
+					}
 				}
-			}
-			sameBits(t, out, dx, g)
-		})
+				sameBits(t, out, dx, g)
+			})
+		}
+		kernels.SetBF16Path(old)
 	}
 }

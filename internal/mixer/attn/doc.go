@@ -67,7 +67,13 @@
 // each (batch, head)'s q, k, v (and in backward dO) in bf16 once per pass
 // (headPacks), so a tile product packs only its fresh score tile; blocks
 // the packs do not cover (strided or gathered keys) pack per tile
-// (kernels.Gemm on one thread), with bitwise the same result.
+// (kernels.Gemm on one thread), with bitwise the same result. Where the
+// kernels' bf16 path widens bf16 values to float32 anyway
+// (kernels.BF16Widens: avx512fma, avx2fma), nothing is packed: q, k and v
+// already hold bf16 values (Storage, below), backward rounds dO in place
+// once the row sums D_i have read it, each tile rounds P and dS in place
+// after dS is formed, and the products run in float32 (dims.round), again
+// with bitwise the same result (TestBF16Packed).
 //
 // Positions: with a Rope (options "rope", "rope_base"), Attention and
 // RuleAttention rotate q and k right after their projections, so act and

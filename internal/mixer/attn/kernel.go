@@ -29,6 +29,12 @@ type dims struct {
 	slopes []float64
 	// prec is the arithmetic of the score and value products.
 	prec kernels.Prec
+	// round: bf16 products on a kernels path that widens bf16 values to
+	// float32 (kernels.BF16Widens). q, k and v hold bf16 values already
+	// (16-bit storage); backward rounds dO once the row sums D_i have
+	// read it, and each tile rounds P and dS before their products, which
+	// then run in float32 (prec) without packing.
+	round bool
 	// threads is the call's thread budget (Pass.Threads resolved, ≥ 1).
 	threads int
 }
@@ -273,6 +279,9 @@ func fwdBlock[F kernels.Float](o, m, l, s, alpha []F, q []F, ks *keySrc[F], gl [
 		kernels.GemmBF16(1, 1, kernels.Float32A(false, nq, vb.K, any(s).([]float32), nk), kernels.PackedB(&vb), 1, any(o).([]float32)[qoff:], D)
 		return
 	}
+	if d.round {
+		kernels.RoundBF16(1, any(s).([]float32))
+	}
 	vr, lv := ks.rows(ks.v, ks.vh, ks.g.v, blk, d, b, h)
 	kernels.Gemm(1, d.prec, false, false, nq, Dh, nk, 1, s, nk, vr, lv, 1, o[qoff:], blk.QS*D)
 }
@@ -318,6 +327,9 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 			}
 		}
 	})
+	if d.round {
+		kernels.RoundBF16(d.threads, any(do[:B*T*D]).([]float32))
+	}
 	if !ks.hp.coversAll(lay) {
 		ks.kt.fill(ks.k, d, lay, ks.panels)
 		ks.vt.fill(ks.v, d, lay, ks.panels)
@@ -403,27 +415,31 @@ func bwdBlock[F kernels.Float](dq, s, dp, dkT, dvT, drow, do, lse, q []F, ks *ke
 	maskScores(s, blk, gl, d, p, b)
 	si := (b*d.H+h)*T + blk.Q0
 	kernels.ExpSubRows(s, nq, nk, lse[si:], blk.QS) // P
-	// dP = dO·Vᵀ;  dV += Pᵀ·dO
+	// dP = dO·Vᵀ
 	if packed {
 		a := hp.doa[u].Rows(blk.Q0, nq)
 		vt := hp.vt[u].View(0, Dh, blk.K0, nk)
 		kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.PackedB(&vt), 0, any(dp).([]float32), nk)
 	} else {
 		ks.scores(dp, 1, do[qoff:], lq, true, blk, d, b, h)
-		if trans {
-			kernels.Gemm(1, d.prec, true, false, Dh, nk, nq, 1, dor, ldo, s, nk, 1, dvT[blk.K0:], ldt)
-		} else {
-			kernels.Gemm(1, d.prec, true, false, nk, Dh, nq, 1, s, nk, dor, ldo, 1, dvr, ldk)
-		}
 	}
 	// dS = P ⊙ (dP − D_i)
 	kernels.SubMulRows(dp, s, nq, nk, drow[si:], blk.QS)
-	// dQ += scale·dS·K;  dK += scale·dSᵀ·Q
+	// dV += Pᵀ·dO;  dQ += scale·dS·K;  dK += scale·dSᵀ·Q
 	if packed {
 		kb := hp.kb[u].View(blk.K0, nk, 0, Dh)
 		kernels.GemmBF16(1, float32(sc), kernels.Float32A(false, nq, kb.K, any(dp).([]float32), nk), kernels.PackedB(&kb), 1, any(dq).([]float32)[qoff:], lq)
 		hp.keyGrads(any(s).([]float32), any(dp).([]float32), float32(sc), blk, d, u)
 		return
+	}
+	if d.round {
+		kernels.RoundBF16(1, any(s).([]float32))
+		kernels.RoundBF16(1, any(dp).([]float32))
+	}
+	if trans {
+		kernels.Gemm(1, d.prec, true, false, Dh, nk, nq, 1, dor, ldo, s, nk, 1, dvT[blk.K0:], ldt)
+	} else {
+		kernels.Gemm(1, d.prec, true, false, nk, Dh, nq, 1, s, nk, dor, ldo, 1, dvr, ldk)
 	}
 	kernels.Gemm(1, d.prec, false, false, nq, Dh, nk, sc, dp, nk, kr, lk, 1, dq[qoff:], lq)
 	if trans {

@@ -214,8 +214,12 @@ func (a *Attention[F]) dims(p mixer.Pass) dims {
 	if s <= 1 {
 		s = 0
 	}
-	return dims{B: p.B, T: p.T, D: a.D, H: a.H, Dh: a.Dh, scale: 1 / math.Sqrt(float64(a.Dh)), s: s, slopes: a.Slopes, prec: a.proj.Prec,
-		threads: mixer.Budget(p.Threads)}
+	prec, round := a.proj.Prec, a.roundBF16()
+	if round {
+		prec = kernels.PrecFP32
+	}
+	return dims{B: p.B, T: p.T, D: a.D, H: a.H, Dh: a.Dh, scale: 1 / math.Sqrt(float64(a.Dh)), s: s, slopes: a.Slopes, prec: prec,
+		round: round, threads: mixer.Budget(p.Threads)}
 }
 
 func (a *Attention[F]) layouts(T int) []*Layout {
@@ -319,12 +323,26 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	a.proj.Backward(th, pv, dx, dv, x, N, false)
 }
 
-// bf16Packs returns a store for the packed operands, from packPool (the
-// caller puts it back), when the score and value products run in bf16 (a
-// float32 mixer in precision bf16), else nil.
-func (a *Attention[F]) bf16Packs() *headPacks {
+// bf16 says whether the score and value products run in bf16: a float32
+// mixer in precision bf16.
+func (a *Attention[F]) bf16() bool {
 	var z F
-	if _, ok := any(z).(float32); !ok || a.proj.Prec != kernels.PrecBF16 || a.unpacked {
+	_, ok := any(z).(float32)
+	return ok && a.proj.Prec == kernels.PrecBF16
+}
+
+// roundBF16 says whether the bf16 products multiply operands rounded in
+// place in float32 (dims.round): on a kernels path that widens bf16
+// values anyway, packing them would only cost time.
+func (a *Attention[F]) roundBF16() bool {
+	return a.bf16() && !a.unpacked && kernels.BF16Widens()
+}
+
+// bf16Packs returns a store for the packed operands, from packPool (the
+// caller puts it back), when the score and value products run in bf16 on
+// packed operands (bf16, not roundBF16), else nil.
+func (a *Attention[F]) bf16Packs() *headPacks {
+	if !a.bf16() || a.unpacked || a.roundBF16() {
 		return nil
 	}
 	return packPool.get()
