@@ -375,6 +375,9 @@ func TestGemmBF16RowInvariant(t *testing.T) {
 // (transposed or not) or bf16 rows, or takes views of packed ones (as
 // attention's tiles do, a view per call).
 func TestGemmBF16NoAlloc(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops buffers under the race detector")
+	}
 	a, b, c := make([]float32, 64*70), make([]float32, 70*80), make([]float32, 64*80)
 	rows := make([]BF16, 70*80)
 	var pa BF16A
