@@ -1069,7 +1069,7 @@ func fmaPeak(s, g *bytes.Buffer) {
 			x, y = "Z30", "Z31"
 		}
 		var zero []string
-		for _, r := range seq(f.acc) {
+		for r := range f.acc {
 			zero = append(zero, fmt.Sprintf("%s%d", f.reg, r))
 		}
 		peakLoop(s, f.name, append(zero, x, y), f.acc, func(i int) string {
@@ -1162,15 +1162,6 @@ func widenPanelKernel(s, g *bytes.Buffer) {
 	s.WriteString("frombf2_done:\n")
 	p("VZEROUPPER")
 	p("RET")
-}
-
-// seq returns 0, 1, …, n-1.
-func seq(n int) []int {
-	s := make([]int, n)
-	for i := range s {
-		s[i] = i
-	}
-	return s
 }
 
 // bf16PeakAcc is the accumulators of bf16PeakLoop: enough to cover the
