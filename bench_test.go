@@ -99,12 +99,13 @@ func TestClassifyChild(t *testing.T) {
 
 // BenchmarkPrecision compares Classify in fp32 and in bf16 (WithPrecision)
 // on benchCfg's classifier, each call 8 sequences of 128 tokens, in one
-// run: bf16 on each assembly bf16 path of this CPU (bf16/avx512fma,
-// bf16/avx512bf16, bf16/amx), the one in use last.
+// run: bf16 on each assembly bf16 path of this CPU (bf16/avx2fma,
+// bf16/avx512fma, bf16/avx512bf16, bf16/amx), the one in use last.
 func BenchmarkPrecision(b *testing.B) { benchPrecision(b, benchCfg, 128) }
 
 // BenchmarkPrecisionD256T512 is BenchmarkPrecision on a 4-layer d=256
-// classifier (scripts/serve_cls_d256.json) with 8 sequences of 512 tokens.
+// classifier (scripts/serve_cls_d256.json's, max_len 512) with 8
+// sequences of 512 tokens.
 func BenchmarkPrecisionD256T512(b *testing.B) {
 	benchPrecision(b, `{"vocab_size": 256, "d_model": 256, "n_heads": 4, "n_layers": 4, "d_ff": 1024, "max_len": 512,
  "task": "classify", "n_classes": 2, "pool": "mean", "mixer": {"kind": "full"}, "train": {}}`, 512)
