@@ -79,7 +79,8 @@
 // values, bit for bit where both split K alike (TestGemmBF16Wide). Where
 // VDPBF16PS issues at a quarter of the FMA's rate (its 64-flop peak half
 // the FMA's: an Intel Xeon, family 6 model 207, AMX not exposed)
-// avx512fma runs about 1.8× faster than avx512bf16; where it issues as
+// avx512fma runs 1.3–2.1× faster than avx512bf16 (`bench gemm` shapes,
+// one thread); where it issues as
 // often (Zen 4 and 5), slower. bf16Order decides on first use, from the
 // two instructions' peak loops timed on registers. On AVX2 alone avx2fma
 // runs as fast as the float32 AVX2 GEMM, 25× the pure-Go twin.
