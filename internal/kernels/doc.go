@@ -80,9 +80,10 @@
 // VDPBF16PS issues at a quarter of the FMA's rate (its 64-flop peak half
 // the FMA's: an Intel Xeon, family 6 model 207, AMX not exposed)
 // avx512fma runs 1.3–2.1× faster than avx512bf16 (`bench gemm` shapes,
-// one thread); where it issues as
-// often (Zen 4 and 5), slower. bf16Order decides on first use, from the
-// two instructions' peak loops timed on registers. On AVX2 alone avx2fma
+// one thread); where it issues as often as the FMA (Zen 4 and 5, not
+// measured with this path), VDPBF16PS's double work per instruction should
+// win. bf16Order decides on first use, from the two instructions' peak
+// loops timed on registers. On AVX2 alone avx2fma
 // runs as fast as the float32 AVX2 GEMM, 25× the pure-Go twin.
 // bf16TileGo is the pure-Go twin; BF16Path names the path in use (AMX,
 // else the faster AVX-512 path, else avx2fma, else the twin). ToBF16
