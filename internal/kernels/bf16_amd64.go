@@ -139,11 +139,7 @@ func bf16BlockAVX2(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c 
 func bf16BlockWide(p Path, a *BF16A, b *BF16B, r0, r1, p0, p1 int, alpha, beta float32, c []float32, ldc int) {
 	pairs, n, ps := b.pairs, b.N, b.panelStride()
 	k2 := 2 * pairs
-	kc := k2
-	if k2 > gemmKC+gemmKC/4 {
-		nb := (k2 + gemmKC - 1) / gemmKC
-		kc = ((k2+nb-1)/nb + 1) &^ 1
-	}
+	kc := (gemmKBlock(k2) + 1) &^ 1 // the float32 GEMM's blocks, pairs whole
 	ld := kc
 	if ld%1024 == 0 {
 		ld += 16

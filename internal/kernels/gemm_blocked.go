@@ -32,12 +32,7 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	nr := gemmPanel(p)
-	kc := k
-	if k > gemmKC+gemmKC/4 {
-		nb := (k + gemmKC - 1) / gemmKC
-		kc = (k + nb - 1) / nb
-	}
+	nr, kc := gemmPanel(p), gemmKBlock(k)
 	nc := min(max(nr, gemmPackB/kc/nr*nr), (n+nr-1)/nr*nr)
 	mc := min(max(gemmMR, gemmPackA/kc/gemmMR*gemmMR), (m+gemmMR-1)/gemmMR*gemmMR)
 	// A transposed: the Go kernel needs rows, so pack op(A) row-major. The
@@ -105,6 +100,16 @@ func gemmBlocked(w *gemmWork, p Path, transA, transB bool, m, n, k int, alpha fl
 			}
 		}
 	}
+}
+
+// gemmKBlock is the k block of a product of k: k itself up to 1.25·gemmKC,
+// else k in equal blocks of at most gemmKC.
+func gemmKBlock(k int) int {
+	if k <= gemmKC+gemmKC/4 {
+		return k
+	}
+	nb := (k + gemmKC - 1) / gemmKC
+	return (k + nb - 1) / nb
 }
 
 // gemmStridedB says whether gemmBlocked reads op(B) = B in place, rows ldb
