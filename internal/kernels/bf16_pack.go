@@ -100,8 +100,10 @@ func serialPack(threads, values, n, grain int) bool {
 
 // packArgs are the arguments of the packers' row and panel loops: the
 // packed data (rows st apart, or panels of pairs pair rows), op(A) or
-// op(B) [k, n] from float32 src or bf16 rows, ld apart, transposed or not.
+// op(B) [k, n] from float32 src or bf16 rows, ld apart, transposed or not;
+// kind says which loop runs.
 type packArgs struct {
+	kind  packKind
 	data  []BF16
 	st, k int
 	n     int
@@ -110,6 +112,44 @@ type packArgs struct {
 	ld    int
 	trans bool
 	pairs int
+}
+
+// packKind is a packer's loop: rows of op(A) = A or Aᵀ, or panels of
+// op(B) from float32 values or from bf16 rows.
+type packKind uint8
+
+const (
+	packRowsA packKind = iota
+	packRowsAT
+	packPanelsB
+	packPanelsBRows
+)
+
+// run packs units lo…hi of x: rows of op(A), or panels of op(B).
+func (x *packArgs) run(lo, hi int) {
+	switch x.kind {
+	case packRowsA:
+		packARows(x, lo, hi)
+	case packRowsAT:
+		packATRows(x, lo, hi)
+	case packPanelsB:
+		packBPanels(x, lo, hi)
+	case packPanelsBRows:
+		packBRowsPanels(x, lo, hi)
+	}
+}
+
+// pack runs x over units [0, n): on the calling goroutine when serial,
+// else across up to threads goroutines. The arguments travel in x, not in
+// a closure, and only the parallel call copies them to the heap: packing
+// on the calling goroutine allocates nothing.
+func (x packArgs) pack(threads int, serial bool, n, grain int) {
+	if serial {
+		x.run(0, n)
+		return
+	}
+	xc := x
+	parallel.For(threads, n, grain, func(_, lo, hi int) { xc.run(lo, hi) })
 }
 
 func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, threads int) {
@@ -125,25 +165,11 @@ func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, threads 
 	if m == 0 {
 		return
 	}
-	x := packArgs{data: data, st: st, k: k, src: a, ld: lda}
-	// The arguments go in x, not in a closure, and only the parallel
-	// call copies them to the heap: packing on the calling goroutine
-	// allocates nothing.
-	switch {
-	case serialPack(threads, m*k, m, 16) && transA:
-		packATRows(&x, 0, m)
-	case serialPack(threads, m*k, m, 16):
-		packARows(&x, 0, m)
-	default:
-		xc := x
-		parallel.For(threads, m, 16, func(_, lo, hi int) {
-			if transA {
-				packATRows(&xc, lo, hi)
-			} else {
-				packARows(&xc, lo, hi)
-			}
-		})
+	kind := packRowsA
+	if transA {
+		kind = packRowsAT
 	}
+	packArgs{kind: kind, data: data, st: st, k: k, src: a, ld: lda}.pack(threads, serialPack(threads, m*k, m, 16), m, 16)
 }
 
 // packARows packs rows lo…hi of a row-major A.
@@ -230,13 +256,8 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, threads 
 	if dst.reset(k, n) == 0 {
 		return
 	}
-	x := packArgs{data: dst.Data, k: k, n: n, src: b, ld: ldb, trans: transB, pairs: pairs}
-	if serialPack(threads, k*n, panels, 1) {
-		packBPanels(&x, 0, panels)
-		return
-	}
-	xc := x // as in packBF16A
-	parallel.For(threads, panels, 1, func(_, lo, hi int) { packBPanels(&xc, lo, hi) })
+	x := packArgs{kind: packPanelsB, data: dst.Data, k: k, n: n, src: b, ld: ldb, trans: transB, pairs: pairs}
+	x.pack(threads, serialPack(threads, k*n, panels, 1), panels, 1)
 }
 
 // packBPanels packs panels lo…hi of op(B).
@@ -312,13 +333,8 @@ func PackBF16BRows(threads int, dst *BF16B, k, n int, b []BF16, ldb int) {
 	if dst.reset(k, n) == 0 {
 		return
 	}
-	x := packArgs{data: dst.Data, k: k, n: n, rows: b, ld: ldb, pairs: pairs}
-	if threads <= 1 || panels == 1 {
-		packBRowsPanels(&x, 0, panels)
-		return
-	}
-	xc := x // as in packBF16A
-	parallel.For(threads, panels, 1, func(_, lo, hi int) { packBRowsPanels(&xc, lo, hi) })
+	x := packArgs{kind: packPanelsBRows, data: dst.Data, k: k, n: n, rows: b, ld: ldb, pairs: pairs}
+	x.pack(threads, threads <= 1 || panels == 1, panels, 1)
 }
 
 // packPanel returns packed panel pn of x (cleared where it has padding:
