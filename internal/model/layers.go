@@ -232,37 +232,27 @@ func poolBackward[F kernels.Float](dinp, dout []F, pad []bool, first bool, B, T,
 // loss's last bits depend on the thread count threads. crossEntropyForward
 // panics if a target is outside [−1, V).
 func crossEntropyForward[F kernels.Float](threads int, logits []F, targets []int32, N, V int, eps float64) (loss float64, count int) {
-	sums := make([]float64, threads)
-	counts := make([]int, threads)
-	parallel.For(threads, N, 64, func(w, lo, hi int) {
-		tmp := make([]F, V)
-		for n := lo; n < hi; n++ {
-			y := int(targets[n])
-			if y == -1 {
-				continue
-			}
-			if y < 0 || y >= V {
-				panic("model: cross-entropy target out of range")
-			}
-			row := logits[n*V : (n+1)*V]
-			mx := kernels.Max(row)
-			s := kernels.ExpSub(tmp, row, mx)
-			l := float64(mx) + math.Log(float64(s)) - float64(row[y])
-			if eps > 0 {
-				var mean float64
-				for _, z := range row {
-					mean += float64(z)
-				}
-				mean /= float64(V)
-				l += eps * (float64(row[y]) - mean)
-			}
-			sums[w] += l
-			counts[w]++
-		}
-	})
-	for w := range sums {
-		loss += sums[w]
-		count += counts[w]
+	ce := newCESums(threads)
+	crossEntropyRows(threads, ce, logits, targets, N, V, eps, false, 0)
+	return ce.mean()
+}
+
+// ceSums is the cross-entropy's partial sums, one per thread: the losses
+// in float64 and the rows that have a target.
+type ceSums struct {
+	sums   []float64
+	counts []int
+}
+
+func newCESums(threads int) ceSums {
+	return ceSums{make([]float64, threads), make([]int, threads)}
+}
+
+// mean is the loss over every row added so far, and their number.
+func (ce ceSums) mean() (loss float64, count int) {
+	for w := range ce.sums {
+		loss += ce.sums[w]
+		count += ce.counts[w]
 	}
 	if count == 0 {
 		return 0, 0
@@ -270,11 +260,76 @@ func crossEntropyForward[F kernels.Float](threads int, logits []F, targets []int
 	return loss / float64(count), count
 }
 
+// crossEntropyRows adds the losses of logits [N,V] for targets [N] (see
+// crossEntropyForward) to the sums of the threads that compute them. With
+// grad it also overwrites every row with the gradient of scale times its
+// loss, crossEntropyBackward's bit for bit, so that the logits and their
+// gradient share one buffer; without grad the rows are left unchanged.
+func crossEntropyRows[F kernels.Float](threads int, ce ceSums, logits []F, targets []int32, N, V int, eps float64, grad bool, scale float64) {
+	parallel.For(threads, N, 64, func(w, lo, hi int) {
+		var tmp []F
+		if !grad {
+			tmp = make([]F, V)
+		}
+		for n := lo; n < hi; n++ {
+			y := int(targets[n])
+			row := logits[n*V : (n+1)*V]
+			if y == -1 {
+				if grad {
+					clear(row)
+				}
+				continue
+			}
+			if y < 0 || y >= V {
+				panic("model: cross-entropy target out of range")
+			}
+			zy := float64(row[y])
+			var mean float64
+			if eps > 0 {
+				for _, z := range row {
+					mean += float64(z)
+				}
+				mean /= float64(V)
+			}
+			e := tmp
+			if grad {
+				e = row
+			}
+			mx := kernels.Max(row)
+			s := kernels.ExpSub(e, row, mx)
+			l := float64(mx) + math.Log(float64(s)) - zy
+			if eps > 0 {
+				l += eps * (zy - mean)
+			}
+			ce.sums[w] += l
+			ce.counts[w]++
+			if grad {
+				ceGrad(e, s, y, V, scale, eps)
+			}
+		}
+	})
+}
+
+// ceGrad turns e = exp(logits − max), whose sum is s, into the gradient
+// of scale times the row's loss for target y: scale·(softmax − the target
+// distribution).
+func ceGrad[F kernels.Float](e []F, s F, y, V int, scale, eps float64) {
+	kernels.Scale(e, F(scale/float64(s)))
+	if eps > 0 {
+		u := F(scale * eps / float64(V))
+		for j := range e {
+			e[j] -= u
+		}
+	}
+	e[y] -= F(scale * (1 - eps))
+}
+
 // crossEntropyBackward sets dlogits[n] = scale·(softmax(logits[n]) −
 // onehot(target[n])) for rows with target ≠ −1 and 0 for the others (with
 // label smoothing eps, the target distribution (1−eps)·onehot + eps/V);
 // scale is dloss/count. Unlike the other backward functions it overwrites,
-// so dlogits need not be zeroed. It runs on at most threads threads.
+// so dlogits need not be zeroed; it may be logits itself. It runs on at
+// most threads threads.
 func crossEntropyBackward[F kernels.Float](threads int, dlogits, logits []F, targets []int32, N, V int, scale, eps float64) {
 	parallel.For(threads, N, 64, func(_, lo, hi int) {
 		for n := lo; n < hi; n++ {
@@ -286,14 +341,7 @@ func crossEntropyBackward[F kernels.Float](threads int, dlogits, logits []F, tar
 			}
 			row := logits[n*V : (n+1)*V]
 			s := kernels.ExpSub(d, row, kernels.Max(row))
-			kernels.Scale(d, F(scale/float64(s)))
-			if eps > 0 {
-				u := F(scale * eps / float64(V))
-				for j := range d {
-					d[j] -= u
-				}
-			}
-			d[y] -= F(scale * (1 - eps))
+			ceGrad(d, s, y, V, scale, eps)
 		}
 	})
 }

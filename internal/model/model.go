@@ -71,7 +71,10 @@ type Model[F kernels.Float] struct {
 
 	// LossScale multiplies the loss's gradient in Backward (0 means 1):
 	// the dynamic loss scale of precision "fp16" (Trainer). Grads are then
-	// LossScale times the gradient of the loss.
+	// LossScale times the gradient of the loss. Set it before a training
+	// Forward: a token-level task's head computes its gradient there, at
+	// full scale before it is stored in half (Backward rescales it if
+	// LossScale changed in between, but after that rounding).
 	LossScale float64
 	// bf16 inference (UseBF16): the feed-forward and head weights packed.
 	bf16     []blockBF16
@@ -89,7 +92,13 @@ type Model[F kernels.Float] struct {
 	loss            float64
 	dropping        bool    // the last Forward dropped (Train, dropout > 0)
 	smooth          float64 // the last Forward's label smoothing (Train only)
-	nce             infoNCE // an embedder's loss state
+	// fused: the last Forward ran the fused head (headFused), whose
+	// gradients carry the loss scale fusedScale; keepLogits (set by
+	// GradFile) keeps a training forward's logits by not fusing.
+	fused      bool
+	fusedScale float64
+	keepLogits bool
+	nce        infoNCE // an embedder's loss state
 }
 
 // New builds a model for config c, which must come from ParseConfig (or
@@ -188,8 +197,14 @@ func (m *Model[F]) Mixer(i int) mixer.Mixer[F] { return m.mixers[i] }
 func (m *Model[F]) ZeroGrad() { clear(m.Grads) }
 
 // Logits returns the last forward's logits: [B,T,vocab_size] for lm,
-// [B,n_classes] for classify. The slice aliases the activation slab.
+// [B,n_classes] for classify. The slice aliases the activation slab. A
+// training forward of a token-level task with targets keeps no logits
+// (the head runs fused with its backward, in chunks): Logits is nil then.
+// An lm's Backward overwrites them with their gradient.
 func (m *Model[F]) Logits() []F {
+	if m.fused {
+		return nil
+	}
 	return m.act(m.plan.logits)
 }
 
@@ -303,6 +318,7 @@ func (m *Model[F]) Forward(tokens, targets []int32, B, T int) (float64, error) {
 	}
 	m.reserve(B, T)
 	m.tokens, m.targets = tokens, targets
+	m.fused = false
 	m.dropping = m.Train && c.Dropout > 0
 	m.pad = nil
 	if c.PadID != nil {
@@ -374,7 +390,9 @@ func (m *Model[F]) blockForward(i int) {
 	m.blockFFForward(i, out, mid, mid)
 }
 
-// headForward computes LN_f, the head and (with targets) the loss.
+// headForward computes LN_f, the head and (with targets) the loss. A
+// training forward of a token-level task runs the head fused with its
+// backward (headFused).
 func (m *Model[F]) headForward() float64 {
 	c, p := m.Config, &m.plan
 	B, T, D, V := p.B, p.T, c.DModel, c.HeadOut()
@@ -382,6 +400,14 @@ func (m *Model[F]) headForward() float64 {
 	lnf := m.act(p.lnf)
 	layerNormForward(p.Threads, lnf, m.act(p.lnfMean), m.act(p.lnfRstd), m.act(p.res[c.NLayers]), m.w.lnfw, m.w.lnfb, N, D)
 	m.store(lnf)
+	m.smooth = 0
+	if m.Train && c.Train != nil {
+		m.smooth = c.Train.LabelSmoothing
+	}
+	m.fused = m.Train && m.targets != nil && !c.Pooled() && m.inspect == nil && !m.keepLogits
+	if m.fused {
+		return m.headFused()
+	}
 	logits := m.act(p.logits)
 	rows := N
 	if c.Pooled() {
@@ -400,10 +426,6 @@ func (m *Model[F]) headForward() float64 {
 		m.nTargets = 0
 		return 0
 	}
-	m.smooth = 0
-	if m.Train && c.Train != nil {
-		m.smooth = c.Train.LabelSmoothing
-	}
 	if c.Task == "embed" {
 		loss, n := m.nce.forward(logits, m.targets, rows, V, c.Temperature)
 		m.nTargets = n
@@ -412,6 +434,100 @@ func (m *Model[F]) headForward() float64 {
 	loss, n := crossEntropyForward(p.Threads, logits, m.targets, rows, V, m.smooth)
 	m.nTargets = n
 	return loss
+}
+
+// headRows is the rows of one chunk of the head's backward for N rows
+// of V logits: 256K logits (1 MiB in float32, so that a chunk stays in
+// cache from its logits to its gradient's two products), but at least 256
+// rows (below that, streaming the head's weight once per chunk would cost
+// more than it saves) and at most N. headChunkRows, when set (by tests),
+// replaces the rule.
+func headRows(N, V int) int {
+	if headChunkRows > 0 {
+		return min(headChunkRows, N)
+	}
+	return min(N, max(256, (1<<18)/max(V, 1)))
+}
+
+var headChunkRows int
+
+// headFused runs the head of a training forward of a token-level task
+// with its backward, by chunks of headRows rows (headChunks): each
+// chunk's logits, their loss and, in their place, their gradient. The
+// gradient of LN_f's output and the head's weight and bias gradients go
+// to head.grad, for Backward. So the logits of the whole batch are never
+// stored, and each chunk's are produced and consumed while in cache. The
+// gradient carries the scale LossScale has at this forward (fusedScale);
+// Backward rescales it if LossScale changed since. The loss and every
+// gradient are bitwise the unfused head's when one chunk holds every row;
+// with more chunks the head's weight and bias gradients are summed chunk
+// by chunk.
+func (m *Model[F]) headFused() float64 {
+	c, p := m.Config, &m.plan
+	D, V := c.DModel, c.HeadOut()
+	count := 0
+	for _, y := range m.targets {
+		if y != -1 {
+			count++
+		}
+	}
+	m.nTargets = count
+	m.fusedScale = m.lossScale()
+	if count == 0 {
+		return 0
+	}
+	scale := m.fusedScale / float64(count)
+	lnf := m.act(p.lnf)
+	gw, gb, dln := m.fusedGrads()
+	clear(gb)
+	ce := newCESums(p.Threads)
+	m.headChunks(dln, gw, gb, 0, func(z []F, r0, n int) {
+		kernels.LinearForward(p.Threads, m.prec, z, lnf[r0*D:(r0+n)*D], m.w.headw, m.headBF16, m.w.headb, n, D, V, false)
+		crossEntropyRows(p.Threads, ce, z, m.targets[r0:r0+n], n, V, m.smooth, true, scale)
+	})
+	loss, _ := ce.mean()
+	return loss
+}
+
+// fusedGrads is head.grad's three parts: the head's weight gradient [V,D],
+// its bias gradient [V] and the gradient of LN_f's output [B·T,D].
+func (m *Model[F]) fusedGrads() (gw, gb, dln []F) {
+	D, V := m.Config.DModel, m.Config.HeadOut()
+	hg := m.grad(m.plan.headGrad)
+	return hg[:V*D], hg[V*D : V*D+V], hg[V*D+V:]
+}
+
+// headChunks is a token-level head's backward by chunks of headRows rows:
+// fill writes the gradient of chunk [r0, r0+n)'s logits into z, then the
+// chunk's rows of dln [B·T,D] are set to z·W, and zᵀ·LN_f's rows are added
+// to gw [V,D] (to beta·gw on the first chunk) and z's column sums to gb.
+func (m *Model[F]) headChunks(dln, gw, gb []F, beta F, fill func(z []F, r0, n int)) {
+	c, p := m.Config, &m.plan
+	D, V := c.DModel, c.HeadOut()
+	N := p.B * p.T
+	lnf, dz := m.act(p.lnf), m.grad(p.dlogits)
+	R := headRows(N, V)
+	for r0 := 0; r0 < N; r0 += R {
+		n := min(R, N-r0)
+		z := dz[:n*V]
+		fill(z, r0, n)
+		m.store(z)
+		if m.inspect != nil {
+			m.inspect(fmt.Sprintf("head backward: logits gradient (rows %d–%d)", r0, r0+n), z)
+		}
+		kernels.Gemm(p.Threads, m.prec, false, false, n, D, V, 1, z, V, m.w.headw, D, 0, dln[r0*D:], D)
+		kernels.Gemm(p.Threads, m.prec, true, false, V, D, n, 1, z, V, lnf[r0*D:], D, beta, gw, D)
+		kernels.BiasGrad(p.Threads, gb, z, n, V)
+		beta = 1
+	}
+}
+
+// lossScale is LossScale, or 1 for its zero.
+func (m *Model[F]) lossScale() float64 {
+	if m.LossScale != 0 {
+		return m.LossScale
+	}
+	return 1
 }
 
 // Backward accumulates the gradient of the last forward's loss into Grads.
@@ -443,39 +559,60 @@ func (m *Model[F]) Backward() {
 
 // headBackward writes the gradient of the loss with respect to res[L]
 // into dres (which must be zero), accumulating the head and LN_f gradients.
+// It leaves the forward's state unchanged, so Backward may run again.
 func (m *Model[F]) headBackward(dres []F) {
 	c, p := m.Config, &m.plan
 	B, T, D, V := p.B, p.T, c.DModel, c.HeadOut()
 	N := B * T
-	lnf, logits := m.act(p.lnf), m.act(p.logits)
-	dlogits, dln := m.grad(p.dlogits), m.grad(p.dln)
-	clear(dln)
-	if m.nTargets > 0 { // crossEntropyBackward overwrites every row of dlogits
-		scale := 1 / float64(m.nTargets)
-		if m.LossScale != 0 {
-			scale *= m.LossScale
-		}
-		if c.Pooled() {
-			if c.Task == "embed" {
-				m.nce.backward(dlogits, logits, m.targets, B, V, c.Temperature, scale)
-			} else {
-				crossEntropyBackward(p.Threads, dlogits, logits, m.targets, B, V, scale, m.smooth)
-			}
-			m.store(dlogits)
-			dpooled := m.grad(p.dpooled)
-			clear(dpooled)
-			kernels.LinearBackward(p.Threads, m.prec, dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V, false)
-			poolBackward(dln, dpooled, m.pad, c.Pool == "first", B, T, D)
+	dln := m.grad(p.dln)
+	switch {
+	case m.nTargets == 0:
+		clear(dln)
+	case m.fused:
+		dln = m.headFusedBackward()
+	case c.Pooled():
+		scale := m.lossScale() / float64(m.nTargets)
+		logits, dlogits := m.act(p.logits), m.grad(p.dlogits)
+		if c.Task == "embed" {
+			m.nce.backward(dlogits, logits, m.targets, B, V, c.Temperature, scale)
 		} else {
-			crossEntropyBackward(p.Threads, dlogits, logits, m.targets, N, V, scale, m.smooth)
-			m.store(dlogits)
-			kernels.LinearBackward(p.Threads, m.prec, dln, m.g.headw, m.g.headb, dlogits, lnf, m.w.headw, N, D, V, false)
+			crossEntropyBackward(p.Threads, dlogits, logits, m.targets, B, V, scale, m.smooth)
 		}
+		m.store(dlogits)
+		if m.inspect != nil {
+			m.inspect("head backward: logits gradient", dlogits)
+		}
+		dpooled := m.grad(p.dpooled)
+		clear(dpooled)
+		kernels.LinearBackward(p.Threads, m.prec, dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V, false)
+		clear(dln)
+		poolBackward(dln, dpooled, m.pad, c.Pool == "first", B, T, D)
+	default:
+		scale := m.lossScale() / float64(m.nTargets)
+		logits := m.act(p.logits)
+		m.headChunks(dln, m.g.headw, m.g.headb, 1, func(z []F, r0, n int) {
+			crossEntropyBackward(p.Threads, z, logits[r0*V:(r0+n)*V], m.targets[r0:r0+n], n, V, scale, m.smooth)
+		})
 	}
 	layerNormBackward(p.Threads, dres, m.g.lnfw, m.g.lnfb, dln, m.act(p.res[c.NLayers]), m.w.lnfw, m.act(p.lnfMean), m.act(p.lnfRstd), N, D)
 	if m.inspect != nil {
-		m.inspect("head backward: logits gradient", dlogits)
 		m.inspectGrads(c.HeadName()+".", "ln_f.")
 		m.inspect("ln_f backward: input gradient", dres)
 	}
+}
+
+// headFusedBackward finishes the fused head's backward (headFused): it
+// adds the head's weight and bias gradients to Grads and returns the
+// gradient of LN_f's output, all rescaled first if LossScale changed
+// since the forward.
+func (m *Model[F]) headFusedBackward() []F {
+	gw, gb, dln := m.fusedGrads()
+	if r := m.lossScale() / m.fusedScale; r != 1 {
+		hg := m.grad(m.plan.headGrad)
+		kernels.Scale(hg, F(r))
+		m.fusedScale = m.lossScale()
+	}
+	kernels.AddTo(m.plan.Threads, m.g.headw, gw)
+	kernels.AddTo(m.plan.Threads, m.g.headb, gb)
+	return dln
 }

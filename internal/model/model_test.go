@@ -76,20 +76,26 @@ func newTestModel(t *testing.T, js string) *Model[float64] {
 }
 
 func TestModelFiniteDifferences(t *testing.T) {
-	for _, c := range []struct{ name, js string }{
-		{"lm causal pad", fmt.Sprintf(tinyLM, "")},
-		{"lm checkpoint ff_chunks", fmt.Sprintf(tinyLM, `, "checkpoint": true, "ff_chunks": 5`)},
-		{"classify pad", fmt.Sprintf(tinyCls, "")},
-		{"classify checkpoint", fmt.Sprintf(tinyCls, `, "checkpoint": true, "ff_chunks": 2`)},
-		{"classify pool first", fmt.Sprintf(tinyCls, `, "pool": "first"`)},
-		{"lm dropout", fmt.Sprintf(tinyLM, `, "dropout": 0.3`)},
-		{"tag pad", fmt.Sprintf(tinyTag, "")},
-		{"embed pad", fmt.Sprintf(tinyEmbed, "")},
-		{"embed first checkpoint", fmt.Sprintf(tinyEmbed, `, "pool": "first", "checkpoint": true`)},
-		{"tag checkpoint ff_chunks", fmt.Sprintf(tinyTag, `, "checkpoint": true, "ff_chunks": 3`)},
-		{"classify dropout checkpoint ff_chunks", fmt.Sprintf(tinyCls, `, "dropout": 0.5, "checkpoint": true, "ff_chunks": 2`)},
+	for _, c := range []struct {
+		name, js string
+		headRows int // headChunkRows: the fused head's chunk (0: the rule)
+	}{
+		{"lm causal pad", fmt.Sprintf(tinyLM, ""), 0},
+		{"lm head chunks smoothing", fmt.Sprintf(tinyLM, `, "train": {"label_smoothing": 0.1}`), 5},
+		{"lm checkpoint ff_chunks", fmt.Sprintf(tinyLM, `, "checkpoint": true, "ff_chunks": 5`), 0},
+		{"classify pad", fmt.Sprintf(tinyCls, ""), 0},
+		{"classify checkpoint", fmt.Sprintf(tinyCls, `, "checkpoint": true, "ff_chunks": 2`), 0},
+		{"classify pool first", fmt.Sprintf(tinyCls, `, "pool": "first"`), 0},
+		{"lm dropout", fmt.Sprintf(tinyLM, `, "dropout": 0.3`), 0},
+		{"tag pad", fmt.Sprintf(tinyTag, ""), 0},
+		{"embed pad", fmt.Sprintf(tinyEmbed, ""), 0},
+		{"embed first checkpoint", fmt.Sprintf(tinyEmbed, `, "pool": "first", "checkpoint": true`), 0},
+		{"tag checkpoint ff_chunks", fmt.Sprintf(tinyTag, `, "checkpoint": true, "ff_chunks": 3`), 0},
+		{"classify dropout checkpoint ff_chunks", fmt.Sprintf(tinyCls, `, "dropout": 0.5, "checkpoint": true, "ff_chunks": 2`), 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			defer func(r int) { headChunkRows = r }(headChunkRows)
+			headChunkRows = c.headRows
 			m := newTestModel(t, c.js)
 			m.Train = true // a training forward: dropout, where configured, with a fixed mask
 			B, T := 2, 6

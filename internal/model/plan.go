@@ -61,8 +61,9 @@ type Plan struct {
 	dg, dh   span // [R,DFF]: gradients of GELU output and fc1 output
 	ffg16    span // [B·T·DFF/2]: the GELU output in bf16 (see Model.gelu16)
 	mixScr   span // max over blocks of mixer.ScratchSize(B,T,Threads)
-	dlogits  span // like logits
+	dlogits  span // [B,C] (classify), or [headRows,V] (lm: one chunk)
 	dpooled  span // [B,D] (classify)
+	headGrad span // [V·D+V+B·T·D] (lm): the fused head's weight, bias and input gradients, from forward to backward
 	ddrop    span // [B,T,D]: a branch's output gradient through the dropout mask (dropout > 0)
 
 	rev revSpans // reversible blocks only (see reversible.go)
@@ -217,9 +218,12 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads 
 		p.ffg16 = add("grad", "ff.gelu (bf16)", 1, (BT*c.DFF+1)/2)
 	}
 	p.mixScr = add("grad", "mixer.scratch", 1, maxScr)
-	p.dlogits = add("grad", "d.logits", 1, p.logits.n)
 	if c.Pooled() {
+		p.dlogits = add("grad", "d.logits", 1, p.logits.n)
 		p.dpooled = add("grad", "d.pooled", 1, B*D)
+	} else {
+		p.dlogits = add("grad", "d.logits (chunk)", 1, headRows(BT, V)*V)
+		p.headGrad = add("grad", "head.grad (fused)", 1, V*D+V+BT*D)
 	}
 	if c.Dropout > 0 {
 		p.ddrop = add("grad", "d.dropout", 1, BT*D)

@@ -122,7 +122,11 @@ func NewTrainer[F kernels.Float](m *Model[F]) *Trainer[F] {
 func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) {
 	m := t.Model
 	m.Step = t.Base + t.Opt.Step
-	m.Train = true
+	var scale float64
+	if t.Scale != nil {
+		scale = t.Scale.Scale
+	}
+	m.Train, m.LossScale = true, scale // the forward already runs the head's backward
 	var t0 time.Time
 	if t.Timing != nil {
 		t0 = time.Now()
@@ -133,7 +137,7 @@ func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) 
 	}
 	loss, err := m.Forward(tokens, targets, B, T)
 	if err != nil {
-		m.Train = false
+		m.Train, m.LossScale = false, 0
 		return StepStats{}, err
 	}
 	if t.Timing != nil {
@@ -141,11 +145,6 @@ func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) 
 		t0 = time.Now()
 	}
 	m.ZeroGrad()
-	var scale float64
-	if t.Scale != nil {
-		scale = t.Scale.Scale
-	}
-	m.LossScale = scale
 	m.Backward()
 	m.LossScale, m.Train = 0, false
 	if t.Timing != nil {
