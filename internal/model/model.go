@@ -200,7 +200,6 @@ func (m *Model[F]) ZeroGrad() { clear(m.Grads) }
 // [B,n_classes] for classify. The slice aliases the activation slab. A
 // training forward of a token-level task with targets keeps no logits
 // (the head runs fused with its backward, in chunks): Logits is nil then.
-// An lm's Backward overwrites them with their gradient.
 func (m *Model[F]) Logits() []F {
 	if m.fused {
 		return nil

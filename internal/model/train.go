@@ -36,7 +36,8 @@ type Trainer[F kernels.Float] struct {
 }
 
 // StepTiming is the wall time Trainer.Step spent in each phase, summed
-// over steps: the forward pass with the loss, the backward pass (zeroing
+// over steps: the forward pass with the loss (and a token-level head's
+// backward, which runs fused with its forward), the backward pass (zeroing
 // the gradients included), and the rest (clipping and the optimizer).
 type StepTiming struct {
 	Steps                     int
