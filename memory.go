@@ -39,12 +39,12 @@ func weightBytes(n int, p string) int64 {
 }
 
 // PassBytes is the planned memory of the workspace of one pass over B
-// sequences of T tokens: activations, the buffers the pass shares with
-// training and scratch. The model keeps one workspace, sized by its
+// sequences of T tokens: the activations and scratch of a forward that no
+// backward follows (the model package's ForwardPlan). The model keeps one workspace, sized by its
 // largest pass so far (WorkspaceBytes). Logits, Classify, Score, Embed
 // and Tag run their inputs in passes of at most 16384 tokens (maxBatchTokens),
 // sequences of one length together.
-func (m *Model) PassBytes(B, T int) int64 { return m.net.Plan(B, T).Bytes() }
+func (m *Model) PassBytes(B, T int) int64 { return m.net.ForwardPlan(B, T).Bytes() }
 
 // WorkspaceBytes is the memory the model's workspace holds after its
 // last pass.

@@ -106,7 +106,7 @@ func needOf[F kernels.Float](c *Config, B, T, threads int, train bool) (Need, er
 	for _, s := range paramSpecs(c, specs) {
 		n.NumParams += s.Size()
 	}
-	n.Plan = newPlan(c, mixers, B, T, mixer.Budget(threads))
+	n.Plan = newPlan(c, mixers, B, T, mixer.Budget(threads), !train)
 	return n, nil
 }
 

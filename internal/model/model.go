@@ -184,10 +184,19 @@ func sizeOf[F kernels.Float](F) int {
 	return 8
 }
 
-// Plan returns the memory plan for a batch of B sequences of length T on
-// the model's thread budget, without allocating it.
+// Plan returns the memory plan of a training pass (a forward with targets
+// and its backward) over a batch of B sequences of length T on the model's
+// thread budget, without allocating it.
 func (m *Model[F]) Plan(B, T int) Plan {
-	return newPlan(m.Config, m.mixers, B, T, m.threads())
+	return newPlan(m.Config, m.mixers, B, T, m.threads(), false)
+}
+
+// ForwardPlan is Plan for a forward without targets (evaluation,
+// inference), which no Backward can follow: about half of Plan, as it
+// keeps no block's internals beyond the block's own pass and no
+// gradients.
+func (m *Model[F]) ForwardPlan(B, T int) Plan {
+	return newPlan(m.Config, m.mixers, B, T, m.threads(), true)
 }
 
 // Mixer returns block i's mixer (for reporting statistics).
@@ -230,15 +239,16 @@ func (m *Model[F]) grad(s span) []F { return m.grds[s.off : s.off+s.n : s.off+s.
 func (m *Model[F]) threads() int { return mixer.Budget(m.Threads) }
 
 // reserve makes the slabs fit the plan of (B,T) on the model's thread
-// budget, reallocating only when a slab must grow. Mixer scratch is sized
-// per thread, so a changed budget re-plans too; the passes until the next
-// reserve run on m.plan.Threads.
-func (m *Model[F]) reserve(B, T int) {
+// budget, the forward-only plan with fwd (ForwardPlan), reallocating only
+// when a slab must grow. Mixer scratch is sized per thread, so a changed
+// budget re-plans too; the passes until the next reserve run on
+// m.plan.Threads.
+func (m *Model[F]) reserve(B, T int, fwd bool) {
 	th := m.threads()
-	if m.plan.B == B && m.plan.T == T && m.plan.Threads == th && m.acts != nil {
+	if m.plan.B == B && m.plan.T == T && m.plan.Threads == th && m.plan.Forward == (fwd && !m.Config.Reversible) && m.acts != nil {
 		return
 	}
-	m.plan = newPlan(m.Config, m.mixers, B, T, th)
+	m.plan = newPlan(m.Config, m.mixers, B, T, th, fwd)
 	if cap(m.acts) < m.plan.ActElems {
 		m.acts = make([]F, m.plan.ActElems)
 	}
@@ -315,7 +325,7 @@ func (m *Model[F]) Forward(tokens, targets []int32, B, T int) (float64, error) {
 	if err := c.CheckBatch(tokens, targets, B, T); err != nil {
 		return 0, err
 	}
-	m.reserve(B, T)
+	m.reserve(B, T, targets == nil)
 	m.tokens, m.targets = tokens, targets
 	m.fused = false
 	m.dropping = m.Train && c.Dropout > 0

@@ -35,6 +35,10 @@ type Plan struct {
 	// Threads is the thread budget the mixers' scratch is sized for (the
 	// model's, at the time of the plan): every pass on the plan uses it.
 	Threads int
+	// Forward says the plan is for a forward that no Backward follows (a
+	// Forward without targets: evaluation, inference), which keeps no
+	// activations for backward and no gradients (newPlan).
+	Forward bool
 
 	ActElems, GradElems int // slab sizes in elements
 	// HalfElems is the 16-bit activation slab ("act16"): under precision
@@ -117,10 +121,15 @@ func ffRows(c *Config, bt int) int {
 
 // newPlan computes the memory plan for config c with the given mixers
 // (for their ActSize and ScratchSize) at batch B and length T, for passes
-// on at most threads threads.
-func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads int) Plan {
+// on at most threads threads. With fwd it is the plan of a forward that no
+// Backward follows (Plan.Forward): the blocks share one residual buffer,
+// which each overwrites with its output, and one set of internals, as with
+// checkpointing, and the gradient slab holds only the scratch a forward
+// uses. Reversible blocks have one plan, whatever fwd.
+func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads int, fwd bool) Plan {
 	var zero F
-	p := Plan{B: B, T: T, ElemSize: int(unsafe.Sizeof(zero)), Threads: threads}
+	fwd = fwd && !c.Reversible
+	p := Plan{B: B, T: T, ElemSize: int(unsafe.Sizeof(zero)), Threads: threads, Forward: fwd}
 	D, BT, L := c.DModel, B*T, c.NLayers
 	R := ffRows(c, BT)
 	add := func(slab, name string, count, n int) span {
@@ -142,17 +151,24 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads 
 		return s
 	}
 	// Residual stream: n_layers+1 block inputs (reversible: the two
-	// streams and their mean, whatever the depth).
-	if c.Reversible {
+	// streams and their mean, whatever the depth; forward only: one, which
+	// every block reads and then overwrites).
+	switch {
+	case c.Reversible:
 		p.rev.addActs(&p, c, add)
-	} else {
+	case fwd: // a block reads its input only until its middle residual is written
+		one := add("act", "res", 1, BT*D)
+		for i := 0; i <= L; i++ {
+			p.res = append(p.res, one)
+		}
+	default:
 		for i := 0; i <= L; i++ {
 			p.res = append(p.res, add("act", "res", b2i(i == 0)*(L+1), BT*D))
 		}
 	}
 	// Block internals: one set per block, or one shared set (largest
 	// mixer) with checkpointing or reversible blocks.
-	shared := c.Checkpoint || (c.Reversible && !c.revKeep)
+	shared := c.Checkpoint || (c.Reversible && !c.revKeep) || fwd
 	nb := L
 	if shared {
 		nb = 1
@@ -203,6 +219,22 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads 
 		p.logits = add("act", "logits", 1, BT*V)
 	}
 
+	if fwd { // a forward's scratch: the mixer's output in dln, fc1's output and GELU in dh and dg when kept in 16 bits
+		p.dln = add("grad", "d.ln", 1, BT*D)
+		if c.FFChunks > 1 {
+			p.ffh = add("grad", "ff.fc1 (chunk)", 1, R*c.DFF)
+			p.ffg = add("grad", "ff.gelu (chunk)", 1, R*c.DFF)
+		}
+		if Store16(c, p.ElemSize) {
+			p.dg = add("grad", "d.ff.gelu", 1, R*c.DFF)
+			p.dh = add("grad", "d.ff.fc1", 1, R*c.DFF)
+		}
+		if Store16(c, p.ElemSize) && c.Precision == "bf16" {
+			p.ffg16 = add("grad", "ff.gelu (bf16)", 1, (BT*c.DFF+1)/2)
+		}
+		p.mixScr = add("grad", "mixer.scratch", 1, maxScr)
+		return p
+	}
 	p.dres = add("grad", "d.res", 1, BT*D)
 	p.dln = add("grad", "d.ln", 1, BT*D)
 	if c.Reversible {

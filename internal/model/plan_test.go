@@ -1,6 +1,9 @@
 package model
 
 import (
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -33,5 +36,71 @@ func TestPlanLinearInT(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("plan table lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// TestForwardPlan checks that a forward without targets, on the
+// forward-only plan, gives bitwise the logits of the same forward on the
+// training plan, for every task, precision and layout; that the plan is
+// smaller (reversible blocks have one plan); and that a training pass after
+// it gives the gradients it gives alone.
+func TestForwardPlan(t *testing.T) {
+	for _, c := range []struct{ name, js string }{
+		{"lm", fmt.Sprintf(tinyLM, "")},
+		{"lm checkpoint ff_chunks", fmt.Sprintf(tinyLM, `, "checkpoint": true, "ff_chunks": 3`)},
+		{"lm dropout", fmt.Sprintf(tinyLM, `, "dropout": 0.3`)},
+		{"lm reversible", fmt.Sprintf(tinyLM, `, "reversible": true`)},
+		{"classify", fmt.Sprintf(tinyCls, "")},
+		{"tag", fmt.Sprintf(tinyTag, "")},
+		{"embed", fmt.Sprintf(tinyEmbed, "")},
+		{"lm bf16", fmt.Sprintf(tinyLM, `, "precision": "bf16"`)},
+		{"lm fp16", fmt.Sprintf(tinyLM, `, "precision": "fp16"`)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := New[float32](testConfig(c.js))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Init(3)
+			const B, T = 4, 8
+			tokens, targets := testBatch(m.Config, B, T, 6)
+			fp, tp := m.ForwardPlan(B, T), m.Plan(B, T)
+			if m.Config.Reversible != (fp.Bytes() == tp.Bytes()) || fp.Bytes() > tp.Bytes() {
+				t.Errorf("forward plan %d bytes, training plan %d", fp.Bytes(), tp.Bytes())
+			}
+			if !fp.Forward && !m.Config.Reversible {
+				t.Error("ForwardPlan is not marked Forward")
+			}
+			train := func() []float32 {
+				m.Train = true
+				defer func() { m.Train = false }()
+				if _, err := m.Forward(tokens, targets, B, T); err != nil {
+					t.Fatal(err)
+				}
+				m.ZeroGrad()
+				m.Backward()
+				return slices.Clone(m.Grads)
+			}
+			g1 := train()
+			if _, err := m.Forward(tokens, targets, B, T); err != nil { // the training plan, logits kept
+				t.Fatal(err)
+			}
+			want := slices.Clone(m.Logits())
+			if _, err := m.Forward(tokens, nil, B, T); err != nil {
+				t.Fatal(err)
+			}
+			if m.plan.Forward == m.Config.Reversible {
+				t.Fatalf("a forward without targets ran on a plan with Forward %v", m.plan.Forward)
+			}
+			got := m.Logits()
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("logit %d: %v on the forward plan, %v on the training plan", i, got[i], want[i])
+				}
+			}
+			if g2 := train(); !slices.Equal(g1, g2) {
+				t.Error("a training pass after a forward-only pass gives other gradients")
+			}
+		})
 	}
 }
