@@ -9,27 +9,30 @@ import (
 	"github.com/tokenmix/tokenmix/internal/kernels"
 )
 
-// headRun is one training forward and backward: its loss, gradients and
-// logits.
+// headRun is one training forward and backward: its loss and gradients.
 type headRun[F kernels.Float] struct {
-	loss   float64
-	grads  []F
-	logits []F
+	loss  float64
+	grads []F
 }
 
-// runHead runs a training forward of m on (tokens, targets), fused unless
-// keep, with the loss scale fwdScale at the forward and bwdScale at the
-// backward, and returns the loss, Logits() after the forward and the
-// gradients of one Backward.
-func runHead[F kernels.Float](t *testing.T, m *Model[F], tokens, targets []int32, B, T int, keep bool, fwdScale, bwdScale float64) headRun[F] {
+// runHead runs a training forward of m on (tokens, targets), the head
+// fused with its backward or not, with the loss scale fwdScale at the
+// forward and bwdScale at the backward, and returns the loss and the
+// gradients of one Backward. A forward with targets keeps no logits.
+func runHead[F kernels.Float](t *testing.T, m *Model[F], tokens, targets []int32, B, T int, fused bool, fwdScale, bwdScale float64) headRun[F] {
 	t.Helper()
-	m.Train, m.keepLogits, m.LossScale = true, keep, fwdScale
-	defer func() { m.Train, m.keepLogits, m.LossScale = false, false, 0 }()
+	defer func(f bool) { fuseHead = f }(fuseHead)
+	fuseHead = fused
+	m.Train, m.LossScale = true, fwdScale
+	defer func() { m.Train, m.LossScale = false, 0 }()
 	loss, err := m.Forward(tokens, targets, B, T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := headRun[F]{loss: loss, logits: slices.Clone(m.Logits())}
+	if l := m.Logits(); l != nil {
+		t.Errorf("Logits() after a forward with targets has %d values, want nil", len(l))
+	}
+	r := headRun[F]{loss: loss}
 	m.LossScale = bwdScale
 	m.ZeroGrad()
 	m.Backward()
@@ -37,13 +40,14 @@ func runHead[F kernels.Float](t *testing.T, m *Model[F], tokens, targets []int32
 	return r
 }
 
-// TestHeadFused checks the fused head of a training forward (headFused)
-// against the head that keeps its logits: the same loss and the same
-// gradients, with one chunk and with several, in float64 and in float32
-// under each precision, with label smoothing and ignored targets; that a
-// fused forward keeps no logits; that a second Backward doubles the
-// gradients; and that a loss scale changed between forward and backward
-// is applied.
+// TestHeadFused checks the head of a training forward fused with its
+// backward against the head that keeps only the loss and recomputes each
+// chunk's logits in Backward: bitwise the same loss and gradients, with one
+// chunk and with several, in float64 and in float32 under each precision,
+// with label smoothing and ignored targets. Chunks change only how the
+// head's weight and bias gradients are summed. A second Backward doubles
+// the gradients, and a loss scale changed between forward and backward is
+// applied.
 func TestHeadFused(t *testing.T) {
 	train := `, "train": {"label_smoothing": 0.1}`
 	for _, c := range []struct{ name, js string }{
@@ -84,59 +88,42 @@ func testHeadFused[F kernels.Float](t *testing.T, m *Model[F], scale float64) {
 		if r := headRows(B*T, m.Config.HeadOut()); rows == 0 && r != B*T {
 			t.Fatalf("headRows(%d, %d) = %d, want every row in one chunk", B*T, m.Config.HeadOut(), r)
 		}
-		kept := runHead(t, m, tokens, targets, B, T, true, scale, scale)
-		fused := runHead(t, m, tokens, targets, B, T, false, scale, scale)
-		if fused.logits != nil {
-			t.Errorf("chunks of %d rows: Logits() after a fused forward has %d values, want nil", rows, len(fused.logits))
+		fused := runHead(t, m, tokens, targets, B, T, true, scale, scale)
+		plain := runHead(t, m, tokens, targets, B, T, false, scale, scale)
+		if fused.loss != plain.loss {
+			t.Errorf("chunks of %d rows: fused loss %v, unfused %v", rows, fused.loss, plain.loss)
 		}
-		if len(kept.logits) != B*T*m.Config.HeadOut() {
-			t.Fatalf("chunks of %d rows: Logits() kept %d values", rows, len(kept.logits))
-		}
-		// One chunk: the unfused loss's sums, bit for bit; more chunks
-		// split the per-thread partial sums differently.
-		if d := math.Abs(fused.loss - kept.loss); (rows == 0 && d != 0) || d > 1e-6*math.Abs(kept.loss) {
-			t.Errorf("chunks of %d rows: fused loss %v, kept %v", rows, fused.loss, kept.loss)
-		}
-		// Both paths run the same chunks, so the gradients are equal, but
-		// for the logits: the float32 GEMM's kernel for a row may depend on
-		// how many rows share its call.
-		var f F
-		if _, f64 := any(f).(float64); rows != 0 && !f64 {
-			checkClose(t, fmt.Sprintf("chunks of %d rows, fused against kept", rows), fused.grads, kept.grads, 1e-5)
-		} else {
-			for i := range kept.grads {
-				if fused.grads[i] != kept.grads[i] {
-					t.Fatalf("chunks of %d rows: grad %d fused %v, kept %v", rows, i, fused.grads[i], kept.grads[i])
-				}
+		for i := range plain.grads {
+			if fused.grads[i] != plain.grads[i] {
+				t.Fatalf("chunks of %d rows: grad %d fused %v, unfused %v", rows, i, fused.grads[i], plain.grads[i])
 			}
 		}
 		if rows == 0 {
 			whole = fused.grads
 			continue
 		}
-		// Chunks change only the association of the head's weight and bias
-		// gradient sums.
 		checkClose(t, fmt.Sprintf("chunks of %d rows against one", rows), fused.grads, whole, 1e-5)
 	}
 	headChunkRows = 8
+	for _, fuse := range []bool{true, false} {
+		// A second Backward adds the same gradients again.
+		first := runHead(t, m, tokens, targets, B, T, fuse, scale, scale)
+		m.LossScale = scale
+		m.Backward()
+		m.LossScale = 0
+		want := slices.Clone(first.grads)
+		for i := range want {
+			want[i] *= 2
+		}
+		checkClose(t, fmt.Sprintf("fused %v: second backward", fuse), m.Grads, want, 1e-6)
 
-	// A second Backward adds the same gradients again.
-	fused := runHead(t, m, tokens, targets, B, T, false, scale, scale)
-	m.LossScale = scale
-	m.Backward()
-	m.LossScale = 0
-	want := slices.Clone(fused.grads)
-	for i := range want {
-		want[i] *= 2
+		// A loss scale set after the forward still scales every gradient.
+		later := runHead(t, m, tokens, targets, B, T, fuse, scale, 4*max(scale, 1))
+		for i := range want {
+			want[i] = 4 * first.grads[i]
+		}
+		checkClose(t, fmt.Sprintf("fused %v: loss scale ×4 at backward", fuse), later.grads, want, 1e-5)
 	}
-	checkClose(t, "second backward", m.Grads, want, 1e-6)
-
-	// A loss scale set after the forward still scales every gradient.
-	later := runHead(t, m, tokens, targets, B, T, false, scale, 4*max(scale, 1))
-	for i := range want {
-		want[i] = 4 * fused.grads[i]
-	}
-	checkClose(t, "loss scale ×4 at backward", later.grads, want, 1e-5)
 }
 
 // checkClose fails if got and want differ by more than tol relative to

@@ -113,9 +113,8 @@ func (c *Config) ReadBatch(f *safetensors.File) (tokens, targets []int32, B, T i
 // config dropout, the masks of m.Step) on a batch file (which must have
 // targets) and returns "logits", "loss" (a scalar) and "grad.<name>" for
 // every parameter, in m's float type. This is what `tokenmix grad` writes.
-// The loss and gradients come from the pass training runs (a token-level
-// task's head fused, keeping no logits); the logits from a second forward
-// of the same pass that keeps them.
+// The logits come from a forward without targets (the same pass: a
+// token-level task's forward with targets keeps none).
 func (m *Model[F]) GradFile(batch *safetensors.File) (*safetensors.File, error) {
 	c := m.Config
 	tokens, targets, B, T, err := c.ReadBatch(batch)
@@ -126,13 +125,11 @@ func (m *Model[F]) GradFile(batch *safetensors.File) (*safetensors.File, error) 
 		return nil, fmt.Errorf("batch: missing tensor \"targets\"")
 	}
 	m.Train = true
-	defer func() { m.Train, m.keepLogits = false, false }()
-	m.keepLogits = true
-	if _, err := m.Forward(tokens, targets, B, T); err != nil {
+	defer func() { m.Train = false }()
+	if _, err := m.Forward(tokens, nil, B, T); err != nil {
 		return nil, err
 	}
 	logits := slices.Clone(m.Logits())
-	m.keepLogits = false
 	loss, err := m.Forward(tokens, targets, B, T)
 	if err != nil {
 		return nil, err

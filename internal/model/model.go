@@ -92,12 +92,10 @@ type Model[F kernels.Float] struct {
 	loss            float64
 	dropping        bool    // the last Forward dropped (Train, dropout > 0)
 	smooth          float64 // the last Forward's label smoothing (Train only)
-	// fused: the last Forward ran the fused head (headFused), whose
-	// gradients carry the loss scale fusedScale; keepLogits (set by
-	// GradFile) keeps a training forward's logits by not fusing.
+	// fused: the last Forward ran the head fused with its backward
+	// (headTargets), whose gradients carry the loss scale fusedScale.
 	fused      bool
 	fusedScale float64
-	keepLogits bool
 	nce        infoNCE // an embedder's loss state
 }
 
@@ -205,12 +203,12 @@ func (m *Model[F]) Mixer(i int) mixer.Mixer[F] { return m.mixers[i] }
 // ZeroGrad sets every parameter gradient to zero.
 func (m *Model[F]) ZeroGrad() { clear(m.Grads) }
 
-// Logits returns the last forward's logits: [B,T,vocab_size] for lm,
-// [B,n_classes] for classify. The slice aliases the activation slab. A
-// training forward of a token-level task with targets keeps no logits
-// (the head runs fused with its backward, in chunks): Logits is nil then.
+// Logits returns the last forward's logits: [B,T,vocab_size] for lm and
+// tag, [B,n_classes] for classify. The slice aliases the activation slab.
+// A token-level task's forward with targets keeps no logits (the head
+// runs in chunks, see headTargets): Logits is nil then.
 func (m *Model[F]) Logits() []F {
-	if m.fused {
+	if m.plan.logits.n == 0 {
 		return nil
 	}
 	return m.act(m.plan.logits)
@@ -245,7 +243,7 @@ func (m *Model[F]) threads() int { return mixer.Budget(m.Threads) }
 // m.plan.Threads.
 func (m *Model[F]) reserve(B, T int, fwd bool) {
 	th := m.threads()
-	if m.plan.B == B && m.plan.T == T && m.plan.Threads == th && m.plan.Forward == (fwd && !m.Config.Reversible) && m.acts != nil {
+	if m.plan.B == B && m.plan.T == T && m.plan.Threads == th && m.plan.Forward == fwd && m.acts != nil {
 		return
 	}
 	m.plan = newPlan(m.Config, m.mixers, B, T, th, fwd)
@@ -327,7 +325,7 @@ func (m *Model[F]) Forward(tokens, targets []int32, B, T int) (float64, error) {
 	}
 	m.reserve(B, T, targets == nil)
 	m.tokens, m.targets = tokens, targets
-	m.fused = false
+	m.fused, m.nTargets = false, 0
 	m.dropping = m.Train && c.Dropout > 0
 	m.pad = nil
 	if c.PadID != nil {
@@ -400,8 +398,7 @@ func (m *Model[F]) blockForward(i int) {
 }
 
 // headForward computes LN_f, the head and (with targets) the loss. A
-// training forward of a token-level task runs the head fused with its
-// backward (headFused).
+// token-level task's head with targets runs in chunks (headTargets).
 func (m *Model[F]) headForward() float64 {
 	c, p := m.Config, &m.plan
 	B, T, D, V := p.B, p.T, c.DModel, c.HeadOut()
@@ -413,9 +410,8 @@ func (m *Model[F]) headForward() float64 {
 	if m.Train && c.Train != nil {
 		m.smooth = c.Train.LabelSmoothing
 	}
-	m.fused = m.Train && m.targets != nil && !c.Pooled() && m.inspect == nil && !m.keepLogits
-	if m.fused {
-		return m.headFused()
+	if m.targets != nil && !c.Pooled() {
+		return m.headTargets()
 	}
 	logits := m.act(p.logits)
 	rows := N
@@ -462,20 +458,24 @@ func headRows(N, V int) int {
 
 var headChunkRows int
 
-// headFused runs the head of a training forward of a token-level task
-// with its backward, by chunks of headRows rows (headChunks): each
-// chunk's logits, their loss and, in their place, their gradient. The
-// gradient of LN_f's output and the head's weight and bias gradients go
-// to head.grad, for Backward. So the logits of the whole batch are never
-// stored, and each chunk's are produced and consumed while in cache. The
-// gradient carries the scale LossScale has at this forward (fusedScale);
-// Backward rescales it if LossScale changed since. The loss and every
-// gradient are bitwise the unfused head's when one chunk holds every row;
-// with more chunks the head's weight and bias gradients are summed chunk
-// by chunk.
-func (m *Model[F]) headFused() float64 {
+// fuseHead makes a training forward run the head's backward too (tests
+// turn it off to compare the two ways).
+var fuseHead = true
+
+// headTargets runs the head of a token-level task's forward with targets
+// by chunks of headRows rows, keeping no logits: each chunk's logits, their
+// loss and, in their place, their gradient. In a training forward (Train)
+// the head's backward runs here too (headChunks), fused: the gradient of
+// LN_f's output and the head's weight and bias gradients go to head.grad,
+// for Backward. Each chunk's logits are then produced and consumed while
+// in cache, and the batch's logits and their gradient are never stored.
+// The gradient carries the scale LossScale has at this forward
+// (fusedScale); Backward rescales it if LossScale changed since. Otherwise
+// only the loss is kept, and a Backward recomputes each chunk's logits.
+// Either way the loss and the gradients are bitwise the same.
+func (m *Model[F]) headTargets() float64 {
 	c, p := m.Config, &m.plan
-	D, V := c.DModel, c.HeadOut()
+	V := c.HeadOut()
 	count := 0
 	for _, y := range m.targets {
 		if y != -1 {
@@ -483,21 +483,43 @@ func (m *Model[F]) headFused() float64 {
 		}
 	}
 	m.nTargets = count
+	m.fused = m.Train && fuseHead
 	m.fusedScale = m.lossScale()
 	if count == 0 {
 		return 0
 	}
-	scale := m.fusedScale / float64(count)
-	lnf := m.act(p.lnf)
-	gw, gb, dln := m.fusedGrads()
-	clear(gb)
 	ce := newCESums(p.Threads)
-	m.headChunks(dln, gw, gb, 0, func(z []F, r0, n int) {
-		kernels.LinearForward(p.Threads, m.prec, z, lnf[r0*D:(r0+n)*D], m.w.headw, m.headBF16, m.w.headb, n, D, V, false)
-		crossEntropyRows(p.Threads, ce, z, m.targets[r0:r0+n], n, V, m.smooth, true, scale)
-	})
+	logitsGrad := m.chunkGrad(ce, m.fusedScale/float64(count))
+	if m.fused {
+		gw, gb, dln := m.fusedGrads()
+		clear(gb)
+		m.headChunks(dln, gw, gb, 0, logitsGrad)
+	} else {
+		N, dz := p.B*p.T, m.grad(p.dlogits)
+		R := headRows(N, V)
+		for r0 := 0; r0 < N; r0 += R {
+			n := min(R, N-r0)
+			logitsGrad(dz[:n*V], r0, n)
+		}
+	}
 	loss, _ := ce.mean()
 	return loss
+}
+
+// chunkGrad returns headChunks' fill for a token-level head: the chunk's
+// logits, then their losses added to ce and, in their place, the gradient
+// of scale times those losses.
+func (m *Model[F]) chunkGrad(ce ceSums, scale float64) func(z []F, r0, n int) {
+	c, p := m.Config, &m.plan
+	D, V := c.DModel, c.HeadOut()
+	lnf := m.act(p.lnf)
+	return func(z []F, r0, n int) {
+		kernels.LinearForward(p.Threads, m.prec, z, lnf[r0*D:(r0+n)*D], m.w.headw, m.headBF16, m.w.headb, n, D, V, false)
+		if m.inspect != nil {
+			m.inspect(fmt.Sprintf("head: logits (rows %d–%d)", r0, r0+n), z)
+		}
+		crossEntropyRows(p.Threads, ce, z, m.targets[r0:r0+n], n, V, m.smooth, true, scale)
+	}
 }
 
 // fusedGrads is head.grad's three parts: the head's weight gradient [V,D],
@@ -598,12 +620,8 @@ func (m *Model[F]) headBackward(dres []F) {
 		kernels.LinearBackward(p.Threads, m.prec, dpooled, m.g.headw, m.g.headb, dlogits, m.act(p.pooled), m.w.headw, B, D, V, false)
 		clear(dln)
 		poolBackward(dln, dpooled, m.pad, c.Pool == "first", B, T, D)
-	default:
-		scale := m.lossScale() / float64(m.nTargets)
-		logits := m.act(p.logits)
-		m.headChunks(dln, m.g.headw, m.g.headb, 1, func(z []F, r0, n int) {
-			crossEntropyBackward(p.Threads, z, logits[r0*V:(r0+n)*V], m.targets[r0:r0+n], n, V, scale, m.smooth)
-		})
+	default: // the forward kept only the loss: each chunk's logits again
+		m.headChunks(dln, m.g.headw, m.g.headb, 1, m.chunkGrad(newCESums(p.Threads), m.lossScale()/float64(m.nTargets)))
 	}
 	layerNormBackward(p.Threads, dres, m.g.lnfw, m.g.lnfb, dln, m.act(p.res[c.NLayers]), m.w.lnfw, m.act(p.lnfMean), m.act(p.lnfRstd), N, D)
 	if m.inspect != nil {

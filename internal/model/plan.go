@@ -56,7 +56,7 @@ type Plan struct {
 
 	lnf, lnfMean, lnfRstd span // [B,T,D], [B,T], [B,T]
 	pooled                span // [B,D] (classify)
-	logits                span // [B,T,V] (lm) or [B,C] (classify)
+	logits                span // [B,C] (classify), or [B,T,V] (lm, tag: forward-only plans)
 
 	// gradient slab
 	dres     span // [B,T,D]: gradient of the residual stream
@@ -125,11 +125,12 @@ func ffRows(c *Config, bt int) int {
 // Backward follows (Plan.Forward): the blocks share one residual buffer,
 // which each overwrites with its output, and one set of internals, as with
 // checkpointing, and the gradient slab holds only the scratch a forward
-// uses. Reversible blocks have one plan, whatever fwd.
+// uses; reversible blocks keep their one layout. Only a forward-only plan
+// holds a token-level task's logits.
 func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads int, fwd bool) Plan {
 	var zero F
-	fwd = fwd && !c.Reversible
 	p := Plan{B: B, T: T, ElemSize: int(unsafe.Sizeof(zero)), Threads: threads, Forward: fwd}
+	lean := fwd && !c.Reversible // the forward-only layout
 	D, BT, L := c.DModel, B*T, c.NLayers
 	R := ffRows(c, BT)
 	add := func(slab, name string, count, n int) span {
@@ -156,7 +157,7 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads 
 	switch {
 	case c.Reversible:
 		p.rev.addActs(&p, c, add)
-	case fwd: // a block reads its input only until its middle residual is written
+	case lean: // a block reads its input only until its middle residual is written
 		one := add("act", "res", 1, BT*D)
 		for i := 0; i <= L; i++ {
 			p.res = append(p.res, one)
@@ -168,7 +169,7 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads 
 	}
 	// Block internals: one set per block, or one shared set (largest
 	// mixer) with checkpointing or reversible blocks.
-	shared := c.Checkpoint || (c.Reversible && !c.revKeep) || fwd
+	shared := c.Checkpoint || (c.Reversible && !c.revKeep) || lean
 	nb := L
 	if shared {
 		nb = 1
@@ -212,14 +213,15 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads 
 	p.lnfMean = add("act", "ln_f.mean", 1, BT)
 	p.lnfRstd = add("act", "ln_f.rstd", 1, BT)
 	V := c.HeadOut()
-	if c.Pooled() {
+	switch {
+	case c.Pooled():
 		p.pooled = add("act", "pooled", 1, B*D)
 		p.logits = add("act", "logits", 1, B*V)
-	} else {
+	case fwd: // a token-level task's forward with targets keeps no logits (headTargets)
 		p.logits = add("act", "logits", 1, BT*V)
 	}
 
-	if fwd { // a forward's scratch: the mixer's output in dln, fc1's output and GELU in dh and dg when kept in 16 bits
+	if lean { // a forward's scratch: the mixer's output in dln, fc1's output and GELU in dh and dg when kept in 16 bits
 		p.dln = add("grad", "d.ln", 1, BT*D)
 		if c.FFChunks > 1 {
 			p.ffh = add("grad", "ff.fc1 (chunk)", 1, R*c.DFF)

@@ -31,13 +31,16 @@ func runBudget(t *testing.T, c *Config, th int, tokens, targets []int32, B, T in
 	}
 	m.Init(1)
 	m.Threads = th
+	if _, err := m.Forward(tokens, nil, B, T); err != nil {
+		t.Fatal(err)
+	}
+	r := budgetRun{logits: append([]float32(nil), m.Logits()...)}
 	if _, err := m.Forward(tokens, targets, B, T); err != nil {
 		t.Fatal(err)
 	}
 	if m.Plan(B, T).Threads != th {
 		t.Fatalf("plan for %d threads, want %d", m.Plan(B, T).Threads, th)
 	}
-	r := budgetRun{logits: append([]float32(nil), m.Logits()...)}
 	m.Backward()
 	r.grads = append([]float32(nil), m.Grads...)
 	if m.CanDecode() != nil {
