@@ -474,8 +474,7 @@ var fuseHead = true
 // only the loss is kept, and a Backward recomputes each chunk's logits.
 // Either way the loss and the gradients are bitwise the same.
 func (m *Model[F]) headTargets() float64 {
-	c, p := m.Config, &m.plan
-	V := c.HeadOut()
+	p := &m.plan
 	count := 0
 	for _, y := range m.targets {
 		if y != -1 {
@@ -489,19 +488,12 @@ func (m *Model[F]) headTargets() float64 {
 		return 0
 	}
 	ce := newCESums(p.Threads)
-	logitsGrad := m.chunkGrad(ce, m.fusedScale/float64(count))
+	var gw, gb, dln []F // nil: the loss only
 	if m.fused {
-		gw, gb, dln := m.fusedGrads()
+		gw, gb, dln = m.fusedGrads()
 		clear(gb)
-		m.headChunks(dln, gw, gb, 0, logitsGrad)
-	} else {
-		N, dz := p.B*p.T, m.grad(p.dlogits)
-		R := headRows(N, V)
-		for r0 := 0; r0 < N; r0 += R {
-			n := min(R, N-r0)
-			logitsGrad(dz[:n*V], r0, n)
-		}
 	}
+	m.headChunks(dln, gw, gb, 0, m.chunkGrad(ce, m.fusedScale/float64(count)))
 	loss, _ := ce.mean()
 	return loss
 }
@@ -534,6 +526,7 @@ func (m *Model[F]) fusedGrads() (gw, gb, dln []F) {
 // fill writes the gradient of chunk [r0, r0+n)'s logits into z, then the
 // chunk's rows of dln [B·T,D] are set to z·W, and zᵀ·LN_f's rows are added
 // to gw [V,D] (to beta·gw on the first chunk) and z's column sums to gb.
+// With dln nil it only runs fill.
 func (m *Model[F]) headChunks(dln, gw, gb []F, beta F, fill func(z []F, r0, n int)) {
 	c, p := m.Config, &m.plan
 	D, V := c.DModel, c.HeadOut()
@@ -544,6 +537,9 @@ func (m *Model[F]) headChunks(dln, gw, gb []F, beta F, fill func(z []F, r0, n in
 		n := min(R, N-r0)
 		z := dz[:n*V]
 		fill(z, r0, n)
+		if dln == nil {
+			continue
+		}
 		m.store(z)
 		if m.inspect != nil {
 			m.inspect(fmt.Sprintf("head backward: logits gradient (rows %d–%d)", r0, r0+n), z)
