@@ -16,11 +16,26 @@ import (
 // the parameters with their gradients and AdamW moments, and the buffers
 // a checkpoint save holds.
 type Need struct {
-	Plan      Plan
+	Plan Plan
+	// Eval is, in training, the plan of the evaluation forward at the same
+	// shape (a forward-only plan, which keeps a token-level task's logits
+	// where the training plan does not): the model's slabs grow to hold
+	// both (PassBytes).
+	Eval      Plan
 	NumParams int
 	// Train is false for inference (Load): parameters only, no gradients,
 	// moments or checkpoint buffers.
 	Train bool
+}
+
+// PassBytes is the planned memory of the passes: Plan's, or in training
+// the slabs that hold both Plan and Eval.
+func (n Need) PassBytes() int64 {
+	if !n.Train {
+		return n.Plan.Bytes()
+	}
+	p, e := n.Plan, n.Eval
+	return int64(max(p.ActElems, e.ActElems)+max(p.GradElems, e.GradElems))*int64(p.ElemSize) + 2*int64(max(p.HalfElems, e.HalfElems))
 }
 
 // ParamBytes is the parameters' memory: the weights, and in training their
@@ -44,7 +59,7 @@ func (n Need) SaveBytes() int64 {
 }
 
 // Bytes is the whole need.
-func (n Need) Bytes() int64 { return n.Plan.Bytes() + n.ParamBytes() + n.SaveBytes() }
+func (n Need) Bytes() int64 { return n.PassBytes() + n.ParamBytes() + n.SaveBytes() }
 
 // Largest lists the k largest items of the need, largest first: plan
 // entries ("ff.fc1 2 × 1.00 GiB") and the parameters.
@@ -67,6 +82,9 @@ func (n Need) Largest(k int) []string {
 		pname = "parameters, gradients and AdamW moments"
 	}
 	items = append(items, item{fmt.Sprintf("%s %s", pname, memstat.FormatBytes(n.ParamBytes())), n.ParamBytes()})
+	if x := n.PassBytes() - n.Plan.Bytes(); x > 0 {
+		items = append(items, item{fmt.Sprintf("the evaluation forward's logits and scratch beyond training's %s", memstat.FormatBytes(x)), x})
+	}
 	if n.Train {
 		items = append(items, item{fmt.Sprintf("checkpoint save buffers %s", memstat.FormatBytes(n.SaveBytes())), n.SaveBytes()})
 	}
@@ -107,6 +125,9 @@ func needOf[F kernels.Float](c *Config, B, T, threads int, train bool) (Need, er
 		n.NumParams += s.Size()
 	}
 	n.Plan = newPlan(c, mixers, B, T, mixer.Budget(threads), !train)
+	if train {
+		n.Eval = newPlan(c, mixers, B, T, mixer.Budget(threads), true)
+	}
 	return n, nil
 }
 

@@ -31,6 +31,43 @@ func TestNeedOfEqualsModel(t *testing.T) {
 	}
 }
 
+// TestNeedHoldsEvaluation: a training run's need holds its evaluation
+// forward too. After a training step and a forward without targets (whose
+// plan keeps the logits the training plan does not), the model's slabs are
+// exactly the need's PassBytes, above the training plan alone, and the
+// message names the excess.
+func TestNeedHoldsEvaluation(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"vocab_size": 2048, "d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 32,
+		"max_len": 64, "task": "lm", "causal": true, "mixer": {"kind": "full"}, "train": {}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New[float32](c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Init(1)
+	m.Threads = 2
+	const B, T = 3, 64
+	tokens, targets := testBatch(c, B, T, 2)
+	if _, err := NewTrainer(m).Step(tokens, targets, B, T); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Forward(tokens, nil, B, T); err != nil {
+		t.Fatal(err)
+	}
+	n, err := NeedOf(c, B, T, 2, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.WorkspaceBytes(); got != n.PassBytes() || got <= n.Plan.Bytes() || n.Bytes() != got+n.ParamBytes()+n.SaveBytes() {
+		t.Errorf("slabs %d bytes after training and evaluation; need %d (in all %d), training plan %d", got, n.PassBytes(), n.Bytes(), n.Plan.Bytes())
+	}
+	if l := strings.Join(n.Largest(10), "; "); !strings.Contains(l, "the evaluation forward's logits") {
+		t.Errorf("the largest needs %q do not name the evaluation's logits", l)
+	}
+}
+
 // TestCheckTrainBudget: a config over the budget is refused with the
 // largest tensors named and changes that fit, each of which does fit.
 func TestCheckTrainBudget(t *testing.T) {
