@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -41,8 +42,14 @@ func allocs(t *testing.T, k mixer.Kind, b, T int) (fwd, bwd float64) {
 	p := mixer.Pass{B: b, T: T, Seed: 7}
 	m.Forward(out, act, scratch, x, p)
 	m.Backward(dx, scratch, dout, act, x, p)
-	fwd = testing.AllocsPerRun(10, func() { m.Forward(out, act, scratch, x, p) })
-	bwd = testing.AllocsPerRun(10, func() { m.Backward(dx, scratch, dout, act, x, p) })
+	// The least of three counts: the thread pool allocates now and then on
+	// its own (a new worker when none is idle under load, a call record
+	// after a collection empties its sync.Pool), never fewer times.
+	fwd, bwd = math.Inf(1), math.Inf(1)
+	for range 3 {
+		fwd = min(fwd, testing.AllocsPerRun(10, func() { m.Forward(out, act, scratch, x, p) }))
+		bwd = min(bwd, testing.AllocsPerRun(10, func() { m.Backward(dx, scratch, dout, act, x, p) }))
+	}
 	return fwd, bwd
 }
 
