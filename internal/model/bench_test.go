@@ -30,7 +30,8 @@ func benchModel(b *testing.B, configJSON string) *Model[float32] {
 
 // benchStep times float32 training steps of the model configJSON on B
 // random sequences of T tokens (vocab 256) with nt random targets each
-// (T for lm, 1 for classify), drawn below the head width.
+// (T for lm, 1 for classify), drawn below the head width, after one
+// untimed step (the workspace's allocation, so that B/op is a step's own).
 func benchStep(b *testing.B, configJSON string, T, B, nt int) {
 	m := benchModel(b, configJSON)
 	cfg := m.Config
@@ -42,6 +43,9 @@ func benchStep(b *testing.B, configJSON string, T, B, nt int) {
 	}
 	for i := range tgt {
 		tgt[i] = int32(rng.IntN(cfg.HeadOut()))
+	}
+	if _, err := tr.Step(tok, tgt, B, T); err != nil {
+		b.Fatal(err)
 	}
 	b.SetBytes(int64(B * T)) // "MB/s" reads as millions of tokens per second
 	b.ResetTimer()
