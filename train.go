@@ -394,7 +394,7 @@ func (t *trainer) run(ctx context.Context, ds Dataset) (*Run, error) {
 	}
 	if valTask != nil {
 		opts.Eval = func() (map[string]any, error) {
-			ev, err := data.Evaluate(train.Forward(net), valTask, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+			ev, err := train.Evaluate(net, valTask, data.Val, tc.BatchSize, tc.SeqLen, tc.EvalBatches, 0)
 			if err != nil {
 				return nil, err
 			}

@@ -105,11 +105,10 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		return res, err
 	}
 	valKey := "val_" + string(j.info.Metric)
-	fwd := train.Forward(m)
 	r, err := train.Run(ctx, d, tr, src, train.Options{
 		Steps: j.budget.Steps, Duration: j.budget.Duration, Cap: j.preset.maxTrainTime(), Progress: j.prog, Name: j.name(),
 		Eval: func() (map[string]any, error) {
-			ev, err := data.Evaluate(fwd, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+			ev, err := train.Evaluate(m, j.task, data.Val, tc.BatchSize, tc.SeqLen, tc.EvalBatches, 0)
 			return map[string]any{"val_loss": ev.Loss, valKey: ev.Metric}, err
 		},
 	})
@@ -145,7 +144,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 		}
 	}
 	if math.IsNaN(res.Val) {
-		ev, err := data.Evaluate(fwd, j.task, data.Val, tc.BatchSize, tc.EvalBatches, 0)
+		ev, err := train.Evaluate(m, j.task, data.Val, tc.BatchSize, tc.SeqLen, tc.EvalBatches, 0)
 		if err != nil {
 			return res, err
 		}
@@ -155,7 +154,7 @@ func (j *job) train(ctx context.Context) (res Result, err error) {
 	if j.preset.TestExamples > 0 {
 		limit = (j.preset.TestExamples + tc.BatchSize - 1) / tc.BatchSize
 	}
-	ev, err := data.Evaluate(fwd, j.task, data.Test, tc.BatchSize, limit, j.preset.Bucket)
+	ev, err := train.Evaluate(m, j.task, data.Test, tc.BatchSize, tc.SeqLen, limit, j.preset.Bucket)
 	if err != nil {
 		return res, err
 	}

@@ -17,10 +17,10 @@ import (
 // a checkpoint save holds.
 type Need struct {
 	Plan Plan
-	// Eval is, in training, the plan of the evaluation forward at the same
-	// shape (a forward-only plan, which keeps a token-level task's logits
-	// where the training plan does not): the model's slabs grow to hold
-	// both (PassBytes).
+	// Eval is, in training, the plan of the evaluation forward at length T
+	// and batch EvalBatch (a forward-only plan, which keeps a token-level
+	// task's logits where the training plan does not): the model's slabs
+	// grow to hold both (PassBytes).
 	Eval      Plan
 	NumParams int
 	// Train is false for inference (Load): parameters only, no gradients,
@@ -126,9 +126,33 @@ func needOf[F kernels.Float](c *Config, B, T, threads int, train bool) (Need, er
 	}
 	n.Plan = newPlan(c, mixers, B, T, mixer.Budget(threads), !train)
 	if train {
-		n.Eval = newPlan(c, mixers, B, T, mixer.Budget(threads), true)
+		n.Eval = newPlan(c, mixers, evalBatch(c, mixers, B, T, mixer.Budget(threads)), T, mixer.Budget(threads), true)
 	}
 	return n, nil
+}
+
+// EvalBatch is the batch an evaluation of sequences of T tokens runs in
+// when training runs batches of B: the largest divisor of B whose forward
+// (ForwardPlan) fits in the slabs of the training pass (Plan(B, T)), so
+// that evaluating never grows the workspace training holds, and covers the
+// same examples in B/EvalBatch times the batches. Only a large vocabulary's
+// logits, which a forward without targets keeps and a training pass does
+// not, make it smaller than B.
+func (m *Model[F]) EvalBatch(B, T int) int {
+	return evalBatch(m.Config, m.mixers, B, T, m.threads())
+}
+
+func evalBatch[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads int) int {
+	tp := newPlan(c, mixers, B, T, threads, false)
+	for b := B; b > 1; b-- {
+		if B%b != 0 {
+			continue
+		}
+		if fp := newPlan(c, mixers, b, T, threads, true); fp.ActElems <= tp.ActElems && fp.GradElems <= tp.GradElems && fp.HalfElems <= tp.HalfElems {
+			return b
+		}
+	}
+	return 1
 }
 
 // Shape is one batch shape a run trains on: B sequences of T tokens.

@@ -31,40 +31,61 @@ func TestNeedOfEqualsModel(t *testing.T) {
 	}
 }
 
-// TestNeedHoldsEvaluation: a training run's need holds its evaluation
-// forward too. After a training step and a forward without targets (whose
-// plan keeps the logits the training plan does not), the model's slabs are
-// exactly the need's PassBytes, above the training plan alone, and the
-// message names the excess.
-func TestNeedHoldsEvaluation(t *testing.T) {
-	c, err := ParseConfig([]byte(`{"vocab_size": 2048, "d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 32,
-		"max_len": 64, "task": "lm", "causal": true, "mixer": {"kind": "full"}, "train": {}}`))
-	if err != nil {
-		t.Fatal(err)
+// TestEvalBatch: evaluation during training runs in batches whose forward
+// fits in the training pass's slabs. With a large vocabulary (logits that
+// only a forward without targets keeps) the batch is split; after a
+// training step and such an evaluation the model's slabs are exactly the
+// training plan, which is also the run's need. A small vocabulary keeps
+// the training batch.
+func TestEvalBatch(t *testing.T) {
+	cfg := func(V int) *Config {
+		c, err := ParseConfig([]byte(fmt.Sprintf(`{"vocab_size": %d, "d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 32,
+			"max_len": 2048, "task": "lm", "causal": true, "mixer": {"kind": "full"}, "train": {}}`, V)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
+	const B, T = 4, 512 // 2048 rows: the head's chunks of 1024 rows hold two sequences' logits
+	c := cfg(2048)
 	m, err := New[float32](c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.Init(1)
 	m.Threads = 2
-	const B, T = 3, 64
+	eb := m.EvalBatch(B, T)
+	tp, fits, whole := m.Plan(B, T), m.ForwardPlan(eb, T), m.ForwardPlan(B, T)
+	if eb >= B || B%eb != 0 || fits.ActElems > tp.ActElems || fits.GradElems > tp.GradElems || (whole.ActElems <= tp.ActElems && whole.GradElems <= tp.GradElems) {
+		t.Fatalf("EvalBatch(%d, %d) = %d: forward %d+%d elements, training %d+%d, the whole batch's forward %d+%d",
+			B, T, eb, fits.ActElems, fits.GradElems, tp.ActElems, tp.GradElems, whole.ActElems, whole.GradElems)
+	}
 	tokens, targets := testBatch(c, B, T, 2)
 	if _, err := NewTrainer(m).Step(tokens, targets, B, T); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Forward(tokens, nil, B, T); err != nil {
+	if _, err := m.Forward(tokens[:eb*T], nil, eb, T); err != nil {
 		t.Fatal(err)
 	}
 	n, err := NeedOf(c, B, T, 2, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := m.WorkspaceBytes(); got != n.PassBytes() || got <= n.Plan.Bytes() || n.Bytes() != got+n.ParamBytes()+n.SaveBytes() {
-		t.Errorf("slabs %d bytes after training and evaluation; need %d (in all %d), training plan %d", got, n.PassBytes(), n.Bytes(), n.Plan.Bytes())
+	if got := m.WorkspaceBytes(); got != tp.Bytes() || n.PassBytes() != got || n.Bytes() != got+n.ParamBytes()+n.SaveBytes() {
+		t.Errorf("slabs %d bytes after training and evaluation; training plan %d, need %d (in all %d)", got, tp.Bytes(), n.PassBytes(), n.Bytes())
 	}
-	if l := strings.Join(n.Largest(10), "; "); !strings.Contains(l, "the evaluation forward's logits") {
-		t.Errorf("the largest needs %q do not name the evaluation's logits", l)
+	// One sequence of 2048 tokens has more logits than a training chunk of
+	// 1024 rows: the evaluation then grows the slabs, and the need says so.
+	if n, err := NeedOf(c, 1, 2048, 2, true); err != nil || n.PassBytes() <= n.Plan.Bytes() ||
+		!strings.Contains(strings.Join(n.Largest(10), "; "), "the evaluation forward's logits") {
+		t.Errorf("T=2048: need %d bytes for the passes, %d for training (%v); largest %q", n.PassBytes(), n.Plan.Bytes(), err, n.Largest(10))
+	}
+	small, err := New[float32](cfg(50))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eb := small.EvalBatch(B, T); eb != B {
+		t.Errorf("vocabulary 50: EvalBatch(%d, %d) = %d, want the training batch", B, T, eb)
 	}
 }
 

@@ -208,8 +208,16 @@ func (m *Model[F]) ZeroGrad() { clear(m.Grads) }
 // A token-level task's forward with targets keeps no logits (the head
 // runs in chunks, see headTargets): Logits is nil then.
 func (m *Model[F]) Logits() []F {
-	if m.plan.logits.n == 0 {
+	return m.logits()
+}
+
+// logits is the plan's logits buffer (nil when it has none).
+func (m *Model[F]) logits() []F {
+	switch p := &m.plan; {
+	case p.logits.n == 0:
 		return nil
+	case p.logitsInGrad:
+		return m.grad(p.logits)
 	}
 	return m.act(m.plan.logits)
 }
@@ -413,7 +421,7 @@ func (m *Model[F]) headForward() float64 {
 	if m.targets != nil && !c.Pooled() {
 		return m.headTargets()
 	}
-	logits := m.act(p.logits)
+	logits := m.logits()
 	rows := N
 	if c.Pooled() {
 		pooled := m.act(p.pooled)
@@ -601,7 +609,7 @@ func (m *Model[F]) headBackward(dres []F) {
 		dln = m.headFusedBackward()
 	case c.Pooled():
 		scale := m.lossScale() / float64(m.nTargets)
-		logits, dlogits := m.act(p.logits), m.grad(p.dlogits)
+		logits, dlogits := m.logits(), m.grad(p.dlogits)
 		if c.Task == "embed" {
 			m.nce.backward(dlogits, logits, m.targets, B, V, c.Temperature, scale)
 		} else {

@@ -57,6 +57,7 @@ type Plan struct {
 	lnf, lnfMean, lnfRstd span // [B,T,D], [B,T], [B,T]
 	pooled                span // [B,D] (classify)
 	logits                span // [B,C] (classify), or [B,T,V] (lm, tag: forward-only plans)
+	logitsInGrad          bool // logits lie in the gradient slab (a forward-only plan's token-level head)
 
 	// gradient slab
 	dres     span // [B,T,D]: gradient of the residual stream
@@ -125,8 +126,9 @@ func ffRows(c *Config, bt int) int {
 // Backward follows (Plan.Forward): the blocks share one residual buffer,
 // which each overwrites with its output, and one set of internals, as with
 // checkpointing, and the gradient slab holds only the scratch a forward
-// uses; reversible blocks keep their one layout. Only a forward-only plan
-// holds a token-level task's logits.
+// uses, which a token-level head's logits then overlay; reversible blocks
+// keep their one layout. Only a forward-only plan holds a token-level
+// task's logits.
 func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads int, fwd bool) Plan {
 	var zero F
 	p := Plan{B: B, T: T, ElemSize: int(unsafe.Sizeof(zero)), Threads: threads, Forward: fwd}
@@ -217,7 +219,7 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads 
 	case c.Pooled():
 		p.pooled = add("act", "pooled", 1, B*D)
 		p.logits = add("act", "logits", 1, B*V)
-	case fwd: // a token-level task's forward with targets keeps no logits (headTargets)
+	case fwd && !lean: // a token-level task's forward with targets keeps no logits (headTargets)
 		p.logits = add("act", "logits", 1, BT*V)
 	}
 
@@ -235,6 +237,11 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads 
 			p.ffg16 = add("grad", "ff.gelu (bf16)", 1, (BT*c.DFF+1)/2)
 		}
 		p.mixScr = add("grad", "mixer.scratch", 1, maxScr)
+		if !c.Pooled() { // the head runs after the blocks, so its logits overlay their scratch
+			p.logits, p.logitsInGrad = span{0, BT * V}, true
+			p.GradElems = max(p.GradElems, BT*V)
+			p.Entries = append(p.Entries, PlanEntry{Name: "logits (over the scratch)", Slab: "grad", Count: 1, Elems: BT * V})
+		}
 		return p
 	}
 	p.dres = add("grad", "d.res", 1, BT*D)

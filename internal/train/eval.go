@@ -16,3 +16,13 @@ func Forward(m *model.Model[float32]) data.Forward {
 		return m.Logits(), nil
 	}
 }
+
+// Evaluate is data.Evaluate of split s of task on m during a training run
+// of batches of B at length T: in batches of m.EvalBatch(B, T), so that
+// the evaluation's forward never needs more memory than a training step,
+// and maxBatches batches of B (0: the whole split) scaled to cover the
+// same examples.
+func Evaluate(m *model.Model[float32], task data.Task, s data.Split, B, T, maxBatches, bucket int) (data.Eval, error) {
+	eb := m.EvalBatch(B, T)
+	return data.Evaluate(Forward(m), task, s, eb, maxBatches*(B/eb), bucket)
+}
