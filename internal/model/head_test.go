@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
@@ -138,5 +139,40 @@ func checkClose[F kernels.Float](t *testing.T, what string, got, want []F, tol f
 		if d := math.Abs(float64(got[i] - want[i])); d > tol*big || math.IsNaN(d) {
 			t.Fatalf("%s: element %d is %v, want %v (max |want| %v)", what, i, got[i], want[i], big)
 		}
+	}
+}
+
+// TestHeadInspectOrder checks that Diagnose's inspection sees the head of a
+// training forward with targets in the order of computation: LN_f's
+// output, then each chunk's logits and their gradient, then (in Backward)
+// LN_f's and the head's parameter gradients and LN_f's input gradient.
+func TestHeadInspectOrder(t *testing.T) {
+	defer func(r int) { headChunkRows = r }(headChunkRows)
+	headChunkRows = 8
+	m := newTestModel(t, fmt.Sprintf(tinyLM, ""))
+	const B, T = 2, 6
+	tokens, targets := testBatch(m.Config, B, T, 1)
+	var names []string
+	m.inspect = func(name string, _ []float64) {
+		if strings.HasPrefix(name, "ln_f") || strings.HasPrefix(name, "head") {
+			names = append(names, name)
+		}
+	}
+	m.Train = true
+	defer func() { m.inspect, m.Train = nil, false }()
+	if _, err := m.Forward(tokens, targets, B, T); err != nil {
+		t.Fatal(err)
+	}
+	m.ZeroGrad()
+	m.Backward()
+	want := []string{
+		"ln_f: output",
+		"head: logits (rows 0–8)", "head backward: logits gradient (rows 0–8)",
+		"head: logits (rows 8–12)", "head backward: logits gradient (rows 8–12)",
+		"ln_f.weight: gradient", "ln_f.bias: gradient", "head.weight: gradient", "head.bias: gradient", // in Specs order
+		"ln_f backward: input gradient",
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("inspected %q, want %q", names, want)
 	}
 }

@@ -414,6 +414,9 @@ func (m *Model[F]) headForward() float64 {
 	lnf := m.act(p.lnf)
 	layerNormForward(p.Threads, lnf, m.act(p.lnfMean), m.act(p.lnfRstd), m.act(p.res[c.NLayers]), m.w.lnfw, m.w.lnfb, N, D)
 	m.store(lnf)
+	if m.inspect != nil {
+		m.inspect("ln_f: output", lnf)
+	}
 	m.smooth = 0
 	if m.Train && c.Train != nil {
 		m.smooth = c.Train.LabelSmoothing
@@ -432,7 +435,6 @@ func (m *Model[F]) headForward() float64 {
 		kernels.LinearForward(p.Threads, m.prec, logits, lnf, m.w.headw, m.headBF16, m.w.headb, N, D, V, false)
 	}
 	if m.inspect != nil {
-		m.inspect("ln_f: output", lnf)
 		m.inspect("head: logits", logits)
 	}
 	if m.targets == nil {
