@@ -32,10 +32,12 @@
 // the config and each mixer's ActSize and ScratchSize. With checkpoint:true
 // only block inputs are kept and each block is recomputed in backward
 // (bitwise the same gradients); with ff_chunks > 1 the feed-forward's
-// d_ff-wide activations are never materialised for all rows. A training
-// forward of a token-level task runs the head with its backward in row
-// chunks (headFused), so the [B,T,V] logits and their gradient are never
-// materialised either.
+// d_ff-wide activations are never materialised for all rows. A
+// token-level task's forward with targets runs the head in row chunks
+// (headTargets), in training with its backward, so the [B,T,V] logits and
+// their gradient are never materialised either; only a forward without
+// targets keeps logits, on a plan of its own (ForwardPlan) that keeps no
+// activations for a backward.
 //
 // The float64 instantiation is the gradient-check path (finite differences
 // in the tests); float32 is the fast path. A float32 model follows the

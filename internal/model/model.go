@@ -636,7 +636,7 @@ func (m *Model[F]) headBackward(dres []F) {
 	}
 }
 
-// headFusedBackward finishes the fused head's backward (headFused): it
+// headFusedBackward finishes the fused head's backward (headTargets): it
 // adds the head's weight and bias gradients to Grads and returns the
 // gradient of LN_f's output, all rescaled first if LossScale changed
 // since the forward.
