@@ -223,28 +223,12 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads 
 		p.logits = add("act", "logits", 1, BT*V)
 	}
 
-	if lean { // a forward's scratch: the mixer's output in dln, fc1's output and GELU in dh and dg when kept in 16 bits
-		p.dln = add("grad", "d.ln", 1, BT*D)
-		if c.FFChunks > 1 {
-			p.ffh = add("grad", "ff.fc1 (chunk)", 1, R*c.DFF)
-			p.ffg = add("grad", "ff.gelu (chunk)", 1, R*c.DFF)
-		}
-		if Store16(c, p.ElemSize) {
-			p.dg = add("grad", "d.ff.gelu", 1, R*c.DFF)
-			p.dh = add("grad", "d.ff.fc1", 1, R*c.DFF)
-		}
-		if Store16(c, p.ElemSize) && c.Precision == "bf16" {
-			p.ffg16 = add("grad", "ff.gelu (bf16)", 1, (BT*c.DFF+1)/2)
-		}
-		p.mixScr = add("grad", "mixer.scratch", 1, maxScr)
-		if !c.Pooled() { // the head runs after the blocks, so its logits overlay their scratch
-			p.logits, p.logitsInGrad = span{0, BT * V}, true
-			p.GradElems = max(p.GradElems, BT*V)
-			p.Entries = append(p.Entries, PlanEntry{Name: "logits (over the scratch)", Slab: "grad", Count: 1, Elems: BT * V})
-		}
-		return p
+	// The gradient slab. A forward-only plan keeps only a forward's
+	// scratch: the mixer's output in dln, fc1's output and GELU in dh and
+	// dg when they are kept in 16 bits, and the mixers' scratch.
+	if !lean {
+		p.dres = add("grad", "d.res", 1, BT*D)
 	}
-	p.dres = add("grad", "d.res", 1, BT*D)
 	p.dln = add("grad", "d.ln", 1, BT*D)
 	if c.Reversible {
 		p.rev.addGrads(&p, c, add)
@@ -253,12 +237,22 @@ func newPlan[F kernels.Float](c *Config, mixers []mixer.Mixer[F], B, T, threads 
 		p.ffh = add("grad", "ff.fc1 (chunk)", 1, R*c.DFF)
 		p.ffg = add("grad", "ff.gelu (chunk)", 1, R*c.DFF)
 	}
-	p.dg = add("grad", "d.ff.gelu", 1, R*c.DFF)
-	p.dh = add("grad", "d.ff.fc1", 1, R*c.DFF)
+	if !lean || Store16(c, p.ElemSize) {
+		p.dg = add("grad", "d.ff.gelu", 1, R*c.DFF)
+		p.dh = add("grad", "d.ff.fc1", 1, R*c.DFF)
+	}
 	if Store16(c, p.ElemSize) && c.Precision == "bf16" {
 		p.ffg16 = add("grad", "ff.gelu (bf16)", 1, (BT*c.DFF+1)/2)
 	}
 	p.mixScr = add("grad", "mixer.scratch", 1, maxScr)
+	if lean {
+		if !c.Pooled() { // the head runs after the blocks, so its logits overlay their scratch
+			p.logits, p.logitsInGrad = span{0, BT * V}, true
+			p.GradElems = max(p.GradElems, BT*V)
+			p.Entries = append(p.Entries, PlanEntry{Name: "logits (over the scratch)", Slab: "grad", Count: 1, Elems: BT * V})
+		}
+		return p
+	}
 	if c.Pooled() {
 		p.dlogits = add("grad", "d.logits", 1, p.logits.n)
 		p.dpooled = add("grad", "d.pooled", 1, B*D)
