@@ -27,7 +27,7 @@ var bf16AsmPaths = func() []bf16GemmPath {
 		return paths
 	}
 	paths = append(paths, bf16GemmPath{name: "avx512fma", block: bf16BlockAVX512, rows: gemmMR, widen: true})
-	if !cpu.X86.HasAVX512BF16 {
+	if !hasBF16Dot {
 		return paths
 	}
 	paths = append(paths, bf16GemmPath{name: "avx512bf16", block: bf16BlockK512, rows: gemmMR})
@@ -36,6 +36,10 @@ var bf16AsmPaths = func() []bf16GemmPath {
 	}
 	return paths
 }()
+
+// hasBF16Dot says whether the AVX512-BF16 kernels run here: the CPU has
+// VDPBF16PS and the AVX-512 path is in use.
+var hasBF16Dot = cpu.X86.HasAVX512BF16 && Best == PathAVX512
 
 // bf16Order puts the faster of the two AVX-512 paths after the other in
 // table (the pure-Go twin first, then bf16AsmPaths' order). The widened
@@ -75,7 +79,7 @@ func bf16Order(table []bf16GemmPath) {
 // independent VDPBF16PS on registers) and its flops per iteration, for
 // `tokenmix bench peak`; ok is false without AVX512-BF16.
 func BF16PeakLoop() (loop func(iters int), flopsPerIter float64, ok bool) {
-	if !cpu.X86.HasAVX512BF16 || Best != PathAVX512 {
+	if !hasBF16Dot {
 		return nil, 0, false
 	}
 	return bf16PeakLoop, bf16PeakFlops, true
