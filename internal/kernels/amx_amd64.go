@@ -26,6 +26,10 @@ var amxConfig = func() (cfg [64]byte) {
 // amxRows is the rows of C one AMX micro-kernel call computes per block.
 const amxRows = 32
 
+// amxChunkBytes bounds the bytes of A that bf16BlockAMX runs against all
+// its panels before it moves on: half a 1 MiB L2, or 32 rows.
+const amxChunkBytes = 512 << 10
+
 // amxMode is how amxBF16 writes C for cols columns of a panel: 1 stores
 // its tiles straight into C (C = A·B on whole halves of 32 columns), 0
 // goes through a scratch block and the column mask (alpha·A·B + beta·C).
@@ -48,11 +52,17 @@ func bf16BlockAMX(a BF16A, b BF16B, r0, r1, p0, p1 int, alpha, beta float32, c [
 		return
 	}
 	tail := amxTail(&a, r0, r1, pairs/16*32)
-	for pn := p0; pn < p1; pn++ {
-		bp := b.Data[pn*ps : pn*ps+pairs*2*bf16Panel]
-		j0 := pn * bf16Panel
-		cols := min(bf16Panel, n-j0)
-		amxBlock(&a, &tail, bp, pairs, r0, r1, cols, panelMask(n-j0), alpha, beta, c[j0:], ldc)
+	// Rows by chunks whose A stays in L2 while the panels go by, each panel
+	// in L1 while the chunk's blocks go by.
+	mc := max(amxRows, amxChunkBytes/(4*pairs)/amxRows*amxRows)
+	for c0 := r0; c0 < r1; c0 += mc {
+		c1 := min(c0+mc, r1)
+		for pn := p0; pn < p1; pn++ {
+			bp := b.Data[pn*ps : pn*ps+pairs*2*bf16Panel]
+			j0 := pn * bf16Panel
+			cols := min(bf16Panel, n-j0)
+			amxBlock(&a, &tail, bp, pairs, c0, c1, cols, panelMask(n-j0), alpha, beta, c[j0:], ldc)
+		}
 	}
 	if tail.Data != nil {
 		packBufs.put(tail.Data)

@@ -14,9 +14,10 @@
 
 // func amxBF16(steps int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, blocks int, tmp *float32, cfg *byte, mode, rows, halves int)
 //
-// For each of halves 32-column halves of a packed B panel (rows 256 bytes
-// apart; half h starts 128 bytes in) and each of blocks blocks of 32 rows
-// (A and C advance by 32 rows), it computes the 32×32 product of A's rows
+// For each of blocks blocks of 32 rows (A and C advance by 32 rows) and
+// each of halves 32-column halves of a packed B panel (rows 256 bytes
+// apart; half h starts 128 bytes in), so that a block's rows of A are
+// read from memory once for both halves, it computes the 32×32 product of A's rows
 // (lda bytes apart) by the half's columns, over steps·32 values of K; ldc
 // is in float32. Mode 0: the product goes to tmp (32 rows of 32 float32),
 // then C = alpha·tmp + beta·C (C not read when beta is 0) for the columns
@@ -31,24 +32,14 @@ TEXT ·amxBF16(SB), NOSPLIT, $0-112
 	MOVQ ldc+40(FP), R9
 	SHLQ $2, R9
 	MOVQ $256, BX
-	XORQ R10, R10 // half
-
-amx_half:
-	MOVQ mask+56(FP), AX
-	MOVQ R10, CX
-	SHLQ $5, CX
-	SHRQ CX, AX
-	KMOVW AX, K1
-	SHRQ $16, AX
-	KMOVW AX, K2
 	MOVQ a+8(FP), R13
-	MOVQ R10, AX
-	SHLQ $7, AX
 	MOVQ c+32(FP), R14
-	ADDQ AX, R14
 	MOVQ blocks+64(FP), R12
 
 amx_block:
+	XORQ R10, R10 // half
+
+amx_half:
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xC0 // TILEZERO tmm0
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xC8 // TILEZERO tmm1
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7B; BYTE $0x49; BYTE $0xD0 // TILEZERO tmm2
@@ -78,10 +69,14 @@ amx_k:
 	DECQ AX
 	JNZ amx_k
 
+	// R8: this block's first row of C, from this half's first column.
+	MOVQ R10, R8
+	SHLQ $7, R8
+	ADDQ R14, R8
 	MOVQ mode+88(FP), AX
 	TESTQ AX, AX
 	JEQ amx_epilogue
-	MOVQ R14, SI
+	MOVQ R8, SI
 	MOVQ R9, DX
 	MOVQ DX, CX
 	SHLQ $4, CX
@@ -90,9 +85,16 @@ amx_k:
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x4C; BYTE $0x16; BYTE $0x40 // TILESTORED 64(SI)(DX*1), tmm1
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x14; BYTE $0x11              // TILESTORED (CX)(DX*1), tmm2
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x5C; BYTE $0x11; BYTE $0x40 // TILESTORED 64(CX)(DX*1), tmm3
-	JMP amx_next
+	JMP amx_next_half
 
 amx_epilogue:
+	MOVQ mask+56(FP), AX
+	MOVQ R10, CX
+	SHLQ $5, CX
+	SHRQ CX, AX
+	KMOVW AX, K1
+	SHRQ $16, AX
+	KMOVW AX, K2
 	MOVQ tmp+72(FP), SI
 	MOVQ $128, DX
 	LEAQ 2048(SI), CX
@@ -102,7 +104,6 @@ amx_epilogue:
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x7A; BYTE $0x4B; BYTE $0x5C; BYTE $0x11; BYTE $0x40 // TILESTORED 64(CX)(DX*1), tmm3
 
 	// C = alpha·tmp + beta·C, row by row.
-	MOVQ R14, R8
 	MOVQ rows+96(FP), R11
 	VXORPS X0, X0, X0
 	VUCOMISS beta+52(FP), X0
@@ -118,7 +119,7 @@ amx_rows:
 	ADDQ R9, R8
 	DECQ R11
 	JNZ amx_rows
-	JMP amx_next
+	JMP amx_next_half
 
 amx_rows_beta:
 	VMULPS (SI), Z30, Z0
@@ -134,7 +135,10 @@ amx_rows_beta:
 	DECQ R11
 	JNZ amx_rows_beta
 
-amx_next:
+amx_next_half:
+	INCQ R10
+	CMPQ R10, halves+104(FP)
+	JLT amx_half
 	MOVQ lda+16(FP), DX
 	SHLQ $5, DX
 	ADDQ DX, R13
@@ -143,9 +147,6 @@ amx_next:
 	ADDQ DX, R14
 	DECQ R12
 	JNZ amx_block
-	INCQ R10
-	CMPQ R10, halves+104(FP)
-	JLT amx_half
 
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0 // TILERELEASE
 	VZEROUPPER
