@@ -21,7 +21,7 @@ type headPacks struct {
 	qa, doa, qT, doT []kernels.BF16A
 	kt, vt           []kernels.BF16B
 	vb, dob, kb      []kernels.BF16B
-	dkT, dvT         []float32 // [B·H, Dh, T] each
+	dkT, dvT         []float32 // [B·H, Dh, T+16] each (ldT)
 }
 
 // packPool holds the stores between passes. A store serves one Forward or
@@ -99,7 +99,7 @@ func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
 		grow(&hp.doa, &hp.vt, &hp.dob, &hp.kb)
 		grow(&hp.qT)
 		grow(&hp.doT)
-		if m := n * Dh * T; cap(hp.dkT) < m {
+		if m := n * Dh * ldT(T); cap(hp.dkT) < m {
 			hp.dkT, hp.dvT = make([]float32, m), make([]float32, m)
 		} else {
 			hp.dkT, hp.dvT = hp.dkT[:m], hp.dvT[:m]
@@ -126,8 +126,8 @@ func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
 			kernels.PackBF16B(pt, &hp.kb[u], false, T, Dh, k[off:], D)
 			kernels.PackBF16A(pt, &hp.qT[u], true, Dh, T, q[off:], D)
 			kernels.PackBF16A(pt, &hp.doT[u], true, Dh, T, do[off:], D)
-			clear(hp.dkT[u*Dh*T : (u+1)*Dh*T])
-			clear(hp.dvT[u*Dh*T : (u+1)*Dh*T])
+			clear(hp.dkT[u*Dh*ldT(T) : (u+1)*Dh*ldT(T)])
+			clear(hp.dvT[u*Dh*ldT(T) : (u+1)*Dh*ldT(T)])
 		}
 	})
 }
@@ -135,18 +135,19 @@ func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
 // keyGrads accumulates a covered block's key gradients from its P and
 // dS tiles [NQ,NK] of unit u: dVᵀ += dOᵀ·P and dKᵀ += scale·qᵀ·dS.
 func (hp *headPacks) keyGrads(p, ds []float32, scale float32, blk *Block, d dims, u int) {
-	T, off := d.T, u*d.Dh*d.T+blk.K0
+	ld := ldT(d.T)
+	off := u*d.Dh*ld + blk.K0
 	a := hp.doT[u].Cols(blk.Q0, blk.NQ)
-	kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.Float32B(false, a.K, blk.NK, p, blk.NK), 1, hp.dvT[off:], T)
+	kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.Float32B(false, a.K, blk.NK, p, blk.NK), 1, hp.dvT[off:], ld)
 	a = hp.qT[u].Cols(blk.Q0, blk.NQ)
-	kernels.GemmBF16(1, scale, kernels.PackedA(&a), kernels.Float32B(false, a.K, blk.NK, ds, blk.NK), 1, hp.dkT[off:], T)
+	kernels.GemmBF16(1, scale, kernels.PackedA(&a), kernels.Float32B(false, a.K, blk.NK, ds, blk.NK), 1, hp.dkT[off:], ld)
 }
 
 // addKeyGrads adds the transposed key gradients into dk, dv [B,T,D], by
 // tiles of 16 positions × 16 channels, whose 16 source and 16 destination
 // cache lines stay in L1.
 func (hp *headPacks) addKeyGrads(dk, dv []float32, d dims) {
-	T, D, Dh, H := d.T, d.D, d.Dh, d.H
+	T, D, Dh, H, ld := d.T, d.D, d.Dh, d.H, ldT(d.T)
 	const tb = 16
 	nb := (T + tb - 1) / tb
 	parallel.For(d.threads, d.B*H*nb, 1, func(_, lo, hi int) {
@@ -159,10 +160,10 @@ func (hp *headPacks) addKeyGrads(dk, dv []float32, d dims) {
 				for t := t0; t < t1; t++ {
 					o := (b*T+t)*D + h*Dh
 					dkr, dvr := dk[o+c0:o+c1], dv[o+c0:o+c1]
-					src := (u*Dh+c0)*T + t
+					src := (u*Dh+c0)*ld + t
 					for i := range dkr {
-						dkr[i] += hp.dkT[src+i*T]
-						dvr[i] += hp.dvT[src+i*T]
+						dkr[i] += hp.dkT[src+i*ld]
+						dvr[i] += hp.dvT[src+i*ld]
 					}
 				}
 			}

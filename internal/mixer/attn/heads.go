@@ -59,11 +59,16 @@ func (a *Attention[F]) transGradSize(t int) int {
 	return (2*a.Dh*(t+16) + 15) &^ 15
 }
 
+// ldT is the row stride of the transposed key gradients for T positions:
+// T plus 16, so that a tile's rows, T apart, do not all fall in the same
+// cache sets when T is a multiple of 1024.
+func ldT(T int) int { return T + 16 }
+
 // addTransposed adds the transpose of xt [Dh, T+16] (columns 0…T−1) to
 // head h of sequence b of x [B,T,D].
 func addTransposed[F kernels.Float](x, xt []F, d dims, b, h int) {
 	T, D, Dh := d.T, d.D, d.Dh
-	kernels.TransposeAdd(x[b*T*D+h*Dh:], D, xt, T+16, Dh, T)
+	kernels.TransposeAdd(x[b*T*D+h*Dh:], D, xt, ldT(T), Dh, T)
 }
 
 // fillHeads sets xh [B,H,T,Dh] to the head-major copy of x [B,T,D].

@@ -355,7 +355,7 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 		dp := work[w*ws+tn : w*ws+2*tn]
 		var dkT, dvT []F // transposed dK, dV [Dh, T+16] (heads.go)
 		if ks.tg > 0 {
-			n, o := Dh*(T+16), w*ws+workerSize(tiles)
+			n, o := Dh*ldT(T), w*ws+workerSize(tiles)
 			dkT, dvT = work[o:o+n], work[o+n:o+2*n]
 			clear(dkT)
 			clear(dvT)
@@ -403,7 +403,7 @@ func bwdBlock[F kernels.Float](dq, s, dp, dkT, dvT, drow, do, lse, q []F, ks *ke
 	dvr, _ := ks.rows(ks.dv, nil, ks.g.dv, blk, d, b, h)
 	qr, lqr := qrows(q, ks.qh, blk, d, b, h)
 	dor, ldo := qrows(do, ks.doh, blk, d, b, h)
-	trans, ldt := dkT != nil && blk.KS == 1 && !blk.Gathered, T+16
+	trans, ldt := dkT != nil && blk.KS == 1 && !blk.Gathered, ldT(T)
 	hp, u := ks.hp, b*d.H+h
 	packed := hp.covers(blk)
 	if packed {
