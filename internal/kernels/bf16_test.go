@@ -60,7 +60,7 @@ func bf16Patterns() []uint32 {
 	return ps
 }
 
-// TestBF16Conversions: ToBF16 (and the pair conversion of packed B)
+// TestBF16Conversions: ToBF16 (and the conversions of packed A and B)
 // rounds every class of float32 to nearest even (NaN stays NaN) on every
 // path, and FromBF16 is exact: every bf16
 // survives the round trip.
@@ -82,6 +82,18 @@ func TestBF16Conversions(t *testing.T) {
 			}
 			if bf16Of(x) != got[i] {
 				t.Errorf("%v: the Go twin gives %#04x for %#08x, the path %#04x", p, bf16Of(x), ps[i], got[i])
+			}
+		}
+		// The rows of packed A: every class, in rows of 48.
+		if n := len(src) / 48 * 48; p == PathAVX512 {
+			rows := make([]BF16, n)
+			if k := toBF16RowsVec(rows, 48, src, 48, 0, n/48, 48); k != 48 {
+				t.Fatalf("toBF16RowsVec covered %d of 48 values a row", k)
+			}
+			for j, x := range src[:n] {
+				if rows[j] != bf16Of(x) {
+					t.Fatalf("toBF16RowsVec(%#08x) = %#04x, want %#04x", ps[j], rows[j], bf16Of(x))
+				}
 			}
 		}
 		// The pair layout of packed B: every class in both halves.
