@@ -27,7 +27,8 @@ var amxConfig = func() (cfg [64]byte) {
 const amxRows = 32
 
 // amxChunkBytes bounds the bytes of A that bf16BlockAMX runs against all
-// its panels before it moves on: half a 1 MiB L2, or 32 rows.
+// its panels before it moves on (at least one block of 32 rows): a chunk
+// stays in L2 (2 MiB a core on the CPUs with AMX) while the panels go by.
 const amxChunkBytes = 512 << 10
 
 // amxMode is how amxBF16 writes C for cols columns of a panel: 1 stores

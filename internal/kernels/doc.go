@@ -54,7 +54,10 @@
 // is 32 values of one row of A, and a B tile is 16 pair rows of 16 columns
 // of a panel (256 bytes apart). amxBF16 (amx_amd64.s, its tile
 // instructions spelled in VEX bytes) keeps a 32×32 block of C in four
-// tiles and runs TDPBF16PS over K by steps of 32. For C = A·B on 32
+// tiles and runs TDPBF16PS over K by steps of 32, for a block's two
+// halves of a panel back to back (its rows of A come from memory once
+// for both); bf16BlockAMX takes the rows by chunks of up to 512 KiB of A,
+// which stay in L2 while every panel goes by. For C = A·B on 32
 // whole columns the tiles are stored straight into C; otherwise they go
 // to a scratch block, and alpha·block + beta·C is written with the panel's
 // column mask. Rows beyond the last whole block of 32 are multiplied from
