@@ -31,8 +31,10 @@ func (b *blockBF16) fc2() *kernels.BF16B {
 // UseBF16 switches a float32 model to bf16 inference: the feed-forward,
 // head and mixer projection weights are packed in bf16 once, and every
 // later forward pass and decoding step multiplies bf16 and accumulates in
-// float32. Embeddings, LayerNorms, the mixers' cores (attention scores,
-// AFT's sums, the FFT) and the loss stay in float32. The packed copies do
+// float32, and so do full attention's score and value products where the
+// bf16 path packs its operands (see attn's UseBF16). Embeddings,
+// LayerNorms, the other mixers' cores (sparse attention's scores, AFT's
+// sums, the FFT) and the loss stay in float32. The packed copies do
 // not follow later changes of the weights: a model in bf16 inference is
 // not trained. UseBF16 returns an error for a float64 model or a mixer kind
 // without the bf16 path.
@@ -55,6 +57,7 @@ func (m *Model[F]) UseBF16() error {
 			return fmt.Errorf("model: block %d: %w", i, err)
 		}
 	}
+	m.plan.B = 0 // a mixer's scratch may have changed: the next pass plans again
 	m.bf16 = make([]blockBF16, c.NLayers)
 	for i := range m.bf16 {
 		bw := &m.w.blocks[i]

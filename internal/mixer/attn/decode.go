@@ -135,7 +135,7 @@ func (a *Attention[F]) decodeRows(out, x []F, states []*kvState[F], threads int)
 	if !a.Causal {
 		return fmt.Errorf("attn: decoding needs a causal pattern")
 	}
-	decodeRows(out, x, states, a.H, &a.proj, a.Rope, a.decodeHead, threads)
+	decodeRows(out, x, states, a.H, &a.proj, a.Rope, a.decodeHead, a.bf16(), threads)
 	return nil
 }
 
@@ -147,7 +147,7 @@ func (a *Attention[F]) decodeRows(out, x []F, states []*kvState[F], threads int)
 // their caches first, in order; then every (row, head) pair attends in
 // parallel through head, each reading its cache up to its own position,
 // on at most threads threads (a budget as mixer.Pass.Threads).
-func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], H int, ps *proj.Set[F], rope *Rope, head func(o, q []F, s *kvState[F], i, h int, hs *headScratch[F]), threads int) {
+func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], H int, ps *proj.Set[F], rope *Rope, head func(o, q []F, s *kvState[F], i, h int, hs *headScratch[F]), round16 bool, threads int) {
 	th := mixer.Budget(threads)
 	n, D := len(states), ps.D
 	Dh := D / H
@@ -168,6 +168,11 @@ func decodeRows[F kernels.Float](out, x []F, states []*kvState[F], H int, ps *pr
 		wk.pos[r] = s.n
 		RopeRows(rope, wk.q[r*D:(r+1)*D], wk.pos[r:r+1])
 		RopeRows(rope, wk.k[r*D:(r+1)*D], wk.pos[r:r+1])
+		if round16 { // the bf16 values the forward's products read
+			for _, y := range [3][]F{wk.q, wk.k, wk.v} {
+				kernels.RoundBF16(1, any(y[r*D:(r+1)*D]).([]float32))
+			}
+		}
 		s.append(wk.k[r*D:(r+1)*D], wk.v[r*D:(r+1)*D], H, Dh)
 	}
 	parallel.For(th, n*H, 1, func(worker, lo, hi int) {
@@ -192,6 +197,10 @@ func (a *Attention[F]) decodeHead(o, q []F, s *kvState[F], i, h int, hs *headScr
 		hs.sc = grow(hs.sc, i+1)
 		sc := hs.sc
 		kernels.Gemm(1, kernels.PrecFP32, false, true, 1, i+1, Dh, F(scale), q, Dh, kh, Dh, 0, sc, i+1)
+		if a.bf16() {
+			a.decodeTiles(o, sc, s.vt[h], s.cap)
+			return
+		}
 		sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
 		kernels.Scale(sc, 1/sum)
 		kernels.Gemm(1, kernels.PrecFP32, false, true, 1, Dh, i+1, 1, sc, i+1, s.vt[h], s.cap, 0, o, Dh)
@@ -229,6 +238,27 @@ func (a *Attention[F]) decodeHead(o, q []F, s *kvState[F], i, h int, hs *headScr
 	for m, j := range hs.keys {
 		kernels.Axpy(o, sc[m]/sum, s.v[h][j*Dh:(j+1)*Dh])
 	}
+}
+
+// decodeTiles finishes a dense decoding step in bf16 from the scores sc
+// of every earlier key, as the forward's bf16 core does for that query:
+// an online softmax over key tiles of tiles().K, each tile's exps
+// rounded to bf16 before its value product (Vᵀ [Dh, ld] in vt), and the
+// output divided by the sum at the end, so that decoding gives the
+// forward's numbers (up to the order of the float32 sums).
+func (a *Attention[F]) decodeTiles(o, sc, vt []F, ld int) {
+	tk, n := a.tiles().K, len(sc)
+	m, l := []F{F(math.Inf(-1))}, []F{0}
+	var alpha [1]F
+	clear(o)
+	for j0 := 0; j0 < n; j0 += tk {
+		p := sc[j0:min(j0+tk, n)]
+		kernels.OnlineSoftmax(p, 1, len(p), m, l, 1, alpha[:])
+		kernels.Scale(o, alpha[0])
+		kernels.RoundBF16(1, any(p).([]float32))
+		kernels.Gemm(1, kernels.PrecFP32, false, true, 1, len(o), len(p), 1, p, len(p), vt[j0:], ld, 1, o, len(o))
+	}
+	kernels.Scale(o, 1/l[0])
 }
 
 // append adds one position's key and value rows [D] to the cache. The

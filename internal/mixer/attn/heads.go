@@ -29,9 +29,7 @@ import (
 // headMajor reports whether the passes make head-major copies: every path
 // but bf16's packed operands (headPacks), which are already per head.
 func (a *Attention[F]) headMajor() bool {
-	var z F
-	_, f32 := any(z).(float32)
-	return !a.plain && (!f32 || a.proj.Prec != kernels.PrecBF16)
+	return !a.plain && !a.bf16Core()
 }
 
 // headMajorSize is the scratch of the head-major copies: three [B,T,D]
@@ -56,7 +54,7 @@ func (a *Attention[F]) transGradSize(t int) int {
 	if !a.transGrads() {
 		return 0
 	}
-	return (2*a.Dh*(t+16) + 15) &^ 15
+	return (2*a.Dh*ldT(t) + 15) &^ 15
 }
 
 // ldT is the row stride of the transposed key gradients for T positions:

@@ -41,6 +41,10 @@ type Attention[F kernels.Float] struct {
 	// Tiles bounds the block sizes (DefaultTiles unless the mixer or a
 	// test changes it before the first Forward).
 	Tiles Tiles
+	// TilesBF16, when set, replaces Tiles where the attention core runs in
+	// bf16 (bf16Core: precision bf16, or bf16 inference of a dense
+	// pattern).
+	TilesBF16 Tiles
 	// Stride, when > 1, is the key stride of the pattern's strided blocks:
 	// the kernels then keep k and v transposed in residue-class order too
 	// (see transpose.go). Set it before ScratchSize.
@@ -72,6 +76,8 @@ type Attention[F kernels.Float] struct {
 	// and o in act as 16-bit values of format f16 (see Forward).
 	store16 bool
 	f16     kernels.Format16
+	// infer16: UseBF16 was called (bf16 inference of a float32 mixer).
+	infer16 bool
 }
 
 // The projections' indices in proj: the attention kinds' q, k, v, o.
@@ -146,8 +152,21 @@ func (a *Attention[F]) Params() []mixer.ParamSpec { return a.proj.Params() }
 func (a *Attention[F]) Bind(w, g [][]F) { a.proj.Bind(w, g) }
 
 // UseBF16 implements mixer.BF16Inference: the q, k, v and o projections
-// multiply in bf16 from now on; the attention core stays in F.
-func (a *Attention[F]) UseBF16(threads int) error { return a.proj.UseBF16(threads) }
+// multiply in bf16 from now on. With a dense pattern (full attention) so
+// do the score and value products, where the bf16 kernels multiply packed
+// operands, on q, k and v packed once per pass as in precision bf16, and
+// decoding rounds q, k, v and the exps as they do (bf16), on TilesBF16
+// where set. Call it before the next ScratchSize: the scratch may change.
+// On a path
+// that widens bf16 to float32 (kernels.BF16Widens), and with other
+// patterns, the attention core stays in float32.
+func (a *Attention[F]) UseBF16(threads int) error {
+	if err := a.proj.UseBF16(threads); err != nil {
+		return err
+	}
+	a.infer16 = true
+	return nil
+}
 
 // ActSize is q, k, v and the pre-projection output [B,T,D] each, plus the
 // per-row log-sum-exp [B,H,T]. With 16-bit storage the four [B,T,D]
@@ -168,7 +187,7 @@ func (a *Attention[F]) ActSize(b, t int) int {
 // working copies of q, k, v and o [B,T,D] each.
 func (a *Attention[F]) ScratchSize(b, t, threads int) int {
 	n := 4*b*t*a.D + 2*tcopySize(b, t, a.D, a.Stride) + gbufSize(b, a.H, a.Dh, a.gatherLen(t)) +
-		a.headMajorSize(b, t) + b*a.H*t + mixer.Budget(threads)*(workerSize(a.Tiles)+a.transGradSize(t))
+		a.headMajorSize(b, t) + b*a.H*t + mixer.Budget(threads)*(workerSize(a.tiles())+a.transGradSize(t))
 	if a.store16 {
 		n += 4 * b * t * a.D
 	}
@@ -215,8 +234,11 @@ func (a *Attention[F]) dims(p mixer.Pass) dims {
 		s = 0
 	}
 	prec, round := a.proj.Prec, a.roundBF16()
-	if round {
+	switch {
+	case round:
 		prec = kernels.PrecFP32
+	case a.bf16():
+		prec = kernels.PrecBF16
 	}
 	return dims{B: p.B, T: p.T, D: a.D, H: a.H, Dh: a.Dh, scale: 1 / math.Sqrt(float64(a.Dh)), s: s, slopes: a.Slopes, prec: prec,
 		round: round, threads: mixer.Budget(p.Threads)}
@@ -228,7 +250,7 @@ func (a *Attention[F]) layouts(T int) []*Layout {
 	}
 	a.lays = a.lays[:a.H]
 	for h := range a.lays {
-		a.lays[h] = a.Pat.Layout(h, T, a.Tiles)
+		a.lays[h] = a.Pat.Layout(h, T, a.tiles())
 	}
 	return a.lays
 }
@@ -282,7 +304,7 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 		defer packPool.put(ks.hp)
 		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), nil, d, false)
 	}
-	forward(o, lse, l, ks, work, q, a.layouts(p.T), d, p, a.Tiles, &a.units)
+	forward(o, lse, l, ks, work, q, a.layouts(p.T), d, p, a.tiles(), &a.units)
 	if a.store16 {
 		a.keep16(th, act16, 3, o)
 	}
@@ -315,7 +337,7 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 		defer packPool.put(ks.hp)
 		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), any(do).([]float32), d, true)
 	}
-	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), d, p, a.Tiles, &a.units)
+	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), d, p, a.tiles(), &a.units)
 	RopeApply(a.Rope, th, dq, p.B, p.T, true) // back through the rotation: its transpose
 	RopeApply(a.Rope, th, dk, p.B, p.T, true)
 	a.proj.Backward(th, pq, dx, dq, x, N, false)
@@ -324,18 +346,38 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 }
 
 // bf16 says whether the score and value products run in bf16: a float32
-// mixer in precision bf16.
+// mixer in precision bf16, or in bf16 inference (UseBF16) on a path that
+// packs.
 func (a *Attention[F]) bf16() bool {
+	return a.bf16Core() && (a.proj.Prec == kernels.PrecBF16 || !kernels.BF16Widens())
+}
+
+// tiles are the block sizes of the passes: TilesBF16 when set and the
+// core runs in bf16, else Tiles.
+func (a *Attention[F]) tiles() Tiles {
+	if a.TilesBF16 != (Tiles{}) && a.bf16Core() {
+		return a.TilesBF16
+	}
+	return a.Tiles
+}
+
+// bf16Core says whether the mixer's attention core may run in bf16 (bf16
+// says whether it does on the path in use): a float32 mixer in precision
+// bf16, or in bf16 inference with a dense pattern (full attention), whose
+// decoding can round as its forward does. Its passes make no head-major
+// copies, whichever bf16 path runs.
+func (a *Attention[F]) bf16Core() bool {
 	var z F
 	_, ok := any(z).(float32)
-	return ok && a.proj.Prec == kernels.PrecBF16
+	d, dense := a.Pat.(Denser)
+	return ok && (a.proj.Prec == kernels.PrecBF16 || a.infer16 && dense && d.Dense())
 }
 
 // roundBF16 says whether the bf16 products multiply operands rounded in
 // place in float32 (dims.round): on a kernels path that widens bf16
 // values anyway, packing them would only cost time.
 func (a *Attention[F]) roundBF16() bool {
-	return a.bf16() && !a.unpacked && kernels.BF16Widens()
+	return a.bf16() && a.proj.Prec == kernels.PrecBF16 && !a.unpacked && kernels.BF16Widens()
 }
 
 // bf16Packs returns a store for the packed operands, from packPool (the
@@ -359,6 +401,6 @@ func pclear[F kernels.Float](threads int, x []F) {
 // layout, so a picture of it shows what the kernels compute (padding aside).
 func (a *Attention[F]) Connectivity(h, T int) []bool {
 	m := make([]bool, T*T)
-	a.Pat.Layout(h, T, a.Tiles).Each(func(i, j int) { m[i*T+j] = true })
+	a.Pat.Layout(h, T, a.tiles()).Each(func(i, j int) { m[i*T+j] = true })
 	return m
 }

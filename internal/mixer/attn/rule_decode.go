@@ -43,7 +43,7 @@ func (a *RuleAttention[F]) decodeRows(out, x []F, states []*kvState[F], threads 
 	if !a.Causal {
 		return fmt.Errorf("attn: decoding needs a causal mixer")
 	}
-	decodeRows(out, x, states, a.H, &a.proj, a.Rope, a.decodeHead, threads)
+	decodeRows(out, x, states, a.H, &a.proj, a.Rope, a.decodeHead, false, threads)
 	return nil
 }
 

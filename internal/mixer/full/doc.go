@@ -13,7 +13,7 @@
 // query) outputs o(0) = bo.
 //
 // The kernel is memory-efficient exact attention (package mixer/attn): 128×64
-// tiles of queries × keys (128×128 in precision bf16) with an online softmax, recomputed in backward, so
+// tiles of queries × keys (128×128 in bf16) with an online softmax, recomputed in backward, so
 // activation memory is O(T·d) per layer, never T×T; time is O(T²·d). A naive
 // materialised twin (NewNaive) is its test oracle.
 //

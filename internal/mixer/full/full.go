@@ -33,10 +33,7 @@ func New[F kernels.Float](c mixer.Config) (*attn.Attention[F], error) {
 	}
 	a, err := attn.New[F](c, &Pattern{Causal: c.Causal})
 	if err == nil {
-		a.Tiles, a.Slopes, a.Rope, a.Causal = Tiles, slopes, rope, c.Causal
-		if c.Precision == "bf16" {
-			a.Tiles = TilesBF16
-		}
+		a.Tiles, a.TilesBF16, a.Slopes, a.Rope, a.Causal = Tiles, TilesBF16, slopes, rope, c.Causal
 	}
 	return a, err
 }
@@ -46,8 +43,8 @@ func New[F kernels.Float](c mixer.Config) (*attn.Attention[F], error) {
 // tile over more rows; dense rows waste nothing on it.
 var Tiles = attn.Tiles{Q: 128, K: 64}
 
-// TilesBF16 are its block sizes in precision bf16: 128 queries by 128
-// keys. The products on bf16 tiles run several times faster than the
+// TilesBF16 are its block sizes in precision bf16 and in bf16 inference:
+// 128 queries by 128 keys. The products on bf16 tiles run several times faster than the
 // float32 ones, so the work per tile that does not shrink with them
 // (the calls, packing P and dS, the accumulation into the outputs) counts
 // for more; wider key tiles halve the tiles and double the K of the
