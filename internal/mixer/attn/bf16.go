@@ -143,30 +143,20 @@ func (hp *headPacks) keyGrads(p, ds []float32, scale float32, blk *Block, d dims
 	kernels.GemmBF16(1, scale, kernels.PackedA(&a), kernels.Float32B(false, a.K, blk.NK, ds, blk.NK), 1, hp.dkT[off:], ld)
 }
 
-// addKeyGrads adds the transposed key gradients into dk, dv [B,T,D], by
-// tiles of 16 positions × 16 channels, whose 16 source and 16 destination
-// cache lines stay in L1.
+// addKeyGrads adds the transposed key gradients into dk, dv [B,T,D]
+// (kernels.TransposeAdd), by blocks of 256 positions of a unit.
 func (hp *headPacks) addKeyGrads(dk, dv []float32, d dims) {
 	T, D, Dh, H, ld := d.T, d.D, d.Dh, d.H, ldT(d.T)
-	const tb = 16
+	const tb = 256
 	nb := (T + tb - 1) / tb
 	parallel.For(d.threads, d.B*H*nb, 1, func(_, lo, hi int) {
 		for w := lo; w < hi; w++ {
 			u, t0 := w/nb, w%nb*tb
-			t1 := min(t0+tb, T)
-			b, h := u/H, u%H
-			for c0 := 0; c0 < Dh; c0 += tb {
-				c1 := min(c0+tb, Dh)
-				for t := t0; t < t1; t++ {
-					o := (b*T+t)*D + h*Dh
-					dkr, dvr := dk[o+c0:o+c1], dv[o+c0:o+c1]
-					src := (u*Dh+c0)*ld + t
-					for i := range dkr {
-						dkr[i] += hp.dkT[src+i*ld]
-						dvr[i] += hp.dvT[src+i*ld]
-					}
-				}
-			}
+			n := min(t0+tb, T) - t0
+			o := (u/H*T+t0)*D + u%H*Dh
+			src := u*Dh*ld + t0
+			kernels.TransposeAdd(dk[o:], D, hp.dkT[src:], ld, Dh, n)
+			kernels.TransposeAdd(dv[o:], D, hp.dvT[src:], ld, Dh, n)
 		}
 	})
 }
