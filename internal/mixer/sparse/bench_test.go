@@ -51,6 +51,13 @@ func BenchmarkFixed4096(b *testing.B) {
 func BenchmarkFull16384(b *testing.B) {
 	bench.MixerBenchmark(b, full.Kinds()[0], benchCfg("full", nil), 1, 16384)
 }
+
+// BenchmarkFull16384BF16 is BenchmarkFull16384 in precision bf16.
+func BenchmarkFull16384BF16(b *testing.B) {
+	c := benchCfg("full", nil)
+	c.Precision = "bf16"
+	bench.MixerBenchmark(b, full.Kinds()[0], c, 1, 16384)
+}
 func BenchmarkStrided16384(b *testing.B) {
 	bench.MixerBenchmark(b, sparse.Kinds()[0], benchCfg("strided", stridedOpts), 1, 16384)
 }
