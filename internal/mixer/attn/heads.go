@@ -29,7 +29,7 @@ import (
 // headMajor reports whether the passes make head-major copies: every path
 // but bf16's packed operands (headPacks), which are already per head.
 func (a *Attention[F]) headMajor() bool {
-	return !a.plain && !a.bf16Core()
+	return !a.plain && !a.bf16()
 }
 
 // headMajorSize is the scratch of the head-major copies: three [B,T,D]

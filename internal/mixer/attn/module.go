@@ -41,9 +41,8 @@ type Attention[F kernels.Float] struct {
 	// Tiles bounds the block sizes (DefaultTiles unless the mixer or a
 	// test changes it before the first Forward).
 	Tiles Tiles
-	// TilesBF16, when set, replaces Tiles where the attention core runs in
-	// bf16 (bf16Core: precision bf16, or bf16 inference of a dense
-	// pattern).
+	// TilesBF16, when set, replaces Tiles where the score and value
+	// products run in bf16 (see bf16).
 	TilesBF16 Tiles
 	// Stride, when > 1, is the key stride of the pattern's strided blocks:
 	// the kernels then keep k and v transposed in residue-class order too
@@ -152,14 +151,12 @@ func (a *Attention[F]) Params() []mixer.ParamSpec { return a.proj.Params() }
 func (a *Attention[F]) Bind(w, g [][]F) { a.proj.Bind(w, g) }
 
 // UseBF16 implements mixer.BF16Inference: the q, k, v and o projections
-// multiply in bf16 from now on. With a dense pattern (full attention) so
-// do the score and value products, where the bf16 kernels multiply packed
-// operands, on q, k and v packed once per pass as in precision bf16, and
-// decoding rounds q, k, v and the exps as they do (bf16), on TilesBF16
-// where set. Call it before the next ScratchSize: the scratch may change.
-// On a path
-// that widens bf16 to float32 (kernels.BF16Widens), and with other
-// patterns, the attention core stays in float32.
+// multiply in bf16 from now on. With a dense pattern (full attention), on
+// a bf16 path that packs its operands, so do the score and value products,
+// on q, k and v packed once per pass and on TilesBF16 where set, and
+// decoding rounds q, k, v and the exps as they do (see bf16); elsewhere
+// the attention core stays in float32. The scratch may change: call it
+// before ScratchSize.
 func (a *Attention[F]) UseBF16(threads int) error {
 	if err := a.proj.UseBF16(threads); err != nil {
 		return err
@@ -346,38 +343,38 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 }
 
 // bf16 says whether the score and value products run in bf16: a float32
-// mixer in precision bf16, or in bf16 inference (UseBF16) on a path that
-// packs.
+// mixer in precision bf16, or in bf16 inference (UseBF16) with a dense
+// pattern (full attention, whose decoding rounds as its forward does) on
+// a path that packs its operands (not kernels.BF16Widens). Its passes
+// then make no head-major copies and run on TilesBF16 where set, so in
+// bf16 inference the scratch depends on the path: a pass must run on the
+// path its plan was made on.
 func (a *Attention[F]) bf16() bool {
-	return a.bf16Core() && (a.proj.Prec == kernels.PrecBF16 || !kernels.BF16Widens())
+	var z F
+	if _, ok := any(z).(float32); !ok {
+		return false
+	}
+	if a.proj.Prec == kernels.PrecBF16 {
+		return true
+	}
+	d, dense := a.Pat.(Denser)
+	return a.infer16 && dense && d.Dense() && !kernels.BF16Widens()
 }
 
 // tiles are the block sizes of the passes: TilesBF16 when set and the
-// core runs in bf16, else Tiles.
+// products run in bf16, else Tiles.
 func (a *Attention[F]) tiles() Tiles {
-	if a.TilesBF16 != (Tiles{}) && a.bf16Core() {
+	if a.TilesBF16 != (Tiles{}) && a.bf16() {
 		return a.TilesBF16
 	}
 	return a.Tiles
-}
-
-// bf16Core says whether the mixer's attention core may run in bf16 (bf16
-// says whether it does on the path in use): a float32 mixer in precision
-// bf16, or in bf16 inference with a dense pattern (full attention), whose
-// decoding can round as its forward does. Its passes make no head-major
-// copies, whichever bf16 path runs.
-func (a *Attention[F]) bf16Core() bool {
-	var z F
-	_, ok := any(z).(float32)
-	d, dense := a.Pat.(Denser)
-	return ok && (a.proj.Prec == kernels.PrecBF16 || a.infer16 && dense && d.Dense())
 }
 
 // roundBF16 says whether the bf16 products multiply operands rounded in
 // place in float32 (dims.round): on a kernels path that widens bf16
 // values anyway, packing them would only cost time.
 func (a *Attention[F]) roundBF16() bool {
-	return a.bf16() && a.proj.Prec == kernels.PrecBF16 && !a.unpacked && kernels.BF16Widens()
+	return a.proj.Prec == kernels.PrecBF16 && a.bf16() && !a.unpacked && kernels.BF16Widens()
 }
 
 // bf16Packs returns a store for the packed operands, from packPool (the

@@ -43,12 +43,13 @@ func New[F kernels.Float](c mixer.Config) (*attn.Attention[F], error) {
 // tile over more rows; dense rows waste nothing on it.
 var Tiles = attn.Tiles{Q: 128, K: 64}
 
-// TilesBF16 are its block sizes in precision bf16 and in bf16 inference:
-// 128 queries by 128 keys. The products on bf16 tiles run several times faster than the
-// float32 ones, so the work per tile that does not shrink with them
-// (the calls, packing P and dS, the accumulation into the outputs) counts
-// for more; wider key tiles halve the tiles and double the K of the
-// products with P and dS.
+// TilesBF16 are its block sizes where the score and value products run in
+// bf16 (precision bf16, and bf16 inference on AMX or AVX512-BF16): 128
+// queries by 128 keys. The bf16 products run several times faster than the
+// float32 ones, so the work per tile that does not shrink with them (the
+// calls, packing P and dS, the accumulation into the outputs) counts for
+// more; wider key tiles halve the tiles and double the K of the products
+// with P and dS.
 var TilesBF16 = attn.Tiles{Q: 128, K: 128}
 
 // NewNaive returns the materialised-T×T twin of New (the test oracle).
