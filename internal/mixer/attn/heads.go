@@ -26,8 +26,10 @@ import (
 // path; where strided, diagonal or gathered blocks add to dk and dv too,
 // the same sums in another order (TestCopiesStrided).
 
-// headMajor reports whether the passes make head-major copies: every path
-// but bf16's packed operands (headPacks), which are already per head.
+// headMajor reports whether the passes make head-major copies: every pass
+// but those whose products run in bf16 (see bf16), whose packed operands
+// (headPacks) are already per head, or, on a path that widens bf16, whose
+// rounded rows are read in place.
 func (a *Attention[F]) headMajor() bool {
 	return !a.plain && !a.bf16()
 }
@@ -58,8 +60,8 @@ func (a *Attention[F]) transGradSize(t int) int {
 }
 
 // ldT is the row stride of the transposed key gradients for T positions:
-// T plus 16, so that a tile's rows, T apart, do not all fall in the same
-// cache sets when T is a multiple of 1024.
+// T plus 16. With a stride of T, a multiple of 1024, a tile's rows would
+// all fall in the same cache sets.
 func ldT(T int) int { return T + 16 }
 
 // addTransposed adds the transpose of xt [Dh, T+16] (columns 0…T−1) to
