@@ -84,6 +84,8 @@ type decodeWork[F kernels.Float] struct {
 type headScratch[F kernels.Float] struct {
 	sc, tmp []F
 	keys    []int
+	// stats are decodeTiles' running maximum, sum and factor α.
+	stats [3]F
 }
 
 var decodePool sync.Pool
@@ -198,7 +200,7 @@ func (a *Attention[F]) decodeHead(o, q []F, s *kvState[F], i, h int, hs *headScr
 		sc := hs.sc
 		kernels.Gemm(1, kernels.PrecFP32, false, true, 1, i+1, Dh, F(scale), q, Dh, kh, Dh, 0, sc, i+1)
 		if a.bf16() {
-			a.decodeTiles(o, sc, s.vt[h], s.cap)
+			a.decodeTiles(o, sc, s.vt[h], s.cap, hs)
 			return
 		}
 		sum := kernels.ExpSub(sc, sc, kernels.Max(sc))
@@ -245,15 +247,16 @@ func (a *Attention[F]) decodeHead(o, q []F, s *kvState[F], i, h int, hs *headScr
 // an online softmax over key tiles of tiles().K, each tile's exps
 // rounded to bf16 before its value product (Vᵀ [Dh, ld] in vt), and the
 // output divided by the sum at the end, so that decoding gives the
-// forward's numbers (up to the order of the float32 sums).
-func (a *Attention[F]) decodeTiles(o, sc, vt []F, ld int) {
+// forward's numbers (up to the order of the float32 sums). Its running
+// statistics live in hs, so that a step allocates nothing.
+func (a *Attention[F]) decodeTiles(o, sc, vt []F, ld int, hs *headScratch[F]) {
 	tk, n := a.tiles().K, len(sc)
-	m, l := []F{F(math.Inf(-1))}, []F{0}
-	var alpha [1]F
+	hs.stats = [3]F{F(math.Inf(-1)), 0, 0}
+	m, l, alpha := hs.stats[0:1], hs.stats[1:2], hs.stats[2:3]
 	clear(o)
 	for j0 := 0; j0 < n; j0 += tk {
 		p := sc[j0:min(j0+tk, n)]
-		kernels.OnlineSoftmax(p, 1, len(p), m, l, 1, alpha[:])
+		kernels.OnlineSoftmax(p, 1, len(p), m, l, 1, alpha)
 		kernels.Scale(o, alpha[0])
 		kernels.RoundBF16(1, any(p).([]float32))
 		kernels.Gemm(1, kernels.PrecFP32, false, true, 1, len(o), len(p), 1, p, len(p), vt[j0:], ld, 1, o, len(o))
