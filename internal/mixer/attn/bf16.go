@@ -94,12 +94,12 @@ func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
 		}
 	}
 	grow(&hp.qa, &hp.kt, &hp.vb)
-	T, D, Dh := d.T, d.D, d.Dh
+	T, D, Dh, ld := d.T, d.D, d.Dh, ldT(d.T)
 	if backward {
 		grow(&hp.doa, &hp.vt, &hp.dob, &hp.kb)
 		grow(&hp.qT)
 		grow(&hp.doT)
-		if m := n * Dh * ldT(T); cap(hp.dkT) < m {
+		if m := n * Dh * ld; cap(hp.dkT) < m {
 			hp.dkT, hp.dvT = make([]float32, m), make([]float32, m)
 		} else {
 			hp.dkT, hp.dvT = hp.dkT[:m], hp.dvT[:m]
@@ -126,8 +126,8 @@ func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
 			kernels.PackBF16B(pt, &hp.kb[u], false, T, Dh, k[off:], D)
 			kernels.PackBF16A(pt, &hp.qT[u], true, Dh, T, q[off:], D)
 			kernels.PackBF16A(pt, &hp.doT[u], true, Dh, T, do[off:], D)
-			clear(hp.dkT[u*Dh*ldT(T) : (u+1)*Dh*ldT(T)])
-			clear(hp.dvT[u*Dh*ldT(T) : (u+1)*Dh*ldT(T)])
+			clear(hp.dkT[u*Dh*ld : (u+1)*Dh*ld])
+			clear(hp.dvT[u*Dh*ld : (u+1)*Dh*ld])
 		}
 	})
 }
