@@ -99,14 +99,18 @@ func pairPanelVec(dst []BF16, src []float32, ldb, pairs, cols int) int {
 
 // pairT16Tiles packs the 16-row by 32-value tiles of op(A)'s rows i0…i0+n
 // (A transposed, rows lda apart) into out (rows st apart), and returns
-// the output rows and source rows the tiles covered.
+// the output rows and source rows the tiles covered. It goes across A's
+// rows 32 at a time, reading each row's n values in one run, rather
+// than down a column strip, whose rows (often a power of two of bytes
+// apart) defeat the prefetchers: 1.3–1.5× on 4096×1024 and 4096×256
+// (Intel Xeon, family 6 model 207).
 func pairT16Tiles(out []BF16, st int, a []float32, lda, i0, n, k int) (nt, kt int) {
 	if !packVec() {
 		return 0, 0
 	}
 	nt, kt = n&^15, k&^31
-	for r := 0; r < nt; r += 16 {
-		for q := 0; q < kt; q += 32 {
+	for q := 0; q < kt; q += 32 {
+		for r := 0; r < nt; r += 16 {
 			pairT16AVX512(&out[r*st+q], st, &a[q*lda+i0+r], lda)
 		}
 	}
