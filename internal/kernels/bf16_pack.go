@@ -112,6 +112,9 @@ type packArgs struct {
 	ld    int
 	trans bool
 	pairs int
+	// block says that packRowsAT fills k columns of rows whose other
+	// columns (and padding) belong to other calls: it clears nothing.
+	block bool
 }
 
 // packKind is a packer's loop: rows of op(A) = A or Aᵀ, or panels of
@@ -219,13 +222,40 @@ func packATRows(x *packArgs, lo, hi int) {
 	}
 	for i0 := lo; i0 < hi; i0 += len(tmp) / 2 {
 		n := min(len(tmp)/2, hi-i0)
-		out := data[i0*st : (i0+n)*st]
+		out := data[i0*st : min((i0+n)*st, len(data))]
 		nt, kt := pairT16Tiles(out, st, a, lda, i0, n, k) // the rows and source rows the tiles cover
 		pairs(out, i0, 0, nt, kt, k)
 		pairs(out, i0, nt, n, 0, k)
+		if x.block {
+			continue
+		}
 		for ii := range n {
 			clear(out[ii*st+k : (ii+1)*st])
 		}
+	}
+}
+
+// packBF16Both packs rows r0…r1 of a float32 matrix Y [m, k], given as
+// blk (row r0 first, rows ld apart), into rows r0…r1 of a (op(A) = Y,
+// shaped [m, k]) and columns r0…r1 of at (op(A) = Yᵀ, shaped [k, m],
+// its padding columns already zero): the two packed forms of a gradient
+// that a linear layer's backward multiplies. r0 is even, and so is r1
+// unless it is m. Disjoint blocks may be packed concurrently.
+func packBF16Both(a, at *BF16A, blk []float32, ld, r0, r1 int) {
+	x := packArgs{kind: packRowsA, data: a.Data[r0*a.Stride:], st: a.Stride, k: a.K, src: blk, ld: ld}
+	packARows(&x, 0, r1-r0)
+	y := packArgs{kind: packRowsAT, data: at.Data[r0:], st: at.Stride, k: r1 - r0, src: blk, ld: ld, block: true}
+	packATRows(&y, 0, at.M)
+}
+
+// shapeBF16A shapes dst as op(A) [m, k] on data (at least sizeA(m, k)
+// values) with every row's padding cleared, ready for blocks of
+// packBF16Both.
+func shapeBF16A(dst *BF16A, m, k int, data []BF16) {
+	st := bf16Stride(k)
+	*dst = BF16A{M: m, K: k, Stride: st, Data: data[:m*st]}
+	for i := range m {
+		clear(dst.Data[i*st+k : (i+1)*st])
 	}
 }
 

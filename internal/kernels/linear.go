@@ -1,6 +1,11 @@
 package kernels
 
-import "github.com/tokenmix/tokenmix/internal/parallel"
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/tokenmix/tokenmix/internal/parallel"
+)
 
 // LinearForward sets y [N,out] = x [N,in]·Wᵀ + b, or adds x·Wᵀ + b to y
 // when acc, with W [out,in] and b [out] as in PyTorch's nn.Linear: the
@@ -84,4 +89,75 @@ func AddRow[F Float](dst, src []F) {
 	for i := range dst {
 		dst[i] += src[i]
 	}
+}
+
+// fillRows is the rows of dy that LinearBackwardFill has fill produce and
+// packs at a time: a whole number of the transposed packing's tiles.
+const fillRows = 32
+
+// LinearBackwardFill is LinearBackward in bf16 (float32 only) for a
+// gradient dy [N,out] that fill produces block by block: fill(r0, r1, blk)
+// writes rows r0…r1 of dy into blk (rows out apart), on up to threads
+// goroutines at once for disjoint blocks. Each block is rounded to bf16
+// while in cache, as the rows of dy (for dx = dy·W) and as the columns
+// of dyᵀ (for dW += dyᵀ·x), so dy is never stored in float32 nor read
+// back to be packed. The products are LinearBackward's, bit for bit; db
+// adds dy's rows by blocks of 32, the blocks' sums in order, whatever
+// threads is. scratch (N·out values, overwritten) holds dy's packed rows;
+// dyᵀ takes a pooled buffer. LinearBackwardFill panics if a slice is
+// shorter than its shape.
+func LinearBackwardFill(threads int, dx, dw, db []float32, fill func(r0, r1 int, blk []float32), x, w []float32, N, in, out int, setDx bool, scratch []float32) {
+	_, _, _, _ = dw[:out*in], db[:out], x[:N*in], w[:out*in]
+	if len(scratch) < N*out {
+		panic(fmt.Sprintf("kernels: LinearBackwardFill: scratch of %d values for a gradient [%d, %d]", len(scratch), N, out))
+	}
+	if N == 0 || out == 0 {
+		if dx != nil && setDx {
+			clear(dx[:N*in])
+		}
+		return
+	}
+	var a, at BF16A
+	shapeBF16A(&a, N, out, AsBF16(Uint16s(scratch)))
+	tb := packBufs.get(sizeA(out, N))
+	if cap(tb) < sizeA(out, N) {
+		tb = make([]BF16, sizeA(out, N))
+	}
+	shapeBF16A(&at, out, N, tb[:cap(tb)])
+	blocks := (N + fillRows - 1) / fillRows
+	nt := min(max(threads, 1), blocks)
+	// Per worker a block of dy in float32, then per block its row sums.
+	sb := packBufs.get(2 * (nt*fillRows*out + blocks*out))
+	if cap(sb) < 2*(nt*fillRows*out+blocks*out) {
+		sb = make([]BF16, 2*(nt*fillRows*out+blocks*out))
+	}
+	f := unsafe.Slice((*float32)(unsafe.Pointer(&sb[0])), nt*fillRows*out+blocks*out)
+	blk, sums := f[:nt*fillRows*out], f[nt*fillRows*out:]
+	parallel.For(nt, blocks, 1, func(wk, lo, hi int) {
+		y := blk[wk*fillRows*out : (wk+1)*fillRows*out]
+		for b := lo; b < hi; b++ {
+			r0, r1 := b*fillRows, min((b+1)*fillRows, N)
+			fill(r0, r1, y[:(r1-r0)*out])
+			packBF16Both(&a, &at, y, out, r0, r1)
+			s := sums[b*out : (b+1)*out]
+			copy(s, y[:out])
+			for r := 1; r < r1-r0; r++ {
+				AddRow(s, y[r*out:(r+1)*out])
+			}
+		}
+	})
+	parallel.For(threads, out, 64, func(_, lo, hi int) {
+		for b := range blocks {
+			AddRow(db[lo:hi], sums[b*out+lo:b*out+hi])
+		}
+	})
+	if dx != nil {
+		var beta float32 = 1
+		if setDx {
+			beta = 0
+		}
+		GemmBF16(threads, 1, PackedA(&a), Float32B(false, out, in, w, in), beta, dx, in)
+	}
+	GemmBF16(threads, 1, PackedA(&at), Float32B(false, N, in, x, in), 1, dw, in)
+	packBufs.put(tb, sb)
 }

@@ -82,3 +82,71 @@ func TestLinear(t *testing.T) {
 		}
 	}
 }
+
+// TestLinearBackwardFill: on every bf16 path, LinearBackwardFill gives
+// LinearBackward's dx and dW in bf16 bit for bit (dy made by blocks, odd
+// and tile-sized shapes, gradients accumulated onto non-zero values, dx
+// set or added), db within float32 rounding of the float64 sum, and the
+// same bits on 1 and 3 threads.
+func TestLinearBackwardFill(t *testing.T) {
+	for _, bp := range BF16Paths() {
+		old, _ := SetBF16Path(bp)
+		for _, tc := range []struct{ N, out, in int }{{1, 1, 1}, {31, 3, 5}, {33, 64, 16}, {97, 48, 37}, {128, 130, 64}} {
+			rng := rand.New(rand.NewPCG(5, uint64(tc.N*tc.out)))
+			r := func(n int) []float32 {
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = float32(rng.NormFloat64())
+				}
+				return v
+			}
+			x, w, dy := r(tc.N*tc.in), r(tc.out*tc.in), r(tc.N*tc.out)
+			dw0, db0, dx0 := r(tc.out*tc.in), r(tc.out), r(tc.N*tc.in)
+			for _, setDx := range []bool{false, true} {
+				wantDx, wantDw, wantDb := append([]float32(nil), dx0...), append([]float32(nil), dw0...), append([]float32(nil), db0...)
+				LinearBackward(2, PrecBF16, wantDx, wantDw, wantDb, dy, x, w, tc.N, tc.in, tc.out, setDx)
+				var first [3][]float32
+				for _, threads := range []int{1, 3} {
+					dx, dw, db := append([]float32(nil), dx0...), append([]float32(nil), dw0...), append([]float32(nil), db0...)
+					scratch := r(tc.N * tc.out) // garbage: overwritten
+					fill := func(r0, r1 int, blk []float32) {
+						if len(blk) != (r1-r0)*tc.out {
+							t.Errorf("fill(%d, %d) got %d values", r0, r1, len(blk))
+						}
+						copy(blk, dy[r0*tc.out:r1*tc.out])
+					}
+					LinearBackwardFill(threads, dx, dw, db, fill, x, w, tc.N, tc.in, tc.out, setDx, scratch)
+					for i := range dx {
+						if dx[i] != wantDx[i] {
+							t.Fatalf("%s %+v setDx=%v threads %d: dx[%d] = %v, LinearBackward's %v", bp, tc, setDx, threads, i, dx[i], wantDx[i])
+						}
+					}
+					for i := range dw {
+						if dw[i] != wantDw[i] {
+							t.Fatalf("%s %+v threads %d: dw[%d] = %v, LinearBackward's %v", bp, tc, threads, i, dw[i], wantDw[i])
+						}
+					}
+					for j := range db {
+						want := float64(db0[j])
+						for n := range tc.N {
+							want += float64(dy[n*tc.out+j])
+						}
+						if math.Abs(float64(db[j])-want) > 1e-5*(1+math.Abs(want)) {
+							t.Fatalf("%s %+v threads %d: db[%d] = %v, want %v", bp, tc, threads, j, db[j], want)
+						}
+					}
+					if first[0] == nil {
+						first = [3][]float32{dx, dw, db}
+						continue
+					}
+					for i := range db {
+						if db[i] != first[2][i] {
+							t.Fatalf("%s %+v: db[%d] differs between 1 and 3 threads", bp, tc, i)
+						}
+					}
+				}
+			}
+		}
+		SetBF16Path(old)
+	}
+}

@@ -177,3 +177,58 @@ func TestBF16DecodeTiles(t *testing.T) {
 		kernels.SetBF16Path(old)
 	}
 }
+
+// TestBF16FusedFF: in a forward-only bf16 inference pass the feed-forward
+// runs fused by blocks of rows (ffForwardBF16), and its logits are those
+// of the unfused pass (which an inspection hook forces) bit for bit, on
+// every bf16 path, with a last partial block and odd d_ff.
+func TestBF16FusedFF(t *testing.T) {
+	for _, dff := range []int{128, 100} {
+		c := mustConfig(t, fmt.Sprintf(`{"vocab_size": 37, "d_model": 64, "n_heads": 4, "n_layers": 2, "d_ff": %d,
+			"max_len": 50, "causal": true, "task": "lm", "mixer": {"kind": "full"}}`, dff))
+		const B, T = 3, 50 // 150 rows: blocks of 64, 64 and 22
+		rng := rand.New(rand.NewPCG(6, 6))
+		tok := make([]int32, B*T)
+		for i := range tok {
+			tok[i] = int32(rng.IntN(37))
+		}
+		for _, bp := range kernels.BF16Paths() {
+			old, _ := kernels.SetBF16Path(bp)
+			m, err := New[float32](c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Init(5)
+			for i := range m.w.blocks { // biases start at zero: give them values
+				for _, b := range [][]float32{m.w.blocks[i].fc1b, m.w.blocks[i].fc2b} {
+					for j := range b {
+						b[j] = float32(rng.NormFloat64()) * 0.1
+					}
+				}
+			}
+			if err := m.UseBF16(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Forward(tok, nil, B, T); err != nil {
+				t.Fatal(err)
+			}
+			got := append([]float32(nil), m.Logits()...)
+			x := make([]float32, B*T*c.DModel)
+			if !m.ffFused(0, make([]float32, len(x)), x, x) {
+				t.Fatalf("d_ff %d, %s: the feed-forward did not run fused", dff, bp)
+			}
+			m.inspect = func(string, []float32) {}
+			if _, err := m.Forward(tok, nil, B, T); err != nil {
+				t.Fatal(err)
+			}
+			m.inspect = nil
+			want := m.Logits()
+			for j := range want {
+				if got[j] != want[j] {
+					t.Fatalf("d_ff %d, %s: fused logit %d = %v, unfused %v", dff, bp, j, got[j], want[j])
+				}
+			}
+			kernels.SetBF16Path(old)
+		}
+	}
+}

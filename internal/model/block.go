@@ -121,6 +121,9 @@ func (m *Model[F]) ffSave(i int, x []F) (g []F) {
 // feed-forward runs over chunks of rows and its hidden activations are not
 // kept. out may alias res.
 func (m *Model[F]) blockFFForward(i int, out, res, x []F) {
+	if m.ffFused(i, out, res, x) {
+		return
+	}
 	g := m.ffSave(i, x)
 	if m.dropping { // the branch into dln (free during forward), masked, then added
 		br := m.grad(m.plan.dln)
@@ -136,6 +139,38 @@ func (m *Model[F]) blockFFForward(i int, out, res, x []F) {
 	if m.inspect != nil {
 		m.inspect(fmt.Sprintf("blocks.%d.ff.fc2: output (with the residual)", i), out)
 	}
+}
+
+// ffFused runs blockFFForward by ffForwardBF16 and returns true in a
+// forward-only pass in bf16 inference (the weights packed, float32,
+// ff_chunks = 1, no dropout, no inspection hook), with fc1's float32
+// output buffer, which it does not need, as the workers' scratch;
+// otherwise it does nothing and returns false.
+func (m *Model[F]) ffFused(i int, out, res, x []F) bool {
+	c, p := m.Config, &m.plan
+	pk := m.packed(i)
+	if pk == nil || !p.Forward || c.FFChunks != 1 || p.HalfElems > 0 || m.dropping || m.inspect != nil {
+		return false
+	}
+	a := &p.blocks[i]
+	N, D, H := p.B*p.T, c.DModel, c.DFF
+	scr := any(m.act(a.fch)).([]float32)
+	nt := p.Threads
+	for nt > 1 && ffScratchBF16(nt, D, H) > len(scr) {
+		nt--
+	}
+	if ffScratchBF16(nt, D, H) > len(scr) {
+		return false
+	}
+	bw := &m.w.blocks[i]
+	ln2 := m.act(a.ln2)
+	layerNormForward(p.Threads, ln2, m.act(a.ln2Mean), m.act(a.ln2Rstd), x, bw.ln2w, bw.ln2b, N, D)
+	copy(out, res)
+	f32 := func(x []F) []float32 { return any(x).([]float32) }
+	m.store(ln2)
+	ffForwardBF16(nt, f32(out), f32(ln2), f32(bw.fc1b), f32(bw.fc2b), pk, N, D, H, scr)
+	m.store(out)
+	return true
 }
 
 // ffBranch adds FF_i to out given ffSave's GELU output g (nil with

@@ -114,6 +114,53 @@ func ffForward[F kernels.Float](threads int, p kernels.Prec, out, h, g, inp, fc1
 	kernels.LinearForward(threads, p, out, g, fc2w, pk.fc2(), fc2b, N, H, D, true)
 }
 
+// ffRowsBF16 is the rows ffForwardBF16 takes at a time: two of the AMX
+// kernel's blocks, whose hidden activations (256 KiB in float32 at
+// d_ff = 1024) stay in L2.
+const ffRowsBF16 = 64
+
+// ffScratchBF16 is the float32 values of scratch ffForwardBF16 needs for
+// nt workers: each a block of fc1's output in float32 and its GELU and
+// its input in bf16.
+func ffScratchBF16(nt, D, H int) int {
+	sa := func(m, k int) int { return (m*((k+1)&^1+32) + 1) / 2 } // ≥ a packed A's values, in float32
+	return nt * (ffRowsBF16*H + sa(ffRowsBF16, H) + sa(ffRowsBF16, D))
+}
+
+// ffForwardBF16 is ffForward in bf16 inference (float32, the weights
+// packed in pk) fused by blocks of ffRowsBF16 rows: each block's fc1
+// output, bias, GELU and bf16 rounding stay in cache, and fc2 adds the
+// block's output and bias to out before the next block begins, so the
+// hidden activations never go to memory. Each row's products and sums
+// are those of ffForward's, as GemmBF16's rows do not depend on the rows
+// computed with them. The blocks run on up to nt goroutines, each with
+// its share of scr (ffScratchBF16(nt, D, H) values).
+func ffForwardBF16(nt int, out, inp, fc1b, fc2b []float32, pk *blockBF16, N, D, H int, scr []float32) {
+	blocks := (N + ffRowsBF16 - 1) / ffRowsBF16
+	nt = max(1, min(nt, blocks))
+	per := ffScratchBF16(1, D, H)
+	parallel.For(nt, blocks, 1, func(wk, lo, hi int) {
+		s := scr[wk*per : (wk+1)*per]
+		h, rest := s[:ffRowsBF16*H], kernels.AsBF16(kernels.Uint16s(s[ffRowsBF16*H:]))
+		var xa, ga kernels.BF16A
+		for b := lo; b < hi; b++ {
+			r0, r := b*ffRowsBF16, min(ffRowsBF16, N-b*ffRowsBF16)
+			xa.Data = rest
+			kernels.PackBF16A(1, &xa, false, r, D, inp[r0*D:], D)
+			kernels.GemmBF16(1, 1, kernels.PackedA(&xa), kernels.PackedB(&pk.w1), 0, h, H)
+			for n := range r {
+				kernels.AddRow(h[n*H:(n+1)*H], fc1b)
+			}
+			kernels.GeluForward(1, h[:r*H], h[:r*H])
+			ga.Data = rest[len(xa.Data):]
+			kernels.PackBF16A(1, &ga, false, r, H, h, H)
+			o := out[r0*D : (r0+r)*D]
+			kernels.BiasRows(1, o, fc2b, r, D, true)
+			kernels.GemmBF16(1, 1, kernels.PackedA(&ga), kernels.PackedB(&pk.w2), 1, o, D)
+		}
+	})
+}
+
 // hidden is the fc1 output h that ffBackward reads: in F, or stored in 16
 // bits (bf16 or IEEE half) and read back chunk by chunk; and,
 // in bf16, GELU's output g16 recomputed from it (geluFrom16), which fc2's
@@ -125,19 +172,20 @@ type hidden[F kernels.Float] struct {
 	g16 []uint16
 }
 
-// geluBackward sets dh[lo:hi] = GELU'(h)·dg over that range, on the
-// calling thread (ffBackward's loop calls it on chunks of 4096).
-func (hs hidden[F]) geluBackward(dh, dg []F, lo, hi int) {
+// geluBackward sets dst[:hi-lo] = GELU'(h)·dg over elements lo…hi of h
+// and dg, on the calling thread (ffBackward calls it on chunks of 4096
+// elements, or blocks of rows).
+func (hs hidden[F]) geluBackward(dst, dg []F, lo, hi int) {
 	if hs.h16 == nil {
-		kernels.GeluBackward(1, dh[lo:hi], hs.h[lo:hi], dg[lo:hi])
+		kernels.GeluBackward(1, dst[:hi-lo], hs.h[lo:hi], dg[lo:hi])
 		return
 	}
 	var tmp [2048]float32
-	d32, g32 := any(dh).([]float32), any(dg).([]float32)
+	d32, g32 := any(dst).([]float32), any(dg).([]float32)
 	for s := lo; s < hi; s += len(tmp) {
 		e := min(s+len(tmp), hi)
 		hs.f16.LoadST(tmp[:e-s], hs.h16[s:e])
-		kernels.GeluBackward(1, d32[s:e], tmp[:e-s], g32[s:e])
+		kernels.GeluBackward(1, d32[s-lo:e-lo], tmp[:e-s], g32[s:e])
 	}
 }
 
@@ -151,11 +199,16 @@ func ffBackward[F kernels.Float](threads int, p kernels.Prec, dinp, dfc1w, dfc1b
 	if h.g16 != nil {
 		kernels.GemmBF16(threads, 1, kernels.Float32A(true, D, N, any(dout).([]float32), D), kernels.RowsB(N, H, kernels.AsBF16(h.g16), H), 1, any(dfc2w).([]float32), H)
 		kernels.BiasGrad(threads, dfc2b, dout, N, D)
-	} else {
-		kernels.LinearBackward(threads, p, nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D, false)
+		// dh = GELU'(h)·dg, made by blocks of rows and packed to bf16
+		// while in cache; dh's float32 memory holds its packed rows.
+		f32 := func(x []F) []float32 { return any(x).([]float32) }
+		fill := func(r0, r1 int, blk []float32) { h.geluBackward(any(blk).([]F), dg, r0*H, r1*H) }
+		kernels.LinearBackwardFill(threads, f32(dinp), f32(dfc1w), f32(dfc1b), fill, f32(inp), f32(fc1w), N, D, H, true, f32(dh))
+		return
 	}
+	kernels.LinearBackward(threads, p, nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D, false)
 	parallel.For(threads, N*H, 4096, func(_, lo, hi int) { // dh = GELU'(h)·dg
-		h.geluBackward(dh, dg, lo, hi)
+		h.geluBackward(dh[lo:hi], dg, lo, hi)
 	})
 	kernels.LinearBackward(threads, p, dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H, true)
 }
