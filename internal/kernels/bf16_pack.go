@@ -454,3 +454,9 @@ func sizeA(m, k int) int { return m * bf16Stride(k) }
 func sizeB(k, n int) int {
 	return (n + bf16Panel - 1) / bf16Panel * ((k + 1) / 2) * 2 * bf16Panel
 }
+
+// PackedSizeA and PackedSizeB are the bf16 values that a packed op(A)
+// [m, k] and a packed op(B) [k, n] hold: the Data a caller gives
+// PackBF16A and PackBF16B so that they allocate nothing.
+func PackedSizeA(m, k int) int { return sizeA(m, k) }
+func PackedSizeB(k, n int) int { return sizeB(k, n) }

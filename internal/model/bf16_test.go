@@ -232,3 +232,111 @@ func TestBF16FusedFF(t *testing.T) {
 		}
 	}
 }
+
+// TestFFBackwardBF16: ffBackward in bf16 with g kept in bf16 gives, on
+// every bf16 path, the input gradient and weight gradients of the
+// unfused sequence (dg = dout·W2 and LinearBackward in bf16, GELU's
+// backward in float32 between) bit for bit and fc1's bias gradient within
+// float32 rounding, both where dg's memory holds the packed dout and W2
+// (dg multiplied by blocks) and where it does not (dg whole).
+func TestFFBackwardBF16(t *testing.T) {
+	for _, bp := range kernels.BF16Paths() {
+		old, _ := kernels.SetBF16Path(bp)
+		for _, s := range []struct{ N, D, H int }{{70, 16, 64}, {70, 64, 16}, {129, 32, 96}} {
+			N, D, H := s.N, s.D, s.H
+			rng := rand.New(rand.NewPCG(7, uint64(N*D*H)))
+			r := func(n int) []float32 {
+				v := make([]float32, n)
+				for i := range v {
+					v[i] = float32(rng.NormFloat64())
+				}
+				return v
+			}
+			dout, inp, fc1w, fc2w, hf := r(N*D), r(N*D), r(H*D), r(D*H), r(N*H)
+			h16, g16 := make([]uint16, N*H), make([]uint16, N*H)
+			kernels.StoreBF16.KeepST(h16, hf) // hf now holds h rounded
+			g := make([]float32, N*H)
+			kernels.GeluForward(1, g, hf)
+			kernels.ToBF16(kernels.AsBF16(g16), g)
+			hs := hidden[float32]{h16: h16, f16: kernels.StoreBF16, g16: g16}
+			dw1, db1, dw2, db2 := r(H*D), r(H), r(D*H), r(D)
+			w := [][]float32{append([]float32(nil), dw1...), append([]float32(nil), db1...), append([]float32(nil), dw2...), append([]float32(nil), db2...)}
+			dinp := r(N * D)
+			ffBackward(2, kernels.PrecBF16, dinp, dw1, db1, dw2, db2, r(N*H), r(N*H), dout, inp, hs, nil, fc1w, fc2w, N, D, H)
+
+			// The unfused sequence.
+			dg, dh := make([]float32, N*H), make([]float32, N*H)
+			kernels.Gemm(2, kernels.PrecBF16, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H)
+			kernels.GemmBF16(2, 1, kernels.Float32A(true, D, N, dout, D), kernels.RowsB(N, H, kernels.AsBF16(g16), H), 1, w[2], H)
+			kernels.BiasGrad(2, w[3], dout, N, D)
+			kernels.GeluBackward(1, dh, hf, dg)
+			wantDx := make([]float32, N*D)
+			db1want := append([]float32(nil), w[1]...)
+			kernels.LinearBackward(2, kernels.PrecBF16, wantDx, w[0], w[1], dh, inp, fc1w, N, D, H, true)
+			for _, c := range []struct {
+				name      string
+				got, want []float32
+			}{{"dx", dinp, wantDx}, {"dW1", dw1, w[0]}, {"dW2", dw2, w[2]}, {"db2", db2, w[3]}} {
+				for i := range c.want {
+					if c.got[i] != c.want[i] {
+						t.Fatalf("%s %+v: %s[%d] = %v, unfused %v", bp, s, c.name, i, c.got[i], c.want[i])
+					}
+				}
+			}
+			for j := range db1 {
+				want := float64(db1want[j])
+				for n := range N {
+					want += float64(dh[n*H+j])
+				}
+				if math.Abs(float64(db1[j])-want) > 1e-5*(1+math.Abs(want)) {
+					t.Fatalf("%s %+v: db1[%d] = %v, want %v", bp, s, j, db1[j], want)
+				}
+			}
+		}
+		kernels.SetBF16Path(old)
+	}
+}
+
+// TestBF16FusedTraining: a bf16 training step whose feed-forward runs
+// fused by blocks of rows (ffSaveFused) gives the loss and gradients of
+// the unfused step (which an inspection hook forces) bit for bit.
+func TestBF16FusedTraining(t *testing.T) {
+	c := mustConfig(t, `{"vocab_size": 37, "d_model": 64, "n_heads": 4, "n_layers": 2, "d_ff": 128,
+		"max_len": 50, "causal": true, "task": "lm", "mixer": {"kind": "full"}, "precision": "bf16"}`)
+	const B, T = 3, 50
+	rng := rand.New(rand.NewPCG(8, 8))
+	tok, tgt := make([]int32, B*T), make([]int32, B*T)
+	for i := range tok {
+		tok[i], tgt[i] = int32(rng.IntN(37)), int32(rng.IntN(37))
+	}
+	m, err := New[float32](c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Init(5)
+	step := func() (float64, []float32) {
+		m.ZeroGrad()
+		loss, err := m.Forward(tok, tgt, B, T)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Backward()
+		return loss, append([]float32(nil), m.Grads...)
+	}
+	loss, grads := step()
+	x := make([]float32, B*T*c.DModel)
+	if !m.ffSaveFused(0, x) {
+		t.Fatal("the feed-forward did not run fused")
+	}
+	m.inspect = func(string, []float32) {}
+	wantLoss, want := step()
+	m.inspect = nil
+	if loss != wantLoss {
+		t.Fatalf("fused loss %v, unfused %v", loss, wantLoss)
+	}
+	for i := range want {
+		if grads[i] != want[i] {
+			t.Fatalf("gradient %d: fused %v, unfused %v", i, grads[i], want[i])
+		}
+	}
+}

@@ -84,6 +84,9 @@ func (m *Model[F]) ffSave(i int, x []F) (g []F) {
 	ln2 := m.act(a.ln2)
 	layerNormForward(p.Threads, ln2, m.act(a.ln2Mean), m.act(a.ln2Rstd), x, bw.ln2w, bw.ln2b, N, D)
 	m.store(ln2)
+	if c.FFChunks == 1 && m.ffSaveFused(i, ln2) {
+		return nil
+	}
 	var h []F
 	if c.FFChunks == 1 {
 		h, g = m.act(a.fch), m.act(a.fcg)
@@ -115,6 +118,43 @@ func (m *Model[F]) ffSave(i int, x []F) (g []F) {
 		}
 	}
 	return g
+}
+
+// ffSaveFused is ffSave's fc1 and GELU in bf16 training (the 16-bit
+// slab, no inspection hook) by blocks of rows (ffBlocksBF16): each
+// block's h is rounded and kept in 16 bits and its GELU written to the
+// bf16 g that fc2 reads while the block is in cache, so neither goes to
+// memory in float32; the gradient slab's dh holds the workers' blocks and
+// dg fc1's packed weights. It returns false, having done nothing, where
+// fc2 cannot read that g directly or the scratch is too small.
+func (m *Model[F]) ffSaveFused(i int, ln2 []F) bool {
+	c, p := m.Config, &m.plan
+	N, D, H := p.B*p.T, c.DModel, c.DFF
+	g16 := m.gelu16()
+	if p.HalfElems == 0 || g16 == nil || m.packed(i) != nil || m.inspect != nil {
+		return false
+	}
+	if _, ok := kernels.RowsA(N, H, kernels.AsBF16(g16)); !ok {
+		return false
+	}
+	scr, wbuf := any(m.grad(p.dh)).([]float32), any(m.grad(p.dg)).([]float32)
+	nt := p.Threads
+	for nt > 1 && ffScratchBF16(nt, D, H) > len(scr) {
+		nt--
+	}
+	if ffScratchBF16(nt, D, H) > len(scr) || kernels.PackedSizeB(D, H) > 2*len(wbuf) {
+		return false
+	}
+	a, bw := &p.blocks[i], &m.w.blocks[i]
+	w1 := kernels.BF16B{Data: kernels.AsBF16(kernels.Uint16s(wbuf))}
+	kernels.PackBF16B(p.Threads, &w1, true, D, H, any(bw.fc1w).([]float32), D)
+	h16 := m.act16(a.fch)
+	round := func(r0 int, h []float32) { m.f16.KeepST(h16[r0*H:r0*H+len(h)], h) }
+	keep := func(r0 int, g []float32, _ []kernels.BF16) {
+		kernels.ToBF16(kernels.AsBF16(g16[r0*H:r0*H+len(g)]), g)
+	}
+	ffBlocksBF16(nt, any(ln2).([]float32), any(bw.fc1b).([]float32), &w1, N, D, H, scr, round, keep)
+	return true
 }
 
 // blockFFForward sets out = res + FF_i(LN2_i(x)). With ff_chunks > 1 the

@@ -123,41 +123,65 @@ const ffRowsBF16 = 64
 // nt workers: each a block of fc1's output in float32 and its GELU and
 // its input in bf16.
 func ffScratchBF16(nt, D, H int) int {
-	sa := func(m, k int) int { return (m*((k+1)&^1+32) + 1) / 2 } // ≥ a packed A's values, in float32
-	return nt * (ffRowsBF16*H + sa(ffRowsBF16, H) + sa(ffRowsBF16, D))
+	return nt * ffWorkerBF16(D, H)
 }
 
-// ffForwardBF16 is ffForward in bf16 inference (float32, the weights
-// packed in pk) fused by blocks of ffRowsBF16 rows: each block's fc1
-// output, bias, GELU and bf16 rounding stay in cache, and fc2 adds the
-// block's output and bias to out before the next block begins, so the
-// hidden activations never go to memory. Each row's products and sums
-// are those of ffForward's, as GemmBF16's rows do not depend on the rows
-// computed with them. The blocks run on up to nt goroutines, each with
-// its share of scr (ffScratchBF16(nt, D, H) values).
-func ffForwardBF16(nt int, out, inp, fc1b, fc2b []float32, pk *blockBF16, N, D, H int, scr []float32) {
+// ffWorkerBF16 is one worker's share of ffScratchBF16: a block of fc1's
+// output in float32, then its input and its GELU packed in bf16.
+func ffWorkerBF16(D, H int) int {
+	return ffRowsBF16*H + (kernels.PackedSizeA(ffRowsBF16, D)+kernels.PackedSizeA(ffRowsBF16, H)+1)/2
+}
+
+// ffBlocksBF16 runs fc1 in bf16 (its weights packed in w1, transposed as
+// PackBF16B(_, w1, true, D, H, fc1w, D) packs them), its bias and GELU on
+// blocks of ffRowsBF16 rows of inp [N, D], on up to nt goroutines, each
+// block in its worker's share of scr (ffWorkerBF16 values) while it is in
+// cache: round(r0, h), when not nil, gets the block's rows r0… after the
+// bias and before GELU (training rounds them to bf16 in place and keeps
+// them), and use(r0, h, pa) gets them after GELU, with pa free bf16
+// scratch for at least a packed A of the block. Each row's values are
+// those of fc1GeluForward's, as GemmBF16's rows do not depend on the rows
+// computed with them.
+func ffBlocksBF16(nt int, inp, fc1b []float32, w1 *kernels.BF16B, N, D, H int, scr []float32, round func(r0 int, h []float32), use func(r0 int, h []float32, pa []kernels.BF16)) {
 	blocks := (N + ffRowsBF16 - 1) / ffRowsBF16
 	nt = max(1, min(nt, blocks))
-	per := ffScratchBF16(1, D, H)
+	per := ffWorkerBF16(D, H)
 	parallel.For(nt, blocks, 1, func(wk, lo, hi int) {
 		s := scr[wk*per : (wk+1)*per]
-		h, rest := s[:ffRowsBF16*H], kernels.AsBF16(kernels.Uint16s(s[ffRowsBF16*H:]))
-		var xa, ga kernels.BF16A
+		hb, rest := s[:ffRowsBF16*H], kernels.AsBF16(kernels.Uint16s(s[ffRowsBF16*H:]))
+		var xa kernels.BF16A
 		for b := lo; b < hi; b++ {
 			r0, r := b*ffRowsBF16, min(ffRowsBF16, N-b*ffRowsBF16)
+			h := hb[:r*H]
 			xa.Data = rest
 			kernels.PackBF16A(1, &xa, false, r, D, inp[r0*D:], D)
-			kernels.GemmBF16(1, 1, kernels.PackedA(&xa), kernels.PackedB(&pk.w1), 0, h, H)
+			kernels.GemmBF16(1, 1, kernels.PackedA(&xa), kernels.PackedB(w1), 0, h, H)
 			for n := range r {
 				kernels.AddRow(h[n*H:(n+1)*H], fc1b)
 			}
-			kernels.GeluForward(1, h[:r*H], h[:r*H])
-			ga.Data = rest[len(xa.Data):]
-			kernels.PackBF16A(1, &ga, false, r, H, h, H)
-			o := out[r0*D : (r0+r)*D]
-			kernels.BiasRows(1, o, fc2b, r, D, true)
-			kernels.GemmBF16(1, 1, kernels.PackedA(&ga), kernels.PackedB(&pk.w2), 1, o, D)
+			if round != nil {
+				round(r0, h)
+			}
+			kernels.GeluForward(1, h, h)
+			use(r0, h, rest[len(xa.Data):])
 		}
+	})
+}
+
+// ffForwardBF16 is ffForward in bf16 inference (float32, the weights
+// packed in pk) fused by blocks of ffRowsBF16 rows (ffBlocksBF16): each
+// block's GELU output is packed to bf16 and fc2 adds the block's output
+// and bias to out before the next block begins, so the hidden activations
+// never go to memory. It runs on up to nt goroutines with scr of
+// ffScratchBF16(nt, D, H) values.
+func ffForwardBF16(nt int, out, inp, fc1b, fc2b []float32, pk *blockBF16, N, D, H int, scr []float32) {
+	ffBlocksBF16(nt, inp, fc1b, &pk.w1, N, D, H, scr, nil, func(r0 int, h []float32, pa []kernels.BF16) {
+		r := len(h) / H
+		ga := kernels.BF16A{Data: pa}
+		kernels.PackBF16A(1, &ga, false, r, H, h, H)
+		o := out[r0*D : (r0+r)*D]
+		kernels.BiasRows(1, o, fc2b, r, D, true)
+		kernels.GemmBF16(1, 1, kernels.PackedA(&ga), kernels.PackedB(&pk.w2), 1, o, D)
 	})
 }
 
@@ -172,12 +196,13 @@ type hidden[F kernels.Float] struct {
 	g16 []uint16
 }
 
-// geluBackward sets dst[:hi-lo] = GELU'(h)·dg over elements lo…hi of h
-// and dg, on the calling thread (ffBackward calls it on chunks of 4096
-// elements, or blocks of rows).
+// geluBackward sets dst = GELU'(h)·dg for elements lo…hi of h, given dg
+// and dst as those elements' values (dst may be dg), on the calling
+// thread (ffBackward calls it on chunks of 4096 elements, or blocks of
+// rows).
 func (hs hidden[F]) geluBackward(dst, dg []F, lo, hi int) {
 	if hs.h16 == nil {
-		kernels.GeluBackward(1, dst[:hi-lo], hs.h[lo:hi], dg[lo:hi])
+		kernels.GeluBackward(1, dst[:hi-lo], hs.h[lo:hi], dg[:hi-lo])
 		return
 	}
 	var tmp [2048]float32
@@ -185,7 +210,7 @@ func (hs hidden[F]) geluBackward(dst, dg []F, lo, hi int) {
 	for s := lo; s < hi; s += len(tmp) {
 		e := min(s+len(tmp), hi)
 		hs.f16.LoadST(tmp[:e-s], hs.h16[s:e])
-		kernels.GeluBackward(1, d32[s-lo:e-lo], tmp[:e-s], g32[s:e])
+		kernels.GeluBackward(1, d32[s-lo:e-lo], tmp[:e-s], g32[s-lo:e-lo])
 	}
 }
 
@@ -195,22 +220,46 @@ func (hs hidden[F]) geluBackward(dst, dg []F, lo, hi int) {
 // before dh is written). dinp may alias dout: dout is fully read before
 // dinp is written. It runs on at most threads threads.
 func ffBackward[F kernels.Float](threads int, p kernels.Prec, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp []F, h hidden[F], g, fc1w, fc2w []F, N, D, H int) {
-	kernels.Gemm(threads, p, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
 	if h.g16 != nil {
-		kernels.GemmBF16(threads, 1, kernels.Float32A(true, D, N, any(dout).([]float32), D), kernels.RowsB(N, H, kernels.AsBF16(h.g16), H), 1, any(dfc2w).([]float32), H)
-		kernels.BiasGrad(threads, dfc2b, dout, N, D)
-		// dh = GELU'(h)·dg, made by blocks of rows and packed to bf16
-		// while in cache; dh's float32 memory holds its packed rows.
-		f32 := func(x []F) []float32 { return any(x).([]float32) }
-		fill := func(r0, r1 int, blk []float32) { h.geluBackward(any(blk).([]F), dg, r0*H, r1*H) }
-		kernels.LinearBackwardFill(threads, f32(dinp), f32(dfc1w), f32(dfc1b), fill, f32(inp), f32(fc1w), N, D, H, true, f32(dh))
+		ffBackwardBF16(threads, any(dinp).([]float32), any(dfc1w).([]float32), any(dfc1b).([]float32), any(dfc2w).([]float32), any(dfc2b).([]float32),
+			any(dg).([]float32), any(dh).([]float32), any(dout).([]float32), any(inp).([]float32), any(h).(hidden[float32]),
+			any(fc1w).([]float32), any(fc2w).([]float32), N, D, H)
 		return
 	}
+	kernels.Gemm(threads, p, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
 	kernels.LinearBackward(threads, p, nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D, false)
 	parallel.For(threads, N*H, 4096, func(_, lo, hi int) { // dh = GELU'(h)·dg
-		h.geluBackward(dh[lo:hi], dg, lo, hi)
+		h.geluBackward(dh[lo:hi], dg[lo:hi], lo, hi)
 	})
 	kernels.LinearBackward(threads, p, dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H, true)
+}
+
+// ffBackwardBF16 is ffBackward in bf16 with g recomputed in bf16 (h.g16,
+// which fc2's weight gradient reads). fc1's input gradient dh is made by
+// blocks of rows (kernels.LinearBackwardFill): each block's dg = dout·W2
+// is multiplied from dout and W2 packed once, in dg's memory, then
+// GELU'(h)·dg is rounded to bf16 while in cache; dh's memory holds its
+// packed rows, so neither dg nor dh is stored in float32. Where dg's
+// memory cannot hold dout and W2 packed, dg is multiplied whole first.
+func ffBackwardBF16(threads int, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp []float32, h hidden[float32], fc1w, fc2w []float32, N, D, H int) {
+	kernels.GemmBF16(threads, 1, kernels.Float32A(true, D, N, dout, D), kernels.RowsB(N, H, kernels.AsBF16(h.g16), H), 1, dfc2w, H)
+	kernels.BiasGrad(threads, dfc2b, dout, N, D)
+	var fill func(r0, r1 int, blk []float32)
+	if pb := kernels.AsBF16(kernels.Uint16s(dg)); kernels.PackedSizeA(N, D)+kernels.PackedSizeB(D, H) <= len(pb) {
+		da := kernels.BF16A{Data: pb}
+		kernels.PackBF16A(threads, &da, false, N, D, dout, D)
+		w2 := kernels.BF16B{Data: pb[len(da.Data):]}
+		kernels.PackBF16B(threads, &w2, false, D, H, fc2w, H)
+		fill = func(r0, r1 int, blk []float32) {
+			a := da.Rows(r0, r1-r0)
+			kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.PackedB(&w2), 0, blk, H)
+			h.geluBackward(blk, blk, r0*H, r1*H)
+		}
+	} else {
+		kernels.Gemm(threads, kernels.PrecBF16, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H)
+		fill = func(r0, r1 int, blk []float32) { h.geluBackward(blk, dg[r0*H:r1*H], r0*H, r1*H) }
+	}
+	kernels.LinearBackwardFill(threads, dinp, dfc1w, dfc1b, fill, inp, fc1w, N, D, H, true, dh)
 }
 
 // poolForward sets out[b] = mean of inp[b,t] over positions t with
