@@ -412,3 +412,52 @@ func TestGemmBF16NoAlloc(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16PackFromRows: PackBF16BTRows and PackBF16ATRows, from bf16 rows,
+// give the data PackBF16B and PackBF16A give for the same values in
+// float32 (transposed), bit for bit, padding included: odd and even k,
+// partial panels, strides wider than the rows, and NaN and subnormal
+// values, which a transpose moves unchanged.
+func TestBF16PackFromRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, s := range []struct{ rows, cols, ld int }{{1, 1, 2}, {3, 5, 6}, {70, 64, 64}, {130, 33, 40}, {64, 1024, 1030}, {37, 17, 18}} {
+		// src is [rows, cols] bf16 rows ld apart; f32 the same values.
+		src := make([]BF16, (s.rows-1)*s.ld+s.cols)
+		for i := range src {
+			src[i] = bf16Of(float32(rng.NormFloat64()))
+		}
+		src[0], src[len(src)-1] = 0x7fc1, 0x0003 // a NaN with a payload, a subnormal
+		f32 := make([]float32, len(src))
+		for i, v := range src {
+			f32[i] = v.Float32()
+		}
+		// op(B) = srcᵀ [cols, rows].
+		var got, want BF16B
+		PackBF16BTRows(3, &got, s.cols, s.rows, src, s.ld)
+		PackBF16B(1, &want, true, s.cols, s.rows, f32, s.ld)
+		if len(got.Data) != len(want.Data) {
+			t.Fatalf("%+v: PackBF16BTRows %d values, PackBF16B %d", s, len(got.Data), len(want.Data))
+		}
+		for i := range want.Data {
+			if got.Data[i] != want.Data[i] {
+				t.Fatalf("%+v: PackBF16BTRows value %d = %#x, PackBF16B's %#x", s, i, got.Data[i], want.Data[i])
+			}
+		}
+		// op(A) = srcᵀ [cols, rows].
+		var ga, wa BF16A
+		ga.Data = make([]BF16, 8) // garbage to overwrite, too small
+		for i := range ga.Data {
+			ga.Data[i] = 0x1234
+		}
+		PackBF16ATRows(&ga, s.cols, s.rows, src, s.ld)
+		PackBF16A(1, &wa, true, s.cols, s.rows, f32, s.ld)
+		if ga.Stride != wa.Stride || len(ga.Data) != len(wa.Data) {
+			t.Fatalf("%+v: PackBF16ATRows stride %d, %d values; PackBF16A %d, %d", s, ga.Stride, len(ga.Data), wa.Stride, len(wa.Data))
+		}
+		for i := range wa.Data {
+			if ga.Data[i] != wa.Data[i] {
+				t.Fatalf("%+v: PackBF16ATRows value %d = %#x, PackBF16A's %#x", s, i, ga.Data[i], wa.Data[i])
+			}
+		}
+	}
+}

@@ -17,11 +17,31 @@ import (
 // [Dh, T] per unit (dkT, dvT), from qᵀ and dOᵀ packed as A (qT, doT) and
 // the fresh dS and P tiles packed as B: a tile then packs its rows in
 // pairs instead of transposing them. addKeyGrads adds them into dk, dv.
+//
+// Where q, k and v are stored in bf16 (precision bf16), fill packs from
+// those bits instead of their float32 copies: the queries' rows are
+// read in place (qv, views of the stored rows, D apart), and the other
+// layouts are pairs of stored rows or transposes of 32-bit pairs, which
+// need no rounding. dO, in float32, is rounded once into its rows, from
+// which its other two layouts are made.
 type headPacks struct {
 	qa, doa, qT, doT []kernels.BF16A
 	kt, vt           []kernels.BF16B
 	vb, dob, kb      []kernels.BF16B
 	dkT, dvT         []float32 // [B·H, Dh, T+16] each (ldT)
+	// qv holds views of the stored queries when the last fill read them
+	// in place (rows), and qa is then unused: views are never packed
+	// into, as they are not the store's buffers.
+	qv   []kernels.BF16A
+	rows bool
+}
+
+// queries returns unit u's packed queries.
+func (hp *headPacks) queries(u int) *kernels.BF16A {
+	if hp.rows {
+		return &hp.qv[u]
+	}
+	return &hp.qa[u]
 }
 
 // packPool holds the stores between passes. A store serves one Forward or
@@ -80,8 +100,10 @@ func (hp *headPacks) coversAll(lay []*Layout) bool {
 	return true
 }
 
-// fill packs q, k, v (and, in backward, do) [B,T,D] of every unit.
-func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
+// fill packs q, k, v (and, in backward, do) [B,T,D] of every unit: from
+// their bf16 bits in s16 (q, k, v in turn, [3·B·T·D] or more) where given
+// and the head width is even, else from their float32 values.
+func (hp *headPacks) fill(q, k, v, do []float32, s16 []kernels.BF16, d dims, backward bool) {
 	n := d.B * d.H
 	grow := func(a *[]kernels.BF16A, b ...*[]kernels.BF16B) {
 		if len(*a) < n {
@@ -95,6 +117,15 @@ func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
 	}
 	grow(&hp.qa, &hp.kt, &hp.vb)
 	T, D, Dh, ld := d.T, d.D, d.Dh, ldT(d.T)
+	hp.rows = s16 != nil && Dh%2 == 0 && D%2 == 0
+	var q16, k16, v16 []kernels.BF16
+	if hp.rows {
+		if len(hp.qv) < n {
+			hp.qv = make([]kernels.BF16A, n)
+		}
+		nv := d.B * T * D
+		q16, k16, v16 = s16, s16[nv:], s16[2*nv:]
+	}
 	if backward {
 		grow(&hp.doa, &hp.vt, &hp.dob, &hp.kb)
 		grow(&hp.qT)
@@ -114,18 +145,36 @@ func (hp *headPacks) fill(q, k, v, do []float32, d dims, backward bool) {
 	parallel.For(d.threads, n, 1, func(_, lo, hi int) {
 		for u := lo; u < hi; u++ {
 			off := u/d.H*T*D + u%d.H*Dh
-			kernels.PackBF16A(pt, &hp.qa[u], false, T, Dh, q[off:], D)
-			kernels.PackBF16B(pt, &hp.kt[u], true, Dh, T, k[off:], D)
+			if hp.rows {
+				// q16 runs on past the last unit's rows (k and v
+				// follow), so every view has its T rows D apart.
+				hp.qv[u] = kernels.BF16A{M: T, K: Dh, Stride: D, Data: q16[off:]}
+				kernels.PackBF16BTRows(pt, &hp.kt[u], Dh, T, k16[off:], D)
+			} else {
+				kernels.PackBF16A(pt, &hp.qa[u], false, T, Dh, q[off:], D)
+				kernels.PackBF16B(pt, &hp.kt[u], true, Dh, T, k[off:], D)
+			}
 			if !backward {
-				kernels.PackBF16B(pt, &hp.vb[u], false, T, Dh, v[off:], D)
+				if hp.rows {
+					kernels.PackBF16BRows(pt, &hp.vb[u], T, Dh, v16[off:], D)
+				} else {
+					kernels.PackBF16B(pt, &hp.vb[u], false, T, Dh, v[off:], D)
+				}
 				continue
 			}
-			kernels.PackBF16A(pt, &hp.doa[u], false, T, Dh, do[off:], D)
-			kernels.PackBF16B(pt, &hp.vt[u], true, Dh, T, v[off:], D)
-			kernels.PackBF16B(pt, &hp.dob[u], false, T, Dh, do[off:], D)
-			kernels.PackBF16B(pt, &hp.kb[u], false, T, Dh, k[off:], D)
-			kernels.PackBF16A(pt, &hp.qT[u], true, Dh, T, q[off:], D)
-			kernels.PackBF16A(pt, &hp.doT[u], true, Dh, T, do[off:], D)
+			da := &hp.doa[u]
+			kernels.PackBF16A(pt, da, false, T, Dh, do[off:], D)
+			kernels.PackBF16BRows(pt, &hp.dob[u], T, Dh, da.Data, da.Stride)
+			kernels.PackBF16ATRows(&hp.doT[u], Dh, T, da.Data, da.Stride)
+			if hp.rows {
+				kernels.PackBF16BTRows(pt, &hp.vt[u], Dh, T, v16[off:], D)
+				kernels.PackBF16BRows(pt, &hp.kb[u], T, Dh, k16[off:], D)
+				kernels.PackBF16ATRows(&hp.qT[u], Dh, T, q16[off:], D)
+			} else {
+				kernels.PackBF16B(pt, &hp.vt[u], true, Dh, T, v[off:], D)
+				kernels.PackBF16B(pt, &hp.kb[u], false, T, Dh, k[off:], D)
+				kernels.PackBF16A(pt, &hp.qT[u], true, Dh, T, q[off:], D)
+			}
 			clear(hp.dkT[u*Dh*ld : (u+1)*Dh*ld])
 			clear(hp.dvT[u*Dh*ld : (u+1)*Dh*ld])
 		}
@@ -164,7 +213,7 @@ func (hp *headPacks) addKeyGrads(dk, dv []float32, d dims) {
 // scores sets the block's score tile s [NQ,NK] = scale·q·kᵀ from the
 // packed operands of unit u.
 func (hp *headPacks) scores(s []float32, scale float32, blk *Block, d dims, u int) {
-	a := hp.qa[u].Rows(blk.Q0, blk.NQ)
+	a := hp.queries(u).Rows(blk.Q0, blk.NQ)
 	kt := hp.kt[u].View(0, d.Dh, blk.K0, blk.NK)
 	kernels.GemmBF16(1, scale, kernels.PackedA(&a), kernels.PackedB(&kt), 0, s, blk.NK)
 }

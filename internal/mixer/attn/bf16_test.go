@@ -85,7 +85,8 @@ func sameBits(t *testing.T, out, dx [2][]float32, g [2][][]float32) {
 // TestBF16Packed: in precision bf16, on every bf16 kernel path, the tile
 // products on operands prepared once per pass give bitwise the outputs and
 // gradients of packing every tile's operands (kernels.Gemm with
-// PrecBF16): on operands packed once (headPacks), or, on the paths that
+// PrecBF16): on operands packed once (headPacks, from the bf16 bits of
+// the stored q, k and v), or, on the paths that
 // widen bf16 values to float32 (kernels.BF16Widens), on operands rounded
 // in place and multiplied in float32 (roundBF16). Both round the same
 // values to bf16 and multiply them in the same order. The lengths span
@@ -115,6 +116,9 @@ func TestBF16Packed(t *testing.T) {
 					} else if hp != nil {
 						if n := len(hp.qT); n < B*c.H {
 							t.Fatalf("%d units packed", n)
+						}
+						if !hp.rows {
+							t.Fatal("the packs were not made from the stored bf16 q, k, v")
 						}
 						packPool.put(hp)
 					}

@@ -266,6 +266,15 @@ func (a *Attention[F]) acts(act, scratch []F, p mixer.Pass) (q, k, v, o, lse, re
 	return scratch[:n], scratch[n : 2*n], scratch[2*n : 3*n], scratch[3*n : 4*n], act[m : m+nl], scratch[4*n:], act16
 }
 
+// stored16 returns the stored q, k, v (and o) of act16 as bf16 values
+// when they are stored in bf16, else nil.
+func (a *Attention[F]) stored16(act16 []uint16) []kernels.BF16 {
+	if !a.store16 || a.f16 != kernels.StoreBF16 {
+		return nil
+	}
+	return kernels.AsBF16(act16)
+}
+
 // keep16 rounds x, the i-th of q, k, v, o, to the 16-bit format in place
 // and stores it in act16, on at most threads threads.
 func (a *Attention[F]) keep16(threads int, act16 []uint16, i int, x []F) {
@@ -299,7 +308,7 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	}
 	if ks.hp = a.bf16Packs(); ks.hp != nil {
 		defer packPool.put(ks.hp)
-		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), nil, d, false)
+		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), nil, a.stored16(act16), d, false)
 	}
 	forward(o, lse, l, ks, work, q, a.layouts(p.T), d, p, a.tiles(), &a.units)
 	if a.store16 {
@@ -332,7 +341,7 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	pclear(th, dv)
 	if ks.hp = a.bf16Packs(); ks.hp != nil {
 		defer packPool.put(ks.hp)
-		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), any(do).([]float32), d, true)
+		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), any(do).([]float32), a.stored16(act16), d, true)
 	}
 	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), d, p, a.tiles(), &a.units)
 	RopeApply(a.Rope, th, dq, p.B, p.T, true) // back through the rotation: its transpose
