@@ -96,9 +96,10 @@ func AddRow[F Float](dst, src []F) {
 const fillRows = 32
 
 // LinearBackwardFill is LinearBackward in bf16 (float32 only) for a
-// gradient dy [N,out] that fill produces block by block: fill(r0, r1, blk)
-// writes rows r0…r1 of dy into blk (rows out apart), on up to threads
-// goroutines at once for disjoint blocks. Each block is rounded to bf16
+// gradient dy [N,out] that fill produces block by block: fill(r0, r1, blk,
+// tmp) writes rows r0…r1 of dy into blk (rows out apart), with tmp (as
+// long as blk) its own scratch, on up to threads goroutines at once for
+// disjoint blocks. Each block is rounded to bf16
 // while in cache, as the rows of dy (for dx = dy·W) and as the columns
 // of dyᵀ (for dW += dyᵀ·x), so dy is never stored in float32 nor read
 // back to be packed. The products are LinearBackward's, bit for bit; db
@@ -106,7 +107,7 @@ const fillRows = 32
 // threads is. scratch (N·out values, overwritten) holds dy's packed rows;
 // dyᵀ takes a pooled buffer. LinearBackwardFill panics if a slice is
 // shorter than its shape.
-func LinearBackwardFill(threads int, dx, dw, db []float32, fill func(r0, r1 int, blk []float32), x, w []float32, N, in, out int, setDx bool, scratch []float32) {
+func LinearBackwardFill(threads int, dx, dw, db []float32, fill func(r0, r1 int, blk, tmp []float32), x, w []float32, N, in, out int, setDx bool, scratch []float32) {
 	_, _, _, _ = dw[:out*in], db[:out], x[:N*in], w[:out*in]
 	if len(scratch) < N*out {
 		panic(fmt.Sprintf("kernels: LinearBackwardFill: scratch of %d values for a gradient [%d, %d]", len(scratch), N, out))
@@ -126,18 +127,20 @@ func LinearBackwardFill(threads int, dx, dw, db []float32, fill func(r0, r1 int,
 	shapeBF16A(&at, out, N, tb[:cap(tb)])
 	blocks := (N + fillRows - 1) / fillRows
 	nt := min(max(threads, 1), blocks)
-	// Per worker a block of dy in float32, then per block its row sums.
-	sb := packBufs.get(2 * (nt*fillRows*out + blocks*out))
-	if cap(sb) < 2*(nt*fillRows*out+blocks*out) {
-		sb = make([]BF16, 2*(nt*fillRows*out+blocks*out))
+	// Per worker a block of dy and fill's scratch in float32, then per
+	// block its row sums.
+	bs := 2 * fillRows * out
+	sb := packBufs.get(2 * (nt*bs + blocks*out))
+	if cap(sb) < 2*(nt*bs+blocks*out) {
+		sb = make([]BF16, 2*(nt*bs+blocks*out))
 	}
-	f := unsafe.Slice((*float32)(unsafe.Pointer(&sb[0])), nt*fillRows*out+blocks*out)
-	blk, sums := f[:nt*fillRows*out], f[nt*fillRows*out:]
+	f := unsafe.Slice((*float32)(unsafe.Pointer(&sb[0])), nt*bs+blocks*out)
+	blk, sums := f[:nt*bs], f[nt*bs:]
 	parallel.For(nt, blocks, 1, func(wk, lo, hi int) {
-		y := blk[wk*fillRows*out : (wk+1)*fillRows*out]
+		y, tmp := blk[wk*bs:wk*bs+bs/2], blk[wk*bs+bs/2:(wk+1)*bs]
 		for b := lo; b < hi; b++ {
 			r0, r1 := b*fillRows, min((b+1)*fillRows, N)
-			fill(r0, r1, y[:(r1-r0)*out])
+			fill(r0, r1, y[:(r1-r0)*out], tmp[:(r1-r0)*out])
 			packBF16Both(&a, &at, y, out, r0, r1)
 			s := sums[b*out : (b+1)*out]
 			copy(s, y[:out])

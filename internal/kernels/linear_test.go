@@ -109,9 +109,12 @@ func TestLinearBackwardFill(t *testing.T) {
 				for _, threads := range []int{1, 3} {
 					dx, dw, db := append([]float32(nil), dx0...), append([]float32(nil), dw0...), append([]float32(nil), db0...)
 					scratch := r(tc.N * tc.out) // garbage: overwritten
-					fill := func(r0, r1 int, blk []float32) {
-						if len(blk) != (r1-r0)*tc.out {
-							t.Errorf("fill(%d, %d) got %d values", r0, r1, len(blk))
+					fill := func(r0, r1 int, blk, tmp []float32) {
+						if len(blk) != (r1-r0)*tc.out || len(tmp) != len(blk) {
+							t.Errorf("fill(%d, %d) got %d and %d values", r0, r1, len(blk), len(tmp))
+						}
+						for i := range tmp {
+							tmp[i] = float32(math.NaN()) // fill's own: must not reach dy
 						}
 						copy(blk, dy[r0*tc.out:r1*tc.out])
 					}

@@ -198,19 +198,26 @@ type hidden[F kernels.Float] struct {
 
 // geluBackward sets dst = GELU'(h)·dg for elements lo…hi of h, given dg
 // and dst as those elements' values (dst may be dg), on the calling
-// thread (ffBackward calls it on chunks of 4096 elements, or blocks of
-// rows).
-func (hs hidden[F]) geluBackward(dst, dg []F, lo, hi int) {
+// thread (ffBackward calls it on each thread's share, or on blocks of
+// rows). h stored in 16 bits is widened into tmp (hi−lo values) when
+// given, else by chunks into an array of its own (which escapes to the
+// heap: callers on many small blocks give tmp).
+func (hs hidden[F]) geluBackward(dst, dg []F, lo, hi int, tmp []float32) {
 	if hs.h16 == nil {
 		kernels.GeluBackward(1, dst[:hi-lo], hs.h[lo:hi], dg[:hi-lo])
 		return
 	}
-	var tmp [2048]float32
 	d32, g32 := any(dst).([]float32), any(dg).([]float32)
-	for s := lo; s < hi; s += len(tmp) {
-		e := min(s+len(tmp), hi)
-		hs.f16.LoadST(tmp[:e-s], hs.h16[s:e])
-		kernels.GeluBackward(1, d32[s-lo:e-lo], tmp[:e-s], g32[s-lo:e-lo])
+	if tmp != nil {
+		hs.f16.LoadST(tmp[:hi-lo], hs.h16[lo:hi])
+		kernels.GeluBackward(1, d32[:hi-lo], tmp[:hi-lo], g32[:hi-lo])
+		return
+	}
+	var buf [2048]float32
+	for s := lo; s < hi; s += len(buf) {
+		e := min(s+len(buf), hi)
+		hs.f16.LoadST(buf[:e-s], hs.h16[s:e])
+		kernels.GeluBackward(1, d32[s-lo:e-lo], buf[:e-s], g32[s-lo:e-lo])
 	}
 }
 
@@ -229,7 +236,7 @@ func ffBackward[F kernels.Float](threads int, p kernels.Prec, dinp, dfc1w, dfc1b
 	kernels.Gemm(threads, p, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H) // dg = dout·W2
 	kernels.LinearBackward(threads, p, nil, dfc2w, dfc2b, dout, g, fc2w, N, H, D, false)
 	parallel.For(threads, N*H, 4096, func(_, lo, hi int) { // dh = GELU'(h)·dg
-		h.geluBackward(dh[lo:hi], dg[lo:hi], lo, hi)
+		h.geluBackward(dh[lo:hi], dg[lo:hi], lo, hi, nil)
 	})
 	kernels.LinearBackward(threads, p, dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H, true)
 }
@@ -244,20 +251,20 @@ func ffBackward[F kernels.Float](threads int, p kernels.Prec, dinp, dfc1w, dfc1b
 func ffBackwardBF16(threads int, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp []float32, h hidden[float32], fc1w, fc2w []float32, N, D, H int) {
 	kernels.GemmBF16(threads, 1, kernels.Float32A(true, D, N, dout, D), kernels.RowsB(N, H, kernels.AsBF16(h.g16), H), 1, dfc2w, H)
 	kernels.BiasGrad(threads, dfc2b, dout, N, D)
-	var fill func(r0, r1 int, blk []float32)
+	var fill func(r0, r1 int, blk, tmp []float32)
 	if pb := kernels.AsBF16(kernels.Uint16s(dg)); kernels.PackedSizeA(N, D)+kernels.PackedSizeB(D, H) <= len(pb) {
 		da := kernels.BF16A{Data: pb}
 		kernels.PackBF16A(threads, &da, false, N, D, dout, D)
 		w2 := kernels.BF16B{Data: pb[len(da.Data):]}
 		kernels.PackBF16B(threads, &w2, false, D, H, fc2w, H)
-		fill = func(r0, r1 int, blk []float32) {
+		fill = func(r0, r1 int, blk, tmp []float32) {
 			a := da.Rows(r0, r1-r0)
 			kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.PackedB(&w2), 0, blk, H)
-			h.geluBackward(blk, blk, r0*H, r1*H)
+			h.geluBackward(blk, blk, r0*H, r1*H, tmp)
 		}
 	} else {
 		kernels.Gemm(threads, kernels.PrecBF16, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H)
-		fill = func(r0, r1 int, blk []float32) { h.geluBackward(blk, dg[r0*H:r1*H], r0*H, r1*H) }
+		fill = func(r0, r1 int, blk, tmp []float32) { h.geluBackward(blk, dg[r0*H:r1*H], r0*H, r1*H, tmp) }
 	}
 	kernels.LinearBackwardFill(threads, dinp, dfc1w, dfc1b, fill, inp, fc1w, N, D, H, true, dh)
 }
