@@ -292,8 +292,15 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	d := a.dims(p)
 	th := d.threads
 	q, k, v, o, lse, scratch, act16 := a.acts(act, scratch, p)
+	// The input is packed once for q, k and v, in dout·Wo's room (free
+	// in forward).
+	xa, shared := a.packedA(th, x, scratch[:N*a.D], N)
 	for i, y := range [3][]F{q, k, v} {
-		a.proj.Forward(th, pq+i, y, x, N)
+		if shared {
+			a.proj.ForwardPacked(th, pq+i, y, &xa, N)
+		} else {
+			a.proj.Forward(th, pq+i, y, x, N)
+		}
 		if i < 2 {
 			RopeApply(a.Rope, th, y, p.B, p.T, false)
 		}
@@ -314,7 +321,55 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	if a.store16 {
 		a.keep16(th, act16, 3, o)
 	}
+	if oa, ok := a.storedRows(act16, 3, N); ok && a.proj.PacksInput(po) { // o's stored rows, read in place
+		a.proj.ForwardPacked(th, po, out, &oa, N)
+		return
+	}
 	a.proj.Forward(th, po, out, o, N)
+}
+
+// packedA packs x [N,D] in bf16 into room (float32 values, at least N·D)
+// when the q, k and v projections all multiply their input in bf16, and
+// says whether it did.
+func (a *Attention[F]) packedA(threads int, x, room []F, N int) (kernels.BF16A, bool) {
+	if !a.proj.PacksInput(pq) || !a.proj.PacksInput(pk) || !a.proj.PacksInput(pv) {
+		return kernels.BF16A{}, false
+	}
+	buf := kernels.AsBF16(kernels.Uint16s(any(room).([]float32)))
+	if kernels.PackedSizeA(N, a.D) > len(buf) {
+		return kernels.BF16A{}, false
+	}
+	xa := kernels.BF16A{Data: buf}
+	kernels.PackBF16A(threads, &xa, false, N, a.D, any(x).([]float32), a.D)
+	return xa, true
+}
+
+// packedB is packedA for x as op(B) of the projections' weight gradients.
+func (a *Attention[F]) packedB(threads int, x, room []F, N int, idx ...int) (kernels.BF16B, bool) {
+	for _, i := range idx {
+		if !a.proj.PacksInput(i) {
+			return kernels.BF16B{}, false
+		}
+	}
+	buf := kernels.AsBF16(kernels.Uint16s(any(room).([]float32)))
+	if kernels.PackedSizeB(N, a.D) > len(buf) {
+		return kernels.BF16B{}, false
+	}
+	xb := kernels.BF16B{Data: buf}
+	kernels.PackBF16B(threads, &xb, false, N, a.D, any(x).([]float32), a.D)
+	return xb, true
+}
+
+// storedRows returns the i-th of q, k, v, o as stored in bf16 rows of
+// act16, as a packed A [N,D] read in place, when they are stored in bf16
+// in that layout.
+func (a *Attention[F]) storedRows(act16 []uint16, i, N int) (kernels.BF16A, bool) {
+	s := a.stored16(act16)
+	if s == nil {
+		return kernels.BF16A{}, false
+	}
+	n := N * a.D
+	return kernels.RowsA(N, a.D, s[i*n:(i+1)*n])
 }
 
 // Backward accumulates into dx [B,T,D] and the parameter gradients.
@@ -328,7 +383,16 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	}
 	do, dq, ks, hm, drow, work := a.split(scratch, k, v, p)
 	dk, dv := ks.dk, ks.dv
-	a.proj.Backward(th, po, do, dout, o, N, true)
+	if s16 := a.stored16(act16); s16 != nil && a.proj.PacksInput(po) && kernels.PackedSizeB(N, a.D) <= 2*len(dq) {
+		// o's weight gradient reads its stored rows paired, packed in
+		// dq's room (free until the core's backward).
+		n := N * a.D
+		ob := kernels.BF16B{Data: kernels.AsBF16(kernels.Uint16s(any(dq).([]float32)))}
+		kernels.PackBF16BRows(th, &ob, N, a.D, s16[3*n:4*n], a.D)
+		a.proj.BackwardPacked(th, po, do, dout, &ob, N, true)
+	} else {
+		a.proj.Backward(th, po, do, dout, o, N, true)
+	}
 	if hm != nil {
 		n := len(q)
 		ks.qh, ks.kh, ks.doh = hm[:n], hm[n:2*n], hm[2*n:3*n]
@@ -346,6 +410,14 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), d, p, a.tiles(), &a.units)
 	RopeApply(a.Rope, th, dq, p.B, p.T, true) // back through the rotation: its transpose
 	RopeApply(a.Rope, th, dk, p.B, p.T, true)
+	// The input is packed once for the three weight gradients, in dout·Wo's
+	// room (free after the core's backward).
+	if xb, ok := a.packedB(th, x, do, N, pq, pk, pv); ok {
+		a.proj.BackwardPacked(th, pq, dx, dq, &xb, N, false)
+		a.proj.BackwardPacked(th, pk, dx, dk, &xb, N, false)
+		a.proj.BackwardPacked(th, pv, dx, dv, &xb, N, false)
+		return
+	}
 	a.proj.Backward(th, pq, dx, dq, x, N, false)
 	a.proj.Backward(th, pk, dx, dk, x, N, false)
 	a.proj.Backward(th, pv, dx, dv, x, N, false)

@@ -119,6 +119,52 @@ func (s *Set[F]) Forward(threads, i int, y, x []F, n int) {
 	kernels.LinearForward(threads, s.prec(i), y[:n*D], x[:n*D], s.w[2*i], wb, s.w[2*i+1], n, D, D, false)
 }
 
+// PacksInput says whether projection i multiplies its input in bf16 (in
+// training in precision bf16 or after UseBF16, and not kept in F), so
+// that a caller may pack an input once for several projections and give
+// it to ForwardPacked and BackwardPacked.
+func (s *Set[F]) PacksInput(i int) bool {
+	var z F
+	if _, ok := any(z).(float32); !ok {
+		return false
+	}
+	if s.bf16 != nil {
+		return s.bf16[i].Data != nil
+	}
+	return s.prec(i) == kernels.PrecBF16
+}
+
+// ForwardPacked is Forward for a projection that PacksInput, with x [n,D]
+// given packed (as kernels.PackBF16A(_, xa, false, n, D, x, D) packs it):
+// the same products, bit for bit.
+func (s *Set[F]) ForwardPacked(threads, i int, y []F, xa *kernels.BF16A, n int) {
+	D := s.D
+	y32 := any(y[:n*D]).([]float32)
+	kernels.BiasRows(threads, y32, any(s.w[2*i+1]).([]float32), n, D, false)
+	b := kernels.Float32B(true, D, D, any(s.w[2*i]).([]float32), D)
+	if s.bf16 != nil {
+		b = kernels.PackedB(&s.bf16[i])
+	}
+	kernels.GemmBF16(threads, 1, kernels.PackedA(xa), b, 1, y32, D)
+}
+
+// BackwardPacked is Backward for a projection that PacksInput in
+// training, with x [n,D] given packed as op(B) of the weight gradient (as
+// kernels.PackBF16B(_, xb, false, n, D, x, D) packs it): the same products,
+// bit for bit.
+func (s *Set[F]) BackwardPacked(threads, i int, dx, dy []F, xb *kernels.BF16B, n int, set bool) {
+	D := s.D
+	f := func(x []F) []float32 { return any(x).([]float32) }
+	dy32 := f(dy[:n*D])
+	var beta float32 = 1
+	if set {
+		beta = 0
+	}
+	kernels.GemmBF16(threads, 1, kernels.Float32A(false, n, D, dy32, D), kernels.Float32B(false, D, D, f(s.w[2*i]), D), beta, f(dx[:n*D]), D)
+	kernels.GemmBF16(threads, 1, kernels.Float32A(true, D, n, dy32, D), kernels.PackedB(xb), 1, f(s.g[2*i]), D)
+	kernels.BiasGrad(threads, f(s.g[2*i+1]), dy32, n, D)
+}
+
 // Backward is Forward's backward (kernels.LinearBackward): it adds dyᵀ·x
 // to W_i's gradient and the column sums of dy to b_i's, and adds dy·W_i
 // to dx (or writes it there, with set). Every product has n rows of D and

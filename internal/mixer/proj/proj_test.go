@@ -131,3 +131,85 @@ func TestBackward(t *testing.T) {
 		}
 	}
 }
+
+// TestPacked: ForwardPacked and BackwardPacked, on inputs packed once,
+// give Forward's and Backward's results bit for bit, in bf16 training and
+// after UseBF16, on every bf16 path; PacksInput is false in F = float64,
+// in fp32 and for a projection kept in F.
+func TestPacked(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	const d, n = 48, 37
+	r := func(k int) []float32 {
+		v := make([]float32, k)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	for _, bp := range kernels.BF16Paths() {
+		old, _ := kernels.SetBF16Path(bp)
+		for _, infer := range []bool{false, true} {
+			s := New[float32](d, kernels.PrecBF16, "q", "o")
+			var w, g, w2, g2 [][]float32
+			for _, p := range s.Params() {
+				k := 1
+				for _, x := range p.Shape {
+					k *= x
+				}
+				v := r(k)
+				w, g = append(w, v), append(g, r(k))
+				g2 = append(g2, append([]float32(nil), g[len(g)-1]...))
+			}
+			w2 = w
+			s.Bind(w, g)
+			s2 := New[float32](d, kernels.PrecBF16, "q", "o")
+			s2.Bind(w2, g2)
+			if infer {
+				if err := s.UseBF16(1); err != nil {
+					t.Fatal(err)
+				}
+				s2.UseBF16(1)
+			}
+			if !s.PacksInput(0) {
+				t.Fatalf("%s infer=%v: PacksInput false", bp, infer)
+			}
+			x, dy := r(n*d), r(n*d)
+			var xa kernels.BF16A
+			var xb kernels.BF16B
+			kernels.PackBF16A(2, &xa, false, n, d, x, d)
+			kernels.PackBF16B(2, &xb, false, n, d, x, d)
+			y, y2 := r(n*d), r(n*d)
+			s.Forward(2, 0, y, x, n)
+			s2.ForwardPacked(2, 0, y2, &xa, n)
+			for i := range y {
+				if y[i] != y2[i] {
+					t.Fatalf("%s infer=%v: ForwardPacked y[%d] = %v, Forward's %v", bp, infer, i, y2[i], y[i])
+				}
+			}
+			if infer {
+				continue
+			}
+			for _, set := range []bool{false, true} {
+				dx0 := r(n * d)
+				dx, dx2 := append([]float32(nil), dx0...), append([]float32(nil), dx0...)
+				s.Backward(2, 0, dx, dy, x, n, set)
+				s2.BackwardPacked(2, 0, dx2, dy, &xb, n, set)
+				for j, pair := range [][2][]float32{{dx, dx2}, {g[0], g2[0]}, {g[1], g2[1]}} {
+					for i := range pair[0] {
+						if pair[0][i] != pair[1][i] {
+							t.Fatalf("%s set=%v: BackwardPacked result %d [%d] = %v, Backward's %v", bp, set, j, i, pair[1][i], pair[0][i])
+						}
+					}
+				}
+			}
+		}
+		kernels.SetBF16Path(old)
+	}
+	s32 := New[float32](8, kernels.PrecFP32, "q", "o")
+	s64 := New[float64](8, kernels.PrecBF16, "q", "o")
+	k := New[float32](8, kernels.PrecBF16, "q", "o")
+	k.KeepFP32(0)
+	if s32.PacksInput(0) || s64.PacksInput(0) || k.PacksInput(0) || !k.PacksInput(1) {
+		t.Error("PacksInput wrong for fp32, float64 or a projection kept in F")
+	}
+}
