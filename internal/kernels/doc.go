@@ -101,7 +101,10 @@
 // packed on the way (Float32A, Float32B, and RowsB for bf16 rows): callers
 // that reuse an operand pack it once and take views (BF16A.Rows and Cols,
 // BF16B.View), or pass bf16 rows already in the packed layout (RowsA,
-// RowsB).
+// RowsB). Values already stored in bf16 are packed without rounding:
+// PackBF16BRows pairs rows, and PackBF16BTRows and PackBF16ATRows make
+// the transposed layouts as transposes of 32-bit pairs (Transpose moves
+// them bit for bit).
 //
 // Each bf16 path is an entry of a table (bf16Table: the pure-Go twin, then
 // the assembly paths of bf16AsmPaths in the amd64 files), and the
@@ -115,7 +118,11 @@
 // LinearForward and LinearBackward are the one linear layer (y = x·Wᵀ + b,
 // as in nn.Linear) of the model, the mixers' projections and the pixel
 // baselines, in fp32, in bf16 products (PrecBF16), or on weights packed
-// once in bf16 (bf16 inference).
+// once in bf16 (bf16 inference). LinearBackwardFill is LinearBackward in
+// bf16 for a gradient made block by block (fc1's, from GELU's backward):
+// each block of 32 rows is rounded while in cache to both packed forms
+// the backward multiplies, dy's rows and dyᵀ's columns, so dy is never
+// stored in float32; the products are LinearBackward's bit for bit.
 //
 // # Half precision
 //

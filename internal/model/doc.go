@@ -46,4 +46,12 @@
 // what it keeps to IEEE half (store) and trains with dynamic loss scaling
 // (Trainer.Scale), and both keep fc1's d_ff-wide output in a third,
 // 16-bit slab (Plan.HalfElems), recomputing GELU from it in backward.
+// In bf16 the feed-forward runs by blocks of rows while they are in cache:
+// forward, fc1's output is rounded and kept and GELU's written in bf16
+// (ffSaveFused); backward, dg = dout·W2 and dh = GELU'(h)·dg are made a
+// block at a time and rounded straight to the packed forms fc1's backward
+// multiplies (ffBackwardBF16, kernels.LinearBackwardFill). In bf16
+// inference (UseBF16) a forward-only pass runs fc1, GELU and fc2 a block
+// of rows at a time (ffForwardBF16), so the hidden activations never go
+// to memory. Each is bit for bit the unfused computation.
 package model

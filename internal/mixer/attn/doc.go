@@ -65,7 +65,11 @@
 // value product multiplies bf16 operands with float32 sums; softmax, its
 // online normaliser and the row statistics stay float32. Attention packs
 // each (batch, head)'s q, k, v (and in backward dO) in bf16 once per pass
-// (headPacks), so a tile product packs only its fresh score tile; blocks
+// (headPacks), so a tile product packs only its fresh score tile: from
+// the stored bf16 bits (Storage, below), which the queries' products read
+// in place and the other layouts pair or transpose without rounding, and
+// dO rounded once into its rows; the projections' input is packed once
+// for q, k and v, and o's stored rows are read in place. Blocks
 // the packs do not cover (strided or gathered keys) pack per tile
 // (kernels.Gemm on one thread), with bitwise the same result. Where the
 // kernels' bf16 path widens bf16 values to float32 anyway
