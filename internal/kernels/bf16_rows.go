@@ -20,7 +20,8 @@ func dwords(x []BF16) []float32 {
 }
 
 // PackBF16BTRows packs op(B) = Bᵀ [k, n] for B [n, k] given as bf16 rows
-// ldb apart (ldb even, b starting at a row), as PackBF16B(_, dst, true, k,
+// ldb apart (ldb even, and b starting on a 4-byte boundary, as at an even
+// offset into float32 storage), as PackBF16B(_, dst, true, k,
 // n, ·) packs their float32 values: bit for bit the same data. A pair of
 // op(B) is two adjacent values of a row of B, so a panel is the transpose
 // of 64 rows' 32-bit units. It reuses dst.Data when it is large enough

@@ -99,10 +99,9 @@ const fillRows = 32
 // gradient dy [N,out] that fill produces block by block: fill(r0, r1, blk,
 // tmp) writes rows r0…r1 of dy into blk (rows out apart), with tmp (as
 // long as blk) its own scratch, on up to threads goroutines at once for
-// disjoint blocks. Each block is rounded to bf16
-// while in cache, as the rows of dy (for dx = dy·W) and as the columns
-// of dyᵀ (for dW += dyᵀ·x), so dy is never stored in float32 nor read
-// back to be packed. The products are LinearBackward's, bit for bit; db
+// disjoint blocks. Each block is rounded to bf16 while in cache, as the
+// rows of dy (for dx = dy·W) and as the columns of dyᵀ (for dW += dyᵀ·x),
+// so dy is never stored in float32 nor read back to be packed. The products are LinearBackward's, bit for bit; db
 // adds dy's rows by blocks of 32, the blocks' sums in order, whatever
 // threads is. scratch (N·out values, overwritten) holds dy's packed rows;
 // dyᵀ takes a pooled buffer. LinearBackwardFill panics if a slice is

@@ -80,6 +80,24 @@ func (hp *headPacks) covers(blk *Block) bool {
 	return hp != nil && !blk.Gathered && blk.QS == 1 && blk.KS == 1 && blk.K0%64 == 0 && blk.Q0%2 == 0
 }
 
+// packsEvery says whether the packs serve every block of lay, diagonal
+// blocks included: then no product reads q, k or v in float32.
+func packsEvery(lay []*Layout) bool {
+	hp := &headPacks{}
+	for _, l := range lay {
+		for _, ph := range l.Phases {
+			for _, g := range ph.Groups {
+				for i := range g.Blocks {
+					if blk := &g.Blocks[i]; blk.Diag || !hp.covers(blk) {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
 // coversAll says whether the packs serve every block of lay (then the
 // transposed copies of k and v are not needed).
 func (hp *headPacks) coversAll(lay []*Layout) bool {

@@ -2,6 +2,7 @@ package attn
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -61,6 +62,9 @@ func passOn(t *testing.T, cfg mixer.Config, pat Pattern, B, T int, pad bool, set
 	scr := make([]float32, a.ScratchSize(B, T, 0))
 	out = make([]float32, len(x))
 	a.Forward(out, act, scr, x, p)
+	for j := range scr { // Backward reads nothing of Forward's scratch
+		scr[j] = float32(math.NaN())
+	}
 	dx = make([]float32, len(x))
 	a.Backward(dx, scr, dout, act, x, p)
 	return out, dx, g, a
@@ -117,8 +121,8 @@ func TestBF16Packed(t *testing.T) {
 						if n := len(hp.qT); n < B*c.H {
 							t.Fatalf("%d units packed", n)
 						}
-						if !hp.rows {
-							t.Fatal("the packs were not made from the stored bf16 q, k, v")
+						if !hp.rows || !packsEvery(a.layouts(c.T)) {
+							t.Fatal("the packs were not made from the stored bf16 q, k, v, or do not serve every block")
 						}
 						packPool.put(hp)
 					}

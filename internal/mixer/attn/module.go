@@ -266,6 +266,13 @@ func (a *Attention[F]) acts(act, scratch []F, p mixer.Pass) (q, k, v, o, lse, re
 	return scratch[:n], scratch[n : 2*n], scratch[2*n : 3*n], scratch[3*n : 4*n], act[m : m+nl], scratch[4*n:], act16
 }
 
+// packsStored says whether a pass's headPacks are made from the stored
+// bf16 q, k, v (headPacks.fill's rows): the products run on packs, and
+// act16 holds bf16 values with even head widths.
+func (a *Attention[F]) packsStored(act16 []uint16) bool {
+	return a.stored16(act16) != nil && a.bf16() && !a.unpacked && !a.roundBF16() && a.Dh%2 == 0 && a.D%2 == 0
+}
+
 // stored16 returns the stored q, k, v (and o) of act16 as bf16 values
 // when they are stored in bf16, else nil.
 func (a *Attention[F]) stored16(act16 []uint16) []kernels.BF16 {
@@ -378,7 +385,13 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	d := a.dims(p)
 	th := d.threads
 	q, k, v, o, lse, scratch, act16 := a.acts(act, scratch, p)
-	if a.store16 { // q, k, v, o are adjacent in scratch, as in act16
+	switch {
+	case a.packsStored(act16) && packsEvery(a.layouts(p.T)):
+		// Every product reads the packs made from the stored bits: only
+		// o (for the row sums D_i) is needed in float32.
+		n := len(q)
+		a.f16.Load(th, any(o).([]float32), act16[3*n:4*n])
+	case a.store16: // q, k, v, o are adjacent in scratch, as in act16
 		a.f16.Load(th, any(q[:4*len(q)]).([]float32), act16)
 	}
 	do, dq, ks, hm, drow, work := a.split(scratch, k, v, p)
