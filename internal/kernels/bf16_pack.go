@@ -115,6 +115,9 @@ type packArgs struct {
 	// block says that packRowsAT fills k columns of rows whose other
 	// columns (and padding) belong to other calls: it clears nothing.
 	block bool
+	// ps, when not 0, is the values from one panel of B to the next
+	// (panels of a packed B whose pairs rows are only some of its own).
+	ps int
 }
 
 // packKind is a packer's loop: rows of op(A) = A or Aᵀ, or panels of
@@ -290,6 +293,28 @@ func packBF16B(dst *BF16B, transB bool, k, n int, b []float32, ldb int, threads 
 	x.pack(threads, serialPack(threads, k*n, panels, 1), panels, 1)
 }
 
+// ShapeBF16B shapes dst as op(B) [k, n] on data (at least
+// PackedSizeB(k, n) values), for blocks of rows that PackBF16BBlock packs.
+func ShapeBF16B(dst *BF16B, k, n int, data []BF16) {
+	*dst = BF16B{K: k, N: n, pairs: (k + 1) / 2, Data: data[:sizeB(k, n)]}
+}
+
+// PackBF16BBlock packs rows k0…k0+k of op(B) = B [K, N] (not transposed)
+// into dst, shaped [K, N], from float32 rows src (row k0 first, ldb
+// apart): the values PackBF16B gives those rows, padding included. k0 is
+// even, and so is k unless the block ends at K. Disjoint blocks may be
+// packed concurrently; it runs on the calling goroutine.
+func PackBF16BBlock(dst *BF16B, k0 int, src []float32, ldb, k int) {
+	if k0%2 != 0 || k0+k > dst.K || (k%2 != 0 && k0+k != dst.K) {
+		panic(fmt.Sprintf("kernels: PackBF16BBlock of rows %d+%d of a packed B of %d rows", k0, k, dst.K))
+	}
+	if k == 0 || dst.N == 0 {
+		return
+	}
+	x := packArgs{kind: packPanelsB, data: dst.Data[k0*bf16Panel:], k: k, n: dst.N, src: src, ld: ldb, pairs: (k + 1) / 2, ps: dst.panelStride()}
+	packBPanels(&x, 0, (dst.N+bf16Panel-1)/bf16Panel)
+}
+
 // packBPanels packs panels lo…hi of op(B).
 func packBPanels(x *packArgs, lo, hi int) {
 	k, b, ldb, transB, pairs := x.k, x.src, x.ld, x.trans, x.pairs
@@ -371,7 +396,11 @@ func PackBF16BRows(threads int, dst *BF16B, k, n int, b []BF16, ldb int) {
 // columns beyond n or a last half pair), its first column and its
 // columns.
 func packPanel(x *packArgs, pn int) (panel []BF16, j0, cols int) {
-	panel = x.data[pn*x.pairs*2*bf16Panel : (pn+1)*x.pairs*2*bf16Panel]
+	ps := x.ps
+	if ps == 0 {
+		ps = x.pairs * 2 * bf16Panel
+	}
+	panel = x.data[pn*ps : pn*ps+x.pairs*2*bf16Panel]
 	j0 = pn * bf16Panel
 	cols = min(bf16Panel, x.n-j0)
 	if cols < bf16Panel || x.k%2 != 0 {

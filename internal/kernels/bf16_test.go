@@ -461,3 +461,31 @@ func TestBF16PackFromRows(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16PackBlock: blocks of rows packed by PackBF16BBlock into a
+// ShapeBF16B give PackBF16B's data bit for bit, with odd K and N short of
+// a panel.
+func TestBF16PackBlock(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 10))
+	for _, s := range []struct{ k, n, ld, blk int }{{64, 64, 64, 32}, {37, 70, 75, 8}, {130, 200, 200, 64}, {1, 3, 3, 2}} {
+		b := make([]float32, (s.k-1)*s.ld+s.n)
+		for i := range b {
+			b[i] = float32(rng.NormFloat64())
+		}
+		var want, got BF16B
+		PackBF16B(1, &want, false, s.k, s.n, b, s.ld)
+		data := make([]BF16, PackedSizeB(s.k, s.n))
+		for i := range data {
+			data[i] = 0x4242 // garbage that padding must overwrite
+		}
+		ShapeBF16B(&got, s.k, s.n, data)
+		for k0 := 0; k0 < s.k; k0 += s.blk {
+			PackBF16BBlock(&got, k0, b[k0*s.ld:], s.ld, min(s.blk, s.k-k0))
+		}
+		for i := range want.Data {
+			if got.Data[i] != want.Data[i] {
+				t.Fatalf("%+v: value %d = %#x, PackBF16B's %#x", s, i, got.Data[i], want.Data[i])
+			}
+		}
+	}
+}

@@ -238,7 +238,8 @@ func TestBF16FusedFF(t *testing.T) {
 // unfused sequence (dg = dout·W2 and LinearBackward in bf16, GELU's
 // backward in float32 between) bit for bit and fc1's bias gradient within
 // float32 rounding, both where dg's memory holds the packed dout and W2
-// (dg multiplied by blocks) and where it does not (dg whole).
+// (dg multiplied by blocks) and where it does not (dg whole); and the
+// same bits again with g recomputed into its pair layout (geluPairsBF16).
 func TestFFBackwardBF16(t *testing.T) {
 	for _, bp := range kernels.BF16Paths() {
 		old, _ := kernels.SetBF16Path(bp)
@@ -261,8 +262,23 @@ func TestFFBackwardBF16(t *testing.T) {
 			hs := hidden[float32]{h16: h16, f16: kernels.StoreBF16, g16: g16}
 			dw1, db1, dw2, db2 := r(H*D), r(H), r(D*H), r(D)
 			w := [][]float32{append([]float32(nil), dw1...), append([]float32(nil), db1...), append([]float32(nil), dw2...), append([]float32(nil), db2...)}
+			// The same with g recomputed into its pair layout (geluPairsBF16).
+			gbuf := make([]uint16, kernels.PackedSizeB(N, H))
+			gb := new(kernels.BF16B)
+			kernels.ShapeBF16B(gb, N, H, kernels.AsBF16(gbuf))
+			geluPairsBF16(2, gb, h16, N, H, make([]float32, 2*gelu16Rows*H))
+			pw := [][]float32{append([]float32(nil), dw1...), append([]float32(nil), db1...), append([]float32(nil), dw2...), append([]float32(nil), db2...)}
+			pdx := r(N * D)
+			ffBackward(2, kernels.PrecBF16, pdx, pw[0], pw[1], pw[2], pw[3], r(N*H), r(N*H), dout, inp, hidden[float32]{h16: h16, f16: kernels.StoreBF16, g16: gbuf, gb: gb}, nil, fc1w, fc2w, N, D, H)
 			dinp := r(N * D)
 			ffBackward(2, kernels.PrecBF16, dinp, dw1, db1, dw2, db2, r(N*H), r(N*H), dout, inp, hs, nil, fc1w, fc2w, N, D, H)
+			for j, pair := range [][2][]float32{{pdx, dinp}, {pw[0], dw1}, {pw[1], db1}, {pw[2], dw2}, {pw[3], db2}} {
+				for i := range pair[1] {
+					if pair[0][i] != pair[1][i] {
+						t.Fatalf("%s %+v: with g in pairs, result %d [%d] = %v, with g in rows %v", bp, s, j, i, pair[0][i], pair[1][i])
+					}
+				}
+			}
 
 			// The unfused sequence.
 			dg, dh := make([]float32, N*H), make([]float32, N*H)

@@ -258,10 +258,20 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 		var g []F
 		switch {
 		case p.HalfElems > 0 && m.prec == kernels.PrecBF16:
-			// g is recomputed in bf16, which fc2's weight gradient reads.
-			g16 := m.gelu16()
-			geluFrom16(p.Threads, m.f16, nil, g16, m.act16(a.fch))
-			hs = hidden[F]{h16: m.act16(a.fch), f16: m.f16, g16: g16}
+			// g is recomputed in bf16, which fc2's weight gradient reads:
+			// in its pair layout, computed in dh's room (free until
+			// ffBackward), where the bf16 g's memory holds that layout.
+			g16, h16 := m.gelu16(), m.act16(a.fch)
+			hs = hidden[F]{h16: h16, f16: m.f16, g16: g16}
+			scr := any(m.grad(p.dh)).([]float32)
+			nt := min(p.Threads, N/gelu16Rows)
+			if gb := new(kernels.BF16B); nt >= 1 && m.f16 == kernels.StoreBF16 && kernels.PackedSizeB(N, H) <= len(g16) && nt*gelu16Rows*H <= len(scr) {
+				kernels.ShapeBF16B(gb, N, H, kernels.AsBF16(g16))
+				geluPairsBF16(nt, gb, h16, N, H, scr)
+				hs.gb = gb
+			} else {
+				geluFrom16(p.Threads, m.f16, nil, g16, h16)
+			}
 		case p.HalfElems > 0:
 			// g is recomputed into dh, which GELU's backward overwrites
 			// only after the last use of g; h is read back chunk by chunk.

@@ -105,6 +105,30 @@ func geluFrom16(threads int, f kernels.Format16, g []float32, g16, h16 []uint16)
 	})
 }
 
+// gelu16Rows is the rows geluPairsBF16 takes at a time.
+const gelu16Rows = 32
+
+// geluPairsBF16 recomputes g = GELU(h) from h stored in bf16 (h16 [N,H]),
+// as geluFrom16 does, straight into gb (shaped [N,H]): the pair layout in
+// which fc2's weight gradient reads g as op(B), so that g is not stored in
+// rows and paired again. Blocks of gelu16Rows rows run on up to nt
+// goroutines, each widened and computed in its worker's share of scr
+// (gelu16Rows·H values).
+func geluPairsBF16(nt int, gb *kernels.BF16B, h16 []uint16, N, H int, scr []float32) {
+	blocks := (N + gelu16Rows - 1) / gelu16Rows
+	nt = max(1, min(nt, blocks))
+	parallel.For(nt, blocks, 1, func(wk, lo, hi int) {
+		t := scr[wk*gelu16Rows*H : (wk+1)*gelu16Rows*H]
+		for b := lo; b < hi; b++ {
+			r0, r := b*gelu16Rows, min(gelu16Rows, N-b*gelu16Rows)
+			x := t[:r*H]
+			kernels.StoreBF16.LoadST(x, h16[r0*H:(r0+r)*H])
+			kernels.GeluForward(1, x, x)
+			kernels.PackBF16BBlock(gb, r0, x, H, r)
+		}
+	})
+}
+
 // ffForward accumulates out += fc2(GELU(fc1(inp))) and saves h = fc1(inp)
 // and g = GELU(h). out, inp [N,D], h, g [N,H], fc1w [H,D], fc1b [H],
 // fc2w [D,H], fc2b [D]; pk holds the weights packed in bf16, or is nil. It
@@ -194,6 +218,7 @@ type hidden[F kernels.Float] struct {
 	h16 []uint16
 	f16 kernels.Format16 // h16's format
 	g16 []uint16
+	gb  *kernels.BF16B // g16's memory holding g in the pair layout fc2's weight gradient reads (geluPairsBF16), or nil: g16 holds rows
 }
 
 // geluBackward sets dst = GELU'(h)·dg for elements lo…hi of h, given dg
@@ -249,7 +274,11 @@ func ffBackward[F kernels.Float](threads int, p kernels.Prec, dinp, dfc1w, dfc1b
 // packed rows, so neither dg nor dh is stored in float32. Where dg's
 // memory cannot hold dout and W2 packed, dg is multiplied whole first.
 func ffBackwardBF16(threads int, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp []float32, h hidden[float32], fc1w, fc2w []float32, N, D, H int) {
-	kernels.GemmBF16(threads, 1, kernels.Float32A(true, D, N, dout, D), kernels.RowsB(N, H, kernels.AsBF16(h.g16), H), 1, dfc2w, H)
+	g := kernels.RowsB(N, H, kernels.AsBF16(h.g16), H)
+	if h.gb != nil {
+		g = kernels.PackedB(h.gb)
+	}
+	kernels.GemmBF16(threads, 1, kernels.Float32A(true, D, N, dout, D), g, 1, dfc2w, H)
 	kernels.BiasGrad(threads, dfc2b, dout, N, D)
 	var fill func(r0, r1 int, blk, tmp []float32)
 	if pb := kernels.AsBF16(kernels.Uint16s(dg)); kernels.PackedSizeA(N, D)+kernels.PackedSizeB(D, H) <= len(pb) {
