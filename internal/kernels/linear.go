@@ -47,9 +47,19 @@ func BiasRows[F Float](threads int, y, b []F, N, out int, acc bool) {
 // LinearBackward is LinearForward's backward for dy [N,out]: it
 // accumulates dW [out,in] += dyᵀ·x and db [out] += Σ_rows dy, and adds
 // dy·W to dx [N,in] (or writes it there, with setDx; dx nil skips it),
-// with the products in precision p across up to threads goroutines.
+// with the products in precision p across up to threads goroutines (in
+// bf16 with float32 values, LinearBackwardBF16).
 // LinearBackward panics if a slice is shorter than its shape.
 func LinearBackward[F Float](threads int, p Prec, dx, dw, db, dy, x, w []F, N, in, out int, setDx bool) {
+	if d32, ok := any(dy).([]float32); ok && p == PrecBF16 {
+		f := func(v []F) []float32 { return any(v).([]float32) }
+		var dx32 []float32
+		if dx != nil {
+			dx32 = f(dx)
+		}
+		LinearBackwardBF16(threads, dx32, f(dw), f(db), d32, Float32B(false, N, in, f(x), in), f(w), N, in, out, setDx)
+		return
+	}
 	if dx != nil {
 		var beta F = 1
 		if setDx {
@@ -91,26 +101,48 @@ func AddRow[F Float](dst, src []F) {
 	}
 }
 
-// fillRows is the rows of dy that LinearBackwardFill has fill produce and
-// packs at a time: a whole number of the transposed packing's tiles.
+// fillRows is the rows of dy that the bf16 linear backward packs at a
+// time: a whole number of the transposed packing's tiles.
 const fillRows = 32
 
-// LinearBackwardFill is LinearBackward in bf16 (float32 only) for a
-// gradient dy [N,out] that fill produces block by block: fill(r0, r1, blk,
-// tmp) writes rows r0…r1 of dy into blk (rows out apart), with tmp (as
-// long as blk) its own scratch, on up to threads goroutines at once for
-// disjoint blocks. Each block is rounded to bf16 while in cache, as the
-// rows of dy (for dx = dy·W) and as the columns of dyᵀ (for dW += dyᵀ·x),
-// so dy is never stored in float32 nor read back to be packed. The products are LinearBackward's, bit for bit; db
-// adds dy's rows by blocks of 32, the blocks' sums in order, whatever
-// threads is. scratch (N·out values, overwritten) holds dy's packed rows;
-// dyᵀ takes a pooled buffer. LinearBackwardFill panics if a slice is
-// shorter than its shape.
+// LinearBackwardBF16 is LinearBackward in bf16 for float32 values, with
+// x given as op(B) of the weight gradient: Float32B(false, N, in, x, in),
+// or packed once by the caller (PackedB) when several layers share it.
+// dy is read once, by blocks of 32 rows, each rounded to bf16 while in
+// cache both as dy's rows (for dx = dy·W) and as dyᵀ's columns (for
+// dW += dyᵀ·x), and summed into db there; db adds the blocks' sums in
+// order, whatever threads is.
+func LinearBackwardBF16(threads int, dx, dw, db, dy []float32, x OperandB, w []float32, N, in, out int, setDx bool) {
+	_ = dy[:N*out]
+	src := func(r0, r1 int, _, _ []float32) []float32 { return dy[r0*out : r1*out] }
+	linearBackwardBlocks(threads, dx, dw, db, src, x, w, N, in, out, setDx, nil)
+}
+
+// LinearBackwardFill is LinearBackwardBF16 for a gradient dy [N,out]
+// that fill produces block by block: fill(r0, r1, blk, tmp) writes rows
+// r0…r1 of dy into blk (rows out apart), with tmp (as long as blk) its own
+// scratch, on up to threads goroutines at once for disjoint blocks, so dy
+// is never stored in float32 nor read back to be packed. The products
+// are LinearBackward's, bit for bit. scratch (N·out values, overwritten)
+// holds dy's packed rows. LinearBackwardFill panics if a slice is shorter
+// than its shape.
 func LinearBackwardFill(threads int, dx, dw, db []float32, fill func(r0, r1 int, blk, tmp []float32), x, w []float32, N, in, out int, setDx bool, scratch []float32) {
-	_, _, _, _ = dw[:out*in], db[:out], x[:N*in], w[:out*in]
 	if len(scratch) < N*out {
 		panic(fmt.Sprintf("kernels: LinearBackwardFill: scratch of %d values for a gradient [%d, %d]", len(scratch), N, out))
 	}
+	src := func(r0, r1 int, blk, tmp []float32) []float32 {
+		fill(r0, r1, blk, tmp)
+		return blk
+	}
+	linearBackwardBlocks(threads, dx, dw, db, src, Float32B(false, N, in, x, in), w, N, in, out, setDx, scratch)
+}
+
+// linearBackwardBlocks is the bf16 linear backward on dy given by blocks
+// of fillRows rows: src(r0, r1, blk, tmp) returns rows r0…r1 of dy,
+// written into blk or not. dy's packed rows go to scratch (N·out values)
+// or, when it is nil, to a pooled buffer; dyᵀ always to a pooled buffer.
+func linearBackwardBlocks(threads int, dx, dw, db []float32, src func(r0, r1 int, blk, tmp []float32) []float32, x OperandB, w []float32, N, in, out int, setDx bool, scratch []float32) {
+	_, _, _ = dw[:out*in], db[:out], w[:out*in]
 	if N == 0 || out == 0 {
 		if dx != nil && setDx {
 			clear(dx[:N*in])
@@ -118,7 +150,16 @@ func LinearBackwardFill(threads int, dx, dw, db []float32, fill func(r0, r1 int,
 		return
 	}
 	var a, at BF16A
-	shapeBF16A(&a, N, out, AsBF16(Uint16s(scratch)))
+	var ab []BF16
+	if scratch != nil {
+		shapeBF16A(&a, N, out, AsBF16(Uint16s(scratch)))
+	} else {
+		ab = packBufs.get(sizeA(N, out))
+		if cap(ab) < sizeA(N, out) {
+			ab = make([]BF16, sizeA(N, out))
+		}
+		shapeBF16A(&a, N, out, ab[:cap(ab)])
+	}
 	tb := packBufs.get(sizeA(out, N))
 	if cap(tb) < sizeA(out, N) {
 		tb = make([]BF16, sizeA(out, N))
@@ -139,12 +180,12 @@ func LinearBackwardFill(threads int, dx, dw, db []float32, fill func(r0, r1 int,
 		y, tmp := blk[wk*bs:wk*bs+bs/2], blk[wk*bs+bs/2:(wk+1)*bs]
 		for b := lo; b < hi; b++ {
 			r0, r1 := b*fillRows, min((b+1)*fillRows, N)
-			fill(r0, r1, y[:(r1-r0)*out], tmp[:(r1-r0)*out])
-			packBF16Both(&a, &at, y, out, r0, r1)
+			d := src(r0, r1, y[:(r1-r0)*out], tmp[:(r1-r0)*out])
+			packBF16Both(&a, &at, d, out, r0, r1)
 			s := sums[b*out : (b+1)*out]
-			copy(s, y[:out])
+			copy(s, d[:out])
 			for r := 1; r < r1-r0; r++ {
-				AddRow(s, y[r*out:(r+1)*out])
+				AddRow(s, d[r*out:(r+1)*out])
 			}
 		}
 	})
@@ -160,6 +201,9 @@ func LinearBackwardFill(threads int, dx, dw, db []float32, fill func(r0, r1 int,
 		}
 		GemmBF16(threads, 1, PackedA(&a), Float32B(false, out, in, w, in), beta, dx, in)
 	}
-	GemmBF16(threads, 1, PackedA(&at), Float32B(false, N, in, x, in), 1, dw, in)
+	GemmBF16(threads, 1, PackedA(&at), x, 1, dw, in)
 	packBufs.put(tb, sb)
+	if ab != nil {
+		packBufs.put(ab)
+	}
 }

@@ -83,11 +83,12 @@ func TestLinear(t *testing.T) {
 	}
 }
 
-// TestLinearBackwardFill: on every bf16 path, LinearBackwardFill gives
-// LinearBackward's dx and dW in bf16 bit for bit (dy made by blocks, odd
-// and tile-sized shapes, gradients accumulated onto non-zero values, dx
-// set or added), db within float32 rounding of the float64 sum, and the
-// same bits on 1 and 3 threads.
+// TestLinearBackwardFill: on every bf16 path, LinearBackwardFill and
+// LinearBackward in bf16 (both packing dy by blocks) give the dx and dW
+// of GemmBF16 packing dy whole, bit for bit (dy made by blocks, odd and
+// tile-sized shapes, gradients accumulated onto non-zero values, dx set
+// or added), db within float32 rounding of the float64 sum, and the same
+// bits on 1 and 3 threads.
 func TestLinearBackwardFill(t *testing.T) {
 	for _, bp := range BF16Paths() {
 		old, _ := SetBF16Path(bp)
@@ -103,11 +104,27 @@ func TestLinearBackwardFill(t *testing.T) {
 			x, w, dy := r(tc.N*tc.in), r(tc.out*tc.in), r(tc.N*tc.out)
 			dw0, db0, dx0 := r(tc.out*tc.in), r(tc.out), r(tc.N*tc.in)
 			for _, setDx := range []bool{false, true} {
-				wantDx, wantDw, wantDb := append([]float32(nil), dx0...), append([]float32(nil), dw0...), append([]float32(nil), db0...)
-				LinearBackward(2, PrecBF16, wantDx, wantDw, wantDb, dy, x, w, tc.N, tc.in, tc.out, setDx)
+				wantDx, wantDw := append([]float32(nil), dx0...), append([]float32(nil), dw0...)
+				beta := float32(1)
+				if setDx {
+					beta = 0
+				}
+				GemmBF16(2, 1, Float32A(false, tc.N, tc.out, dy, tc.out), Float32B(false, tc.out, tc.in, w, tc.in), beta, wantDx, tc.in)
+				GemmBF16(2, 1, Float32A(true, tc.out, tc.N, dy, tc.out), Float32B(false, tc.N, tc.in, x, tc.in), 1, wantDw, tc.in)
 				var first [3][]float32
-				for _, threads := range []int{1, 3} {
+				for i, threads := range []int{1, 3, 2} {
 					dx, dw, db := append([]float32(nil), dx0...), append([]float32(nil), dw0...), append([]float32(nil), db0...)
+					if i == 2 { // LinearBackward, from dy whole
+						LinearBackward(threads, PrecBF16, dx, dw, db, dy, x, w, tc.N, tc.in, tc.out, setDx)
+						for j, pair := range [][2][]float32{{dx, wantDx}, {dw, wantDw}, {db, first[2]}} {
+							for k := range pair[1] {
+								if pair[0][k] != pair[1][k] {
+									t.Fatalf("%s %+v setDx=%v: LinearBackward result %d [%d] = %v, want %v", bp, tc, setDx, j, k, pair[0][k], pair[1][k])
+								}
+							}
+						}
+						continue
+					}
 					scratch := r(tc.N * tc.out) // garbage: overwritten
 					fill := func(r0, r1 int, blk, tmp []float32) {
 						if len(blk) != (r1-r0)*tc.out || len(tmp) != len(blk) {
@@ -121,12 +138,12 @@ func TestLinearBackwardFill(t *testing.T) {
 					LinearBackwardFill(threads, dx, dw, db, fill, x, w, tc.N, tc.in, tc.out, setDx, scratch)
 					for i := range dx {
 						if dx[i] != wantDx[i] {
-							t.Fatalf("%s %+v setDx=%v threads %d: dx[%d] = %v, LinearBackward's %v", bp, tc, setDx, threads, i, dx[i], wantDx[i])
+							t.Fatalf("%s %+v setDx=%v threads %d: dx[%d] = %v, GemmBF16's %v", bp, tc, setDx, threads, i, dx[i], wantDx[i])
 						}
 					}
 					for i := range dw {
 						if dw[i] != wantDw[i] {
-							t.Fatalf("%s %+v threads %d: dw[%d] = %v, LinearBackward's %v", bp, tc, threads, i, dw[i], wantDw[i])
+							t.Fatalf("%s %+v threads %d: dw[%d] = %v, GemmBF16's %v", bp, tc, threads, i, dw[i], wantDw[i])
 						}
 					}
 					for j := range db {

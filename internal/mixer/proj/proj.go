@@ -155,14 +155,7 @@ func (s *Set[F]) ForwardPacked(threads, i int, y []F, xa *kernels.BF16A, n int) 
 func (s *Set[F]) BackwardPacked(threads, i int, dx, dy []F, xb *kernels.BF16B, n int, set bool) {
 	D := s.D
 	f := func(x []F) []float32 { return any(x).([]float32) }
-	dy32 := f(dy[:n*D])
-	var beta float32 = 1
-	if set {
-		beta = 0
-	}
-	kernels.GemmBF16(threads, 1, kernels.Float32A(false, n, D, dy32, D), kernels.Float32B(false, D, D, f(s.w[2*i]), D), beta, f(dx[:n*D]), D)
-	kernels.GemmBF16(threads, 1, kernels.Float32A(true, D, n, dy32, D), kernels.PackedB(xb), 1, f(s.g[2*i]), D)
-	kernels.BiasGrad(threads, f(s.g[2*i+1]), dy32, n, D)
+	kernels.LinearBackwardBF16(threads, f(dx[:n*D]), f(s.g[2*i]), f(s.g[2*i+1]), f(dy[:n*D]), kernels.PackedB(xb), f(s.w[2*i]), n, D, D, set)
 }
 
 // Backward is Forward's backward (kernels.LinearBackward): it adds dyᵀ·x
