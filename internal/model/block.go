@@ -205,10 +205,9 @@ func (m *Model[F]) ffFused(i int, out, res, x []F) bool {
 	bw := &m.w.blocks[i]
 	ln2 := m.act(a.ln2)
 	layerNormForward(p.Threads, ln2, m.act(a.ln2Mean), m.act(a.ln2Rstd), x, bw.ln2w, bw.ln2b, N, D)
-	copy(out, res)
 	f32 := func(x []F) []float32 { return any(x).([]float32) }
 	m.store(ln2)
-	ffForwardBF16(nt, f32(out), f32(ln2), f32(bw.fc1b), f32(bw.fc2b), pk, N, D, H, scr)
+	ffForwardBF16(nt, f32(out), f32(res), f32(ln2), f32(bw.fc1b), f32(bw.fc2b), pk, N, D, H, scr)
 	m.store(out)
 	return true
 }

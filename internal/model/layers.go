@@ -192,20 +192,23 @@ func ffBlocksBF16(nt int, inp, fc1b []float32, w1 *kernels.BF16B, N, D, H int, s
 	})
 }
 
-// ffForwardBF16 is ffForward in bf16 inference (float32, the weights
-// packed in pk) fused by blocks of ffRowsBF16 rows (ffBlocksBF16): each
-// block's GELU output is packed to bf16 and fc2 adds the block's output
-// and bias to out before the next block begins, so the hidden activations
-// never go to memory. It runs on up to nt goroutines with scr of
-// ffScratchBF16(nt, D, H) values.
-func ffForwardBF16(nt int, out, inp, fc1b, fc2b []float32, pk *blockBF16, N, D, H int, scr []float32) {
+// ffForwardBF16 sets out = res + ffForward's output in bf16 inference
+// (float32, the weights packed in pk), fused by blocks of ffRowsBF16 rows
+// (ffBlocksBF16): each block's GELU output is packed to bf16, and the
+// block's rows of out are set to res plus fc2's bias and then fc2's
+// product is added, before the next block begins, so the hidden
+// activations never go to memory and out is written once. out may alias
+// res. It runs on up to nt goroutines with scr of ffScratchBF16(nt, D, H)
+// values.
+func ffForwardBF16(nt int, out, res, inp, fc1b, fc2b []float32, pk *blockBF16, N, D, H int, scr []float32) {
 	ffBlocksBF16(nt, inp, fc1b, &pk.w1, N, D, H, scr, nil, func(r0 int, h []float32, pa []kernels.BF16) {
 		r := len(h) / H
 		ga := kernels.BF16A{Data: pa}
 		kernels.PackBF16A(1, &ga, false, r, H, h, H)
-		o := out[r0*D : (r0+r)*D]
-		kernels.BiasRows(1, o, fc2b, r, D, true)
-		kernels.GemmBF16(1, 1, kernels.PackedA(&ga), kernels.PackedB(&pk.w2), 1, o, D)
+		for n := r0; n < r0+r; n++ {
+			kernels.Add(1, out[n*D:(n+1)*D], res[n*D:(n+1)*D], fc2b)
+		}
+		kernels.GemmBF16(1, 1, kernels.PackedA(&ga), kernels.PackedB(&pk.w2), 1, out[r0*D:(r0+r)*D], D)
 	})
 }
 
