@@ -77,18 +77,29 @@ func (l *packList) put(hp *headPacks) {
 // whose queries start a pair. Other blocks (strided, gathered) multiply
 // through kernels.Gemm on one thread, which packs per tile.
 func (hp *headPacks) covers(blk *Block) bool {
-	return hp != nil && !blk.Gathered && blk.QS == 1 && blk.KS == 1 && blk.K0%64 == 0 && blk.Q0%2 == 0
+	return hp != nil && packable(blk)
+}
+
+// packable says whether a block's products can read packed operands (see
+// covers).
+func packable(blk *Block) bool {
+	return !blk.Gathered && blk.QS == 1 && blk.KS == 1 && blk.K0%64 == 0 && blk.Q0%2 == 0
+}
+
+// packsRows says whether fill packs from stored bf16 values s16: given,
+// with an even head width (pairs do not straddle heads).
+func packsRows(s16 []kernels.BF16, d dims) bool {
+	return s16 != nil && d.Dh%2 == 0 && d.D%2 == 0
 }
 
 // packsEvery says whether the packs serve every block of lay, diagonal
 // blocks included: then no product reads q, k or v in float32.
 func packsEvery(lay []*Layout) bool {
-	hp := &headPacks{}
 	for _, l := range lay {
 		for _, ph := range l.Phases {
 			for _, g := range ph.Groups {
 				for i := range g.Blocks {
-					if blk := &g.Blocks[i]; blk.Diag || !hp.covers(blk) {
+					if blk := &g.Blocks[i]; blk.Diag || !packable(blk) {
 						return false
 					}
 				}
@@ -135,7 +146,7 @@ func (hp *headPacks) fill(q, k, v, do []float32, s16 []kernels.BF16, d dims, bac
 	}
 	grow(&hp.qa, &hp.kt, &hp.vb)
 	T, D, Dh, ld := d.T, d.D, d.Dh, ldT(d.T)
-	hp.rows = s16 != nil && Dh%2 == 0 && D%2 == 0
+	hp.rows = packsRows(s16, d)
 	var q16, k16, v16 []kernels.BF16
 	if hp.rows {
 		if len(hp.qv) < n {

@@ -268,9 +268,9 @@ func (a *Attention[F]) acts(act, scratch []F, p mixer.Pass) (q, k, v, o, lse, re
 
 // packsStored says whether a pass's headPacks are made from the stored
 // bf16 q, k, v (headPacks.fill's rows): the products run on packs, and
-// act16 holds bf16 values with even head widths.
-func (a *Attention[F]) packsStored(act16 []uint16) bool {
-	return a.stored16(act16) != nil && a.bf16() && !a.unpacked && !a.roundBF16() && a.Dh%2 == 0 && a.D%2 == 0
+// act16 holds bf16 values they can be made from.
+func (a *Attention[F]) packsStored(act16 []uint16, d dims) bool {
+	return a.packs() && packsRows(a.stored16(act16), d)
 }
 
 // stored16 returns the stored q, k, v (and o) of act16 as bf16 values
@@ -335,11 +335,17 @@ func (a *Attention[F]) Forward(out, act, scratch, x []F, p mixer.Pass) {
 	a.proj.Forward(th, po, out, o, N)
 }
 
+// sharedInput says whether the q, k and v projections all multiply their
+// input in bf16, so that it can be packed once for the three.
+func (a *Attention[F]) sharedInput() bool {
+	return a.proj.PacksInput(pq) && a.proj.PacksInput(pk) && a.proj.PacksInput(pv)
+}
+
 // packedA packs x [N,D] in bf16 into room (float32 values, at least N·D)
 // when the q, k and v projections all multiply their input in bf16, and
 // says whether it did.
 func (a *Attention[F]) packedA(threads int, x, room []F, N int) (kernels.BF16A, bool) {
-	if !a.proj.PacksInput(pq) || !a.proj.PacksInput(pk) || !a.proj.PacksInput(pv) {
+	if !a.sharedInput() {
 		return kernels.BF16A{}, false
 	}
 	buf := kernels.AsBF16(kernels.Uint16s(any(room).([]float32)))
@@ -352,11 +358,9 @@ func (a *Attention[F]) packedA(threads int, x, room []F, N int) (kernels.BF16A, 
 }
 
 // packedB is packedA for x as op(B) of the projections' weight gradients.
-func (a *Attention[F]) packedB(threads int, x, room []F, N int, idx ...int) (kernels.BF16B, bool) {
-	for _, i := range idx {
-		if !a.proj.PacksInput(i) {
-			return kernels.BF16B{}, false
-		}
+func (a *Attention[F]) packedB(threads int, x, room []F, N int) (kernels.BF16B, bool) {
+	if !a.sharedInput() {
+		return kernels.BF16B{}, false
 	}
 	buf := kernels.AsBF16(kernels.Uint16s(any(room).([]float32)))
 	if kernels.PackedSizeB(N, a.D) > len(buf) {
@@ -385,8 +389,9 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 	d := a.dims(p)
 	th := d.threads
 	q, k, v, o, lse, scratch, act16 := a.acts(act, scratch, p)
+	lay := a.layouts(p.T)
 	switch {
-	case a.packsStored(act16) && packsEvery(a.layouts(p.T)):
+	case a.packsStored(act16, d) && packsEvery(lay):
 		// Every product reads the packs made from the stored bits: only
 		// o (for the row sums D_i) is needed in float32.
 		n := len(q)
@@ -420,12 +425,12 @@ func (a *Attention[F]) Backward(dx, scratch, dout, act, x []F, p mixer.Pass) {
 		defer packPool.put(ks.hp)
 		ks.hp.fill(any(q).([]float32), any(k).([]float32), any(v).([]float32), any(do).([]float32), a.stored16(act16), d, true)
 	}
-	backward(dq, drow, ks, work, do, o, lse, q, a.layouts(p.T), d, p, a.tiles(), &a.units)
+	backward(dq, drow, ks, work, do, o, lse, q, lay, d, p, a.tiles(), &a.units)
 	RopeApply(a.Rope, th, dq, p.B, p.T, true) // back through the rotation: its transpose
 	RopeApply(a.Rope, th, dk, p.B, p.T, true)
 	// The input is packed once for the three weight gradients, in dout·Wo's
 	// room (free after the core's backward).
-	if xb, ok := a.packedB(th, x, do, N, pq, pk, pv); ok {
+	if xb, ok := a.packedB(th, x, do, N); ok {
 		a.proj.BackwardPacked(th, pq, dx, dq, &xb, N, false)
 		a.proj.BackwardPacked(th, pk, dx, dk, &xb, N, false)
 		a.proj.BackwardPacked(th, pv, dx, dv, &xb, N, false)
@@ -475,10 +480,16 @@ func (a *Attention[F]) roundBF16() bool {
 // caller puts it back), when the score and value products run in bf16 on
 // packed operands (bf16, not roundBF16), else nil.
 func (a *Attention[F]) bf16Packs() *headPacks {
-	if !a.bf16() || a.unpacked || a.roundBF16() {
+	if !a.packs() {
 		return nil
 	}
 	return packPool.get()
+}
+
+// packs says whether the score and value products run on operands packed
+// once per pass (headPacks): in bf16, and not roundBF16.
+func (a *Attention[F]) packs() bool {
+	return a.bf16() && !a.unpacked && !a.roundBF16()
 }
 
 // pclear zeroes x on at most threads threads (the kernels accumulate into
