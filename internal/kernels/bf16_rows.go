@@ -11,7 +11,8 @@ import (
 // side, so the transposed layouts are transposes of 32-bit units, which
 // Transpose moves bit for bit.
 
-// dwords views x (from a pair boundary) as its len(x)/2 32-bit units.
+// dwords views x (from a pair boundary) as its len(x)/2 32-bit units: the
+// pairs of the packed layouts, or float32 scratch in a bf16 buffer.
 func dwords(x []BF16) []float32 {
 	if len(x) < 2 {
 		return nil

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/tokenmix/tokenmix/internal/parallel"
 )
@@ -18,12 +17,27 @@ import (
 // does not depend on threads. LinearForward panics if a slice is shorter
 // than its shape.
 func LinearForward[F Float](threads int, p Prec, y, x, w []F, wb *BF16B, b []F, N, in, out int, acc bool) {
-	BiasRows(threads, y, b, N, out, acc)
 	if wb != nil {
-		GemmBF16(threads, 1, Float32A(false, N, in, any(x).([]float32), in), PackedB(wb), 1, any(y).([]float32), out)
+		f := func(v []F) []float32 { return any(v).([]float32) }
+		LinearForwardBF16(threads, f(y), Float32A(false, N, in, f(x), in), f(w), wb, f(b), N, in, out, acc)
 		return
 	}
+	BiasRows(threads, y, b, N, out, acc)
 	Gemm(threads, p, false, true, N, out, in, 1, x, in, w, in, 1, y, out)
+}
+
+// LinearForwardBF16 is LinearForward in bf16 for float32 values, with x
+// given as op(A): Float32A(false, N, in, x, in), or packed once by the
+// caller (PackedA, bf16 rows read in place) when several layers share it.
+// W is wb, packed once by PackBF16B(_, wb, true, in, out, W, in), or, with
+// wb nil, w packed on the way: the products of Gemm in PrecBF16.
+func LinearForwardBF16(threads int, y []float32, x OperandA, w []float32, wb *BF16B, b []float32, N, in, out int, acc bool) {
+	BiasRows(threads, y, b, N, out, acc)
+	wop := Float32B(true, in, out, w, in)
+	if wb != nil {
+		wop = PackedB(wb)
+	}
+	GemmBF16(threads, 1, x, wop, 1, y, out)
 }
 
 // BiasRows sets every row of y [N,out] to b [out], or adds b with acc:
@@ -174,7 +188,7 @@ func linearBackwardBlocks(threads int, dx, dw, db []float32, src func(r0, r1 int
 	if cap(sb) < 2*(nt*bs+blocks*out) {
 		sb = make([]BF16, 2*(nt*bs+blocks*out))
 	}
-	f := unsafe.Slice((*float32)(unsafe.Pointer(&sb[0])), nt*bs+blocks*out)
+	f := dwords(sb[:2*(nt*bs+blocks*out)])
 	blk, sums := f[:nt*bs], f[nt*bs:]
 	parallel.For(nt, blocks, 1, func(wk, lo, hi int) {
 		y, tmp := blk[wk*bs:wk*bs+bs/2], blk[wk*bs+bs/2:(wk+1)*bs]

@@ -138,11 +138,8 @@ func (m *Model[F]) ffSaveFused(i int, ln2 []F) bool {
 		return false
 	}
 	scr, wbuf := any(m.grad(p.dh)).([]float32), any(m.grad(p.dg)).([]float32)
-	nt := p.Threads
-	for nt > 1 && ffScratchBF16(nt, D, H) > len(scr) {
-		nt--
-	}
-	if ffScratchBF16(nt, D, H) > len(scr) || kernels.PackedSizeB(D, H) > 2*len(wbuf) {
+	nt := ffWorkers(p.Threads, D, H, len(scr))
+	if nt == 0 || kernels.PackedSizeB(D, H) > 2*len(wbuf) {
 		return false
 	}
 	a, bw := &p.blocks[i], &m.w.blocks[i]
@@ -195,11 +192,8 @@ func (m *Model[F]) ffFused(i int, out, res, x []F) bool {
 	a := &p.blocks[i]
 	N, D, H := p.B*p.T, c.DModel, c.DFF
 	scr := any(m.act(a.fch)).([]float32)
-	nt := p.Threads
-	for nt > 1 && ffScratchBF16(nt, D, H) > len(scr) {
-		nt--
-	}
-	if ffScratchBF16(nt, D, H) > len(scr) {
+	nt := ffWorkers(p.Threads, D, H, len(scr))
+	if nt == 0 {
 		return false
 	}
 	bw := &m.w.blocks[i]
@@ -223,8 +217,8 @@ func (m *Model[F]) ffBranch(i int, out, g []F) {
 		if p.HalfElems > 0 && m.prec == kernels.PrecBF16 {
 			// fc2 reads ffSave's bf16 g as its packed input.
 			if a16, ok := kernels.RowsA(N, H, kernels.AsBF16(m.gelu16())); ok {
-				kernels.BiasRows(m.plan.Threads, out, bw.fc2b, N, D, true)
-				kernels.GemmBF16(m.plan.Threads, 1, kernels.PackedA(&a16), kernels.Float32B(true, a16.K, D, any(bw.fc2w).([]float32), H), 1, any(out).([]float32), D)
+				f32 := func(x []F) []float32 { return any(x).([]float32) }
+				kernels.LinearForwardBF16(m.plan.Threads, f32(out), kernels.PackedA(&a16), f32(bw.fc2w), nil, f32(bw.fc2b), N, H, D, true)
 				return
 			}
 		}

@@ -150,6 +150,16 @@ func ffScratchBF16(nt, D, H int) int {
 	return nt * ffWorkerBF16(D, H)
 }
 
+// ffWorkers is the most workers, up to threads, whose shares of
+// ffScratchBF16 fit in n values, or 0 when not even one does.
+func ffWorkers(threads, D, H, n int) int {
+	nt := max(threads, 1)
+	for nt > 0 && ffScratchBF16(nt, D, H) > n {
+		nt--
+	}
+	return nt
+}
+
 // ffWorkerBF16 is one worker's share of ffScratchBF16: a block of fc1's
 // output in float32, then its input and its GELU packed in bf16.
 func ffWorkerBF16(D, H int) int {

@@ -139,13 +139,12 @@ func (s *Set[F]) PacksInput(i int) bool {
 // the same products, bit for bit.
 func (s *Set[F]) ForwardPacked(threads, i int, y []F, xa *kernels.BF16A, n int) {
 	D := s.D
-	y32 := any(y[:n*D]).([]float32)
-	kernels.BiasRows(threads, y32, any(s.w[2*i+1]).([]float32), n, D, false)
-	b := kernels.Float32B(true, D, D, any(s.w[2*i]).([]float32), D)
+	f := func(x []F) []float32 { return any(x).([]float32) }
+	var wb *kernels.BF16B
 	if s.bf16 != nil {
-		b = kernels.PackedB(&s.bf16[i])
+		wb = &s.bf16[i]
 	}
-	kernels.GemmBF16(threads, 1, kernels.PackedA(xa), b, 1, y32, D)
+	kernels.LinearForwardBF16(threads, f(y[:n*D]), kernels.PackedA(xa), f(s.w[2*i]), wb, f(s.w[2*i+1]), n, D, D, false)
 }
 
 // BackwardPacked is Backward for a projection that PacksInput in
