@@ -118,11 +118,13 @@
 // LinearForward and LinearBackward are the one linear layer (y = x·Wᵀ + b,
 // as in nn.Linear) of the model, the mixers' projections and the pixel
 // baselines, in fp32, in bf16 products (PrecBF16), or on weights packed
-// once in bf16 (bf16 inference). LinearBackwardFill is LinearBackward in
-// bf16 for a gradient made block by block (fc1's, from GELU's backward):
-// each block of 32 rows is rounded while in cache to both packed forms
-// the backward multiplies, dy's rows and dyᵀ's columns, so dy is never
-// stored in float32; the products are LinearBackward's bit for bit.
+// once in bf16 (bf16 inference). In bf16, LinearForwardBF16 and
+// LinearBackwardBF16 take the input as an operand, so that callers may
+// pack it once for several layers; the backward reads dy once, by blocks
+// of 32 rows rounded while in cache to both packed forms it multiplies
+// (dy's rows and dyᵀ's columns) and summed into db there.
+// LinearBackwardFill is the same for a gradient made block by block
+// (fc1's, from GELU's backward), which is then never stored in float32.
 //
 // # Half precision
 //
