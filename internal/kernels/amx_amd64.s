@@ -151,3 +151,136 @@ amx_next_half:
 	BYTE $0xC4; BYTE $0xE2; BYTE $0x78; BYTE $0x49; BYTE $0xC0 // TILERELEASE
 	VZEROUPPER
 	RET
+
+// func amxRowsFMA(steps int, a *BF16, lda int, b *BF16, c *float32, ldc int, alpha, beta float32, mask uint64, rows int)
+//
+// amxBF16's products for a few rows, on AVX-512 FMAs, bit for bit: for
+// each of rows rows of A (lda bytes apart) and the 64 columns of a packed
+// B panel (rows 256 bytes apart), over steps·32 values of K. Each step of
+// 16 pairs runs as TDPBF16PS does: the products of the pairs' first values
+// summed in order from zero (e), those of their second values likewise
+// (o), each an FMA (the product of two bf16 is exact in float32), then
+// acc += e + o; with MXCSR's FTZ and DAZ set meanwhile, as the tiles flush
+// denormals. Then, MXCSR restored, C = alpha·acc + beta·C (C not read when
+// beta is 0) for the columns set in mask, as amxBF16's mode 0 writes.
+//
+// Registers: Z0–Z3 acc, Z4–Z7 e, Z8–Z11 o (16 columns each), Z12 and Z13
+// the A pair's two values widened, Z14–Z16 a row of B's pairs and its two
+// halves widened, Z29 the high-half mask, Z30 alpha, Z31 beta, K1–K4 the
+// column masks.
+TEXT ·amxRowsFMA(SB), NOSPLIT, $8-72
+	STMXCSR 0(SP)
+	MOVL 0(SP), AX
+	ORL $0x8040, AX // FTZ, DAZ
+	MOVL AX, 4(SP)
+	VBROADCASTSS alpha+48(FP), Z30
+	VBROADCASTSS beta+52(FP), Z31
+	MOVL $0xFFFF0000, AX
+	VPBROADCASTD AX, Z29
+	MOVQ mask+56(FP), AX
+	KMOVW AX, K1
+	SHRQ $16, AX
+	KMOVW AX, K2
+	SHRQ $16, AX
+	KMOVW AX, K3
+	SHRQ $16, AX
+	KMOVW AX, K4
+	MOVQ a+8(FP), R13
+	MOVQ lda+16(FP), DX
+	MOVQ c+32(FP), R14
+	MOVQ ldc+40(FP), R9
+	SHLQ $2, R9
+	MOVQ rows+64(FP), R12
+
+amxfma_row:
+	LDMXCSR 4(SP)
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ R13, SI
+	MOVQ b+24(FP), DI
+	MOVQ steps+0(FP), AX
+
+amxfma_step:
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	MOVQ $16, CX
+
+amxfma_pair:
+	VPBROADCASTD (SI), Z13
+	VPSLLD $16, Z13, Z12
+	VPANDD Z29, Z13, Z13
+	VMOVDQU32 (DI), Z14
+	VPSLLD $16, Z14, Z15
+	VPANDD Z29, Z14, Z16
+	VFMADD231PS Z15, Z12, Z4
+	VFMADD231PS Z16, Z13, Z8
+	VMOVDQU32 64(DI), Z14
+	VPSLLD $16, Z14, Z15
+	VPANDD Z29, Z14, Z16
+	VFMADD231PS Z15, Z12, Z5
+	VFMADD231PS Z16, Z13, Z9
+	VMOVDQU32 128(DI), Z14
+	VPSLLD $16, Z14, Z15
+	VPANDD Z29, Z14, Z16
+	VFMADD231PS Z15, Z12, Z6
+	VFMADD231PS Z16, Z13, Z10
+	VMOVDQU32 192(DI), Z14
+	VPSLLD $16, Z14, Z15
+	VPANDD Z29, Z14, Z16
+	VFMADD231PS Z15, Z12, Z7
+	VFMADD231PS Z16, Z13, Z11
+	ADDQ $4, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ amxfma_pair
+	VADDPS Z8, Z4, Z4
+	VADDPS Z9, Z5, Z5
+	VADDPS Z10, Z6, Z6
+	VADDPS Z11, Z7, Z7
+	VADDPS Z4, Z0, Z0
+	VADDPS Z5, Z1, Z1
+	VADDPS Z6, Z2, Z2
+	VADDPS Z7, Z3, Z3
+	DECQ AX
+	JNZ amxfma_step
+
+	LDMXCSR 0(SP)
+	VMULPS Z0, Z30, Z0
+	VMULPS Z1, Z30, Z1
+	VMULPS Z2, Z30, Z2
+	VMULPS Z3, Z30, Z3
+	VXORPS X4, X4, X4
+	VUCOMISS beta+52(FP), X4
+	JNE amxfma_beta
+	JP amxfma_beta
+	JMP amxfma_store
+
+amxfma_beta:
+	VMOVUPS.Z (R14), K1, Z4
+	VMOVUPS.Z 64(R14), K2, Z5
+	VMOVUPS.Z 128(R14), K3, Z6
+	VMOVUPS.Z 192(R14), K4, Z7
+	VFMADD231PS Z31, Z4, Z0
+	VFMADD231PS Z31, Z5, Z1
+	VFMADD231PS Z31, Z6, Z2
+	VFMADD231PS Z31, Z7, Z3
+
+amxfma_store:
+	VMOVUPS Z0, K1, (R14)
+	VMOVUPS Z1, K2, 64(R14)
+	VMOVUPS Z2, K3, 128(R14)
+	VMOVUPS Z3, K4, 192(R14)
+	ADDQ DX, R13
+	ADDQ R9, R14
+	DECQ R12
+	JNZ amxfma_row
+	VZEROUPPER
+	RET

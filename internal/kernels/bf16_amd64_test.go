@@ -164,3 +164,55 @@ func firstDiff(x, y []float32) int {
 	}
 	return -1
 }
+
+// TestAMXRowsFMA: amxRowsFMA gives amxBF16's bits for every row of a
+// block: operands of ordinary size, operands whose products fall below
+// float32's normal range, operands whose sums cancel below it (both
+// flushed on the tiles), and bf16 subnormals of A against large values of
+// B (read as zero on the tiles); every alpha and beta, a partial last
+// panel, and K in one and in several steps.
+func TestAMXRowsFMA(t *testing.T) {
+	if !slices.Contains(BF16Paths(), "amx") {
+		t.Skip("no AMX")
+	}
+	old, _ := SetBF16Path("amx")
+	defer SetBF16Path(old)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, scale := range [][2]float64{{1, 1}, {1e-20, 1e-20}, {1.5e-19, 1.5e-19}, {1e-39, 1e6}} {
+		for _, tc := range []gemmCase{{32, 64, 32, 0}, {32, 100, 256, 0}, {64, 70, 96, 0}} {
+			for _, sc := range gemmScalars {
+				a, lda, b, ldb, c, ldc := gemmOperands(rng, tc, false, false, sc.beta == 0)
+				for i := range a {
+					a[i] *= float32(scale[0])
+				}
+				for i := range b {
+					b[i] *= float32(scale[1])
+				}
+				var pa BF16A
+				var pb BF16B
+				PackBF16A(1, &pa, false, tc.m, tc.k, a, lda)
+				PackBF16B(1, &pb, false, tc.k, tc.n, b, ldb)
+				want := slices.Clone(c)
+				GemmBF16(1, sc.alpha, PackedA(&pa), PackedB(&pb), sc.beta, want, ldc)
+				got := slices.Clone(c)
+				steps, ps := pb.pairs/16, pb.panelStride()
+				for pn := 0; pn*bf16Panel < tc.n; pn++ {
+					j0 := pn * bf16Panel
+					for i := range tc.m {
+						amxRowsFMA(steps, &pa.Data[i*pa.Stride], 2*pa.Stride, &pb.Data[pn*ps], &got[i*ldc+j0], ldc, sc.alpha, sc.beta, panelMask(tc.n-j0), 1)
+					}
+				}
+				for i := range tc.m {
+					for j := range tc.n {
+						if g, w := got[i*ldc+j], want[i*ldc+j]; math.Float32bits(g) != math.Float32bits(w) {
+							t.Fatalf("scales %g, %v alpha %v beta %v: C[%d,%d] = %g, amxBF16 %g", scale, tc, sc.alpha, sc.beta, i, j, g, w)
+						}
+					}
+				}
+				if !slices.Equal(got[tc.m*ldc:], c[tc.m*ldc:]) {
+					t.Fatalf("scales %g, %v: wrote past C's rows", scale, tc)
+				}
+			}
+		}
+	}
+}

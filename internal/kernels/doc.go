@@ -61,8 +61,14 @@
 // whole columns the tiles are stored straight into C; otherwise they go
 // to a scratch block, and alpha·block + beta·C is written with the panel's
 // column mask. Rows beyond the last whole block of 32 are multiplied from
-// a copy padded with zero rows, and the pairs beyond the last whole step
-// of K are added by the AVX512-BF16 kernels, for every row alike. So, as
+// a copy padded with zero rows, except a single row (one decoding
+// stream), which amxRowsFMA multiplies on AVX-512 FMAs as TDPBF16PS does:
+// per step of 16 pairs, the products of the pairs' first values and of
+// their second values summed in order from zero, each an FMA, then
+// acc += first + second, with denormals flushed (MXCSR's FTZ and DAZ
+// set meanwhile), which gives the tiles' bits (TestAMXRowsFMA). The
+// pairs beyond the last whole step of K are added by the AVX512-BF16
+// kernels, for every row alike. So, as
 // on the other paths, a row's result does not depend on where it falls:
 // a sequence decoded alone and in a batch rounds the same
 // (TestGemmBF16RowInvariant). The process asks Linux
