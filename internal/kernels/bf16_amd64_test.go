@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 )
@@ -212,6 +213,31 @@ func TestAMXRowsFMA(t *testing.T) {
 				if !slices.Equal(got[tc.m*ldc:], c[tc.m*ldc:]) {
 					t.Fatalf("scales %g, %v: wrote past C's rows", scale, tc)
 				}
+			}
+		}
+	}
+}
+
+// TestKeepBF16NT: StoreBF16.KeepST on more than keepNTMin values gives
+// every value's bf16 and its rounded float32 whether dst is 32-byte
+// aligned (non-temporal stores) or not.
+func TestKeepBF16NT(t *testing.T) {
+	ps := bf16Patterns()
+	n := keepNTMin + 1000
+	src := make([]float32, n)
+	for i := range src {
+		src[i] = math.Float32frombits(ps[i%len(ps)])
+	}
+	buf := make([]uint16, n+16)
+	for _, off := range []int{0, 1, 16} {
+		if off == 0 && uintptr(unsafe.Pointer(&buf[0]))%32 != 0 {
+			t.Fatal("a large allocation is not 32-byte aligned")
+		}
+		dst, x := buf[off:off+n], slices.Clone(src)
+		StoreBF16.KeepST(dst, x)
+		for i, v := range src {
+			if want := bf16Of(v); BF16(dst[i]) != want || math.Float32bits(x[i]) != uint32(want)<<16 {
+				t.Fatalf("offset %d: %#08x kept as %#04x and %#08x, want %#04x", off, math.Float32bits(v), dst[i], math.Float32bits(x[i]), want)
 			}
 		}
 	}

@@ -72,6 +72,12 @@ func fromBF16AVX512(dst *float32, src *BF16, n int)
 //go:noescape
 func keepBF16AVX512(dst *BF16, x *float32, n int)
 
+// keepBF16NTAVX512 is keepBF16AVX512 with non-temporal stores of dst, which
+// must be 32-byte aligned.
+//
+//go:noescape
+func keepBF16NTAVX512(dst *BF16, x *float32, n int)
+
 // pairPanelAVX512 converts pairs row pairs of n16·16 float32 columns (rows
 // ldb apart from src) to bf16 pairs, pair q at dst[q·128:].
 //

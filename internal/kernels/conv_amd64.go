@@ -2,6 +2,8 @@
 
 package kernels
 
+import "unsafe"
+
 // The vector prefixes of the 16-bit conversions and of bf16 packing: each
 // function converts what the AVX-512 kernels cover (on the AVX-512 path)
 // and returns how much that was, leaving the rest to the caller's Go loop.
@@ -31,14 +33,27 @@ func fromBF16Vec(dst []float32, src []BF16) int {
 }
 
 // keepBF16Vec is Format16.KeepST for bf16 on the first len(x)&^15 values.
+// From keepNTMin values on, with dst 32-byte aligned, the bf16 go out by
+// non-temporal stores: what is kept in 16 bits (fc1's output, attention's
+// q, k, v and o) is read again only in a later pass, so reading its lines
+// into the cache before overwriting them is wasted traffic. The bf16
+// training step ran 1.016× faster (d256, T 1024, batch 4, 40 in-process
+// alternations, Intel Xeon family 6 model 207).
 func keepBF16Vec(dst []BF16, x []float32) int {
 	n := len(x) &^ 15
 	if path != PathAVX512 || n == 0 {
 		return 0
 	}
+	if n >= keepNTMin && uintptr(unsafe.Pointer(&dst[0]))%32 == 0 {
+		keepBF16NTAVX512(&dst[0], &x[0], n)
+		return n
+	}
 	keepBF16AVX512(&dst[0], &x[0], n)
 	return n
 }
+
+// keepNTMin is the values from which keepBF16Vec stores non-temporally.
+const keepNTMin = 16 << 10
 
 // roundHalfVec rounds the first len(x)&^15 values (F16C on AVX-512).
 func roundHalfVec(x []float32) int {

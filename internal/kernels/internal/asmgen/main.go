@@ -929,6 +929,34 @@ func convKernels(s, g *bytes.Buffer) {
 	s.WriteString("keep_done:\n")
 	p("VZEROUPPER")
 	p("RET")
+	// keepBF16NTAVX512: keepBF16AVX512 with the bf16 written by
+	// non-temporal stores, which skip reading dst's lines into the cache
+	// first.
+	fmt.Fprintf(g, "// keepBF16NTAVX512 is keepBF16AVX512 with non-temporal stores of dst, which\n// must be 32-byte aligned.\n//\n//go:noescape\nfunc keepBF16NTAVX512(dst *BF16, x *float32, n int)\n\n")
+	s.WriteString("\n// func keepBF16NTAVX512(dst *BF16, x *float32, n int)\nTEXT ·keepBF16NTAVX512(SB), NOSPLIT, $0-24\n")
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ x+8(FP), SI")
+	p("MOVQ n+16(FP), CX")
+	p("SHRQ $4, CX")
+	p("JEQ keepnt_done")
+	convConsts(p)
+	p("MOVL $0xFFFF0000, AX")
+	p("VPBROADCASTD AX, Z9")
+	s.WriteString("keepnt_loop:\n")
+	roundTo(p, "(SI)", "Z0", "Z1")
+	p("VPANDD Z9, Z1, Z3")
+	p("VMOVDQU32 Z3, (SI)")
+	p("VPSRLD $16, Z1, Z1")
+	p("VPMOVDW Z1, Y1")
+	p("VMOVNTDQ Y1, (DI)")
+	p("ADDQ $64, SI")
+	p("ADDQ $32, DI")
+	p("DECQ CX")
+	p("JNE keepnt_loop")
+	p("SFENCE")
+	s.WriteString("keepnt_done:\n")
+	p("VZEROUPPER")
+	p("RET")
 	// pairPanelAVX512: a whole panel of packed B in one call, pairs pairs of
 	// rows (row 2q at src + 2q·ldb, row 2q+1 one ldb further) of n16·16
 	// columns each, pair q at dst + q·128 elements.
