@@ -242,3 +242,71 @@ func TestKeepBF16NT(t *testing.T) {
 		}
 	}
 }
+
+// TestBF16ConvBodies: both bodies of every rounding kernel (integer
+// arithmetic, and where the CPU has AVX512-BF16, VCVTNEPS2BF16 and
+// VCVTNE2PS2BF16 with the side path for subnormals) give the Go twin's
+// bits for every class of float32 (bf16Patterns: vectors with subnormals
+// and vectors without), in each kernel's layout.
+func TestBF16ConvBodies(t *testing.T) {
+	if path != PathAVX512 {
+		t.Skip("no AVX-512")
+	}
+	bodies := []bool{false}
+	if hasBF16Dot {
+		bodies = append(bodies, true)
+	}
+	defer func(old bool) { bf16Cvt = old }(bf16Cvt)
+	ps := bf16Patterns()
+	n := len(ps) &^ 511 // whole tiles of 512 values
+	src := make([]float32, n)
+	for i, p := range ps[:n] {
+		src[i] = math.Float32frombits(p)
+	}
+	for _, cvt := range bodies {
+		bf16Cvt = cvt
+		check := func(kernel string, got BF16, i int) {
+			t.Helper()
+			if want := bf16Of(src[i]); got != want {
+				t.Fatalf("bf16Cvt %v, %s: %#08x gives %#04x, want %#04x", cvt, kernel, ps[i], got, want)
+			}
+		}
+		out := make([]BF16, 2*n)
+		toBF16AVX512(&out[0], &src[0], n)
+		for i := range n {
+			check("toBF16AVX512", out[i], i)
+		}
+		x := slices.Clone(src)
+		keepBF16AVX512(&out[0], &x[0], n)
+		for i := range n {
+			check("keepBF16AVX512", out[i], i)
+			if math.Float32bits(x[i]) != uint32(out[i])<<16 {
+				t.Fatalf("bf16Cvt %v, keepBF16AVX512: %#08x kept as %#08x, converted to %#04x", cvt, ps[i], math.Float32bits(x[i]), out[i])
+			}
+		}
+		const w, dld = 48, 50 // rows of 48 values, written 50 apart
+		toBF16RowsAVX512(&out[0], dld, &src[0], w, n/w, w/16)
+		for i := range n / w * w {
+			check("toBF16RowsAVX512", out[i/w*dld+i%w], i)
+		}
+		const ldb = 64 // pairs of rows of 64 columns, a pair 128 values apart
+		pairPanelAVX512(&out[0], &src[0], ldb, n/(2*ldb), ldb/16)
+		for i := range n {
+			r, j := i/ldb, i%ldb
+			check("pairPanelAVX512", out[r/2*128+2*j+r%2], i)
+		}
+		for t0 := 0; t0 < n; t0 += 512 {
+			const st = 40                            // 32 rows of 16 columns: 16 rows of 32 values
+			pairT16AVX512(&out[0], st, &src[t0], 16) // row q, column i → output row i, value q
+			for i := range 512 {
+				q, c := i/16, i%16
+				check("pairT16AVX512", out[c*st+q], t0+i)
+			}
+			pairTB16AVX512(&out[0], &src[t0], 32) // row c, value 2p+h → tile row p, pair c, half h
+			for i := range 512 {
+				c, v := i/32, i%32
+				check("pairTB16AVX512", out[v/2*2*bf16Panel+2*c+v%2], t0+i)
+			}
+		}
+	}
+}

@@ -61,11 +61,6 @@ var bf16W512 = [6]bf16WideKernel{bf16W512m1, bf16W512m2, bf16W512m3, bf16W512m4,
 //go:noescape
 func toBF16AVX512(dst *BF16, src *float32, n int)
 
-// fromBF16AVX512 converts n (a multiple of 16) bf16 values to float32.
-//
-//go:noescape
-func fromBF16AVX512(dst *float32, src *BF16, n int)
-
 // keepBF16AVX512 converts n (a multiple of 16) float32 values x to bf16 in
 // dst and overwrites x with their rounded values.
 //
@@ -90,6 +85,24 @@ func pairPanelAVX512(dst *BF16, src *float32, ldb, pairs, n16 int)
 //go:noescape
 func toBF16RowsAVX512(dst *BF16, dld int, src *float32, sld, rows, n16 int)
 
+// pairT16AVX512 packs a 32×16 float32 tile of a transposed A (rows lda
+// apart) as 16 rows of 16 bf16 pairs, st bf16 apart.
+//
+//go:noescape
+func pairT16AVX512(dst *BF16, st int, src *float32, lda int)
+
+// pairTB16AVX512 packs 16 rows of 32 float32 (rows ldb apart) as a tile of
+// a transposed B's panel: row p of the tile (64 pairs apart) holds pair p
+// of every source row.
+//
+//go:noescape
+func pairTB16AVX512(dst *BF16, src *float32, ldb int)
+
+// fromBF16AVX512 converts n (a multiple of 16) bf16 values to float32.
+//
+//go:noescape
+func fromBF16AVX512(dst *float32, src *BF16, n int)
+
 // widenPanelAVX512 widens pairs pair rows of a packed panel (64 pairs
 // each) to 2·pairs float32 rows of 64: row 2q the first values, 2q+1 the
 // second.
@@ -109,24 +122,11 @@ func widenPanelAVX2(dst *float32, src *BF16, pairs int)
 //go:noescape
 func fromBF16AVX2(dst *float32, src *BF16, n int)
 
-// pairT16AVX512 packs a 32×16 float32 tile of a transposed A (rows lda
-// apart) as 16 rows of 16 bf16 pairs, st bf16 apart.
-//
-//go:noescape
-func pairT16AVX512(dst *BF16, st int, src *float32, lda int)
-
 // pairRowsAVX512 interleaves n (a multiple of 16) bf16 values of r0 and r1
 // into pairs: dst[2j] = r0[j], dst[2j+1] = r1[j].
 //
 //go:noescape
 func pairRowsAVX512(dst, r0, r1 *BF16, n int)
-
-// pairTB16AVX512 packs 16 rows of 32 float32 (rows ldb apart) as a tile of
-// a transposed B's panel: row p of the tile (64 pairs apart) holds pair p
-// of every source row.
-//
-//go:noescape
-func pairTB16AVX512(dst *BF16, src *float32, ldb int)
 
 // dpbf16Check runs VDPBF16PS on acc[i], a[i], b[i] for i < 3, with
 // registers from every bank (see dpCheckRegs).

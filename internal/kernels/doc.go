@@ -96,8 +96,11 @@
 // runs as fast as the float32 AVX2 GEMM, 25× the pure-Go twin.
 // bf16TileGo is the pure-Go twin; BF16Path names the path in use (AMX,
 // else the faster AVX-512 path, else avx2fma, else the twin). ToBF16
-// rounds to nearest even with integer vector arithmetic,
-// subnormals included, NaN kept a NaN; FromBF16 is exact.
+// and the packers round to nearest even, subnormals included, NaN kept a
+// NaN: with VCVTNEPS2BF16 where the CPU has AVX512-BF16 (a vector holding
+// a subnormal, which that instruction flushes, goes to a side path), else
+// with integer vector arithmetic, the same bits either way
+// (TestBF16ConvBodies); FromBF16 is exact.
 //
 // Training in bf16 multiplies through Gemm in PrecBF16: it packs both
 // float32 operands per call (whole panels and row blocks per assembly

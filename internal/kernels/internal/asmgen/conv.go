@@ -1,0 +1,429 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// The float32 → bf16 conversion and packing kernels. Each has two bodies
+// and takes one on entry by the package's bf16Cvt:
+//
+//   - integer arithmetic on AVX-512F (roundReg): bf = (x + 0x7FFF +
+//     (x>>16 & 1)) >> 16, round to nearest even, and a NaN keeps its top
+//     bits with the quiet bit set;
+//   - VCVTNEPS2BF16 and VCVTNE2PS2BF16 (AVX512-BF16), which round the same
+//     way but flush subnormal inputs to zero. A vector holding a subnormal
+//     (VFPCLASSPS) takes a side path, written after the body's RET, that
+//     rounds it in integer arithmetic; so both bodies give the same bits
+//     for every input, and the side path costs nothing where no subnormal
+//     occurs.
+//
+// On an Intel Xeon (family 6, model 207) the second body runs 1.5–1.7×
+// the first on blocks in L1 or L2 (4K and 64K values), and alike on
+// blocks from memory (1M), where the stores set the pace.
+
+// conv emits one body of a conversion kernel.
+type conv struct {
+	s    *bytes.Buffer // the function's text
+	side bytes.Buffer  // the side paths, written after the body
+	ne   bool          // the AVX512-BF16 body
+	fn   string        // the body's label prefix
+	n    int           // side paths so far
+	out  *bytes.Buffer // where p writes: s, or side
+}
+
+func (c *conv) p(format string, args ...any) { fmt.Fprintf(c.out, "\t"+format+"\n", args...) }
+
+// l is the body's label l.
+func (c *conv) l(l string) string { return c.fn + "_" + l }
+
+// label places label l.
+func (c *conv) label(l string) { fmt.Fprintf(c.out, "%s:\n", c.l(l)) }
+
+// convFunc emits the function name with Go signature sig (frame the TEXT
+// directive's argument size, doc its declaration's comment): args loads
+// the arguments into registers and may jump to the label "done" (returns
+// with nothing done); then each body in turn, with its own labels.
+// pairIdx loads the pair interleaving index into Z9 for the AVX512-BF16
+// body (pair).
+func convFunc(s, g *bytes.Buffer, name, sig, frame, doc string, pairIdx bool, args func(p func(string, ...any)), body func(c *conv)) {
+	p := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
+	fmt.Fprintf(g, "%s//\n//go:noescape\nfunc %s%s\n\n", doc, name, sig)
+	fmt.Fprintf(s, "\n// func %s%s\nTEXT ·%s(SB), NOSPLIT, %s\n", name, sig, name, frame)
+	args(p)
+	p("CMPB ·bf16Cvt(SB), $0")
+	p("JNE %s_cvt_body", name)
+	for _, ne := range []bool{false, true} {
+		c := &conv{s: s, ne: ne, fn: name + "_int", out: s}
+		if ne {
+			c.fn = name + "_cvt"
+			c.label("body")
+			if pairIdx {
+				p("VMOVDQU64 bf16pairs<>(SB), Z9")
+			}
+		} else {
+			convConsts(p)
+		}
+		body(c)
+		p("VZEROUPPER")
+		p("RET")
+		s.Write(c.side.Bytes())
+	}
+	fmt.Fprintf(s, "%s_done:\n", name)
+	p("VZEROUPPER")
+	p("RET")
+}
+
+// pairsData is the DATA of bf16pairs<>, VPERMW's index that interleaves
+// the two halves of a ZMM of 32 words: word 2j from word j, word 2j+1
+// from word 16+j.
+func pairsData(s *bytes.Buffer) {
+	for q := range 8 { // four words a quad
+		var v uint64
+		for w := range 4 {
+			j := (4*q + w) / 2
+			if (4*q+w)%2 == 1 {
+				j += 16
+			}
+			v |= uint64(j) << (16 * w)
+		}
+		fmt.Fprintf(s, "DATA bf16pairs<>+%d(SB)/8, $0x%016x\n", 8*q, v)
+	}
+	s.WriteString("GLOBL bf16pairs<>(SB), RODATA|NOPTR, $64\n")
+}
+
+// convConsts loads the constants of roundReg: Z4 = 0x7FFF, Z5 = 1,
+// Z6 = 0x7FFFFFFF, Z7 = +Inf's bits, Z8 = the quiet bit.
+func convConsts(p func(string, ...any)) {
+	for _, c := range [][2]string{{"0x7FFF", "Z4"}, {"1", "Z5"}, {"0x7FFFFFFF", "Z6"}, {"0x7F800000", "Z7"}, {"0x00400000", "Z8"}} {
+		p("MOVL $%s, AX", c[0])
+		p("VPBROADCASTD AX, %s", c[1])
+	}
+}
+
+// roundReg leaves in r (not x) the bf16 rounding of the 16 float32 in x in
+// the top 16 bits of each lane (a NaN: x with its quiet bit); it clobbers
+// Z2 and K1 and reads convConsts' Z4–Z8.
+func roundReg(p func(string, ...any), x, r string) {
+	p("VPSRLD $16, %s, %s", x, r)
+	p("VPANDD Z5, %s, %s", r, r)    // the lowest kept bit
+	p("VPADDD Z4, %s, %s", r, r)    // 0x7FFF + that bit
+	p("VPADDD %s, %s, %s", x, r, r) // rounded (in the top 16 bits)
+	p("VPANDD Z6, %s, Z2", x)       // |x|
+	p("VPCMPUD $6, Z7, Z2, K1")     // |x| > +Inf: NaN
+	p("VPORD Z8, %s, K1, %s", x, r) // a NaN: x with its quiet bit, unrounded
+}
+
+// round emits a rounding of the float32 vectors Z(xs) (one or two,
+// loaded): emu in the integer body; in the AVX512-BF16 body fast, with a
+// side path to emu (after loading convConsts' constants) where a vector
+// holds a subnormal. It clobbers K1, K2, Z2 and Z4–Z8.
+func (c *conv) round(xs []int, fast, emu func()) {
+	if !c.ne {
+		emu()
+		return
+	}
+	c.n++
+	side, back := fmt.Sprintf("side%d", c.n), fmt.Sprintf("back%d", c.n)
+	c.p("VFPCLASSPSZ $0x20, Z%d, K1", xs[0]) // subnormal lanes
+	if len(xs) == 2 {
+		c.p("VFPCLASSPSZ $0x20, Z%d, K2", xs[1])
+		c.p("KORTESTW K2, K1")
+	} else {
+		c.p("KORTESTW K1, K1")
+	}
+	c.p("JNZ %s", c.l(side))
+	fast()
+	c.label(back)
+	c.out = &c.side
+	c.label(side)
+	convConsts(c.p)
+	emu()
+	c.p("JMP %s", c.l(back))
+	c.out = c.s
+}
+
+// bf16 rounds the 16 float32 in Zx to 16 bf16 in Yy (x ≠ y).
+func (c *conv) bf16(x, y int) {
+	c.round([]int{x}, func() {
+		c.p("%s // VCVTNEPS2BF16 Z%d, Y%d", evex512(0x72, 0b10, y, 0, x), x, y)
+	}, func() {
+		c.emuBF16(x, y)
+	})
+}
+
+func (c *conv) emuBF16(x, y int) {
+	r := fmt.Sprintf("Z%d", y)
+	roundReg(c.p, fmt.Sprintf("Z%d", x), r)
+	c.p("VPSRLD $16, %s, %s", r, r)
+	c.p("VPMOVDW %s, Y%d", r, y)
+}
+
+// pair rounds Zx0 and Zx1 to 16 bf16 pairs in Zr, Zx0's value in the low
+// half of each 32-bit unit: the pair layout of packed operands. t is a
+// temporary; the AVX512-BF16 body needs bf16pairs<> in Z9.
+func (c *conv) pair(x0, x1, r, t int) {
+	c.round([]int{x0, x1}, func() {
+		c.p("%s // VCVTNE2PS2BF16 Z%d, Z%d, Z%d", evex512(0x72, 0b11, r, x1, x0), x0, x1, r)
+		c.p("VPERMW Z%d, Z9, Z%d", r, r)
+	}, func() {
+		zr, zt := fmt.Sprintf("Z%d", r), fmt.Sprintf("Z%d", t)
+		roundReg(c.p, fmt.Sprintf("Z%d", x0), zr)
+		roundReg(c.p, fmt.Sprintf("Z%d", x1), zt)
+		c.p("VPSRLD $16, %s, %s", zr, zr)
+		c.p("VPSRLD $16, %s, %s", zt, zt)
+		c.p("VPSLLD $16, %s, %s", zt, zt)
+		c.p("VPORD %s, %s, %s", zt, zr, zr)
+	})
+}
+
+// concat rounds Zx0 to the low 16 bf16 of Zr and Zx1 to the high 16; t
+// is a temporary.
+func (c *conv) concat(x0, x1, r, t int) {
+	c.round([]int{x0, x1}, func() {
+		c.p("%s // VCVTNE2PS2BF16 Z%d, Z%d, Z%d", evex512(0x72, 0b11, r, x1, x0), x0, x1, r)
+	}, func() {
+		c.emuBF16(x0, r)
+		c.emuBF16(x1, t)
+		c.p("VINSERTI64X4 $1, Y%d, Z%d, Z%d", t, r, r)
+	})
+}
+
+// evex512 returns the bytes of a 512-bit EVEX instruction of map 0F38,
+// W0, on registers, which Go's assembler does not know: opcode op, pp the
+// implied prefix (0b10: F3, 0b11: F2), ModRM.reg = dst, vvvv = src1 (0
+// where the instruction has none: all ones inverted), ModRM.rm = src2.
+// Bytes: 62, then R̄ X̄ B̄ R̄' 0 0 m m (map 0F38: mm = 10), then
+// W v̄v̄v̄v̄ 1 p p, then z L'L b V̄' a a a (L'L = 10: 512 bits), the opcode
+// and ModRM (mod 11). R, R' extend dst, B, X extend src2, vvvv and V'
+// (inverted) hold src1.
+func evex512(op, pp, dst, src1, src2 int) string {
+	bit := func(r, i int) int { return r >> i & 1 }
+	p0 := (1-bit(dst, 3))<<7 | (1-bit(src2, 4))<<6 | (1-bit(src2, 3))<<5 | (1-bit(dst, 4))<<4 | 0b10
+	p1 := (^src1&0xF)<<3 | 1<<2 | pp
+	p2 := 0b10<<5 | (1-bit(src1, 4))<<3
+	modrm := 0b11<<6 | (dst&7)<<3 | src2&7
+	return fmt.Sprintf("BYTE $0x62; BYTE $0x%02X; BYTE $0x%02X; BYTE $0x%02X; BYTE $0x%02X; BYTE $0x%02X", p0, p1, p2, op, modrm)
+}
+
+// vdpbf16ps returns the bytes of VDPBF16PS zmm(dst), zmm(src1), zmm(src2)
+// (EVEX.512.F3.0F38.W0 52 /r: dst[i] += src1.bf16[2i]·src2.bf16[2i] +
+// src1.bf16[2i+1]·src2.bf16[2i+1]).
+func vdpbf16ps(dst, src1, src2 int) string { return evex512(0x52, 0b10, dst, src1, src2) }
+
+// convKernels emits the conversions, 16 values per step (n a multiple of
+// 16), and the packers that round float32 into the bf16 GEMM's layouts.
+func convKernels(s, g *bytes.Buffer) {
+	pairsData(s)
+	// toBF16AVX512: n values.
+	convFunc(s, g, "toBF16AVX512", "(dst *BF16, src *float32, n int)", "$0-24",
+		"// toBF16AVX512 converts n (a multiple of 16) float32 values to bf16.\n", false,
+		func(p func(string, ...any)) {
+			p("MOVQ dst+0(FP), DI")
+			p("MOVQ src+8(FP), SI")
+			p("MOVQ n+16(FP), CX")
+			p("SHRQ $4, CX")
+			p("JEQ toBF16AVX512_done")
+		}, func(c *conv) {
+			c.label("loop")
+			c.p("VMOVDQU32 (SI), Z0")
+			c.bf16(0, 1)
+			c.p("VMOVDQU Y1, (DI)")
+			c.p("ADDQ $64, SI")
+			c.p("ADDQ $32, DI")
+			c.p("DECQ CX")
+			c.p("JNE %s", c.l("loop"))
+		})
+	// keepBF16AVX512: ToBF16 and the rounded values written back over x
+	// in one pass (FromBF16 of the result is the top 16 bits).
+	convFunc(s, g, "keepBF16AVX512", "(dst *BF16, x *float32, n int)", "$0-24",
+		"// keepBF16AVX512 converts n (a multiple of 16) float32 values x to bf16 in\n// dst and overwrites x with their rounded values.\n", false,
+		func(p func(string, ...any)) {
+			p("MOVQ dst+0(FP), DI")
+			p("MOVQ x+8(FP), SI")
+			p("MOVQ n+16(FP), CX")
+			p("SHRQ $4, CX")
+			p("JEQ keepBF16AVX512_done")
+		}, func(c *conv) {
+			c.label("loop")
+			c.p("VMOVDQU32 (SI), Z0")
+			c.bf16(0, 1)
+			c.p("VMOVDQU Y1, (DI)")
+			c.p("VPMOVZXWD Y1, Z3")
+			c.p("VPSLLD $16, Z3, Z3")
+			c.p("VMOVDQU32 Z3, (SI)")
+			c.p("ADDQ $64, SI")
+			c.p("ADDQ $32, DI")
+			c.p("DECQ CX")
+			c.p("JNE %s", c.l("loop"))
+		})
+	// keepBF16NTAVX512: keepBF16AVX512 with the bf16 written by
+	// non-temporal stores, which skip reading dst's lines into the cache
+	// first.
+	convFunc(s, g, "keepBF16NTAVX512", "(dst *BF16, x *float32, n int)", "$0-24",
+		"// keepBF16NTAVX512 is keepBF16AVX512 with non-temporal stores of dst, which\n// must be 32-byte aligned.\n", false,
+		func(p func(string, ...any)) {
+			p("MOVQ dst+0(FP), DI")
+			p("MOVQ x+8(FP), SI")
+			p("MOVQ n+16(FP), CX")
+			p("SHRQ $4, CX")
+			p("JEQ keepBF16NTAVX512_done")
+		}, func(c *conv) {
+			c.label("loop")
+			c.p("VMOVDQU32 (SI), Z0")
+			c.bf16(0, 1)
+			c.p("VMOVNTDQ Y1, (DI)")
+			c.p("VPMOVZXWD Y1, Z3")
+			c.p("VPSLLD $16, Z3, Z3")
+			c.p("VMOVDQU32 Z3, (SI)")
+			c.p("ADDQ $64, SI")
+			c.p("ADDQ $32, DI")
+			c.p("DECQ CX")
+			c.p("JNE %s", c.l("loop"))
+			c.p("SFENCE")
+		})
+	// pairPanelAVX512: a whole panel of packed B in one call, pairs pairs of
+	// rows (row 2q at src + 2q·ldb, row 2q+1 one ldb further) of n16·16
+	// columns each, pair q at dst + q·128 elements.
+	convFunc(s, g, "pairPanelAVX512", "(dst *BF16, src *float32, ldb, pairs, n16 int)", "$0-40",
+		"// pairPanelAVX512 converts pairs row pairs of n16·16 float32 columns (rows\n// ldb apart from src) to bf16 pairs, pair q at dst[q·128:].\n", true,
+		func(p func(string, ...any)) {
+			p("MOVQ dst+0(FP), DI")
+			p("MOVQ src+8(FP), SI")
+			p("MOVQ ldb+16(FP), BX")
+			p("SHLQ $2, BX")
+			p("MOVQ pairs+24(FP), CX")
+			p("MOVQ n16+32(FP), DX")
+			p("TESTQ CX, CX")
+			p("JEQ pairPanelAVX512_done")
+			p("TESTQ DX, DX")
+			p("JEQ pairPanelAVX512_done")
+		}, func(c *conv) {
+			c.label("pair")
+			c.p("MOVQ SI, R8")
+			c.p("LEAQ (SI)(BX*1), R9")
+			c.p("MOVQ DI, R10")
+			c.p("MOVQ DX, R11")
+			c.label("vec")
+			c.p("VMOVDQU32 (R8), Z0")
+			c.p("VMOVDQU32 (R9), Z10")
+			c.pair(0, 10, 1, 11)
+			c.p("VMOVDQU32 Z1, (R10)")
+			c.p("ADDQ $64, R8")
+			c.p("ADDQ $64, R9")
+			c.p("ADDQ $64, R10")
+			c.p("DECQ R11")
+			c.p("JNE %s", c.l("vec"))
+			c.p("LEAQ (SI)(BX*2), SI")
+			c.p("ADDQ $256, DI")
+			c.p("DECQ CX")
+			c.p("JNE %s", c.l("pair"))
+		})
+	// toBF16RowsAVX512: rows rows of n16·16 values, src rows sld floats
+	// apart, dst rows dld bf16 apart.
+	convFunc(s, g, "toBF16RowsAVX512", "(dst *BF16, dld int, src *float32, sld, rows, n16 int)", "$0-48",
+		"// toBF16RowsAVX512 converts rows rows of n16·16 float32 values (rows sld\n// apart) to bf16 rows dld apart.\n", false,
+		func(p func(string, ...any)) {
+			p("MOVQ dst+0(FP), DI")
+			p("MOVQ dld+8(FP), R12")
+			p("SHLQ $1, R12")
+			p("MOVQ src+16(FP), SI")
+			p("MOVQ sld+24(FP), BX")
+			p("SHLQ $2, BX")
+			p("MOVQ rows+32(FP), CX")
+			p("MOVQ n16+40(FP), DX")
+			p("TESTQ CX, CX")
+			p("JEQ toBF16RowsAVX512_done")
+			p("TESTQ DX, DX")
+			p("JEQ toBF16RowsAVX512_done")
+		}, func(c *conv) {
+			c.label("row")
+			c.p("MOVQ SI, R8")
+			c.p("MOVQ DI, R10")
+			c.p("MOVQ DX, R11")
+			c.label("vec")
+			c.p("VMOVDQU32 (R8), Z0")
+			c.bf16(0, 1)
+			c.p("VMOVDQU Y1, (R10)")
+			c.p("ADDQ $64, R8")
+			c.p("ADDQ $32, R10")
+			c.p("DECQ R11")
+			c.p("JNE %s", c.l("vec"))
+			c.p("ADDQ BX, SI")
+			c.p("ADDQ R12, DI")
+			c.p("DECQ CX")
+			c.p("JNE %s", c.l("row"))
+		})
+	// pairT16AVX512: 32 float32 rows of 16 columns (src, rows lda apart)
+	// rounded to bf16 pairs of rows (2p, 2p+1), 16 vectors of 16 pairs,
+	// then transposed as a 16×16 tile of 32-bit pairs (transpose16) and
+	// stored as 16 rows of 16 pairs, st bf16 apart: the transposed A of
+	// packBF16A, a tile at a time.
+	convFunc(s, g, "pairT16AVX512", "(dst *BF16, st int, src *float32, lda int)", "$0-32",
+		"// pairT16AVX512 packs a 32×16 float32 tile of a transposed A (rows lda\n// apart) as 16 rows of 16 bf16 pairs, st bf16 apart.\n", true,
+		func(p func(string, ...any)) {
+			p("MOVQ dst+0(FP), DI")
+			p("MOVQ st+8(FP), R12")
+			p("SHLQ $1, R12")
+			p("MOVQ src+16(FP), R8")
+			p("MOVQ lda+24(FP), BX")
+			p("SHLQ $2, BX")
+		}, func(c *conv) {
+			r := func(i int) string { return fmt.Sprintf("Z%d", 10+i) } // the 16 pair vectors
+			for i := range 16 {
+				c.p("VMOVDQU32 (R8), Z0")
+				c.p("VMOVDQU32 (R8)(BX*1), Z3")
+				c.pair(0, 3, 10+i, 26)
+				c.p("LEAQ (R8)(BX*2), R8")
+			}
+			transpose16(c.p, r)
+			for j := range 16 {
+				c.p("VMOVDQU32 %s, (DI)", r(j))
+				c.p("ADDQ R12, DI")
+			}
+		})
+	// pairTB16AVX512: 16 float32 rows of 32 values (src, rows ldb apart),
+	// each rounded to 16 bf16 pairs of adjacent values, transposed as a
+	// 16×16 tile of pairs and stored as 16 rows of 16 pairs 64 pairs
+	// apart: a tile of a panel of the transposed packed B.
+	convFunc(s, g, "pairTB16AVX512", "(dst *BF16, src *float32, ldb int)", "$0-24",
+		"// pairTB16AVX512 packs 16 rows of 32 float32 (rows ldb apart) as a tile of\n// a transposed B's panel: row p of the tile (64 pairs apart) holds pair p\n// of every source row.\n", false,
+		func(p func(string, ...any)) {
+			p("MOVQ dst+0(FP), DI")
+			p("MOVQ src+8(FP), R8")
+			p("MOVQ ldb+16(FP), BX")
+			p("SHLQ $2, BX")
+		}, func(c *conv) {
+			r := func(i int) string { return fmt.Sprintf("Z%d", 10+i) }
+			for i := range 16 {
+				c.p("VMOVDQU32 (R8), Z0")
+				c.p("VMOVDQU32 64(R8), Z3")
+				c.concat(0, 3, 10+i, 27)
+				c.p("ADDQ BX, R8")
+			}
+			transpose16(c.p, r)
+			for j := range 16 {
+				c.p("VMOVDQU32 %s, %d(DI)", r(j), j*4*bf16PanelAsm)
+			}
+		})
+	// fromBF16AVX512: bf16 → float32 is a shift.
+	p := func(format string, args ...any) { fmt.Fprintf(s, "\t"+format+"\n", args...) }
+	fmt.Fprintf(g, "// fromBF16AVX512 converts n (a multiple of 16) bf16 values to float32.\n//\n//go:noescape\nfunc fromBF16AVX512(dst *float32, src *BF16, n int)\n\n")
+	s.WriteString("\n// func fromBF16AVX512(dst *float32, src *BF16, n int)\nTEXT ·fromBF16AVX512(SB), NOSPLIT, $0-24\n")
+	p("MOVQ dst+0(FP), DI")
+	p("MOVQ src+8(FP), SI")
+	p("MOVQ n+16(FP), CX")
+	p("SHRQ $4, CX")
+	p("JEQ frombf_done")
+	s.WriteString("frombf_loop:\n")
+	p("VPMOVZXWD (SI), Z0")
+	p("VPSLLD $16, Z0, Z0")
+	p("VMOVDQU32 Z0, (DI)")
+	p("ADDQ $32, SI")
+	p("ADDQ $64, DI")
+	p("DECQ CX")
+	p("JNE frombf_loop")
+	s.WriteString("frombf_done:\n")
+	p("VZEROUPPER")
+	p("RET")
+}
