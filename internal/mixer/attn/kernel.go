@@ -216,12 +216,26 @@ func maskScores[F kernels.Float](s []F, blk *Block, gl []int, d dims, p mixer.Pa
 	nq, nk := blk.NQ, blk.NK
 	ninf := F(math.Inf(-1))
 	if blk.Mask != nil {
-		// 64 pairs at a time: only the disallowed ones are visited.
+		// 64 pairs at a time: only the disallowed ones are visited, a run
+		// of them (a causal tile's row tail) copied from ninfs.
+		var ninfs [64]F
+		for i := range ninfs {
+			ninfs[i] = ninf
+		}
 		for a := 0; a < nq; a++ {
 			row := s[a*nk : (a+1)*nk]
 			for c0 := 0; c0 < nk; c0 += 64 {
 				n := min(64, nk-c0)
-				for z := ^maskBits(blk.Mask, a*nk+c0, n) & (1<<n - 1); z != 0; z &= z - 1 {
+				z := ^maskBits(blk.Mask, a*nk+c0, n) & (1<<n - 1)
+				if z == 0 {
+					continue
+				}
+				lo := bits.TrailingZeros64(z)
+				if run := z >> lo; run&(run+1) == 0 { // one run of ones
+					copy(row[c0+lo:c0+lo+bits.OnesCount64(run)], ninfs[:])
+					continue
+				}
+				for ; z != 0; z &= z - 1 {
 					row[c0+bits.TrailingZeros64(z)] = ninf
 				}
 			}
