@@ -239,7 +239,7 @@ func TestBF16FusedFF(t *testing.T) {
 // backward in float32 between) bit for bit and fc1's bias gradient within
 // float32 rounding, both where dg's memory holds the packed dout and W2
 // (dg multiplied by blocks) and where it does not (dg whole); and the
-// same bits again with g recomputed into its pair layout (geluPairsBF16).
+// same bits again with g recomputed into its pair layout by ffBackward.
 func TestFFBackwardBF16(t *testing.T) {
 	for _, bp := range kernels.BF16Paths() {
 		old, _ := kernels.SetBF16Path(bp)
@@ -262,11 +262,14 @@ func TestFFBackwardBF16(t *testing.T) {
 			hs := hidden[float32]{h16: h16, f16: kernels.StoreBF16, g16: g16}
 			dw1, db1, dw2, db2 := r(H*D), r(H), r(D*H), r(D)
 			w := [][]float32{append([]float32(nil), dw1...), append([]float32(nil), db1...), append([]float32(nil), dw2...), append([]float32(nil), db2...)}
-			// The same with g recomputed into its pair layout (geluPairsBF16).
+			// The same with g recomputed by ffBackward into its pair layout,
+			// in memory holding NaNs before.
 			gbuf := make([]uint16, kernels.PackedSizeB(N, H))
+			for i := range gbuf {
+				gbuf[i] = 0x7FC1
+			}
 			gb := new(kernels.BF16B)
 			kernels.ShapeBF16B(gb, N, H, kernels.AsBF16(gbuf))
-			geluPairsBF16(2, gb, h16, N, H, make([]float32, 2*gelu16Rows*H))
 			pw := [][]float32{append([]float32(nil), dw1...), append([]float32(nil), db1...), append([]float32(nil), dw2...), append([]float32(nil), db2...)}
 			pdx := r(N * D)
 			ffBackward(2, kernels.PrecBF16, pdx, pw[0], pw[1], pw[2], pw[3], r(N*H), r(N*H), dout, inp, hidden[float32]{h16: h16, f16: kernels.StoreBF16, g16: gbuf, gb: gb}, nil, fc1w, fc2w, N, D, H)

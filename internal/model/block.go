@@ -252,15 +252,12 @@ func (m *Model[F]) blockFFBackward(i int, dx, dout, x []F) {
 		switch {
 		case p.HalfElems > 0 && m.prec == kernels.PrecBF16:
 			// g is recomputed in bf16, which fc2's weight gradient reads:
-			// in its pair layout, computed in dh's room (free until
-			// ffBackward), where the bf16 g's memory holds that layout.
+			// where the bf16 g's memory holds its pair layout, by
+			// ffBackward's blocks, else here in rows.
 			g16, h16 := m.gelu16(), m.act16(a.fch)
 			hs = hidden[F]{h16: h16, f16: m.f16, g16: g16}
-			scr := any(m.grad(p.dh)).([]float32)
-			nt := min(p.Threads, N/gelu16Rows)
-			if gb := new(kernels.BF16B); nt >= 1 && m.f16 == kernels.StoreBF16 && kernels.PackedSizeB(N, H) <= len(g16) && nt*gelu16Rows*H <= len(scr) {
+			if gb := new(kernels.BF16B); m.f16 == kernels.StoreBF16 && kernels.PackedSizeB(N, H) <= len(g16) {
 				kernels.ShapeBF16B(gb, N, H, kernels.AsBF16(g16))
-				geluPairsBF16(nt, gb, h16, N, H, scr)
 				hs.gb = gb
 			} else {
 				geluFrom16(p.Threads, m.f16, nil, g16, h16)

@@ -50,7 +50,9 @@
 // forward, fc1's output is rounded and kept and GELU's written in bf16
 // (ffSaveFused); backward, dg = dout·W2 and dh = GELU'(h)·dg are made a
 // block at a time and rounded straight to the packed forms fc1's backward
-// multiplies (ffBackwardBF16, kernels.LinearBackwardFill). In bf16
+// multiplies, and the same blocks recompute GELU's output from the h they
+// widened into the pair layout fc2's weight gradient reads
+// (ffBackwardBF16, kernels.LinearBackwardFill). In bf16
 // inference (UseBF16) a forward-only pass runs fc1, GELU and fc2 a block
 // of rows at a time (ffForwardBF16), so the hidden activations never go
 // to memory. Each is bit for bit the unfused computation.

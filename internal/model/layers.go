@@ -105,30 +105,6 @@ func geluFrom16(threads int, f kernels.Format16, g []float32, g16, h16 []uint16)
 	})
 }
 
-// gelu16Rows is the rows geluPairsBF16 takes at a time.
-const gelu16Rows = 32
-
-// geluPairsBF16 recomputes g = GELU(h) from h stored in bf16 (h16 [N,H]),
-// as geluFrom16 does, straight into gb (shaped [N,H]): the pair layout in
-// which fc2's weight gradient reads g as op(B), so that g is not stored in
-// rows and paired again. Blocks of gelu16Rows rows run on up to nt
-// goroutines, each widened and computed in its worker's share of scr
-// (gelu16Rows·H values).
-func geluPairsBF16(nt int, gb *kernels.BF16B, h16 []uint16, N, H int, scr []float32) {
-	blocks := (N + gelu16Rows - 1) / gelu16Rows
-	nt = max(1, min(nt, blocks))
-	parallel.For(nt, blocks, 1, func(wk, lo, hi int) {
-		t := scr[wk*gelu16Rows*H : (wk+1)*gelu16Rows*H]
-		for b := lo; b < hi; b++ {
-			r0, r := b*gelu16Rows, min(gelu16Rows, N-b*gelu16Rows)
-			x := t[:r*H]
-			kernels.StoreBF16.LoadST(x, h16[r0*H:(r0+r)*H])
-			kernels.GeluForward(1, x, x)
-			kernels.PackBF16BBlock(gb, r0, x, H, r)
-		}
-	})
-}
-
 // ffForward accumulates out += fc2(GELU(fc1(inp))) and saves h = fc1(inp)
 // and g = GELU(h). out, inp [N,D], h, g [N,H], fc1w [H,D], fc1b [H],
 // fc2w [D,H], fc2b [D]; pk holds the weights packed in bf16, or is nil. It
@@ -231,7 +207,7 @@ type hidden[F kernels.Float] struct {
 	h16 []uint16
 	f16 kernels.Format16 // h16's format
 	g16 []uint16
-	gb  *kernels.BF16B // g16's memory holding g in the pair layout fc2's weight gradient reads (geluPairsBF16), or nil: g16 holds rows
+	gb  *kernels.BF16B // g16's memory shaped for g in the pair layout fc2's weight gradient reads, which ffBackwardBF16 fills from h block by block; or nil: g16 holds g's rows
 }
 
 // geluBackward sets dst = GELU'(h)·dg for elements lo…hi of h, given dg
@@ -279,36 +255,55 @@ func ffBackward[F kernels.Float](threads int, p kernels.Prec, dinp, dfc1w, dfc1b
 	kernels.LinearBackward(threads, p, dinp, dfc1w, dfc1b, dh, inp, fc1w, N, D, H, true)
 }
 
-// ffBackwardBF16 is ffBackward in bf16 with g recomputed in bf16 (h.g16,
-// which fc2's weight gradient reads). fc1's input gradient dh is made by
-// blocks of rows (kernels.LinearBackwardFill): each block's dg = dout·W2
-// is multiplied from dout and W2 packed once, in dg's memory, then
+// ffBackwardBF16 is ffBackward in bf16 with g in bf16 (h.g16, which fc2's
+// weight gradient reads). fc1's input gradient dh is made by blocks of
+// rows (kernels.LinearBackwardFill): each block's dg = dout·W2 is
+// multiplied from dout and W2 packed once, in dg's memory, then
 // GELU'(h)·dg is rounded to bf16 while in cache; dh's memory holds its
-// packed rows, so neither dg nor dh is stored in float32. Where dg's
-// memory cannot hold dout and W2 packed, dg is multiplied whole first.
+// packed rows, so neither dg nor dh is stored in float32. With h.gb, the
+// same blocks recompute g = GELU(h) from the h that GELU's backward
+// widened and pack it into g's pair layout, and fc2's weight gradient
+// runs last, from doutᵀ packed before dinp is written. Where dg's memory
+// cannot hold dout (both ways) and W2 packed, dg is multiplied whole
+// first, after fc2's weight gradient from g's rows (recomputed here with
+// h.gb).
 func ffBackwardBF16(threads int, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout, inp []float32, h hidden[float32], fc1w, fc2w []float32, N, D, H int) {
+	kernels.BiasGrad(threads, dfc2b, dout, N, D)
+	pb := kernels.AsBF16(kernels.Uint16s(dg))
+	if kernels.PackedSizeA(N, D)+kernels.PackedSizeA(D, N)+kernels.PackedSizeB(D, H) > len(pb) {
+		// dg whole first, fc2's weight gradient from g's rows.
+		if h.gb != nil {
+			geluFrom16(threads, h.f16, nil, h.g16, h.h16)
+		}
+		kernels.GemmBF16(threads, 1, kernels.Float32A(true, D, N, dout, D), kernels.RowsB(N, H, kernels.AsBF16(h.g16), H), 1, dfc2w, H)
+		kernels.Gemm(threads, kernels.PrecBF16, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H)
+		fill := func(r0, r1 int, blk, tmp []float32) { h.geluBackward(blk, dg[r0*H:r1*H], r0*H, r1*H, tmp) }
+		kernels.LinearBackwardFill(threads, dinp, dfc1w, dfc1b, fill, inp, fc1w, N, D, H, true, dh)
+		return
+	}
+	// dout as A's rows and transposed, and W2, packed in dg's memory.
+	da := kernels.BF16A{Data: pb}
+	kernels.PackBF16A(threads, &da, false, N, D, dout, D)
+	dt := kernels.BF16A{Data: pb[len(da.Data):]}
+	kernels.PackBF16A(threads, &dt, true, D, N, dout, D)
+	w2 := kernels.BF16B{Data: pb[len(da.Data)+len(dt.Data):]}
+	kernels.PackBF16B(threads, &w2, false, D, H, fc2w, H)
+	fill := func(r0, r1 int, blk, tmp []float32) {
+		a := da.Rows(r0, r1-r0)
+		kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.PackedB(&w2), 0, blk, H)
+		h.geluBackward(blk, blk, r0*H, r1*H, tmp)
+		if h.gb != nil { // tmp holds the block's h: its GELU goes to g's pairs
+			x := tmp[:(r1-r0)*H]
+			kernels.GeluForward(1, x, x)
+			kernels.PackBF16BBlock(h.gb, r0, x, H, r1-r0)
+		}
+	}
+	kernels.LinearBackwardFill(threads, dinp, dfc1w, dfc1b, fill, inp, fc1w, N, D, H, true, dh)
 	g := kernels.RowsB(N, H, kernels.AsBF16(h.g16), H)
 	if h.gb != nil {
 		g = kernels.PackedB(h.gb)
 	}
-	kernels.GemmBF16(threads, 1, kernels.Float32A(true, D, N, dout, D), g, 1, dfc2w, H)
-	kernels.BiasGrad(threads, dfc2b, dout, N, D)
-	var fill func(r0, r1 int, blk, tmp []float32)
-	if pb := kernels.AsBF16(kernels.Uint16s(dg)); kernels.PackedSizeA(N, D)+kernels.PackedSizeB(D, H) <= len(pb) {
-		da := kernels.BF16A{Data: pb}
-		kernels.PackBF16A(threads, &da, false, N, D, dout, D)
-		w2 := kernels.BF16B{Data: pb[len(da.Data):]}
-		kernels.PackBF16B(threads, &w2, false, D, H, fc2w, H)
-		fill = func(r0, r1 int, blk, tmp []float32) {
-			a := da.Rows(r0, r1-r0)
-			kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.PackedB(&w2), 0, blk, H)
-			h.geluBackward(blk, blk, r0*H, r1*H, tmp)
-		}
-	} else {
-		kernels.Gemm(threads, kernels.PrecBF16, false, false, N, H, D, 1, dout, D, fc2w, H, 0, dg, H)
-		fill = func(r0, r1 int, blk, tmp []float32) { h.geluBackward(blk, dg[r0*H:r1*H], r0*H, r1*H, tmp) }
-	}
-	kernels.LinearBackwardFill(threads, dinp, dfc1w, dfc1b, fill, inp, fc1w, N, D, H, true, dh)
+	kernels.GemmBF16(threads, 1, kernels.PackedA(&dt), g, 1, dfc2w, H)
 }
 
 // poolForward sets out[b] = mean of inp[b,t] over positions t with
