@@ -133,3 +133,54 @@ func TestBF16Packed(t *testing.T) {
 		kernels.SetBF16Path(old)
 	}
 }
+
+// partialPat's blocks cover a key tile partly and leave keys unseen:
+// query rows 0…63 see keys 0…31, rows 64…191 keys 0…63; keys 64…191 are
+// seen by no query.
+type partialPat struct{}
+
+func (partialPat) Allow(h, T, i, j int) bool { return j < 32 || j < 64 && i >= 64 }
+func (partialPat) Layout(h, T int, t Tiles) *Layout {
+	b := NewBuilder(T)
+	b.Phase()
+	b.Group()
+	b.Add(Block{Q0: 0, QS: 1, NQ: 64, K0: 0, KS: 1, NK: 32}, nil)
+	for q0 := 64; q0 < T; q0 += 64 {
+		b.Group()
+		b.Add(Block{Q0: q0, QS: 1, NQ: min(64, T-q0), K0: 0, KS: 1, NK: 64}, nil)
+	}
+	return b.Layout()
+}
+
+// TestBF16PackedPartialKeys: the products on operands packed once give
+// the unpacked products' bits where blocks cover a key tile partly and
+// where no block sees some keys, on every bf16 path, with the stores'
+// transposed key gradients holding NaNs before.
+func TestBF16PackedPartialKeys(t *testing.T) {
+	for _, bp := range kernels.BF16Paths() {
+		old, _ := kernels.SetBF16Path(bp)
+		cfg := mixer.Config{D: 64, Heads: 2, MaxLen: 192, Precision: "bf16"}
+		for range 2 {
+			var hps []*headPacks
+			for range 4 {
+				hp := packPool.get()
+				nan := make([]float32, 2*2*64*ldT(192))
+				for i := range nan {
+					nan[i] = float32(math.NaN())
+				}
+				hp.dkT, hp.dvT = nan, slices.Clone(nan)
+				hps = append(hps, hp)
+			}
+			for _, hp := range hps {
+				packPool.put(hp)
+			}
+			var out, dx [2][]float32
+			var g [2][][]float32
+			for i, unpacked := range []bool{false, true} {
+				out[i], dx[i], g[i], _ = passOn(t, cfg, partialPat{}, 2, 192, false, func(a *Attention[float32]) { a.unpacked = unpacked })
+			}
+			sameBits(t, out, dx, g)
+		}
+		kernels.SetBF16Path(old)
+	}
+}
