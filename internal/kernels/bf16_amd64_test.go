@@ -276,12 +276,20 @@ func TestBF16ConvBodies(t *testing.T) {
 		for i := range n {
 			check("toBF16AVX512", out[i], i)
 		}
-		x := slices.Clone(src)
-		keepBF16AVX512(&out[0], &x[0], n)
-		for i := range n {
-			check("keepBF16AVX512", out[i], i)
-			if math.Float32bits(x[i]) != uint32(out[i])<<16 {
-				t.Fatalf("bf16Cvt %v, keepBF16AVX512: %#08x kept as %#08x, converted to %#04x", cvt, ps[i], math.Float32bits(x[i]), out[i])
+		for _, k := range []struct {
+			name string
+			f    func(dst *BF16, x *float32, n int)
+		}{{"keepBF16AVX512", keepBF16AVX512}, {"keepBF16NTAVX512", keepBF16NTAVX512}} {
+			if uintptr(unsafe.Pointer(&out[0]))%32 != 0 {
+				t.Fatal("a large allocation is not 32-byte aligned")
+			}
+			x := slices.Clone(src)
+			k.f(&out[0], &x[0], n)
+			for i := range n {
+				check(k.name, out[i], i)
+				if math.Float32bits(x[i]) != uint32(out[i])<<16 {
+					t.Fatalf("bf16Cvt %v, %s: %#08x kept as %#08x, converted to %#04x", cvt, k.name, ps[i], math.Float32bits(x[i]), out[i])
+				}
 			}
 		}
 		const w, dld = 48, 50 // rows of 48 values, written 50 apart
