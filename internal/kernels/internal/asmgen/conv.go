@@ -235,53 +235,37 @@ func convKernels(s, g *bytes.Buffer) {
 			c.p("JNE %s", c.l("loop"))
 		})
 	// keepBF16AVX512: ToBF16 and the rounded values written back over x
-	// in one pass (FromBF16 of the result is the top 16 bits).
-	convFunc(s, g, "keepBF16AVX512", "(dst *BF16, x *float32, n int)", "$0-24",
-		"// keepBF16AVX512 converts n (a multiple of 16) float32 values x to bf16 in\n// dst and overwrites x with their rounded values.\n", false,
-		func(p func(string, ...any)) {
-			p("MOVQ dst+0(FP), DI")
-			p("MOVQ x+8(FP), SI")
-			p("MOVQ n+16(FP), CX")
-			p("SHRQ $4, CX")
-			p("JEQ keepBF16AVX512_done")
-		}, func(c *conv) {
-			c.label("loop")
-			c.p("VMOVDQU32 (SI), Z0")
-			c.bf16(0, 1)
-			c.p("VMOVDQU Y1, (DI)")
-			c.p("VPMOVZXWD Y1, Z3")
-			c.p("VPSLLD $16, Z3, Z3")
-			c.p("VMOVDQU32 Z3, (SI)")
-			c.p("ADDQ $64, SI")
-			c.p("ADDQ $32, DI")
-			c.p("DECQ CX")
-			c.p("JNE %s", c.l("loop"))
-		})
-	// keepBF16NTAVX512: keepBF16AVX512 with the bf16 written by
-	// non-temporal stores, which skip reading dst's lines into the cache
-	// first.
-	convFunc(s, g, "keepBF16NTAVX512", "(dst *BF16, x *float32, n int)", "$0-24",
-		"// keepBF16NTAVX512 is keepBF16AVX512 with non-temporal stores of dst, which\n// must be 32-byte aligned.\n", false,
-		func(p func(string, ...any)) {
-			p("MOVQ dst+0(FP), DI")
-			p("MOVQ x+8(FP), SI")
-			p("MOVQ n+16(FP), CX")
-			p("SHRQ $4, CX")
-			p("JEQ keepBF16NTAVX512_done")
-		}, func(c *conv) {
-			c.label("loop")
-			c.p("VMOVDQU32 (SI), Z0")
-			c.bf16(0, 1)
-			c.p("VMOVNTDQ Y1, (DI)")
-			c.p("VPMOVZXWD Y1, Z3")
-			c.p("VPSLLD $16, Z3, Z3")
-			c.p("VMOVDQU32 Z3, (SI)")
-			c.p("ADDQ $64, SI")
-			c.p("ADDQ $32, DI")
-			c.p("DECQ CX")
-			c.p("JNE %s", c.l("loop"))
-			c.p("SFENCE")
-		})
+	// in one pass (FromBF16 of the result is the top 16 bits); and
+	// keepBF16NTAVX512, the same with the bf16 written by non-temporal
+	// stores, which skip reading dst's lines into the cache first.
+	for _, k := range []struct{ name, doc, store string }{
+		{"keepBF16AVX512", "// keepBF16AVX512 converts n (a multiple of 16) float32 values x to bf16 in\n// dst and overwrites x with their rounded values.\n", "VMOVDQU"},
+		{"keepBF16NTAVX512", "// keepBF16NTAVX512 is keepBF16AVX512 with non-temporal stores of dst, which\n// must be 32-byte aligned.\n", "VMOVNTDQ"},
+	} {
+		convFunc(s, g, k.name, "(dst *BF16, x *float32, n int)", "$0-24", k.doc, false,
+			func(p func(string, ...any)) {
+				p("MOVQ dst+0(FP), DI")
+				p("MOVQ x+8(FP), SI")
+				p("MOVQ n+16(FP), CX")
+				p("SHRQ $4, CX")
+				p("JEQ %s_done", k.name)
+			}, func(c *conv) {
+				c.label("loop")
+				c.p("VMOVDQU32 (SI), Z0")
+				c.bf16(0, 1)
+				c.p("%s Y1, (DI)", k.store)
+				c.p("VPMOVZXWD Y1, Z3")
+				c.p("VPSLLD $16, Z3, Z3")
+				c.p("VMOVDQU32 Z3, (SI)")
+				c.p("ADDQ $64, SI")
+				c.p("ADDQ $32, DI")
+				c.p("DECQ CX")
+				c.p("JNE %s", c.l("loop"))
+				if k.store == "VMOVNTDQ" {
+					c.p("SFENCE")
+				}
+			})
+	}
 	// pairPanelAVX512: a whole panel of packed B in one call, pairs pairs of
 	// rows (row 2q at src + 2q·ldb, row 2q+1 one ldb further) of n16·16
 	// columns each, pair q at dst + q·128 elements.
