@@ -87,6 +87,8 @@ type genJob struct {
 	opts   tokenmix.GenerateOptions
 	events chan<- genEvent // room for every event the job sends
 	g      *tokenmix.Generation
+	// release frees the job's memory reservation, if any (memory.go).
+	release func()
 }
 
 // genEvent is a generated token, or the end of a job (res or err).
@@ -98,7 +100,11 @@ type genEvent struct {
 	err   error
 }
 
+// finish releases the job's memory and sends its last event.
 func (j *genJob) finish(res *tokenmix.Result, err error) {
+	if j.release != nil {
+		j.release()
+	}
 	j.events <- genEvent{index: j.index, done: true, res: res, err: err}
 }
 
@@ -266,7 +272,8 @@ func (s *Server) startJobs(ctx context.Context, sv *served, prompts [][]int32, o
 		room += o.MaxTokens + 1
 		maxTokens[i] = o.MaxTokens
 	}
-	if err := sv.reserveGen(ctx, prompts, maxTokens); err != nil {
+	rels, err := sv.reserveGen(ctx, prompts, maxTokens)
+	if err != nil {
 		return nil, err
 	}
 	events := make(chan genEvent, room)
@@ -279,6 +286,9 @@ func (s *Server) startJobs(ctx context.Context, sv *served, prompts [][]int32, o
 			return nil
 		}
 		j := &genJob{ctx: ctx, index: i, prompt: p, opts: o, events: events}
+		if rels != nil {
+			j.release = rels[i]
+		}
 		select { // cannot block long: the slots bound the queue
 		case sv.gens <- j:
 		case <-ctx.Done():

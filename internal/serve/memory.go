@@ -104,40 +104,55 @@ func (sv *served) reservePass(ctx context.Context, seqs [][]int32) error {
 }
 
 // reserveGen reserves memory for generations of prompts with opts: each
-// one's decoding state at its prompt plus max_tokens, held until ctx
-// ends (the request's end), or, for a kind without decoding states,
-// the workspace of a pass over that many tokens.
-func (sv *served) reserveGen(ctx context.Context, prompts [][]int32, maxTokens []int) error {
+// one's decoding state at its prompt plus max_tokens, or, for a kind
+// without decoding states, the workspace of a pass over that many
+// tokens. It returns a release per prompt, to be called when that
+// generation ends (before its last event goes out, so that a client
+// that has its answer sees the memory free); whatever is still held
+// when ctx ends (the request's end) is released then.
+func (sv *served) reserveGen(ctx context.Context, prompts [][]int32, maxTokens []int) ([]func(), error) {
 	if sv.s.mem == nil {
-		return nil
+		return nil, nil
 	}
 	var states, pass int64
+	each := make([]int64, len(prompts))
 	for i, p := range prompts {
 		n := min(len(p)+maxTokens[i], sv.cfg.MaxLen)
 		if b := sv.m.StreamBytes(n); b > 0 {
+			each[i] = b
 			states += b
 		} else {
 			pass = max(pass, sv.m.PassBytes(1, n))
 		}
 	}
 	if need := states + max(pass-sv.ws.Load(), 0); need > sv.s.mem.budget {
-		return overBudget(sv, states+pass, fmt.Sprintf("generating %d completion(s)", len(prompts)))
+		return nil, overBudget(sv, states+pass, fmt.Sprintf("generating %d completion(s)", len(prompts)))
 	}
 	if pass > 0 {
 		if err := sv.growWorkspace(ctx, pass); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if states == 0 {
-		return nil
+		return nil, nil
 	}
 	if err := sv.s.mem.reserve(ctx, states); err != nil {
-		return memWaitError(sv, states)
+		return nil, memWaitError(sv, states)
 	}
 	sv.states.Add(states)
+	rels := make([]func(), len(prompts))
+	for i, b := range each {
+		rels[i] = sync.OnceFunc(func() {
+			if b > 0 {
+				sv.states.Add(-b)
+				sv.s.mem.release(b)
+			}
+		})
+	}
 	context.AfterFunc(ctx, func() {
-		sv.states.Add(-states)
-		sv.s.mem.release(states)
+		for _, r := range rels {
+			r()
+		}
 	})
-	return nil
+	return rels, nil
 }

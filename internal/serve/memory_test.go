@@ -42,6 +42,10 @@ func TestMemoryBudget(t *testing.T) {
 	if !strings.HasSuffix(string(rb), "data: [DONE]\n\n") {
 		t.Errorf("held stream: %s", rb)
 	}
+	// A generation releases its state before its last event goes out.
+	if v := ts.s.mem.reservedBytes(); v != 0 {
+		t.Errorf("%d bytes still reserved once the stream has ended", v)
+	}
 
 	// Other requests hold the whole budget.
 	if err := ts.s.mem.reserve(context.Background(), budget); err != nil {
@@ -75,4 +79,11 @@ func TestMemoryBudget(t *testing.T) {
 	if code, _, b := small.post(t, "/v1/completions", body); code != 400 || !strings.Contains(string(b), "more than the server's budget") {
 		t.Errorf("a completion that cannot fit: %d %s", code, b)
 	}
+}
+
+// reservedBytes is what the pool has handed out.
+func (p *memPool) reservedBytes() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reserved
 }
