@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/tokenmix/tokenmix/internal/bench"
 	"github.com/tokenmix/tokenmix/internal/model"
@@ -16,9 +18,16 @@ func runBenchTrain(ctx context.Context, args []string) error {
 	b := newBenchModel("train", "model config JSON", 3, "timed steps after one warm-up step (median reported)")
 	showPlan := b.fs.Bool("plan", false, "print the memory plan (every buffer) and exit without measuring")
 	profile := b.fs.Bool("profile", false, "profile the timed steps: their wall time by phase (forward, backward, clipping and optimizer) and their CPU samples by kernel (use --reps 10 or more: 100 samples a second)")
+	cpuprofile := b.fs.String("cpuprofile", "", "write the timed steps' CPU profile to `FILE`, in pprof's format (for go tool pprof); implies --profile")
 	cfg, child, err := b.parse(args)
 	if err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		*profile = true
+		if *cpuprofile, err = filepath.Abs(*cpuprofile); err != nil {
+			return fmt.Errorf("bench train: --cpuprofile: %v", err)
+		}
 	}
 	if *showPlan { // from the config alone: nothing is allocated
 		n, err := model.NeedOf(cfg, *b.B, *b.T, parallel.Threads(), true)
@@ -35,7 +44,7 @@ func runBenchTrain(ctx context.Context, args []string) error {
 		}
 	}
 	if child {
-		r, err := bench.Train(cfg, *b.B, *b.T, *b.reps, *profile)
+		r, err := bench.Train(cfg, *b.B, *b.T, *b.reps, *profile, *cpuprofile)
 		if err != nil {
 			return err
 		}
@@ -46,7 +55,20 @@ func runBenchTrain(ctx context.Context, args []string) error {
 	if *profile {
 		extra = append(extra, "--profile")
 	}
+	if *cpuprofile != "" {
+		// Fail before measuring when the file cannot be written; the
+		// child writes it, and it goes if the measurement fails.
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("bench train: --cpuprofile: %v", err)
+		}
+		f.Close()
+		extra = append(extra, "--cpuprofile", *cpuprofile)
+	}
 	if err := b.inChild(&r, extra...); err != nil {
+		if *cpuprofile != "" {
+			os.Remove(*cpuprofile)
+		}
 		return err
 	}
 	if *b.asJSON {

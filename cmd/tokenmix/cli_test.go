@@ -184,6 +184,29 @@ func TestCLIUsageErrors(t *testing.T) {
 	}
 }
 
+// TestCLIBenchTrainCPUProfile: --cpuprofile writes the timed steps' CPU
+// profile (gzipped pprof) and prints the profile's breakdown; a file that
+// cannot be created fails before measuring, naming it.
+func TestCLIBenchTrainCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	r := cli(t, dir, "bench", "train", "--config", speedConfig, "--len", "8", "--reps", "3", "--cpuprofile", "step.pprof")
+	if r.code != 0 || !strings.Contains(r.stdout, "profile of the 3 timed steps") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "step.pprof"))
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("step.pprof: %d bytes (%v), want a gzipped profile", len(b), err)
+	}
+	dir = t.TempDir()
+	r = cli(t, dir, "bench", "train", "--config", speedConfig, "--len", "8", "--cpuprofile", "nodir/step.pprof")
+	if r.code == 0 || !strings.Contains(r.stderr, "nodir") || strings.Contains(r.stdout, "ms/step") {
+		t.Errorf("an uncreatable profile file: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if es, _ := os.ReadDir(dir); len(es) > 0 {
+		t.Errorf("the failed run wrote %s", es[0].Name())
+	}
+}
+
 // TestCLIArenaUnknownMixer: a misspelt --mixers name is a usage error and
 // nothing is written.
 func TestCLIArenaUnknownMixer(t *testing.T) {

@@ -114,7 +114,7 @@ func benchCommands() map[string]command {
 			"an in-process server under HTTP load: classify and embeddings requests/s and latency with and without batching, completion tokens/s, idle CPU", runBenchServe, false, false},
 		"mixer": {"--config C --len T [--batch B] [--reps N] [--max-memory SIZE] [--json]",
 			"forward and backward time of one mixer layer, planned bytes and peak RSS", runBenchMixer, false, false},
-		"train": {"--config C --len T [--batch B] [--reps N] [--plan] [--profile] [--max-memory SIZE] [--json]",
+		"train": {"--config C --len T [--batch B] [--reps N] [--plan] [--profile] [--cpuprofile FILE] [--max-memory SIZE] [--json]",
 			"time of a full training step, tokens/s, planned bytes and peak RSS", runBenchTrain, false, false},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -29,7 +30,7 @@ func TestMixerAndTrain(t *testing.T) {
 	if r.Mixer != "full" || r.Len != 32 || r.Batch != 2 || r.FwdMs <= 0 || r.BwdMs <= 0 || r.PlannedBytes < 4*2*32*16*4 || r.PeakRSSBytes <= 0 {
 		t.Errorf("mixer result %+v", r)
 	}
-	tr, err := Train(cfg, 2, 16, 1, false)
+	tr, err := Train(cfg, 2, 16, 1, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +38,18 @@ func TestMixerAndTrain(t *testing.T) {
 		t.Errorf("train result %+v", tr)
 	}
 	// Profiled: the phases' shares sum to one, and the kernels' to at
-	// most one.
-	pr, err := Train(cfg, 2, 16, 20, true)
+	// most one; the CPU profile written out holds the samples counted.
+	out := filepath.Join(t.TempDir(), "train.pprof")
+	pr, err := Train(cfg, 2, 16, 20, true, out)
 	if err != nil {
 		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, n, err := kernelShares(raw, 3); err != nil || pr.Profile == nil || n != pr.Profile.Samples {
+		t.Errorf("the written profile: %d samples (%v), want the result's %+v", n, err, pr.Profile)
 	}
 	p := pr.Profile
 	if p == nil || len(p.Phases) != 3 {
@@ -58,6 +67,15 @@ func TestMixerAndTrain(t *testing.T) {
 	}
 	if math.Abs(phases-1) > 1e-9 || kernels > 1+1e-9 || p.Phases[0].Ms <= 0 {
 		t.Errorf("profile: phases sum to %v, kernels to %v: %+v", phases, kernels, p)
+	}
+	// A profile file that cannot be created fails before any step; one
+	// asked for without profiling is refused.
+	bad := filepath.Join(t.TempDir(), "no-such-dir", "x.pprof")
+	if _, err := Train(cfg, 2, 16, 1, true, bad); err == nil || !strings.Contains(err.Error(), "no-such-dir") {
+		t.Errorf("an uncreatable profile file: %v", err)
+	}
+	if _, err := Train(cfg, 2, 16, 1, false, out); err == nil {
+		t.Error("a profile file without profiling: want error")
 	}
 	if _, err := Mixer(cfg, 1, 64, 1); err == nil {
 		t.Error("len beyond max_len: want error")

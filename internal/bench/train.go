@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime/pprof"
 	"time"
 
@@ -33,10 +34,30 @@ type TrainResult struct {
 // (activations and activation gradients); param_bytes is parameters,
 // gradients and AdamW moments. With profile, the timed steps run under a
 // CPU profile, whose breakdown by phase and by kernel (the top
-// profileKernels) is the result's Profile.
-func Train(c *model.Config, B, T, reps int, profile bool) (TrainResult, error) {
+// profileKernels) is the result's Profile; with pprofOut as well, that
+// profile is written to the file pprofOut (pprof's format, for go tool
+// pprof), which is created before the first step and removed if the
+// measurement fails.
+func Train(c *model.Config, B, T, reps int, profile bool, pprofOut string) (res TrainResult, err error) {
 	if T > c.MaxLen {
 		return TrainResult{}, fmt.Errorf("bench: len %d exceeds max_len %d", T, c.MaxLen)
+	}
+	var out *os.File
+	if pprofOut != "" {
+		if !profile {
+			return TrainResult{}, fmt.Errorf("bench: a CPU profile file needs profiling on")
+		}
+		if out, err = os.Create(pprofOut); err != nil {
+			return TrainResult{}, fmt.Errorf("bench: --cpuprofile: %v", err)
+		}
+		defer func() {
+			if cerr := out.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("bench: --cpuprofile: %v", cerr)
+			}
+			if err != nil {
+				os.Remove(pprofOut)
+			}
+		}()
 	}
 	if c.Train == nil {
 		c.Train = model.DefaultTrainConfig(c)
@@ -93,6 +114,11 @@ func Train(c *model.Config, B, T, reps int, profile bool) (TrainResult, error) {
 	var sp *StepProfile
 	if profile {
 		pprof.StopCPUProfile()
+		if out != nil {
+			if _, err := out.Write(prof.Bytes()); err != nil {
+				return TrainResult{}, fmt.Errorf("bench: --cpuprofile: %v", err)
+			}
+		}
 		sp = &StepProfile{}
 		total := timing.Forward + timing.Backward + timing.Update
 		for _, ph := range []struct {
