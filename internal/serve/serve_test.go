@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -653,8 +655,11 @@ func TestSlowHeaders(t *testing.T) {
 	if code, _, b := ts.post(t, "/v1/classify", `{"model": "spam", "inputs": ["meanwhile"]}`); code != 200 {
 		t.Errorf("another client during the slow one: %d %s", code, b)
 	}
+	// Closed: EOF, or a reset when a header byte reached the server after
+	// it had closed (or was unread when it did), which a loaded machine
+	// makes likely; a read that runs into the deadline is not closed.
 	_ = slow.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.ReadAll(slow); err != nil {
+	if _, err := io.ReadAll(slow); err != nil && !errors.Is(err, syscall.ECONNRESET) {
 		t.Errorf("the slow connection was not closed: %v", err)
 	}
 	if d := time.Since(t0); d > 3*time.Second {
