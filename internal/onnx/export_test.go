@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tokenmix/tokenmix/internal/model"
@@ -234,6 +235,11 @@ func checkFiles(t *testing.T, dir string) {
 	t.Logf("onnx.checker %s files: accepted", strings.TrimSpace(string(out)))
 }
 
+var (
+	addOutside sync.Once
+	outsideErr error
+)
+
 // TestExportRefuses: what the graph cannot express is an error naming
 // it.
 func TestExportRefuses(t *testing.T) {
@@ -248,8 +254,9 @@ func TestExportRefuses(t *testing.T) {
 			k, _ := registry.Lookup("aft_simple")
 			return k.New64(mixer.Config{D: c.D, Heads: c.Heads, MaxLen: c.MaxLen, Causal: c.Causal, Opts: mixer.OptionsOf("aft_simple", nil)})
 		}}
-	if err := registry.Add(outside); err != nil {
-		t.Fatal(err)
+	addOutside.Do(func() { outsideErr = registry.Add(outside) }) // once a process: go test -count=N runs tests again
+	if outsideErr != nil {
+		t.Fatal(outsideErr)
 	}
 	for _, tc := range []struct {
 		kind string
