@@ -18,8 +18,7 @@ import (
 // than its shape.
 func LinearForward[F Float](threads int, p Prec, y, x, w []F, wb *BF16B, b []F, N, in, out int, acc bool) {
 	if wb != nil {
-		f := func(v []F) []float32 { return any(v).([]float32) }
-		LinearForwardBF16(threads, f(y), Float32A(false, N, in, f(x), in), f(w), wb, f(b), N, in, out, acc)
+		LinearForwardBF16(threads, F32(y), Float32A(false, N, in, F32(x), in), F32(w), wb, F32(b), N, in, out, acc)
 		return
 	}
 	BiasRows(threads, y, b, N, out, acc)
@@ -66,12 +65,11 @@ func BiasRows[F Float](threads int, y, b []F, N, out int, acc bool) {
 // LinearBackward panics if a slice is shorter than its shape.
 func LinearBackward[F Float](threads int, p Prec, dx, dw, db, dy, x, w []F, N, in, out int, setDx bool) {
 	if d32, ok := any(dy).([]float32); ok && p == PrecBF16 {
-		f := func(v []F) []float32 { return any(v).([]float32) }
 		var dx32 []float32
 		if dx != nil {
-			dx32 = f(dx)
+			dx32 = F32(dx)
 		}
-		LinearBackwardBF16(threads, dx32, f(dw), f(db), d32, Float32B(false, N, in, f(x), in), f(w), N, in, out, setDx)
+		LinearBackwardBF16(threads, dx32, F32(dw), F32(db), d32, Float32B(false, N, in, F32(x), in), F32(w), N, in, out, setDx)
 		return
 	}
 	if dx != nil {

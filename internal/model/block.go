@@ -199,7 +199,7 @@ func (m *Model[F]) ffFused(i int, out, res, x []F) bool {
 	bw := &m.w.blocks[i]
 	ln2 := m.act(a.ln2)
 	layerNormForward(p.Threads, ln2, m.act(a.ln2Mean), m.act(a.ln2Rstd), x, bw.ln2w, bw.ln2b, N, D)
-	f32 := func(x []F) []float32 { return any(x).([]float32) }
+	f32 := kernels.F32[F]
 	m.store(ln2)
 	ffForwardBF16(nt, f32(out), f32(res), f32(ln2), f32(bw.fc1b), f32(bw.fc2b), pk, N, D, H, scr)
 	m.store(out)
@@ -217,7 +217,7 @@ func (m *Model[F]) ffBranch(i int, out, g []F) {
 		if p.HalfElems > 0 && m.prec == kernels.PrecBF16 {
 			// fc2 reads ffSave's bf16 g as its packed input.
 			if a16, ok := kernels.RowsA(N, H, kernels.AsBF16(m.gelu16())); ok {
-				f32 := func(x []F) []float32 { return any(x).([]float32) }
+				f32 := kernels.F32[F]
 				kernels.LinearForwardBF16(m.plan.Threads, f32(out), kernels.PackedA(&a16), f32(bw.fc2w), nil, f32(bw.fc2b), N, H, D, true)
 				return
 			}

@@ -139,7 +139,7 @@ func (s *Set[F]) PacksInput(i int) bool {
 // the same products, bit for bit.
 func (s *Set[F]) ForwardPacked(threads, i int, y []F, xa *kernels.BF16A, n int) {
 	D := s.D
-	f := func(x []F) []float32 { return any(x).([]float32) }
+	f := kernels.F32[F]
 	var wb *kernels.BF16B
 	if s.bf16 != nil {
 		wb = &s.bf16[i]
@@ -153,7 +153,7 @@ func (s *Set[F]) ForwardPacked(threads, i int, y []F, xa *kernels.BF16A, n int) 
 // bit for bit.
 func (s *Set[F]) BackwardPacked(threads, i int, dx, dy []F, xb *kernels.BF16B, n int, set bool) {
 	D := s.D
-	f := func(x []F) []float32 { return any(x).([]float32) }
+	f := kernels.F32[F]
 	kernels.LinearBackwardBF16(threads, f(dx[:n*D]), f(s.g[2*i]), f(s.g[2*i+1]), f(dy[:n*D]), kernels.PackedB(xb), f(s.w[2*i]), n, D, D, set)
 }
 
