@@ -162,11 +162,7 @@ func packBF16A(dst *BF16A, transA bool, m, k int, a []float32, lda int, threads 
 	if m < 0 || k < 0 {
 		panic("kernels: negative bf16 pack shape")
 	}
-	st := bf16Stride(k)
-	if cap(dst.Data) < m*st {
-		dst.Data = make([]BF16, m*st)
-	}
-	*dst = BF16A{M: m, K: k, Stride: st, Data: dst.Data[:m*st]}
+	st := dst.reset(m, k)
 	data := dst.Data
 	if m == 0 {
 		return
@@ -260,6 +256,39 @@ func shapeBF16A(dst *BF16A, m, k int, data []BF16) {
 	for i := range m {
 		clear(dst.Data[i*st+k : (i+1)*st])
 	}
+}
+
+// reset shapes a as op(A) [m, k], its data grown when it is too small
+// (reused otherwise), and returns its row stride.
+func (a *BF16A) reset(m, k int) int {
+	st := bf16Stride(k)
+	if cap(a.Data) < m*st {
+		a.Data = make([]BF16, m*st)
+	}
+	*a = BF16A{M: m, K: k, Stride: st, Data: a.Data[:m*st]}
+	return st
+}
+
+// SubMulPackBF16 is the step of an attention tile's backward in bf16
+// from dP to the packed operands of its products: for P and dP [rows,
+// cols] (float32, rows cols apart) and d (d[r·ds] for row r), it
+// computes dS = P ⊙ (dP − d_r) and packs dS as op(A) [rows, cols] into
+// dsa and as op(B) [rows, cols] into dsb, and P as op(B) into pb, each
+// reusing its Data when large enough. The result is bit for bit
+// SubMulRows(dp, p, rows, cols, d, ds) followed by PackBF16A(1, dsa,
+// false, rows, cols, dp, cols), PackBF16B(1, dsb, false, rows, cols, dp,
+// cols) and PackBF16B(1, pb, false, rows, cols, p, cols), which it runs
+// where its fused kernel does not apply (AVX-512, rows in pairs, whole
+// panels of 64 columns, ds = 1); the fused kernel reads P and dP once
+// and never stores dS in float32. dp may be overwritten.
+func SubMulPackBF16(dsa *BF16A, dsb, pb *BF16B, p, dp []float32, rows, cols int, d []float32, ds int) {
+	if subMulPackVec(dsa, dsb, pb, p, dp, rows, cols, d, ds) {
+		return
+	}
+	SubMulRows(dp, p, rows, cols, d, ds)
+	packBF16A(dsa, false, rows, cols, dp, cols, 1)
+	packBF16B(dsb, false, rows, cols, dp, cols, 1)
+	packBF16B(pb, false, rows, cols, p, cols, 1)
 }
 
 // reset shapes b as op(B) [k, n], its data grown when it is too small

@@ -489,3 +489,69 @@ func TestBF16PackBlock(t *testing.T) {
 		}
 	}
 }
+
+// TestSubMulPackBF16 checks SubMulPackBF16's three packs against dS and P
+// rounded value by value, on shapes its fused kernel takes and shapes it
+// leaves to SubMulRows and the packers, with subnormals, ties and NaNs
+// among the values.
+func TestSubMulPackBF16(t *testing.T) { checkSubMulPack(t) }
+
+func checkSubMulPack(t *testing.T) {
+	t.Helper()
+	ps := bf16Patterns()
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, c := range []struct{ rows, cols, ds int }{
+		{128, 128, 1}, {2, 64, 1}, {6, 192, 1}, {128, 64, 1}, // fused
+		{5, 64, 1}, {4, 48, 1}, {4, 128, 2}, {3, 17, 1}, // not
+	} {
+		n := c.rows * c.cols
+		p, dp, d := make([]float32, n), make([]float32, n), make([]float32, c.rows*c.ds)
+		for i := range p {
+			p[i] = float32(rng.Float64())
+			dp[i] = float32(rng.NormFloat64())
+			switch i % 7 {
+			case 1:
+				p[i] = math.Float32frombits(ps[i%len(ps)] &^ 0x80000000) // P ≥ 0
+			case 3:
+				dp[i] = math.Float32frombits(ps[(i/7)%len(ps)])
+			}
+			if p[i] != p[i] {
+				p[i] = 0.5
+			}
+		}
+		for i := range d {
+			d[i] = float32(rng.NormFloat64())
+		}
+		want := make([]float32, n)
+		for r := range c.rows {
+			for j := range c.cols {
+				want[r*c.cols+j] = p[r*c.cols+j] * (dp[r*c.cols+j] - d[r*c.ds])
+			}
+		}
+		var dsa BF16A
+		var dsb, pb BF16B
+		pc := slices.Clone(p)
+		SubMulPackBF16(&dsa, &dsb, &pb, pc, slices.Clone(dp), c.rows, c.cols, d, c.ds)
+		if !slices.Equal(pc, p) {
+			t.Fatalf("%v: P changed", c)
+		}
+		if dsa.M != c.rows || dsa.K != c.cols || dsb.K != c.rows || dsb.N != c.cols || pb.K != c.rows || pb.N != c.cols {
+			t.Fatalf("%v: shapes A [%d,%d], B [%d,%d] and [%d,%d]", c, dsa.M, dsa.K, dsb.K, dsb.N, pb.K, pb.N)
+		}
+		ps := dsb.panelStride()
+		for r := range c.rows {
+			for j := range c.cols {
+				i, at := r*c.cols+j, j/bf16Panel*ps+r/2*2*bf16Panel+2*(j%bf16Panel)+r%2
+				if got := dsa.Data[r*dsa.Stride+j]; got != bf16Of(want[i]) {
+					t.Fatalf("%v: dS A [%d,%d] = %#04x, want %#04x (%g)", c, r, j, got, bf16Of(want[i]), want[i])
+				}
+				if got := dsb.Data[at]; got != bf16Of(want[i]) {
+					t.Fatalf("%v: dS B [%d,%d] = %#04x, want %#04x", c, r, j, got, bf16Of(want[i]))
+				}
+				if got := pb.Data[at]; got != bf16Of(p[i]) {
+					t.Fatalf("%v: P B [%d,%d] = %#04x, want %#04x", c, r, j, got, bf16Of(p[i]))
+				}
+			}
+		}
+	}
+}

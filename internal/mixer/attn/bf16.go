@@ -34,6 +34,22 @@ type headPacks struct {
 	// into, as they are not the store's buffers.
 	qv   []kernels.BF16A
 	rows bool
+	// tiles holds each backward worker's packs of its current tile.
+	tiles []tilePacks
+}
+
+// tilePacks is a backward tile's dS packed as A (for dQ) and as B (for
+// dKᵀ), and its P packed as B (for dVᵀ): kernels.SubMulPackBF16's output.
+type tilePacks struct {
+	dsa     kernels.BF16A
+	dsb, pb kernels.BF16B
+}
+
+// growTiles makes room for n workers' tile packs.
+func (hp *headPacks) growTiles(n int) {
+	if len(hp.tiles) < n {
+		hp.tiles = append(hp.tiles, make([]tilePacks, n-len(hp.tiles))...)
+	}
 }
 
 // queries returns unit u's packed queries.
@@ -210,15 +226,15 @@ func (hp *headPacks) fill(q, k, v, do []float32, s16 []kernels.BF16, d dims, bac
 	})
 }
 
-// keyGrads accumulates a covered block's key gradients from its P and
-// dS tiles [NQ,NK] of unit u: dVᵀ += dOᵀ·P and dKᵀ += scale·qᵀ·dS.
-func (hp *headPacks) keyGrads(p, ds []float32, scale float32, blk *Block, d dims, u int) {
+// keyGrads accumulates a covered block's key gradients from its packed P
+// and dS tiles [NQ,NK] of unit u: dVᵀ += dOᵀ·P and dKᵀ += scale·qᵀ·dS.
+func (hp *headPacks) keyGrads(tp *tilePacks, scale float32, blk *Block, d dims, u int) {
 	ld := ldT(d.T)
 	off := u*d.Dh*ld + blk.K0
 	a := hp.doT[u].Cols(blk.Q0, blk.NQ)
-	kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.Float32B(false, a.K, blk.NK, p, blk.NK), 1, hp.dvT[off:], ld)
+	kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.PackedB(&tp.pb), 1, hp.dvT[off:], ld)
 	a = hp.qT[u].Cols(blk.Q0, blk.NQ)
-	kernels.GemmBF16(1, scale, kernels.PackedA(&a), kernels.Float32B(false, a.K, blk.NK, ds, blk.NK), 1, hp.dkT[off:], ld)
+	kernels.GemmBF16(1, scale, kernels.PackedA(&a), kernels.PackedB(&tp.dsb), 1, hp.dkT[off:], ld)
 }
 
 // addKeyGrads adds the transposed key gradients into dk, dv [B,T,D]

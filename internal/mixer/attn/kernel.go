@@ -363,6 +363,9 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 	}
 	*units = us
 	sortUnits(us)
+	if ks.hp != nil {
+		ks.hp.growTiles(nw)
+	}
 	runUnits(d.threads, nw, len(us), func(w, u int) {
 		un := us[u]
 		s := work[w*ws : w*ws+tn]
@@ -385,7 +388,7 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 					if blk.Diag {
 						bwdDiag(dq, ks.dk, ks.dv, drow, do, lse, q, ks.k, ks.v, blk, d, p, un.b, un.h)
 					} else {
-						bwdBlock(dq, s, dp, dkT, dvT, drow, do, lse, q, ks, gl, blk, d, p, un.b, un.h)
+						bwdBlock(dq, s, dp, dkT, dvT, drow, do, lse, q, ks, gl, blk, d, p, un.b, un.h, w)
 					}
 				}
 			}
@@ -403,9 +406,10 @@ func backward[F kernels.Float](dq, drow []F, ks *keySrc[F], work []F, do, o, lse
 	}
 }
 
-// bwdBlock runs one block of backward. With dkT and dvT (narrow heads, see
-// heads.go), a block of contiguous keys accumulates dKᵀ and dVᵀ there.
-func bwdBlock[F kernels.Float](dq, s, dp, dkT, dvT, drow, do, lse, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h int) {
+// bwdBlock runs one block of backward on worker w. With dkT and dvT
+// (narrow heads, see heads.go), a block of contiguous keys accumulates dKᵀ
+// and dVᵀ there.
+func bwdBlock[F kernels.Float](dq, s, dp, dkT, dvT, drow, do, lse, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h, w int) {
 	T, D, Dh := d.T, d.D, d.Dh
 	nq, nk := blk.NQ, blk.NK
 	s, dp = s[:nq*nk], dp[:nq*nk]
@@ -437,15 +441,16 @@ func bwdBlock[F kernels.Float](dq, s, dp, dkT, dvT, drow, do, lse, q []F, ks *ke
 	} else {
 		ks.scores(dp, 1, do[qoff:], lq, true, blk, d, b, h)
 	}
-	// dS = P ⊙ (dP − D_i)
-	kernels.SubMulRows(dp, s, nq, nk, drow[si:], blk.QS)
-	// dV += Pᵀ·dO;  dQ += scale·dS·K;  dK += scale·dSᵀ·Q
+	// dS = P ⊙ (dP − D_i);  dV += Pᵀ·dO;  dQ += scale·dS·K;  dK += scale·dSᵀ·Q
 	if packed {
+		tp := &hp.tiles[w]
+		kernels.SubMulPackBF16(&tp.dsa, &tp.dsb, &tp.pb, any(s).([]float32), any(dp).([]float32), nq, nk, any(drow[si:]).([]float32), blk.QS)
 		kb := hp.kb[u].View(blk.K0, nk, 0, Dh)
-		kernels.GemmBF16(1, float32(sc), kernels.Float32A(false, nq, kb.K, any(dp).([]float32), nk), kernels.PackedB(&kb), 1, any(dq).([]float32)[qoff:], lq)
-		hp.keyGrads(any(s).([]float32), any(dp).([]float32), float32(sc), blk, d, u)
+		kernels.GemmBF16(1, float32(sc), kernels.PackedA(&tp.dsa), kernels.PackedB(&kb), 1, any(dq).([]float32)[qoff:], lq)
+		hp.keyGrads(tp, float32(sc), blk, d, u)
 		return
 	}
+	kernels.SubMulRows(dp, s, nq, nk, drow[si:], blk.QS)
 	if d.round {
 		kernels.RoundBF16(1, any(s).([]float32))
 		kernels.RoundBF16(1, any(dp).([]float32))

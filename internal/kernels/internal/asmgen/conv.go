@@ -338,6 +338,72 @@ func convKernels(s, g *bytes.Buffer) {
 			c.p("DECQ CX")
 			c.p("JNE %s", c.l("row"))
 		})
+	// subMulPackAVX512: the backward of an attention tile in bf16. For
+	// pairs pairs of rows of P and dP [2·pairs, n64·64] (float32, rows
+	// n64·64 apart) and d (one float32 a row), dS = P ⊙ (dP − d_r) rounded
+	// to bf16 rows (dsa, rows n64·64 apart: packed A), and dS and P rounded
+	// to pairs of rows in the panels of packed B (dsb, pb: pair q at q·128
+	// of each panel, panels ps bf16 apart). dS is never stored in float32.
+	convFunc(s, g, "subMulPackAVX512", "(dsa, dsb, pb *BF16, p, dp, d *float32, pairs, n64, ps int)", "$0-72",
+		"// subMulPackAVX512 computes dS = P ⊙ (dP − d_r) for pairs row pairs of n64·64\n// columns and packs it as A rows (dsa) and B panels (dsb), and P as B panels\n// (pb), panels ps bf16 apart.\n", true,
+		func(p func(string, ...any)) {
+			p("MOVQ dsa+0(FP), R12")
+			p("MOVQ dsb+8(FP), R8")
+			p("MOVQ pb+16(FP), DI")
+			p("MOVQ p+24(FP), SI")
+			p("MOVQ dp+32(FP), DX")
+			p("MOVQ d+40(FP), R9")
+			p("MOVQ pairs+48(FP), CX")
+			p("MOVQ n64+56(FP), BX")
+			p("MOVQ ps+64(FP), R14")
+			p("SHLQ $1, R14") // panel stride in bytes
+			p("TESTQ CX, CX")
+			p("JEQ subMulPackAVX512_done")
+			p("TESTQ BX, BX")
+			p("JEQ subMulPackAVX512_done")
+			p("SHLQ $7, BX")  // bf16 row bytes: n64·64·2
+			p("MOVQ BX, R13") // dsa's row stride in bytes
+			p("SHLQ $1, BX")  // float32 row bytes
+		}, func(c *conv) {
+			c.label("pair")
+			c.p("MOVQ pairs+48(FP), R10")
+			c.p("SUBQ CX, R10")
+			c.p("SHLQ $8, R10") // pair q at q·128 bf16 of each panel
+			c.p("VBROADCASTSS (R9), Z12")
+			c.p("VBROADCASTSS 4(R9), Z13")
+			c.p("MOVQ n64+56(FP), R11")
+			c.label("panel")
+			for k := range 4 {
+				c.p("VMOVDQU32 (SI), Z0")
+				c.p("VMOVDQU32 (SI)(BX*1), Z10")
+				c.pair(0, 10, 1, 11)
+				c.p("VMOVDQU32 Z1, %d(DI)(R10*1)", 64*k)
+				c.p("VMOVDQU32 (DX), Z14")
+				c.p("VSUBPS Z12, Z14, Z14")
+				c.p("VMULPS Z0, Z14, Z14")
+				c.p("VMOVDQU32 (DX)(BX*1), Z15")
+				c.p("VSUBPS Z13, Z15, Z15")
+				c.p("VMULPS Z10, Z15, Z15")
+				c.bf16(14, 1)
+				c.p("VMOVDQU Y1, (R12)")
+				c.bf16(15, 3)
+				c.p("VMOVDQU Y3, (R12)(R13*1)")
+				c.pair(14, 15, 1, 11)
+				c.p("VMOVDQU32 Z1, %d(R8)(R10*1)", 64*k)
+				c.p("ADDQ $64, SI")
+				c.p("ADDQ $64, DX")
+				c.p("ADDQ $32, R12")
+			}
+			c.p("ADDQ R14, R10")
+			c.p("DECQ R11")
+			c.p("JNE %s", c.l("panel"))
+			c.p("ADDQ BX, SI") // past the pair's second row
+			c.p("ADDQ BX, DX")
+			c.p("ADDQ R13, R12")
+			c.p("ADDQ $8, R9")
+			c.p("DECQ CX")
+			c.p("JNE %s", c.l("pair"))
+		})
 	// pairT16AVX512: 32 float32 rows of 16 columns (src, rows lda apart)
 	// rounded to bf16 pairs of rows (2p, 2p+1), 16 vectors of 16 pairs,
 	// then transposed as a 16×16 tile of 32-bit pairs (transpose16) and
