@@ -160,7 +160,7 @@ func (t *Trainer[F]) Step(tokens, targets []int32, B, T int) (StepStats, error) 
 	for _, g := range t.frozen {
 		clear(m.Grads[g.Lo:g.Hi])
 	}
-	norm := optim.ClipGradNorm(m.Grads, t.Clip)
+	norm := optim.ClipGradNorm(t.Opt.Threads, m.Grads, t.Clip)
 	if t.Scale != nil && lossOK && (math.IsNaN(norm) || math.IsInf(norm, 0)) {
 		t.Scale.Scale /= 2
 		t.Scale.Clean = 0

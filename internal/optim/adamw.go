@@ -96,25 +96,78 @@ func (o *AdamW[F]) Update(params, grads []F, lr float64) {
 	}
 }
 
-// GradNorm returns the Euclidean norm of grads, accumulated in float64.
-func GradNorm[F kernels.Float](grads []F) float64 {
+// GradNorm returns the Euclidean norm of grads, its squares accumulated in
+// float64: by blocks of normBlock values, each in eight running sums
+// added in a fixed order, and the blocks' sums in order. It runs on up to
+// threads goroutines (0: parallel.Threads()), with a result that does not
+// depend on threads.
+func GradNorm[F kernels.Float](threads int, grads []F) float64 {
+	nb := (len(grads) + normBlock - 1) / normBlock
+	if nb == 0 {
+		return 0
+	}
+	if threads < 1 {
+		threads = parallel.Threads()
+	}
+	sums := make([]float64, nb)
+	parallel.For(threads, nb, 1, func(_, lo, hi int) {
+		for b := lo; b < hi; b++ {
+			sums[b] = sumSquares(grads[b*normBlock : min((b+1)*normBlock, len(grads))])
+		}
+	})
 	var s float64
-	for _, g := range grads {
-		s += float64(g) * float64(g)
+	for _, v := range sums {
+		s += v
 	}
 	return math.Sqrt(s)
 }
 
+// normBlock is the values GradNorm sums as one block.
+const normBlock = 1 << 14
+
+// sumSquares returns Σ x² in float64, in eight running sums (value i in
+// sum i mod 8) added pairwise at the end: eight independent chains of
+// additions instead of one.
+func sumSquares[F kernels.Float](x []F) float64 {
+	var a [8]float64
+	n := len(x) &^ 7
+	for i := 0; i < n; i += 8 {
+		v := x[i : i+8 : i+8]
+		a0, a1, a2, a3 := float64(v[0]), float64(v[1]), float64(v[2]), float64(v[3])
+		a4, a5, a6, a7 := float64(v[4]), float64(v[5]), float64(v[6]), float64(v[7])
+		a[0] += a0 * a0
+		a[1] += a1 * a1
+		a[2] += a2 * a2
+		a[3] += a3 * a3
+		a[4] += a4 * a4
+		a[5] += a5 * a5
+		a[6] += a6 * a6
+		a[7] += a7 * a7
+	}
+	for i := n; i < len(x); i++ {
+		v := float64(x[i])
+		a[i-n] += v * v
+	}
+	return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))
+}
+
 // ClipGradNorm scales grads in place by min(1, maxNorm/(‖grads‖+1e-6)), as
-// torch.nn.utils.clip_grad_norm_, and returns the norm before clipping.
-// maxNorm ≤ 0 disables clipping.
-func ClipGradNorm[F kernels.Float](grads []F, maxNorm float64) float64 {
-	n := GradNorm(grads)
+// torch.nn.utils.clip_grad_norm_, and returns the norm before clipping
+// (GradNorm). maxNorm ≤ 0 disables clipping. It runs on up to threads
+// goroutines (0: parallel.Threads()), with a result that does not depend
+// on threads.
+func ClipGradNorm[F kernels.Float](threads int, grads []F, maxNorm float64) float64 {
+	if threads < 1 {
+		threads = parallel.Threads()
+	}
+	n := GradNorm(threads, grads)
 	if maxNorm > 0 {
 		if c := maxNorm / (n + 1e-6); c < 1 {
-			for i := range grads {
-				grads[i] = F(float64(grads[i]) * c)
-			}
+			parallel.For(threads, len(grads), normBlock, func(_, lo, hi int) {
+				for i := lo; i < hi; i++ {
+					grads[i] = F(float64(grads[i]) * c)
+				}
+			})
 		}
 	}
 	return n

@@ -2,6 +2,8 @@ package optim
 
 import (
 	"math"
+	"math/big"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -98,7 +100,7 @@ func TestAdamWStep(t *testing.T) {
 
 func TestClipGradNorm(t *testing.T) {
 	g := []float32{3, 4} // norm 5
-	n := ClipGradNorm(g, 1)
+	n := ClipGradNorm(1, g, 1)
 	if n != 5 {
 		t.Errorf("norm = %v", n)
 	}
@@ -107,12 +109,47 @@ func TestClipGradNorm(t *testing.T) {
 		t.Errorf("clipped = %v", g)
 	}
 	g = []float32{3, 4}
-	ClipGradNorm(g, 10) // below the threshold: unchanged
+	ClipGradNorm(1, g, 10) // below the threshold: unchanged
 	if g[0] != 3 || g[1] != 4 {
 		t.Errorf("unclipped = %v", g)
 	}
-	ClipGradNorm(g, 0) // disabled
+	ClipGradNorm(1, g, 0) // disabled
 	if g[0] != 3 || g[1] != 4 {
 		t.Errorf("disabled = %v", g)
+	}
+}
+
+// TestGradNorm checks GradNorm against a sum in extended precision on
+// lengths around its blocks and its eight sums, exactly on integers, and
+// that its bits do not depend on the threads.
+func TestGradNorm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, n := range []int{0, 1, 7, 8, 9, 100, normBlock - 1, normBlock, normBlock + 5, 3*normBlock + 13} {
+		g := make([]float32, n)
+		for i := range g {
+			g[i] = float32(rng.NormFloat64() * math.Exp(4*rng.Float64()-2))
+		}
+		want := new(big.Float).SetPrec(200)
+		for _, v := range g {
+			x := new(big.Float).SetPrec(200).SetFloat64(float64(v))
+			want.Add(want, x.Mul(x, x))
+		}
+		w, _ := want.Sqrt(want).Float64()
+		got := GradNorm(1, g)
+		if math.Abs(got-w) > 1e-13*w {
+			t.Errorf("n=%d: GradNorm %v, want %v", n, got, w)
+		}
+		for _, th := range []int{2, 3, 8} {
+			if o := GradNorm(th, g); math.Float64bits(o) != math.Float64bits(got) {
+				t.Errorf("n=%d: %d threads give %v, one gives %v", n, th, o, got)
+			}
+		}
+	}
+	g := make([]float64, 1001) // 0, 1, 2, …: Σ i² = n(n+1)(2n+1)/6, exact in float64
+	for i := range g {
+		g[i] = float64(i)
+	}
+	if got, want := GradNorm(2, g), math.Sqrt(1000*1001*2001/6); got != want {
+		t.Errorf("GradNorm of 0…1000 = %v, want %v", got, want)
 	}
 }
