@@ -319,15 +319,15 @@ func TestBF16ConvBodies(t *testing.T) {
 	}
 }
 
-// TestSubMulPackBodies runs TestSubMulPackBF16's cases on both bodies of
-// the fused kernel.
-func TestSubMulPackBodies(t *testing.T) {
+// TestExpSubMulPackBodies runs TestExpSubMulPackBF16's cases on both
+// bodies of the fused kernel.
+func TestExpSubMulPackBodies(t *testing.T) {
 	if !hasBF16Dot {
-		t.Skip("no AVX512-BF16: one body, run by TestSubMulPackBF16")
+		t.Skip("no AVX512-BF16: one body, run by TestExpSubMulPackBF16")
 	}
 	defer func(old bool) { bf16Cvt = old }(bf16Cvt)
 	for _, cvt := range []bool{false, true} {
 		bf16Cvt = cvt
-		checkSubMulPack(t)
+		checkExpSubMulPack(t)
 	}
 }

@@ -85,12 +85,12 @@ func pairPanelAVX512(dst *BF16, src *float32, ldb, pairs, n16 int)
 //go:noescape
 func toBF16RowsAVX512(dst *BF16, dld int, src *float32, sld, rows, n16 int)
 
-// subMulPackAVX512 computes dS = P ⊙ (dP − d_r) for pairs row pairs of n64·64
-// columns and packs it as A rows (dsa) and B panels (dsb), and P as B panels
-// (pb), panels ps bf16 apart.
+// expSubMulPackAVX512 computes P = exp(S − lse_r) and dS = P ⊙ (dP − d_r) for
+// pairs row pairs of n64·64 columns, and packs dS as A rows (dsa) and B
+// panels (dsb), and P as B panels (pb), panels ps bf16 apart.
 //
 //go:noescape
-func subMulPackAVX512(dsa, dsb, pb *BF16, p, dp, d *float32, pairs, n64, ps int)
+func expSubMulPackAVX512(dsa, dsb, pb *BF16, s, dp, lse, d *float32, pairs, n64, ps int)
 
 // pairT16AVX512 packs a 32×16 float32 tile of a transposed A (rows lda
 // apart) as 16 rows of 16 bf16 pairs, st bf16 apart.

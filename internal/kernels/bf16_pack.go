@@ -269,26 +269,29 @@ func (a *BF16A) reset(m, k int) int {
 	return st
 }
 
-// SubMulPackBF16 is the step of an attention tile's backward in bf16
-// from dP to the packed operands of its products: for P and dP [rows,
-// cols] (float32, rows cols apart) and d (d[r·ds] for row r), it
-// computes dS = P ⊙ (dP − d_r) and packs dS as op(A) [rows, cols] into
-// dsa and as op(B) [rows, cols] into dsb, and P as op(B) into pb, each
-// reusing its Data when large enough. The result is bit for bit
-// SubMulRows(dp, p, rows, cols, d, ds) followed by PackBF16A(1, dsa,
+// ExpSubMulPackBF16 is the step of an attention tile's backward in bf16
+// from its scores to the packed operands of its products: for S and dP
+// [rows, cols] (float32, rows cols apart), lse (lse[r·ls] for row r) and
+// d (d[r·ds]), it computes P = exp(S − lse_r) and dS = P ⊙ (dP − d_r),
+// and packs dS as op(A) [rows, cols] into dsa and as op(B) [rows, cols]
+// into dsb, and P as op(B) into pb, each reusing its Data when large
+// enough. The result is bit for bit ExpSubRows(s, rows, cols, lse, ls)
+// and SubMulRows(dp, s, rows, cols, d, ds) followed by PackBF16A(1, dsa,
 // false, rows, cols, dp, cols), PackBF16B(1, dsb, false, rows, cols, dp,
-// cols) and PackBF16B(1, pb, false, rows, cols, p, cols), which it runs
+// cols) and PackBF16B(1, pb, false, rows, cols, s, cols), which it runs
 // where its fused kernel does not apply (AVX-512, rows in pairs, whole
-// panels of 64 columns, ds = 1); the fused kernel reads P and dP once
-// and never stores dS in float32. dp may be overwritten.
-func SubMulPackBF16(dsa *BF16A, dsb, pb *BF16B, p, dp []float32, rows, cols int, d []float32, ds int) {
-	if subMulPackVec(dsa, dsb, pb, p, dp, rows, cols, d, ds) {
+// panels of 64 columns, ls = ds = 1); the fused kernel reads S and dP
+// once and stores neither P nor dS in float32. s and dp may be
+// overwritten.
+func ExpSubMulPackBF16(dsa *BF16A, dsb, pb *BF16B, s, dp []float32, rows, cols int, lse []float32, ls int, d []float32, ds int) {
+	if expSubMulPackVec(dsa, dsb, pb, s, dp, rows, cols, lse, ls, d, ds) {
 		return
 	}
-	SubMulRows(dp, p, rows, cols, d, ds)
+	ExpSubRows(s, rows, cols, lse, ls)
+	SubMulRows(dp, s, rows, cols, d, ds)
 	packBF16A(dsa, false, rows, cols, dp, cols, 1)
 	packBF16B(dsb, false, rows, cols, dp, cols, 1)
-	packBF16B(pb, false, rows, cols, p, cols, 1)
+	packBF16B(pb, false, rows, cols, s, cols, 1)
 }
 
 // reset shapes b as op(B) [k, n], its data grown when it is too small

@@ -490,38 +490,45 @@ func TestBF16PackBlock(t *testing.T) {
 	}
 }
 
-// TestSubMulPackBF16 checks SubMulPackBF16's three packs against dS and P
-// rounded value by value, on shapes its fused kernel takes and shapes it
-// leaves to SubMulRows and the packers, with subnormals, ties and NaNs
-// among the values.
-func TestSubMulPackBF16(t *testing.T) { checkSubMulPack(t) }
+// TestExpSubMulPackBF16 checks ExpSubMulPackBF16's three packs against
+// P (ExpSubRows' bits) and dS rounded value by value, on shapes its fused
+// kernel takes and shapes it leaves to ExpSubRows, SubMulRows and the
+// packers, with masked scores (−Inf), P down to subnormals and zero, and
+// ties, subnormals and NaNs among dP's values.
+func TestExpSubMulPackBF16(t *testing.T) { checkExpSubMulPack(t) }
 
-func checkSubMulPack(t *testing.T) {
+func checkExpSubMulPack(t *testing.T) {
 	t.Helper()
 	ps := bf16Patterns()
 	rng := rand.New(rand.NewPCG(7, 7))
-	for _, c := range []struct{ rows, cols, ds int }{
-		{128, 128, 1}, {2, 64, 1}, {6, 192, 1}, {128, 64, 1}, // fused
-		{5, 64, 1}, {4, 48, 1}, {4, 128, 2}, {3, 17, 1}, // not
+	for _, c := range []struct{ rows, cols, ls, ds int }{
+		{128, 128, 1, 1}, {2, 64, 1, 1}, {6, 192, 1, 1}, {128, 64, 1, 1}, // fused
+		{5, 64, 1, 1}, {4, 48, 1, 1}, {4, 128, 1, 2}, {4, 128, 3, 1}, {3, 17, 1, 1}, // not
 	} {
 		n := c.rows * c.cols
-		p, dp, d := make([]float32, n), make([]float32, n), make([]float32, c.rows*c.ds)
-		for i := range p {
-			p[i] = float32(rng.Float64())
+		s, dp := make([]float32, n), make([]float32, n)
+		lse, d := make([]float32, c.rows*c.ls), make([]float32, c.rows*c.ds)
+		for i := range lse {
+			lse[i] = float32(4 * rng.NormFloat64())
+		}
+		for i := range s {
+			r := i / c.cols
+			s[i] = lse[r*c.ls] - float32(rng.ExpFloat64()*3)
 			dp[i] = float32(rng.NormFloat64())
 			switch i % 7 {
 			case 1:
-				p[i] = math.Float32frombits(ps[i%len(ps)] &^ 0x80000000) // P ≥ 0
+				s[i] = lse[r*c.ls] - float32(80+30*rng.Float64()) // P subnormal or 0
+			case 2:
+				s[i] = float32(math.Inf(-1)) // masked
 			case 3:
 				dp[i] = math.Float32frombits(ps[(i/7)%len(ps)])
-			}
-			if p[i] != p[i] {
-				p[i] = 0.5
 			}
 		}
 		for i := range d {
 			d[i] = float32(rng.NormFloat64())
 		}
+		p := slices.Clone(s)
+		ExpSubRows(p, c.rows, c.cols, lse, c.ls)
 		want := make([]float32, n)
 		for r := range c.rows {
 			for j := range c.cols {
@@ -530,11 +537,7 @@ func checkSubMulPack(t *testing.T) {
 		}
 		var dsa BF16A
 		var dsb, pb BF16B
-		pc := slices.Clone(p)
-		SubMulPackBF16(&dsa, &dsb, &pb, pc, slices.Clone(dp), c.rows, c.cols, d, c.ds)
-		if !slices.Equal(pc, p) {
-			t.Fatalf("%v: P changed", c)
-		}
+		ExpSubMulPackBF16(&dsa, &dsb, &pb, slices.Clone(s), slices.Clone(dp), c.rows, c.cols, lse, c.ls, d, c.ds)
 		if dsa.M != c.rows || dsa.K != c.cols || dsb.K != c.rows || dsb.N != c.cols || pb.K != c.rows || pb.N != c.cols {
 			t.Fatalf("%v: shapes A [%d,%d], B [%d,%d] and [%d,%d]", c, dsa.M, dsa.K, dsb.K, dsb.N, pb.K, pb.N)
 		}
@@ -549,7 +552,7 @@ func checkSubMulPack(t *testing.T) {
 					t.Fatalf("%v: dS B [%d,%d] = %#04x, want %#04x", c, r, j, got, bf16Of(want[i]))
 				}
 				if got := pb.Data[at]; got != bf16Of(p[i]) {
-					t.Fatalf("%v: P B [%d,%d] = %#04x, want %#04x", c, r, j, got, bf16Of(p[i]))
+					t.Fatalf("%v: P B [%d,%d] = %#04x, want %#04x (%g)", c, r, j, got, bf16Of(p[i]), p[i])
 				}
 			}
 		}

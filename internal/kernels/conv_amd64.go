@@ -112,18 +112,18 @@ func pairPanelVec(dst []BF16, src []float32, ldb, pairs, cols int) int {
 	return c0
 }
 
-// subMulPackVec runs SubMulPackBF16's fused kernel, which needs rows in
-// pairs, whole panels of columns, d one value a row, and A's rows
-// unpadded; it says whether it ran.
-func subMulPackVec(dsa *BF16A, dsb, pb *BF16B, p, dp []float32, rows, cols int, d []float32, ds int) bool {
-	if !packVec() || rows%2 != 0 || cols%bf16Panel != 0 || ds != 1 || bf16Stride(cols) != cols || rows == 0 || cols == 0 {
+// expSubMulPackVec runs ExpSubMulPackBF16's fused kernel, which needs
+// rows in pairs, whole panels of columns, lse and d one value a row, and
+// A's rows unpadded; it says whether it ran.
+func expSubMulPackVec(dsa *BF16A, dsb, pb *BF16B, s, dp []float32, rows, cols int, lse []float32, ls int, d []float32, ds int) bool {
+	if !packVec() || rows%2 != 0 || cols%bf16Panel != 0 || ls != 1 || ds != 1 || bf16Stride(cols) != cols || rows == 0 || cols == 0 {
 		return false
 	}
-	_, _, _ = p[:rows*cols], dp[:rows*cols], d[:rows]
+	_, _, _, _ = s[:rows*cols], dp[:rows*cols], lse[:rows], d[:rows]
 	dsa.reset(rows, cols)
 	dsb.reset(rows, cols)
 	pb.reset(rows, cols)
-	subMulPackAVX512(&dsa.Data[0], &dsb.Data[0], &pb.Data[0], &p[0], &dp[0], &d[0], rows/2, cols/bf16Panel, dsb.panelStride())
+	expSubMulPackAVX512(&dsa.Data[0], &dsb.Data[0], &pb.Data[0], &s[0], &dp[0], &lse[0], &d[0], rows/2, cols/bf16Panel, dsb.panelStride())
 	return true
 }
 

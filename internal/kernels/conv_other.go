@@ -16,7 +16,7 @@ func toBF16RowsVec(dst []BF16, st int, a []float32, lda, lo, hi, k int) int { re
 func pairPanelVec(dst []BF16, src []float32, ldb, pairs, cols int) int      { return 0 }
 func pairRowsVec(dst []BF16, r0, r1 []BF16, cols int) int                   { return 0 }
 
-func subMulPackVec(dsa *BF16A, dsb, pb *BF16B, p, dp []float32, rows, cols int, d []float32, ds int) bool {
+func expSubMulPackVec(dsa *BF16A, dsb, pb *BF16B, s, dp []float32, rows, cols int, lse []float32, ls int, d []float32, ds int) bool {
 	return false
 }
 

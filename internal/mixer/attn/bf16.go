@@ -39,7 +39,8 @@ type headPacks struct {
 }
 
 // tilePacks is a backward tile's dS packed as A (for dQ) and as B (for
-// dKᵀ), and its P packed as B (for dVᵀ): kernels.SubMulPackBF16's output.
+// dKᵀ), and its P packed as B (for dVᵀ): kernels.ExpSubMulPackBF16's
+// output.
 type tilePacks struct {
 	dsa     kernels.BF16A
 	dsb, pb kernels.BF16B

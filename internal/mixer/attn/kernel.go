@@ -432,24 +432,21 @@ func bwdBlock[F kernels.Float](dq, s, dp, dkT, dvT, drow, do, lse, q []F, ks *ke
 	ks.addBias(s, blk, gl, h)
 	maskScores(s, blk, gl, d, p, b)
 	si := (b*d.H+h)*T + blk.Q0
-	kernels.ExpSubRows(s, nq, nk, lse[si:], blk.QS) // P
-	// dP = dO·Vᵀ
+	// P = exp(S − lse), dP = dO·Vᵀ, dS = P ⊙ (dP − D_i);
+	// dV += Pᵀ·dO;  dQ += scale·dS·K;  dK += scale·dSᵀ·Q
 	if packed {
 		a := hp.doa[u].Rows(blk.Q0, nq)
 		vt := hp.vt[u].View(0, Dh, blk.K0, nk)
 		kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.PackedB(&vt), 0, any(dp).([]float32), nk)
-	} else {
-		ks.scores(dp, 1, do[qoff:], lq, true, blk, d, b, h)
-	}
-	// dS = P ⊙ (dP − D_i);  dV += Pᵀ·dO;  dQ += scale·dS·K;  dK += scale·dSᵀ·Q
-	if packed {
 		tp := &hp.tiles[w]
-		kernels.SubMulPackBF16(&tp.dsa, &tp.dsb, &tp.pb, any(s).([]float32), any(dp).([]float32), nq, nk, any(drow[si:]).([]float32), blk.QS)
+		kernels.ExpSubMulPackBF16(&tp.dsa, &tp.dsb, &tp.pb, any(s).([]float32), any(dp).([]float32), nq, nk, any(lse[si:]).([]float32), blk.QS, any(drow[si:]).([]float32), blk.QS)
 		kb := hp.kb[u].View(blk.K0, nk, 0, Dh)
 		kernels.GemmBF16(1, float32(sc), kernels.PackedA(&tp.dsa), kernels.PackedB(&kb), 1, any(dq).([]float32)[qoff:], lq)
 		hp.keyGrads(tp, float32(sc), blk, d, u)
 		return
 	}
+	kernels.ExpSubRows(s, nq, nk, lse[si:], blk.QS) // P
+	ks.scores(dp, 1, do[qoff:], lq, true, blk, d, b, h)
 	kernels.SubMulRows(dp, s, nq, nk, drow[si:], blk.QS)
 	if d.round {
 		kernels.RoundBF16(1, any(s).([]float32))

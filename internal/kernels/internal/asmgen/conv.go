@@ -189,6 +189,28 @@ func (c *conv) concat(x0, x1, r, t int) {
 	})
 }
 
+// expVec sets Zx = exp(Zx) as expSubRowsVecAVX512 computes it, bit for
+// bit: its instructions on its constants, loaded from vecTab into
+// Z16–Z27 in its order. It clobbers Z1, Z2 and K1.
+func expVec(p func(string, ...any), x int) {
+	z := fmt.Sprintf("Z%d", x)
+	p("VCMPPS $0x15, Z16, %s, K1", z) // lanes at or above the lower bound (or NaN)
+	p("VMOVUPS Z16, Z1")
+	p("VMAXPS %s, Z1, %s", z, z)
+	p("VMOVUPS Z17, Z1")
+	p("VMINPS %s, Z1, %s", z, z)
+	p("VMOVUPS Z18, Z2")
+	p("VFMADD231PS Z19, %s, Z2", z)
+	p("VSUBPS Z18, Z2, Z2") // n = round(x·log2 e)
+	p("VFNMADD231PS Z20, Z2, %s", z)
+	p("VFNMADD231PS Z21, Z2, %s", z) // r = x − n·ln 2
+	p("VMOVUPS Z22, Z1")
+	for _, c := range []int{23, 24, 25, 26, 27, 27} {
+		p("VFMADD213PS Z%d, %s, Z1", c, z)
+	}
+	p("VSCALEFPS.Z Z2, Z1, K1, %s", z) // poly(r)·2ⁿ, 0 below the bound
+}
+
 // evex512 returns the bytes of a 512-bit EVEX instruction of map 0F38,
 // W0, on registers, which Go's assembler does not know: opcode op, pp the
 // implied prefix (0b10: F3, 0b11: F2), ModRM.reg = dst, vvvv = src1 (0
@@ -338,51 +360,63 @@ func convKernels(s, g *bytes.Buffer) {
 			c.p("DECQ CX")
 			c.p("JNE %s", c.l("row"))
 		})
-	// subMulPackAVX512: the backward of an attention tile in bf16. For
-	// pairs pairs of rows of P and dP [2·pairs, n64·64] (float32, rows
-	// n64·64 apart) and d (one float32 a row), dS = P ⊙ (dP − d_r) rounded
-	// to bf16 rows (dsa, rows n64·64 apart: packed A), and dS and P rounded
-	// to pairs of rows in the panels of packed B (dsb, pb: pair q at q·128
-	// of each panel, panels ps bf16 apart). dS is never stored in float32.
-	convFunc(s, g, "subMulPackAVX512", "(dsa, dsb, pb *BF16, p, dp, d *float32, pairs, n64, ps int)", "$0-72",
-		"// subMulPackAVX512 computes dS = P ⊙ (dP − d_r) for pairs row pairs of n64·64\n// columns and packs it as A rows (dsa) and B panels (dsb), and P as B panels\n// (pb), panels ps bf16 apart.\n", true,
+	// expSubMulPackAVX512: the backward of an attention tile in bf16. For
+	// pairs pairs of rows of S and dP [2·pairs, n64·64] (float32, rows
+	// n64·64 apart), lse and d (one float32 a row): P = exp(S − lse_r), on
+	// expSubRowsVecAVX512's instructions and constants (vecTab), and dS =
+	// P ⊙ (dP − d_r); dS rounded to bf16 rows (dsa, rows n64·64 apart:
+	// packed A), dS and P rounded to pairs of rows in the panels of packed
+	// B (dsb, pb: pair q at q·128 of each panel, panels ps bf16 apart).
+	// Neither P nor dS is stored in float32.
+	convFunc(s, g, "expSubMulPackAVX512", "(dsa, dsb, pb *BF16, s, dp, lse, d *float32, pairs, n64, ps int)", "$0-80",
+		"// expSubMulPackAVX512 computes P = exp(S − lse_r) and dS = P ⊙ (dP − d_r) for\n// pairs row pairs of n64·64 columns, and packs dS as A rows (dsa) and B\n// panels (dsb), and P as B panels (pb), panels ps bf16 apart.\n", true,
 		func(p func(string, ...any)) {
+			for i, off := range []int{0, 64, 192, 128, 256, 320, 384, 448, 512, 576, 640, 704} {
+				p("VMOVUPS ·vecTab+%d(SB), Z%d", off, 16+i)
+			}
 			p("MOVQ dsa+0(FP), R12")
 			p("MOVQ dsb+8(FP), R8")
 			p("MOVQ pb+16(FP), DI")
-			p("MOVQ p+24(FP), SI")
+			p("MOVQ s+24(FP), SI")
 			p("MOVQ dp+32(FP), DX")
-			p("MOVQ d+40(FP), R9")
-			p("MOVQ pairs+48(FP), CX")
-			p("MOVQ n64+56(FP), BX")
-			p("MOVQ ps+64(FP), R14")
+			p("MOVQ lse+40(FP), R9")
+			p("MOVQ pairs+56(FP), CX")
+			p("MOVQ n64+64(FP), BX")
+			p("MOVQ ps+72(FP), R14")
 			p("SHLQ $1, R14") // panel stride in bytes
 			p("TESTQ CX, CX")
-			p("JEQ subMulPackAVX512_done")
+			p("JEQ expSubMulPackAVX512_done")
 			p("TESTQ BX, BX")
-			p("JEQ subMulPackAVX512_done")
+			p("JEQ expSubMulPackAVX512_done")
 			p("SHLQ $7, BX")  // bf16 row bytes: n64·64·2
 			p("MOVQ BX, R13") // dsa's row stride in bytes
 			p("SHLQ $1, BX")  // float32 row bytes
 		}, func(c *conv) {
 			c.label("pair")
-			c.p("MOVQ pairs+48(FP), R10")
-			c.p("SUBQ CX, R10")
+			c.p("MOVQ pairs+56(FP), R10")
+			c.p("SUBQ CX, R10") // q
+			c.p("MOVQ d+48(FP), AX")
+			c.p("VBROADCASTSS (AX)(R10*8), Z28")
+			c.p("VBROADCASTSS 4(AX)(R10*8), Z29")
 			c.p("SHLQ $8, R10") // pair q at q·128 bf16 of each panel
 			c.p("VBROADCASTSS (R9), Z12")
 			c.p("VBROADCASTSS 4(R9), Z13")
-			c.p("MOVQ n64+56(FP), R11")
+			c.p("MOVQ n64+64(FP), R11")
 			c.label("panel")
 			for k := range 4 {
 				c.p("VMOVDQU32 (SI), Z0")
+				c.p("VSUBPS Z12, Z0, Z0")
+				expVec(c.p, 0)
 				c.p("VMOVDQU32 (SI)(BX*1), Z10")
+				c.p("VSUBPS Z13, Z10, Z10")
+				expVec(c.p, 10)
 				c.pair(0, 10, 1, 11)
 				c.p("VMOVDQU32 Z1, %d(DI)(R10*1)", 64*k)
 				c.p("VMOVDQU32 (DX), Z14")
-				c.p("VSUBPS Z12, Z14, Z14")
+				c.p("VSUBPS Z28, Z14, Z14")
 				c.p("VMULPS Z0, Z14, Z14")
 				c.p("VMOVDQU32 (DX)(BX*1), Z15")
-				c.p("VSUBPS Z13, Z15, Z15")
+				c.p("VSUBPS Z29, Z15, Z15")
 				c.p("VMULPS Z10, Z15, Z15")
 				c.bf16(14, 1)
 				c.p("VMOVDQU Y1, (R12)")
