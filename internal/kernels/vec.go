@@ -225,10 +225,11 @@ func layerNormForward32(threads int, out, mean, rstd, inp, weight, bias []float3
 
 // LayerNormBackward accumulates the gradients of LayerNormForward into dinp
 // [N,C], dweight and dbias [C], given dout [N,C] and the forward's inp,
-// weight, mean and rstd. The float32 version splits large inputs across at
-// most threads threads (dinp by rows, dweight and dbias by columns); its
-// result does not depend on the thread count. It panics if a slice is
-// shorter than its shape.
+// weight, mean and rstd. The float32 version reads each row once, splits
+// large inputs across at most threads threads by blocks of rows, and sums
+// dweight and dbias by block, then the blocks in order: its result does
+// not depend on the thread count. It panics if a slice is shorter than
+// its shape.
 func LayerNormBackward[F Float](threads int, dinp, dweight, dbias, dout, inp, weight, mean, rstd []F, N, C int) {
 	_, _, _, _, _ = dinp[:N*C], dout[:N*C], inp[:N*C], mean[:N], rstd[:N]
 	_, _, _ = dweight[:C], dbias[:C], weight[:C]
@@ -263,21 +264,41 @@ func LayerNormBackward[F Float](threads int, dinp, dweight, dbias, dout, inp, we
 func layerNormBackward32(threads int, dinp, dweight, dbias, dout, inp, weight, mean, rstd []float32, N, C int) {
 	v := vecs()
 	w := weight[:C]
-	splitWork(threads, N, 1, C, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			x, g := inp[i*C:(i+1)*C], dout[i*C:(i+1)*C]
-			sd, sdx := v.lnBackDots(g, x, w, mean[i], rstd[i])
-			v.lnBackDx(dinp[i*C:(i+1)*C], g, x, w, mean[i], rstd[i], sd/float32(C), sdx/float32(C))
+	// Each block of lnBlock rows sums its weight and bias gradients into a
+	// partial of its own while each row is in cache from the pass over
+	// dinp, instead of a second pass over dout and inp; the partials are
+	// then added in order, whatever the split.
+	nb := (N + lnBlock - 1) / lnBlock
+	buf := packBufs.get(4 * C * nb)
+	if cap(buf) < 4*C*nb {
+		buf = make([]BF16, 4*C*nb)
+	}
+	part := dwords(buf[:4*C*nb])
+	splitWork(threads, nb, 1, lnBlock*C, func(lo, hi int) {
+		for b := lo; b < hi; b++ {
+			pw, pb := part[2*b*C:(2*b+1)*C], part[(2*b+1)*C:(2*b+2)*C]
+			clear(pw)
+			clear(pb)
+			for i := b * lnBlock; i < min((b+1)*lnBlock, N); i++ {
+				x, g := inp[i*C:(i+1)*C], dout[i*C:(i+1)*C]
+				sd, sdx := v.lnBackDots(g, x, w, mean[i], rstd[i])
+				v.lnBackDx(dinp[i*C:(i+1)*C], g, x, w, mean[i], rstd[i], sd/float32(C), sdx/float32(C))
+				v.lnBackW(pw, pb, g, x, mean[i], rstd[i])
+			}
 		}
 	})
-	// Columns in chunks of 64 keep the vector loops full; every column sums
-	// its rows in order, whatever the split.
-	splitWork(threads, C, 64, N, func(lo, hi int) {
-		for i := 0; i < N; i++ {
-			v.lnBackW(dweight[lo:hi], dbias[lo:hi], dout[i*C+lo:i*C+hi], inp[i*C+lo:i*C+hi], mean[i], rstd[i])
+	splitWork(threads, C, 64, nb, func(lo, hi int) {
+		for b := range nb {
+			AddRow(dweight[lo:hi], part[2*b*C+lo:2*b*C+hi])
+			AddRow(dbias[lo:hi], part[(2*b+1)*C+lo:(2*b+1)*C+hi])
 		}
 	})
+	packBufs.put(buf)
 }
+
+// lnBlock is the rows of LayerNormBackward (float32) whose weight and bias
+// gradients are summed into one partial.
+const lnBlock = 64
 
 const geluC = 0.7978845608028654 // √(2/π)
 
