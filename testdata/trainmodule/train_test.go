@@ -110,15 +110,19 @@ func TestTrainResumeFineTune(t *testing.T) {
 	// max_len 64 leaves room for the fine-tuning's longer words (a
 	// fine-tuned model keeps the positions it has).
 	cfg := tokenmix.TrainConfig{MaxLen: 64}
-	cfg.Train = tokenmix.TrainSettings{Steps: 60, LR: 3e-3, Warmup: 5, CheckpointEvery: 20, EvalEvery: 20, Seed: 1}
+	// At a learning rate of 1e-3 both runs clear their bars with room
+	// for every seed from 1 to 8 (validation 0.94–1.0, fine-tuned
+	// 0.90–0.93); at 3e-3 they ranged from 0.5 to 1.0 with the seed and
+	// the last bits of the arithmetic.
+	cfg.Train = tokenmix.TrainSettings{Steps: 100, LR: 1e-3, Warmup: 5, CheckpointEvery: 20, EvalEvery: 20, Seed: 1}
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	ctx := context.Background()
 	ref, err := tokenmix.Train(ctx, cfg, tokenmix.Examples(train), tokenmix.WithOutDir(a), tokenmix.WithValidation(tokenmix.Examples(val)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ref.Step() != 60 || ref.Validation()["val_accuracy"] < 0.9 {
-		t.Fatalf("the run: step %d, validation %v; want 60 steps and accuracy ≥ 0.9", ref.Step(), ref.Validation())
+	if ref.Step() != 100 || ref.Validation()["val_accuracy"] < 0.9 {
+		t.Fatalf("the run: step %d, validation %v; want 100 steps and accuracy ≥ 0.9", ref.Step(), ref.Validation())
 	}
 	c := ref.Config()
 	if c.Task != "classify" || c.NClasses != 2 || !slices.Equal(c.LabelNames, []string{"ham", "spam"}) || c.PadID == nil {
@@ -143,21 +147,21 @@ func TestTrainResumeFineTune(t *testing.T) {
 		}
 	}
 	r, err := tokenmix.Train(ctx, tokenmix.TrainConfig{}, tokenmix.Examples(train), tokenmix.WithOutDir(b), tokenmix.WithValidation(tokenmix.Examples(val)))
-	if err != nil || r.Step() != 60 {
+	if err != nil || r.Step() != 100 {
 		t.Fatalf("resumed: %v, %v", r, err)
 	}
-	if !bytes.Equal(weights(t, a, 60), weights(t, b, 60)) {
+	if !bytes.Equal(weights(t, a, 100), weights(t, b, 100)) {
 		t.Error("the interrupted and resumed run's weights differ from the uninterrupted run's")
 	}
 	other := cfg
-	other.Train.LR = 1e-3
+	other.Train.LR = 3e-3
 	if _, err := tokenmix.Train(ctx, other, tokenmix.Examples(train), tokenmix.WithOutDir(b)); err == nil || !strings.Contains(err.Error(), "differs at train.lr") {
 		t.Errorf("resuming with another config: %v", err)
 	}
 
 	// Fine-tuning on three other labels: the shape is the run's, the
 	// head new.
-	ft, err := tokenmix.Train(ctx, tokenmix.TrainConfig{Train: tokenmix.TrainSettings{Steps: 200, LR: 3e-3, Warmup: 10, Seed: 2}},
+	ft, err := tokenmix.Train(ctx, tokenmix.TrainConfig{Train: tokenmix.TrainSettings{Steps: 300, LR: 1e-3, Warmup: 10, Seed: 2}},
 		tokenmix.Examples(words(600, 3, topics)), tokenmix.WithInit(a))
 	if err != nil {
 		t.Fatal(err)
