@@ -331,3 +331,16 @@ func TestExpSubMulPackBodies(t *testing.T) {
 		checkExpSubMulPack(t)
 	}
 }
+
+// TestGeluBackPackBodies runs TestGeluBackPackBF16's cases on both bodies
+// of the fused kernel.
+func TestGeluBackPackBodies(t *testing.T) {
+	if !hasBF16Dot {
+		t.Skip("no AVX512-BF16: one body, run by TestGeluBackPackBF16")
+	}
+	defer func(old bool) { bf16Cvt = old }(bf16Cvt)
+	for _, cvt := range []bool{false, true} {
+		bf16Cvt = cvt
+		checkGeluBackPack(t)
+	}
+}

@@ -92,6 +92,13 @@ func toBF16RowsAVX512(dst *BF16, dld int, src *float32, sld, rows, n16 int)
 //go:noescape
 func expSubMulPackAVX512(dsa, dsb, pb *BF16, s, dp, lse, d *float32, pairs, n64, ps int)
 
+// geluBackPackAVX512 sets dg = GELU'(h)·dg for pairs row pairs of n64·64
+// columns of h (bf16) and packs GELU(h) as B panels into gb, panels ps bf16
+// apart.
+//
+//go:noescape
+func geluBackPackAVX512(dg *float32, gb, h *BF16, pairs, n64, ps int)
+
 // pairT16AVX512 packs a 32×16 float32 tile of a transposed A (rows lda
 // apart) as 16 rows of 16 bf16 pairs, st bf16 apart.
 //

@@ -294,6 +294,30 @@ func ExpSubMulPackBF16(dsa *BF16A, dsb, pb *BF16B, s, dp []float32, rows, cols i
 	packBF16B(pb, false, rows, cols, s, cols, 1)
 }
 
+// GeluBackPackBF16 is the feed-forward's backward in bf16 from fc2's
+// input gradient to fc1's output gradient, for rows k0…k0+k of fc1's
+// output h stored in bf16 (k rows of n values, row k0 first): it sets dg
+// [k, n] = GELU'(h)·dg and packs GELU(h) as rows k0…k0+k of dst, as
+// PackBF16BBlock(dst, k0, _, n, k) packs them (dst [K, n]). The result is
+// bit for bit that of GeluBackward(1, dg, x, dg) and GeluForward(1, x, x)
+// on x = FromBF16(h) followed by PackBF16BBlock, which it runs (with x in
+// tmp, k·n values) where its fused kernel does not apply (AVX-512, k
+// even, n a multiple of 64); the fused kernel reads h once, as bf16, and
+// takes one exp for both where their arguments agree.
+func GeluBackPackBF16(dg []float32, dst *BF16B, k0 int, h []BF16, n, k int, tmp []float32) {
+	if k0%2 != 0 || k0+k > dst.K || dst.N != n || (k%2 != 0 && k0+k != dst.K) {
+		panic(fmt.Sprintf("kernels: GeluBackPackBF16 of rows %d+%d, %d columns, into a packed B [%d, %d]", k0, k, n, dst.K, dst.N))
+	}
+	if geluBackPackVec(dg, dst, k0, h, n, k) {
+		return
+	}
+	x := tmp[:k*n]
+	FromBF16(x, h[:k*n])
+	GeluBackward(1, dg[:k*n], x, dg[:k*n])
+	GeluForward(1, x, x)
+	PackBF16BBlock(dst, k0, x, n, k)
+}
+
 // reset shapes b as op(B) [k, n], its data grown when it is too small
 // (reused otherwise), and returns the packed size.
 func (b *BF16B) reset(k, n int) int {

@@ -558,3 +558,52 @@ func checkExpSubMulPack(t *testing.T) {
 		}
 	}
 }
+
+// TestGeluBackPackBF16 checks GeluBackPackBF16 against GeluBackward,
+// GeluForward and PackBF16BBlock run one after the other, bit for bit, on
+// shapes its fused kernel takes and shapes it leaves to them, with h
+// beyond the backward's clamps, at the exponent's bound, infinite, NaN,
+// subnormal and zero.
+func TestGeluBackPackBF16(t *testing.T) { checkGeluBackPack(t) }
+
+func checkGeluBackPack(t *testing.T) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(9, 9))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1e-40, -1e-40, -9, -9.5, -10, -11, -30, -1e4, 9, 10, 30, 1e4,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), geluXMin, geluXMax, -3.3, 3.3}
+	for _, c := range []struct{ K, k0, k, n int }{
+		{96, 32, 32, 1024}, {2, 0, 2, 64}, {8, 2, 4, 192}, // fused
+		{7, 4, 3, 64}, {4, 0, 4, 48}, {6, 2, 2, 80}, // not
+	} {
+		h := make([]BF16, c.k*c.n)
+		dg := make([]float32, c.k*c.n)
+		for i := range h {
+			x := float32(rng.NormFloat64() * 3)
+			if i%5 == 0 {
+				x = special[(i/5)%len(special)]
+			}
+			h[i] = bf16Of(x)
+			dg[i] = float32(rng.NormFloat64())
+		}
+		want, got := BF16B{}, BF16B{}
+		want.reset(c.K, c.n)
+		got.reset(c.K, c.n)
+		x := make([]float32, c.k*c.n)
+		FromBF16(x, h)
+		wdg := slices.Clone(dg)
+		GeluBackward(1, wdg, x, wdg)
+		GeluForward(1, x, x)
+		PackBF16BBlock(&want, c.k0, x, c.n, c.k)
+		GeluBackPackBF16(dg, &got, c.k0, h, c.n, c.k, make([]float32, c.k*c.n))
+		for i := range dg {
+			if math.Float32bits(dg[i]) != math.Float32bits(wdg[i]) {
+				t.Fatalf("%v: dg[%d] (h %v) = %v, want %v", c, i, h[i].Float32(), dg[i], wdg[i])
+			}
+		}
+		for i := range got.Data {
+			if got.Data[i] != want.Data[i] {
+				t.Fatalf("%v: packed GELU value %d = %#04x, want %#04x", c, i, got.Data[i], want.Data[i])
+			}
+		}
+	}
+}

@@ -127,6 +127,17 @@ func expSubMulPackVec(dsa *BF16A, dsb, pb *BF16B, s, dp []float32, rows, cols in
 	return true
 }
 
+// geluBackPackVec runs GeluBackPackBF16's fused kernel, which needs rows
+// in pairs and whole panels of columns; it says whether it ran.
+func geluBackPackVec(dg []float32, dst *BF16B, k0 int, h []BF16, n, k int) bool {
+	if !packVec() || k%2 != 0 || n%bf16Panel != 0 || k == 0 || n == 0 {
+		return false
+	}
+	_, _ = dg[:k*n], h[:k*n]
+	geluBackPackAVX512(&dg[0], &dst.Data[k0*bf16Panel], &h[0], k/2, n/bf16Panel, dst.panelStride())
+	return true
+}
+
 // pairT16Tiles packs the 16-row by 32-value tiles of op(A)'s rows i0…i0+n
 // (A transposed, rows lda apart) into out (rows st apart), and returns
 // the output rows and source rows the tiles covered. It goes across A's

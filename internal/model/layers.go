@@ -291,6 +291,10 @@ func ffBackwardBF16(threads int, dinp, dfc1w, dfc1b, dfc2w, dfc2b, dg, dh, dout,
 	fill := func(r0, r1 int, blk, tmp []float32) {
 		a := da.Rows(r0, r1-r0)
 		kernels.GemmBF16(1, 1, kernels.PackedA(&a), kernels.PackedB(&w2), 0, blk, H)
+		if h.gb != nil && h.f16 == kernels.StoreBF16 { // GELU' and GELU from h's bf16 in one pass
+			kernels.GeluBackPackBF16(blk, h.gb, r0, kernels.AsBF16(h.h16[r0*H:r1*H]), H, r1-r0, tmp)
+			return
+		}
 		h.geluBackward(blk, blk, r0*H, r1*H, tmp)
 		if h.gb != nil { // tmp holds the block's h: its GELU goes to g's pairs
 			x := tmp[:(r1-r0)*H]

@@ -191,24 +191,102 @@ func (c *conv) concat(x0, x1, r, t int) {
 
 // expVec sets Zx = exp(Zx) as expSubRowsVecAVX512 computes it, bit for
 // bit: its instructions on its constants, loaded from vecTab into
-// Z16–Z27 in its order. It clobbers Z1, Z2 and K1.
-func expVec(p func(string, ...any), x int) {
-	z := fmt.Sprintf("Z%d", x)
+// Z16–Z27 in its order (expConsts). It clobbers Z1, Z2 and K1.
+func expVec(p func(string, ...any), x int) { expVecT(p, x, 1, 2) }
+
+// expVecT is expVec with the temporaries Zt1 and Zt2.
+func expVecT(p func(string, ...any), x, t1, t2 int) {
+	z, a, n := fmt.Sprintf("Z%d", x), fmt.Sprintf("Z%d", t1), fmt.Sprintf("Z%d", t2)
 	p("VCMPPS $0x15, Z16, %s, K1", z) // lanes at or above the lower bound (or NaN)
-	p("VMOVUPS Z16, Z1")
-	p("VMAXPS %s, Z1, %s", z, z)
-	p("VMOVUPS Z17, Z1")
-	p("VMINPS %s, Z1, %s", z, z)
-	p("VMOVUPS Z18, Z2")
-	p("VFMADD231PS Z19, %s, Z2", z)
-	p("VSUBPS Z18, Z2, Z2") // n = round(x·log2 e)
-	p("VFNMADD231PS Z20, Z2, %s", z)
-	p("VFNMADD231PS Z21, Z2, %s", z) // r = x − n·ln 2
-	p("VMOVUPS Z22, Z1")
+	p("VMOVUPS Z16, %s", a)
+	p("VMAXPS %s, %s, %s", z, a, z)
+	p("VMOVUPS Z17, %s", a)
+	p("VMINPS %s, %s, %s", z, a, z)
+	p("VMOVUPS Z18, %s", n)
+	p("VFMADD231PS Z19, %s, %s", z, n)
+	p("VSUBPS Z18, %s, %s", n, n) // n = round(x·log2 e)
+	p("VFNMADD231PS Z20, %s, %s", n, z)
+	p("VFNMADD231PS Z21, %s, %s", n, z) // r = x − n·ln 2
+	p("VMOVUPS Z22, %s", a)
 	for _, c := range []int{23, 24, 25, 26, 27, 27} {
-		p("VFMADD213PS Z%d, %s, Z1", c, z)
+		p("VFMADD213PS Z%d, %s, %s", c, z, a)
 	}
-	p("VSCALEFPS.Z Z2, Z1, K1, %s", z) // poly(r)·2ⁿ, 0 below the bound
+	p("VSCALEFPS.Z %s, %s, K1, %s", n, a, z) // poly(r)·2ⁿ, 0 below the bound
+}
+
+// expConsts loads expVec's constants into Z16–Z27 (Z27 is 1).
+func expConsts(p func(string, ...any)) {
+	for i, off := range []int{0, 64, 192, 128, 256, 320, 384, 448, 512, 576, 640, 704} {
+		p("VMOVUPS ·vecTab+%d(SB), Z%d", off, 16+i)
+	}
+}
+
+// The offsets in vecTab of GELU's constants (internal/vecgen's tab).
+const (
+	tabGeluA, tabGeluB, tabGeluTMax = 896, 960, 1024
+	tabGeluK1, tabGeluK2            = 1088, 1152
+	tabGeluXMin, tabGeluXMax        = 1216, 1280
+)
+
+// geluRow emits the fused GELU backward of one row's 16 values: x from
+// the bf16 at hAddr, dg at dAddr overwritten with GELU'(x)·dg as
+// geluBackVecAVX512 computes it, and GELU(x) as geluVecAVX512 computes it
+// left in Zg; both on their instructions, so the same bits. The exp is
+// shared where the two take the same argument: x inside [XMin, XMax] and
+// the forward's exponent at most TMax; other vectors take the backward's
+// own path (label sep). It needs expConsts, geluB in Z28 and geluA in
+// Z29, and clobbers Z0–Z3, Z12–Z15, K1–K3.
+func geluRow(c *conv, hAddr, dAddr string, g int, sep, back string) {
+	c.p("VPMOVZXWD %s, Z0", hAddr)
+	c.p("VPSLLD $16, Z0, Z0") // x
+	c.p("VMULPS Z0, Z0, Z1")  // x²
+	c.p("VMOVUPS Z28, Z3")
+	c.p("VFMADD213PS Z29, Z1, Z3")
+	c.p("VMULPS Z0, Z3, Z3") // t = x·(A + B·x²)
+	c.p("VCMPPS $0x1D, ·vecTab+%d(SB), Z0, K2", tabGeluXMin)
+	c.p("VCMPPS $0x12, ·vecTab+%d(SB), Z0, K3", tabGeluXMax)
+	c.p("KANDW K3, K2, K2")
+	c.p("VCMPPS $0x12, ·vecTab+%d(SB), Z3, K3", tabGeluTMax)
+	c.p("KANDW K3, K2, K2") // the lanes whose exp the backward shares
+	c.p("VMOVAPS Z3, Z12")
+	expVecT(c.p, 12, 2, 13) // e = exp(t)
+	c.p("VADDPS Z27, Z12, Z13")
+	c.p("VDIVPS Z13, Z0, Z%d", g) // GELU(x) = x / (1 + e)
+	c.p("KORTESTW K2, K2")
+	c.p("JCC %s", c.l(sep))
+	c.p("VMOVAPS Z12, Z13") // the backward's e, x and x²: the forward's
+	c.p("VMOVAPS Z0, Z14")
+	c.p("VMOVAPS Z1, Z15")
+	c.label(back)
+	c.p("VADDPS Z27, Z13, Z2")
+	c.p("VMOVUPS Z27, Z3")
+	c.p("VDIVPS Z2, Z3, Z3") // s = 1/(1+e)
+	c.p("VMULPS Z3, Z13, Z2")
+	c.p("VMULPS Z3, Z2, Z2") // e·s²
+	c.p("VMOVUPS ·vecTab+%d(SB), Z13", tabGeluK2)
+	c.p("VFMADD213PS ·vecTab+%d(SB), Z15, Z13", tabGeluK1)
+	c.p("VMULPS Z14, Z13, Z13")
+	c.p("VFMADD231PS Z13, Z2, Z3") // GELU'(x) = s + e·s²·x·(K1 + K2·x²)
+	c.p("VMULPS %s, Z3, Z3", dAddr)
+	c.p("VMOVUPS Z3, %s", dAddr)
+	// The backward's own path, after the body: x clamped to [XMin, XMax],
+	// the exponent to TMax.
+	out := c.out
+	c.out = &c.side
+	c.label(sep)
+	c.p("VMOVUPS ·vecTab+%d(SB), Z13", tabGeluXMin)
+	c.p("VMAXPS Z0, Z13, Z14")
+	c.p("VMOVUPS ·vecTab+%d(SB), Z13", tabGeluXMax)
+	c.p("VMINPS Z14, Z13, Z14") // x clamped
+	c.p("VMULPS Z14, Z14, Z15")
+	c.p("VMOVUPS Z28, Z13")
+	c.p("VFMADD213PS Z29, Z15, Z13")
+	c.p("VMULPS Z14, Z13, Z13")
+	c.p("VMOVUPS ·vecTab+%d(SB), Z2", tabGeluTMax)
+	c.p("VMINPS Z13, Z2, Z13")
+	expVecT(c.p, 13, 2, 3)
+	c.p("JMP %s", c.l(back))
+	c.out = out
 }
 
 // evex512 returns the bytes of a 512-bit EVEX instruction of map 0F38,
@@ -371,9 +449,7 @@ func convKernels(s, g *bytes.Buffer) {
 	convFunc(s, g, "expSubMulPackAVX512", "(dsa, dsb, pb *BF16, s, dp, lse, d *float32, pairs, n64, ps int)", "$0-80",
 		"// expSubMulPackAVX512 computes P = exp(S − lse_r) and dS = P ⊙ (dP − d_r) for\n// pairs row pairs of n64·64 columns, and packs dS as A rows (dsa) and B\n// panels (dsb), and P as B panels (pb), panels ps bf16 apart.\n", true,
 		func(p func(string, ...any)) {
-			for i, off := range []int{0, 64, 192, 128, 256, 320, 384, 448, 512, 576, 640, 704} {
-				p("VMOVUPS ·vecTab+%d(SB), Z%d", off, 16+i)
-			}
+			expConsts(p)
 			p("MOVQ dsa+0(FP), R12")
 			p("MOVQ dsb+8(FP), R8")
 			p("MOVQ pb+16(FP), DI")
@@ -435,6 +511,55 @@ func convKernels(s, g *bytes.Buffer) {
 			c.p("ADDQ BX, DX")
 			c.p("ADDQ R13, R12")
 			c.p("ADDQ $8, R9")
+			c.p("DECQ CX")
+			c.p("JNE %s", c.l("pair"))
+		})
+	// geluBackPackAVX512: the feed-forward backward in bf16 from fc2's
+	// input gradient to fc1's output gradient. For pairs pairs of rows of
+	// h (bf16, rows n64·64 apart) and dg (float32, rows n64·64 apart):
+	// dg = GELU'(h)·dg in place, and GELU(h) rounded to pairs of rows in
+	// the panels of packed B (gb: pair q at q·128 of each panel, panels ps
+	// bf16 apart), one exp for the two where they share it (geluRow).
+	convFunc(s, g, "geluBackPackAVX512", "(dg *float32, gb, h *BF16, pairs, n64, ps int)", "$0-48",
+		"// geluBackPackAVX512 sets dg = GELU'(h)·dg for pairs row pairs of n64·64\n// columns of h (bf16) and packs GELU(h) as B panels into gb, panels ps bf16\n// apart.\n", true,
+		func(p func(string, ...any)) {
+			expConsts(p)
+			p("VMOVUPS ·vecTab+%d(SB), Z28", tabGeluB)
+			p("VMOVUPS ·vecTab+%d(SB), Z29", tabGeluA)
+			p("MOVQ dg+0(FP), DX")
+			p("MOVQ gb+8(FP), DI")
+			p("MOVQ h+16(FP), SI")
+			p("MOVQ pairs+24(FP), CX")
+			p("MOVQ n64+32(FP), BX")
+			p("MOVQ ps+40(FP), R14")
+			p("SHLQ $1, R14") // panel stride in bytes
+			p("TESTQ CX, CX")
+			p("JEQ geluBackPackAVX512_done")
+			p("TESTQ BX, BX")
+			p("JEQ geluBackPackAVX512_done")
+			p("SHLQ $7, BX")  // bf16 row bytes: n64·64·2
+			p("MOVQ BX, R13") // h's row stride in bytes
+			p("SHLQ $1, BX")  // float32 row bytes
+		}, func(c *conv) {
+			c.label("pair")
+			c.p("MOVQ pairs+24(FP), R10")
+			c.p("SUBQ CX, R10")
+			c.p("SHLQ $8, R10") // pair q at q·128 bf16 of each panel
+			c.p("MOVQ n64+32(FP), R11")
+			c.label("panel")
+			for k := range 4 {
+				geluRow(c, "(SI)", "(DX)", 10, fmt.Sprintf("sep%da", k), fmt.Sprintf("back%da", k))
+				geluRow(c, "(SI)(R13*1)", "(DX)(BX*1)", 11, fmt.Sprintf("sep%db", k), fmt.Sprintf("back%db", k))
+				c.pair(10, 11, 1, 12)
+				c.p("VMOVDQU32 Z1, %d(DI)(R10*1)", 64*k)
+				c.p("ADDQ $32, SI")
+				c.p("ADDQ $64, DX")
+			}
+			c.p("ADDQ R14, R10")
+			c.p("DECQ R11")
+			c.p("JNE %s", c.l("panel"))
+			c.p("ADDQ R13, SI") // past the pair's second row
+			c.p("ADDQ BX, DX")
 			c.p("DECQ CX")
 			c.p("JNE %s", c.l("pair"))
 		})
