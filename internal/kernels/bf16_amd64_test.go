@@ -344,3 +344,16 @@ func TestGeluBackPackBodies(t *testing.T) {
 		checkGeluBackPack(t)
 	}
 }
+
+// TestOnlineSoftmaxBF16Bodies runs TestOnlineSoftmaxBF16's cases on both
+// bodies of the fused kernel.
+func TestOnlineSoftmaxBF16Bodies(t *testing.T) {
+	if !hasBF16Dot {
+		t.Skip("no AVX512-BF16: one body, run by TestOnlineSoftmaxBF16")
+	}
+	defer func(old bool) { bf16Cvt = old }(bf16Cvt)
+	for _, cvt := range []bool{false, true} {
+		bf16Cvt = cvt
+		checkOnlineSoftmaxBF16(t)
+	}
+}

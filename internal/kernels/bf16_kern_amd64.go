@@ -92,6 +92,13 @@ func toBF16RowsAVX512(dst *BF16, dld int, src *float32, sld, rows, n16 int)
 //go:noescape
 func expSubMulPackAVX512(dsa, dsb, pb *BF16, s, dp, lse, d *float32, pairs, n64, ps int)
 
+// expSubRowsBF16AVX512 sets rows rows of dst (dld apart) to bf16(exp(x − m_r))
+// for n16·16 float32 values of x a row, and sums[r] to the row's sum of the
+// float32 exps.
+//
+//go:noescape
+func expSubRowsBF16AVX512(dst *BF16, dld int, x *float32, n16, rows int, m, sums *float32)
+
 // geluBackPackAVX512 sets dg = GELU'(h)·dg for pairs row pairs of n64·64
 // columns of h (bf16) and packs GELU(h) as B panels into gb, panels ps bf16
 // apart.

@@ -294,6 +294,24 @@ func ExpSubMulPackBF16(dsa *BF16A, dsb, pb *BF16B, s, dp []float32, rows, cols i
 	packBF16B(pb, false, rows, cols, s, cols, 1)
 }
 
+// OnlineSoftmaxBF16 is OnlineSoftmax with the tile's exps packed as op(A)
+// [rows, cols] into pa in bf16 (reusing its Data when large enough), for
+// the product with the values: bit for bit OnlineSoftmax(x, rows, cols,
+// m, l, ms, alpha) followed by PackBF16A(1, pa, false, rows, cols, x,
+// cols), which it runs where its fused kernel does not apply (AVX-512,
+// cols a multiple of 16); the fused kernel writes the exps in bf16 only,
+// leaving x's scores as they are. x is overwritten or kept.
+func OnlineSoftmaxBF16(x []float32, rows, cols int, m, l []float32, ms int, alpha []float32, pa *BF16A) {
+	if rows > 0 {
+		_, _, _, _ = x[:rows*cols], m[(rows-1)*ms], l[(rows-1)*ms], alpha[:rows]
+	}
+	if onlineSoftmaxBF16Vec(x, rows, cols, m, l, ms, alpha, pa) {
+		return
+	}
+	OnlineSoftmax(x, rows, cols, m, l, ms, alpha)
+	packBF16A(pa, false, rows, cols, x, cols, 1)
+}
+
 // GeluBackPackBF16 is the feed-forward's backward in bf16 from fc2's
 // input gradient to fc1's output gradient, for rows k0…k0+k of fc1's
 // output h stored in bf16 (k rows of n values, row k0 first): it sets dg

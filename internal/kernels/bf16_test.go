@@ -607,3 +607,53 @@ func checkGeluBackPack(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlineSoftmaxBF16 checks OnlineSoftmaxBF16 against OnlineSoftmax
+// followed by PackBF16A, bit for bit (running maxima, sums, factors and
+// the packed exps), over two tiles of a row block: rows with no finite
+// score, masked scores, exps down to subnormals, and shapes its fused
+// kernel takes and shapes it leaves to them.
+func TestOnlineSoftmaxBF16(t *testing.T) { checkOnlineSoftmaxBF16(t) }
+
+func checkOnlineSoftmaxBF16(t *testing.T) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(11, 11))
+	ninf := float32(math.Inf(-1))
+	for _, c := range []struct{ rows, cols int }{{128, 128}, {130, 64}, {3, 16}, {5, 48}, {4, 17}} {
+		n := c.rows * c.cols
+		m, l := make([]float32, c.rows), make([]float32, c.rows)
+		for i := range m {
+			m[i] = ninf
+		}
+		wm, wl := slices.Clone(m), slices.Clone(l)
+		for tile := range 2 {
+			x := make([]float32, n)
+			for i := range x {
+				r := i / c.cols
+				x[i] = float32(rng.NormFloat64() * 4)
+				switch {
+				case r%9 == 4 && tile == 0, r%9 == 5: // no finite score in this tile
+					x[i] = ninf
+				case i%7 == 1:
+					x[i] = ninf
+				case i%11 == 2:
+					x[i] -= 95 // exp subnormal
+				}
+			}
+			wx := slices.Clone(x)
+			wal, al := make([]float32, c.rows), make([]float32, c.rows)
+			OnlineSoftmax(wx, c.rows, c.cols, wm, wl, 1, wal)
+			var want, got BF16A
+			PackBF16A(1, &want, false, c.rows, c.cols, wx, c.cols)
+			OnlineSoftmaxBF16(x, c.rows, c.cols, m, l, 1, al, &got)
+			for r := range c.rows {
+				if math.Float32bits(m[r]) != math.Float32bits(wm[r]) || math.Float32bits(l[r]) != math.Float32bits(wl[r]) || math.Float32bits(al[r]) != math.Float32bits(wal[r]) {
+					t.Fatalf("%v tile %d row %d: m, l, α = %v %v %v, want %v %v %v", c, tile, r, m[r], l[r], al[r], wm[r], wl[r], wal[r])
+				}
+			}
+			if got.M != want.M || got.K != want.K || got.Stride != want.Stride || !slices.Equal(got.Data, want.Data) {
+				t.Fatalf("%v tile %d: packed exps differ", c, tile)
+			}
+		}
+	}
+}

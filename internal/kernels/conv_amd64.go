@@ -127,6 +127,22 @@ func expSubMulPackVec(dsa *BF16A, dsb, pb *BF16B, s, dp []float32, rows, cols in
 	return true
 }
 
+// onlineSoftmaxBF16Vec runs OnlineSoftmaxBF16 with the exps rounded into
+// pa by the fused kernel, which needs whole vectors a row; it says whether
+// it ran.
+func onlineSoftmaxBF16Vec(x []float32, rows, cols int, m, l []float32, ms int, alpha []float32, pa *BF16A) bool {
+	if !packVec() || cols%16 != 0 || rows == 0 || cols == 0 {
+		return false
+	}
+	_ = x[:rows*cols]
+	pa.reset(rows, cols)
+	for i := range rows {
+		clear(pa.Data[i*pa.Stride+cols : (i+1)*pa.Stride])
+	}
+	asmVec(true).onlineSoftmaxTo(x, rows, cols, m, l, ms, alpha, pa)
+	return true
+}
+
 // geluBackPackVec runs GeluBackPackBF16's fused kernel, which needs rows
 // in pairs and whole panels of columns; it says whether it ran.
 func geluBackPackVec(dg []float32, dst *BF16B, k0 int, h []BF16, n, k int) bool {

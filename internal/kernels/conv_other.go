@@ -20,6 +20,10 @@ func expSubMulPackVec(dsa *BF16A, dsb, pb *BF16B, s, dp []float32, rows, cols in
 	return false
 }
 
+func onlineSoftmaxBF16Vec(x []float32, rows, cols int, m, l []float32, ms int, alpha []float32, pa *BF16A) bool {
+	return false
+}
+
 func geluBackPackVec(dg []float32, dst *BF16B, k0 int, h []BF16, n, k int) bool { return false }
 
 func pairT16Tiles(out []BF16, st int, a []float32, lda, i0, n, k int) (nt, kt int) {

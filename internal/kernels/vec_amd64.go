@@ -337,6 +337,14 @@ func (a asmVec) scaleRows(x []float32, rows, cols, ld int, s []float32) {
 // exps and sums, then their factors α and running statistics. A row with
 // no finite score gets the maximum +Inf, so that its exps are all 0.
 func (a asmVec) onlineSoftmax(x []float32, rows, cols int, m, l []float32, ms int, alpha []float32) {
+	a.onlineSoftmaxTo(x, rows, cols, m, l, ms, alpha, nil)
+}
+
+// onlineSoftmaxTo is onlineSoftmax with the exps, when out is not nil,
+// rounded to bf16 into out's rows (a packed A [rows, cols] with whole
+// vectors a row) by the AVX-512 conversion kernel instead of written over
+// x: x keeps the scores.
+func (a asmVec) onlineSoftmaxTo(x []float32, rows, cols int, m, l []float32, ms int, alpha []float32, out *BF16A) {
 	whole := a.whole(cols)
 	var mx, sums, al [64]float32
 	var empty [64]bool
@@ -356,9 +364,12 @@ func (a asmVec) onlineSoftmax(x []float32, rows, cols int, m, l []float32, ms in
 				mx[r] = float32(math.Inf(1))
 			}
 		}
-		if whole {
+		switch {
+		case out != nil:
+			expSubRowsBF16AVX512(&out.Data[r0*out.Stride], out.Stride, &tile[0], cols/16, n, &mx[0], &sums[0])
+		case whole:
 			a.expSubRowsRaw(&tile[0], cols, n, &mx[0], 1, &sums[0])
-		} else {
+		default:
 			for r := range n {
 				row := tile[r*cols : (r+1)*cols]
 				sums[r] = a.expSub(row, row, mx[r])

@@ -34,13 +34,14 @@ type headPacks struct {
 	// into, as they are not the store's buffers.
 	qv   []kernels.BF16A
 	rows bool
-	// tiles holds each backward worker's packs of its current tile.
+	// tiles holds each worker's packs of its current tile.
 	tiles []tilePacks
 }
 
-// tilePacks is a backward tile's dS packed as A (for dQ) and as B (for
-// dKᵀ), and its P packed as B (for dVᵀ): kernels.ExpSubMulPackBF16's
-// output.
+// tilePacks is a worker's packs of its current tile: in backward, dS
+// packed as A (for dQ) and as B (for dKᵀ), and P packed as B (for dVᵀ),
+// kernels.ExpSubMulPackBF16's output; in forward, P packed as A (for
+// P·V) in dsa, kernels.OnlineSoftmaxBF16's.
 type tilePacks struct {
 	dsa     kernels.BF16A
 	dsb, pb kernels.BF16B

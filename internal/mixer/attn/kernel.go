@@ -172,6 +172,9 @@ func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay
 			}
 		}
 		sortUnits(us)
+		if ks.hp != nil {
+			ks.hp.growTiles(nw)
+		}
 		runUnits(d.threads, nw, len(us), func(w, u int) {
 			un := us[u]
 			gr := &lay[un.h].Phases[ph].Groups[un.g]
@@ -181,7 +184,7 @@ func forward[F kernels.Float](o, lse, l []F, ks *keySrc[F], work []F, q []F, lay
 				if blk.Diag {
 					fwdDiag(o, lse, l, q, ks.k, ks.v, blk, d, p, un.b, un.h)
 				} else {
-					fwdBlock(o, lse, l, s, alpha, q, ks, lay[un.h].Gather, blk, d, p, un.b, un.h)
+					fwdBlock(o, lse, l, s, alpha, q, ks, lay[un.h].Gather, blk, d, p, un.b, un.h, w)
 				}
 			}
 		})
@@ -268,9 +271,9 @@ func maskBits(m []uint64, off, n int) uint64 {
 	return v
 }
 
-// fwdBlock runs one block of forward; s is the score tile, alpha scratch
-// for a factor per row.
-func fwdBlock[F kernels.Float](o, m, l, s, alpha []F, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h int) {
+// fwdBlock runs one block of forward on worker w; s is the score tile,
+// alpha scratch for a factor per row.
+func fwdBlock[F kernels.Float](o, m, l, s, alpha []F, q []F, ks *keySrc[F], gl []int, blk *Block, d dims, p mixer.Pass, b, h, w int) {
 	T, D, Dh := d.T, d.D, d.Dh
 	nq, nk := blk.NQ, blk.NK
 	s = s[:nq*nk]
@@ -286,13 +289,17 @@ func fwdBlock[F kernels.Float](o, m, l, s, alpha []F, q []F, ks *keySrc[F], gl [
 	maskScores(s, blk, gl, d, p, b)
 	si := (b*d.H+h)*T + blk.Q0
 	alpha = alpha[:nq]
-	kernels.OnlineSoftmax(s, nq, nk, m[si:], l[si:], blk.QS, alpha)
-	kernels.ScaleRows(o[qoff:], nq, Dh, blk.QS*D, alpha)
-	if packed {
+	if packed { // P in bf16 straight from the exps
+		pa := &hp.tiles[w].dsa
+		f := kernels.F32[F]
+		kernels.OnlineSoftmaxBF16(f(s), nq, nk, f(m[si:]), f(l[si:]), blk.QS, f(alpha), pa)
+		kernels.ScaleRows(o[qoff:], nq, Dh, blk.QS*D, alpha)
 		vb := hp.vb[u].View(blk.K0, nk, 0, Dh)
-		kernels.GemmBF16(1, 1, kernels.Float32A(false, nq, vb.K, any(s).([]float32), nk), kernels.PackedB(&vb), 1, any(o).([]float32)[qoff:], D)
+		kernels.GemmBF16(1, 1, kernels.PackedA(pa), kernels.PackedB(&vb), 1, f(o)[qoff:], D)
 		return
 	}
+	kernels.OnlineSoftmax(s, nq, nk, m[si:], l[si:], blk.QS, alpha)
+	kernels.ScaleRows(o[qoff:], nq, Dh, blk.QS*D, alpha)
 	if d.round {
 		kernels.RoundBF16(1, any(s).([]float32))
 	}
