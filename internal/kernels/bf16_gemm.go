@@ -28,6 +28,17 @@ func Float32A(transA bool, m, k int, a []float32, lda int) OperandA {
 	return OperandA{trans: transA, m: m, k: k, ld: lda, f32: a}
 }
 
+// rows returns rows r0…r0+n of op(A), sharing its data.
+func (a OperandA) rows(r0, n int) OperandA {
+	switch {
+	case a.isPacked:
+		return OperandA{packed: a.packed.Rows(r0, n), isPacked: true}
+	case a.trans:
+		return OperandA{trans: true, m: n, k: a.k, ld: a.ld, f32: a.f32[r0:]}
+	}
+	return OperandA{m: n, k: a.k, ld: a.ld, f32: a.f32[r0*a.ld:]}
+}
+
 // OperandB is GemmBF16's right operand op(B) [K, N]: packed once (PackedB),
 // float32 values (Float32B) or bf16 rows (RowsB) packed on the way; a
 // packed one is held by value, as OperandA's.

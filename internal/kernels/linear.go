@@ -29,14 +29,43 @@ func LinearForward[F Float](threads int, p Prec, y, x, w []F, wb *BF16B, b []F, 
 // given as op(A): Float32A(false, N, in, x, in), or packed once by the
 // caller (PackedA, bf16 rows read in place) when several layers share it.
 // W is wb, packed once by PackBF16B(_, wb, true, in, out, W, in), or, with
-// wb nil, w packed on the way: the products of Gemm in PrecBF16.
+// wb nil, w packed on the way: the products of Gemm in PrecBF16. Large
+// outputs go by blocks of rows (linRows), each block's bias written just
+// before its product adds to it, so that the product reads it from cache.
 func LinearForwardBF16(threads int, y []float32, x OperandA, w []float32, wb *BF16B, b []float32, N, in, out int, acc bool) {
-	BiasRows(threads, y, b, N, out, acc)
-	wop := Float32B(true, in, out, w, in)
-	if wb != nil {
-		wop = PackedB(wb)
+	rows := linRows(out)
+	nb := (N + rows - 1) / rows
+	if nb < 2 {
+		BiasRows(threads, y, b, N, out, acc)
+		wop := Float32B(true, in, out, w, in)
+		if wb != nil {
+			wop = PackedB(wb)
+		}
+		GemmBF16(threads, 1, x, wop, 1, y, out)
+		return
 	}
-	GemmBF16(threads, 1, x, wop, 1, y, out)
+	_, _ = y[:N*out], b[:out]
+	var wp BF16B
+	if wb == nil {
+		wp.Data = packBufs.get(sizeB(in, out))
+		packBF16B(&wp, true, in, out, w, in, threads)
+		defer packBufs.put(wp.Data)
+		wb = &wp
+	}
+	parallel.For(threads, nb, 1, func(_, lo, hi int) {
+		for k := lo; k < hi; k++ {
+			r0, r1 := k*rows, min((k+1)*rows, N)
+			yb := y[r0*out : r1*out]
+			BiasRows(1, yb, b, r1-r0, out, acc)
+			GemmBF16(1, 1, x.rows(r0, r1-r0), PackedB(wb), 1, yb, out)
+		}
+	})
+}
+
+// linRows is the rows of a block of LinearForwardBF16: about 512 KiB of
+// output in float32, a multiple of 32 rows (the AMX block) and at least 64.
+func linRows(out int) int {
+	return max(64, (512<<10)/(4*max(out, 1))&^31)
 }
 
 // BiasRows sets every row of y [N,out] to b [out], or adds b with acc:
