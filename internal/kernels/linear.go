@@ -18,25 +18,31 @@ import (
 // than its shape.
 func LinearForward[F Float](threads int, p Prec, y, x, w []F, wb *BF16B, b []F, N, in, out int, acc bool) {
 	if wb != nil {
-		LinearForwardBF16(threads, F32(y), Float32A(false, N, in, F32(x), in), F32(w), wb, F32(b), N, in, out, acc)
+		var res []float32
+		if acc {
+			res = F32(y)
+		}
+		LinearForwardBF16(threads, F32(y), res, Float32A(false, N, in, F32(x), in), F32(w), wb, F32(b), N, in, out)
 		return
 	}
 	BiasRows(threads, y, b, N, out, acc)
 	Gemm(threads, p, false, true, N, out, in, 1, x, in, w, in, 1, y, out)
 }
 
-// LinearForwardBF16 is LinearForward in bf16 for float32 values, with x
-// given as op(A): Float32A(false, N, in, x, in), or packed once by the
-// caller (PackedA, bf16 rows read in place) when several layers share it.
+// LinearForwardBF16 is LinearForward in bf16 for float32 values, setting
+// y = res + x·Wᵀ + b (res nil: y = x·Wᵀ + b; res may be y, which is then
+// LinearForward's acc), with x given as op(A): Float32A(false, N, in, x,
+// in), or packed once by the caller (PackedA, bf16 rows read in place)
+// when several layers share it.
 // W is wb, packed once by PackBF16B(_, wb, true, in, out, W, in), or, with
 // wb nil, w packed on the way: the products of Gemm in PrecBF16. Large
 // outputs go by blocks of rows (linRows), each block's bias written just
 // before its product adds to it, so that the product reads it from cache.
-func LinearForwardBF16(threads int, y []float32, x OperandA, w []float32, wb *BF16B, b []float32, N, in, out int, acc bool) {
+func LinearForwardBF16(threads int, y, res []float32, x OperandA, w []float32, wb *BF16B, b []float32, N, in, out int) {
 	rows := linRows(out)
 	nb := (N + rows - 1) / rows
 	if nb < 2 {
-		BiasRows(threads, y, b, N, out, acc)
+		biasInto(threads, y, res, b, N, out)
 		wop := Float32B(true, in, out, w, in)
 		if wb != nil {
 			wop = PackedB(wb)
@@ -45,6 +51,9 @@ func LinearForwardBF16(threads int, y []float32, x OperandA, w []float32, wb *BF
 		return
 	}
 	_, _ = y[:N*out], b[:out]
+	if res != nil {
+		_ = res[:N*out]
+	}
 	var wp BF16B
 	if wb == nil {
 		wp.Data = packBufs.get(sizeB(in, out))
@@ -56,7 +65,11 @@ func LinearForwardBF16(threads int, y []float32, x OperandA, w []float32, wb *BF
 		for k := lo; k < hi; k++ {
 			r0, r1 := k*rows, min((k+1)*rows, N)
 			yb := y[r0*out : r1*out]
-			BiasRows(1, yb, b, r1-r0, out, acc)
+			var rb []float32
+			if res != nil {
+				rb = res[r0*out : r1*out]
+			}
+			biasInto(1, yb, rb, b, r1-r0, out)
 			GemmBF16(1, 1, x.rows(r0, r1-r0), PackedB(wb), 1, yb, out)
 		}
 	})
@@ -66,6 +79,20 @@ func LinearForwardBF16(threads int, y []float32, x OperandA, w []float32, wb *BF
 // output in float32, a multiple of 32 rows (the AMX block) and at least 64.
 func linRows(out int) int {
 	return max(64, (512<<10)/(4*max(out, 1))&^31)
+}
+
+// biasInto sets every row of y [N,out] to b [out], or to res's row plus
+// b (res may be y).
+func biasInto(threads int, y, res, b []float32, N, out int) {
+	if res == nil {
+		BiasRows(threads, y, b, N, out, false)
+		return
+	}
+	parallel.For(threads, N, 64, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			Add(1, y[r*out:(r+1)*out], res[r*out:(r+1)*out], b)
+		}
+	})
 }
 
 // BiasRows sets every row of y [N,out] to b [out], or adds b with acc:

@@ -164,13 +164,11 @@ func (m *Model[F]) blockFFForward(i int, out, res, x []F) {
 	g := m.ffSave(i, x)
 	if m.dropping { // the branch into dln (free during forward), masked, then added
 		br := m.grad(m.plan.dln)
-		clear(br)
-		m.ffBranch(i, br, g)
+		m.ffBranch(i, br, nil, g)
 		m.drop(br, br, i, 1)
 		addRows(m.plan.Threads, out, res, br)
 	} else {
-		copy(out, res)
-		m.ffBranch(i, out, g)
+		m.ffBranch(i, out, res, g)
 	}
 	m.store(out)
 	if m.inspect != nil {
@@ -206,22 +204,29 @@ func (m *Model[F]) ffFused(i int, out, res, x []F) bool {
 	return true
 }
 
-// ffBranch adds FF_i to out given ffSave's GELU output g (nil with
-// ff_chunks > 1, which recomputes each chunk's).
-func (m *Model[F]) ffBranch(i int, out, g []F) {
+// ffBranch sets out = res + FF_i (res nil: out = FF_i; res may be out)
+// given ffSave's GELU output g (nil with ff_chunks > 1, which recomputes
+// each chunk's).
+func (m *Model[F]) ffBranch(i int, out, res, g []F) {
 	c, p := m.Config, &m.plan
 	a := &p.blocks[i]
 	N, D, H := p.B*p.T, c.DModel, c.DFF
 	bw := &m.w.blocks[i]
-	if c.FFChunks == 1 {
-		if p.HalfElems > 0 && m.prec == kernels.PrecBF16 {
-			// fc2 reads ffSave's bf16 g as its packed input.
-			if a16, ok := kernels.RowsA(N, H, kernels.AsBF16(m.gelu16())); ok {
-				f32 := kernels.F32[F]
-				kernels.LinearForwardBF16(m.plan.Threads, f32(out), kernels.PackedA(&a16), f32(bw.fc2w), nil, f32(bw.fc2b), N, H, D, true)
-				return
-			}
+	if c.FFChunks == 1 && p.HalfElems > 0 && m.prec == kernels.PrecBF16 {
+		// fc2 reads ffSave's bf16 g as its packed input.
+		if a16, ok := kernels.RowsA(N, H, kernels.AsBF16(m.gelu16())); ok {
+			f32 := kernels.F32[F]
+			kernels.LinearForwardBF16(m.plan.Threads, f32(out), f32(res), kernels.PackedA(&a16), f32(bw.fc2w), nil, f32(bw.fc2b), N, H, D)
+			return
 		}
+	}
+	switch { // the paths below add to out
+	case res == nil:
+		clear(out[:N*D])
+	case len(res) > 0 && &res[0] != &out[0]:
+		copy(out[:N*D], res[:N*D])
+	}
+	if c.FFChunks == 1 {
 		kernels.LinearForward(m.plan.Threads, m.prec, out, g, bw.fc2w, m.packed(i).fc2(), bw.fc2b, N, H, D, true)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tokenmix/tokenmix/internal/kernels"
+	"github.com/tokenmix/tokenmix/internal/parallel"
 	"github.com/tokenmix/tokenmix/mixer"
 )
 
@@ -200,8 +201,10 @@ func (m *Model[F]) ForwardPlan(B, T int) Plan {
 // Mixer returns block i's mixer (for reporting statistics).
 func (m *Model[F]) Mixer(i int) mixer.Mixer[F] { return m.mixers[i] }
 
-// ZeroGrad sets every parameter gradient to zero.
-func (m *Model[F]) ZeroGrad() { clear(m.Grads) }
+// ZeroGrad sets every parameter gradient to zero, on the model's threads.
+func (m *Model[F]) ZeroGrad() {
+	parallel.For(m.threads(), len(m.Grads), 1<<16, func(_, lo, hi int) { clear(m.Grads[lo:hi]) })
+}
 
 // Logits returns the last forward's logits: [B,T,vocab_size] for lm and
 // tag, [B,n_classes] for classify. The slice aliases the activation slab.

@@ -144,7 +144,7 @@ func (s *Set[F]) ForwardPacked(threads, i int, y []F, xa *kernels.BF16A, n int) 
 	if s.bf16 != nil {
 		wb = &s.bf16[i]
 	}
-	kernels.LinearForwardBF16(threads, f(y[:n*D]), kernels.PackedA(xa), f(s.w[2*i]), wb, f(s.w[2*i+1]), n, D, D, false)
+	kernels.LinearForwardBF16(threads, f(y[:n*D]), nil, kernels.PackedA(xa), f(s.w[2*i]), wb, f(s.w[2*i+1]), n, D, D)
 }
 
 // BackwardPacked is Backward for a projection that PacksInput in
