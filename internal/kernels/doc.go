@@ -115,6 +115,18 @@
 // the transposed layouts as transposes of 32-bit pairs (Transpose moves
 // them bit for bit).
 //
+// Three fused kernels make the float32 values that a bf16 product reads
+// and round them straight into its packed layout, so those values are
+// never stored in float32: OnlineSoftmaxBF16 (an attention tile's exps,
+// as P·V's A), ExpSubMulPackBF16 (a backward tile's P = exp(S − lse) and
+// dS = P ⊙ (dP − D), as dQ's A and the key gradients' B) and
+// GeluBackPackBF16 (GELU' applied to dg and GELU for fc2's weight
+// gradient, from h stored in bf16, one exp for both where their
+// arguments agree). Each runs its row kernels' instructions in the
+// generated assembly (internal/asmgen: expVec, geluRow), so its bits are
+// those of the unfused sequence, which it runs itself where the fused
+// kernel does not apply (tests compare the two on both rounding bodies).
+//
 // Each bf16 path is an entry of a table (bf16Table: the pure-Go twin, then
 // the assembly paths of bf16AsmPaths in the amd64 files), and the
 // conversions' and packers' vector prefixes are small functions that
@@ -129,7 +141,9 @@
 // baselines, in fp32, in bf16 products (PrecBF16), or on weights packed
 // once in bf16 (bf16 inference). In bf16, LinearForwardBF16 and
 // LinearBackwardBF16 take the input as an operand, so that callers may
-// pack it once for several layers; the backward reads dy once, by blocks
+// pack it once for several layers; the forward goes by blocks of rows,
+// each block's bias (and residual) written just before its product adds
+// to it, and the backward reads dy once, by blocks
 // of 32 rows rounded while in cache to both packed forms it multiplies
 // (dy's rows and dyᵀ's columns) and summed into db there.
 // LinearBackwardFill is the same for a gradient made block by block

@@ -69,7 +69,10 @@
 // the stored bf16 bits (Storage, below), which the queries' products read
 // in place and the other layouts pair or transpose without rounding, and
 // dO rounded once into its rows; the projections' input is packed once
-// for q, k and v, and o's stored rows are read in place. Blocks
+// for q, k and v, and o's stored rows are read in place. A covered
+// tile's P goes from the exps straight into bf16 (forward:
+// kernels.OnlineSoftmaxBF16; backward, with dS and its packs:
+// kernels.ExpSubMulPackBF16), never stored in float32. Blocks
 // the packs do not cover (strided or gathered keys) pack per tile
 // (kernels.Gemm on one thread), with bitwise the same result. Where the
 // kernels' bf16 path widens bf16 values to float32 anyway
