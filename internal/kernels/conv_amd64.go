@@ -135,9 +135,10 @@ func onlineSoftmaxBF16Vec(x []float32, rows, cols int, m, l []float32, ms int, a
 		return false
 	}
 	_ = x[:rows*cols]
-	pa.reset(rows, cols)
-	for i := range rows {
-		clear(pa.Data[i*pa.Stride+cols : (i+1)*pa.Stride])
+	if pa.reset(rows, cols) > cols {
+		for i := range rows {
+			clear(pa.Data[i*pa.Stride+cols : (i+1)*pa.Stride])
+		}
 	}
 	asmVec(true).onlineSoftmaxTo(x, rows, cols, m, l, ms, alpha, pa)
 	return true
