@@ -43,9 +43,10 @@ var hasBF16Dot = cpu.X86.HasAVX512BF16 && Best == PathAVX512
 
 // bf16Cvt makes the conversion and packing kernels (toBF16AVX512,
 // keepBF16AVX512, keepBF16NTAVX512, toBF16RowsAVX512, pairPanelAVX512,
-// pairT16AVX512, pairTB16AVX512, subMulPackAVX512) round with
-// VCVTNEPS2BF16 and VCVTNE2PS2BF16 rather than in integer arithmetic: the
-// same bits, subnormal inputs included (see
+// pairT16AVX512, pairTB16AVX512) and the fused ones (expSubMulPackAVX512,
+// expSubRowsBF16AVX512, geluBackPackAVX512) round with VCVTNEPS2BF16 and
+// VCVTNE2PS2BF16 rather than in integer arithmetic: the same bits,
+// subnormal inputs included (see
 // internal/asmgen's conv.go), 1.5–1.7× faster on blocks in cache, which
 // made the bf16 training step 1.01–1.02× faster (d256, T 1024, batch 4,
 // 40 and 60 in-process alternations, Intel Xeon family 6 model 207).

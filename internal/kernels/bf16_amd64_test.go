@@ -319,41 +319,20 @@ func TestBF16ConvBodies(t *testing.T) {
 	}
 }
 
-// TestExpSubMulPackBodies runs TestExpSubMulPackBF16's cases on both
-// bodies of the fused kernel.
-func TestExpSubMulPackBodies(t *testing.T) {
+// TestFusedBodies runs the fused kernels' tests (TestExpSubMulPackBF16,
+// TestOnlineSoftmaxBF16, TestGeluBackPackBF16) on both rounding bodies.
+func TestFusedBodies(t *testing.T) {
 	if !hasBF16Dot {
-		t.Skip("no AVX512-BF16: one body, run by TestExpSubMulPackBF16")
+		t.Skip("no AVX512-BF16: one body, run by the kernels' own tests")
 	}
 	defer func(old bool) { bf16Cvt = old }(bf16Cvt)
-	for _, cvt := range []bool{false, true} {
-		bf16Cvt = cvt
-		checkExpSubMulPack(t)
-	}
-}
-
-// TestGeluBackPackBodies runs TestGeluBackPackBF16's cases on both bodies
-// of the fused kernel.
-func TestGeluBackPackBodies(t *testing.T) {
-	if !hasBF16Dot {
-		t.Skip("no AVX512-BF16: one body, run by TestGeluBackPackBF16")
-	}
-	defer func(old bool) { bf16Cvt = old }(bf16Cvt)
-	for _, cvt := range []bool{false, true} {
-		bf16Cvt = cvt
-		checkGeluBackPack(t)
-	}
-}
-
-// TestOnlineSoftmaxBF16Bodies runs TestOnlineSoftmaxBF16's cases on both
-// bodies of the fused kernel.
-func TestOnlineSoftmaxBF16Bodies(t *testing.T) {
-	if !hasBF16Dot {
-		t.Skip("no AVX512-BF16: one body, run by TestOnlineSoftmaxBF16")
-	}
-	defer func(old bool) { bf16Cvt = old }(bf16Cvt)
-	for _, cvt := range []bool{false, true} {
-		bf16Cvt = cvt
-		checkOnlineSoftmaxBF16(t)
+	for _, c := range []struct {
+		name  string
+		check func(*testing.T)
+	}{{"ExpSubMulPack", checkExpSubMulPack}, {"OnlineSoftmax", checkOnlineSoftmaxBF16}, {"GeluBackPack", checkGeluBackPack}} {
+		for _, cvt := range []bool{false, true} {
+			bf16Cvt = cvt
+			t.Run(fmt.Sprintf("%s/cvt=%v", c.name, cvt), c.check)
+		}
 	}
 }
