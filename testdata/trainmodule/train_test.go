@@ -208,7 +208,9 @@ func TestOutsideKind(t *testing.T) {
 	dir := t.TempDir()
 	var cfg tokenmix.TrainConfig
 	cfg.Mixer = mixer.OptionsOf("neighbours", nil)
-	cfg.Train = tokenmix.TrainSettings{Steps: 40, LR: 3e-3, CheckpointEvery: 10, Seed: 3}
+	// At 1e-3 for 120 steps every seed from 1 to 8 reaches 0.91–0.95; at
+	// 3e-3 for 40 steps they ranged from 0.78 to 0.91.
+	cfg.Train = tokenmix.TrainSettings{Steps: 120, LR: 1e-3, CheckpointEvery: 10, Seed: 3}
 	train := tokenmix.Examples(words(400, 7, spamHam))
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	if _, err := tokenmix.Train(context.Background(), cfg, train, tokenmix.WithOutDir(a)); err != nil {
@@ -221,8 +223,8 @@ func TestOutsideKind(t *testing.T) {
 	if _, err := tokenmix.Train(context.Background(), cfg, train, tokenmix.WithOutDir(b)); err != nil {
 		t.Fatal(err)
 	}
-	w := weights(t, a, 40)
-	if !bytes.Equal(w, weights(t, b, 40)) {
+	w := weights(t, a, 120)
+	if !bytes.Equal(w, weights(t, b, 120)) {
 		t.Error("the resumed run's weights differ")
 	}
 	names := safetensorsNames(t, w)
