@@ -94,11 +94,7 @@ func amxTail(a *BF16A, r0, r1, k int) BF16A {
 		return BF16A{}
 	}
 	rt := r1 - rest
-	buf := packBufs.get(amxRows * k)
-	if cap(buf) < amxRows*k {
-		buf = make([]BF16, amxRows*k)
-	}
-	t := BF16A{M: amxRows, K: k, Stride: k, Data: buf[:amxRows*k]}
+	t := BF16A{M: amxRows, K: k, Stride: k, Data: packBufs.getN(amxRows * k)}
 	for i := range amxRows {
 		row := t.Data[i*k : (i+1)*k]
 		if i < rest {

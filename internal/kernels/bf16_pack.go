@@ -545,6 +545,17 @@ func (l *bufList) get(n int) []BF16 {
 	return b
 }
 
+// getN returns n values of a free buffer: the smallest of capacity ≥ n,
+// else a new one (the largest free buffer, which get hands out then, is
+// dropped for the new one, as the packers' growing drops it).
+func (l *bufList) getN(n int) []BF16 {
+	b := l.get(n)
+	if cap(b) < n {
+		b = make([]BF16, n)
+	}
+	return b[:n]
+}
+
 // put returns buffers to the list.
 func (l *bufList) put(bufs ...[]BF16) {
 	l.mu.Lock()

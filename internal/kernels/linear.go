@@ -222,27 +222,18 @@ func linearBackwardBlocks(threads int, dx, dw, db []float32, src func(r0, r1 int
 	if scratch != nil {
 		shapeBF16A(&a, N, out, AsBF16(Uint16s(scratch)))
 	} else {
-		ab = packBufs.get(sizeA(N, out))
-		if cap(ab) < sizeA(N, out) {
-			ab = make([]BF16, sizeA(N, out))
-		}
-		shapeBF16A(&a, N, out, ab[:cap(ab)])
+		ab = packBufs.getN(sizeA(N, out))
+		shapeBF16A(&a, N, out, ab)
 	}
-	tb := packBufs.get(sizeA(out, N))
-	if cap(tb) < sizeA(out, N) {
-		tb = make([]BF16, sizeA(out, N))
-	}
-	shapeBF16A(&at, out, N, tb[:cap(tb)])
+	tb := packBufs.getN(sizeA(out, N))
+	shapeBF16A(&at, out, N, tb)
 	blocks := (N + fillRows - 1) / fillRows
 	nt := min(max(threads, 1), blocks)
 	// Per worker a block of dy and fill's scratch in float32, then per
 	// block its row sums.
 	bs := 2 * fillRows * out
-	sb := packBufs.get(2 * (nt*bs + blocks*out))
-	if cap(sb) < 2*(nt*bs+blocks*out) {
-		sb = make([]BF16, 2*(nt*bs+blocks*out))
-	}
-	f := dwords(sb[:2*(nt*bs+blocks*out)])
+	sb := packBufs.getN(2 * (nt*bs + blocks*out))
+	f := dwords(sb)
 	blk, sums := f[:nt*bs], f[nt*bs:]
 	parallel.For(nt, blocks, 1, func(wk, lo, hi int) {
 		y, tmp := blk[wk*bs:wk*bs+bs/2], blk[wk*bs+bs/2:(wk+1)*bs]

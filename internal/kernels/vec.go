@@ -269,11 +269,8 @@ func layerNormBackward32(threads int, dinp, dweight, dbias, dout, inp, weight, m
 	// dinp, instead of a second pass over dout and inp; the partials are
 	// then added in order, whatever the split.
 	nb := (N + lnBlock - 1) / lnBlock
-	buf := packBufs.get(4 * C * nb)
-	if cap(buf) < 4*C*nb {
-		buf = make([]BF16, 4*C*nb)
-	}
-	part := dwords(buf[:4*C*nb])
+	buf := packBufs.getN(4 * C * nb)
+	part := dwords(buf)
 	splitWork(threads, nb, 1, lnBlock*C, func(lo, hi int) {
 		for b := lo; b < hi; b++ {
 			pw, pb := part[2*b*C:(2*b+1)*C], part[(2*b+1)*C:(2*b+2)*C]
